@@ -1,0 +1,13 @@
+// Subcommands of tunebench-cli. Each returns the process exit code: 0 ok, 1 runtime failure, 2 bad input
+// (with a one-line "tunebench-cli: error: ..." on stderr).
+#pragma once
+
+namespace tb::cli {
+int cmd_knobs(int argc, char** argv);         // cmd_knobs.cpp        (engine)
+int cmd_run(int argc, char** argv);           // cmd_run.cpp          (engine)
+int cmd_serve(int argc, char** argv);         // cmd_serve.cpp        (engine)
+int cmd_make_dataset(int argc, char** argv);  // cmd_make_dataset.cpp (engine data)
+int cmd_tune(int argc, char** argv);          // cmd_tune.cpp         (engine tuner)
+int cmd_analyze(int argc, char** argv);       // cmd_analyze.cpp      (profiler)
+// argv[0] is the subcommand name in every cmd_*.
+}  // namespace tb::cli

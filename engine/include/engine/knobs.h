@@ -1,0 +1,52 @@
+// The knob catalog (DESIGN.md "Knob catalog") and a configuration of knob values. Torch-free: the CLI, the
+// tuner and the report writer include it; only knobs.cpp / session.cpp know what a knob does.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace tb::engine {
+
+enum class KnobType { Bool, Int, Enum };
+
+struct KnobInfo {
+  std::string id;           // "workers"
+  std::string title;        // "Loader worker threads"
+  std::string description;  // one line: what it changes
+  KnobType type = KnobType::Bool;
+  std::string default_value;      // what a newcomer writes (PyTorch defaults): "0", "off", "fp32"...
+  std::string recommended_value;  // the usual fix
+  std::vector<std::string> choices;  // Enum: allowed values; Bool: {"off","on"}
+  int64_t min = 0, max = 0;          // Int range
+  std::vector<std::string> seeds;    // {"000","001","003"}
+  std::string applies_to;            // "cpu+cuda", "cuda", "cuda sm>=80"
+  bool changes_numerics = false;     // the loss-drift guard runs when this changes
+  std::string pytorch_snippet;       // one line of Python that applies it
+  std::string libtorch_snippet;      // one line of C++ that applies it
+};
+
+// Whether a knob can act in this process (device, build, model), and why not.
+struct Applicability {
+  bool applicable = true;
+  std::string reason;  // empty when applicable
+};
+
+const std::vector<KnobInfo>& knob_catalog();
+const KnobInfo* find_knob(const std::string& id);
+
+// Knob id -> value text. Missing ids mean the default.
+using Config = std::map<std::string, std::string>;
+
+// Validates and normalizes one value ("true"/"1"/"on" -> "on"); returns an error message on failure.
+std::optional<std::string> normalize_knob_value(const std::string& id, std::string& value);
+// Parses "k=v,k=v" (CLI --set). Throws std::invalid_argument with a one-line message.
+Config parse_config_list(const std::string& text);
+// Every knob with its default, overridden by `overrides`.
+Config default_config(const Config& overrides = {});
+
+}  // namespace tb::engine

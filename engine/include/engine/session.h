@@ -1,0 +1,90 @@
+// A training session: one model, one dataset, one configuration that may change at step boundaries.
+// Torch-free public API used by the CLI (run/serve), the tuner and the tests. Implementation in
+// session.cpp/trainer.cpp (LibTorch). All LibTorch exceptions are caught inside and rethrown as EngineError
+// with a one-line message (DESIGN.md style rule 8).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/knobs.h"
+
+namespace tb::engine {
+
+// A user-facing error (bad model/data/knob/value, unloadable file, OOM that could not be reverted...).
+struct EngineError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct SessionOptions {
+  std::string model = "mnist_cnn";  // mnist_cnn | resnet18 | resnet50 | vit_tiny | torchscript:PATH
+  std::string data = "synthetic";   // synthetic | imagefolder:DIR | mnist:DIR
+  Config knobs;                      // overrides of the defaults
+  std::string device = "auto";      // auto | cpu | cuda
+  uint64_t seed = 0;
+  int warmup_steps = 3;              // steps excluded from throughput after start and after every change
+  // For torchscript models whose file does not declare its input: C,H,W and classes (0 = unknown).
+  int64_t input_channels = 0, input_height = 0, input_width = 0, num_classes = 0;
+  bool profile = false;              // record ranges (and CUPTI on a GPU) for trace export
+};
+
+struct StepRecord {
+  int64_t index = 0;          // global step index
+  int64_t samples = 0;
+  int64_t start_ns = 0;       // tb::prof::now_ns() at step start
+  int64_t wall_ns = 0;        // whole step including data wait
+  int64_t data_wait_ns = 0;
+  int64_t h2d_ns = 0;
+  double loss = std::numeric_limits<double>::quiet_NaN();  // NaN when not read this step (sync_free_logging)
+  int64_t config_rev = 0;
+  bool warmup = false;        // excluded from throughput
+  bool skipped = false;       // fp16: optimizer step skipped by dynamic loss scaling (inf/nan grads)
+  bool optimizer_step = true; // false for a grad-accumulation micro-batch
+  double loss_scale = 0;      // fp16 loss scale after this step (0 when not fp16)
+};
+
+struct KnobState {
+  KnobInfo info;
+  std::string value;          // current value
+  Applicability applicability;
+};
+
+class Session {
+ public:
+  virtual ~Session() = default;
+  // Builds model, dataset, loader, optimizer; probes a batch. Throws EngineError.
+  static std::unique_ptr<Session> create(const SessionOptions& options);
+
+  // One training step (or one micro-batch under grad_accumulation). Throws EngineError on an unrecoverable
+  // failure; recoverable events (OOM revert, fp16 skip, NaN loss) are reported through warnings().
+  virtual StepRecord step() = 0;
+
+  // Applies knob changes at the next step boundary (i.e. now, between steps). Validates first: an unknown
+  // knob or bad value throws EngineError and changes nothing. Returns the new config revision.
+  virtual int64_t apply(const Config& changes) = 0;
+  virtual const Config& config() const = 0;
+  virtual int64_t revision() const = 0;
+  virtual std::vector<KnobState> knobs() const = 0;
+
+  // Messages since the last call (OOM revert, fp16 overflow skip, NaN loss, knob not applicable...).
+  virtual std::vector<std::string> take_warnings() = 0;
+
+  // {"device":..., "versions":{"libtorch":..., "cuda":..., "cudnn":...}, "model":..., "data":..., "input":[C,H,W]}
+  virtual nlohmann::json describe() const = 0;
+};
+
+// Knob applicability without building a session (for `tunebench-cli knobs`): device and build decide.
+std::vector<KnobState> knob_states_here(const std::string& device = "auto");
+
+// Versions and device for hello/describe without a model.
+nlohmann::json environment_info();
+
+}  // namespace tb::engine

@@ -1,0 +1,99 @@
+// Data pipeline contract between the datasets/loader and the trainer (private to engine/, includes torch).
+//
+// Datasets produce one preprocessed sample at a time into caller-owned memory (float CHW, normalized) so
+// workers can write straight into a (pinned) staging batch without intermediate tensors. The Loader owns
+// the worker threads, the bounded prefetch queue and the staging ring, and hands the trainer whole batches
+// already on the training device.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <string>
+
+namespace tb::engine {
+
+// The input a model declares; datasets must produce exactly this.
+struct InputSpec {
+  int64_t channels = 3;
+  int64_t height = 224;
+  int64_t width = 224;
+  int64_t num_classes = 1000;
+};
+
+// Bad user input (missing folder, unreadable file, unknown dataset kind): message is one line for the user.
+struct DataError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+  virtual std::string describe() const = 0;  // "imagefolder:/x (1200 images, 10 classes)"
+  virtual int64_t size() const = 0;
+  virtual int64_t num_classes() const = 0;
+  // Writes sample `index` as float CHW (spec().channels x height x width), normalized, into `out`, and its
+  // class into `label`. `rng` drives augmentation (crop/flip) so a deterministic loader reproduces batches.
+  // Returns false when the sample is unreadable/corrupt (counted and skipped by the loader, never thrown).
+  // Thread-safe: called concurrently from workers.
+  virtual bool load(int64_t index, std::mt19937_64& rng, float* out, int64_t& label) const = 0;
+  // True when load() costs nothing on the CPU (synthetic): the loader then reuses one device batch.
+  virtual bool is_synthetic() const { return false; }
+};
+
+// "synthetic", "imagefolder:DIR", "mnist:DIR". Throws DataError with a clear message.
+std::shared_ptr<Dataset> make_dataset(const std::string& spec, const InputSpec& input);
+
+struct LoaderOptions {
+  int workers = 0;            // 0: load on the calling (training) thread
+  int prefetch = 2;           // batches in flight per worker (bounded queue depth = max(1, workers) * prefetch)
+  bool pin_memory = false;    // pinned staging ring (CUDA builds; else reported not applicable)
+  bool non_blocking = false;  // async H2D on a copy stream + event (CUDA builds)
+  bool deterministic = true;  // batches come out in index order regardless of which worker finished first
+  bool fp32_preprocess = true;  // false: preprocessing math in fp16 on the CPU (the slow naive path of seed 003)
+  bool channels_last = false;   // produce NHWC-strided device tensors
+  int64_t batch_size = 32;
+  uint64_t seed = 0;
+  torch::Device device = torch::kCPU;
+};
+
+struct Batch {
+  torch::Tensor input;   // [N,C,H,W] float on options.device
+  torch::Tensor target;  // [N] int64 on options.device
+  int64_t samples = 0;
+  int64_t index = 0;         // batch sequence number
+  int64_t data_wait_ns = 0;  // time the training thread waited for this batch
+  int64_t h2d_ns = 0;        // host time spent issuing/waiting for the copy to the device
+};
+
+struct LoaderStats {
+  int64_t batches = 0;
+  int64_t samples = 0;
+  int64_t skipped = 0;       // unreadable/corrupt samples skipped
+  int64_t queue_depth = 0;   // current prefetched batches
+};
+
+class Loader {
+ public:
+  Loader(std::shared_ptr<const Dataset> dataset, LoaderOptions options);
+  ~Loader();  // joins workers
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  // Blocks until the next batch is ready (records "data_wait" on the calling thread while blocked).
+  Batch next();
+  // Applies new options at a batch boundary (drains/restarts workers when the worker count changes).
+  void reconfigure(const LoaderOptions& options);
+  const LoaderOptions& options() const;
+  LoaderStats stats() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tb::engine

@@ -1,0 +1,18 @@
+// Canonical range names shared by the engine (which records them) and the analyses (which read them).
+// Changing one is a trace-format change: old traces keep the old names.
+#pragma once
+
+namespace tb::prof::names {
+inline constexpr const char* kStep = "step";            // one training step on the training thread (arg: step index)
+inline constexpr const char* kDataWait = "data_wait";   // training thread blocked on the loader
+inline constexpr const char* kH2D = "h2d";              // host->device copy of a batch (issue + wait)
+inline constexpr const char* kForward = "forward";
+inline constexpr const char* kBackward = "backward";
+inline constexpr const char* kOptimizer = "optimizer";
+inline constexpr const char* kSync = "sync";            // host blocked on the device (loss.item(), synchronize)
+inline constexpr const char* kLoadBatch = "load_batch"; // a worker assembling one batch (arg: batch index)
+inline constexpr const char* kDecode = "decode";        // a worker decoding one image
+inline constexpr const char* kAugment = "augment";      // crop/flip/normalize of one sample
+inline constexpr const char* kConfigChange = "config_change";  // instant, arg: config revision
+inline constexpr const char* kGraphCapture = "cuda_graph_capture";
+}  // namespace tb::prof::names

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Configures and builds TuneBench into build/ (or $TB_BUILD_DIR). Installs nothing: see install-deps.sh.
+# Builds the GUI when Qt 6 is installed (it is, after install-deps.sh); TB_GUI=OFF forces headless.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir="${TB_BUILD_DIR:-build}"
+gui="${TB_GUI:-ON}"
+jobs="${TB_JOBS:-$(nproc)}"
+export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}" CCACHE_BASEDIR="$PWD" CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-5G}"
+# Precompiled headers and ccache: let ccache reuse PCH-based objects.
+export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}"
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="${TB_BUILD_TYPE:-RelWithDebInfo}" \
+  -DTUNEBENCH_GUI="$gui" -DBUILD_TESTING=ON ${TB_CMAKE_ARGS:-}
+cmake --build "$build_dir" -j "$jobs"

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs what TuneBench needs to build and test on Debian 12 (bookworm). Idempotent; run as root.
+# Usage: scripts/install-deps.sh [--bench]   (--bench adds python3-torch for the eager-PyTorch comparison)
+set -euo pipefail
+pkgs=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libtorch-dev                          # LibTorch 1.13.1, CPU only
+  libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev zlib1g-dev
+  libsimdjson-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  qt6-base-dev qt6-charts-dev libqt6opengl6-dev libxkbcommon-dev libvulkan-dev libgl-dev
+  xvfb xauth
+)
+if [[ "${1:-}" == "--bench" ]]; then pkgs+=(python3-torch); fi
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [[ ${#missing[@]} -eq 0 ]]; then echo "install-deps: all packages present"; exit 0; fi
+SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "install-deps: installed ${#missing[@]} packages"
