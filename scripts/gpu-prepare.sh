@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Run HERE (a Debian 12 dev machine with network to Debian's mirror), before a GPU session: downloads the
+# Debian packages the GPU box lacks (it reaches no registry) into .carry/debs, which the device tool carries
+# (`carry: [".carry"]`) and scripts/gpu-check.sh unpacks there with dpkg -x (never into /).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+grep -qx '/.carry/' .git/info/exclude 2>/dev/null || echo '/.carry/' >> .git/info/exclude
+mkdir -p .carry/debs
+cd .carry/debs
+pkgs=(libturbojpeg0 libturbojpeg0-dev libjpeg62-turbo libjpeg62-turbo-dev libpng16-16 libpng-dev zlib1g-dev
+      libsimdjson14 libsimdjson-dev nlohmann-json3-dev libgtest-dev googletest libbenchmark1debian libbenchmark-dev)
+apt-get download "${pkgs[@]}"
+ls -la
