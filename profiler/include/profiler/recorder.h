@@ -10,6 +10,9 @@
 //   build time, so Nsight Systems shows our ranges next to its own. With no NVTX tool attached this costs a
 //   null-pointer check.
 // - Timestamps are now_ns(): CLOCK_MONOTONIC nanoseconds. Every other clock (CUPTI's) is aligned to it.
+//   (On x86-64 with an invariant TSC the hot path stores raw TSC ticks and collect() maps them to
+//   CLOCK_MONOTONIC by interpolating between clock pairs sampled at start() and each collect(); set
+//   TUNEBENCH_RECORDER_NO_TSC=1 to read clock_gettime on every record instead.)
 // - Recording is off until start(); begin/end while off cost one relaxed atomic load.
 //
 // Threading: begin/end/instant/counter are called from any thread, each on its own buffer. start/stop/

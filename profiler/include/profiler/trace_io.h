@@ -1,0 +1,51 @@
+// Trace I/O: reads our own traces, Chrome trace JSON and PyTorch-profiler (Kineto) traces, plain or gzip;
+// writes Chrome trace JSON that Perfetto UI and chrome://tracing open and that load_trace reads back.
+//
+// Errors are values: a bad file gives an Error with one line and, for JSON errors, the byte offset into the
+// decompressed text. Nothing here throws or aborts on any input (fuzzed: tests/fuzz).
+//
+// Mapping (Kineto `cat` -> EventKind): cpu_op, user_annotation, python_function, Trace -> Range on a CPU
+// track; gpu_user_annotation -> Range on its GPU stream track; kernel -> Kernel; gpu_memcpy -> Memcpy;
+// gpu_memset -> Memset; cuda_runtime -> Runtime; cuda_driver -> Driver; cuda_sync -> Sync (on the GPU row);
+// "i"/"I" -> Instant; "C" -> Counter; ac2g flows are rebuilt from args.correlation. GPU rows are recognised
+// by category (kernel, gpu_memcpy, gpu_memset, gpu_user_annotation, cuda_sync) or our tb_kind; tracks on GPU rows
+// are (device = args.device or pid, stream = args.stream or tid). Timestamps and durations are microseconds
+// (Chrome's unit whatever displayTimeUnit says) and are parsed from the number's text, so a Kineto
+// "1712195495506161.288" keeps its nanoseconds (a double would not). Unknown phases/categories are skipped or
+// kept as plain ranges; flows are not read from s/f events but rebuilt from correlation ids.
+//
+// Our own export is Chrome trace JSON with a "tunebench" top-level object (metadata: device, versions,
+// collector state/reason, dropped records) and "args": {"tb_kind", "correlation", "arg" | "bytes", "detail",
+// "device", "stream"} on events so the round trip keeps kinds, times (ns), correlation and metadata (depth is
+// recomputed); flows are ph "s"/"f" pairs (id = correlation, cat "ac2g"); findings are global instant events
+// (cat "tunebench_finding", skipped when read back: they are re-derived by analyze()).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "profiler/analysis.h"
+#include "profiler/result.h"
+#include "profiler/trace.h"
+
+namespace tb::prof {
+
+struct LoadOptions {
+  // Refuse inputs larger than this after decompression (absurd sizes, gzip bombs). 0 = no limit.
+  size_t max_bytes = size_t(16) << 30;
+};
+
+// Loads a trace file (.json or .json.gz; gzip is detected by its magic bytes, not the name) and finalizes it.
+Result<std::unique_ptr<Trace>> load_trace(const std::string& path, const LoadOptions& options = {});
+// Same, from bytes in memory (possibly gzip). `source_name` is used in messages and metadata only.
+Result<std::unique_ptr<Trace>> parse_trace(std::string_view bytes, std::string_view source_name = "<memory>",
+                                           const LoadOptions& options = {});
+
+// Writes Chrome trace JSON (gzip when the path ends in .gz). Findings become instant events.
+Status write_chrome_trace(const Trace& trace, const std::string& path, const std::vector<Finding>& findings = {});
+// The same JSON as a string.
+std::string to_chrome_trace_json(const Trace& trace, const std::vector<Finding>& findings = {});
+
+}  // namespace tb::prof

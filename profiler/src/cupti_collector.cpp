@@ -1,0 +1,604 @@
+// CUPTI activity collector. cupti.h only under TUNEBENCH_HAVE_CUPTI; the library is dlopen'ed, never linked.
+#include "profiler/cupti_collector.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <mutex>
+
+#include "profiler/recorder.h"
+
+#if defined(TUNEBENCH_HAVE_CUPTI)
+#include <cupti.h>
+#endif
+
+namespace tb::prof {
+
+// ---- ClockAlignment ----
+
+void ClockAlignment::add_sample(int64_t mono_before, int64_t cupti_ns, int64_t mono_after) {
+  if (mono_after < mono_before) std::swap(mono_before, mono_after);
+  const int64_t mid = mono_before + (mono_after - mono_before) / 2;
+  Sample s{cupti_ns, cupti_ns - mid, (mono_after - mono_before) / 2};
+  auto it = std::upper_bound(samples_.begin(), samples_.end(), cupti_ns,
+                             [](int64_t t, const Sample& x) { return t < x.cupti_ns; });
+  samples_.insert(it, s);
+}
+
+int64_t ClockAlignment::to_mono(int64_t cupti_ns) const {
+  if (samples_.empty()) return cupti_ns;
+  if (samples_.size() == 1 || cupti_ns <= samples_.front().cupti_ns) return cupti_ns - samples_.front().offset_ns;
+  if (cupti_ns >= samples_.back().cupti_ns) return cupti_ns - samples_.back().offset_ns;
+  auto hi = std::upper_bound(samples_.begin(), samples_.end(), cupti_ns,
+                             [](int64_t t, const Sample& x) { return t < x.cupti_ns; });
+  auto lo = hi - 1;
+  const int64_t span = hi->cupti_ns - lo->cupti_ns;
+  if (span <= 0) return cupti_ns - lo->offset_ns;
+  // Interpolate the offset (drift between the two clocks is linear over a flush interval).
+  const long double f = static_cast<long double>(cupti_ns - lo->cupti_ns) / static_cast<long double>(span);
+  const int64_t off = lo->offset_ns + static_cast<int64_t>(std::llround(f * (hi->offset_ns - lo->offset_ns)));
+  return cupti_ns - off;
+}
+
+int64_t ClockAlignment::last_offset_ns() const { return samples_.empty() ? 0 : samples_.back().offset_ns; }
+int64_t ClockAlignment::last_uncertainty_ns() const { return samples_.empty() ? 0 : samples_.back().uncertainty_ns; }
+
+// ---- API names ----
+
+std::string strip_api_version(const char* name) {
+  if (!name) return {};
+  std::string s(name);
+  const auto pos = s.rfind("_v");
+  if (pos != std::string::npos && pos + 2 < s.size() &&
+      std::all_of(s.begin() + static_cast<long>(pos) + 2, s.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    s.resize(pos);
+  }
+  return s;
+}
+
+bool is_blocking_sync_api(std::string_view n) {
+  static constexpr std::string_view kSync[] = {
+      "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaThreadSynchronize",
+      "cudaMemcpy",            "cudaMemcpy2D",          "cudaMemcpy3D",         "cudaMemcpyToSymbol",
+      "cudaMemcpyFromSymbol",  "cudaMemcpyPeer",        "cuCtxSynchronize",
+      "cuStreamSynchronize",   "cuEventSynchronize",    "cuMemcpyHtoD",         "cuMemcpyDtoH",
+      "cuMemcpy",              "cuMemcpyDtoD",          "cuMemcpyPeer"};
+  for (std::string_view s : kSync)
+    if (n == s) return true;
+  // Driver spellings carry _v2 suffixes when not stripped.
+  if (n.size() > 3 && n.substr(n.size() - 3) == "_v2") return is_blocking_sync_api(n.substr(0, n.size() - 3));
+  return false;
+}
+
+// ---- CuptiDecoder ----
+
+CuptiDecoder::CuptiDecoder(int64_t pid) : trace_(std::make_unique<Trace>()), pid_(pid) {}
+
+#if defined(TUNEBENCH_HAVE_CUPTI)
+namespace {
+MemcpyKind memcpy_kind(uint8_t k) {
+  switch (k) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return MemcpyKind::HtoD;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return MemcpyKind::DtoH;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA: return MemcpyKind::DtoD;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return MemcpyKind::HtoH;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return MemcpyKind::PtoP;
+    default: return MemcpyKind::Unknown;
+  }
+}
+const char* memcpy_name(MemcpyKind k) {
+  switch (k) {
+    case MemcpyKind::HtoD: return "Memcpy HtoD";
+    case MemcpyKind::DtoH: return "Memcpy DtoH";
+    case MemcpyKind::DtoD: return "Memcpy DtoD";
+    case MemcpyKind::HtoH: return "Memcpy HtoH";
+    case MemcpyKind::PtoP: return "Memcpy PtoP";
+    default: return "Memcpy";
+  }
+}
+const char* sync_name(uint32_t type) {
+  switch (type) {
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: return "Event Sync";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT: return "Stream Wait Event";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE: return "Stream Sync";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE: return "Context Sync";
+    default: return "Sync";
+  }
+}
+}  // namespace
+#endif
+
+void CuptiDecoder::decode(const void* record) {
+  ++stats_.records;
+  if (!record) {
+    ++stats_.invalid;
+    return;
+  }
+#if defined(TUNEBENCH_HAVE_CUPTI)
+  const auto* base = static_cast<const CUpti_Activity*>(record);
+  auto valid = [&](uint64_t s, uint64_t e) {
+    if (s == 0 || e < s || s > static_cast<uint64_t>(INT64_MAX) || e > static_cast<uint64_t>(INT64_MAX)) {
+      ++stats_.invalid;
+      return false;
+    }
+    return true;
+  };
+  auto gpu_track = [&](uint32_t device, uint32_t stream) {
+    return trace_->track_for(TrackKind::GpuStream, device, stream);
+  };
+  switch (base->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+      const auto* k = static_cast<const CUpti_ActivityKernel10*>(record);
+      if (!valid(k->start, k->end)) return;
+      Event e;
+      e.kind = EventKind::Kernel;
+      e.start_ns = clock_.to_mono(static_cast<int64_t>(k->start));
+      e.end_ns = clock_.to_mono(static_cast<int64_t>(k->end));
+      e.correlation = k->correlationId;
+      e.name = trace_->intern(k->name ? k->name : "kernel");
+      char buf[128];
+      std::snprintf(buf, sizeof buf, "grid [%d,%d,%d] block [%d,%d,%d] regs %u smem %d", k->gridX, k->gridY, k->gridZ,
+                    k->blockX, k->blockY, k->blockZ, static_cast<unsigned>(k->registersPerThread),
+                    k->staticSharedMemory + k->dynamicSharedMemory);
+      e.detail = trace_->intern(buf);
+      trace_->add_event(gpu_track(k->deviceId, k->streamId), e);
+      ++stats_.kernels;
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+      const auto* m = static_cast<const CUpti_ActivityMemcpy6*>(record);
+      if (!valid(m->start, m->end)) return;
+      Event e;
+      e.kind = EventKind::Memcpy;
+      e.start_ns = clock_.to_mono(static_cast<int64_t>(m->start));
+      e.end_ns = clock_.to_mono(static_cast<int64_t>(m->end));
+      e.correlation = m->correlationId;
+      const MemcpyKind mk = memcpy_kind(m->copyKind);
+      e.flags = static_cast<uint16_t>(mk);
+      e.arg = static_cast<int64_t>(std::min<uint64_t>(m->bytes, INT64_MAX));
+      e.name = trace_->intern(memcpy_name(mk));
+      trace_->add_event(gpu_track(m->deviceId, m->streamId), e);
+      ++stats_.memcpys;
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+      const auto* m = static_cast<const CUpti_ActivityMemset4*>(record);
+      if (!valid(m->start, m->end)) return;
+      Event e;
+      e.kind = EventKind::Memset;
+      e.start_ns = clock_.to_mono(static_cast<int64_t>(m->start));
+      e.end_ns = clock_.to_mono(static_cast<int64_t>(m->end));
+      e.correlation = m->correlationId;
+      e.arg = static_cast<int64_t>(std::min<uint64_t>(m->bytes, INT64_MAX));
+      e.name = trace_->intern("Memset");
+      trace_->add_event(gpu_track(m->deviceId, m->streamId), e);
+      ++stats_.memsets;
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: {
+      const auto* a = static_cast<const CUpti_ActivityAPI*>(record);
+      if (!valid(a->start, a->end)) return;
+      const bool rt = base->kind == CUPTI_ACTIVITY_KIND_RUNTIME;
+      Event e;
+      e.kind = rt ? EventKind::Runtime : EventKind::Driver;
+      e.start_ns = clock_.to_mono(static_cast<int64_t>(a->start));
+      e.end_ns = clock_.to_mono(static_cast<int64_t>(a->end));
+      e.correlation = a->correlationId;
+      std::string name;
+      if (api_name_) name = strip_api_version(api_name_(rt, a->cbid));
+      if (name.empty()) name = std::string(rt ? "cudaRuntime#" : "cuDriver#") + std::to_string(a->cbid);
+      if (is_blocking_sync_api(name)) e.flags |= kFlagBlockingSync;
+      e.name = trace_->intern(name);
+      const int64_t pid = a->processId ? static_cast<int64_t>(a->processId) : pid_;
+      trace_->add_event(trace_->track_for(TrackKind::CpuThread, pid, a->threadId), e);
+      if (rt) ++stats_.runtime;
+      else ++stats_.driver;
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+      const auto* s = static_cast<const CUpti_ActivitySynchronization2*>(record);
+      if (!valid(s->start, s->end)) return;
+      Event e;
+      e.kind = EventKind::Sync;
+      e.start_ns = clock_.to_mono(static_cast<int64_t>(s->start));
+      e.end_ns = clock_.to_mono(static_cast<int64_t>(s->end));
+      e.correlation = 0;  // the API call that caused it carries the correlation; keep the arrow on the kernel
+      e.arg = s->correlationId;
+      e.name = trace_->intern(sync_name(s->type));
+      // Context syncs have no stream (CUPTI uses UINT32_MAX): shown on stream 0's row of device 0.
+      const uint32_t stream = s->streamId == UINT32_MAX ? 0 : s->streamId;
+      trace_->add_event(gpu_track(0, stream), e);
+      ++stats_.syncs;
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+      const auto* x = static_cast<const CUpti_ActivityExternalCorrelation*>(record);
+      external_[x->correlationId] = x->externalId;
+      ++stats_.external_correlations;
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_OVERHEAD: {
+      const auto* o = static_cast<const CUpti_ActivityOverhead3*>(record);
+      if (!valid(o->start, o->end)) return;
+      Event e;
+      e.kind = EventKind::Overhead;
+      e.start_ns = clock_.to_mono(static_cast<int64_t>(o->start));
+      e.end_ns = clock_.to_mono(static_cast<int64_t>(o->end));
+      e.name = trace_->intern("CUPTI overhead");
+      const int64_t tid = o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? o->objectId.pt.threadId : 0;
+      trace_->add_event(trace_->track_for(TrackKind::CpuThread, pid_, tid), e);
+      ++stats_.overhead;
+      return;
+    }
+    default:
+      ++stats_.unknown;
+      return;
+  }
+#else
+  ++stats_.unknown;
+#endif
+}
+
+std::unique_ptr<Trace> CuptiDecoder::take() {
+  auto t = std::move(trace_);
+  trace_ = std::make_unique<Trace>();
+  if (!external_.empty()) {
+    // Second pass (kineto): attach external ids (our step/op ids) to the API calls that carry them.
+    Trace& tr = *t;
+    for (uint32_t ti = 0; ti < tr.tracks().size(); ++ti) {
+      const Track& track = tr.track(ti);
+      if (track.kind() != TrackKind::CpuThread) continue;
+      for (Event& e : tr.mutable_events(ti)) {
+        if (e.kind != EventKind::Runtime && e.kind != EventKind::Driver) continue;
+        auto it = external_.find(static_cast<uint32_t>(e.correlation));
+        if (it != external_.end()) e.arg = static_cast<int64_t>(it->second);
+      }
+    }
+    external_.clear();
+  }
+  t->finalize();
+  return t;
+}
+
+// ---- CuptiCollector ----
+
+struct CuptiCollector::Impl {
+  std::mutex mu;  // guards the fields below (never held while calling CUPTI)
+  std::string state;   // "" until start() is first tried: CPU runs that never wanted CUPTI say nothing
+  std::string reason;
+  bool was_on = false;  // the latest start() succeeded (stays true after stop(): its data is in the trace)
+  std::string version;
+  bool running = false;
+  Options options;
+  std::deque<std::pair<uint8_t*, size_t>> completed;  // buffers CUPTI handed back, not decoded yet
+  std::atomic<size_t> outstanding{0};                 // buffers allocated and not freed
+  std::atomic<uint64_t> refused{0};                   // buffer requests refused at the cap
+  std::atomic<uint64_t> cupti_dropped{0};
+  CuptiDecoder decoder{static_cast<int64_t>(::getpid())};
+  std::unique_ptr<Trace> pending;  // decoded since the last collect()
+  void* lib = nullptr;
+
+#if defined(TUNEBENCH_HAVE_CUPTI)
+  // Resolved entry points.
+  CUptiResult (*GetVersion)(uint32_t*) = nullptr;
+  CUptiResult (*GetResultString)(CUptiResult, const char**) = nullptr;
+  CUptiResult (*ActivityEnable)(CUpti_ActivityKind) = nullptr;
+  CUptiResult (*ActivityDisable)(CUpti_ActivityKind) = nullptr;
+  CUptiResult (*ActivityRegisterCallbacks)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc) =
+      nullptr;
+  CUptiResult (*ActivityFlushAll)(uint32_t) = nullptr;
+  CUptiResult (*ActivityGetNextRecord)(uint8_t*, size_t, CUpti_Activity**) = nullptr;
+  CUptiResult (*ActivityGetNumDroppedRecords)(CUcontext, uint32_t, size_t*) = nullptr;
+  CUptiResult (*GetTimestamp)(uint64_t*) = nullptr;
+  CUptiResult (*GetCallbackName)(CUpti_CallbackDomain, uint32_t, const char**) = nullptr;
+  CUptiResult (*PushExternal)(CUpti_ExternalCorrelationKind, uint64_t) = nullptr;
+  CUptiResult (*SetThreadIdType)(CUpti_ActivityThreadIdType) = nullptr;
+  CUptiResult (*PopExternal)(CUpti_ExternalCorrelationKind, uint64_t*) = nullptr;
+  std::vector<CUpti_ActivityKind> enabled;
+
+  std::string err(const char* what, CUptiResult r) {
+    const char* s = nullptr;
+    if (GetResultString) GetResultString(r, &s);
+    std::string why = s ? s : ("CUPTI error " + std::to_string(static_cast<int>(r)));
+    std::string cls;
+    switch (r) {
+      case CUPTI_ERROR_INVALID_DEVICE: cls = "no device: "; break;
+      case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES: cls = "insufficient privileges: "; break;
+      case CUPTI_ERROR_NOT_INITIALIZED: cls = "no driver: "; break;
+      case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED: cls = "another CUPTI subscriber: "; break;
+      case CUPTI_ERROR_NOT_COMPATIBLE: cls = "version mismatch: "; break;
+      case CUPTI_ERROR_UNKNOWN: cls = "no driver or device: "; break;
+      default: break;
+    }
+    return cls + what + " failed: " + why;
+  }
+#endif
+
+  void sample_clock() {
+#if defined(TUNEBENCH_HAVE_CUPTI)
+    if (!GetTimestamp) return;
+    // Best of 5 brackets: the narrowest bracket has the least scheduling noise.
+    int64_t best_w = INT64_MAX, b0 = 0, bc = 0, b1 = 0;
+    for (int i = 0; i < 5; ++i) {
+      const int64_t m0 = now_ns();
+      uint64_t c = 0;
+      if (GetTimestamp(&c) != CUPTI_SUCCESS) return;
+      const int64_t m1 = now_ns();
+      if (m1 - m0 < best_w) {
+        best_w = m1 - m0;
+        b0 = m0;
+        bc = static_cast<int64_t>(c);
+        b1 = m1;
+      }
+    }
+    ClockAlignment clk = decoder.clock();
+    clk.add_sample(b0, bc, b1);
+    decoder.set_clock(clk);
+#endif
+  }
+};
+
+namespace {
+#if defined(TUNEBENCH_HAVE_CUPTI)
+CuptiCollector::Impl* g_impl = nullptr;  // the singleton's impl, for CUPTI's C callbacks
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *max_records = 0;
+  CuptiCollector::Impl* impl = g_impl;
+  if (!impl || impl->outstanding.load() >= impl->options.max_buffers) {
+    // Cap reached: no buffer; CUPTI drops records (reported through cuptiActivityGetNumDroppedRecords).
+    if (impl) impl->refused.fetch_add(1);
+    *buffer = nullptr;
+    *size = 0;
+    return;
+  }
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, CuptiCollector::kBufferBytes));
+  *size = *buffer ? CuptiCollector::kBufferBytes : 0;
+  if (*buffer) impl->outstanding.fetch_add(1);
+}
+
+void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  CuptiCollector::Impl* impl = g_impl;
+  if (!buffer) return;
+  if (!impl) {
+    std::free(buffer);
+    return;
+  }
+  // Only queue it: decoding calls CUPTI (cuptiActivityGetNextRecord), which must not happen under our lock.
+  std::lock_guard<std::mutex> lock(impl->mu);
+  impl->completed.emplace_back(buffer, valid);
+}
+
+const char* kind_name(CUpti_ActivityKind k) {
+  switch (k) {
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return "CONCURRENT_KERNEL";
+    case CUPTI_ACTIVITY_KIND_MEMCPY: return "MEMCPY";
+    case CUPTI_ACTIVITY_KIND_MEMSET: return "MEMSET";
+    case CUPTI_ACTIVITY_KIND_RUNTIME: return "RUNTIME";
+    case CUPTI_ACTIVITY_KIND_DRIVER: return "DRIVER";
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return "SYNCHRONIZATION";
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return "EXTERNAL_CORRELATION";
+    case CUPTI_ACTIVITY_KIND_OVERHEAD: return "OVERHEAD";
+    default: return "?";
+  }
+}
+
+const char* api_name(bool runtime, uint32_t cbid) {
+  CuptiCollector::Impl* impl = g_impl;
+  if (!impl || !impl->GetCallbackName) return nullptr;
+  const char* n = nullptr;
+  if (impl->GetCallbackName(runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, cbid, &n) !=
+      CUPTI_SUCCESS)
+    return nullptr;
+  return n;
+}
+#endif
+}  // namespace
+
+CuptiCollector::CuptiCollector() : impl_(std::make_unique<Impl>()) {}
+CuptiCollector::~CuptiCollector() = default;
+
+CuptiCollector& CuptiCollector::instance() {
+  static CuptiCollector* c = new CuptiCollector();  // leaked: CUPTI may call back during exit
+  return *c;
+}
+
+Status CuptiCollector::start(const Options& options) {
+  Impl& d = *impl_;
+#if !defined(TUNEBENCH_HAVE_CUPTI)
+  (void)options;
+  {
+    std::lock_guard<std::mutex> lock(d.mu);
+    d.state = "not built";
+    d.reason = "built without CUPTI headers (TUNEBENCH_CUPTI=OFF or no CUDA toolkit)";
+    d.was_on = false;
+  }
+  return Error{"CUPTI collector not built: " + d.reason};
+#else
+  if (d.running) return Status::Ok();
+  d.was_on = false;
+  d.options = options;
+  auto fail = [&](std::string why) -> Status {
+    std::lock_guard<std::mutex> lock(d.mu);
+    d.state = "off";
+    d.reason = why;
+    return Error{"CUPTI collector off: " + why};
+  };
+  if (!d.lib) {
+    const char* name = options.library ? options.library : "libcupti.so.13";
+    if (const char* env = std::getenv("TUNEBENCH_CUPTI_LIBRARY"); env && *env && !options.library) name = env;
+    d.lib = dlopen(name, RTLD_NOW | RTLD_NOLOAD);  // keep the copy LibTorch/Kineto already loaded
+    if (!d.lib) d.lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!d.lib && !options.library) {
+      for (const char* p : {"/usr/local/cuda/lib64/libcupti.so.13", "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13"}) {
+        d.lib = dlopen(p, RTLD_NOW | RTLD_LOCAL);
+        if (d.lib) break;
+      }
+    }
+    if (!d.lib) {
+      const char* e = dlerror();
+      return fail(std::string("library not found: ") + (e ? e : name));
+    }
+  }
+  auto sym = [&](auto& fn, const char* n) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(d.lib, n));
+    return fn != nullptr;
+  };
+  const char* missing = nullptr;
+  if (!sym(d.GetVersion, "cuptiGetVersion")) missing = "cuptiGetVersion";
+  else if (!sym(d.GetResultString, "cuptiGetResultString")) missing = "cuptiGetResultString";
+  else if (!sym(d.ActivityEnable, "cuptiActivityEnable")) missing = "cuptiActivityEnable";
+  else if (!sym(d.ActivityDisable, "cuptiActivityDisable")) missing = "cuptiActivityDisable";
+  else if (!sym(d.ActivityRegisterCallbacks, "cuptiActivityRegisterCallbacks")) missing = "cuptiActivityRegisterCallbacks";
+  else if (!sym(d.ActivityFlushAll, "cuptiActivityFlushAll")) missing = "cuptiActivityFlushAll";
+  else if (!sym(d.ActivityGetNextRecord, "cuptiActivityGetNextRecord")) missing = "cuptiActivityGetNextRecord";
+  else if (!sym(d.ActivityGetNumDroppedRecords, "cuptiActivityGetNumDroppedRecords")) missing = "cuptiActivityGetNumDroppedRecords";
+  else if (!sym(d.GetTimestamp, "cuptiGetTimestamp")) missing = "cuptiGetTimestamp";
+  sym(d.GetCallbackName, "cuptiGetCallbackName");  // optional: names fall back to cbid numbers
+  sym(d.PushExternal, "cuptiActivityPushExternalCorrelationId");  // optional
+  sym(d.PopExternal, "cuptiActivityPopExternalCorrelationId");
+  sym(d.SetThreadIdType, "cuptiSetThreadIdType");
+  if (missing) return fail(std::string("version mismatch: symbol ") + missing + " missing in libcupti");
+  uint32_t ver = 0;
+  if (d.GetVersion(&ver) != CUPTI_SUCCESS) return fail("version mismatch: cuptiGetVersion failed");
+  d.version = std::to_string(ver);
+  if (ver / 1000 != CUPTI_API_VERSION / 1000 || ver < CUPTI_API_VERSION) {
+    // Record layouts (CUpti_ActivityKernel10, ...) are those of the headers we were built with.
+    return fail("version mismatch: libcupti API " + std::to_string(ver) + ", built against " +
+                std::to_string(CUPTI_API_VERSION));
+  }
+  g_impl = &d;
+  d.decoder.set_api_name_fn(&api_name);
+  // gettid() thread ids (not pthread_self()), so API calls land on the recorder's thread tracks when merged.
+  if (d.SetThreadIdType) d.SetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+  if (CUptiResult r = d.ActivityRegisterCallbacks(&buffer_requested, &buffer_completed); r != CUPTI_SUCCESS)
+    return fail(d.err("cuptiActivityRegisterCallbacks", r));
+  const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                      CUPTI_ACTIVITY_KIND_MEMSET,            CUPTI_ACTIVITY_KIND_RUNTIME,
+                                      CUPTI_ACTIVITY_KIND_DRIVER,            CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+                                      CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_OVERHEAD};
+  d.enabled.clear();
+  for (CUpti_ActivityKind k : kinds) {
+    CUptiResult r = d.ActivityEnable(k);
+    if (r != CUPTI_SUCCESS) {
+      for (CUpti_ActivityKind e : d.enabled) d.ActivityDisable(e);
+      d.enabled.clear();
+      const std::string what = std::string("cuptiActivityEnable(") + kind_name(k) + ")";
+      // CUPTI reports a missing driver as CUPTI_ERROR_UNKNOWN; say it plainly when libcuda is absent.
+      void* cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+      if (!cuda) cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+      if (!cuda) return fail("no driver: libcuda.so.1 not found (" + what + " failed)");
+      dlclose(cuda);
+      return fail(d.err(what.c_str(), r));
+    }
+    d.enabled.push_back(k);
+  }
+  d.sample_clock();
+  {
+    std::lock_guard<std::mutex> lock(d.mu);
+    d.state = "on";
+    d.reason.clear();
+    d.running = true;
+    d.was_on = true;
+  }
+  return Status::Ok();
+#endif
+}
+
+void CuptiCollector::flush() {
+  Impl& d = *impl_;
+  if (!d.running) return;
+#if defined(TUNEBENCH_HAVE_CUPTI)
+  d.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  d.sample_clock();
+  std::deque<std::pair<uint8_t*, size_t>> bufs;
+  {
+    std::lock_guard<std::mutex> lock(d.mu);
+    bufs.swap(d.completed);
+  }
+  for (auto& [buf, valid] : bufs) {
+    CUpti_Activity* rec = nullptr;
+    while (d.ActivityGetNextRecord(buf, valid, &rec) == CUPTI_SUCCESS) d.decoder.decode(rec);
+    std::free(buf);
+    d.outstanding.fetch_sub(1);
+  }
+  size_t dropped = 0;
+  if (d.ActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) d.cupti_dropped += dropped;
+#endif
+}
+
+std::unique_ptr<Trace> CuptiCollector::collect() {
+  flush();
+  auto t = impl_->decoder.take();
+  annotate(t->meta());
+  return t;
+}
+
+void CuptiCollector::stop() {
+  Impl& d = *impl_;
+  if (!d.running) return;
+  flush();
+#if defined(TUNEBENCH_HAVE_CUPTI)
+  for (CUpti_ActivityKind k : d.enabled) d.ActivityDisable(k);
+  d.enabled.clear();
+#endif
+  std::lock_guard<std::mutex> lock(d.mu);
+  d.running = false;
+  d.state = "off";
+  d.reason = "stopped";
+}
+
+void CuptiCollector::push_external_id(uint64_t id) {
+#if defined(TUNEBENCH_HAVE_CUPTI)
+  if (impl_->running && impl_->PushExternal) impl_->PushExternal(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2, id);
+#else
+  (void)id;
+#endif
+}
+
+void CuptiCollector::pop_external_id() {
+#if defined(TUNEBENCH_HAVE_CUPTI)
+  uint64_t last = 0;
+  if (impl_->running && impl_->PopExternal) impl_->PopExternal(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2, &last);
+#endif
+}
+
+bool CuptiCollector::running() const { return impl_->running; }
+std::string CuptiCollector::state() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->state;
+}
+std::string CuptiCollector::reason() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->reason;
+}
+uint64_t CuptiCollector::dropped() const { return impl_->cupti_dropped.load() + impl_->refused.load(); }
+
+void CuptiCollector::annotate(TraceMetadata& meta) const {
+  std::string st, why;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (impl_->state.empty()) return;  // never asked to run (CPU device): nothing to say
+    st = impl_->was_on ? "on" : impl_->state;
+    why = impl_->was_on ? "" : impl_->reason;
+  }
+  meta.collector_state = st;
+  meta.collector_reason = why;
+  meta.dropped_records += dropped();
+  if (!impl_->version.empty()) meta.versions["cupti"] = impl_->version;
+}
+
+}  // namespace tb::prof

@@ -1,0 +1,315 @@
+#include "profiler/trace.h"
+
+#include <algorithm>
+#include <deque>
+#include <unordered_map>
+
+namespace tb::prof {
+
+const char* to_string(EventKind k) {
+  switch (k) {
+    case EventKind::Range: return "range";
+    case EventKind::Kernel: return "kernel";
+    case EventKind::Memcpy: return "memcpy";
+    case EventKind::Memset: return "memset";
+    case EventKind::Runtime: return "runtime";
+    case EventKind::Driver: return "driver";
+    case EventKind::Sync: return "sync";
+    case EventKind::Instant: return "instant";
+    case EventKind::Counter: return "counter";
+    case EventKind::Overhead: return "overhead";
+  }
+  return "?";
+}
+
+const char* to_string(TrackKind k) {
+  switch (k) {
+    case TrackKind::CpuThread: return "cpu";
+    case TrackKind::GpuStream: return "gpu";
+    case TrackKind::Counter: return "counter";
+  }
+  return "?";
+}
+
+// ---- Track ----
+
+std::pair<uint32_t, uint32_t> Track::index_range(int64_t t0, int64_t t1) const {
+  if (events_.empty() || t1 < t0) return {0, 0};
+  // First block whose prefix max end reaches t0: no event before it can end at or after t0.
+  auto bit = std::lower_bound(blocks_.begin(), blocks_.end(), t0,
+                              [](const Block& b, int64_t t) { return b.max_end_prefix_ns < t; });
+  if (bit == blocks_.end()) return {0, 0};
+  const uint32_t first = bit->first;
+  // Last: events are sorted by start; everything starting after t1 is out.
+  auto eit = std::upper_bound(events_.begin() + first, events_.end(), t1,
+                              [](int64_t t, const Event& e) { return t < e.start_ns; });
+  const auto last = static_cast<uint32_t>(eit - events_.begin());
+  if (last <= first) return {first, first};
+  return {first, last};
+}
+
+std::pair<uint32_t, uint32_t> Track::block_range(int64_t t0, int64_t t1) const {
+  auto [a, b] = index_range(t0, t1);
+  if (a >= b) return {0, 0};
+  return {a / kBlockEvents, (b - 1) / kBlockEvents + 1};
+}
+
+// ---- Trace ----
+
+struct Trace::Names {
+  std::deque<std::string> storage;  // deque: elements never move, so the string_views below stay valid
+  std::unordered_map<std::string_view, NameId> index;
+  size_t bytes = 0;
+};
+
+Trace::Trace() : names_(std::make_unique<Names>()) { intern(""); }
+Trace::Trace(Trace&&) noexcept = default;
+Trace& Trace::operator=(Trace&&) noexcept = default;
+Trace::~Trace() = default;
+
+NameId Trace::intern(std::string_view s) {
+  auto it = names_->index.find(s);
+  if (it != names_->index.end()) return it->second;
+  names_->storage.emplace_back(s);
+  const auto id = static_cast<NameId>(names_->storage.size() - 1);
+  names_->index.emplace(std::string_view(names_->storage.back()), id);
+  names_->bytes += s.size() + sizeof(std::string) + 32;
+  return id;
+}
+
+std::string_view Trace::name(NameId id) const {
+  if (id >= names_->storage.size()) return {};
+  return names_->storage[id];
+}
+
+size_t Trace::name_count() const { return names_->storage.size(); }
+
+uint32_t Trace::track_for(TrackKind kind, int64_t pid, int64_t tid, std::string_view name) {
+  auto key = std::make_tuple(static_cast<int>(kind), pid, tid);
+  auto it = track_index_.find(key);
+  if (it != track_index_.end()) {
+    Track& t = tracks_[it->second];
+    if (!name.empty() && t.default_name_) {
+      t.name_.assign(name);
+      t.default_name_ = false;
+    }
+    return it->second;
+  }
+  Track t;
+  t.kind_ = kind;
+  t.pid_ = pid;
+  t.tid_ = tid;
+  t.default_name_ = name.empty();
+  if (!name.empty()) {
+    t.name_.assign(name);
+  } else {
+    switch (kind) {
+      case TrackKind::CpuThread: t.name_ = "thread " + std::to_string(tid); break;
+      case TrackKind::GpuStream: t.name_ = "GPU " + std::to_string(pid) + " stream " + std::to_string(tid); break;
+      case TrackKind::Counter: t.name_ = "counter " + std::to_string(tid); break;
+    }
+  }
+  t.sort_index_ = kind == TrackKind::CpuThread ? 0 : (kind == TrackKind::GpuStream ? (1LL << 40) : (1LL << 41));
+  tracks_.push_back(std::move(t));
+  const auto idx = static_cast<uint32_t>(tracks_.size() - 1);
+  track_index_.emplace(key, idx);
+  dirty_ = true;
+  return idx;
+}
+
+void Trace::set_track_name(uint32_t track, std::string_view name) {
+  if (track < tracks_.size() && !name.empty()) {
+    tracks_[track].name_.assign(name);
+    tracks_[track].default_name_ = false;
+  }
+}
+
+void Trace::set_track_sort_index(uint32_t track, int64_t sort_index) {
+  if (track < tracks_.size()) tracks_[track].sort_index_ = sort_index;
+}
+
+void Trace::reserve_events(uint32_t track, size_t n) {
+  if (track < tracks_.size()) tracks_[track].events_.reserve(n);
+}
+
+std::vector<Event>& Trace::mutable_events(uint32_t track) {
+  dirty_ = true;
+  tracks_[track].sorted_ = false;
+  return tracks_[track].events_;
+}
+
+void Trace::add_event(uint32_t track, const Event& e) {
+  if (track >= tracks_.size()) return;
+  Track& t = tracks_[track];
+  t.events_.push_back(e);
+  Event& b = t.events_.back();
+  if (b.end_ns < b.start_ns) b.end_ns = b.start_ns;
+  if (t.events_.size() > 1 && t.sorted_) {
+    const Event& p = t.events_[t.events_.size() - 2];
+    if (p.start_ns > b.start_ns || (p.start_ns == b.start_ns && p.end_ns < b.end_ns)) t.sorted_ = false;
+  }
+  dirty_ = true;
+}
+
+size_t Trace::event_count() const {
+  size_t n = 0;
+  for (const Track& t : tracks_) n += t.events_.size();
+  return n;
+}
+
+size_t Trace::memory_bytes() const {
+  size_t n = sizeof(Trace) + names_->bytes + names_->index.size() * 40;
+  for (const Track& t : tracks_) {
+    n += sizeof(Track) + t.name_.capacity() + t.events_.capacity() * sizeof(Event) +
+         t.blocks_.capacity() * sizeof(Block);
+  }
+  n += flows_.capacity() * sizeof(Flow);
+  for (const auto& v : flow_of_dst_) n += v.capacity() * sizeof(uint32_t);
+  n += track_index_.size() * 64;
+  return n;
+}
+
+void Trace::finalize() {
+  if (!dirty_) return;
+  bool any = false;
+  start_ns_ = 0;
+  end_ns_ = 0;
+  for (Track& t : tracks_) {
+    auto& ev = t.events_;
+    if (!t.sorted_) {
+      std::stable_sort(ev.begin(), ev.end(), [](const Event& a, const Event& b) {
+        if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+        return a.end_ns > b.end_ns;  // parent before child
+      });
+      t.sorted_ = true;
+    }
+    // Depth: a stack of open end times. Adjacent ranges (end == next start) are siblings.
+    std::vector<int64_t> stack;
+    t.max_depth_ = 0;
+    for (Event& e : ev) {
+      if (e.kind == EventKind::Counter) {
+        e.depth = 0;
+        continue;
+      }
+      while (!stack.empty() && stack.back() <= e.start_ns) stack.pop_back();
+      e.depth = static_cast<uint8_t>(std::min<size_t>(stack.size(), 255));
+      t.max_depth_ = std::max(t.max_depth_, e.depth);
+      if (e.end_ns > e.start_ns) stack.push_back(e.end_ns);
+    }
+    // Blocks.
+    t.blocks_.clear();
+    t.blocks_.reserve((ev.size() + Track::kBlockEvents - 1) / Track::kBlockEvents);
+    int64_t prefix = std::numeric_limits<int64_t>::min();
+    for (size_t i = 0; i < ev.size(); i += Track::kBlockEvents) {
+      Block b;
+      b.first = static_cast<uint32_t>(i);
+      b.count = static_cast<uint32_t>(std::min<size_t>(Track::kBlockEvents, ev.size() - i));
+      b.min_start_ns = ev[i].start_ns;
+      b.max_end_ns = ev[i].end_ns;
+      for (size_t j = i; j < i + b.count; ++j) {
+        b.max_end_ns = std::max(b.max_end_ns, ev[j].end_ns);
+        if (ev[j].depth == 0) b.busy_ns += ev[j].end_ns - ev[j].start_ns;
+        b.max_depth = std::max(b.max_depth, ev[j].depth);
+      }
+      prefix = std::max(prefix, b.max_end_ns);
+      b.max_end_prefix_ns = prefix;
+      t.blocks_.push_back(b);
+    }
+    if (!ev.empty()) {
+      const int64_t s = ev.front().start_ns, e = prefix;
+      if (!any) {
+        start_ns_ = s;
+        end_ns_ = e;
+        any = true;
+      } else {
+        start_ns_ = std::min(start_ns_, s);
+        end_ns_ = std::max(end_ns_, e);
+      }
+    }
+  }
+  // Flows: correlate launches (runtime preferred over driver) with GPU work, in two passes (kineto).
+  flows_.clear();
+  std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> src;
+  std::unordered_map<uint64_t, bool> src_is_runtime;
+  for (uint32_t ti = 0; ti < tracks_.size(); ++ti) {
+    const Track& t = tracks_[ti];
+    if (t.kind_ != TrackKind::CpuThread) continue;
+    for (uint32_t i = 0; i < t.events_.size(); ++i) {
+      const Event& e = t.events_[i];
+      if (e.correlation == 0 || (e.kind != EventKind::Runtime && e.kind != EventKind::Driver)) continue;
+      const bool rt = e.kind == EventKind::Runtime;
+      auto it = src.find(e.correlation);
+      if (it == src.end()) {
+        src.emplace(e.correlation, std::make_pair(ti, i));
+        src_is_runtime.emplace(e.correlation, rt);
+      } else if (rt && !src_is_runtime[e.correlation]) {
+        it->second = {ti, i};
+        src_is_runtime[e.correlation] = true;
+      }
+    }
+  }
+  if (!src.empty()) {
+    for (uint32_t ti = 0; ti < tracks_.size(); ++ti) {
+      const Track& t = tracks_[ti];
+      if (t.kind_ != TrackKind::GpuStream) continue;
+      for (uint32_t i = 0; i < t.events_.size(); ++i) {
+        const Event& e = t.events_[i];
+        if (e.correlation == 0 || !is_gpu_activity(e.kind)) continue;
+        auto it = src.find(e.correlation);
+        if (it == src.end()) continue;
+        flows_.push_back(Flow{e.correlation, it->second.first, it->second.second, ti, i});
+      }
+    }
+  }
+  std::sort(flows_.begin(), flows_.end(), [](const Flow& a, const Flow& b) {
+    return std::tie(a.src_track, a.src_event, a.dst_track, a.dst_event) <
+           std::tie(b.src_track, b.src_event, b.dst_track, b.dst_event);
+  });
+  flow_of_dst_.assign(tracks_.size(), {});
+  for (uint32_t i = 0; i < flows_.size(); ++i) {
+    auto& v = flow_of_dst_[flows_[i].dst_track];
+    if (v.empty()) v.assign(tracks_[flows_[i].dst_track].events_.size(), UINT32_MAX);
+    v[flows_[i].dst_event] = i;
+  }
+  dirty_ = false;
+}
+
+const Flow* Trace::flow_from(uint32_t track, uint32_t event) const {
+  auto it = std::lower_bound(flows_.begin(), flows_.end(), std::make_pair(track, event),
+                             [](const Flow& f, const std::pair<uint32_t, uint32_t>& k) {
+                               return std::tie(f.src_track, f.src_event) < std::tie(k.first, k.second);
+                             });
+  if (it == flows_.end() || it->src_track != track || it->src_event != event) return nullptr;
+  return &*it;
+}
+
+const Flow* Trace::flow_to(uint32_t track, uint32_t event) const {
+  if (track >= flow_of_dst_.size() || event >= flow_of_dst_[track].size()) return nullptr;
+  const uint32_t i = flow_of_dst_[track][event];
+  return i == UINT32_MAX ? nullptr : &flows_[i];
+}
+
+void Trace::merge(const Trace& other) {
+  std::vector<NameId> remap(other.name_count());
+  for (NameId i = 0; i < remap.size(); ++i) remap[i] = intern(other.name(i));
+  for (const Track& ot : other.tracks_) {
+    const uint32_t ti = track_for(ot.kind_, ot.pid_, ot.tid_, ot.name_);
+    tracks_[ti].events_.reserve(tracks_[ti].events_.size() + ot.events_.size());
+    for (Event e : ot.events_) {
+      e.name = e.name < remap.size() ? remap[e.name] : kNoName;
+      e.detail = e.detail < remap.size() ? remap[e.detail] : kNoName;
+      add_event(ti, e);
+    }
+  }
+  meta_.dropped_records += other.meta_.dropped_records;
+  if (meta_.device.empty()) meta_.device = other.meta_.device;
+  if (!other.meta_.collector_state.empty()) {
+    meta_.collector_state = other.meta_.collector_state;
+    meta_.collector_reason = other.meta_.collector_reason;
+  }
+  for (const auto& [k, v] : other.meta_.versions) meta_.versions.emplace(k, v);
+  for (const auto& [k, v] : other.meta_.extra) meta_.extra.emplace(k, v);
+  finalize();
+}
+
+}  // namespace tb::prof

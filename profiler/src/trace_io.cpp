@@ -1,0 +1,967 @@
+// Trace import (Kineto / Chrome trace JSON / our own export, plain or gzip) with simdjson On-Demand, and
+// Chrome trace JSON export. Every failure is an Error value; nothing throws (simdjson is used with error
+// codes, zlib is C).
+#include "profiler/trace_io.h"
+
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <unordered_map>
+
+#include "json_writer.h"
+#include "profiler/cupti_collector.h"
+
+#if __has_include(<simdjson.h>)
+#include <simdjson.h>
+#else
+#error "simdjson is required (libsimdjson-dev)"
+#endif
+
+namespace tb::prof {
+namespace {
+
+namespace sj = simdjson;
+namespace od = simdjson::ondemand;
+
+constexpr size_t kPad = sj::SIMDJSON_PADDING;
+
+// ---------- input ----------
+
+// Reads a whole file into a buffer with simdjson's padding after it (not zero-filled first: 100+ MB traces).
+struct FileBytes {
+  std::unique_ptr<char[]> data;
+  size_t size = 0;
+  std::string_view view() const { return {data.get(), size}; }
+};
+
+Status read_file(const std::string& path, FileBytes& out, size_t max_bytes) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return Error{"cannot open '" + path + "': " + std::strerror(errno)};
+  struct Closer {
+    FILE* f;
+    ~Closer() { std::fclose(f); }
+  } closer{f};
+  struct stat st {};
+  if (fstat(fileno(f), &st) != 0) return Error{"cannot read '" + path + "': " + std::strerror(errno)};
+  if (S_ISDIR(st.st_mode)) return Error{"cannot read '" + path + "': it is a directory"};
+  if (!S_ISREG(st.st_mode)) return Error{"cannot read '" + path + "': not a regular file"};
+  if (std::fseek(f, 0, SEEK_END) != 0) return Error{"cannot read '" + path + "': not a regular file"};
+  const long size = std::ftell(f);
+  if (size < 0) return Error{"cannot read '" + path + "': " + std::strerror(errno)};
+  if (max_bytes && static_cast<size_t>(size) > max_bytes)
+    return Error{"'" + path + "' is too large (" + std::to_string(size) + " bytes, limit " + std::to_string(max_bytes) + ")"};
+  std::fseek(f, 0, SEEK_SET);
+  out.size = static_cast<size_t>(size);
+  out.data = std::make_unique_for_overwrite<char[]>(out.size + kPad);
+  std::memset(out.data.get() + out.size, 0, kPad);
+  if (size > 0 && std::fread(out.data.get(), 1, out.size, f) != out.size)
+    return Error{"cannot read '" + path + "': " + (std::ferror(f) ? std::strerror(errno) : "not a regular file")};
+  return Status::Ok();
+}
+
+bool is_gzip(std::string_view b) {
+  return b.size() >= 2 && static_cast<unsigned char>(b[0]) == 0x1f && static_cast<unsigned char>(b[1]) == 0x8b;
+}
+
+Status gunzip(std::string_view in, std::string& out, size_t max_bytes) {
+  z_stream zs{};
+  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) return Error{"corrupt gzip: zlib init failed"};
+  struct End {
+    z_stream* z;
+    ~End() { inflateEnd(z); }
+  } end{&zs};
+  out.clear();
+  out.reserve(std::min<size_t>(in.size() * 8 + kPad, size_t(1) << 31));
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  size_t remaining = in.size();
+  constexpr size_t kChunk = size_t(1) << 20;
+  for (;;) {
+    const uInt avail_in = static_cast<uInt>(std::min<size_t>(remaining, UINT32_MAX / 2));
+    zs.avail_in = avail_in;
+    if (out.capacity() - out.size() < kChunk + kPad) out.reserve(std::max(out.capacity() * 2, out.size() + kChunk + kPad));
+    const size_t before = out.size();
+    out.resize(out.capacity() - kPad);
+    zs.next_out = reinterpret_cast<Bytef*>(out.data() + before);
+    zs.avail_out = static_cast<uInt>(std::min<size_t>(out.size() - before, UINT32_MAX / 2));
+    const uInt avail_out0 = zs.avail_out;
+    const int rc = inflate(&zs, Z_NO_FLUSH);
+    out.resize(before + (avail_out0 - zs.avail_out));
+    remaining -= avail_in - zs.avail_in;
+    if (max_bytes && out.size() > max_bytes)
+      return Error{"decompressed trace exceeds the limit of " + std::to_string(max_bytes) + " bytes"};
+    if (rc == Z_STREAM_END) {
+      // Concatenated gzip members (allowed by the format): continue with the next one.
+      if (remaining > 0 && is_gzip(std::string_view(reinterpret_cast<const char*>(zs.next_in), remaining))) {
+        inflateReset(&zs);
+        continue;
+      }
+      break;
+    }
+    if (rc != Z_OK && rc != Z_BUF_ERROR) {
+      return Error{std::string("corrupt gzip: ") + (zs.msg ? zs.msg : "inflate failed"),
+                   static_cast<int64_t>(in.size() - remaining)};
+    }
+    if (rc == Z_BUF_ERROR && remaining == 0 && zs.avail_out > 0)
+      return Error{"corrupt gzip: truncated stream", static_cast<int64_t>(in.size())};
+  }
+  return Status::Ok();
+}
+
+// ---------- numbers ----------
+
+constexpr int64_t kMaxAbsNs = int64_t(4) * 1000 * 1000 * 1000 * 1000 * 1000 * 1000;  // 4e18 ns (~126 years)
+
+// Parses a JSON number token in microseconds into ns exactly (decimal digits, no double rounding for the
+// common "1712195495505543.2" form). Returns false if it is not a number or out of range.
+bool parse_us_token(std::string_view tok, int64_t& ns) {
+  size_t i = 0;
+  bool neg = false;
+  if (i < tok.size() && tok[i] == '-') {
+    neg = true;
+    ++i;
+  }
+  if (i >= tok.size() || tok[i] < '0' || tok[i] > '9') return false;
+  unsigned __int128 ip = 0;
+  for (; i < tok.size() && tok[i] >= '0' && tok[i] <= '9'; ++i) {
+    ip = ip * 10 + static_cast<unsigned>(tok[i] - '0');
+    if (ip > static_cast<unsigned __int128>(kMaxAbsNs)) return false;
+  }
+  int64_t frac = 0;
+  int fd = 0;
+  bool round_up = false;
+  if (i < tok.size() && tok[i] == '.') {
+    ++i;
+    if (i >= tok.size() || tok[i] < '0' || tok[i] > '9') return false;
+    for (; i < tok.size() && tok[i] >= '0' && tok[i] <= '9'; ++i, ++fd) {
+      if (fd < 3) frac = frac * 10 + (tok[i] - '0');
+      else if (fd == 3) round_up = tok[i] >= '5';
+    }
+    for (int k = std::min(fd, 3); k < 3; ++k) frac *= 10;
+  } else {
+    frac = 0;
+  }
+  if (i < tok.size() && (tok[i] == 'e' || tok[i] == 'E')) {
+    // Exponent form: go through a double (rare; precision is whatever the writer gave).
+    std::string s(tok);
+    char* endp = nullptr;
+    errno = 0;
+    const double v = std::strtod(s.c_str(), &endp);
+    if (errno == ERANGE || !std::isfinite(v) || std::fabs(v) * 1000.0 > static_cast<double>(kMaxAbsNs)) return false;
+    ns = static_cast<int64_t>(std::llround(v * 1000.0));
+    return true;
+  }
+  if (i != tok.size()) {
+    // Trailing whitespace is part of raw tokens in simdjson; anything else is not a number.
+    for (; i < tok.size(); ++i)
+      if (tok[i] != ' ' && tok[i] != '\t' && tok[i] != '\n' && tok[i] != '\r') return false;
+  }
+  unsigned __int128 v = ip * 1000 + static_cast<unsigned>(frac) + (round_up ? 1 : 0);
+  if (v > static_cast<unsigned __int128>(kMaxAbsNs)) return false;
+  ns = neg ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
+  return true;
+}
+
+// ---------- import ----------
+
+enum class Cat : uint8_t { Other, Kernel, Memcpy, Memset, Runtime, Driver, Sync, GpuAnnotation, Finding, Flow };
+
+Cat classify_cat(std::string_view c) {
+  if (c == "kernel" || c == "Kernel") return Cat::Kernel;
+  if (c == "gpu_memcpy" || c == "Memcpy") return Cat::Memcpy;
+  if (c == "gpu_memset" || c == "Memset") return Cat::Memset;
+  if (c == "cuda_runtime" || c == "Runtime" || c == "cuda_runtime_api") return Cat::Runtime;
+  if (c == "cuda_driver" || c == "Driver") return Cat::Driver;
+  if (c == "cuda_sync") return Cat::Sync;
+  if (c == "gpu_user_annotation") return Cat::GpuAnnotation;
+  if (c == "tunebench_finding") return Cat::Finding;
+  if (c == "ac2g" || c == "fwdbwd") return Cat::Flow;
+  return Cat::Other;
+}
+
+bool parse_event_kind(std::string_view s, EventKind& k) {
+  for (int i = 0; i < kEventKindCount; ++i) {
+    if (s == to_string(static_cast<EventKind>(i))) {
+      k = static_cast<EventKind>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+MemcpyKind memcpy_kind_from_name(std::string_view n) {
+  if (n.find("HtoD") != std::string_view::npos) return MemcpyKind::HtoD;
+  if (n.find("DtoH") != std::string_view::npos) return MemcpyKind::DtoH;
+  if (n.find("DtoD") != std::string_view::npos) return MemcpyKind::DtoD;
+  if (n.find("HtoH") != std::string_view::npos) return MemcpyKind::HtoH;
+  if (n.find("PtoP") != std::string_view::npos) return MemcpyKind::PtoP;
+  return MemcpyKind::Unknown;
+}
+
+// The key of a field as a view into the JSON text, without unescaping (keys of trace events are plain
+// ASCII); falls back to simdjson's unescaping when the key holds a backslash.
+simdjson::error_code field_key(od::field& f, std::string_view& out) {
+  const char* p = f.key().raw();
+  const char* q = p;
+  while (*q != '"' && *q != '\\') ++q;  // stage 1 validated the string: a closing quote exists
+  if (*q == '"') {
+    out = std::string_view(p, static_cast<size_t>(q - p));
+    return simdjson::SUCCESS;
+  }
+  return f.unescaped_key().get(out);
+}
+
+struct Importer {
+  Trace& trace;
+  const char* base;  // start of the JSON text, for byte offsets
+  size_t len;
+  // Chrome string pids/tids ("Traces") -> synthetic negative ids.
+  std::unordered_map<std::string, int64_t> string_ids;
+  std::unordered_map<int64_t, std::string> string_id_names;
+  std::map<int64_t, std::string> process_names, process_labels;
+  std::map<int64_t, int64_t> process_sort;
+  std::map<std::pair<int64_t, int64_t>, std::string> thread_names;
+  std::map<std::pair<int64_t, int64_t>, int64_t> thread_sort;
+  std::map<std::pair<int64_t, int64_t>, std::vector<Event>> open_b;  // "B" events waiting for their "E"
+  std::map<std::pair<int64_t, std::string>, uint32_t> counter_tracks;
+  std::vector<std::pair<uint32_t, int64_t>> gpu_tracks;  // GPU track -> device, for naming
+  bool saw_kineto = false, saw_tunebench = false;
+  std::vector<std::pair<std::string_view, double>> counter_scratch_;
+  uint64_t event_index = 0;
+  // Track lookup cache.
+  TrackKind last_kind = TrackKind::Counter;
+  int64_t last_pid = INT64_MIN, last_tid = INT64_MIN;
+  uint32_t last_track = 0;
+
+  int64_t offset_of(const char* p) const {
+    if (!p || p < base || p > base + len) return -1;
+    return p - base;
+  }
+  int64_t last_off = -1;  // offset of the last value looked at (objects cannot report their own in 3.0)
+  int64_t offset_of(od::value& v) {
+    auto loc = v.current_location();
+    if (loc.error()) return last_off;
+    return last_off = offset_of(loc.value_unsafe());
+  }
+  int64_t offset_of(od::document& d) {
+    auto loc = d.current_location();
+    if (loc.error()) return last_off;
+    return last_off = offset_of(loc.value_unsafe());
+  }
+  int64_t offset_of(od::object&) { return last_off; }
+  int64_t offset_of(od::array&) { return last_off; }
+
+  uint32_t track(TrackKind kind, int64_t pid, int64_t tid) {
+    if (kind == last_kind && pid == last_pid && tid == last_tid) return last_track;
+    const size_t before = trace.tracks().size();
+    last_track = trace.track_for(kind, pid, tid);
+    if (kind == TrackKind::GpuStream && trace.tracks().size() != before) gpu_tracks.emplace_back(last_track, pid);
+    last_kind = kind;
+    last_pid = pid;
+    last_tid = tid;
+    return last_track;
+  }
+
+  int64_t string_id(std::string_view s) {
+    auto it = string_ids.find(std::string(s));
+    if (it != string_ids.end()) return it->second;
+    const int64_t id = -1000000 - static_cast<int64_t>(string_ids.size());
+    string_ids.emplace(std::string(s), id);
+    string_id_names.emplace(id, std::string(s));
+    return id;
+  }
+
+  // pid/tid: integer, number, or string.
+  bool read_id(od::value v, int64_t& out) {
+    od::json_type t;
+    if (v.type().get(t)) return false;
+    if (t == od::json_type::number) {
+      int64_t i;
+      if (!v.get_int64().get(i)) {
+        out = i;
+        return true;
+      }
+      double d;
+      if (v.get_double().get(d) || !std::isfinite(d) || std::fabs(d) > 9e18) return false;
+      out = static_cast<int64_t>(d);
+      return true;
+    }
+    if (t == od::json_type::string) {
+      std::string_view s;
+      if (v.get_string().get(s)) return false;
+      // Numeric strings are ids too.
+      int64_t n = 0;
+      bool digits = !s.empty() && s.size() < 18;
+      for (char c : s) digits = digits && c >= '0' && c <= '9';
+      if (digits) {
+        for (char c : s) n = n * 10 + (c - '0');
+        out = n;
+      } else {
+        out = string_id(s);
+      }
+      return true;
+    }
+    return false;
+  }
+
+  bool read_time(od::value v, int64_t& ns) {
+    od::json_type t;
+    if (v.type().get(t)) return false;
+    std::string_view tok;
+    if (t == od::json_type::number) {
+      tok = v.raw_json_token();
+    } else if (t == od::json_type::string) {
+      if (v.get_string().get(tok)) return false;
+    } else {
+      return false;
+    }
+    return parse_us_token(tok, ns);
+  }
+
+  Status fail(std::string msg, int64_t off) { return Error{std::move(msg), off}; }
+
+  Status event(od::value ev_value) {
+    const uint64_t idx = event_index++;
+    // Built only when an error is reported (this runs a million times per big trace).
+    struct Where {
+      uint64_t i;
+      operator std::string() const { return "traceEvents[" + std::to_string(i) + "]"; }
+    } where{idx};
+    auto W = [&]() { return static_cast<std::string>(where); };
+    od::object obj;
+    const int64_t ev_off = offset_of(ev_value);
+    if (auto err = ev_value.get_object().get(obj); err) {
+      return fail(W() + " is not an object (" + std::string(sj::error_message(err)) + ")", ev_off);
+    }
+    std::string_view ph, cat, name, s_scope, tb_kind_s, label_s, meta_name, detail_s;
+    int64_t pid = 0, tid = 0, ts = 0, dur = 0, correlation = 0, arg = kNoArg, bytes = kNoArg, sort_index = 0;
+    int64_t stream = INT64_MIN, device = INT64_MIN;
+    bool has_ts = false, has_dur = false, has_sort = false;
+    auto& counter_values = counter_scratch_;
+    counter_values.clear();
+    std::string grid, block;
+    for (auto field_r : obj) {
+      od::field field;
+      if (auto err = std::move(field_r).get(field); err)
+        return fail(W() + ": " + sj::error_message(err), offset_of(obj));
+      std::string_view key;
+      if (auto err = field_key(field, key); err) return fail(W() + ": bad key", offset_of(obj));
+      od::value v = field.value();
+      auto type_error = [&](const char* what) {
+        return fail(W() + ": \"" + std::string(key) + "\" " + what, offset_of(v));
+      };
+      if (key == "ph") {
+        if (v.get_string().get(ph)) return type_error("is not a string");
+      } else if (key == "cat") {
+        if (v.get_string().get(cat)) return type_error("is not a string");
+      } else if (key == "name") {
+        od::json_type t;
+        if (v.type().get(t)) return type_error("is invalid");
+        if (t == od::json_type::string) {
+          if (v.get_string().get(name)) return type_error("is not a string");
+        } else if (t == od::json_type::number) {
+          name = v.raw_json_token();
+          while (!name.empty() && (name.back() == ' ' || name.back() == '\n' || name.back() == '\r' || name.back() == '\t'))
+            name.remove_suffix(1);
+        } else {
+          return type_error("is not a string");
+        }
+      } else if (key == "pid") {
+        if (!read_id(v, pid)) return type_error("is not a number or string");
+      } else if (key == "tid") {
+        if (!read_id(v, tid)) return type_error("is not a number or string");
+      } else if (key == "ts") {
+        if (!read_time(v, ts)) return type_error("is not a valid timestamp (number of microseconds in range)");
+        has_ts = true;
+      } else if (key == "dur") {
+        if (!read_time(v, dur)) return type_error("is not a valid duration (number of microseconds in range)");
+        if (dur < 0) return type_error("is negative");
+        has_dur = true;
+      } else if (key == "s") {
+        if (v.get_string().get(s_scope)) s_scope = {};
+      } else if (key == "args") {
+        od::json_type t;
+        if (v.type().get(t)) return type_error("is invalid");
+        if (t != od::json_type::object) continue;
+        od::object args;
+        if (v.get_object().get(args)) return type_error("is not an object");
+        for (auto af_r : args) {
+          od::field af;
+          if (auto err = std::move(af_r).get(af); err) return fail(W() + ".args: " + sj::error_message(err), offset_of(args));
+          std::string_view ak;
+          if (field_key(af, ak)) return fail(W() + ".args: bad key", offset_of(args));
+          od::value av = af.value();
+          od::json_type at;
+          if (av.type().get(at)) return fail(W() + ".args." + std::string(ak) + " is invalid", offset_of(av));
+          auto as_int = [&](int64_t& out) -> bool {
+            if (at != od::json_type::number) return false;
+            int64_t i;
+            if (!av.get_int64().get(i)) {
+              out = i;
+              return true;
+            }
+            uint64_t u;
+            if (!av.get_uint64().get(u)) {
+              out = static_cast<int64_t>(u & 0x7fffffffffffffffULL);
+              return true;
+            }
+            double d;
+            if (!av.get_double().get(d) && std::isfinite(d) && std::fabs(d) < 9e18) {
+              out = static_cast<int64_t>(d);
+              return true;
+            }
+            return false;
+          };
+          if (ak == "correlation") {
+            if (!as_int(correlation) || correlation < 0) correlation = 0;
+          } else if (ak == "stream") {
+            if (!as_int(stream)) stream = INT64_MIN;
+          } else if (ak == "device") {
+            if (!as_int(device)) device = INT64_MIN;
+          } else if (ak == "bytes") {
+            if (!as_int(bytes)) bytes = kNoArg;
+          } else if (ak == "arg") {
+            if (!as_int(arg)) arg = kNoArg;
+          } else if (ak == "tb_kind") {
+            if (at == od::json_type::string) { if (av.get_string().get(tb_kind_s)) tb_kind_s = {}; }
+          } else if (ak == "detail") {
+            if (at == od::json_type::string) { if (av.get_string().get(detail_s)) detail_s = {}; }
+          } else if (ak == "name" && at == od::json_type::string) {
+            { if (av.get_string().get(meta_name)) meta_name = {}; }
+          } else if (ak == "labels" && at == od::json_type::string) {
+            { if (av.get_string().get(label_s)) label_s = {}; }
+          } else if (ak == "sort_index") {
+            has_sort = as_int(sort_index);
+          } else if ((ak == "grid" || ak == "block") && at == od::json_type::array) {
+            od::array dims;
+            if (av.get_array().get(dims)) continue;
+            std::string& dst = ak == "grid" ? grid : block;
+            dst = "[";
+            int n = 0;
+            for (auto d_r : dims) {
+              int64_t dv;
+              if (std::move(d_r).get_int64().get(dv) || ++n > 3) break;
+              if (n > 1) dst += ',';
+              dst += std::to_string(dv);
+            }
+            dst += ']';
+          } else if (at == od::json_type::number) {
+            double d;
+            if (!av.get_double().get(d)) counter_values.emplace_back(ak, d);  // views into the parser: no copy
+          }
+        }
+      }
+      // Other keys (id, bp, ...) are skipped by On-Demand.
+    }
+    if (ph.empty()) return fail(W() + ": missing \"ph\"", ev_off);
+    const char p = ph[0];
+    const Cat c = classify_cat(cat);
+    if (c != Cat::Other && c != Cat::Finding) saw_kineto = true;
+    if (p == 'M') {
+      if (name == "process_name") process_names[pid] = std::string(meta_name);
+      else if (name == "process_labels") process_labels[pid] = std::string(label_s);
+      else if (name == "process_sort_index" && has_sort) process_sort[pid] = sort_index;
+      else if (name == "thread_name") thread_names[{pid, tid}] = std::string(meta_name);
+      else if (name == "thread_sort_index" && has_sort) thread_sort[{pid, tid}] = sort_index;
+      return Status::Ok();
+    }
+    if (p == 's' || p == 'f' || p == 't' || p == 'F' || c == Cat::Finding) return Status::Ok();  // flows rebuilt
+    if (!has_ts) {
+      if (p == 'X' || p == 'B' || p == 'E' || p == 'i' || p == 'I' || p == 'C' || p == 'n' || p == 'b' || p == 'e')
+        return fail(W() + ": missing \"ts\"", ev_off);
+      return Status::Ok();
+    }
+    Event e;
+    e.start_ns = ts;
+    e.end_ns = ts;
+    e.name = trace.intern(name);
+    e.correlation = static_cast<uint64_t>(correlation);
+    e.arg = arg;
+    if (!detail_s.empty()) {
+      e.detail = trace.intern(detail_s);
+    } else if (!grid.empty() || !block.empty()) {
+      e.detail = trace.intern("grid " + grid + " block " + block);
+    }
+    switch (p) {
+      case 'X': {
+        if (!has_dur) dur = 0;
+        if (ts > kMaxAbsNs - dur) return fail(W() + ": ts + dur out of range", ev_off);
+        e.end_ns = ts + dur;
+        break;
+      }
+      case 'B': {
+        e.kind = EventKind::Range;
+        open_b[{pid, tid}].push_back(e);
+        return Status::Ok();
+      }
+      case 'E': {
+        auto it = open_b.find({pid, tid});
+        if (it == open_b.end() || it->second.empty()) return Status::Ok();  // unmatched end: ignored
+        Event b = it->second.back();
+        it->second.pop_back();
+        b.end_ns = std::max(b.start_ns, ts);
+        trace.add_event(track(TrackKind::CpuThread, pid, tid), b);
+        return Status::Ok();
+      }
+      case 'i':
+      case 'I':
+      case 'R':
+      case 'n': {
+        e.kind = EventKind::Instant;
+        trace.add_event(track(TrackKind::CpuThread, pid, tid), e);
+        return Status::Ok();
+      }
+      case 'C': {
+        for (auto& [k, val] : counter_values) {
+          const std::string cname = counter_values.size() == 1 && k == "value" ? std::string(name)
+                                                                                : std::string(name) + "." + std::string(k);
+          auto key = std::make_pair(pid, cname);
+          auto it = counter_tracks.find(key);
+          if (it == counter_tracks.end()) {
+            const uint32_t t = trace.track_for(TrackKind::Counter, pid, static_cast<int64_t>(counter_tracks.size()), cname);
+            it = counter_tracks.emplace(key, t).first;
+          }
+          Event ce = e;
+          ce.kind = EventKind::Counter;
+          ce.value = val;
+          ce.name = trace.intern(cname);
+          trace.add_event(it->second, ce);
+        }
+        return Status::Ok();
+      }
+      default:
+        return Status::Ok();  // async/object events etc.: not part of our model
+    }
+    // Complete event: kind by category (or our tb_kind).
+    bool gpu = false;
+    switch (c) {
+      case Cat::Kernel: e.kind = EventKind::Kernel; gpu = true; break;
+      case Cat::Memcpy:
+        e.kind = EventKind::Memcpy;
+        e.flags = static_cast<uint16_t>(memcpy_kind_from_name(name));
+        e.arg = bytes;
+        gpu = true;
+        break;
+      case Cat::Memset: e.kind = EventKind::Memset; e.arg = bytes; gpu = true; break;
+      case Cat::Runtime: e.kind = EventKind::Runtime; break;
+      case Cat::Driver: e.kind = EventKind::Driver; break;
+      case Cat::Sync: e.kind = EventKind::Sync; gpu = true; e.correlation = 0; break;
+      case Cat::GpuAnnotation: e.kind = EventKind::Range; gpu = true; e.correlation = 0; break;
+      default: e.kind = EventKind::Range; break;
+    }
+    if (!tb_kind_s.empty()) {
+      EventKind k;
+      if (parse_event_kind(tb_kind_s, k)) e.kind = k;
+    }
+    if ((e.kind == EventKind::Runtime || e.kind == EventKind::Driver) && is_blocking_sync_api(name))
+      e.flags |= kFlagBlockingSync;
+    if (e.kind == EventKind::Instant || e.kind == EventKind::Counter) e.end_ns = e.start_ns;
+    if (gpu || is_gpu_activity(e.kind)) {
+      const int64_t dev = device != INT64_MIN ? device : pid;
+      const int64_t st = stream != INT64_MIN ? stream : tid;
+      trace.add_event(track(TrackKind::GpuStream, dev, st), e);
+    } else {
+      trace.add_event(track(TrackKind::CpuThread, pid, tid), e);
+    }
+    return Status::Ok();
+  }
+
+  Status tunebench_meta(od::value v) {
+    od::object o;
+    if (v.get_object().get(o)) return fail("\"tunebench\" is not an object", offset_of(v));
+    saw_tunebench = true;
+    TraceMetadata& m = trace.meta();
+    for (auto f_r : o) {
+      od::field f;
+      if (std::move(f_r).get(f)) return fail("\"tunebench\": invalid", offset_of(o));
+      std::string_view k;
+      if (f.unescaped_key().get(k)) return fail("\"tunebench\": bad key", offset_of(o));
+      od::value fv = f.value();
+      std::string_view s;
+      if (k == "device" && !fv.get_string().get(s)) m.device = std::string(s);
+      else if (k == "collector_state" && !fv.get_string().get(s)) m.collector_state = std::string(s);
+      else if (k == "collector_reason" && !fv.get_string().get(s)) m.collector_reason = std::string(s);
+      else if (k == "dropped_records") {
+        uint64_t u;
+        if (!fv.get_uint64().get(u)) m.dropped_records = u;
+      } else if (k == "versions" || k == "extra") {
+        od::object sub;
+        if (fv.get_object().get(sub)) continue;
+        auto& dst = k == "versions" ? m.versions : m.extra;
+        for (auto sf_r : sub) {
+          od::field sf;
+          if (std::move(sf_r).get(sf)) break;
+          std::string_view sk, sv;
+          if (sf.unescaped_key().get(sk)) break;
+          if (!sf.value().get_string().get(sv)) dst[std::string(sk)] = std::string(sv);
+        }
+      }
+    }
+    return Status::Ok();
+  }
+
+  void finish() {
+    // Unclosed "B" ranges: closed at their start (zero length) and flagged.
+    for (auto& [key, stack] : open_b) {
+      for (Event& e : stack) {
+        e.flags |= kFlagUnclosed;
+        trace.add_event(track(TrackKind::CpuThread, key.first, key.second), e);
+      }
+    }
+    // Names and order from metadata.
+    for (uint32_t i = 0; i < trace.tracks().size(); ++i) {
+      const Track& t = trace.track(i);
+      if (t.kind() == TrackKind::CpuThread) {
+        auto tn = thread_names.find({t.pid(), t.tid()});
+        std::string name;
+        if (tn != thread_names.end() && !tn->second.empty()) name = tn->second;
+        else if (auto sn = string_id_names.find(t.tid()); sn != string_id_names.end()) name = sn->second;
+        else name = "thread " + std::to_string(t.tid());
+        if (auto pn = string_id_names.find(t.pid()); pn != string_id_names.end()) name = pn->second + " / " + name;
+        trace.set_track_name(i, name);
+        int64_t sort = 0;
+        if (auto ps = process_sort.find(t.pid()); ps != process_sort.end()) sort = ps->second << 20;
+        if (auto ts = thread_sort.find({t.pid(), t.tid()}); ts != thread_sort.end()) sort += ts->second;
+        trace.set_track_sort_index(i, sort);
+      } else if (t.kind() == TrackKind::GpuStream) {
+        trace.set_track_name(i, "GPU " + std::to_string(t.pid()) + " stream " + std::to_string(t.tid()));
+        trace.set_track_sort_index(i, (int64_t(1) << 40) + (t.pid() << 20) + t.tid());
+      }
+    }
+    TraceMetadata& m = trace.meta();
+    if (m.source_format.empty()) m.source_format = saw_tunebench ? "tunebench" : (saw_kineto ? "kineto" : "chrome");
+  }
+};
+
+// `data` holds `len` bytes of JSON followed by at least SIMDJSON_PADDING readable bytes (capacity `cap`).
+Status parse_into(Trace& trace, const char* data, size_t len, size_t cap) {
+  size_t first = 0;
+  while (first < len && (data[first] == ' ' || data[first] == '\n' || data[first] == '\r' || data[first] == '\t'))
+    ++first;
+  if (first == len) return Error{len == 0 ? "empty file" : "empty trace (only whitespace)"};
+  if (data[first] != '{' && data[first] != '[')
+    return Error{"not a trace: expected a JSON object or array", static_cast<int64_t>(first)};
+  od::parser parser;
+  sj::padded_string_view view(data, len, cap);
+  od::document doc;
+  if (auto err = parser.iterate(view).get(doc); err)
+    return Error{std::string("invalid JSON: ") + sj::error_message(err), -1};
+  Importer im{trace, data, len};
+  od::json_type top;
+  if (auto err = doc.type().get(top); err) {
+    return Error{std::string("invalid JSON: ") + sj::error_message(err), im.offset_of(doc)};
+  }
+  auto events = [&](od::array arr) -> Status {
+    for (auto ev_r : arr) {
+      od::value ev;
+      if (auto err = ev_r.get(ev); err) {
+        return Error{"traceEvents[" + std::to_string(im.event_index) + "]: invalid JSON: " + sj::error_message(err),
+                     im.offset_of(arr)};
+      }
+      if (Status s = im.event(ev); !s) return s;
+    }
+    return Status::Ok();
+  };
+  bool have_events = false;
+  if (top == od::json_type::array) {
+    od::array arr;
+    if (auto err = doc.get_array().get(arr); err) return Error{std::string("invalid JSON: ") + sj::error_message(err), 0};
+    if (Status s = events(arr); !s) return s;
+    have_events = true;
+  } else {
+    od::object obj;
+    if (auto err = doc.get_object().get(obj); err) return Error{std::string("invalid JSON: ") + sj::error_message(err), 0};
+    for (auto f_r : obj) {
+      od::field f;
+      if (auto err = std::move(f_r).get(f); err) return Error{std::string("invalid JSON: ") + sj::error_message(err), im.offset_of(obj)};
+      std::string_view k;
+      if (auto err = f.unescaped_key().get(k); err)
+        return Error{std::string("invalid JSON: ") + sj::error_message(err), im.offset_of(obj)};
+      od::value v = f.value();
+      if (k == "traceEvents") {
+        od::array arr;
+        if (auto err = v.get_array().get(arr); err)
+          return Error{std::string("not a trace: \"traceEvents\" is not an array"), im.offset_of(v)};
+        if (Status s = events(arr); !s) return s;
+        have_events = true;
+      } else if (k == "tunebench") {
+        if (Status s = im.tunebench_meta(v); !s) return s;
+      } else if (k == "deviceProperties") {
+        od::array arr;
+        if (v.get_array().get(arr)) continue;
+        for (auto d_r : arr) {
+          od::object d;
+          if (d_r.get_object().get(d)) break;
+          std::string_view n;
+          if (!d["name"].get_string().get(n) && trace.meta().device.empty()) trace.meta().device = std::string(n);
+          break;
+        }
+        im.saw_kineto = true;
+      } else if (k == "schemaVersion") {
+        int64_t sv;
+        if (!v.get_int64().get(sv)) trace.meta().versions["kineto schema"] = std::to_string(sv);
+        im.saw_kineto = true;
+      } else {
+        od::json_type t;
+        if (v.type().get(t)) continue;
+        std::string_view s;
+        if (t == od::json_type::string && !v.get_string().get(s) && trace.meta().extra.size() < 64)
+          trace.meta().extra[std::string(k)] = std::string(s.substr(0, 256));
+      }
+    }
+    if (!have_events) return Error{"not a trace: no \"traceEvents\" array"};
+  }
+  im.finish();
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Trace>> parse_trace(std::string_view bytes, std::string_view source_name,
+                                           const LoadOptions& options) {
+  std::string text;
+  if (is_gzip(bytes)) {
+    if (Status s = gunzip(bytes, text, options.max_bytes); !s) return s.error();
+  } else {
+    if (options.max_bytes && bytes.size() > options.max_bytes)
+      return Error{"trace is too large (" + std::to_string(bytes.size()) + " bytes)"};
+    text.reserve(bytes.size() + kPad);
+    text.assign(bytes.data(), bytes.size());
+  }
+  if (text.capacity() < text.size() + kPad) text.reserve(text.size() + kPad);
+  auto trace = std::make_unique<Trace>();
+  trace->meta().source_path = std::string(source_name);
+  if (Status s = parse_into(*trace, text.data(), text.size(), text.capacity()); !s) return s.error();
+  trace->finalize();
+  return trace;
+}
+
+Result<std::unique_ptr<Trace>> load_trace(const std::string& path, const LoadOptions& options) {
+  FileBytes raw;
+  if (Status s = read_file(path, raw, options.max_bytes); !s) return s.error();
+  auto trace = std::make_unique<Trace>();
+  trace->meta().source_path = path;
+  if (is_gzip(raw.view())) {
+    std::string text;
+    if (Status s = gunzip(raw.view(), text, options.max_bytes); !s) return s.error();
+    raw = FileBytes{};
+    if (text.capacity() < text.size() + kPad) text.reserve(text.size() + kPad);
+    if (Status s = parse_into(*trace, text.data(), text.size(), text.capacity()); !s) return s.error();
+  } else {
+    if (Status s = parse_into(*trace, raw.data.get(), raw.size, raw.size + kPad); !s) return s.error();
+  }
+  trace->finalize();
+  return trace;
+}
+
+// ---------- export ----------
+
+namespace {
+
+const char* kineto_cat(EventKind k, TrackKind tk) {
+  switch (k) {
+    case EventKind::Kernel: return "kernel";
+    case EventKind::Memcpy: return "gpu_memcpy";
+    case EventKind::Memset: return "gpu_memset";
+    case EventKind::Runtime: return "cuda_runtime";
+    case EventKind::Driver: return "cuda_driver";
+    case EventKind::Sync: return "cuda_sync";
+    case EventKind::Overhead: return "overhead";
+    case EventKind::Range: return tk == TrackKind::GpuStream ? "gpu_user_annotation" : "tunebench";
+    default: return "tunebench";
+  }
+}
+
+void write_meta_event(std::string& o, const char* what, int64_t pid, int64_t tid, const char* argk, std::string_view name) {
+  o += "{\"ph\":\"M\",\"name\":\"";
+  o += what;
+  o += "\",\"pid\":";
+  JsonWriter::append_int(o, pid);
+  o += ",\"tid\":";
+  JsonWriter::append_int(o, tid);
+  o += ",\"args\":{\"";
+  o += argk;
+  o += "\":";
+  JsonWriter::append_string(o, name);
+  o += "}},\n";
+}
+
+}  // namespace
+
+std::string to_chrome_trace_json(const Trace& trace, const std::vector<Finding>& findings) {
+  std::string o;
+  o.reserve(trace.event_count() * 160 + 4096);
+  const TraceMetadata& m = trace.meta();
+  {
+    JsonWriter w;
+    w.begin_object();
+    w.key("format_version").value(int64_t{1});
+    w.key("device").value(m.device);
+    w.key("collector_state").value(m.collector_state);
+    w.key("collector_reason").value(m.collector_reason);
+    w.key("dropped_records").value(static_cast<uint64_t>(m.dropped_records));
+    w.key("source_format").value(m.source_format);
+    w.key("versions").begin_object();
+    for (const auto& [k, v] : m.versions) w.key(k).value(v);
+    w.end_object();
+    w.key("extra").begin_object();
+    for (const auto& [k, v] : m.extra) w.key(k).value(v);
+    w.end_object();
+    w.end_object();
+    o += "{\"displayTimeUnit\":\"ns\",\"tunebench\":";
+    o += w.take();
+    o += ",\n\"traceEvents\":[\n";
+  }
+  // Track names (Perfetto/chrome show them) and order.
+  std::map<int64_t, bool> gpu_pids;
+  for (const Track& t : trace.tracks()) {
+    if (t.kind() == TrackKind::CpuThread) {
+      write_meta_event(o, "thread_name", t.pid(), t.tid(), "name", t.name());
+    } else if (t.kind() == TrackKind::GpuStream) {
+      gpu_pids[t.pid()] = true;
+      write_meta_event(o, "thread_name", t.pid(), t.tid(), "name", "stream " + std::to_string(t.tid()));
+    }
+  }
+  for (const auto& [pid, _] : gpu_pids) {
+    write_meta_event(o, "process_name", pid, 0, "name", "GPU " + std::to_string(pid));
+    write_meta_event(o, "process_labels", pid, 0, "labels", "GPU " + std::to_string(pid));
+  }
+  for (const Track& t : trace.tracks()) {
+    for (const Event& e : t.events()) {
+      if (e.kind == EventKind::Counter) {
+        o += "{\"ph\":\"C\",\"name\":";
+        JsonWriter::append_string(o, t.name());
+        o += ",\"pid\":";
+        JsonWriter::append_int(o, t.pid());
+        o += ",\"tid\":0,\"ts\":";
+        JsonWriter::append_us(o, e.start_ns);
+        o += ",\"args\":{\"value\":";
+        JsonWriter::append_double(o, e.value);
+        o += "}},\n";
+        continue;
+      }
+      const bool instant = e.kind == EventKind::Instant;
+      o += instant ? "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"" : "{\"ph\":\"X\",\"cat\":\"";
+      o += kineto_cat(e.kind, t.kind());
+      o += "\",\"name\":";
+      JsonWriter::append_string(o, trace.name(e.name));
+      o += ",\"pid\":";
+      JsonWriter::append_int(o, t.pid());
+      o += ",\"tid\":";
+      JsonWriter::append_int(o, t.tid());
+      o += ",\"ts\":";
+      JsonWriter::append_us(o, e.start_ns);
+      if (!instant) {
+        o += ",\"dur\":";
+        JsonWriter::append_us(o, e.end_ns - e.start_ns);
+      }
+      o += ",\"args\":{\"tb_kind\":\"";
+      o += to_string(e.kind);
+      o += '"';
+      if (e.correlation) {
+        o += ",\"correlation\":";
+        JsonWriter::append_int(o, static_cast<int64_t>(e.correlation & 0x7fffffffffffffffULL));
+      }
+      if (t.kind() == TrackKind::GpuStream) {
+        o += ",\"device\":";
+        JsonWriter::append_int(o, t.pid());
+        o += ",\"stream\":";
+        JsonWriter::append_int(o, t.tid());
+      }
+      if (e.arg != kNoArg) {
+        o += (e.kind == EventKind::Memcpy || e.kind == EventKind::Memset) ? ",\"bytes\":" : ",\"arg\":";
+        JsonWriter::append_int(o, e.arg);
+      }
+      if (e.detail != kNoName) {
+        o += ",\"detail\":";
+        JsonWriter::append_string(o, trace.name(e.detail));
+      }
+      if (e.flags & kFlagUnclosed) o += ",\"unclosed\":1";
+      o += "}},\n";
+    }
+  }
+  // Flows: launch -> GPU work (ids are correlation ids, as Kineto writes them).
+  for (const Flow& f : trace.flows()) {
+    const Track& st = trace.track(f.src_track);
+    const Track& dt = trace.track(f.dst_track);
+    const Event& se = st.events()[f.src_event];
+    const Event& de = dt.events()[f.dst_event];
+    o += "{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":";
+    JsonWriter::append_int(o, static_cast<int64_t>(f.correlation & 0x7fffffffffffffffULL));
+    o += ",\"pid\":";
+    JsonWriter::append_int(o, st.pid());
+    o += ",\"tid\":";
+    JsonWriter::append_int(o, st.tid());
+    o += ",\"ts\":";
+    JsonWriter::append_us(o, se.start_ns);
+    o += "},\n{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":";
+    JsonWriter::append_int(o, static_cast<int64_t>(f.correlation & 0x7fffffffffffffffULL));
+    o += ",\"pid\":";
+    JsonWriter::append_int(o, dt.pid());
+    o += ",\"tid\":";
+    JsonWriter::append_int(o, dt.tid());
+    o += ",\"ts\":";
+    JsonWriter::append_us(o, de.start_ns);
+    o += "},\n";
+  }
+  // Findings: global instant events at the start of their evidence interval.
+  for (const Finding& f : findings) {
+    JsonWriter w;
+    w.begin_object();
+    w.key("ph").value("i").key("s").value("g").key("cat").value("tunebench_finding");
+    w.key("name").value(f.message);
+    w.key("pid").value(int64_t{0}).key("tid").value(int64_t{0});
+    w.key("ts").raw([&] {
+      std::string s;
+      JsonWriter::append_us(s, f.evidence.t0);
+      return s;
+    }());
+    w.key("args").begin_object();
+    w.key("kind").value(f.id).key("knob").value(f.knob).key("value").value(f.value);
+    w.key("share").value(f.share).key("max_speedup").value(f.max_speedup);
+    w.key("evidence_end_us").raw([&] {
+      std::string s;
+      JsonWriter::append_us(s, f.evidence.t1);
+      return s;
+    }());
+    w.end_object();
+    w.end_object();
+    o += w.take();
+    o += ",\n";
+  }
+  if (o.size() >= 2 && o[o.size() - 2] == ',') o.erase(o.size() - 2, 1);
+  o += "]}\n";
+  return o;
+}
+
+Status write_chrome_trace(const Trace& trace, const std::string& path, const std::vector<Finding>& findings) {
+  const std::string json = to_chrome_trace_json(trace, findings);
+  const bool gz = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
+  if (gz) {
+    gzFile f = gzopen(path.c_str(), "wb6");
+    if (!f) return Error{"cannot write '" + path + "': " + std::strerror(errno)};
+    size_t off = 0;
+    while (off < json.size()) {
+      const unsigned n = static_cast<unsigned>(std::min<size_t>(json.size() - off, 1u << 30));
+      if (gzwrite(f, json.data() + off, n) != static_cast<int>(n)) {
+        gzclose(f);
+        return Error{"cannot write '" + path + "': gzip write failed"};
+      }
+      off += n;
+    }
+    if (gzclose(f) != Z_OK) return Error{"cannot write '" + path + "': gzip close failed"};
+    return Status::Ok();
+  }
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) return Error{"cannot write '" + path + "': " + std::strerror(errno)};
+  const bool ok = std::fwrite(json.data(), 1, json.size(), f) == json.size();
+  const bool closed = std::fclose(f) == 0;
+  if (!ok || !closed) return Error{"cannot write '" + path + "': " + std::strerror(errno)};
+  return Status::Ok();
+}
+
+}  // namespace tb::prof

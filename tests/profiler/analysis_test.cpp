@@ -1,0 +1,397 @@
+// Synthetic traces with known answers for every definition of DESIGN.md "Trace model and analyses",
+// including the traps (annotations/syncs on GPU rows, overlapping streams, out-of-order events, launches
+// without correlation, idle before the first / after the last kernel, CPU-only traces).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "profiler/analysis.h"
+#include "profiler/range_names.h"
+#include "profiler/trace.h"
+
+namespace tb::prof {
+namespace {
+
+constexpr int64_t us = 1000;  // the tests think in microseconds
+
+// Builds traces in microseconds: one training thread (pid 1, tid 1), GPU 0 streams.
+struct Builder {
+  Trace t;
+  uint32_t cpu = t.track_for(TrackKind::CpuThread, 1, 1, "train");
+  uint64_t next_corr = 100;
+
+  void range(const char* name, int64_t a, int64_t b, int64_t arg = kNoArg, uint32_t track = UINT32_MAX) {
+    Event e;
+    e.kind = EventKind::Range;
+    e.name = t.intern(name);
+    e.start_ns = a * us;
+    e.end_ns = b * us;
+    e.arg = arg;
+    t.add_event(track == UINT32_MAX ? cpu : track, e);
+  }
+  void runtime(const char* name, int64_t a, int64_t b, uint64_t corr = 0) {
+    Event e;
+    e.kind = EventKind::Runtime;
+    e.name = t.intern(name);
+    e.start_ns = a * us;
+    e.end_ns = b * us;
+    e.correlation = corr;
+    t.add_event(cpu, e);
+  }
+  // A kernel on `stream`; when launch_at >= 0 a cudaLaunchKernel at launch_at (1 us long) correlates to it.
+  void kernel(int64_t a, int64_t b, int64_t launch_at = -1, int64_t stream = 7, const char* name = "k",
+              EventKind kind = EventKind::Kernel) {
+    Event e;
+    e.kind = kind;
+    e.name = t.intern(name);
+    e.start_ns = a * us;
+    e.end_ns = b * us;
+    if (launch_at >= 0) {
+      e.correlation = ++next_corr;
+      runtime("cudaLaunchKernel", launch_at, launch_at + 1, e.correlation);
+    }
+    t.add_event(t.track_for(TrackKind::GpuStream, 0, stream), e);
+  }
+  void gpu_other(EventKind kind, const char* name, int64_t a, int64_t b, int64_t stream = 7) {
+    Event e;
+    e.kind = kind;
+    e.name = t.intern(name);
+    e.start_ns = a * us;
+    e.end_ns = b * us;
+    t.add_event(t.track_for(TrackKind::GpuStream, 0, stream), e);
+  }
+  AnalysisResult run(AnalysisOptions o = {}) {
+    t.finalize();
+    return analyze(t, o);
+  }
+};
+
+void expect_partition(const AnalysisResult& r) {
+  // busy + stall + gap + other == window, always.
+  EXPECT_EQ(r.gpu_busy_ns + r.loader_stall_ns + r.launch_gap_ns + r.other_idle_ns, r.window.length());
+  EXPECT_EQ(r.gpu_busy_ns + r.gpu_idle_ns, r.window.length());
+}
+
+TEST(Analysis, BusyIsUnionOverOverlappingStreams) {
+  Builder b;
+  b.kernel(0, 10, -1, 7);
+  b.kernel(5, 15, -1, 13);  // overlaps the first on another stream: counted once
+  b.kernel(20, 30, -1, 7);
+  auto r = b.run();
+  EXPECT_TRUE(r.has_gpu);
+  EXPECT_FALSE(r.window_from_steps);
+  EXPECT_EQ(r.window.t0, 0);
+  EXPECT_EQ(r.window.t1, 30 * us);
+  EXPECT_EQ(r.gpu_busy_ns, 25 * us);
+  EXPECT_EQ(r.gpu_idle_ns, 5 * us);
+  EXPECT_EQ(r.idle_interval_count, 1u);
+  EXPECT_EQ(r.kernel_count, 3u);
+  expect_partition(r);
+}
+
+TEST(Analysis, AnnotationsAndSyncRowsOnGpuAreNotActivity) {
+  Builder b;
+  b.kernel(10, 20);
+  b.kernel(30, 40);
+  b.gpu_other(EventKind::Range, "Optimizer.step#SGD.step", 0, 100);  // gpu_user_annotation
+  b.gpu_other(EventKind::Sync, "Stream Sync", 20, 30);                // cuda_sync on the GPU row
+  auto r = b.run();
+  EXPECT_EQ(r.window.t0, 10 * us);  // first/last GPU activity, not the annotation
+  EXPECT_EQ(r.window.t1, 40 * us);
+  EXPECT_EQ(r.gpu_busy_ns, 20 * us);
+  EXPECT_EQ(r.gpu_idle_ns, 10 * us);
+  EXPECT_EQ(r.sync_count, 0u);  // shown, not counted
+  expect_partition(r);
+}
+
+TEST(Analysis, OutOfOrderEventsGiveTheSameAnswer) {
+  Builder a, b;
+  a.range("step", 0, 100, 1);
+  a.range("data_wait", 0, 30);
+  a.kernel(30, 60, 29);
+  a.kernel(70, 100, 65);
+  // Same events, reversed insertion order.
+  b.kernel(70, 100, 65);
+  b.kernel(30, 60, 29);
+  b.range("data_wait", 0, 30);
+  b.range("step", 0, 100, 1);
+  auto ra = a.run(), rb = b.run();
+  EXPECT_EQ(ra.loader_stall_ns, rb.loader_stall_ns);
+  EXPECT_EQ(ra.launch_gap_ns, rb.launch_gap_ns);
+  EXPECT_EQ(ra.gpu_busy_ns, rb.gpu_busy_ns);
+  EXPECT_EQ(ra.steps.size(), rb.steps.size());
+  EXPECT_EQ(ra.loader_stall_ns, 30 * us);
+  EXPECT_EQ(ra.launch_gap_ns, 10 * us);
+}
+
+TEST(Analysis, LoaderStallAndLaunchGapWithSteps) {
+  Builder b;
+  b.range("step", 0, 100, 4);
+  b.range("data_wait", 0, 30);
+  b.kernel(30, 60, 29);   // idle [0,30] is all data wait
+  b.kernel(70, 100, 65);  // idle [60,70]: its kernel was launched at 65 > 60 -> host late
+  auto r = b.run();
+  EXPECT_TRUE(r.window_from_steps);
+  EXPECT_EQ(r.window.length(), 100 * us);
+  EXPECT_EQ(r.gpu_busy_ns, 60 * us);
+  EXPECT_EQ(r.loader_stall_ns, 30 * us);
+  EXPECT_EQ(r.loader_stall_count, 1u);
+  ASSERT_EQ(r.loader_stall_intervals.size(), 1u);
+  EXPECT_EQ(r.loader_stall_intervals[0].t0, 0);
+  EXPECT_EQ(r.loader_stall_intervals[0].t1, 30 * us);
+  EXPECT_EQ(r.launch_gap_ns, 10 * us);
+  EXPECT_EQ(r.launch_gap_count, 1u);
+  ASSERT_EQ(r.launch_gap_intervals.size(), 1u);
+  EXPECT_EQ(r.launch_gap_intervals[0].t0, 60 * us);
+  EXPECT_EQ(r.other_idle_ns, 0);
+  ASSERT_EQ(r.steps.size(), 1u);
+  EXPECT_EQ(r.steps[0].index, 4);
+  EXPECT_EQ(r.steps[0].data_wait_ns, 30 * us);
+  EXPECT_EQ(r.steps[0].loader_stall_ns, 30 * us);
+  EXPECT_EQ(r.steps[0].launch_gap_ns, 10 * us);
+  EXPECT_EQ(r.steps[0].kernel_count, 2u);
+  expect_partition(r);
+  // Findings: loader stall 30% -> workers, at most 1/(1-0.3).
+  ASSERT_GE(r.findings.size(), 2u);
+  EXPECT_EQ(r.findings[0].kind, FindingKind::LoaderStall);
+  EXPECT_EQ(r.findings[0].knob, "workers");
+  EXPECT_NEAR(r.findings[0].share, 0.30, 1e-9);
+  EXPECT_NEAR(r.findings[0].max_speedup, 1.0 / 0.7, 1e-9);
+  EXPECT_EQ(r.findings[0].evidence.t0, 0);
+  EXPECT_EQ(r.findings[0].evidence.t1, 30 * us);
+  EXPECT_EQ(r.findings[1].kind, FindingKind::LaunchGap);
+  EXPECT_EQ(r.findings[1].knob, "cuda_graphs");
+  EXPECT_NEAR(r.findings[1].max_speedup, 1.0 / 0.9, 1e-9);
+}
+
+TEST(Analysis, QueuedWorkIsNotALaunchGap) {
+  Builder b;
+  b.kernel(0, 10, 0);
+  b.kernel(50, 60, 5);  // launched at 5, before the idle interval [10,50] began: GPU waited on something else
+  auto r = b.run();
+  EXPECT_EQ(r.launch_gap_ns, 0);
+  EXPECT_EQ(r.other_idle_ns, 40 * us);
+  expect_partition(r);
+}
+
+TEST(Analysis, LaunchWithoutCorrelationIsNotAttributed) {
+  Builder b;
+  b.kernel(0, 10, 0);
+  b.kernel(50, 60);  // no correlation id: we cannot know when it was launched
+  b.runtime("cudaLaunchKernel", 45, 46);  // a launch with no id does not count either
+  auto r = b.run();
+  EXPECT_EQ(r.launch_gap_ns, 0);
+  EXPECT_EQ(r.other_idle_ns, 40 * us);
+  expect_partition(r);
+}
+
+TEST(Analysis, MinGapThreshold) {
+  Builder b;
+  b.t.finalize();
+  // Kernels in ns here: a 1.5 us gap.
+  Event k1, k2, l2;
+  k1.kind = k2.kind = EventKind::Kernel;
+  k1.name = k2.name = b.t.intern("k");
+  k1.start_ns = 0;
+  k1.end_ns = 10000;
+  k2.start_ns = 11500;
+  k2.end_ns = 20000;
+  k2.correlation = 9;
+  l2.kind = EventKind::Runtime;
+  l2.name = b.t.intern("cudaLaunchKernel");
+  l2.start_ns = 10500;
+  l2.end_ns = 11000;
+  l2.correlation = 9;
+  const uint32_t g = b.t.track_for(TrackKind::GpuStream, 0, 7);
+  b.t.add_event(g, k1);
+  b.t.add_event(g, k2);
+  b.t.add_event(b.cpu, l2);
+  auto r = b.run();  // default min_gap 2 us
+  EXPECT_EQ(r.min_gap_ns, 2000);
+  EXPECT_EQ(r.launch_gap_ns, 0);
+  EXPECT_EQ(r.other_idle_ns, 1500);
+  AnalysisOptions o;
+  o.min_gap_ns = 1000;
+  auto r2 = analyze(b.t, o);
+  EXPECT_EQ(r2.launch_gap_ns, 1500);
+  EXPECT_EQ(r2.launch_gap_count, 1u);
+}
+
+TEST(Analysis, IdleBeforeFirstAndAfterLastKernelInsideSteps) {
+  Builder b;
+  b.range("step", 0, 100, 0);
+  b.kernel(20, 50, 10);  // idle [0,20]: launched at 10 > 0 -> launch gap
+  // idle [50,100]: no next activity -> other idle
+  auto r = b.run();
+  EXPECT_EQ(r.gpu_busy_ns, 30 * us);
+  EXPECT_EQ(r.launch_gap_ns, 20 * us);
+  EXPECT_EQ(r.other_idle_ns, 50 * us);
+  EXPECT_EQ(r.idle_interval_count, 2u);
+  expect_partition(r);
+}
+
+TEST(Analysis, IdleIntervalSplitIntoStallAndGap) {
+  Builder b;
+  b.range("step", 0, 100, 0);
+  b.kernel(0, 60, 0);
+  b.range("data_wait", 60, 80);
+  b.kernel(100, 110, 85);  // outside the window: the idle [60,100] has no next activity inside it
+  b.range("step", 100, 120, 1);
+  b.kernel(110, 120, 105);
+  auto r = b.run();
+  // Window [0,120]; idle [60,100]: 20 stall + 20 rest; next kernel at 100 launched at 85 > 60 -> gap.
+  EXPECT_EQ(r.loader_stall_ns, 20 * us);
+  EXPECT_EQ(r.launch_gap_ns, 20 * us);
+  EXPECT_EQ(r.loader_stall_count, 1u);
+  EXPECT_EQ(r.launch_gap_count, 1u);
+  ASSERT_EQ(r.launch_gap_intervals.size(), 1u);
+  EXPECT_EQ(r.launch_gap_intervals[0].t0, 80 * us);
+  EXPECT_EQ(r.launch_gap_intervals[0].t1, 100 * us);
+  ASSERT_EQ(r.steps.size(), 2u);
+  EXPECT_EQ(r.steps[0].loader_stall_ns, 20 * us);
+  EXPECT_EQ(r.steps[0].launch_gap_ns, 20 * us);
+  EXPECT_EQ(r.steps[1].gpu_busy_ns, 20 * us);
+  expect_partition(r);
+}
+
+TEST(Analysis, SyncPointsCountHostCallsOnly) {
+  Builder b;
+  b.kernel(0, 40, 0);
+  b.kernel(60, 100, 55);
+  b.runtime("cudaStreamSynchronize", 5, 40);
+  b.runtime("cudaMemcpyAsync", 41, 42);  // async: not a sync point
+  b.runtime("cudaDeviceSynchronize", 90, 100);
+  b.gpu_other(EventKind::Sync, "Stream Sync", 30, 40);  // the same wait seen on the GPU row: not counted again
+  auto r = b.run();
+  EXPECT_EQ(r.sync_count, 2u);
+  EXPECT_EQ(r.sync_ns, 45 * us);
+  ASSERT_EQ(r.sync_points.size(), 2u);
+  EXPECT_EQ(r.sync_points[0].name, "cudaStreamSynchronize");
+  ASSERT_FALSE(r.findings.empty());
+  bool found = false;
+  for (const auto& f : r.findings)
+    if (f.kind == FindingKind::SyncPoints) {
+      found = true;
+      EXPECT_EQ(f.knob, "sync_free_logging");
+      EXPECT_EQ(f.evidence.t0, 5 * us);
+    }
+  EXPECT_TRUE(found);
+}
+
+TEST(Analysis, OurSyncRangesStandInWhenNoRuntimeCalls) {
+  Builder b;
+  b.range("step", 0, 100, 0);
+  b.range("sync", 90, 100);
+  auto r = b.run();
+  EXPECT_EQ(r.sync_count, 1u);
+  EXPECT_EQ(r.sync_ns, 10 * us);
+}
+
+TEST(Analysis, CpuOnlyTraceLoaderStallIsDataWait) {
+  Builder b;
+  for (int i = 0; i < 4; ++i) {
+    const int64_t s = i * 100;
+    b.range("step", s, s + 100, i);
+    b.range("data_wait", s, s + 25);
+    b.range("forward", s + 25, s + 50);
+    b.range("backward", s + 50, s + 90);
+    b.range("optimizer", s + 90, s + 100);
+  }
+  auto r = b.run();
+  EXPECT_FALSE(r.has_gpu);
+  EXPECT_EQ(r.gpu_busy_ns, 0);
+  EXPECT_EQ(r.window.length(), 400 * us);
+  EXPECT_EQ(r.loader_stall_ns, 100 * us);
+  EXPECT_EQ(r.loader_stall_count, 4u);
+  EXPECT_EQ(r.launch_gap_ns, 0);
+  expect_partition(r);
+  ASSERT_EQ(r.steps.size(), 4u);
+  EXPECT_EQ(r.step_median_ns, 100 * us);
+  EXPECT_EQ(r.steps[2].index, 2);
+  EXPECT_EQ(r.steps[2].data_wait_ns, 25 * us);
+  EXPECT_EQ(r.steps[2].forward_ns, 25 * us);
+  EXPECT_EQ(r.steps[2].backward_ns, 40 * us);
+  EXPECT_EQ(r.steps[2].optimizer_ns, 10 * us);
+  ASSERT_FALSE(r.findings.empty());
+  EXPECT_EQ(r.findings[0].kind, FindingKind::LoaderStall);
+  EXPECT_NEAR(r.findings[0].max_speedup, 1.0 / 0.75, 1e-9);
+}
+
+TEST(Analysis, KinetoNamesForStepsAndDataWait) {
+  Builder b;
+  b.range("ProfilerStep#12", 0, 100);
+  b.range("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 40);
+  b.range("## forward ##", 40, 60);
+  b.range("Optimizer.step#SGD.step", 80, 100);
+  b.range("autograd::engine::evaluate_function: AddBackward0", 60, 80, kNoArg,
+          b.t.track_for(TrackKind::CpuThread, 1, 2, "autograd"));
+  b.kernel(40, 100, 39);
+  auto r = b.run();
+  ASSERT_EQ(r.steps.size(), 1u);
+  EXPECT_EQ(r.steps[0].index, 12);
+  EXPECT_EQ(r.loader_stall_ns, 40 * us);
+  EXPECT_EQ(r.steps[0].forward_ns, 20 * us);
+  EXPECT_EQ(r.steps[0].backward_ns, 20 * us);
+  EXPECT_EQ(r.steps[0].optimizer_ns, 20 * us);
+}
+
+TEST(Analysis, TopKernelsAndTensorCoreFinding) {
+  Builder b;
+  b.kernel(0, 60, 0, 7, "volta_sgemm_128x64_nn");
+  b.kernel(60, 70, 59, 7, "elementwise_kernel");
+  b.kernel(70, 100, 69, 7, "volta_sgemm_128x64_nn");
+  auto r = b.run();
+  ASSERT_EQ(r.top_kernels.size(), 2u);
+  EXPECT_EQ(r.top_kernels[0].name, "volta_sgemm_128x64_nn");
+  EXPECT_EQ(r.top_kernels[0].count, 2u);
+  EXPECT_EQ(r.top_kernels[0].total_ns, 90 * us);
+  EXPECT_NEAR(r.top_kernels[0].share_of_busy, 0.9, 1e-9);
+  EXPECT_DOUBLE_EQ(r.tensor_core_share, 0.0);
+  bool tc = false;
+  for (const auto& f : r.findings) tc |= f.kind == FindingKind::LowTensorCore && f.knob == "amp";
+  EXPECT_TRUE(tc);
+  // With Tensor Core kernels: no finding.
+  Builder c;
+  c.kernel(0, 60, 0, 7, "sm80_xmma_gemm_f16f16_f16f32_tensorop");
+  auto rc = c.run();
+  EXPECT_DOUBLE_EQ(rc.tensor_core_share, 1.0);
+  for (const auto& f : rc.findings) EXPECT_NE(f.kind, FindingKind::LowTensorCore);
+}
+
+TEST(Analysis, CollectorOffIsReportedAsFinding) {
+  Builder b;
+  b.range("step", 0, 100, 0);
+  b.t.meta().collector_state = "off";
+  b.t.meta().collector_reason = "no driver: cuptiActivityEnable failed";
+  auto r = b.run();
+  ASSERT_FALSE(r.findings.empty());
+  EXPECT_EQ(r.findings[0].kind, FindingKind::CollectorOff);
+  EXPECT_NE(r.findings[0].message.find("no driver"), std::string::npos);
+}
+
+TEST(Analysis, EmptyTraceDoesNotCrash) {
+  Trace t;
+  t.finalize();
+  auto r = analyze(t);
+  EXPECT_EQ(r.window.length(), 0);
+  EXPECT_TRUE(r.findings.empty());
+  const std::string j = to_json(r, &t.meta());
+  EXPECT_NE(j.find("\"busy_us\""), std::string::npos);
+}
+
+TEST(Analysis, JsonHasTheContractFields) {
+  Builder b;
+  b.range("step", 0, 100, 0);
+  b.range("data_wait", 0, 30);
+  b.kernel(30, 100, 29);
+  auto r = b.run();
+  const std::string j = to_json(r, &b.t.meta());
+  for (const char* k : {"\"gpu\"", "\"busy_us\"", "\"idle_us\"", "\"loader_stall\"", "\"total_us\"", "\"count\"",
+                        "\"launch_gap\"", "\"min_gap_us\"", "\"sync\"", "\"steps\"", "\"median_us\"", "\"kernels\"",
+                        "\"findings\"", "\"max_speedup\"", "\"knob\"", "\"evidence_us\""})
+    EXPECT_NE(j.find(k), std::string::npos) << k;
+  EXPECT_NE(j.find("\"busy_us\":70"), std::string::npos) << j;
+}
+
+}  // namespace
+}  // namespace tb::prof

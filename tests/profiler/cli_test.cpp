@@ -1,0 +1,86 @@
+// Runs the built `tunebench-cli analyze` and checks exit codes, the summary and the JSON contract fields.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+
+struct CliRun {
+  int code = -1;
+  std::string out;  // stdout + stderr
+};
+
+CliRun run(const std::string& args) {
+  CliRun r;
+  const std::string cmd = std::string("'") + TB_CLI_PATH + "' " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int st = pclose(p);
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+std::string testdata(const char* name) { return std::string(TB_TESTDATA_DIR) + "/" + name; }
+
+std::string tmp(const char* name) {
+  return ::testing::TempDir() + "tb_cli_" + std::to_string(::getpid()) + "_" + name;
+}
+
+TEST(CliAnalyze, RealTraceSummaryAndJson) {
+  const std::string out = tmp("a.json");
+  CliRun r = run("analyze '" + testdata("kineto_train_step_rank0.json.gz") + "' --json '" + out + "'");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("per step"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("loader stall"), std::string::npos);
+  EXPECT_NE(r.out.find("findings"), std::string::npos);
+  std::ifstream f(out);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string j = ss.str();
+  for (const char* k : {"\"busy_us\"", "\"idle_us\"", "\"loader_stall\"", "\"launch_gap\"", "\"min_gap_us\":2",
+                        "\"sync\"", "\"steps\":{\"count\":5", "\"median_us\"", "\"kernels\":{\"count\":4350",
+                        "\"findings\""})
+    EXPECT_NE(j.find(k), std::string::npos) << k;
+  std::remove(out.c_str());
+}
+
+TEST(CliAnalyze, MinGapOptionAndStdoutJson) {
+  CliRun r = run("analyze '" + testdata("kineto_alexnet_a100.json.gz") + "' --min-gap-us 5 --json -");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("\"min_gap_us\":5"), std::string::npos);
+  EXPECT_NE(r.out.find("\"kernels\":{\"count\":79"), std::string::npos);
+}
+
+TEST(CliAnalyze, BadInputExitsTwoWithOneLine) {
+  CliRun missing = run("analyze /nonexistent/trace.json");
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.out.find("tunebench-cli: error:"), std::string::npos);
+  EXPECT_EQ(missing.out.find('\n'), missing.out.size() - 1) << missing.out;  // exactly one line
+
+  const std::string junk = tmp("junk.json");
+  {
+    std::ofstream f(junk, std::ios::binary);
+    f << "\x1f\x8b garbage that is not gzip";
+  }
+  CliRun bad = run("analyze '" + junk + "'");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("gzip"), std::string::npos) << bad.out;
+  std::remove(junk.c_str());
+
+  EXPECT_EQ(run("analyze").code, 2);
+  EXPECT_EQ(run("analyze a b").code, 2);
+  EXPECT_EQ(run("analyze '" + testdata("kineto_alexnet_a100.json.gz") + "' --min-gap-us -3").code, 2);
+  EXPECT_EQ(run("analyze '" + testdata("kineto_alexnet_a100.json.gz") + "' --bogus").code, 2);
+  EXPECT_EQ(run("analyze '" + testdata("kineto_alexnet_a100.json.gz") + "' --json").code, 2);
+  EXPECT_EQ(run("analyze '" + testdata("kineto_alexnet_a100.json.gz") + "' --json /nonexistent/dir/x.json").code, 1);
+}
+
+}  // namespace

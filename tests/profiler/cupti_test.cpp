@@ -1,0 +1,273 @@
+// CUPTI collector pieces that need no GPU: record decoding from activity records crafted in memory, the clock
+// alignment math, API-name handling, and the failure path (no driver / library not found) on this machine.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "profiler/analysis.h"
+#include "profiler/cupti_collector.h"
+#include "profiler/recorder.h"
+#include "profiler/trace.h"
+
+#if defined(TUNEBENCH_HAVE_CUPTI)
+#include <cupti.h>
+#endif
+
+namespace tb::prof {
+namespace {
+
+TEST(ClockAlignment, NoSampleIsIdentityOneSampleIsOffset) {
+  ClockAlignment c;
+  EXPECT_EQ(c.to_mono(12345), 12345);
+  c.add_sample(1000, 5000, 1010);  // mid 1005: cupti runs 3995 ns ahead
+  EXPECT_EQ(c.last_offset_ns(), 3995);
+  EXPECT_EQ(c.last_uncertainty_ns(), 5);
+  EXPECT_EQ(c.to_mono(6000), 2005);
+  EXPECT_EQ(c.to_mono(0), -3995);
+}
+
+TEST(ClockAlignment, InterpolatesDriftBetweenSamples) {
+  ClockAlignment c;
+  c.add_sample(0, 1000000, 0);          // offset 1,000,000 at cupti 1e6
+  c.add_sample(2000000, 3000100, 2000000);  // offset 1,000,100 at cupti 3.0001e6 (100 ns drift)
+  EXPECT_EQ(c.sample_count(), 2u);
+  EXPECT_EQ(c.to_mono(1000000), 0);
+  EXPECT_EQ(c.to_mono(3000100), 2000000);
+  // Halfway (by CUPTI time): offset halfway.
+  EXPECT_EQ(c.to_mono(2000050), 2000050 - 1000050);
+  // Outside: nearest sample's offset.
+  EXPECT_EQ(c.to_mono(500000), 500000 - 1000000);
+  EXPECT_EQ(c.to_mono(4000000), 4000000 - 1000100);
+  // Samples added out of order are kept sorted.
+  ClockAlignment d;
+  d.add_sample(2000000, 3000100, 2000000);
+  d.add_sample(0, 1000000, 0);
+  EXPECT_EQ(d.to_mono(2000050), c.to_mono(2000050));
+}
+
+TEST(CuptiNames, StripVersionAndSyncSet) {
+  EXPECT_EQ(strip_api_version("cudaStreamSynchronize_v3020"), "cudaStreamSynchronize");
+  EXPECT_EQ(strip_api_version("cudaLaunchKernel"), "cudaLaunchKernel");
+  EXPECT_EQ(strip_api_version("cuMemcpyHtoD_v2"), "cuMemcpyHtoD");
+  EXPECT_EQ(strip_api_version("my_var"), "my_var");
+  EXPECT_EQ(strip_api_version(nullptr), "");
+  EXPECT_TRUE(is_blocking_sync_api("cudaDeviceSynchronize"));
+  EXPECT_TRUE(is_blocking_sync_api("cudaMemcpy"));
+  EXPECT_TRUE(is_blocking_sync_api("cuCtxSynchronize"));
+  EXPECT_TRUE(is_blocking_sync_api("cuMemcpyDtoH_v2"));
+  EXPECT_FALSE(is_blocking_sync_api("cudaMemcpyAsync"));
+  EXPECT_FALSE(is_blocking_sync_api("cudaLaunchKernel"));
+}
+
+#if defined(TUNEBENCH_HAVE_CUPTI)
+
+const char* fake_api_name(bool runtime, uint32_t cbid) {
+  if (runtime && cbid == 211) return "cudaLaunchKernel_v7000";
+  if (runtime && cbid == 131) return "cudaStreamSynchronize_v3020";
+  return nullptr;
+}
+
+TEST(CuptiDecoder, DecodesCraftedRecords) {
+  CuptiDecoder d(/*pid=*/4242);
+  d.set_api_name_fn(&fake_api_name);
+  ClockAlignment clk;
+  clk.add_sample(0, 1000, 0);  // cupti = mono + 1000
+  d.set_clock(clk);
+
+  CUpti_ActivityAPI launch;
+  std::memset(&launch, 0, sizeof launch);
+  launch.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+  launch.cbid = 211;
+  launch.start = 11000;
+  launch.end = 12000;
+  launch.processId = 4242;
+  launch.threadId = 17;
+  launch.correlationId = 55;
+  d.decode(&launch);
+
+  CUpti_ActivityKernel10 k;
+  std::memset(&k, 0, sizeof k);
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.start = 21000;
+  k.end = 51000;
+  k.deviceId = 0;
+  k.streamId = 7;
+  k.correlationId = 55;
+  k.gridX = 4;
+  k.gridY = k.gridZ = 1;
+  k.blockX = 256;
+  k.blockY = k.blockZ = 1;
+  k.name = "volta_sgemm_128x64_nn";
+  d.decode(&k);
+
+  CUpti_ActivityKernel10 k2 = k;  // a second kernel on another stream, overlapping
+  k2.streamId = 13;
+  k2.start = 41000;
+  k2.end = 61000;
+  k2.correlationId = 56;  // no launch record: no flow
+  d.decode(&k2);
+
+  CUpti_ActivityMemcpy6 m;
+  std::memset(&m, 0, sizeof m);
+  m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+  m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+  m.bytes = 4096;
+  m.start = 61000;
+  m.end = 62000;
+  m.streamId = 7;
+  m.correlationId = 57;
+  d.decode(&m);
+
+  CUpti_ActivityMemset4 ms;
+  std::memset(&ms, 0, sizeof ms);
+  ms.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  ms.bytes = 64;
+  ms.start = 62000;
+  ms.end = 62500;
+  ms.streamId = 7;
+  d.decode(&ms);
+
+  CUpti_ActivityAPI sync_call = launch;
+  sync_call.cbid = 131;
+  sync_call.start = 52000;
+  sync_call.end = 60000;
+  sync_call.correlationId = 58;
+  d.decode(&sync_call);
+
+  CUpti_ActivitySynchronization2 s;
+  std::memset(&s, 0, sizeof s);
+  s.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+  s.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+  s.start = 52000;
+  s.end = 60000;
+  s.streamId = 7;
+  s.correlationId = 58;
+  d.decode(&s);
+
+  CUpti_ActivityExternalCorrelation x;
+  std::memset(&x, 0, sizeof x);
+  x.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+  x.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2;
+  x.externalId = 9001;
+  x.correlationId = 55;
+  d.decode(&x);
+
+  CUpti_ActivityKernel10 bad = k;
+  bad.start = 5;
+  bad.end = 1;  // end < start: skipped
+  d.decode(&bad);
+
+  CUpti_ActivityAPI unknown_api = launch;
+  unknown_api.cbid = 999;
+  unknown_api.correlationId = 60;
+  unknown_api.start = 70000;
+  unknown_api.end = 70001;
+  d.decode(&unknown_api);
+
+  CUpti_Activity other;
+  other.kind = CUPTI_ACTIVITY_KIND_MARKER;
+  d.decode(&other);
+
+  EXPECT_EQ(d.stats().kernels, 2u);
+  EXPECT_EQ(d.stats().runtime, 3u);
+  EXPECT_EQ(d.stats().memcpys, 1u);
+  EXPECT_EQ(d.stats().memsets, 1u);
+  EXPECT_EQ(d.stats().syncs, 1u);
+  EXPECT_EQ(d.stats().external_correlations, 1u);
+  EXPECT_EQ(d.stats().invalid, 1u);
+  EXPECT_EQ(d.stats().unknown, 1u);
+
+  auto t = d.take();
+  ASSERT_TRUE(t);
+  // Tracks: CPU thread 17 of pid 4242, GPU 0 streams 7 and 13.
+  const Track* cpu = nullptr;
+  const Track* s7 = nullptr;
+  const Track* s13 = nullptr;
+  for (const Track& tr : t->tracks()) {
+    if (tr.kind() == TrackKind::CpuThread && tr.pid() == 4242 && tr.tid() == 17) cpu = &tr;
+    if (tr.kind() == TrackKind::GpuStream && tr.tid() == 7) s7 = &tr;
+    if (tr.kind() == TrackKind::GpuStream && tr.tid() == 13) s13 = &tr;
+  }
+  ASSERT_TRUE(cpu && s7 && s13);
+  ASSERT_EQ(cpu->events().size(), 3u);
+  EXPECT_EQ(t->name(cpu->events()[0].name), "cudaLaunchKernel");
+  EXPECT_EQ(cpu->events()[0].start_ns, 10000);  // aligned: cupti - 1000
+  EXPECT_EQ(cpu->events()[0].arg, 9001);        // external id attached
+  EXPECT_EQ(t->name(cpu->events()[1].name), "cudaStreamSynchronize");
+  EXPECT_TRUE(cpu->events()[1].flags & kFlagBlockingSync);
+  EXPECT_EQ(t->name(cpu->events()[2].name), "cudaRuntime#999");
+  const Event& ke = s7->events()[0];
+  EXPECT_EQ(ke.kind, EventKind::Kernel);
+  EXPECT_EQ(ke.start_ns, 20000);
+  EXPECT_EQ(ke.end_ns, 50000);
+  EXPECT_EQ(t->name(ke.name), "volta_sgemm_128x64_nn");
+  EXPECT_NE(t->name(ke.detail).find("grid [4,1,1] block [256,1,1]"), std::string::npos);
+  ASSERT_EQ(t->flows().size(), 1u);  // 55 only: 56 has no launch, 57 (memcpy) none either
+  EXPECT_EQ(t->flows()[0].correlation, 55u);
+  bool memcpy_ok = false, sync_row = false;
+  for (const Event& e : s7->events()) {
+    if (e.kind == EventKind::Memcpy) memcpy_ok = e.memcpy_kind() == MemcpyKind::HtoD && e.arg == 4096;
+    if (e.kind == EventKind::Sync) sync_row = t->name(e.name) == "Stream Sync";
+  }
+  EXPECT_TRUE(memcpy_ok);
+  EXPECT_TRUE(sync_row);
+
+  // The decoded trace analyses like any other: two overlapping streams, one host sync point.
+  auto r = analyze(*t);
+  EXPECT_EQ(r.kernel_count, 2u);
+  EXPECT_EQ(r.gpu_busy_ns, (60000 - 20000) + (61500 - 60000));
+  EXPECT_EQ(r.sync_count, 1u);
+  EXPECT_EQ(r.sync_ns, 8000);
+}
+
+TEST(CuptiCollector, FailsCleanlyWithReason) {
+  auto& c = CuptiCollector::instance();
+  // 1) A library that does not exist.
+  CuptiCollector::Options o;
+  o.library = "libcupti_does_not_exist.so.13";
+  Status s = c.start(o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(c.state(), "off");
+  EXPECT_NE(c.reason().find("library not found"), std::string::npos) << c.reason();
+  EXPECT_EQ(s.error().to_string().find('\n'), std::string::npos);
+  // 2) The real library (present here with the CUDA toolkit, but no driver/GPU): it must come up off with a
+  //    reason, or on when a GPU is there.
+  Status s2 = c.start();
+  if (s2.ok()) {
+    EXPECT_EQ(c.state(), "on");
+    c.stop();
+  } else {
+    EXPECT_EQ(c.state(), "off");
+    EXPECT_FALSE(c.reason().empty());
+    std::printf("collector off here: %s\n", c.reason().c_str());
+  }
+  // Either way a recorded (CPU-only) trace records the state and why.
+  TraceMetadata m;
+  c.annotate(m);
+  EXPECT_FALSE(m.collector_state.empty());
+  auto t = c.collect();
+  ASSERT_TRUE(t);
+  Recorder::instance().start();
+  { TB_RANGE("step"); }
+  Recorder::instance().stop();
+  auto rec = Recorder::instance().collect();
+  EXPECT_EQ(rec->meta().collector_state, m.collector_state);
+  EXPECT_EQ(rec->meta().collector_reason, m.collector_reason);
+  if (!s2.ok()) {
+    // The analysis turns it into a finding (the GUI's banner).
+    auto a = analyze(*rec);
+    ASSERT_FALSE(a.findings.empty());
+    EXPECT_EQ(a.findings[0].kind, FindingKind::CollectorOff);
+  }
+}
+
+#else
+TEST(CuptiCollector, NotBuilt) {
+  auto& c = CuptiCollector::instance();
+  EXPECT_FALSE(c.start().ok());
+  EXPECT_EQ(c.state(), "not built");
+}
+#endif
+
+}  // namespace
+}  // namespace tb::prof
