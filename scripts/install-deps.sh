@@ -11,7 +11,7 @@ pkgs=(
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev libxkbcommon-dev libvulkan-dev libgl-dev
   xvfb xauth
 )
-if [[ "${1:-}" == "--bench" ]]; then pkgs+=(python3-torch); fi
+if [[ "${1:-}" == "--bench" ]]; then pkgs+=(python3-torch clang); fi  # eager-PyTorch bench, libFuzzer
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
