@@ -1,0 +1,193 @@
+// The main window end to end (offscreen): opening traces (good, corrupt, unknown), findings -> timeline
+// evidence, a live run against the fake child with a toggle sent as `set`, the compare numbers and their
+// export, and a killed child that keeps its data and shows the error.
+#include <QCheckBox>
+#include <QFile>
+#include <QMessageBox>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "ui/compare_panel.h"
+#include "ui/findings_panel.h"
+#include "ui/main_window.h"
+#include "ui/throughput_chart.h"
+#include "ui/timeline_widget.h"
+#include "ui/toggles_panel.h"
+#include "ui_test_util.h"
+
+using namespace tb::ui;
+
+class TestMainWindow : public QObject {
+  Q_OBJECT
+  QTemporaryDir tmp_;
+
+  static bool waitFor(const std::function<bool()>& cond, int ms) {
+    QElapsedTimer t;
+    t.start();
+    while (!cond() && t.elapsed() < ms) QTest::qWait(20);
+    return cond();
+  }
+
+ private slots:
+  void initTestCase() {
+    QVERIFY(tmp_.isValid());
+    QCoreApplication::setOrganizationName("TuneBenchTest");
+    QSettings::setDefaultFormat(QSettings::IniFormat);
+    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, tmp_.path());
+    initResources();
+  }
+
+  void opensKinetoTraceThenRejectsCorruptOne() {
+    const QString trace = tbtest::kinetoTrace();
+    if (trace.isEmpty()) QSKIP("kineto_train_step_rank0.json.gz not found");
+    MainWindow w;
+    w.setQuiet(true);
+    QSignalSpy spy(&w, &MainWindow::traceOpenFinished);
+    w.openTrace(trace);
+    QVERIFY(spy.wait(60000));
+    QVERIFY2(spy.at(0).at(0).toBool(), qPrintable(spy.at(0).at(1).toString()));
+    auto data = w.timeline()->data();
+    QVERIFY(data);
+    QVERIFY(data->eventCount() > 4000);
+    bool gpu = false;
+    for (const auto& t : data->tracks) gpu |= t.kind == TrackKind::GpuStream;
+    QVERIFY(gpu);
+    QVERIFY(w.recentFiles().value(0).endsWith("kineto_train_step_rank0.json.gz"));
+    // Findings: clicking one selects its evidence interval on the timeline.
+    const auto& f = w.findings()->entries();
+    int with_evidence = -1;
+    for (size_t i = 0; i < f.size(); ++i)
+      if (f[i].t1 > f[i].t0) with_evidence = int(i);
+    if (with_evidence >= 0) {
+      w.findings()->activate(with_evidence);
+      QVERIFY(w.timeline()->hasSelection());
+      QCOMPARE(w.timeline()->selection().first, int64_t(f[size_t(with_evidence)].t0));
+    }
+    // A corrupt file: an error, and the trace on screen stays.
+    const QString bad = tmp_.filePath("corrupt.json");
+    QFile out(bad);
+    QVERIFY(out.open(QIODevice::WriteOnly));
+    out.write("{\"traceEvents\": [{\"ph\": \"X\", \"ts\": 12, \"dur\": ");
+    out.close();
+    spy.clear();
+    w.openTrace(bad);
+    QVERIFY(spy.wait(20000));
+    QVERIFY(!spy.at(0).at(0).toBool());
+    QVERIFY2(w.lastError().contains("corrupt.json"), qPrintable(w.lastError()));
+    QVERIFY(!w.lastError().contains('\n'));
+    QCOMPARE(w.timeline()->data(), data);
+    // Unknown kinds and missing files: a clear message, nothing else changes.
+    QVERIFY(!w.openPath(tmp_.filePath("missing.json")));
+    QVERIFY(w.lastError().contains("no such file"));
+    const QString odd = tmp_.filePath("notes.xyz");
+    QFile o2(odd);
+    QVERIFY(o2.open(QIODevice::WriteOnly));
+    o2.close();
+    QVERIFY(!w.openPath(odd));
+    QVERIFY(w.lastError().contains("not a trace"));
+    QCOMPARE(w.timeline()->data(), data);
+    // Exports of the opened trace.
+    QVERIFY(w.exportTimelinePng(tmp_.filePath("t.png"), QSize(800, 400)));
+    QVERIFY(QImage(tmp_.filePath("t.png")).width() == 800);
+    QVERIFY(w.exportChromeTrace(tmp_.filePath("out.json")));
+    QVERIFY(QFileInfo(tmp_.filePath("out.json")).size() > 1000);
+  }
+
+  void corruptTraceShowsDialog() {
+    MainWindow w;  // not quiet: the user sees a dialog (non-modal, so the window stays usable)
+    QSignalSpy spy(&w, &MainWindow::traceOpenFinished);
+    const QString bad = tmp_.filePath("garbage.json.gz");
+    QFile out(bad);
+    QVERIFY(out.open(QIODevice::WriteOnly));
+    out.write("\x1f\x8b\x08\x00garbage-not-really-gzip");
+    out.close();
+    w.openTrace(bad);
+    QVERIFY(spy.wait(20000));
+    QVERIFY(!spy.at(0).at(0).toBool());
+    auto* box = w.findChild<QMessageBox*>("error_dialog");
+    QVERIFY(box);
+    QVERIFY(box->text().contains("garbage.json.gz"));
+  }
+
+  void liveToggleIsSentAndCompared() {
+    if (tbtest::python().isEmpty()) QSKIP("python3 not found");
+    MainWindow w;
+    w.setQuiet(true);
+    QVERIFY(w.startProcess(tbtest::python(), {tbtest::fakeChild(), "--step-ms", "5"}));
+    QVERIFY(waitFor([&] { return w.toggles()->editorFor("workers") && w.run()->record().steps.size() >= 15; }, 15000));
+    QVERIFY(!w.toggles()->editorFor("pin_memory")->isEnabled());
+    qobject_cast<QSpinBox*>(w.toggles()->editorFor("workers"))->setValue(4);  // a user edit -> live set
+    QVERIFY(waitFor([&] {
+      const auto& s = w.run()->record().steps;
+      int after = 0;
+      for (const auto& x : s) after += x.config_rev == 1 && !x.warmup;
+      return after >= 15;
+    }, 15000));
+    QTest::qWait(300);  // the coalesced chart/compare refresh
+    const auto& cmp = w.compare()->comparisons();
+    QCOMPARE(int(cmp.size()), 1);
+    QCOMPARE(cmp[0].change, QString("workers 0 → 4"));
+    QCOMPARE(QString::fromStdString(cmp[0].stats.verdict()), QString("faster"));
+    QVERIFY(w.chart()->segmentLabelCount() >= 3);  // 2 medians + 1 marker
+    QVERIFY(w.exportComparisons(tmp_.filePath("cmp.md")));
+    QVERIFY(w.exportComparisons(tmp_.filePath("cmp.html")));
+    QVERIFY(w.exportComparisons(tmp_.filePath("cmp.json")));
+    QFile md(tmp_.filePath("cmp.md"));
+    QVERIFY(md.open(QIODevice::ReadOnly));
+    const QString text = QString::fromUtf8(md.readAll());
+    QVERIFY2(text.contains("workers 0 → 4") && text.contains("faster"), qPrintable(text));
+    QVERIFY2(text.contains("33.3% → 33.3%"), qPrintable(text));  // the fake child waits a third of each step
+    QSignalSpy fin(w.run(), &RunController::finished);
+    w.stopRun();
+    QVERIFY(waitFor([&] { return fin.count() == 1; }, 3000));
+  }
+
+  void liveTraceFromRealCli() {
+    const QString cli = tbtest::realCliWithEngine();
+    if (cli.isEmpty()) QSKIP("no tunebench-cli with the engine (set TUNEBENCH_CLI to one)");
+    MainWindow w;
+    w.setQuiet(true);
+    RunOptions o;
+    o.model = "mnist_cnn";
+    o.data = "synthetic";
+    o.trace_every = 4;
+    QSignalSpy loaded(&w, &MainWindow::traceOpenFinished);
+    QVERIFY(w.startRun(o, cli));
+    QVERIFY2(waitFor([&] { return w.timeline()->data() != nullptr || !w.run()->isRunning(); }, 45000),
+             qPrintable(w.run()->stderrTail()));
+    QVERIFY2(w.timeline()->data(), qPrintable(w.lastError() + w.run()->stderrTail()));
+    QVERIFY(w.timeline()->data()->eventCount() > 0);
+    QVERIFY(!w.run()->record().trace_paths.isEmpty());
+    QVERIFY(w.exportChromeTrace(tmp_.filePath("live.json")));
+    QSignalSpy fin(w.run(), &RunController::finished);
+    w.stopRun();
+    QVERIFY(waitFor([&] { return fin.count() == 1; }, 3000));
+  }
+
+  void killedChildKeepsDataAndShowsError() {
+    if (tbtest::python().isEmpty()) QSKIP("python3 not found");
+    MainWindow w;
+    QSignalSpy failed(&w, &MainWindow::runFailed);
+    QVERIFY(w.startProcess(tbtest::python(), {tbtest::fakeChild(), "--mode", "crash", "--crash-after", "12", "--step-ms", "5"}));
+    QVERIFY(failed.wait(15000));
+    QVERIFY(w.lastError().contains("crashed"));
+    QVERIFY(w.lastError().contains("CUDA out of memory"));
+    QCOMPARE(w.run()->record().steps.size(), size_t(12));
+    auto* box = w.findChild<QMessageBox*>("error_dialog");
+    QVERIFY(box);
+    QVERIFY(box->isVisible());
+    // Still exportable after the crash.
+    QVERIFY(w.exportComparisons(tmp_.filePath("after_crash.json")));
+    QFile f(tmp_.filePath("after_crash.json"));
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QByteArray j = f.readAll();
+    QVERIFY(j.contains("\"steps\": 12"));
+    QVERIFY(j.contains("failure"));
+  }
+};
+
+QTEST_MAIN(TestMainWindow)
+#include "test_main_window.moc"

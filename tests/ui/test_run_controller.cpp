@@ -1,0 +1,144 @@
+// The run controller against a fake child speaking the protocol (tests/ui/fake_serve.py), and against the
+// real `tunebench-cli serve` when one with the engine is found ($TUNEBENCH_CLI or this build's CLI).
+#include <QElapsedTimer>
+#include <QSignalSpy>
+#include <QtTest>
+
+#include "ui/run_controller.h"
+#include "ui/segments.h"
+#include "ui_test_util.h"
+
+using namespace tb::ui;
+
+class TestRunController : public QObject {
+  Q_OBJECT
+
+  static bool waitFor(const std::function<bool()>& cond, int ms) {
+    QElapsedTimer t;
+    t.start();
+    while (!cond() && t.elapsed() < ms) QTest::qWait(20);
+    return cond();
+  }
+
+ private slots:
+  void initTestCase() {
+    if (tbtest::python().isEmpty()) QSKIP("python3 not found: the fake child cannot run");
+  }
+
+  void parsesLinesSplitAcrossReads() {
+    RunController rc;
+    QSignalSpy steps(&rc, &RunController::step);
+    QSignalSpy bad(&rc, &RunController::badLine);
+    rc.feed("{\"v\":1,\"type\":\"step\",\"i\":3,\"samples\":32,\"wall");
+    QCOMPARE(steps.count(), 0);
+    rc.feed("_ns\":1000000,\"config_rev\":0}\nnot json\n{\"v\":1,\"type\":\"future_thing\"}\n");
+    QCOMPARE(steps.count(), 1);
+    QCOMPARE(bad.count(), 1);
+    QCOMPARE(rc.record().steps.size(), size_t(1));
+    QCOMPARE(rc.record().steps[0].samplesPerSec(), 32000.0);
+  }
+
+  void stepsArriveAndLiveSetChangesRevision() {
+    RunController rc;
+    QSignalSpy hello(&rc, &RunController::hello);
+    QSignalSpy applied(&rc, &RunController::configApplied);
+    QVERIFY(rc.start(tbtest::python(), {tbtest::fakeChild(), "--step-ms", "5"}));
+    QVERIFY(waitFor([&] { return rc.record().steps.size() >= 10; }, 10000));
+    QCOMPARE(hello.count(), 1);
+    QCOMPARE(int(rc.record().knobs.size()), 3);
+    QVERIFY(!rc.record().knobs[1].applicable);
+    rc.sendSet("workers", "4");
+    QVERIFY(waitFor([&] { return !rc.record().steps.empty() && rc.record().steps.back().config_rev == 1 && rc.record().steps.size() > 20; }, 10000));
+    QCOMPARE(applied.count(), 1);
+    QCOMPARE(rc.record().knobs[0].value, QString("4"));
+    // The compare logic sees two segments and a faster second one (the fake doubles throughput).
+    const auto segs = segmentRun(rc.record());
+    QCOMPARE(int(segs.size()), 2);
+    QCOMPARE(segs[1].changed.value("workers").toString(), QString("4"));
+    QCOMPARE(segs[1].previous.value("workers").toString(), QString("0"));
+    const auto cmp = compareSegments(segs);
+    QVERIFY(cmp[0].stats.valid);
+    QVERIFY(cmp[0].stats.ratio > 1.8 && cmp[0].stats.ratio < 2.2);
+    QCOMPARE(QString::fromStdString(cmp[0].stats.verdict()), QString("faster"));
+    QSignalSpy fin(&rc, &RunController::finished);
+    QElapsedTimer t;
+    t.start();
+    rc.stop();
+    QVERIFY(waitFor([&] { return fin.count() == 1; }, 3000));
+    QVERIFY(t.elapsed() < 2000);
+    QVERIFY(fin.at(0).at(0).toBool());
+    QVERIFY(!rc.record().done.isEmpty());
+  }
+
+  void killedChildKeepsDataAndReportsError() {
+    RunController rc;
+    QSignalSpy fin(&rc, &RunController::finished);
+    QVERIFY(rc.start(tbtest::python(), {tbtest::fakeChild(), "--mode", "crash", "--crash-after", "6", "--step-ms", "5"}));
+    QVERIFY(waitFor([&] { return fin.count() == 1; }, 10000));
+    QVERIFY(!fin.at(0).at(0).toBool());
+    const QString msg = fin.at(0).at(1).toString();
+    QVERIFY2(msg.contains("crashed"), qPrintable(msg));
+    QVERIFY2(msg.contains("CUDA out of memory"), qPrintable(msg));  // the stderr tail
+    QCOMPARE(rc.record().steps.size(), size_t(6));                 // everything sent survives
+    QVERIFY(!rc.record().hello.isEmpty());
+    QCOMPARE(rc.record().failure, msg);
+    QVERIFY(!rc.isRunning());
+  }
+
+  void nonZeroExitIsReported() {
+    RunController rc;
+    QSignalSpy fin(&rc, &RunController::finished);
+    QVERIFY(rc.start(tbtest::python(), {"-c", "import sys; print('{\"v\":1,\"type\":\"error\",\"message\":\"model not found\",\"recoverable\":false}'); sys.stderr.write('tunebench-cli: error: bad model\\n'); sys.exit(3)"}));
+    QVERIFY(waitFor([&] { return fin.count() == 1; }, 10000));
+    const QString msg = fin.at(0).at(1).toString();
+    QVERIFY2(msg.contains("status 3") && msg.contains("model not found") && msg.contains("bad model"), qPrintable(msg));
+  }
+
+  void hungChildIsKilledWithinTwoSeconds() {
+    RunController rc;
+    QSignalSpy fin(&rc, &RunController::finished);
+    QVERIFY(rc.start(tbtest::python(), {tbtest::fakeChild(), "--mode", "hang", "--step-ms", "5"}));
+    QVERIFY(waitFor([&] { return rc.record().steps.size() >= 3; }, 10000));
+    QElapsedTimer t;
+    t.start();
+    rc.stop();
+    QVERIFY(waitFor([&] { return fin.count() == 1; }, 4000));
+    QVERIFY2(t.elapsed() < 2200, qPrintable(QString::number(t.elapsed())));
+    QVERIFY(fin.at(0).at(0).toBool());  // we asked it to stop: not reported as a failure
+    QVERIFY(rc.record().steps.size() >= 3);
+  }
+
+  void missingProgramFailsCleanly() {
+    RunController rc;
+    QSignalSpy failed(&rc, &RunController::failed);
+    QVERIFY(!rc.start("/nonexistent/tunebench-cli", {"serve"}));
+    QCOMPARE(failed.count(), 1);
+    QVERIFY(failed.at(0).at(0).toString().contains("/nonexistent/tunebench-cli"));
+  }
+
+  void realCliServe() {
+    const QString cli = tbtest::realCliWithEngine();
+    if (cli.isEmpty()) QSKIP("no tunebench-cli with the engine (set TUNEBENCH_CLI to one)");
+    RunController rc;
+    QSignalSpy applied(&rc, &RunController::configApplied);
+    QVERIFY(rc.start(cli, {"serve", "--model", "mnist_cnn", "--data", "synthetic"}));
+    QVERIFY2(waitFor([&] { return rc.record().steps.size() >= 3 || !rc.isRunning(); }, 45000),
+             qPrintable(rc.stderrTail()));
+    QVERIFY2(rc.record().steps.size() >= 3, qPrintable(rc.record().failure + rc.stderrTail()));
+    QVERIFY(!rc.record().hello.isEmpty());
+    QVERIFY(!rc.record().knobs.empty());
+    const int rev0 = rc.record().steps.back().config_rev;
+    rc.sendSet("zero_grad_none", "on");
+    QVERIFY2(waitFor([&] { return applied.count() >= 1 && rc.record().steps.back().config_rev != rev0; }, 30000),
+             qPrintable(rc.stderrTail()));
+    QSignalSpy fin(&rc, &RunController::finished);
+    QElapsedTimer t;
+    t.start();
+    rc.stop();
+    QVERIFY(waitFor([&] { return fin.count() == 1; }, 4000));
+    QVERIFY(t.elapsed() < 2500);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestRunController)
+#include "test_run_controller.moc"

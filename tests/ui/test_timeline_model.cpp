@@ -1,0 +1,171 @@
+// Widget-free timeline logic: time <-> pixel mapping, zoom/pan/fit, binary search and LOD folding; and the
+// before/after statistics. No window is created.
+#include <QtTest>
+
+#include "ui/stats.h"
+#include "ui/timeline_model.h"
+
+using namespace tb::ui;
+
+class TestTimelineModel : public QObject {
+  Q_OBJECT
+ private slots:
+  void mappingRoundTrips() {
+    TimeMapper m(1000, 11000, 1000);  // 10 ns per px
+    QCOMPARE(m.nsPerPx(), 10.0);
+    QCOMPARE(m.toPx(1000), 0.0);
+    QCOMPARE(m.toPx(6000), 500.0);
+    QCOMPARE(m.toNs(250), 3500.0);
+    for (double t : {1000.0, 1234.5, 9999.0}) QVERIFY(qAbs(m.toNs(m.toPx(t)) - t) < 1e-6);
+  }
+  void zoomKeepsAnchorUnderCursor() {
+    TimeMapper m(0, 1e6, 1000);
+    const double anchor = m.toNs(300);
+    m.zoomAround(300, 4.0);
+    QVERIFY(qAbs(m.span() - 250000.0) < 1e-6);
+    QVERIFY(qAbs(m.toNs(300) - anchor) < 1e-6);
+    m.zoomAround(300, 1e12);  // clamps at the minimum span
+    QCOMPARE(m.span(), TimeMapper::kMinSpanNs);
+  }
+  void panAndFit() {
+    TimeMapper m(0, 1000, 100);  // 10 ns/px
+    m.panPx(10);                 // content moves right: the view goes earlier
+    QCOMPARE(m.start(), -100.0);
+    m.fit(5000, 6000, 0.0);
+    QCOMPARE(m.start(), 5000.0);
+    QCOMPARE(m.end(), 6000.0);
+    m.setView(-1e9, 1e9);
+    m.clampTo(0, 1000);  // far too wide: snaps back to the data
+    QVERIFY(m.span() < 2000);
+  }
+  void binarySearchFindsFirstVisible() {
+    Lane L;
+    for (int i = 0; i < 1000; ++i) L.push(i * 100, i * 100 + 50, 1, EventCat::Kernel);
+    L.finalize();
+    QCOMPARE(L.firstEndingAtOrAfter(0), size_t(0));
+    QCOMPARE(L.firstEndingAtOrAfter(151), size_t(2));   // event 1 ends at 150
+    QCOMPARE(L.firstEndingAtOrAfter(150), size_t(1));
+    QCOMPARE(L.firstStartingAtOrAfter(350, 0), size_t(4));
+    QCOMPARE(L.firstStartingAtOrAfter(350, 3), size_t(4));
+    QCOMPARE(L.firstEndingAtOrAfter(1'000'000), size_t(1000));
+    QCOMPARE(L.block_min_start.size(), size_t(4));  // 1000 / 256 rounded up
+  }
+  void unsortedInputIsSorted() {
+    Lane L;
+    L.push(300, 400, 3, EventCat::Range);
+    L.push(100, 200, 1, EventCat::Range);
+    L.finalize();
+    QCOMPARE(L.start[0], int64_t(100));
+    QCOMPARE(L.name[0], 1u);
+    QCOMPARE(L.max_end[1], int64_t(400));
+  }
+  void foldsSubPixelEventsAndKeepsWideOnes() {
+    TimelineData d;
+    Track t;
+    t.name = "GPU 0 stream 7";
+    t.kind = TrackKind::GpuStream;
+    t.lanes.resize(1);
+    // 100k 1-ns kernels packed 10 ns apart, then one wide kernel.
+    for (int i = 0; i < 100000; ++i) t.lanes[0].push(i * 10, i * 10 + 1, d.intern("tiny"), EventCat::Kernel);
+    t.lanes[0].push(2'000'000, 3'000'000, d.intern("wide"), EventCat::Kernel);
+    d.tracks.push_back(std::move(t));
+    d.finalize();
+    const auto rows = layoutRows(d);
+    QCOMPARE(rows.size(), size_t(1));
+    TimeMapper m;
+    m.setWidth(1000);
+    m.fit(d.t_min, d.t_max, 0.0);  // 3000 ns per px: every tiny kernel is sub-pixel
+    const DrawList l = buildDrawList(d, rows, m, 0, rows.size());
+    // Folding: far fewer items than events, every event accounted for, the wide one on its own.
+    QVERIFY2(l.items.size() <= 10, qPrintable(QString::number(l.items.size())));
+    size_t counted = 0;
+    bool wide = false;
+    for (const auto& it : l.items) {
+      counted += it.count;
+      if (it.count == 1 && it.end - it.start == 1'000'000) wide = true;
+    }
+    QCOMPARE(counted, size_t(100001));
+    QVERIFY(wide);
+    QVERIFY(l.folded_events >= 100000);
+    // Zoomed in to 100 ns across 1000 px: nothing folds, only the visible events are listed.
+    m.setView(5000, 5100);
+    const DrawList z = buildDrawList(d, rows, m, 0, rows.size());
+    QVERIFY(z.items.size() >= 10 && z.items.size() <= 12);
+    for (const auto& it : z.items) QCOMPARE(it.count, 1u);
+  }
+  void gapsWiderThanAPixelSplitFoldedRuns() {
+    TimelineData d;
+    Track t;
+    t.lanes.resize(1);
+    // Two clusters of tiny events separated by a large gap.
+    for (int i = 0; i < 1000; ++i) t.lanes[0].push(i * 2, i * 2 + 1, 1, EventCat::Range);
+    for (int i = 0; i < 1000; ++i) t.lanes[0].push(1'000'000 + i * 2, 1'000'000 + i * 2 + 1, 1, EventCat::Range);
+    d.tracks.push_back(std::move(t));
+    d.finalize();
+    TimeMapper m;
+    m.setWidth(1000);
+    m.fit(d.t_min, d.t_max, 0.0);
+    const DrawList l = buildDrawList(d, layoutRows(d), m, 0, 1);
+    QCOMPARE(l.items.size(), size_t(2));
+    QCOMPARE(l.items[0].count + l.items[1].count, 2000u);
+  }
+  void wideEventsAfterTinyOnesAreNotSwallowed() {
+    // A training step seen from far away: a tiny data wait, then long forward/backward ranges back to back.
+    TimelineData d;
+    Track t;
+    t.lanes.resize(1);
+    const uint32_t dw = d.intern("data_wait"), fw = d.intern("forward"), bw = d.intern("backward");
+    int64_t now = 0;
+    for (int s = 0; s < 50; ++s) {
+      t.lanes[0].push(now, now + 14, dw, EventCat::DataWait);
+      t.lanes[0].push(now + 14, now + 154, fw, EventCat::Range);
+      t.lanes[0].push(now + 154, now + 314, bw, EventCat::Range);
+      now += 320;
+    }
+    d.tracks.push_back(std::move(t));
+    d.finalize();
+    TimeMapper m;
+    m.setWidth(800);  // 20 ns per px: data waits fold, forward/backward (7-8 px) must stay individual
+    m.fit(d.t_min, d.t_max, 0.0);
+    const DrawList l = buildDrawList(d, layoutRows(d), m, 0, 1);
+    int wide = 0;
+    for (const auto& it : l.items)
+      if (it.count == 1 && (it.name == fw || it.name == bw)) ++wide;
+    QCOMPARE(wide, 100);
+  }
+  void syntheticLodIsBoundedByPixels() {
+    auto d = makeSyntheticTimeline(200000);
+    QVERIFY(d->eventCount() >= 190000);
+    const auto rows = layoutRows(*d);
+    TimeMapper m;
+    m.setWidth(1600);
+    m.fit(d->t_min, d->t_max);
+    const DrawList l = buildDrawList(*d, rows, m, 0, rows.size());
+    // At most a handful of items per pixel per row, whatever the event count.
+    QVERIFY2(l.items.size() < rows.size() * 1600, qPrintable(QString::number(l.items.size())));
+    QVERIFY(l.folded_events > 0);
+  }
+  void bootstrapRatio() {
+    std::vector<double> a, b, c;
+    for (int i = 0; i < 30; ++i) {
+      a.push_back(100 + (i % 5));
+      b.push_back(200 + (i % 7));
+      c.push_back(100 + (i % 6));
+    }
+    const RatioCI r = tb::ui::bootstrapRatio(a, b);
+    QVERIFY(r.valid);
+    QVERIFY(qAbs(r.ratio - 203.0 / 102.0) < 1e-9);
+    QVERIFY(r.lo <= r.ratio && r.ratio <= r.hi);
+    QVERIFY(r.lo > 1.5);
+    QCOMPARE(QString::fromStdString(r.verdict()), QString("faster"));
+    const RatioCI same = tb::ui::bootstrapRatio(a, c);
+    QVERIFY(same.lo <= 1.0 && same.hi >= 1.0);
+    QCOMPARE(QString::fromStdString(same.verdict()), QString("no effect"));
+    const RatioCI few = tb::ui::bootstrapRatio({1, 2}, b);
+    QVERIFY(!few.valid);
+    QCOMPARE(median({3, 1, 2, 10}), 2.5);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestTimelineModel)
+#include "test_timeline_model.moc"

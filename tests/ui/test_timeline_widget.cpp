@@ -1,0 +1,76 @@
+// The timeline widget's interaction (offscreen): keyboard zoom/pan/fit, range selection with shift+drag and
+// zoom to it, evidence selection, and that the asynchronous draw-list build lands and paints.
+#include <QSignalSpy>
+#include <QtTest>
+
+#include "ui/timeline_widget.h"
+
+using namespace tb::ui;
+
+class TestTimelineWidget : public QObject {
+  Q_OBJECT
+ private slots:
+  void keyboardAndSelection() {
+    TimelineWidget w;
+    w.resize(1200, 500);
+    w.show();
+    auto d = makeSyntheticTimeline(50000);
+    w.setData(d);
+    const double full = w.mapper().span();
+    QVERIFY(full >= double(d->t_max - d->t_min));
+    QTest::keyClick(&w, Qt::Key_W);
+    QVERIFY(w.mapper().span() < full * 0.8);
+    const double s0 = w.mapper().start();
+    QTest::keyClick(&w, Qt::Key_D);
+    QVERIFY(w.mapper().start() > s0);
+    QTest::keyClick(&w, Qt::Key_A);
+    QVERIFY(qAbs(w.mapper().start() - s0) < 1e-3 * full);
+    QTest::keyClick(&w, Qt::Key_S);
+    QTest::keyClick(&w, Qt::Key_F);
+    QVERIFY(qAbs(w.mapper().span() - full) < 1e-6 * full);
+    QVERIFY(w.userInteracted());
+    // Shift+drag selects a range; Z zooms to it.
+    QSignalSpy sel(&w, &TimelineWidget::selectionChanged);
+    const int x0 = TimelineWidget::kGutterWidth + 300, x1 = TimelineWidget::kGutterWidth + 500;
+    QTest::mousePress(&w, Qt::LeftButton, Qt::ShiftModifier, QPoint(x0, 100));
+    QMouseEvent move(QEvent::MouseMove, QPointF(x1, 100), w.mapToGlobal(QPointF(x1, 100)), Qt::NoButton, Qt::LeftButton, Qt::ShiftModifier);
+    QCoreApplication::sendEvent(&w, &move);
+    QTest::mouseRelease(&w, Qt::LeftButton, Qt::ShiftModifier, QPoint(x1, 100));
+    QVERIFY(w.hasSelection());
+    QCOMPARE(sel.count(), 1);
+    const auto [a, b] = w.selection();
+    QVERIFY(b > a);
+    QTest::keyClick(&w, Qt::Key_Z);
+    QVERIFY(w.mapper().start() <= double(a) && w.mapper().end() >= double(b));
+    QVERIFY(w.mapper().span() < (b - a) * 1.2);
+    QTest::keyClick(&w, Qt::Key_Escape);
+    QVERIFY(!w.hasSelection());
+    // Evidence from a finding: selected and in view.
+    w.selectInterval(d->t_min + 1000000, d->t_min + 1500000);
+    QVERIFY(w.hasSelection());
+    QVERIFY(w.mapper().start() <= d->t_min + 1000000 && w.mapper().end() >= d->t_min + 1500000);
+  }
+  void asyncBuildLandsAndPaints() {
+    TimelineWidget w;
+    w.resize(1000, 400);
+    w.show();
+    w.setData(makeSyntheticTimeline(100000));
+    QTRY_VERIFY_WITH_TIMEOUT(!w.drawList().items.empty(), 10000);
+    const QImage img = w.toImage(QSize(1000, 400));
+    QCOMPARE(img.size(), QSize(1000, 400));
+    QVERIFY(w.lastPaintMs() > 0);
+    // New data replaces the old draw list (no stale items from the previous trace).
+    auto tiny = std::make_shared<TimelineData>();
+    Track t;
+    t.name = "only";
+    t.lanes.resize(1);
+    t.lanes[0].push(0, 1000, tiny->intern("x"), EventCat::Kernel);
+    tiny->tracks.push_back(std::move(t));
+    tiny->finalize();
+    w.setData(tiny);
+    QTRY_COMPARE_WITH_TIMEOUT(int(w.drawList().items.size()), 1, 10000);
+  }
+};
+
+QTEST_MAIN(TestTimelineWidget)
+#include "test_timeline_widget.moc"

@@ -1,0 +1,38 @@
+// Helpers shared by the UI tests: where the fake child and the test traces are, and a real CLI when present.
+#pragma once
+
+#include <QDir>
+#include <QFileInfo>
+#include <QProcess>
+#include <QStandardPaths>
+#include <QString>
+
+namespace tbtest {
+
+inline QString python() { return QStandardPaths::findExecutable("python3"); }
+inline QString fakeChild() { return QStringLiteral(TB_FAKE_CHILD); }
+
+// The Kineto test trace: the profiler engineer's copy in tests/testdata, else ../shared/traces.
+inline QString kinetoTrace() {
+  for (const QString& p : {QStringLiteral(TB_TESTDATA_DIR "/kineto_train_step_rank0.json.gz"),
+                           QStringLiteral(TB_SHARED_TRACES_DIR "/kineto_train_step_rank0.json.gz"),
+                           QStringLiteral("/work/shared/traces/kineto_train_step_rank0.json.gz")})
+    if (QFileInfo::exists(p)) return p;
+  return {};
+}
+
+// A tunebench-cli that has the engine (`knobs --json` works): $TUNEBENCH_CLI, else this build's CLI.
+inline QString realCliWithEngine() {
+  QStringList cands;
+  if (!qEnvironmentVariable("TUNEBENCH_CLI").isEmpty()) cands << qEnvironmentVariable("TUNEBENCH_CLI");
+  cands << QStringLiteral(TB_CLI_PATH);
+  for (const QString& c : cands) {
+    if (!QFileInfo(c).isExecutable()) continue;
+    QProcess p;
+    p.start(c, {"knobs", "--json"});
+    if (p.waitForFinished(20000) && p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0) return c;
+  }
+  return {};
+}
+
+}  // namespace tbtest

@@ -1,0 +1,36 @@
+// A knob as the engine describes it (hello.knobs[] / `tunebench-cli knobs --json`), parsed into a plain
+// struct so widgets never poke at JSON. Values travel as text ("on"/"off", "4", "fp16"), like the engine's
+// Config; JSON booleans and numbers from the child are converted on parse.
+#pragma once
+
+#include <QJsonArray>
+#include <QJsonValue>
+#include <QString>
+#include <QStringList>
+#include <vector>
+
+namespace tb::ui {
+
+struct KnobSpec {
+  enum class Type { Bool, Int, Enum };
+  QString id, title, description;
+  Type type = Type::Bool;
+  QString default_value, recommended, value;
+  QStringList choices;
+  qint64 min = 0, max = 0;
+  bool applicable = true;
+  QString reason;          // why not applicable (non-empty when !applicable)
+  bool changes_numerics = false;
+  QStringList seeds;
+};
+
+// Text form of a JSON knob value: true -> "on", 4 -> "4", "fp16" -> "fp16".
+QString knobValueText(const QJsonValue& v);
+bool knobBoolOn(const QString& text);  // "on", "true", "1", "yes"
+
+// Parses an array of knob objects. Accepts a bare array, {"knobs": [...]} or a hello message. Entries without
+// an id are skipped; `error` (if given) receives a one-line message when the document is not usable.
+std::vector<KnobSpec> parseKnobs(const QJsonValue& doc, QString* error = nullptr);
+std::vector<KnobSpec> parseKnobsJson(const QByteArray& json, QString* error = nullptr);
+
+}  // namespace tb::ui

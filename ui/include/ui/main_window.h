@@ -1,0 +1,147 @@
+// The TuneBench main window: the timeline as the central widget, dock panels (model & data, toggles,
+// throughput, findings, compare, log), menus with shortcuts and recent files, drag & drop, a status bar with
+// device / LibTorch / CUDA versions and the collector's state. Runs go through a RunController child process;
+// traces load on a worker thread. Every failure (bad file, crashed child) ends in a message and lastError(),
+// never in lost data: what was loaded or received stays on screen and exportable.
+#pragma once
+
+#include <QFutureWatcher>
+#include <QHash>
+#include <QMainWindow>
+#include <QStringList>
+#include <memory>
+
+#include "ui/run_controller.h"
+#include "ui/trace_loader.h"
+
+class QAction;
+class QComboBox;
+class QDockWidget;
+class QLabel;
+class QLineEdit;
+class QMenu;
+class QPlainTextEdit;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+class QTemporaryDir;
+class QTimer;
+
+namespace tb::ui {
+
+class TimelineWidget;
+class TogglesPanel;
+class ThroughputChart;
+class FindingsPanel;
+class ComparePanel;
+
+// Registers the compiled-in resources (icons); call once before creating windows.
+void initResources();
+// Dark Fusion palette when the system asks for dark (or TUNEBENCH_THEME=dark); otherwise the system palette.
+void applyPalette();
+
+struct RunOptions {
+  QString model = "mnist_cnn";
+  QString data = "synthetic";
+  QHash<QString, QString> knobs;  // overrides of the defaults
+  int steps = 0;                  // 0 = until stop
+  int trace_every = 20;           // steps per trace chunk (0 = no tracing)
+};
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  explicit MainWindow(QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  // Opens a trace (.json/.json.gz), a TorchScript model (.pt/.pth/.ts: becomes the run's model) or a report
+  // (.html: shown in the browser). Returns false for an unknown kind (with a message).
+  bool openPath(const QString& path);
+  void openTrace(const QString& path);  // async; emits traceOpenFinished
+  // Starts `tunebench-cli serve` with the options (the CLI from findCli()); `program` overrides it (tests).
+  bool startRun(const RunOptions& opt, const QString& program = {});
+  bool startProcess(const QString& program, const QStringList& args);  // raw (tests: fake child)
+  void stopRun();
+  // The newcomer's demo: a demo image folder in the cache (made once, with progress), then a mnist_cnn run
+  // with workers=0 and tracing on.
+  void startDemo(bool start_run = true);
+  void loadKnobsFile(const QString& path);
+
+  bool exportComparisons(const QString& path);  // .html / .md / .json by suffix
+  bool exportTimelinePng(const QString& path, const QSize& size = {});
+  bool exportChromeTrace(const QString& path);
+
+  RunController* run() const { return run_; }
+  TimelineWidget* timeline() const { return timeline_; }
+  TogglesPanel* toggles() const { return toggles_; }
+  FindingsPanel* findings() const { return findings_; }
+  ComparePanel* compare() const { return compare_; }
+  ThroughputChart* chart() const { return chart_; }
+  QString lastError() const { return last_error_; }
+  const LoadedTrace& currentTrace() const { return trace_; }
+  QStringList recentFiles() const;
+  // Tests and scripted use: errors go to lastError()/the log only, no dialog.
+  void setQuiet(bool quiet) { quiet_ = quiet; }
+
+ signals:
+  void traceOpenFinished(bool ok, const QString& error);
+  void runFailed(const QString& message);
+  void demoDatasetReady(const QString& dir);
+
+ protected:
+  void closeEvent(QCloseEvent*) override;
+  void dragEnterEvent(QDragEnterEvent*) override;
+  void dropEvent(QDropEvent*) override;
+
+ private:
+  void buildUi();
+  void buildMenus();
+  void restoreSettings();
+  void addRecent(const QString& path);
+  void rebuildRecentMenu();
+  void showError(const QString& title, const QString& message);
+  void log(const QString& line);
+  void setStatusFromHello(const QJsonObject& hello);
+  void onTraceLoaded(LoadedTrace t, bool live);
+  void loadLiveChunks();
+  void scheduleRefresh();
+  void updateRunActions();
+  RunOptions optionsFromPanel() const;
+  void exportDialog(const QString& kind);
+
+  RunController* run_ = nullptr;
+  TimelineWidget* timeline_ = nullptr;
+  TogglesPanel* toggles_ = nullptr;
+  ThroughputChart* chart_ = nullptr;
+  FindingsPanel* findings_ = nullptr;
+  ComparePanel* compare_ = nullptr;
+  QPlainTextEdit* log_ = nullptr;
+  // Model & data panel.
+  QComboBox* model_ = nullptr;
+  QLineEdit* model_path_ = nullptr;
+  QComboBox* data_ = nullptr;
+  QLineEdit* data_path_ = nullptr;
+  QSpinBox* steps_ = nullptr;
+  QSpinBox* trace_every_ = nullptr;
+  QPushButton *start_btn_ = nullptr, *stop_btn_ = nullptr;
+  QSpinBox* tune_budget_ = nullptr;
+  // Status bar.
+  QLabel *device_label_ = nullptr, *collector_label_ = nullptr, *run_label_ = nullptr, *perf_label_ = nullptr;
+  QProgressBar* progress_ = nullptr;
+  QMenu* recent_menu_ = nullptr;
+  QAction *act_start_ = nullptr, *act_stop_ = nullptr, *act_tune_ = nullptr, *act_trace_ = nullptr;
+  QTimer* refresh_timer_ = nullptr;
+
+  LoadedTrace trace_;
+  QFutureWatcher<LoadedTrace>* loader_ = nullptr;
+  bool loader_live_ = false;
+  bool live_pending_ = false;
+  QStringList live_chunks_;
+  QHash<QString, QString> pending_knobs_;  // toggles changed while no run is going
+  QString last_error_;
+  std::unique_ptr<QTemporaryDir> tmp_;  // trace chunks of the current run
+  bool quiet_ = false;
+  bool first_live_trace_ = true;
+};
+
+}  // namespace tb::ui

@@ -1,0 +1,115 @@
+// Drives one `tunebench-cli serve` child over the run protocol (docs/protocol.md): starts it with QProcess,
+// splits stdout into JSON lines, emits one signal per message type and keeps everything received in a
+// RunRecord that outlives the child (a crash, OOM kill or non-zero exit never loses what was already sent).
+//
+// Threading: lives on the UI thread; QProcess delivers readyRead there. No blocking waits except in tests.
+// Stop: sends {"type":"stop"}, then terminate() after kStopTermMs and kill() after kStopKillMs, so a run ends
+// within 2 s even when the child hangs.
+#pragma once
+
+#include <QElapsedTimer>
+#include <QJsonObject>
+#include <QObject>
+#include <QProcess>
+#include <QString>
+#include <QStringList>
+#include <QTimer>
+#include <vector>
+
+#include "ui/knob_spec.h"
+
+namespace tb::ui {
+
+struct StepSample {
+  qint64 i = 0;
+  double samples = 0;
+  qint64 wall_ns = 0, data_wait_ns = 0, h2d_ns = 0, t_ns = 0;
+  double loss = 0;
+  bool has_loss = false;
+  int config_rev = 0;
+  bool warmup = false, skipped = false;
+  double samplesPerSec() const { return wall_ns > 0 ? samples * 1e9 / double(wall_ns) : 0.0; }
+};
+
+struct ConfigChange {
+  int rev = 0;
+  qint64 at_step = 0;          // first step index measured under this revision (known once it arrives)
+  QJsonObject knobs, changed;  // full config and the delta
+};
+
+// Everything a run sent, in arrival order.
+struct RunRecord {
+  QJsonObject hello, started, done;
+  std::vector<KnobSpec> knobs;
+  std::vector<StepSample> steps;
+  std::vector<ConfigChange> configs;
+  QStringList trace_paths;
+  std::vector<QJsonObject> findings;
+  QStringList warnings, errors;
+  QString failure;  // non-empty when the child died badly: message + exit status + stderr tail
+  void clear() { *this = RunRecord{}; }
+};
+
+// Where tunebench-cli is: $TUNEBENCH_CLI, then next to this executable, then the build tree's app/, then PATH.
+QString findCli();
+
+class RunController : public QObject {
+  Q_OBJECT
+ public:
+  static constexpr int kStopTermMs = 1200;
+  static constexpr int kStopKillMs = 1800;
+  static constexpr int kStderrTailBytes = 4000;
+
+  explicit RunController(QObject* parent = nullptr);
+  ~RunController() override;
+
+  // Starts `program args` (program "" = findCli() + "serve" is prepended by the caller). Returns false and
+  // emits failed() when the program is missing. A previous child is stopped first.
+  bool start(const QString& program, const QStringList& args);
+  bool isRunning() const;
+  void stop();
+  void sendSet(const QString& knob, const QString& value);
+  void sendTrace(bool start);
+  void sendTune(double budget_s);
+  void sendStart(const QJsonObject& startMsg);  // for a serve started without --model
+  void send(const QJsonObject& msg);            // adds "v": 1
+
+  const RunRecord& record() const { return rec_; }
+  RunRecord& record() { return rec_; }
+  QString stderrTail() const { return QString::fromUtf8(stderr_tail_); }
+
+  // Feeds raw stdout bytes (exposed so tests can drive the parser without a process).
+  void feed(const QByteArray& bytes);
+
+ signals:
+  void hello(const QJsonObject& msg);
+  void started(const QJsonObject& msg);
+  void step(const tb::ui::StepSample& s);
+  void configApplied(const tb::ui::ConfigChange& c);
+  void traceChunk(const QString& path, qint64 first_step, qint64 last_step);
+  void finding(const QJsonObject& msg);
+  void warning(const QString& message);
+  void tuneProgress(const QString& phase, const QString& message, double fraction);
+  void tuneDone(const QJsonObject& msg);
+  void protocolError(const QString& message, bool recoverable);
+  void done(const QJsonObject& summary);
+  void badLine(const QString& line);  // not JSON: logged, never fatal
+  // The child ended: ok = exit 0 after done/stop. When !ok, `message` holds exit status + stderr tail.
+  void finished(bool ok, const QString& message);
+  void failed(const QString& message);  // could not start
+  void runningChanged(bool running);
+
+ private:
+  void handleLine(const QByteArray& line);
+  void onFinished(int code, QProcess::ExitStatus status);
+  QProcess* proc_ = nullptr;
+  QByteArray buf_, stderr_tail_;
+  RunRecord rec_;
+  bool stopping_ = false, got_done_ = false;
+  QTimer term_timer_, kill_timer_;
+};
+
+}  // namespace tb::ui
+
+Q_DECLARE_METATYPE(tb::ui::StepSample)
+Q_DECLARE_METATYPE(tb::ui::ConfigChange)

@@ -1,0 +1,42 @@
+// Splits a run's steps into segments of one configuration revision, and compares each segment with the one
+// before it (the live before/after of a toggle). Pure (no widgets): the chart, the compare panel and the
+// report export all read the same numbers.
+#pragma once
+
+#include <QJsonObject>
+#include <QString>
+#include <vector>
+
+#include "ui/run_controller.h"
+#include "ui/stats.h"
+
+namespace tb::ui {
+
+struct Segment {
+  int rev = 0;
+  qint64 first_step = 0, last_step = 0;
+  std::vector<double> sps;        // samples/s of measured steps (warm-up and skipped steps excluded)
+  std::vector<double> wait_share; // data_wait_ns / wall_ns of the same steps (the loader stall, per step)
+  int warmup_steps = 0;
+  QJsonObject changed;            // knobs changed at the start of this segment ({} for the first)
+  QJsonObject previous;           // their values in the segment before (what "revert" sends)
+  QString label() const;          // "workers=4, pin_memory=on" or "baseline"
+};
+
+struct Comparison {
+  int index = 0;                  // segment index of "after"
+  QString change;                 // "workers 0 → 4"
+  QJsonObject changed, previous;
+  RatioCI stats;
+  double wait_before = 0, wait_after = 0;  // median share of the step spent waiting for data (0..1)
+};
+
+std::vector<Segment> segmentRun(const RunRecord& rec);
+std::vector<Comparison> compareSegments(const std::vector<Segment>& segs);
+
+// Exports of the measured comparisons (until the tuner's report writer is wired in).
+QString comparisonsMarkdown(const RunRecord& rec, const std::vector<Comparison>& cmp);
+QString comparisonsHtml(const RunRecord& rec, const std::vector<Comparison>& cmp);
+QByteArray comparisonsJson(const RunRecord& rec, const std::vector<Comparison>& cmp);
+
+}  // namespace tb::ui

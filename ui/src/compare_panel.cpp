@@ -1,0 +1,135 @@
+#include "ui/compare_panel.h"
+
+#include <QBarCategoryAxis>
+#include <QBarSeries>
+#include <QBarSet>
+#include <QChart>
+#include <QChartView>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QPushButton>
+#include <QToolButton>
+#include <QSplitter>
+#include <QTableWidget>
+#include <QValueAxis>
+#include <QVBoxLayout>
+#include <cmath>
+
+namespace tb::ui {
+
+ComparePanel::ComparePanel(QWidget* parent) : QWidget(parent) {
+  auto* lay = new QVBoxLayout(this);
+  lay->setContentsMargins(2, 2, 2, 2);
+  auto* split = new QSplitter(Qt::Horizontal, this);
+  table_ = new QTableWidget(0, 6, split);
+  table_->setHorizontalHeaderLabels({tr("Change"), tr("Before /s"), tr("After /s"), tr("Ratio [95% CI]"), tr("Verdict"), tr("")});
+  table_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+  table_->verticalHeader()->setVisible(false);
+  table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  chart_ = new QChart;
+  chart_->legend()->setAlignment(Qt::AlignBottom);
+  chart_->setMargins(QMargins(2, 2, 2, 2));
+  chart_->setTheme(palette().color(QPalette::Window).lightness() < 128 ? QChart::ChartThemeDark : QChart::ChartThemeLight);
+  chart_->setTitle(tr("median samples/s before → after"));
+  view_ = new QChartView(chart_, split);
+  view_->setRenderHint(QPainter::Antialiasing);
+  view_->setMinimumWidth(200);
+  view_->setMaximumWidth(300);
+  table_->setMinimumWidth(380);
+  split->addWidget(table_);
+  split->addWidget(view_);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 1);
+  lay->addWidget(split);
+}
+
+void ComparePanel::setRecord(const RunRecord* rec) {
+  rec_ = rec;
+  refresh();
+}
+
+void ComparePanel::refresh() {
+  cmp_ = rec_ ? compareSegments(segmentRun(*rec_)) : std::vector<Comparison>{};
+  table_->setRowCount(int(cmp_.size()));
+  auto num = [](double v, int prec = 1) { return std::isfinite(v) ? QString::number(v, 'f', prec) : QStringLiteral("–"); };
+  for (int r = 0; r < int(cmp_.size()); ++r) {
+    const Comparison& c = cmp_[size_t(r)];
+    const QString verdict = QString::fromStdString(c.stats.verdict());
+    auto set = [&](int col, const QString& text) {
+      auto* it = new QTableWidgetItem(text);
+      if (col > 0) it->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+      table_->setItem(r, col, it);
+      return it;
+    };
+    set(0, c.change)->setToolTip(tr("data wait: %1% → %2% of the step (median)").arg(100 * c.wait_before, 0, 'f', 1).arg(100 * c.wait_after, 0, 'f', 1));
+    set(1, num(c.stats.before_median));
+    set(2, num(c.stats.after_median));
+    set(3, c.stats.valid ? QStringLiteral("×%1 [%2, %3]").arg(num(c.stats.ratio, 2), num(c.stats.lo, 2), num(c.stats.hi, 2))
+                         : QStringLiteral("…"));
+    auto* v = set(4, decisions_.contains(c.change) ? verdict + " · " + decisions_.value(c.change) : verdict);
+    v->setForeground(verdict == "faster" ? QColor(0x2e, 0xa0, 0x43) : verdict == "slower" ? QColor(0xd3, 0x2f, 0x2f) : palette().color(QPalette::Text));
+    auto* cell = new QWidget;
+    auto* h = new QHBoxLayout(cell);
+    h->setContentsMargins(0, 0, 0, 0);
+    auto* keep = new QToolButton(cell);
+    keep->setText(tr("Keep"));
+    auto* revert = new QToolButton(cell);
+    revert->setText(tr("Revert"));
+    revert->setObjectName(QStringLiteral("revert_%1").arg(r));
+    revert->setToolTip(tr("Send the previous value(s) back to the run"));
+    h->addWidget(keep);
+    h->addWidget(revert);
+    connect(keep, &QToolButton::clicked, this, [this, change = c.change] {
+      decisions_.insert(change, tr("kept"));
+      emit kept(change);
+      refresh();
+    });
+    connect(revert, &QToolButton::clicked, this, [this, change = c.change, prev = c.previous] {
+      decisions_.insert(change, tr("reverted"));
+      emit revertRequested(prev);
+      refresh();
+    });
+    table_->setCellWidget(r, 5, cell);
+  }
+  table_->resizeColumnsToContents();
+  table_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+
+  chart_->removeAllSeries();
+  for (auto* ax : chart_->axes()) {
+    chart_->removeAxis(ax);
+    delete ax;
+  }
+  if (cmp_.empty()) return;
+  auto* before = new QBarSet(tr("before"));
+  auto* after = new QBarSet(tr("after"));
+  before->setColor(QColor(0x78, 0x90, 0x9c));
+  after->setColor(QColor(0x4f, 0xa3, 0xff));
+  QStringList cats;
+  double ymax = 1;
+  for (const auto& c : cmp_) {
+    *before << (std::isfinite(c.stats.before_median) ? c.stats.before_median : 0);
+    *after << (std::isfinite(c.stats.after_median) ? c.stats.after_median : 0);
+    ymax = std::max({ymax, std::isfinite(c.stats.before_median) ? c.stats.before_median : 0.0,
+                     std::isfinite(c.stats.after_median) ? c.stats.after_median : 0.0});
+    QString label = c.change;
+    if (label.size() > 22) label = label.left(20) + "…";
+    if (c.stats.valid) label += QStringLiteral("\n×%1").arg(c.stats.ratio, 0, 'f', 2);
+    cats << label;
+  }
+  auto* series = new QBarSeries;
+  series->append(before);
+  series->append(after);
+  chart_->addSeries(series);
+  auto* ax = new QBarCategoryAxis;
+  ax->append(cats);
+  auto* ay = new QValueAxis;
+  ay->setRange(0, ymax * 1.1);
+  ay->setLabelFormat("%.0f");
+  chart_->addAxis(ax, Qt::AlignBottom);
+  chart_->addAxis(ay, Qt::AlignLeft);
+  series->attachAxis(ax);
+  series->attachAxis(ay);
+}
+
+}  // namespace tb::ui

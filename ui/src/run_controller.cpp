@@ -1,0 +1,238 @@
+#include "ui/run_controller.h"
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QStandardPaths>
+
+namespace tb::ui {
+
+QString findCli() {
+  const QString env = qEnvironmentVariable("TUNEBENCH_CLI");
+  if (!env.isEmpty() && QFileInfo(env).isExecutable()) return env;
+  const QString dir = QCoreApplication::applicationDirPath();
+  for (const QString& cand : {dir + "/tunebench-cli", dir + "/../app/tunebench-cli", dir + "/../../app/tunebench-cli"}) {
+    if (QFileInfo(cand).isExecutable()) return QFileInfo(cand).canonicalFilePath();
+  }
+  return QStandardPaths::findExecutable("tunebench-cli");
+}
+
+RunController::RunController(QObject* parent) : QObject(parent) {
+  qRegisterMetaType<tb::ui::StepSample>();
+  qRegisterMetaType<tb::ui::ConfigChange>();
+  term_timer_.setSingleShot(true);
+  kill_timer_.setSingleShot(true);
+  connect(&term_timer_, &QTimer::timeout, this, [this] {
+    if (proc_ && proc_->state() != QProcess::NotRunning) proc_->terminate();
+  });
+  connect(&kill_timer_, &QTimer::timeout, this, [this] {
+    if (proc_ && proc_->state() != QProcess::NotRunning) proc_->kill();
+  });
+}
+
+RunController::~RunController() {
+  if (proc_) {
+    proc_->disconnect(this);
+    if (proc_->state() != QProcess::NotRunning) {
+      proc_->kill();
+      proc_->waitForFinished(1000);
+    }
+  }
+}
+
+bool RunController::isRunning() const { return proc_ && proc_->state() != QProcess::NotRunning; }
+
+bool RunController::start(const QString& program, const QStringList& args) {
+  if (isRunning()) {
+    proc_->disconnect(this);
+    proc_->kill();
+    proc_->waitForFinished(1000);
+  }
+  if (proc_) proc_->deleteLater();
+  rec_.clear();
+  buf_.clear();
+  stderr_tail_.clear();
+  stopping_ = got_done_ = false;
+  if (program.isEmpty() || !QFileInfo(program).isExecutable()) {
+    const QString msg = program.isEmpty()
+                            ? QStringLiteral("tunebench-cli not found (set TUNEBENCH_CLI or put it next to tunebench)")
+                            : QStringLiteral("cannot run %1: not an executable file").arg(program);
+    rec_.failure = msg;
+    emit failed(msg);
+    return false;
+  }
+  proc_ = new QProcess(this);
+  proc_->setProgram(program);
+  proc_->setArguments(args);
+  connect(proc_, &QProcess::readyReadStandardOutput, this, [this] { feed(proc_->readAllStandardOutput()); });
+  connect(proc_, &QProcess::readyReadStandardError, this, [this] {
+    stderr_tail_ += proc_->readAllStandardError();
+    if (stderr_tail_.size() > kStderrTailBytes) stderr_tail_ = stderr_tail_.right(kStderrTailBytes);
+  });
+  connect(proc_, &QProcess::finished, this, &RunController::onFinished);
+  connect(proc_, &QProcess::errorOccurred, this, [this](QProcess::ProcessError e) {
+    if (e == QProcess::FailedToStart) {
+      rec_.failure = QStringLiteral("could not start %1: %2").arg(proc_->program(), proc_->errorString());
+      emit failed(rec_.failure);
+      emit runningChanged(false);
+    }
+  });
+  proc_->start();
+  emit runningChanged(true);
+  return true;
+}
+
+void RunController::stop() {
+  if (!isRunning()) return;
+  stopping_ = true;
+  send(QJsonObject{{"type", "stop"}});
+  proc_->closeWriteChannel();
+  term_timer_.start(kStopTermMs);
+  kill_timer_.start(kStopKillMs);
+}
+
+void RunController::send(const QJsonObject& m) {
+  if (!isRunning()) return;
+  QJsonObject msg = m;
+  msg.insert("v", 1);
+  proc_->write(QJsonDocument(msg).toJson(QJsonDocument::Compact) + '\n');
+}
+
+void RunController::sendSet(const QString& knob, const QString& value) {
+  send(QJsonObject{{"type", "set"}, {"knob", knob}, {"value", value}});
+}
+void RunController::sendTrace(bool s) { send(QJsonObject{{"type", "trace"}, {"action", s ? "start" : "stop"}}); }
+void RunController::sendTune(double budget_s) { send(QJsonObject{{"type", "tune"}, {"budget_s", budget_s}}); }
+void RunController::sendStart(const QJsonObject& startMsg) {
+  QJsonObject m = startMsg;
+  m.insert("type", "start");
+  send(m);
+}
+
+void RunController::feed(const QByteArray& bytes) {
+  buf_ += bytes;
+  // A child that prints megabytes without a newline is not speaking the protocol: drop it, keep going.
+  constexpr qsizetype kMaxLine = 64 << 20;
+  if (buf_.size() > kMaxLine && buf_.indexOf('\n') < 0) {
+    emit badLine(QStringLiteral("(%1 bytes without a newline dropped)").arg(buf_.size()));
+    buf_.clear();
+    return;
+  }
+  qsizetype nl;
+  while ((nl = buf_.indexOf('\n')) >= 0) {
+    const QByteArray line = buf_.left(nl).trimmed();
+    buf_.remove(0, nl + 1);
+    if (!line.isEmpty()) handleLine(line);
+  }
+}
+
+static qint64 toInt(const QJsonValue& v) { return qint64(v.toDouble(0)); }
+
+void RunController::handleLine(const QByteArray& line) {
+  QJsonParseError pe;
+  const QJsonDocument d = QJsonDocument::fromJson(line, &pe);
+  if (pe.error != QJsonParseError::NoError || !d.isObject()) {
+    emit badLine(QString::fromUtf8(line.left(300)));
+    return;
+  }
+  const QJsonObject m = d.object();
+  const QString type = m.value("type").toString();
+  if (type == "hello") {
+    rec_.hello = m;
+    rec_.knobs = parseKnobs(m);
+    emit hello(m);
+  } else if (type == "started") {
+    rec_.started = m;
+    if (rec_.configs.empty()) {
+      ConfigChange c;
+      c.rev = int(toInt(m.value("rev")));
+      c.knobs = m.value("config").toObject();
+      c.at_step = -1;
+      rec_.configs.push_back(c);
+    }
+    emit started(m);
+  } else if (type == "step") {
+    StepSample s;
+    s.i = toInt(m.value("i"));
+    s.samples = m.value("samples").toDouble();
+    s.wall_ns = toInt(m.value("wall_ns"));
+    s.data_wait_ns = toInt(m.value("data_wait_ns"));
+    s.h2d_ns = toInt(m.value("h2d_ns"));
+    s.t_ns = toInt(m.value("t_ns"));
+    s.has_loss = m.value("loss").isDouble();
+    s.loss = m.value("loss").toDouble();
+    s.config_rev = int(toInt(m.value("config_rev")));
+    s.warmup = m.value("warmup").toBool(false);
+    s.skipped = m.value("skipped").toBool(false);
+    for (auto& c : rec_.configs)
+      if (c.rev == s.config_rev && c.at_step < 0) c.at_step = s.i;
+    rec_.steps.push_back(s);
+    emit step(s);
+  } else if (type == "config_applied") {
+    ConfigChange c;
+    c.rev = int(toInt(m.value("rev")));
+    c.knobs = m.value("knobs").toObject();
+    c.changed = m.value("changed").toObject();
+    c.at_step = -1;
+    rec_.configs.push_back(c);
+    for (auto& k : rec_.knobs)
+      if (c.knobs.contains(k.id)) k.value = knobValueText(c.knobs.value(k.id));
+    emit configApplied(c);
+  } else if (type == "trace") {
+    const QString path = m.value("path").toString();
+    rec_.trace_paths << path;
+    emit traceChunk(path, toInt(m.value("first_step")), toInt(m.value("last_step")));
+  } else if (type == "finding") {
+    rec_.findings.push_back(m);
+    emit finding(m);
+  } else if (type == "warning") {
+    rec_.warnings << m.value("message").toString();
+    emit warning(m.value("message").toString());
+  } else if (type == "tune_progress") {
+    emit tuneProgress(m.value("phase").toString(), m.value("message").toString(), m.value("fraction").toDouble());
+  } else if (type == "tune_done") {
+    emit tuneDone(m);
+  } else if (type == "error") {
+    rec_.errors << m.value("message").toString();
+    emit protocolError(m.value("message").toString(), m.value("recoverable").toBool(false));
+  } else if (type == "done") {
+    got_done_ = true;
+    rec_.done = m;
+    emit done(m.value("summary").toObject());
+  }
+  // Unknown types are ignored (forward compatibility, docs/protocol.md).
+}
+
+void RunController::onFinished(int code, QProcess::ExitStatus status) {
+  term_timer_.stop();
+  kill_timer_.stop();
+  feed(proc_->readAllStandardOutput());
+  if (!buf_.trimmed().isEmpty()) {
+    handleLine(buf_.trimmed());
+    buf_.clear();
+  }
+  stderr_tail_ += proc_->readAllStandardError();
+  if (stderr_tail_.size() > kStderrTailBytes) stderr_tail_ = stderr_tail_.right(kStderrTailBytes);
+  const bool crashed = status == QProcess::CrashExit;
+  const bool ok = !crashed && code == 0;
+  const bool stopped_by_us = stopping_ && (ok || crashed);
+  QString msg;
+  if (!ok && !stopped_by_us) {
+    // The last few stderr lines usually say why (OOM, CUDA error, assertion).
+    QString tail = QString::fromUtf8(stderr_tail_).trimmed();
+    const QStringList lines = tail.split('\n');
+    if (lines.size() > 12) tail = lines.mid(lines.size() - 12).join('\n');
+    QString why = crashed ? QStringLiteral("the run crashed (killed by a signal; out of memory?)")
+                          : QStringLiteral("the run exited with status %1").arg(code);
+    if (!rec_.errors.isEmpty()) why += QStringLiteral(": ") + rec_.errors.last();
+    msg = why + QStringLiteral(" — %1 steps received and kept").arg(rec_.steps.size());
+    if (!tail.isEmpty()) msg += QStringLiteral("\n\nstderr (last lines):\n") + tail;
+    rec_.failure = msg;
+  }
+  emit finished(ok || stopped_by_us, msg);
+  emit runningChanged(false);
+}
+
+}  // namespace tb::ui

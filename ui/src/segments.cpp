@@ -1,0 +1,167 @@
+#include "ui/segments.h"
+
+#include <QDateTime>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <tuple>
+
+namespace tb::ui {
+
+QString Segment::label() const {
+  if (changed.isEmpty()) return QStringLiteral("baseline");
+  QStringList parts;
+  for (auto it = changed.begin(); it != changed.end(); ++it) parts << it.key() + "=" + knobValueText(it.value());
+  return parts.join(", ");
+}
+
+std::vector<Segment> segmentRun(const RunRecord& rec) {
+  std::vector<Segment> segs;
+  QJsonObject current;  // config of the running segment
+  if (!rec.configs.empty()) current = rec.configs.front().knobs;
+  for (const StepSample& s : rec.steps) {
+    if (segs.empty() || segs.back().rev != s.config_rev) {
+      Segment seg;
+      seg.rev = s.config_rev;
+      seg.first_step = s.i;
+      for (const ConfigChange& c : rec.configs) {
+        if (c.rev != s.config_rev || segs.empty()) continue;
+        seg.changed = c.changed;
+        if (seg.changed.isEmpty()) {  // older children: diff the full configs
+          for (auto it = c.knobs.begin(); it != c.knobs.end(); ++it)
+            if (knobValueText(current.value(it.key())) != knobValueText(it.value())) seg.changed.insert(it.key(), it.value());
+        }
+        for (auto it = seg.changed.begin(); it != seg.changed.end(); ++it) seg.previous.insert(it.key(), current.value(it.key()));
+        current = c.knobs.isEmpty() ? current : c.knobs;
+      }
+      segs.push_back(seg);
+    }
+    Segment& seg = segs.back();
+    seg.last_step = s.i;
+    if (s.warmup) ++seg.warmup_steps;
+    else if (!s.skipped && s.wall_ns > 0) {
+      seg.sps.push_back(s.samplesPerSec());
+      seg.wait_share.push_back(double(s.data_wait_ns) / double(s.wall_ns));
+    }
+  }
+  return segs;
+}
+
+// The chart and the compare panel refresh several times a second while a run goes; finished segments never
+// change, so their bootstrap is memoized (UI thread only). Keyed by sizes and sums of both sides and the seed.
+static RatioCI cachedRatio(const std::vector<double>& a, const std::vector<double>& b, uint64_t seed) {
+  using Key = std::tuple<size_t, size_t, double, double, uint64_t>;
+  static std::map<Key, RatioCI> cache;
+  const Key key{a.size(), b.size(), std::accumulate(a.begin(), a.end(), 0.0), std::accumulate(b.begin(), b.end(), 0.0), seed};
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  // Fewer resamples for long segments keep a refresh within a few ms; the interval barely moves.
+  const int iterations = a.size() + b.size() > 800 ? 1000 : 2000;
+  RatioCI r = bootstrapRatio(a, b, iterations, seed);
+  if (cache.size() > 512) cache.clear();
+  cache.emplace(key, r);
+  return r;
+}
+
+std::vector<Comparison> compareSegments(const std::vector<Segment>& segs) {
+  std::vector<Comparison> out;
+  for (size_t k = 1; k < segs.size(); ++k) {
+    Comparison c;
+    c.index = int(k);
+    c.changed = segs[k].changed;
+    c.previous = segs[k].previous;
+    QStringList parts;
+    for (auto it = c.changed.begin(); it != c.changed.end(); ++it)
+      parts << QStringLiteral("%1 %2 → %3").arg(it.key(), knobValueText(c.previous.value(it.key())), knobValueText(it.value()));
+    c.change = parts.isEmpty() ? QStringLiteral("config rev %1").arg(segs[k].rev) : parts.join(", ");
+    c.stats = cachedRatio(segs[k - 1].sps, segs[k].sps, 42 + k);
+    c.wait_before = segs[k - 1].wait_share.empty() ? 0.0 : median(segs[k - 1].wait_share);
+    c.wait_after = segs[k].wait_share.empty() ? 0.0 : median(segs[k].wait_share);
+    out.push_back(c);
+  }
+  return out;
+}
+
+static QString fmt(double v, int prec = 1) { return std::isfinite(v) ? QString::number(v, 'f', prec) : QStringLiteral("–"); }
+
+static QString runTitle(const RunRecord& rec) {
+  const QJsonObject dev = rec.hello.value("device").toObject();
+  const QJsonObject ver = rec.hello.value("versions").toObject();
+  return QStringLiteral("model %1, data %2, device %3 (%4), LibTorch %5")
+      .arg(rec.started.value("model").toString("?"), rec.started.value("data").toString("?"),
+           dev.value("name").toString("?"), dev.value("kind").toString("?"), ver.value("libtorch").toString("?"));
+}
+
+QString comparisonsMarkdown(const RunRecord& rec, const std::vector<Comparison>& cmp) {
+  QString md = QStringLiteral("# TuneBench — measured comparisons\n\n%1  \nexported %2\n\n")
+                   .arg(runTitle(rec), QDateTime::currentDateTimeUtc().toString(Qt::ISODate));
+  md += "| change | before (samples/s) | after (samples/s) | ratio | 95% CI | data wait (share of step) | n before/after | verdict |\n";
+  md += "|---|---:|---:|---:|---|---|---|---|\n";
+  for (const auto& c : cmp)
+    md += QStringLiteral("| %1 | %2 | %3 | %4× | [%5, %6] | %7% → %8% | %9/%10 | %11 |\n")
+              .arg(c.change, fmt(c.stats.before_median), fmt(c.stats.after_median), fmt(c.stats.ratio, 2),
+                   fmt(c.stats.lo, 2), fmt(c.stats.hi, 2), fmt(100 * c.wait_before), fmt(100 * c.wait_after))
+              .arg(c.stats.n_before).arg(c.stats.n_after).arg(QString::fromStdString(c.stats.verdict()));
+  if (cmp.empty()) md += "| (no configuration change measured yet) | | | | | | | |\n";
+  md += "\nMedians of samples/s per step (data loading included), warm-up steps excluded; the interval is a "
+        "percentile bootstrap of the ratio of medians (2000 resamples). \"no effect\" = the interval covers 1.\n";
+  if (!rec.failure.isEmpty()) md += "\n**The run ended with an error:** " + rec.failure.section('\n', 0, 0) + "\n";
+  return md;
+}
+
+QString comparisonsHtml(const RunRecord& rec, const std::vector<Comparison>& cmp) {
+  QString h = QStringLiteral(
+      "<!doctype html><html><head><meta charset=\"utf-8\"><title>TuneBench comparisons</title><style>"
+      "body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse}td,th{padding:4px 10px;"
+      "border-bottom:1px solid #ddd;text-align:right}td:first-child,th:first-child{text-align:left}"
+      ".faster{color:#1a7f37;font-weight:bold}.slower{color:#c62828;font-weight:bold}.bar{background:#4fa3ff;"
+      "height:10px;display:inline-block}</style></head><body>");
+  h += QStringLiteral("<h1>TuneBench — measured comparisons</h1><p>%1<br>exported %2</p>")
+           .arg(runTitle(rec).toHtmlEscaped(), QDateTime::currentDateTimeUtc().toString(Qt::ISODate));
+  h += "<table><tr><th>change</th><th>before (samples/s)</th><th>after (samples/s)</th><th>ratio</th><th>95% CI</th>"
+       "<th>data wait</th><th>n</th><th>verdict</th><th></th></tr>";
+  for (const auto& c : cmp) {
+    const QString v = QString::fromStdString(c.stats.verdict());
+    const double w = std::isfinite(c.stats.ratio) ? std::min(300.0, 100.0 * c.stats.ratio) : 0;
+    h += QStringLiteral("<tr><td>%1</td><td>%2</td><td>%3</td><td>%4×</td><td>[%5, %6]</td><td>%7% → %8%</td><td>%9/%10</td>"
+                        "<td class=\"%11\">%11</td><td><span class=\"bar\" style=\"width:%12px\"></span></td></tr>")
+             .arg(c.change.toHtmlEscaped(), fmt(c.stats.before_median), fmt(c.stats.after_median), fmt(c.stats.ratio, 2),
+                  fmt(c.stats.lo, 2), fmt(c.stats.hi, 2), fmt(100 * c.wait_before), fmt(100 * c.wait_after))
+             .arg(c.stats.n_before).arg(c.stats.n_after).arg(v).arg(int(w));
+  }
+  h += "</table><p>Medians of samples/s per step (data loading included), warm-up excluded; 95% percentile "
+       "bootstrap interval of the ratio of medians. \"no effect\" = the interval covers 1.</p>";
+  if (!rec.failure.isEmpty()) h += "<p><b>The run ended with an error:</b> " + rec.failure.toHtmlEscaped() + "</p>";
+  h += "</body></html>\n";
+  return h;
+}
+
+QByteArray comparisonsJson(const RunRecord& rec, const std::vector<Comparison>& cmp) {
+  QJsonArray arr;
+  for (const auto& c : cmp) {
+    arr.append(QJsonObject{{"change", c.change},
+                           {"changed", c.changed},
+                           {"previous", c.previous},
+                           {"before_median", c.stats.before_median},
+                           {"after_median", c.stats.after_median},
+                           {"ratio", c.stats.ratio},
+                           {"ci95", QJsonArray{c.stats.lo, c.stats.hi}},
+                           {"n_before", qint64(c.stats.n_before)},
+                           {"n_after", qint64(c.stats.n_after)},
+                           {"verdict", QString::fromStdString(c.stats.verdict())},
+                           {"data_wait_share_before", c.wait_before},
+                           {"data_wait_share_after", c.wait_after}});
+  }
+  QJsonObject root{{"unit", "samples/s"},
+                   {"versions", rec.hello.value("versions")},
+                   {"device", rec.hello.value("device")},
+                   {"model", rec.started.value("model")},
+                   {"data", rec.started.value("data")},
+                   {"steps", qint64(rec.steps.size())},
+                   {"comparisons", arr}};
+  if (!rec.failure.isEmpty()) root.insert("failure", rec.failure);
+  return QJsonDocument(root).toJson(QJsonDocument::Indented);
+}
+
+}  // namespace tb::ui

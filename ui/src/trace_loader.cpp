@@ -1,0 +1,152 @@
+#include "ui/trace_loader.h"
+
+#include <string_view>
+
+#include "profiler/trace_io.h"
+
+namespace tb::ui {
+
+namespace {
+
+EventCat categorize(const tb::prof::Event& e, std::string_view name, tb::prof::TrackKind tk) {
+  using K = tb::prof::EventKind;
+  switch (e.kind) {
+    case K::Kernel: return EventCat::Kernel;
+    case K::Memcpy: return EventCat::Memcpy;
+    case K::Memset: return EventCat::Memset;
+    case K::Runtime:
+    case K::Driver: return (e.flags & tb::prof::kFlagBlockingSync) ? EventCat::Sync : EventCat::Runtime;
+    case K::Sync: return EventCat::Sync;
+    case K::Range:
+      if (tk == tb::prof::TrackKind::GpuStream) return EventCat::GpuAnnotation;
+      if (name == "step" || name.rfind("ProfilerStep#", 0) == 0) return EventCat::Step;
+      if (name == "data_wait" || (name.rfind("enumerate(DataLoader)", 0) == 0 && name.size() >= 8 &&
+                                  name.substr(name.size() - 8) == "__next__"))
+        return EventCat::DataWait;
+      if (name == "sync") return EventCat::Sync;
+      return EventCat::Range;
+    default: return EventCat::Other;
+  }
+}
+
+const char* memcpyKindName(tb::prof::MemcpyKind k) {
+  switch (k) {
+    case tb::prof::MemcpyKind::HtoD: return "HtoD";
+    case tb::prof::MemcpyKind::DtoH: return "DtoH";
+    case tb::prof::MemcpyKind::DtoD: return "DtoD";
+    case tb::prof::MemcpyKind::HtoH: return "HtoH";
+    case tb::prof::MemcpyKind::PtoP: return "PtoP";
+    default: return "?";
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<TimelineData> toTimeline(const tb::prof::Trace& trace, const tb::prof::AnalysisResult* a) {
+  auto d = std::make_shared<TimelineData>();
+  d->names.reserve(trace.name_count() + 1);
+  // Same string table order as the trace so name ids map 1:1 (entry 0 is "" in both).
+  for (size_t i = 0; i < trace.name_count(); ++i) d->intern(std::string(trace.name(tb::prof::NameId(i))));
+  d->args.emplace_back();
+  for (const tb::prof::Track& pt : trace.tracks()) {
+    if (pt.kind() == tb::prof::TrackKind::Counter || pt.empty()) continue;
+    Track t;
+    t.kind = pt.kind() == tb::prof::TrackKind::GpuStream ? TrackKind::GpuStream : TrackKind::CpuThread;
+    t.name = pt.name();
+    if (t.name.empty())
+      t.name = t.kind == TrackKind::GpuStream ? "GPU " + std::to_string(pt.pid()) + " stream " + std::to_string(pt.tid())
+                                              : "thread " + std::to_string(pt.tid());
+    t.sort_key = pt.sort_index() * 1'000'000 + pt.tid();
+    t.lanes.resize(size_t(pt.max_depth()) + 1);
+    for (const tb::prof::Event& e : pt.events()) {
+      if (e.kind == tb::prof::EventKind::Instant || e.kind == tb::prof::EventKind::Counter) continue;
+      const std::string_view name = trace.name(e.name);
+      std::string args;
+      if (e.detail != tb::prof::kNoName) args = std::string(trace.name(e.detail));
+      if (e.kind == tb::prof::EventKind::Memcpy || e.kind == tb::prof::EventKind::Memset) {
+        if (e.arg != tb::prof::kNoArg) args += (args.empty() ? "" : "\n") + std::string("bytes: ") + std::to_string(e.arg);
+        if (e.kind == tb::prof::EventKind::Memcpy) args += (args.empty() ? "" : "\n") + std::string("kind: ") + memcpyKindName(e.memcpy_kind());
+      } else if (e.arg != tb::prof::kNoArg && e.kind == tb::prof::EventKind::Range) {
+        args += (args.empty() ? "" : "\n") + std::string("arg: ") + std::to_string(e.arg);
+      }
+      uint32_t ai = 0;
+      if (!args.empty()) {
+        ai = uint32_t(d->args.size());
+        d->args.push_back(std::move(args));
+      }
+      t.lanes[std::min<size_t>(e.depth, t.lanes.size() - 1)].push(e.start_ns, e.end_ns, e.name,
+                                                                    categorize(e, name, pt.kind()), int64_t(e.correlation), ai);
+    }
+    d->tracks.push_back(std::move(t));
+  }
+  if (a) {
+    for (const auto& iv : a->loader_stall_intervals) d->bands.push_back({BandKind::LoaderStall, iv.t0, iv.t1});
+    for (const auto& iv : a->launch_gap_intervals) d->bands.push_back({BandKind::LaunchGap, iv.t0, iv.t1});
+    for (const auto& sp : a->sync_points) d->bands.push_back({BandKind::Sync, sp.interval.t0, sp.interval.t1});
+    std::sort(d->bands.begin(), d->bands.end(), [](const Band& x, const Band& y) { return x.start < y.start; });
+    d->stall_total_ns = a->loader_stall_ns;
+    d->gap_total_ns = a->launch_gap_ns;
+    d->stall_count = int(a->loader_stall_count);
+    d->gap_count = int(a->launch_gap_count);
+  }
+  d->source = trace.meta().source_path;
+  d->finalize();
+  return d;
+}
+
+LoadedTrace analyzeAndConvert(std::shared_ptr<tb::prof::Trace> trace) {
+  LoadedTrace out;
+  out.trace = std::move(trace);
+  out.analysis = std::make_shared<tb::prof::AnalysisResult>(tb::prof::analyze(*out.trace));
+  out.timeline = toTimeline(*out.trace, out.analysis.get());
+  out.ok = true;
+  return out;
+}
+
+LoadedTrace loadTraceFile(const QString& path) {
+  auto r = tb::prof::load_trace(path.toStdString());
+  if (!r.ok()) {
+    LoadedTrace out;
+    out.error = QStringLiteral("cannot open %1: %2").arg(path, QString::fromStdString(r.error().to_string()));
+    return out;
+  }
+  auto t = std::shared_ptr<tb::prof::Trace>(std::move(r.value()));
+  if (t->event_count() == 0) {
+    LoadedTrace out;
+    out.error = QStringLiteral("cannot open %1: the trace holds no events").arg(path);
+    return out;
+  }
+  return analyzeAndConvert(std::move(t));
+}
+
+LoadedTrace loadTraceChunks(const QStringList& paths) {
+  auto merged = std::make_shared<tb::prof::Trace>();
+  QStringList errors;
+  for (const QString& p : paths) {
+    auto r = tb::prof::load_trace(p.toStdString());
+    if (!r.ok()) {
+      errors << QStringLiteral("%1: %2").arg(p, QString::fromStdString(r.error().to_string()));
+      continue;
+    }
+    if (merged->event_count() == 0) merged->meta() = r.value()->meta();
+    merged->merge(*r.value());
+  }
+  merged->finalize();
+  if (merged->event_count() == 0) {
+    LoadedTrace out;
+    out.error = errors.isEmpty() ? QStringLiteral("no events in the trace chunks") : errors.join("; ");
+    return out;
+  }
+  LoadedTrace out = analyzeAndConvert(std::move(merged));
+  if (!errors.isEmpty()) out.error = errors.join("; ");  // partial: ok stays true
+  return out;
+}
+
+QString exportChromeTrace(const LoadedTrace& t, const QString& path) {
+  if (!t.trace) return QStringLiteral("no trace to export");
+  const auto st = tb::prof::write_chrome_trace(*t.trace, path.toStdString(),
+                                               t.analysis ? t.analysis->findings : std::vector<tb::prof::Finding>{});
+  return st.ok() ? QString() : QString::fromStdString(st.error().to_string());
+}
+
+}  // namespace tb::ui
