@@ -1,9 +1,157 @@
-// Placeholder until its owner lands the real command; replaced, not extended.
+// tunebench-cli run --model M --data D [--set k=v,...] [--steps N] [--warmup N] [--seed S] [--trace T.json]
+//                   [--json OUT.json] [--device D] [--input C,H,W] [--classes K] [--drift-steps N]
+// Trains for N steps and reports an honest throughput (samples/s including loading, warm-up excluded).
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
 #include "commands.h"
+#include "engine_cli_common.h"
+
 namespace tb::cli {
-int cmd_run(int, char**) {
-  std::fprintf(stderr, "tunebench-cli: error: 'run' is not built yet\n");
-  return 1;
+namespace {
+int usage_error(const std::string& msg) {
+  std::fprintf(stderr, "tunebench-cli: error: run: %s\n", msg.c_str());
+  return 2;
 }
+void print_warnings(engine::Session& s, nlohmann::json& all) {
+  for (auto& w : s.take_warnings()) {
+    std::fprintf(stderr, "tunebench-cli: warning: %s\n", w.c_str());
+    all.push_back(w);
+  }
+}
+}  // namespace
+
+int cmd_run(int argc, char** argv) {
+  engine::SessionOptions opts;
+  opts.model.clear();
+  opts.data.clear();
+  int64_t steps = 20;
+  std::string trace_path, json_path;
+  for (int i = 1; i < argc; ++i) {
+    bool matched = false;
+    std::string err = parse_session_option(argc, argv, i, opts, matched);
+    if (!err.empty()) return usage_error(err);
+    if (matched) continue;
+    const std::string a = argv[i];
+    if (a == "--steps") {
+      if (i + 1 >= argc || !parse_int(argv[++i], steps, 1)) return usage_error("--steps needs a positive integer");
+    } else if (a == "--trace") {
+      if (i + 1 >= argc) return usage_error("--trace needs a file path");
+      trace_path = argv[++i];
+    } else if (a == "--json") {
+      if (i + 1 >= argc) return usage_error("--json needs a file path");
+      json_path = argv[++i];
+    } else {
+      return usage_error("unknown option '" + a + "' (see tunebench-cli --help)");
+    }
+  }
+  if (opts.model.empty()) return usage_error("--model is required (mnist_cnn, resnet18, resnet50, vit_tiny, torchscript:PATH)");
+  if (opts.data.empty()) return usage_error("--data is required (synthetic, imagefolder:DIR, mnist:DIR)");
+  opts.profile = !trace_path.empty();
+  if (opts.profile) {
+    prof::set_thread_name("train");
+    prof::Recorder::instance().start();
+  }
+
+  std::unique_ptr<engine::Session> session;
+  try {
+    session = engine::Session::create(opts);
+  } catch (const engine::EngineError& e) {
+    std::fprintf(stderr, "tunebench-cli: error: %s\n", e.what());
+    return 2;
+  }
+  nlohmann::json warnings = nlohmann::json::array();
+  print_warnings(*session, warnings);
+  const nlohmann::json desc0 = session->describe();
+  std::fprintf(stderr, "run: %s on %s, %s, %lld steps (%d warm-up)\n", desc0["model"].get<std::string>().c_str(),
+               desc0["data"].get<std::string>().c_str(), desc0["device"].value("kind", "cpu").c_str(),
+               static_cast<long long>(steps), opts.warmup_steps);
+
+  const bool tty = isatty(STDERR_FILENO);
+  std::vector<engine::StepRecord> records;
+  auto last_print = std::chrono::steady_clock::now();
+  std::string failure;
+  for (int64_t i = 0; i < steps; ++i) {
+    try {
+      records.push_back(session->step());
+    } catch (const engine::EngineError& e) {
+      failure = e.what();
+      break;
+    }
+    print_warnings(*session, warnings);
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_print > std::chrono::milliseconds(tty ? 250 : 5000) || i + 1 == steps) {
+      last_print = now;
+      auto tp = throughput_json(records);
+      const auto& r = records.back();
+      std::fprintf(stderr, "%sstep %lld/%lld  %.1f samples/s (median)  loss %s%s", tty ? "\r" : "",
+                   static_cast<long long>(i + 1), static_cast<long long>(steps), tp["median"].get<double>(),
+                   std::isfinite(r.loss) ? std::to_string(r.loss).c_str() : "-", tty ? "   " : "\n");
+    }
+  }
+  if (tty) std::fputc('\n', stderr);
+  if (opts.profile) prof::Recorder::instance().stop();
+
+  const nlohmann::json desc = session->describe();
+  nlohmann::json out;
+  out["model"] = desc["model"];
+  out["data"] = desc["data"];
+  out["input"] = desc["input"];
+  out["classes"] = desc["classes"];
+  out["device"] = desc["device"];
+  out["versions"] = desc["versions"];
+  out["config"] = config_json(session->config());
+  out["config_rev"] = session->revision();
+  out["throughput"] = throughput_json(records);
+  out["warmup_steps"] = opts.warmup_steps;
+  out["seed"] = opts.seed;
+  out["optimizer"] = desc["optimizer"];
+  out["counters"] = {{"skipped_steps", desc["skipped_steps"]},
+                     {"nan_losses", desc["nan_losses"]},
+                     {"optimizer_steps", desc["optimizer_steps"]},
+                     {"loader", desc["loader"]}};
+  out["drift_checks"] = desc["drift_checks"];
+  nlohmann::json knob_states = nlohmann::json::array();
+  for (const auto& k : session->knobs())
+    if (!k.applicability.applicable) knob_states.push_back({{"id", k.info.id}, {"reason", k.applicability.reason}});
+  out["not_applicable"] = knob_states;
+  nlohmann::json steps_json = nlohmann::json::array();
+  for (const auto& r : records) steps_json.push_back(step_json(r));
+  out["steps"] = steps_json;
+  out["warnings"] = warnings;
+  if (!failure.empty()) out["error"] = failure;
+
+  if (!trace_path.empty()) {
+    std::string err = write_recorded_trace(trace_path, desc);
+    if (!err.empty()) {
+      std::fprintf(stderr, "tunebench-cli: error: cannot write trace '%s': %s\n", trace_path.c_str(), err.c_str());
+      return 1;
+    }
+    out["trace"] = trace_path;
+    std::fprintf(stderr, "run: trace written to %s\n", trace_path.c_str());
+  }
+  if (!json_path.empty()) {
+    std::ofstream f(json_path);
+    if (!f) {
+      std::fprintf(stderr, "tunebench-cli: error: cannot write '%s'\n", json_path.c_str());
+      return 1;
+    }
+    f << out.dump(2) << "\n";
+  }
+  const auto& tp = out["throughput"];
+  std::printf("%s %s: %.1f %s (median of %zu measured steps)\n", out["model"].get<std::string>().c_str(),
+              out["data"].get<std::string>().c_str(), tp["median"].get<double>(), "samples/s",
+              tp["measured_steps"].get<size_t>());
+  if (!failure.empty()) {
+    std::fprintf(stderr, "tunebench-cli: error: %s\n", failure.c_str());
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace tb::cli

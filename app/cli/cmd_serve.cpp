@@ -1,9 +1,375 @@
-// Placeholder until its owner lands the real command; replaced, not extended.
+// tunebench-cli serve [--model M] [--data D] [--set k=v,...] [--steps N] [--trace-dir DIR] [--trace-every N]
+// The run protocol of docs/protocol.md on stdin/stdout (JSON lines, "v": 1). stdout carries only protocol
+// lines; logs go to stderr.
+//
+// Threads: the main thread trains and applies parent messages at step boundaries; a reader thread parses
+// stdin into a queue. `stop` must be answered within 2 s even when one step takes longer (a ResNet-50 step
+// on a CPU does): the reader arms a watchdog that sends `done` itself and exits if the main thread has not
+// finished its step by then.
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <iostream>
+#include <mutex>
+#include <string>
+#include <thread>
+
 #include "commands.h"
+#include "engine_cli_common.h"
+
 namespace tb::cli {
-int cmd_serve(int, char**) {
-  std::fprintf(stderr, "tunebench-cli: error: 'serve' is not built yet\n");
-  return 1;
+namespace {
+
+constexpr int kProtocolVersion = 1;
+
+class Channel {
+ public:
+  void send(nlohmann::json msg) {
+    msg["v"] = kProtocolVersion;
+    std::string line = msg.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) return;
+    std::fwrite(line.data(), 1, line.size(), stdout);
+    std::fputc('\n', stdout);
+    std::fflush(stdout);
+  }
+  // Sends `done` once; later calls do nothing. Returns false when it was already sent.
+  bool send_done(const nlohmann::json& summary) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (done_sent_) return false;
+      done_sent_ = true;
+    }
+    send({{"type", "done"}, {"summary", summary}});
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+    return true;
+  }
+  void error(const std::string& message, bool recoverable) {
+    send({{"type", "error"}, {"message", message}, {"recoverable", recoverable}});
+  }
+
+ private:
+  std::mutex mu_;
+  bool done_sent_ = false;
+  bool closed_ = false;
+};
+
+struct Inbox {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<nlohmann::json> messages;
+  std::atomic<bool> stop{false};
+  std::atomic<bool> eof{false};
+
+  std::vector<nlohmann::json> drain() {
+    std::lock_guard<std::mutex> lock(mu);
+    std::vector<nlohmann::json> out(messages.begin(), messages.end());
+    messages.clear();
+    return out;
+  }
+};
+
+// Summary of the run so far, readable by the watchdog.
+struct Progress {
+  std::mutex mu;
+  std::vector<engine::StepRecord> records;
+  nlohmann::json summary(const std::string& reason) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto tp = throughput_json(records);
+    return {{"steps", records.size()}, {"throughput_median", tp["median"]}, {"unit", "samples/s"}, {"reason", reason}};
+  }
+};
+
+std::string value_text(const nlohmann::json& v) {
+  if (v.is_boolean()) return v.get<bool>() ? "on" : "off";
+  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
+  if (v.is_number()) return std::to_string(static_cast<int64_t>(v.get<double>()));
+  if (v.is_string()) return v.get<std::string>();
+  return v.dump();
 }
+
+nlohmann::json knobs_json(const std::vector<engine::KnobState>& states) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& s : states) {
+    const auto& k = s.info;
+    const char* type = k.type == engine::KnobType::Bool ? "bool" : k.type == engine::KnobType::Int ? "int" : "enum";
+    out.push_back({{"id", k.id},
+                   {"title", k.title},
+                   {"description", k.description},
+                   {"type", type},
+                   {"default", k.default_value},
+                   {"recommended", k.recommended_value},
+                   {"choices", k.choices},
+                   {"min", k.min},
+                   {"max", k.max},
+                   {"value", s.value},
+                   {"applicable", s.applicability.applicable},
+                   {"reason", s.applicability.reason},
+                   {"changes_numerics", k.changes_numerics},
+                   {"seeds", k.seeds},
+                   {"applies_to", k.applies_to}});
+  }
+  return out;
+}
+
+}  // namespace
+
+int cmd_serve(int argc, char** argv) {
+  engine::SessionOptions opts;
+  opts.model.clear();
+  opts.data = "synthetic";
+  int64_t steps = 0, trace_every = 50;
+  std::string trace_dir;
+  for (int i = 1; i < argc; ++i) {
+    bool matched = false;
+    std::string err = parse_session_option(argc, argv, i, opts, matched);
+    if (!err.empty()) {
+      std::fprintf(stderr, "tunebench-cli: error: serve: %s\n", err.c_str());
+      return 2;
+    }
+    if (matched) continue;
+    const std::string a = argv[i];
+    if (a == "--steps") {
+      if (i + 1 >= argc || !parse_int(argv[++i], steps)) {
+        std::fprintf(stderr, "tunebench-cli: error: serve: --steps needs a non-negative integer\n");
+        return 2;
+      }
+    } else if (a == "--trace-dir" && i + 1 < argc) {
+      trace_dir = argv[++i];
+    } else if (a == "--trace-every") {
+      if (i + 1 >= argc || !parse_int(argv[++i], trace_every, 1)) {
+        std::fprintf(stderr, "tunebench-cli: error: serve: --trace-every needs a positive integer\n");
+        return 2;
+      }
+    } else {
+      std::fprintf(stderr, "tunebench-cli: error: serve: unknown option '%s'\n", a.c_str());
+      return 2;
+    }
+  }
+  if (!trace_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(trace_dir, ec);
+    if (ec) {
+      std::fprintf(stderr, "tunebench-cli: error: serve: cannot create --trace-dir '%s': %s\n", trace_dir.c_str(),
+                   ec.message().c_str());
+      return 2;
+    }
+  }
+
+  static Channel out;  // static: the watchdog may use it while main unwinds
+  static Inbox inbox;
+  static Progress progress;
+
+  // hello
+  {
+    nlohmann::json env = engine::environment_info();
+    auto states = engine::knob_states_here(opts.device);
+    for (auto& s : states)
+      if (auto it = opts.knobs.find(s.info.id); it != opts.knobs.end()) s.value = it->second;
+    out.send({{"type", "hello"},
+              {"versions", env["versions"]},
+              {"device", env["device"]},
+              {"knobs", knobs_json(states)},
+              {"collector",
+               {{"enabled", false},
+                {"reason", env["device"].value("kind", "cpu") == "cuda"
+                               ? "the engine records CPU ranges only; GPU activity collection is not wired in serve"
+                               : "no CUDA device: CPU-only timeline"}}}});
+  }
+
+  // stdin reader
+  std::thread([] {
+    std::string line;
+    while (std::getline(std::cin, line)) {
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      nlohmann::json msg = nlohmann::json::parse(line, nullptr, false);
+      if (msg.is_discarded() || !msg.is_object() || !msg.contains("type") || !msg["type"].is_string()) {
+        out.error("malformed message (expected one JSON object with a \"type\" per line): " + line.substr(0, 120),
+                  true);
+        continue;
+      }
+      if (msg["type"] == "stop") {
+        inbox.stop = true;
+        inbox.cv.notify_all();
+        // Watchdog: a step may outlast the 2 s the protocol allows for stop.
+        std::thread([] {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1700));
+          if (out.send_done(progress.summary("stopped"))) std::_Exit(0);
+        }).detach();
+        continue;
+      }
+      {
+        std::lock_guard<std::mutex> lock(inbox.mu);
+        inbox.messages.push_back(std::move(msg));
+      }
+      inbox.cv.notify_all();
+    }
+    inbox.eof = true;
+    inbox.stop = true;
+    inbox.cv.notify_all();
+  }).detach();
+
+  auto finish = [&](const std::string& reason, int code) -> int {
+    out.send_done(progress.summary(reason));
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(code);  // skip static destructors: the reader thread may still block on stdin
+  };
+
+  // Wait for `start` when the command line did not name a model.
+  std::unique_ptr<engine::Session> session;
+  const bool model_from_command_line = !opts.model.empty();
+  while (!session) {
+    if (opts.model.empty()) {
+      std::unique_lock<std::mutex> lock(inbox.mu);
+      inbox.cv.wait(lock, [] { return inbox.stop.load() || !inbox.messages.empty(); });
+      if (inbox.stop) {
+        lock.unlock();
+        return finish(inbox.eof ? "stdin closed" : "stopped", 0);
+      }
+      nlohmann::json msg = std::move(inbox.messages.front());
+      inbox.messages.pop_front();
+      lock.unlock();
+      const std::string type = msg["type"];
+      if (type == "start") {
+        opts.model = msg.value("model", std::string());
+        opts.data = msg.value("data", std::string("synthetic"));
+        if (msg.contains("steps") && msg["steps"].is_number_integer()) steps = msg["steps"].get<int64_t>();
+        if (msg.contains("knobs") && msg["knobs"].is_object())
+          for (auto& [k, v] : msg["knobs"].items()) opts.knobs[k] = value_text(v);
+        if (opts.model.empty()) {
+          out.error("start needs a model", true);
+          continue;
+        }
+      } else if (type == "set") {
+        std::string knob = msg.value("knob", std::string());
+        std::string value = msg.contains("value") ? value_text(msg["value"]) : "";
+        if (auto e = engine::normalize_knob_value(knob, value)) {
+          out.error(*e, true);
+        } else {
+          opts.knobs[knob] = value;
+        }
+        continue;
+      } else if (type == "tune") {
+        out.error("auto-tune not available in serve yet", true);
+        continue;
+      } else {
+        continue;  // trace before start, unknown types: ignored (forward compatibility)
+      }
+    }
+    try {
+      session = engine::Session::create(opts);
+    } catch (const engine::EngineError& e) {
+      if (model_from_command_line) {
+        out.error(e.what(), /*recoverable=*/false);
+        return finish("error", 2);
+      }
+      // A bad `start`: the parent may send another one.
+      out.error(e.what(), /*recoverable=*/true);
+      opts.model.clear();
+    }
+  }
+  {
+    nlohmann::json d = session->describe();
+    out.send({{"type", "started"},
+              {"model", d["model"]},
+              {"data", d["data"]},
+              {"input", d["input"]},
+              {"classes", d["classes"]},
+              {"config", config_json(session->config())},
+              {"rev", session->revision()},
+              {"knobs", knobs_json(session->knobs())},
+              {"device", d["device"]}});
+  }
+  auto flush_warnings = [&] {
+    for (auto& w : session->take_warnings()) out.send({{"type", "warning"}, {"message", w}});
+  };
+  flush_warnings();
+
+  bool tracing = !trace_dir.empty();
+  int64_t chunk_first = 0, chunk_index = 0;
+  if (tracing) {
+    prof::set_thread_name("train");
+    prof::Recorder::instance().start();
+  }
+  auto write_chunk = [&](int64_t last_step) {
+    if (trace_dir.empty()) return;
+    if (last_step < chunk_first) return;
+    std::string path = (std::filesystem::path(trace_dir) / ("trace-" + std::to_string(chunk_index++) + ".json")).string();
+    std::string err = write_recorded_trace(path, session->describe());
+    if (!err.empty()) {
+      out.send({{"type", "warning"}, {"message", "cannot write trace chunk '" + path + "': " + err}});
+    } else {
+      out.send({{"type", "trace"}, {"path", path}, {"first_step", chunk_first}, {"last_step", last_step}});
+    }
+    chunk_first = last_step + 1;
+  };
+
+  int64_t done_steps = 0;
+  while (!inbox.stop && (steps == 0 || done_steps < steps)) {
+    for (auto& msg : inbox.drain()) {
+      const std::string type = msg["type"];
+      if (type == "set") {
+        std::string knob = msg.value("knob", std::string());
+        std::string value = msg.contains("value") ? value_text(msg["value"]) : "";
+        engine::Config before = session->config();
+        try {
+          int64_t rev = session->apply({{knob, value}});
+          nlohmann::json changed = nlohmann::json::object();
+          for (const auto& [k, v] : session->config())
+            if (before[k] != v) changed[k] = v;
+          out.send({{"type", "config_applied"}, {"rev", rev}, {"knobs", config_json(session->config())}, {"changed", changed}});
+        } catch (const engine::EngineError& e) {
+          out.error(e.what(), true);
+        }
+        flush_warnings();
+      } else if (type == "trace") {
+        std::string action = msg.value("action", std::string());
+        if (trace_dir.empty()) {
+          out.error("tracing needs serve --trace-dir DIR", true);
+        } else if (action == "start" && !tracing) {
+          tracing = true;
+          chunk_first = done_steps;
+          prof::Recorder::instance().start();
+        } else if (action == "stop" && tracing) {
+          write_chunk(done_steps - 1);
+          prof::Recorder::instance().stop();
+          tracing = false;
+        }
+      } else if (type == "tune") {
+        out.error("auto-tune not available in serve yet", true);
+      } else if (type == "start") {
+        out.error("a run is already started", true);
+      }
+    }
+    if (inbox.stop) break;
+    engine::StepRecord r;
+    try {
+      r = session->step();
+    } catch (const engine::EngineError& e) {
+      flush_warnings();
+      out.error(e.what(), false);
+      return finish("error", 1);
+    }
+    {
+      std::lock_guard<std::mutex> lock(progress.mu);
+      progress.records.push_back(r);
+    }
+    nlohmann::json m = step_json(r);
+    m["type"] = "step";
+    out.send(m);
+    flush_warnings();
+    ++done_steps;
+    if (tracing && done_steps - chunk_first >= trace_every) write_chunk(done_steps - 1);
+  }
+  if (tracing) write_chunk(done_steps - 1);
+  return finish(inbox.eof ? "stdin closed" : inbox.stop ? "stopped" : "completed", 0);
+}
+
 }  // namespace tb::cli

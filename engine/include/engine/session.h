@@ -31,9 +31,20 @@ struct SessionOptions {
   std::string device = "auto";      // auto | cpu | cuda
   uint64_t seed = 0;
   int warmup_steps = 3;              // steps excluded from throughput after start and after every change
-  // For torchscript models whose file does not declare its input: C,H,W and classes (0 = unknown).
+  // Input override, 0 = the model's natural input (mnist 1x28x28, others 3x224x224). Required for torchscript
+  // models whose file does not declare `input_shape`/`num_classes`; also lets tests and quick runs use small
+  // images (ResNets >= 32x32, vit_tiny with 4x4 patches below 112 px).
   int64_t input_channels = 0, input_height = 0, input_width = 0, num_classes = 0;
   bool profile = false;              // record ranges (and CUPTI on a GPU) for trace export
+  // Loss-drift guard: when a numerics-changing knob changes (including at create), train this many seeded
+  // steps from a snapshot with the old and with the new config on the same batches, compare the losses and
+  // restore the snapshot. 0 disables it. Tolerance is relative: |new - old| <= tol * max(|old|, 1e-3).
+  int drift_guard_steps = 2;
+  double drift_tolerance = 0.1;
+  // Intra-op CPU threads for LibTorch (torch::set_num_threads, process-wide); 0 leaves LibTorch's default.
+  int threads = 0;
+  // Test hook: the batch-size probe reports out-of-memory for batch sizes above this (0 = off).
+  int64_t simulate_oom_above_batch = 0;
 };
 
 struct StepRecord {

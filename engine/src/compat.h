@@ -1,0 +1,83 @@
+// LibTorch version and build differences, wrapped once (DESIGN.md "Two LibTorch builds").
+//
+// Debian's LibTorch 1.13.1 (CPU) and the LibTorch of the PyTorch 2.x CUDA wheel differ in a few APIs the
+// engine needs. Every call that differs goes through here, so no other engine file checks
+// TORCH_VERSION_MAJOR/MINOR. CUDA-only code is behind TUNEBENCH_TORCH_CUDA (0/1, set by CMake from the
+// LibTorch it found): Debian installs ATen/cuda headers without CUDA libraries, so such code would compile
+// there and fail to link.
+//
+// Private to engine/ (includes torch). Thread rules: autocast state is thread-local in LibTorch; the other
+// setters are process-global and must only be called by the training thread at a step boundary.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#ifndef TUNEBENCH_TORCH_CUDA
+#define TUNEBENCH_TORCH_CUDA 0
+#endif
+
+namespace tb::engine::compat {
+
+// --- device / build facts -------------------------------------------------------------------------------
+bool cuda_available();          // false on a CPU-only build even when a driver exists
+int64_t cuda_device_count();
+std::string cuda_device_name(int64_t index = 0);
+int64_t cuda_memory_bytes(int64_t index = 0);
+int cuda_capability_major(int64_t index = 0);  // 0 when no CUDA device
+bool cudnn_available();
+std::string libtorch_version();  // "1.13.0"
+std::string cuda_version();      // "" when not a CUDA build
+std::string cudnn_version();     // "" when unavailable
+std::string cpu_name();          // model name from /proc/cpuinfo, "" when unknown
+int cpu_cores();
+
+// --- autocast ---------------------------------------------------------------------------------------------
+// 1.13: at::autocast::set_enabled / set_cpu_enabled + set_autocast_{gpu,cpu}_dtype.
+// >= 2.4: set_autocast_enabled(DeviceType, bool) / set_autocast_dtype(DeviceType, dtype).
+// RAII: enables autocast for `device_type` with `dtype` on this thread for the scope (a no-op when
+// `enabled` is false), restores the previous state and clears the cast cache on exit, as Python's
+// torch.autocast does when the outermost region ends.
+class AutocastGuard {
+ public:
+  AutocastGuard(torch::DeviceType device_type, torch::ScalarType dtype, bool enabled);
+  ~AutocastGuard();
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+  torch::DeviceType device_type_;
+  bool active_ = false;
+  bool prev_enabled_ = false;
+  torch::ScalarType prev_dtype_ = torch::kFloat;
+};
+bool autocast_enabled(torch::DeviceType device_type);
+torch::ScalarType autocast_dtype(torch::DeviceType device_type);
+
+// --- optimizer --------------------------------------------------------------------------------------------
+// torch::optim::Optimizer::zero_grad() takes no argument in 1.13 (memset) and defaults to set_to_none=true
+// in 2.x, so the engine never calls it: this does either explicitly for a parameter list.
+void zero_grad(const std::vector<torch::Tensor>& params, bool set_to_none);
+// Whether the multi-tensor torch::_foreach_* kernels exist for this device (1.13: CPU + CUDA).
+bool has_foreach_ops(torch::Device device);
+
+// --- dynamic loss scaling (fp16) ------------------------------------------------------------------------
+// _amp_foreach_non_finite_check_and_unscale_ and _amp_update_scale_ have only CUDA kernels in 1.13
+// (CPU kernels arrived in 2.x), so fp16 training applies where this says true.
+bool amp_fp16_supported(torch::Device device);
+void amp_unscale_(std::vector<torch::Tensor>& grads, torch::Tensor& found_inf, const torch::Tensor& inv_scale);
+void amp_update_scale_(torch::Tensor& scale, torch::Tensor& growth_tracker, const torch::Tensor& found_inf,
+                       double growth_factor, double backoff_factor, int64_t growth_interval);
+
+// --- backend switches (process-global; CUDA builds only, no-ops elsewhere) -----------------------------
+void set_tf32(bool enabled);  // cuBLAS + cuDNN TF32 (old setters; they warn but work after 2.9)
+void set_cudnn_benchmark(bool enabled);
+void synchronize(torch::Device device);  // cudaDeviceSynchronize on CUDA, nothing on CPU
+
+// Whether an exception is an out-of-memory error (c10::OutOfMemoryError on CUDA since 1.13; CPU
+// allocation failures are c10::Error with "DefaultCPUAllocator: can't allocate memory").
+bool is_oom(const std::exception& e);
+
+}  // namespace tb::engine::compat

@@ -1,0 +1,256 @@
+// tunebench-cli knobs/run/serve, spawned as a child process (TB_CLI_PATH) like a user or the GUI would.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct Child {
+  pid_t pid = -1;
+  int in = -1, out = -1, err = -1;
+};
+
+Child spawn(const std::vector<std::string>& args) {
+  int pin[2], pout[2], perr[2];
+  EXPECT_EQ(pipe(pin), 0);
+  EXPECT_EQ(pipe(pout), 0);
+  EXPECT_EQ(pipe(perr), 0);
+  Child c;
+  c.pid = fork();
+  if (c.pid == 0) {
+    dup2(pin[0], 0);
+    dup2(pout[1], 1);
+    dup2(perr[1], 2);
+    for (int fd : {pin[0], pin[1], pout[0], pout[1], perr[0], perr[1]}) close(fd);
+    std::vector<char*> argv;
+    std::string exe = TB_CLI_PATH;
+    argv.push_back(exe.data());
+    std::vector<std::string> copy = args;
+    for (auto& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(exe.c_str(), argv.data());
+    _exit(127);
+  }
+  close(pin[0]);
+  close(pout[1]);
+  close(perr[1]);
+  c.in = pin[1];
+  c.out = pout[0];
+  c.err = perr[0];
+  return c;
+}
+
+std::string read_all(int fd) {
+  std::string s;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) s.append(buf, n);
+  return s;
+}
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+Result run_cli(const std::vector<std::string>& args) {
+  Child c = spawn(args);
+  close(c.in);
+  Result r;
+  // stderr is small for these runs; read stdout first, then stderr.
+  r.out = read_all(c.out);
+  r.err = read_all(c.err);
+  int status = 0;
+  waitpid(c.pid, &status, 0);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  close(c.out);
+  close(c.err);
+  return r;
+}
+
+std::string tmp_file(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / ("tb_cli_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return (dir / name).string();
+}
+
+TEST(Cli, KnobsJsonListsTheCatalog) {
+  auto r = run_cli({"knobs", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["knobs"].size(), 19u);
+  for (const auto& k : j["knobs"]) {
+    EXPECT_TRUE(k.contains("applicable"));
+    if (!k["applicable"].get<bool>()) EXPECT_FALSE(k["reason"].get<std::string>().empty());
+  }
+  auto text = run_cli({"knobs"});
+  EXPECT_EQ(text.code, 0);
+  EXPECT_NE(text.out.find("channels_last"), std::string::npos);
+}
+
+TEST(Cli, RunWritesJsonWithThroughput) {
+  const std::string out = tmp_file("run.json");
+  auto r = run_cli({"run", "--model", "mnist_cnn", "--data", "synthetic", "--steps", "5", "--warmup", "2", "--set",
+                    "batch_size=8,zero_grad_none=on", "--json", out});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ifstream f(out);
+  auto j = nlohmann::json::parse(f);
+  EXPECT_GT(j["throughput"]["median"].get<double>(), 0);
+  EXPECT_EQ(j["throughput"]["unit"], "samples/s");
+  EXPECT_EQ(j["throughput"]["measured_steps"], 3);
+  EXPECT_EQ(j["steps"].size(), 5u);
+  EXPECT_EQ(j["steps"][4]["samples"], 8);
+  EXPECT_EQ(j["config"]["zero_grad_none"], "on");
+  EXPECT_TRUE(j["device"].contains("kind"));
+  EXPECT_TRUE(j["versions"].contains("libtorch"));
+  EXPECT_TRUE(j["warnings"].is_array());
+  EXPECT_NE(r.out.find("samples/s"), std::string::npos);
+}
+
+TEST(Cli, RunTraceHoldsTrainingRanges) {
+  const std::string trace = tmp_file("run_trace.json");
+  auto r = run_cli({"run", "--model", "mnist_cnn", "--data", "synthetic", "--steps", "3", "--warmup", "1", "--set",
+                    "batch_size=4", "--trace", trace});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ifstream f(trace);
+  auto j = nlohmann::json::parse(f, nullptr, false);
+  ASSERT_FALSE(j.is_discarded());
+  const auto& events = j.is_object() ? j["traceEvents"] : j;
+  std::map<std::string, int> count;
+  for (const auto& e : events)
+    if (e.value("ph", "") == "X") ++count[e.value("name", "")];
+  EXPECT_EQ(count["step"], 3);
+  EXPECT_EQ(count["forward"], 3);
+  EXPECT_EQ(count["backward"], 3);
+  EXPECT_EQ(count["optimizer"], 3);
+  EXPECT_GE(count["sync"], 3);
+}
+
+TEST(Cli, RunRejectsBadInputWithExitTwoAndOneLine) {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"run", "--model", "alexnet", "--data", "synthetic"},
+           {"run", "--model", "mnist_cnn", "--data", "synthetic", "--set", "bogus=1"},
+           {"run", "--model", "mnist_cnn", "--data", "synthetic", "--set", "amp=fp8"},
+           {"run", "--model", "mnist_cnn", "--data", "imagefolder:/no/such/dir"},
+           {"run", "--model", "torchscript:/no/such/file.pt", "--data", "synthetic"},
+           {"run", "--model", "mnist_cnn"}}) {
+    auto r = run_cli(args);
+    EXPECT_EQ(r.code, 2) << args[2] << " " << r.err;
+    EXPECT_NE(r.err.find("error:"), std::string::npos) << r.err;
+    // One line: the error line is the last line and has no embedded newline before it.
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
+TEST(Cli, ServeRoundTripWithLiveSet) {
+  Child c = spawn({"serve", "--model", "mnist_cnn", "--data", "synthetic", "--set", "batch_size=4", "--warmup", "1",
+                   "--drift-steps", "0"});
+  FILE* out = fdopen(c.out, "r");
+  ASSERT_NE(out, nullptr);
+  auto send = [&](const nlohmann::json& m) {
+    std::string line = m.dump() + "\n";
+    ASSERT_EQ(write(c.in, line.data(), line.size()), ssize_t(line.size()));
+  };
+  bool hello = false, started = false, applied = false, done = false, bad_line_error = false, bad_knob_error = false;
+  int steps_after_set = 0, steps_before = 0;
+  auto t_stop = std::chrono::steady_clock::time_point::max();
+  double stop_latency_s = -1;
+  char* buf = nullptr;
+  size_t cap = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!done && std::chrono::steady_clock::now() < deadline) {
+    ssize_t n = getline(&buf, &cap, out);
+    if (n <= 0) break;
+    auto m = nlohmann::json::parse(std::string(buf, n), nullptr, false);
+    ASSERT_FALSE(m.is_discarded()) << buf;
+    EXPECT_EQ(m["v"], 1);
+    const std::string type = m["type"];
+    if (type == "hello") {
+      hello = true;
+      EXPECT_EQ(m["knobs"].size(), 19u);
+      EXPECT_TRUE(m["versions"].contains("libtorch"));
+    } else if (type == "started") {
+      started = true;
+      EXPECT_EQ(m["config"]["batch_size"], "4");
+      send({{"type", "tune"}, {"budget_s", 5}});
+      send({{"type", "set"}, {"knob", "bogus"}, {"value", 1}});
+      std::string junk = "this is not json\n";
+      ASSERT_GT(write(c.in, junk.data(), junk.size()), 0);
+    } else if (type == "error") {
+      EXPECT_TRUE(m["recoverable"].get<bool>());
+      bad_line_error |= m["message"].get<std::string>().find("malformed") != std::string::npos;
+      bad_knob_error |= m["message"].get<std::string>().find("unknown knob 'bogus'") != std::string::npos;
+    } else if (type == "step") {
+      if (!applied) {
+        if (++steps_before == 2) send({{"type", "set"}, {"knob", "batch_size"}, {"value", 6}});
+      } else {
+        EXPECT_EQ(m["config_rev"], 1);
+        EXPECT_EQ(m["samples"], 6);
+        if (++steps_after_set == 2) {
+          send({{"type", "stop"}});
+          t_stop = std::chrono::steady_clock::now();
+        }
+      }
+    } else if (type == "config_applied") {
+      applied = true;
+      EXPECT_EQ(m["rev"], 1);
+      EXPECT_EQ(m["changed"]["batch_size"], "6");
+      EXPECT_EQ(m["knobs"]["batch_size"], "6");
+    } else if (type == "done") {
+      done = true;
+      stop_latency_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_stop).count();
+      EXPECT_GE(m["summary"]["steps"].get<int>(), 4);
+      EXPECT_EQ(m["summary"]["unit"], "samples/s");
+    }
+  }
+  free(buf);
+  close(c.in);
+  int status = 0;
+  waitpid(c.pid, &status, 0);
+  fclose(out);
+  close(c.err);
+  EXPECT_TRUE(hello);
+  EXPECT_TRUE(started);
+  EXPECT_TRUE(applied);
+  EXPECT_TRUE(bad_line_error);
+  EXPECT_TRUE(bad_knob_error);
+  EXPECT_TRUE(done);
+  EXPECT_LT(stop_latency_s, 2.0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+TEST(Cli, ServeStartMessageAndStdinClose) {
+  Child c = spawn({"serve"});
+  std::string start = nlohmann::json({{"type", "start"}, {"model", "nope"}, {"data", "synthetic"}}).dump() + "\n" +
+                      nlohmann::json({{"type", "start"}, {"model", "mnist_cnn"}, {"data", "synthetic"}, {"steps", 2},
+                                      {"knobs", {{"batch_size", 2}}}})
+                          .dump() +
+                      "\n";
+  ASSERT_GT(write(c.in, start.data(), start.size()), 0);
+  std::string all = read_all(c.out);  // child exits after 2 steps
+  close(c.in);
+  int status = 0;
+  waitpid(c.pid, &status, 0);
+  close(c.out);
+  close(c.err);
+  EXPECT_NE(all.find("\"recoverable\":true"), std::string::npos) << all;
+  EXPECT_NE(all.find("\"type\":\"started\""), std::string::npos) << all;
+  EXPECT_NE(all.find("\"reason\":\"completed\""), std::string::npos) << all;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+}  // namespace

@@ -1,0 +1,94 @@
+// The knob catalog and config parsing (torch-free logic).
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "engine/knobs.h"
+#include "engine/session.h"
+
+namespace tb::engine {
+namespace {
+
+TEST(Knobs, CatalogHasEveryDesignKnobWithEveryFieldFilled) {
+  const std::set<std::string> want = {"workers", "pin_memory", "non_blocking", "prefetch", "cudnn_benchmark",
+                                      "amp", "tf32", "channels_last", "batch_size", "zero_grad_none",
+                                      "conv_bias_before_bn", "anomaly_detection", "fused_pointwise",
+                                      "grad_accumulation", "checkpointing", "cuda_graphs", "sync_free_logging",
+                                      "fused_optimizer", "fp32_preprocess"};
+  std::set<std::string> got;
+  for (const auto& k : knob_catalog()) {
+    got.insert(k.id);
+    EXPECT_FALSE(k.title.empty()) << k.id;
+    EXPECT_FALSE(k.description.empty()) << k.id;
+    EXPECT_FALSE(k.default_value.empty()) << k.id;
+    EXPECT_FALSE(k.recommended_value.empty()) << k.id;
+    EXPECT_FALSE(k.applies_to.empty()) << k.id;
+    EXPECT_FALSE(k.pytorch_snippet.empty()) << k.id;
+    EXPECT_FALSE(k.libtorch_snippet.empty()) << k.id;
+    std::string d = k.default_value, r = k.recommended_value;
+    EXPECT_FALSE(normalize_knob_value(k.id, d)) << k.id << " default invalid";
+    EXPECT_FALSE(normalize_knob_value(k.id, r)) << k.id << " recommended invalid";
+    if (k.type != KnobType::Int) EXPECT_FALSE(k.choices.empty()) << k.id;
+  }
+  EXPECT_EQ(got, want);
+  EXPECT_TRUE(find_knob("amp")->changes_numerics);
+  EXPECT_TRUE(find_knob("batch_size")->changes_numerics);
+  EXPECT_FALSE(find_knob("workers")->changes_numerics);
+}
+
+TEST(Knobs, NormalizeAcceptsSynonymsAndRejectsBadValues) {
+  std::string v = "TRUE";
+  EXPECT_FALSE(normalize_knob_value("channels_last", v));
+  EXPECT_EQ(v, "on");
+  v = "0";
+  EXPECT_FALSE(normalize_knob_value("pin_memory", v));
+  EXPECT_EQ(v, "off");
+  v = "maybe";
+  EXPECT_TRUE(normalize_knob_value("pin_memory", v));
+  v = "BF16";
+  EXPECT_FALSE(normalize_knob_value("amp", v));
+  EXPECT_EQ(v, "bf16");
+  v = "fp8";
+  EXPECT_TRUE(normalize_knob_value("amp", v));
+  v = "0";
+  EXPECT_TRUE(normalize_knob_value("batch_size", v));  // below min
+  v = "12x";
+  EXPECT_TRUE(normalize_knob_value("workers", v));
+  v = "1";
+  EXPECT_TRUE(normalize_knob_value("no_such_knob", v));
+}
+
+TEST(Knobs, ParseConfigList) {
+  auto c = parse_config_list("workers=2, channels_last=on,amp=bf16");
+  EXPECT_EQ(c.at("workers"), "2");
+  EXPECT_EQ(c.at("channels_last"), "on");
+  EXPECT_EQ(c.at("amp"), "bf16");
+  EXPECT_THROW(parse_config_list("workers"), std::invalid_argument);
+  EXPECT_THROW(parse_config_list("bogus=1"), std::invalid_argument);
+  EXPECT_THROW(parse_config_list("workers=-1"), std::invalid_argument);
+  auto d = default_config({{"batch_size", "64"}});
+  EXPECT_EQ(d.at("batch_size"), "64");
+  EXPECT_EQ(d.at("workers"), "0");
+  EXPECT_EQ(d.size(), knob_catalog().size());
+}
+
+TEST(Knobs, CpuBuildSaysWhyGpuKnobsDoNotApply) {
+#if TUNEBENCH_TORCH_CUDA
+  GTEST_SKIP() << "CUDA build";
+#endif
+  for (const auto& s : knob_states_here("cpu")) {
+    const std::string& id = s.info.id;
+    if (id == "pin_memory" || id == "non_blocking" || id == "cudnn_benchmark" || id == "tf32" || id == "cuda_graphs") {
+      EXPECT_FALSE(s.applicability.applicable) << id;
+      EXPECT_FALSE(s.applicability.reason.empty()) << id;
+    }
+    if (id == "amp") {
+      EXPECT_TRUE(s.applicability.applicable);
+      EXPECT_NE(s.applicability.reason.find("fp16"), std::string::npos);
+    }
+    if (id == "workers" || id == "channels_last" || id == "zero_grad_none") EXPECT_TRUE(s.applicability.applicable) << id;
+  }
+}
+
+}  // namespace
+}  // namespace tb::engine
