@@ -1,9 +1,184 @@
-// Placeholder until its owner lands the real command; replaced, not extended.
+// tunebench-cli tune: the auto-tuner (engine/tuner.h) with its report (engine/report.h).
+#include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
 #include "commands.h"
+#include "engine/report.h"
+#include "engine/tuner.h"
+#include "engine_cli_common.h"
+
 namespace tb::cli {
-int cmd_tune(int, char**) {
-  std::fprintf(stderr, "tunebench-cli: error: 'tune' is not built yet\n");
-  return 1;
+namespace {
+
+void usage(FILE* out) {
+  std::fputs(
+      "usage: tunebench-cli tune --model M --data D [--budget S] [--report R.html] [--json OUT.json] [--set k=v,...]\n"
+      "       [--knobs k1,k2,...] [--rounds N] [--warmup N] [--seed N] [--device auto|cpu|cuda] [--input C,H,W]\n"
+      "       [--classes K] [--quiet] [--simulate]\n"
+      "  Measures every applicable knob before/after (A/B alternation, bootstrap interval), accumulates the\n"
+      "  winners, revisits the rest on top, and reports the speedup. --report R.html also writes R.md.\n"
+      "  --set pins knobs (the baseline uses them and the tuner leaves them alone); --knobs tunes only these.\n"
+      "  --simulate tunes the built-in deterministic simulation instead of a model (a demo of the report).\n",
+      out);
 }
+
+int fail(const std::string& msg, int code) {
+  std::fprintf(stderr, "tunebench-cli: error: %s\n", msg.c_str());
+  return code;
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t c = s.find(',', pos);
+    std::string item = s.substr(pos, c == std::string::npos ? std::string::npos : c - pos);
+    if (!item.empty()) out.push_back(item);
+    if (c == std::string::npos) break;
+    pos = c + 1;
+  }
+  return out;
+}
+
+std::string markdown_path_for(const std::string& html) {
+  const auto dot = html.find_last_of('.');
+  const auto slash = html.find_last_of('/');
+  if (dot != std::string::npos && (slash == std::string::npos || dot > slash)) return html.substr(0, dot) + ".md";
+  return html + ".md";
+}
+
+}  // namespace
+
+int cmd_tune(int argc, char** argv) {
+  engine::SessionOptions so;
+  so.model.clear();
+  so.data.clear();
+  engine::TuneOptions to;
+  std::string report, json_out, knobs_list;
+  bool quiet = false, simulate = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&](std::string& out) -> bool {
+      if (i + 1 >= argc) return false;
+      out = argv[++i];
+      return true;
+    };
+    std::string v;
+    int64_t n = 0;
+    if (a == "--help" || a == "-h") {
+      usage(stdout);
+      return 0;
+    } else if (a == "--budget") {
+      char* end = nullptr;
+      if (!value(v)) return fail("--budget needs a number of seconds", 2);
+      double b = std::strtod(v.c_str(), &end);
+      if (*end != '\0' || !(b >= 5) || !std::isfinite(b)) return fail("--budget needs seconds >= 5, got '" + v + "'", 2);
+      to.budget_s = b;
+    } else if (a == "--report") {
+      if (!value(report) || report.empty()) return fail("--report needs a file name (R.html)", 2);
+    } else if (a == "--json") {
+      if (!value(json_out) || json_out.empty()) return fail("--json needs a file name", 2);
+    } else if (a == "--knobs") {
+      if (!value(knobs_list)) return fail("--knobs needs k1,k2,...", 2);
+      for (const auto& k : split_list(knobs_list)) {
+        if (!engine::find_knob(k)) return fail("unknown knob '" + k + "' in --knobs (see tunebench-cli knobs)", 2);
+        to.only_knobs.push_back(k);
+      }
+    } else if (a == "--rounds") {
+      if (!value(v) || !parse_int(v, n, 1) || n > 20) return fail("--rounds needs an integer in [1, 20]", 2);
+      to.rounds = static_cast<int>(n);
+    } else if (a == "--quiet" || a == "-q") {
+      quiet = true;
+    } else if (a == "--simulate") {
+      simulate = true;
+    } else {
+      bool matched = false;
+      std::string err = parse_session_option(argc, argv, i, so, matched);
+      if (!err.empty()) return fail(err, 2);
+      if (!matched) return fail("unknown option '" + a + "' for tune (see tunebench-cli tune --help)", 2);
+      if (a == "--warmup") to.warmup_steps = so.warmup_steps;
+    }
+  }
+  if (!simulate && so.model.empty()) return fail("tune needs --model (mnist_cnn, resnet18, resnet50, vit_tiny, torchscript:PATH)", 2);
+  if (!simulate && so.data.empty()) return fail("tune needs --data (synthetic, imagefolder:DIR, mnist:DIR)", 2);
+  // Knobs pinned with --set are part of the baseline and are not tuned.
+  for (const auto& [k, v] : so.knobs) to.skip_knobs.push_back(k);
+  // Fail on an unwritable output before spending the budget; files the probe created are removed again if
+  // the tune fails, so a failed run leaves no empty report behind.
+  std::vector<std::string> created;
+  for (const std::string& p : {report, report.empty() ? std::string() : markdown_path_for(report), json_out}) {
+    if (p.empty()) continue;
+    const bool existed = std::filesystem::exists(p);
+    FILE* f = std::fopen(p.c_str(), "ab");
+    if (!f) {
+      for (const auto& c : created) std::remove(c.c_str());
+      return fail("cannot write '" + p + "'", 2);
+    }
+    std::fclose(f);
+    if (!existed) created.push_back(p);
+  }
+  auto fail_clean = [&](const std::string& msg, int code) {
+    for (const auto& c : created) std::remove(c.c_str());
+    return fail(msg, code);
+  };
+  if (!quiet)
+    to.progress = [](const engine::TuneProgress& p) {
+      std::fprintf(stderr, "[tune %3d%%] %-10s %s\n", static_cast<int>(std::lround(p.fraction * 100)), p.phase.c_str(),
+                   p.message.c_str());
+    };
+
+  std::unique_ptr<engine::Workload> workload;
+  try {
+    if (simulate) workload = engine::make_simulated_workload(so.seed ? so.seed : 7);
+    else workload = engine::make_session_workload(so);
+  } catch (const engine::EngineError& e) {
+    return fail_clean(e.what(), 2);
+  } catch (const std::exception& e) {
+    return fail_clean(e.what(), 1);
+  }
+  engine::TuneResult result;
+  try {
+    result = engine::run_tune(*workload, to);
+  } catch (const engine::TrialFailure& e) {
+    return fail_clean(std::string("the baseline configuration cannot run: ") + e.what(), 1);
+  } catch (const engine::EngineError& e) {
+    return fail_clean(e.what(), 1);
+  } catch (const std::exception& e) {
+    return fail_clean(std::string("tuning failed: ") + e.what(), 1);
+  }
+  try {
+    engine::write_report(result, report, report.empty() ? "" : markdown_path_for(report), json_out);
+  } catch (const std::exception& e) {
+    return fail(e.what(), 1);
+  }
+
+  // The summary on stdout: what to keep and by how much.
+  const auto changed = engine::changed_knobs(result.baseline, result.final_config);
+  std::printf("baseline  %.1f samples/s\n", result.baseline_throughput);
+  if (changed.empty()) {
+    std::printf("no change beat the baseline\n");
+  } else {
+    std::printf("final     %.1f samples/s  speedup %.2fx [%.2f, %.2f]\n", result.final_throughput,
+                result.speedup.ratio, result.speedup.ci_low, result.speedup.ci_high);
+    std::printf("keep     ");
+    for (const auto& k : changed) std::printf(" %s=%s", k.c_str(), result.final_config.at(k).c_str());
+    std::printf("\n");
+  }
+  for (const auto& t : result.trials)
+    std::printf("  %-10s %-18s %-8s %7.3fx [%.3f, %.3f]  %s\n", t.phase.c_str(), t.knob.empty() ? "(all)" : t.knob.c_str(),
+                t.knob.empty() ? "" : t.value.c_str(), t.estimate.ratio, t.estimate.ci_low, t.estimate.ci_high,
+                t.accepted ? "kept" : t.outcome.c_str());
+  if (!result.skipped.empty()) {
+    std::printf("skipped:");
+    for (const auto& s : result.skipped) std::printf(" %s%s%s", s.knob.c_str(), s.value.empty() ? "" : "=", s.value.c_str());
+    std::printf("\n");
+  }
+  if (!report.empty()) std::printf("report    %s (+ %s)\n", report.c_str(), markdown_path_for(report).c_str());
+  if (!json_out.empty()) std::printf("json      %s\n", json_out.c_str());
+  return 0;
+}
+
 }  // namespace tb::cli

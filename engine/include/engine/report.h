@@ -1,0 +1,44 @@
+// The tuning report (issue 5): what was slow, what each switch did with its interval, what to keep, and the
+// code that keeps it. Three renderings of one TuneResult (engine/tuner.h):
+// - HTML: one self-contained file (inline CSS and SVG charts, no scripts, no external resources) that
+//   reads on a phone (fluid layout, tables scroll sideways) and prints (light colours, no broken rows). It is
+//   well-formed XML (void elements self-closed, every attribute quoted, text escaped) so tools and tests can
+//   parse it back.
+// - Markdown: the same sections as tables, for pasting into an issue or a chat.
+// - JSON: the machine-readable record. Schema (numbers that do not exist are null):
+//     {"format":"tunebench-tune", "version":1, "unit":"samples/s", "environment":{...},
+//      "baseline_config":{k:v}, "final_config":{k:v}, "changed":{k:v},
+//      "speedup":x, "speedup_ci":[lo,hi], "baseline_throughput":x, "final_throughput":x,
+//      "budget_s":x, "elapsed_s":x, "window":n,
+//      "trials":[{"phase","knob","value","from","reference","before","after","ratio","ci_low","ci_high",
+//                 "accepted","outcome","reason","loss_drift","window","rounds","seconds"}],
+//      "skipped":[{"knob","value","reason"}], "waterfall":[{"label","throughput"}],
+//      "snapshots":[{"label","throughput","step_ms","bottleneck","worst_stall_ms","worst_stall_kind",
+//                    "breakdown_ms":{part:ms}, "findings":[...]}],
+//      "code":{"pytorch":"...","libtorch":"..."}, "notes":[...]}
+// Torch-free; pure functions of the result except write_report().
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/tuner.h"
+
+namespace tb::engine {
+
+std::string report_html(const TuneResult& result);
+std::string report_markdown(const TuneResult& result);
+nlohmann::json report_json(const TuneResult& result);
+
+// The code that applies the final configuration (only the knobs that differ from the baseline), from the
+// knob catalog's snippets with the found values filled in.
+std::string final_code_pytorch(const TuneResult& result);
+std::string final_code_libtorch(const TuneResult& result);
+
+// Writes whichever paths are non-empty. Throws std::runtime_error with a one-line message when a file
+// cannot be written.
+void write_report(const TuneResult& result, const std::string& html_path, const std::string& markdown_path,
+                  const std::string& json_path);
+
+}  // namespace tb::engine

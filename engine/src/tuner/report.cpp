@@ -1,0 +1,677 @@
+// The report writer of engine/report.h: HTML with inline SVG, Markdown, JSON.
+#include "engine/report.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+namespace tb::engine {
+namespace {
+
+using nlohmann::json;
+
+std::string fmt(double v, int prec = 2) {
+  if (!std::isfinite(v)) return "n/a";
+  std::ostringstream s;
+  s.setf(std::ios::fixed);
+  s.precision(prec);
+  s << v;
+  return s.str();
+}
+
+json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+std::string esc(const std::string& s) {
+  std::string o;
+  o.reserve(s.size() + 8);
+  for (char c : s) {
+    switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      case '\'': o += "&#39;"; break;
+      default:
+        // Control characters are not allowed in XML 1.0 text.
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') o += ' ';
+        else o += c;
+    }
+  }
+  return o;
+}
+
+// Markdown table cell: no pipes or newlines.
+std::string md(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '|') o += "\\|";
+    else if (c == '\n') o += ' ';
+    else o += c;
+  }
+  return o;
+}
+
+std::string jstr(const json& j, const char* key, const std::string& dflt = "unknown") {
+  if (j.is_object() && j.contains(key)) {
+    const auto& v = j[key];
+    if (v.is_string()) return v.get<std::string>();
+    if (!v.is_null()) return v.dump();
+  }
+  return dflt;
+}
+
+const KnobInfo* info_of(const TuneResult& r, const std::string& id) {
+  for (const auto& k : r.knobs)
+    if (k.info.id == id) return &k.info;
+  return nullptr;
+}
+
+std::string value_in(const Config& c, const std::string& k) {
+  auto it = c.find(k);
+  return it == c.end() ? std::string() : it->second;
+}
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) s.replace(p, from.size(), to);
+  return s;
+}
+
+// A catalog snippet with the found value: "{value}" filled in; for an int knob whose snippet shows the
+// recommended value ("num_workers=2", "opts.workers = 2;"), that number replaced by the found one.
+std::string with_value(const std::string& snippet, const KnobInfo& info, const std::string& v) {
+  std::string s = replace_all(snippet, "{value}", v);
+  if (info.type != KnobType::Int || info.recommended_value.empty() || v == info.recommended_value) return s;
+  static const std::regex num_after_eq(R"((=\s*)(\d+)\b)");
+  std::string out;
+  std::sregex_iterator it(s.begin(), s.end(), num_after_eq), end;
+  size_t last = 0;
+  for (; it != end; ++it) {
+    const auto& m = *it;
+    out += s.substr(last, m.position(0) - last);
+    out += m[2].str() == info.recommended_value ? m[1].str() + v : m[0].str();
+    last = m.position(0) + m.length(0);
+  }
+  return out + s.substr(last);
+}
+
+bool is_cpu(const TuneResult& r) {
+  std::string d = jstr(r.environment, "device", "");
+  std::transform(d.begin(), d.end(), d.begin(), ::tolower);
+  return d.rfind("cpu", 0) == 0;
+}
+
+std::string now_utc() {
+  std::time_t t = std::time(nullptr);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", std::gmtime(&t));
+  return buf;
+}
+
+std::string config_text(const Config& base, const Config& c) {
+  std::string s;
+  for (const auto& k : changed_knobs(base, c)) s += (s.empty() ? "" : ", ") + k + "=" + value_in(c, k);
+  return s.empty() ? "(the baseline)" : s;
+}
+
+std::string trial_label(const Trial& t) { return t.knob.empty() ? "final vs baseline" : t.knob + "=" + t.value; }
+
+std::string interval_text(const RatioEstimate& e) {
+  if (!e.valid()) return "n/a";
+  return fmt(e.ratio, 3) + "x [" + fmt(e.ci_low, 3) + ", " + fmt(e.ci_high, 3) + "]";
+}
+
+// ----- code ---------------------------------------------------------------------------------------------
+
+struct CodeLines {
+  std::vector<std::string> py, cpp;
+};
+
+CodeLines code_lines(const TuneResult& r) {
+  CodeLines out;
+  const Config& f = r.final_config;
+  const auto changed = changed_knobs(r.baseline, f);
+  std::set<std::string> done;
+  auto has = [&](const char* k) { return std::find(changed.begin(), changed.end(), k) != changed.end(); };
+  const bool cpu = is_cpu(r);
+  // The loader knobs combine into one DataLoader call in Python; LibTorch takes the catalog's lines.
+  if (has("workers") || has("pin_memory") || has("prefetch") || has("batch_size")) {
+    const std::string w = value_in(f, "workers");
+    std::string py = "loader = torch.utils.data.DataLoader(dataset, batch_size=" +
+                     (value_in(f, "batch_size").empty() ? std::string("32") : value_in(f, "batch_size")) +
+                     ", shuffle=True";
+    if (!w.empty()) py += ", num_workers=" + w;
+    if (value_in(f, "pin_memory") == "on") py += ", pin_memory=True";
+    if (has("prefetch") && w != "0" && !w.empty()) py += ", prefetch_factor=" + value_in(f, "prefetch");
+    if (w != "0" && !w.empty()) py += ", persistent_workers=True";
+    py += ")";
+    out.py.push_back(py);
+    if (has("batch_size"))
+      out.py.push_back("# batch size changed: scale the learning rate with it (linear rule) and check convergence");
+    for (const char* k : {"workers", "pin_memory", "prefetch", "batch_size"}) {
+      if (!has(k)) continue;
+      done.insert(k);
+      const KnobInfo* info = info_of(r, k);
+      if (info) out.cpp.push_back(with_value(info->libtorch_snippet, *info, value_in(f, k)) + "  // " + k + "=" + value_in(f, k));
+    }
+  }
+  for (const auto& k : changed) {
+    if (done.count(k)) continue;
+    const std::string v = value_in(f, k);
+    const KnobInfo* info = info_of(r, k);
+    if (k == "amp" && v != "off") {
+      const std::string dev = cpu ? "cpu" : "cuda";
+      const std::string dt = v == "bf16" ? "bfloat16" : "float16";
+      out.py.push_back("with torch.autocast('" + dev + "', dtype=torch." + dt + "):  # forward + loss only");
+      out.py.push_back("    loss = criterion(model(x), y)");
+      if (v == "fp16") out.py.push_back("scaler = torch.cuda.amp.GradScaler()  # scaler.scale(loss).backward(); scaler.step(opt); scaler.update()");
+      if (cpu)
+        out.cpp.push_back("at::autocast::set_cpu_enabled(true); at::autocast::set_autocast_cpu_dtype(at::k" +
+                          std::string(v == "bf16" ? "BFloat16" : "Half") + ");");
+      else
+        out.cpp.push_back("at::autocast::set_enabled(true); at::autocast::set_autocast_gpu_dtype(at::k" +
+                          std::string(v == "bf16" ? "BFloat16" : "Half") + ");" +
+                          (v == "fp16" ? "  // + dynamic loss scaling" : ""));
+      continue;
+    }
+    if (k == "sync_free_logging") {
+      out.py.push_back("if step % " + v + " == 0: print(loss.item())  # read the loss every " + v + " steps");
+      out.cpp.push_back("if (step % " + v + " == 0) log(loss.item<float>());");
+      continue;
+    }
+    if (k == "grad_accumulation") {
+      out.py.push_back("# gradient accumulation: the effective batch becomes batch_size x " + v +
+                       " (like a bigger batch: revisit the learning rate)");
+      out.py.push_back("(loss / " + v + ").backward()\nif (i + 1) % " + v + " == 0: opt.step(); opt.zero_grad(set_to_none=True)");
+      out.cpp.push_back("(loss / " + v + ").backward(); if ((i + 1) % " + v + " == 0) { opt.step(); zero_grad(); }");
+      continue;
+    }
+    if (!info) {
+      out.py.push_back("# " + k + " = " + v);
+      out.cpp.push_back("// " + k + " = " + v);
+      continue;
+    }
+    std::string py = info->pytorch_snippet, cpp = info->libtorch_snippet;
+    const bool templated = py.find("{value}") != std::string::npos || cpp.find("{value}") != std::string::npos;
+    if (templated || v == info->recommended_value || info->type == KnobType::Int) {
+      out.py.push_back(with_value(py, *info, v) + "  # " + k + "=" + v);
+      out.cpp.push_back(with_value(cpp, *info, v) + "  // " + k + "=" + v);
+    } else {
+      out.py.push_back("# " + k + " = " + v + " (the catalog's line sets " + info->recommended_value + "): " + py);
+      out.cpp.push_back("// " + k + " = " + v + " (the catalog's line sets " + info->recommended_value + "): " + cpp);
+    }
+  }
+  if (!changed.empty()) {
+    std::string all = "session->apply({";
+    for (size_t i = 0; i < changed.size(); ++i)
+      all += std::string(i ? ", " : "") + "{\"" + changed[i] + "\", \"" + value_in(f, changed[i]) + "\"}";
+    out.cpp.push_back("// or, with TuneBench's engine (tb::engine::Session), all at once:");
+    out.cpp.push_back(all + "});");
+  }
+  return out;
+}
+
+std::string join_lines(const std::vector<std::string>& v, const std::string& empty) {
+  if (v.empty()) return empty;
+  std::string s;
+  for (const auto& l : v) s += l + "\n";
+  return s;
+}
+
+// ----- SVG ----------------------------------------------------------------------------------------------
+
+const char* kColors[] = {"#4e79a7", "#e15759", "#f28e2b", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#9c755f", "#bab0ac"};
+
+std::string color_of_outcome(const Trial& t) {
+  if (t.accepted) return "#2e7d32";
+  if (t.outcome == "slower") return "#c62828";
+  if (t.outcome == "drift") return "#ef6c00";
+  if (t.outcome == "oom" || t.outcome == "failed") return "#6d4c41";
+  return "#757575";
+}
+
+std::string svg_open(int w, int h, const std::string& label) {
+  return "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " + std::to_string(w) + " " + std::to_string(h) +
+         "\" width=\"100%\" role=\"img\" aria-label=\"" + esc(label) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+}
+
+std::string text(double x, double y, const std::string& s, const std::string& anchor = "start",
+                 const std::string& extra = "") {
+  return "<text x=\"" + fmt(x, 1) + "\" y=\"" + fmt(y, 1) + "\" text-anchor=\"" + anchor + "\"" + extra + ">" + esc(s) +
+         "</text>\n";
+}
+
+std::string rect(double x, double y, double w, double h, const std::string& fill, const std::string& title = "") {
+  std::string s = "<rect x=\"" + fmt(x, 1) + "\" y=\"" + fmt(y, 1) + "\" width=\"" + fmt(std::max(0.0, w), 1) +
+                  "\" height=\"" + fmt(h, 1) + "\" fill=\"" + fill + "\"";
+  if (title.empty()) return s + "/>\n";
+  return s + "><title>" + esc(title) + "</title></rect>\n";
+}
+
+std::string line(double x1, double y1, double x2, double y2, const std::string& stroke, double width = 1,
+                 const std::string& extra = "") {
+  return "<line x1=\"" + fmt(x1, 1) + "\" y1=\"" + fmt(y1, 1) + "\" x2=\"" + fmt(x2, 1) + "\" y2=\"" + fmt(y2, 1) +
+         "\" stroke=\"" + stroke + "\" stroke-width=\"" + fmt(width, 1) + "\"" + extra + "/>\n";
+}
+
+// Waterfall: baseline, each accepted change (cumulative estimate), final measured.
+std::string svg_waterfall(const TuneResult& r) {
+  struct Row {
+    std::string label;
+    double from, to;
+    bool total;
+  };
+  std::vector<Row> rows;
+  const double base = r.baseline_throughput;
+  if (!std::isfinite(base)) return "<p>No baseline measurement.</p>\n";
+  rows.push_back({"baseline", 0, base, true});
+  double prev = base;
+  for (const auto& [label, tp] : r.waterfall) {
+    rows.push_back({"+ " + label, prev, tp, false});
+    prev = tp;
+  }
+  if (std::isfinite(r.final_throughput)) rows.push_back({"final (measured)", 0, r.final_throughput, true});
+  double maxv = 0;
+  for (const auto& row : rows) maxv = std::max({maxv, row.from, row.to});
+  const int W = 640, left = 190, right = 80, rh = 26, top = 10;
+  const int H = top + rh * static_cast<int>(rows.size()) + 24;
+  const double sx = (W - left - right) / std::max(maxv, 1e-9);
+  std::string s = svg_open(W, H, "throughput waterfall from the baseline to the final configuration");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& row = rows[i];
+    const double y = top + rh * static_cast<double>(i);
+    s += text(left - 6, y + 17, row.label, "end");
+    const double a = std::min(row.from, row.to), b = std::max(row.from, row.to);
+    const std::string fill = row.total ? "#4e79a7" : (row.to >= row.from ? "#59a14f" : "#e15759");
+    s += rect(left + a * sx, y + 4, (b - a) * sx, rh - 8, fill, row.label + ": " + fmt(row.to, 1) + " samples/s");
+    s += text(left + b * sx + 4, y + 17, fmt(row.to, 1));
+    if (!row.total && i + 1 < rows.size())
+      s += line(left + row.to * sx, y + rh - 4, left + row.to * sx, y + rh + 4, "#999999", 1, " stroke-dasharray=\"2,2\"");
+  }
+  s += text(left, H - 6, "samples/s (each step: baseline x product of the accepted ratios; final: measured A/B)", "start",
+            " fill=\"#555555\" font-size=\"11\"");
+  s += "</svg>\n";
+  return s;
+}
+
+// Every trial's ratio with its interval on a log axis, 1 marked.
+std::string svg_forest(const TuneResult& r) {
+  std::vector<const Trial*> ts;
+  for (const auto& t : r.trials)
+    if (t.estimate.valid()) ts.push_back(&t);
+  if (ts.empty()) return "<p>No trial produced a measurement.</p>\n";
+  double lo = 0.8, hi = 1.25;
+  for (auto* t : ts) {
+    lo = std::min(lo, t->estimate.ci_low);
+    hi = std::max(hi, t->estimate.ci_high);
+  }
+  lo = std::max(lo * 0.95, 0.05);
+  hi = hi * 1.05;
+  const int W = 640, left = 230, right = 20, rh = 20, top = 10;
+  const int H = top + rh * static_cast<int>(ts.size()) + 36;
+  const double l0 = std::log(lo), l1 = std::log(hi);
+  auto X = [&](double v) { return left + (std::log(std::max(v, 1e-9)) - l0) / (l1 - l0) * (W - left - right); };
+  std::string s = svg_open(W, H, "each trial: ratio after/before with its bootstrap interval");
+  for (double tick : {0.25, 0.5, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 8.0, 12.0}) {
+    if (tick < lo || tick > hi) continue;
+    s += line(X(tick), top, X(tick), H - 26, tick == 1.0 ? "#333333" : "#dddddd", tick == 1.0 ? 1.5 : 1);
+    s += text(X(tick), H - 12, fmt(tick, tick < 1 ? 2 : 2) + "x", "middle", " font-size=\"10\"");
+  }
+  for (size_t i = 0; i < ts.size(); ++i) {
+    const Trial& t = *ts[i];
+    const double y = top + rh * static_cast<double>(i) + rh / 2.0;
+    const std::string c = color_of_outcome(t);
+    s += text(left - 6, y + 4, trial_label(t) + " (" + t.phase + ")", "end", " font-size=\"11\"");
+    s += line(X(t.estimate.ci_low), y, X(t.estimate.ci_high), y, c, 2);
+    s += "<circle cx=\"" + fmt(X(t.estimate.ratio), 1) + "\" cy=\"" + fmt(y, 1) + "\" r=\"4\" fill=\"" + c +
+         "\"><title>" + esc(trial_label(t) + ": " + interval_text(t.estimate) + ", " + t.outcome) + "</title></circle>\n";
+  }
+  s += "</svg>\n";
+  return s;
+}
+
+// Per-step breakdown of each snapshot, stacked.
+std::string svg_breakdown(const TuneResult& r) {
+  if (r.snapshots.empty()) return "<p>No trace was analysed.</p>\n";
+  std::vector<std::string> parts;
+  double maxv = 0;
+  for (const auto& sn : r.snapshots) {
+    double sum = 0;
+    for (const auto& [p, v] : sn.breakdown_ms) {
+      if (std::find(parts.begin(), parts.end(), p) == parts.end()) parts.push_back(p);
+      sum += std::max(0.0, v);
+    }
+    maxv = std::max({maxv, sum, sn.step_ms});
+  }
+  const int W = 640, left = 190, right = 70, rh = 26, top = 10;
+  const int legend_rows = (static_cast<int>(parts.size()) + 3) / 4;
+  const int H = top + rh * static_cast<int>(r.snapshots.size()) + 20 + 18 * legend_rows;
+  const double sx = (W - left - right) / std::max(maxv, 1e-9);
+  std::string s = svg_open(W, H, "per-step time breakdown at the baseline and after each accepted change");
+  for (size_t i = 0; i < r.snapshots.size(); ++i) {
+    const auto& sn = r.snapshots[i];
+    const double y = top + rh * static_cast<double>(i);
+    s += text(left - 6, y + 17, sn.label, "end");
+    double x = left;
+    for (const auto& [p, v] : sn.breakdown_ms) {
+      size_t ci = std::find(parts.begin(), parts.end(), p) - parts.begin();
+      const double w = std::max(0.0, v) * sx;
+      s += rect(x, y + 4, w, rh - 8, kColors[ci % 9], sn.label + ": " + p + " " + fmt(v, 2) + " ms");
+      x += w;
+    }
+    s += text(x + 4, y + 17, fmt(sn.step_ms, 1) + " ms");
+  }
+  const double ly = top + rh * static_cast<double>(r.snapshots.size()) + 8;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const double x = left + 110.0 * static_cast<double>(i % 4);
+    const double y = ly + 18.0 * static_cast<double>(i / 4);
+    s += rect(x, y, 10, 10, kColors[i % 9]);
+    s += text(x + 14, y + 9, parts[i], "start", " font-size=\"11\"");
+  }
+  s += "</svg>\n";
+  return s;
+}
+
+std::string svg_stall(const TuneResult& r) {
+  if (r.snapshots.empty()) return "";
+  const Snapshot& a = r.snapshots.front();
+  const Snapshot& b = r.snapshots.back();
+  const double maxv = std::max({a.worst_stall_ms, b.worst_stall_ms, 1e-6});
+  const int W = 640, left = 190, right = 170, top = 10, rh = 28;
+  std::string s = svg_open(W, top + 2 * rh + 8, "the worst single stall before and after tuning");
+  int i = 0;
+  for (const Snapshot* sn : {&a, &b}) {
+    const double y = top + rh * i++;
+    s += text(left - 6, y + 18, i == 1 ? "baseline" : "final (" + sn->label + ")", "end");
+    const double w = sn->worst_stall_ms / maxv * (W - left - right);
+    s += rect(left, y + 4, w, rh - 8, i == 1 ? "#e15759" : "#59a14f");
+    s += text(left + w + 4, y + 18, fmt(sn->worst_stall_ms, 1) + " ms " + sn->worst_stall_kind);
+  }
+  s += "</svg>\n";
+  return s;
+}
+
+const char* kCss = R"CSS(
+:root { color-scheme: light; }
+body { font-family: -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; margin: 0 auto; max-width: 60rem;
+       padding: 1rem; line-height: 1.45; color: #222; }
+h1 { font-size: 1.6rem; margin-bottom: .2rem; } h2 { font-size: 1.25rem; border-bottom: 1px solid #ddd; margin-top: 2rem; }
+.sub { color: #555; margin-top: 0; }
+.headline { font-size: 2.2rem; font-weight: bold; color: #2e7d32; }
+.card { border: 1px solid #ddd; border-radius: 6px; padding: .6rem 1rem; margin: .6rem 0; }
+.scroll { overflow-x: auto; -webkit-overflow-scrolling: touch; }
+table { border-collapse: collapse; width: 100%; font-size: .9rem; }
+th, td { border-bottom: 1px solid #e5e5e5; padding: .3rem .45rem; text-align: left; vertical-align: top; }
+th { background: #f5f5f5; } td.n { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+tr.accepted td { background: #edf7ee; } tr.drift td, tr.oom td, tr.failed td { background: #fff4e5; }
+tr.slower td { background: #fdecea; }
+pre { background: #f6f8fa; padding: .7rem; overflow-x: auto; font-size: .85rem; border-radius: 4px; }
+code { font-family: ui-monospace, Menlo, Consolas, monospace; }
+svg { max-width: 100%; height: auto; display: block; margin: .4rem 0; }
+.muted { color: #666; font-size: .85rem; }
+@media (max-width: 600px) { body { padding: .5rem; } .headline { font-size: 1.7rem; } th, td { padding: .2rem .3rem; } }
+@media print { body { max-width: none; color: #000; } .card, pre { border: 1px solid #999; background: none; }
+  h2 { page-break-after: avoid; } tr, svg, pre, .card { page-break-inside: avoid; } .scroll { overflow: visible; }
+  tr.accepted td, tr.drift td, tr.slower td, tr.oom td, tr.failed td, th { background: none; } }
+)CSS";
+
+}  // namespace
+
+std::string final_code_pytorch(const TuneResult& r) {
+  return join_lines(code_lines(r).py, "# the baseline configuration was already the fastest found\n");
+}
+std::string final_code_libtorch(const TuneResult& r) {
+  return join_lines(code_lines(r).cpp, "// the baseline configuration was already the fastest found\n");
+}
+
+json report_json(const TuneResult& r) {
+  json j;
+  j["format"] = "tunebench-tune";
+  j["version"] = 1;
+  j["unit"] = "samples/s";
+  j["environment"] = r.environment.is_null() ? json::object() : r.environment;
+  j["baseline_config"] = r.baseline;
+  j["final_config"] = r.final_config;
+  json changed = json::object();
+  for (const auto& k : changed_knobs(r.baseline, r.final_config)) changed[k] = value_in(r.final_config, k);
+  j["changed"] = changed;
+  j["speedup"] = num(r.speedup.ratio);
+  j["speedup_ci"] = {num(r.speedup.ci_low), num(r.speedup.ci_high)};
+  j["baseline_throughput"] = num(r.baseline_throughput);
+  j["final_throughput"] = num(r.final_throughput);
+  j["budget_s"] = r.budget_s;
+  j["elapsed_s"] = r.elapsed_s;
+  j["window"] = r.window;
+  json trials = json::array();
+  for (const auto& t : r.trials) {
+    trials.push_back({{"phase", t.phase},
+                      {"knob", t.knob},
+                      {"value", t.value},
+                      {"from", t.from},
+                      {"reference", t.reference},
+                      {"before", num(t.before)},
+                      {"after", num(t.after)},
+                      {"ratio", num(t.estimate.ratio)},
+                      {"ci_low", num(t.estimate.ci_low)},
+                      {"ci_high", num(t.estimate.ci_high)},
+                      {"accepted", t.accepted},
+                      {"outcome", t.outcome},
+                      {"reason", t.reason},
+                      {"loss_drift", num(t.loss_drift)},
+                      {"window", t.window},
+                      {"rounds", t.rounds},
+                      {"seconds", t.seconds}});
+  }
+  j["trials"] = trials;
+  json skipped = json::array();
+  for (const auto& s : r.skipped) skipped.push_back({{"knob", s.knob}, {"value", s.value}, {"reason", s.reason}});
+  j["skipped"] = skipped;
+  json wf = json::array();
+  for (const auto& [l, v] : r.waterfall) wf.push_back({{"label", l}, {"throughput", num(v)}});
+  j["waterfall"] = wf;
+  json snaps = json::array();
+  for (const auto& s : r.snapshots) {
+    json b = json::object();
+    for (const auto& [p, v] : s.breakdown_ms) b[p] = num(v);
+    snaps.push_back({{"label", s.label},
+                     {"config", s.config},
+                     {"throughput", num(s.throughput)},
+                     {"step_ms", num(s.step_ms)},
+                     {"bottleneck", s.bottleneck},
+                     {"worst_stall_ms", num(s.worst_stall_ms)},
+                     {"worst_stall_kind", s.worst_stall_kind},
+                     {"breakdown_ms", b},
+                     {"findings", s.findings}});
+  }
+  j["snapshots"] = snaps;
+  j["code"] = {{"pytorch", final_code_pytorch(r)}, {"libtorch", final_code_libtorch(r)}};
+  j["notes"] = r.notes;
+  return j;
+}
+
+std::string report_html(const TuneResult& r) {
+  const json& env = r.environment;
+  const std::string model = jstr(env, "model"), data = jstr(env, "data"), device = jstr(env, "device");
+  std::string versions;
+  if (env.is_object() && env.contains("versions") && env["versions"].is_object())
+    for (const auto& [k, v] : env["versions"].items())
+      versions += (versions.empty() ? "" : ", ") + k + " " + (v.is_string() ? v.get<std::string>() : v.dump());
+  const auto changed = changed_knobs(r.baseline, r.final_config);
+
+  std::string h;
+  h += "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n";
+  h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n";
+  h += "<title>" + esc("TuneBench tuning report: " + model + " on " + data) + "</title>\n";
+  h += "<style>" + std::string(kCss) + "</style>\n</head>\n<body>\n";
+  h += "<h1>Tuning report: " + esc(model) + "</h1>\n";
+  h += "<p class=\"sub\">" + esc(data) + " on " + esc(device) + " &#183; " + esc(now_utc()) + "</p>\n";
+
+  // Summary.
+  h += "<div class=\"card\">\n";
+  if (r.speedup.valid() && !changed.empty()) {
+    h += "<div class=\"headline\">" + esc(fmt(r.speedup.ratio, 2)) + "x faster</div>\n";
+    h += "<p>" + esc(fmt(r.baseline_throughput, 1) + " → " + fmt(r.final_throughput, 1) +
+                     " samples/s (median; 95% interval of the ratio " + fmt(r.speedup.ci_low, 2) + "–" +
+                     fmt(r.speedup.ci_high, 2) + ", measured baseline and final alternately).") + "</p>\n";
+  } else {
+    h += "<div class=\"headline\">No change beat the baseline</div>\n";
+    h += "<p>" + esc("Baseline " + fmt(r.baseline_throughput, 1) + " samples/s.") + "</p>\n";
+  }
+  h += "<p><strong>Keep:</strong> " + esc(config_text(r.baseline, r.final_config)) + "</p>\n";
+  if (!r.snapshots.empty()) {
+    const auto& b = r.snapshots.front();
+    h += "<p><strong>What was slow:</strong> " + esc(b.bottleneck.empty() ? "see the breakdown" : b.bottleneck) +
+         (b.findings.empty() ? "" : " — " + esc(b.findings.front())) + "</p>\n";
+  }
+  h += "<p class=\"muted\">" +
+       esc(std::to_string(r.trials.size()) + " trials in " + fmt(r.elapsed_s, 0) + " s of a " + fmt(r.budget_s, 0) +
+           " s budget; " + std::to_string(r.skipped.size()) + " skipped. Each trial alternates the reference and " +
+           "the candidate (A/B/A/B) after warm-up; the ratio is of median samples/s with a seeded bootstrap " +
+           "interval, and an interval that covers 1 counts as no effect.") +
+       "</p>\n</div>\n";
+
+  h += "<h2>From baseline to final</h2>\n" + svg_waterfall(r);
+  h += "<h2>Where the time went, step by step</h2>\n<p>Each accepted change moved the bottleneck; the bars split "
+       "one step into its parts.</p>\n" + svg_breakdown(r);
+  if (!r.snapshots.empty()) {
+    h += "<div class=\"scroll\"><table>\n<thead><tr><th>after</th><th>samples/s</th><th>step ms</th><th>bottleneck</th>"
+         "<th>findings</th></tr></thead>\n<tbody>\n";
+    for (const auto& s : r.snapshots) {
+      std::string f;
+      for (const auto& x : s.findings) f += (f.empty() ? "" : "<br/>") + esc(x);
+      h += "<tr><td>" + esc(s.label) + "</td><td class=\"n\">" + esc(fmt(s.throughput, 1)) + "</td><td class=\"n\">" +
+           esc(fmt(s.step_ms, 1)) + "</td><td>" + esc(s.bottleneck) + "</td><td>" + f + "</td></tr>\n";
+    }
+    h += "</tbody></table></div>\n";
+    h += "<h2>Worst stall before and after</h2>\n" + svg_stall(r);
+  }
+  h += "<h2>Every knob, before and after</h2>\n<p>Ratio after/before with its 95% interval (log scale). Green: kept; "
+       "grey: no effect or not the best value; red: slower; orange: rejected by the loss-drift guard.</p>\n" +
+       svg_forest(r);
+  h += "<div class=\"scroll\"><table>\n<thead><tr><th>#</th><th>phase</th><th>knob</th><th>change</th><th>vs</th>"
+       "<th>before</th><th>after</th><th>ratio [95% CI]</th><th>loss drift</th><th>result</th></tr></thead>\n<tbody>\n";
+  for (size_t i = 0; i < r.trials.size(); ++i) {
+    const Trial& t = r.trials[i];
+    const std::string cls = t.accepted ? "accepted" : t.outcome == "no effect" ? "" : t.outcome;
+    h += "<tr" + (cls.empty() ? std::string() : " class=\"" + esc(cls == "no effect" ? "" : cls) + "\"") + "><td class=\"n\">" +
+         std::to_string(i + 1) + "</td><td>" + esc(t.phase) + "</td><td>" + esc(t.knob.empty() ? "all" : t.knob) +
+         "</td><td>" + esc(t.knob.empty() ? t.value : t.from + " → " + t.value) + "</td><td>" + esc(t.reference) +
+         "</td><td class=\"n\">" + esc(fmt(t.before, 1)) + "</td><td class=\"n\">" + esc(fmt(t.after, 1)) +
+         "</td><td class=\"n\">" + esc(interval_text(t.estimate)) + "</td><td class=\"n\">" +
+         esc(std::isfinite(t.loss_drift) ? fmt(t.loss_drift * 100, 1) + "%" : "") + "</td><td><strong>" +
+         esc(t.accepted ? "kept" : t.outcome) + "</strong> " + esc(t.reason) + "</td></tr>\n";
+  }
+  h += "</tbody></table></div>\n";
+  if (!r.skipped.empty()) {
+    h += "<h2>Skipped</h2>\n<ul>\n";
+    for (const auto& s : r.skipped)
+      h += "<li><strong>" + esc(s.knob + (s.value.empty() ? "" : "=" + s.value)) + "</strong>: " + esc(s.reason) + "</li>\n";
+    h += "</ul>\n";
+  }
+
+  h += "<h2>Final configuration</h2>\n<div class=\"scroll\"><table>\n<thead><tr><th>knob</th><th>baseline</th>"
+       "<th>final</th><th>what it does</th></tr></thead>\n<tbody>\n";
+  for (const auto& [k, v] : r.final_config) {
+    const KnobInfo* info = info_of(r, k);
+    const bool ch = value_in(r.baseline, k) != v;
+    h += std::string("<tr") + (ch ? " class=\"accepted\"" : "") + "><td>" + esc(k) + "</td><td>" +
+         esc(value_in(r.baseline, k)) + "</td><td>" + (ch ? "<strong>" + esc(v) + "</strong>" : esc(v)) + "</td><td>" +
+         esc(info ? info->title : "") + "</td></tr>\n";
+  }
+  h += "</tbody></table></div>\n";
+  h += "<h2>The code that keeps it</h2>\n<h3>PyTorch (Python)</h3>\n<pre><code>" + esc(final_code_pytorch(r)) +
+       "</code></pre>\n<h3>LibTorch (C++)</h3>\n<pre><code>" + esc(final_code_libtorch(r)) + "</code></pre>\n";
+
+  h += "<h2>Environment</h2>\n<div class=\"scroll\"><table><tbody>\n";
+  h += "<tr><th>device</th><td>" + esc(device) + "</td></tr>\n";
+  h += "<tr><th>versions</th><td>" + esc(versions.empty() ? "unknown" : versions) + "</td></tr>\n";
+  h += "<tr><th>model</th><td>" + esc(model) + "</td></tr>\n<tr><th>data</th><td>" + esc(data) + "</td></tr>\n";
+  if (env.is_object())
+    for (const auto& [k, v] : env.items()) {
+      if (k == "device" || k == "versions" || k == "model" || k == "data") continue;
+      h += "<tr><th>" + esc(k) + "</th><td>" + esc(v.is_string() ? v.get<std::string>() : v.dump()) + "</td></tr>\n";
+    }
+  h += "<tr><th>protocol</th><td>" +
+       esc(std::to_string(r.trials.empty() ? 0 : r.trials.front().rounds) + " A/B rounds per trial, " +
+           std::to_string(r.window) + " measured steps per window") +
+       "</td></tr>\n</tbody></table></div>\n";
+  if (!r.notes.empty()) {
+    h += "<h2>Notes</h2>\n<ul>\n";
+    for (const auto& n : r.notes) h += "<li>" + esc(n) + "</li>\n";
+    h += "</ul>\n";
+  }
+  h += "<p class=\"muted\">Generated by TuneBench (tunebench-cli tune).</p>\n</body>\n</html>\n";
+  return h;
+}
+
+std::string report_markdown(const TuneResult& r) {
+  const json& env = r.environment;
+  std::ostringstream m;
+  m << "# Tuning report: " << jstr(env, "model") << "\n\n";
+  m << jstr(env, "data") << " on " << jstr(env, "device") << " · " << now_utc() << "\n\n";
+  const auto changed = changed_knobs(r.baseline, r.final_config);
+  if (r.speedup.valid() && !changed.empty())
+    m << "**" << fmt(r.speedup.ratio, 2) << "x faster**: " << fmt(r.baseline_throughput, 1) << " → "
+      << fmt(r.final_throughput, 1) << " samples/s (95% interval " << fmt(r.speedup.ci_low, 2) << "–"
+      << fmt(r.speedup.ci_high, 2) << ")\n\n";
+  else
+    m << "**No change beat the baseline** (" << fmt(r.baseline_throughput, 1) << " samples/s)\n\n";
+  m << "**Keep:** " << config_text(r.baseline, r.final_config) << "\n\n";
+  if (!r.snapshots.empty()) {
+    m << "## Where the bottleneck moved\n\n| after | samples/s | step ms | bottleneck | worst stall | findings |\n"
+         "|---|---:|---:|---|---|---|\n";
+    for (const auto& s : r.snapshots) {
+      std::string f;
+      for (const auto& x : s.findings) f += (f.empty() ? "" : "; ") + x;
+      m << "| " << md(s.label) << " | " << fmt(s.throughput, 1) << " | " << fmt(s.step_ms, 1) << " | "
+        << md(s.bottleneck) << " | " << fmt(s.worst_stall_ms, 1) << " ms " << md(s.worst_stall_kind) << " | " << md(f)
+        << " |\n";
+    }
+    m << "\n";
+  }
+  m << "## Trials\n\n| # | phase | knob | change | before | after | ratio [95% CI] | loss drift | result |\n"
+       "|---:|---|---|---|---:|---:|---|---:|---|\n";
+  for (size_t i = 0; i < r.trials.size(); ++i) {
+    const Trial& t = r.trials[i];
+    m << "| " << i + 1 << " | " << t.phase << " | " << md(t.knob.empty() ? "all" : t.knob) << " | "
+      << md(t.knob.empty() ? t.value : t.from + " → " + t.value) << " | " << fmt(t.before, 1) << " | "
+      << fmt(t.after, 1) << " | " << interval_text(t.estimate) << " | "
+      << (std::isfinite(t.loss_drift) ? fmt(t.loss_drift * 100, 1) + "%" : "") << " | **"
+      << (t.accepted ? "kept" : t.outcome) << "** " << md(t.reason) << " |\n";
+  }
+  m << "\n";
+  if (!r.skipped.empty()) {
+    m << "## Skipped\n\n";
+    for (const auto& s : r.skipped) m << "- **" << s.knob << (s.value.empty() ? "" : "=" + s.value) << "**: " << s.reason << "\n";
+    m << "\n";
+  }
+  m << "## The code that keeps it\n\n```python\n" << final_code_pytorch(r) << "```\n\n```cpp\n"
+    << final_code_libtorch(r) << "```\n\n";
+  m << "## Environment\n\n- device: " << jstr(env, "device") << "\n";
+  if (env.is_object() && env.contains("versions")) m << "- versions: " << env["versions"].dump() << "\n";
+  m << "- model: " << jstr(env, "model") << "\n- data: " << jstr(env, "data") << "\n- budget: " << fmt(r.budget_s, 0)
+    << " s, used " << fmt(r.elapsed_s, 0) << " s\n";
+  for (const auto& n : r.notes) m << "- " << n << "\n";
+  return m.str();
+}
+
+void write_report(const TuneResult& r, const std::string& html_path, const std::string& markdown_path,
+                  const std::string& json_path) {
+  auto write = [](const std::string& path, const std::string& content) {
+    if (path.empty()) return;
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    if (!f) throw std::runtime_error("cannot write '" + path + "'");
+    f << content;
+    f.close();
+    if (!f) throw std::runtime_error("cannot write '" + path + "' (disk full?)");
+  };
+  write(html_path, report_html(r));
+  write(markdown_path, report_markdown(r));
+  write(json_path, json_path.empty() ? std::string() : report_json(r).dump(2) + "\n");
+}
+
+}  // namespace tb::engine

@@ -1,0 +1,286 @@
+// The tuner's Workload over a real engine Session (engine/tuner.h make_session_workload). Torch-free: it
+// only uses the public Session API and the profiler's recorder, CUPTI collector and analyses.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <set>
+#include <thread>
+
+#include "engine/session.h"
+#include "engine/tuner.h"
+#include "profiler/analysis.h"
+#include "profiler/cupti_collector.h"
+#include "profiler/recorder.h"
+#include "profiler/trace.h"
+
+namespace tb::engine {
+namespace {
+
+bool mentions_oom(const std::string& s) {
+  return s.find("out of memory") != std::string::npos || s.find("can't allocate memory") != std::string::npos;
+}
+
+double rate(const StepRecord& r) {
+  return r.wall_ns > 0 ? static_cast<double>(r.samples) * 1e9 / static_cast<double>(r.wall_ns) : std::nan("");
+}
+
+class SessionWorkload : public Workload {
+ public:
+  explicit SessionWorkload(const SessionOptions& options) : opts_(options) {
+    // The tuner runs its own loss-drift guard (on fresh sessions, see loss_probe); the session's guard would
+    // run again on every A/B switch of a numerics knob.
+    opts_.drift_guard_steps = 0;
+    session_ = Session::create(opts_);
+    baseline_ = session_->config();
+    for (auto& w : session_->take_warnings()) notes_.push_back(w);
+    t0_ = std::chrono::steady_clock::now();
+  }
+
+  std::vector<KnobState> knobs() override { return session_->knobs(); }
+  Config baseline() override { return baseline_; }
+
+  void apply(const Config& config) override {
+    Config changes;
+    const Config& cur = session_->config();
+    for (const auto& [k, v] : config) {
+      auto it = cur.find(k);
+      if (it == cur.end() || it->second != v) changes[k] = v;
+    }
+    if (changes.empty()) return;
+    try {
+      session_->apply(changes);
+    } catch (const EngineError& e) {
+      throw TrialFailure(e.what(), mentions_oom(e.what()));
+    }
+    std::string oom;
+    for (auto& w : session_->take_warnings()) {
+      if (mentions_oom(w)) oom = w;
+      else remember(w);
+    }
+    // The session reverts a batch size that does not fit (and says so); anything it did not take is a failure.
+    for (const auto& [k, v] : changes) {
+      std::string want = v;
+      normalize_knob_value(k, want);
+      if (session_->config().at(k) != want) {
+        if (!oom.empty() || k == "batch_size")
+          throw TrialFailure(oom.empty() ? "batch_size " + want + " does not fit in memory" : oom, true);
+        throw TrialFailure("the engine kept " + k + "=" + session_->config().at(k) + " instead of " + want, false);
+      }
+    }
+    if (!oom.empty()) throw TrialFailure(oom, true);
+  }
+
+  std::vector<double> measure(int warmup, int steps) override {
+    std::vector<double> out;
+    last_records_.clear();
+    for (int i = 0; i < warmup + steps; ++i) {
+      StepRecord r;
+      try {
+        r = session_->step();
+      } catch (const EngineError& e) {
+        throw TrialFailure(e.what(), mentions_oom(e.what()));
+      }
+      for (auto& w : session_->take_warnings()) {
+        if (mentions_oom(w)) throw TrialFailure(w, true);
+        remember(w);
+      }
+      if (i < warmup || r.skipped) continue;
+      last_records_.push_back(r);
+      out.push_back(rate(r));
+    }
+    return out;
+  }
+
+  std::vector<double> loss_probe(const Config& config, int steps) override {
+    // Same seed, same initial weights, same batches: the baseline's loader settings (deterministic order)
+    // with the numerics-changing knobs of `config`, the loss read every step.
+    Config probe = baseline_;
+    for (const auto& [k, v] : config) {
+      const KnobInfo* info = find_knob(k);
+      if (info && info->changes_numerics) probe[k] = v;
+    }
+    probe["sync_free_logging"] = "1";
+    std::string key;
+    for (const auto& [k, v] : probe) key += k + "=" + v + ";";
+    if (auto it = probe_cache_.find(key); it != probe_cache_.end()) return it->second;
+    std::vector<double> losses;
+    try {
+      SessionOptions o = opts_;
+      o.knobs = probe;
+      o.warmup_steps = 0;
+      auto s = Session::create(o);
+      for (int i = 0; i < steps; ++i) losses.push_back(s->step().loss);
+    } catch (const EngineError& e) {
+      restore_globals();
+      throw TrialFailure(std::string("loss probe: ") + e.what(), mentions_oom(e.what()));
+    }
+    restore_globals();
+    probe_cache_[key] = losses;
+    return losses;
+  }
+
+  std::optional<Snapshot> snapshot(int steps) override {
+    Snapshot s;
+    auto& rec = tb::prof::Recorder::instance();
+    // Someone else is recording (the GUI asked serve for a trace): do not steal their records.
+    const bool record = !rec.enabled();
+    const bool cuda = session_->describe().value("/device/kind"_json_pointer, std::string()) == "cuda";
+    bool cupti = false;
+    if (record) {
+      if (cuda) cupti = tb::prof::CuptiCollector::instance().start().ok();
+      rec.start();
+    }
+    std::vector<double> rates;
+    try {
+      rates = measure(1, std::max(2, steps));
+    } catch (...) {
+      if (record) {
+        rec.stop();
+        rec.collect();
+        if (cupti) tb::prof::CuptiCollector::instance().stop();
+      }
+      throw;
+    }
+    std::unique_ptr<tb::prof::Trace> trace;
+    if (record) {
+      rec.stop();
+      trace = rec.collect();
+      if (cupti) {
+        auto gpu = tb::prof::CuptiCollector::instance().collect();
+        tb::prof::CuptiCollector::instance().stop();
+        if (gpu && trace) trace->merge(*gpu);
+      }
+    }
+    std::vector<double> walls;
+    int64_t data_wait = 0, h2d = 0, max_wait = 0;
+    for (const auto& r : last_records_) {
+      walls.push_back(r.wall_ns / 1e6);
+      data_wait += r.data_wait_ns;
+      h2d += r.h2d_ns;
+      max_wait = std::max(max_wait, r.data_wait_ns);
+    }
+    const double n = std::max<size_t>(1, last_records_.size());
+    s.throughput = median(rates);
+    s.step_ms = median(walls);
+    if (trace) {
+      const tb::prof::AnalysisResult a = tb::prof::analyze(*trace);
+      if (!a.steps.empty()) fill_from_analysis(s, a);
+    }
+    if (s.breakdown_ms.empty()) {
+      // No analysed steps: the step records still split data wait, copy and the rest.
+      const double dw = data_wait / n / 1e6, hd = h2d / n / 1e6;
+      s.breakdown_ms = {{"data wait", dw}, {"h2d", hd}, {"compute", std::max(0.0, s.step_ms - dw - hd)}};
+      s.bottleneck = dw > 0.15 * s.step_ms ? "loader" : "compute";
+      s.worst_stall_ms = max_wait / 1e6;
+      s.worst_stall_kind = "data wait";
+    }
+    return s;
+  }
+
+  double now_s() override {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  }
+  int cpu_cores() override { return std::max(1u, std::thread::hardware_concurrency()); }
+
+  nlohmann::json describe() override {
+    nlohmann::json j = session_->describe();
+    // The report wants one readable device line; the details stay under device_info.
+    if (j.contains("device") && j["device"].is_object()) {
+      const auto d = j["device"];
+      std::string kind = d.value("kind", std::string("?")), name = d.value("name", std::string());
+      std::string line = kind + (name.empty() ? "" : ": " + name);
+      if (d.contains("cores")) line += " (" + d["cores"].dump() + " cores)";
+      if (d.contains("sm")) line += " (sm " + d["sm"].dump() + ")";
+      j["device_info"] = d;
+      j["device"] = line;
+    }
+    for (const char* k : {"loader", "skipped_steps", "nan_losses", "optimizer_steps", "drift_checks", "parameters"})
+      j.erase(k);
+    if (!notes_.empty()) j["engine_warnings"] = notes_;
+    return j;
+  }
+
+ private:
+  void remember(const std::string& w) {
+    if (notes_.size() < 20 && std::find(notes_.begin(), notes_.end(), w) == notes_.end()) notes_.push_back(w);
+  }
+
+  // A probe session set process-wide switches (anomaly mode, TF32, cuDNN autotuner) for itself and its
+  // destructor reset some; re-applying one knob and back makes the main session set all of them again.
+  void restore_globals() {
+    const std::string cur = session_->config().at("anomaly_detection");
+    try {
+      session_->apply({{"anomaly_detection", cur == "on" ? "off" : "on"}});
+      session_->apply({{"anomaly_detection", cur}});
+    } catch (const EngineError&) {
+    }
+    session_->take_warnings();
+  }
+
+  void fill_from_analysis(Snapshot& s, const tb::prof::AnalysisResult& a) {
+    const double n = static_cast<double>(a.steps.size());
+    auto mean = [&](int64_t tb::prof::StepBreakdown::*f) {
+      double t = 0;
+      for (const auto& st : a.steps) t += static_cast<double>(st.*f);
+      return t / n / 1e6;
+    };
+    double dur = 0;
+    for (const auto& st : a.steps) dur += static_cast<double>(st.duration_ns());
+    dur = dur / n / 1e6;
+    if (a.has_gpu) {
+      const double busy = mean(&tb::prof::StepBreakdown::gpu_busy_ns);
+      const double stall = mean(&tb::prof::StepBreakdown::loader_stall_ns);
+      const double gap = mean(&tb::prof::StepBreakdown::launch_gap_ns);
+      const double other = mean(&tb::prof::StepBreakdown::other_idle_ns);
+      const double sync = mean(&tb::prof::StepBreakdown::sync_ns);
+      s.breakdown_ms = {{"GPU busy", busy}, {"loader stall", stall}, {"launch gaps", gap}, {"other idle", other}};
+      if (busy >= 0.85 * dur) s.bottleneck = "compute";
+      else if (stall >= gap && stall >= other) s.bottleneck = "loader";
+      else if (gap >= other) s.bottleneck = "launch";
+      else s.bottleneck = sync > 0.5 * other ? "sync" : "compute";
+      int64_t worst = 0;
+      std::string kind;
+      for (const auto& iv : a.loader_stall_intervals)
+        if (iv.length() > worst) { worst = iv.length(); kind = "loader stall"; }
+      for (const auto& iv : a.launch_gap_intervals)
+        if (iv.length() > worst) { worst = iv.length(); kind = "launch gap"; }
+      s.worst_stall_ms = worst / 1e6;
+      s.worst_stall_kind = kind.empty() ? "none" : kind;
+    } else {
+      const double dw = mean(&tb::prof::StepBreakdown::data_wait_ns);
+      const double hd = mean(&tb::prof::StepBreakdown::h2d_ns);
+      const double fw = mean(&tb::prof::StepBreakdown::forward_ns);
+      const double bw = mean(&tb::prof::StepBreakdown::backward_ns);
+      const double op = mean(&tb::prof::StepBreakdown::optimizer_ns);
+      s.breakdown_ms = {{"data wait", dw}, {"h2d", hd},        {"forward", fw},
+                        {"backward", bw},  {"optimizer", op}, {"other", std::max(0.0, dur - dw - hd - fw - bw - op)}};
+      s.bottleneck = dw > 0.15 * dur ? "loader" : "compute";
+      int64_t worst = 0;
+      for (const auto& st : a.steps) worst = std::max(worst, st.data_wait_ns);
+      s.worst_stall_ms = worst / 1e6;
+      s.worst_stall_kind = "data wait";
+    }
+    if (s.step_ms <= 0) s.step_ms = dur;
+    for (const auto& f : a.findings) {
+      if (s.findings.size() >= 3) break;
+      s.findings.push_back(f.message + (f.knob.empty() ? "" : " (try " + f.knob + "=" + f.value + ")"));
+    }
+    if (s.findings.empty()) s.findings.push_back("the analyses found no stall worth a finding");
+  }
+
+  SessionOptions opts_;
+  std::unique_ptr<Session> session_;
+  Config baseline_;
+  std::vector<std::string> notes_;
+  std::vector<StepRecord> last_records_;
+  std::map<std::string, std::vector<double>> probe_cache_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+}  // namespace
+
+std::unique_ptr<Workload> make_session_workload(const SessionOptions& options) {
+  return std::make_unique<SessionWorkload>(options);
+}
+
+}  // namespace tb::engine

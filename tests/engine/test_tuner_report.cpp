@@ -1,0 +1,271 @@
+// The report writer: HTML well-formed (a small XML checker below) and complete, JSON schema, Markdown.
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/report.h"
+#include "engine/tuner.h"
+#include "tuner/sim_workload.h"
+
+using namespace tb::engine;
+
+namespace {
+
+// Checks that `doc` is well-formed XML after an optional <!DOCTYPE ...>: tags balance and nest, attributes
+// are quoted, entities are known, no stray '<' or '&'. Returns "" or the first problem.
+std::string xml_problem(const std::string& doc, size_t* elements = nullptr) {
+  std::vector<std::string> stack;
+  size_t i = 0, count = 0;
+  bool seen_root = false;
+  auto is_name = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == ':' || c == '_'; };
+  while (i < doc.size()) {
+    char c = doc[i];
+    if (c == '&') {
+      size_t semi = doc.find(';', i);
+      if (semi == std::string::npos || semi - i > 8) return "bare '&' at " + std::to_string(i);
+      std::string ent = doc.substr(i + 1, semi - i - 1);
+      if (ent != "amp" && ent != "lt" && ent != "gt" && ent != "quot" && ent != "apos" && ent[0] != '#')
+        return "unknown entity &" + ent + "; at " + std::to_string(i);
+      i = semi + 1;
+      continue;
+    }
+    if (c != '<') {
+      if (stack.empty() && !std::isspace(static_cast<unsigned char>(c))) return "text outside the root at " + std::to_string(i);
+      ++i;
+      continue;
+    }
+    if (doc.compare(i, 4, "<!--") == 0) {
+      size_t e = doc.find("-->", i);
+      if (e == std::string::npos) return "unclosed comment";
+      i = e + 3;
+      continue;
+    }
+    if (doc.compare(i, 9, "<!DOCTYPE") == 0) {
+      if (seen_root) return "DOCTYPE after the root";
+      i = doc.find('>', i) + 1;
+      continue;
+    }
+    const bool closing = doc[i + 1] == '/';
+    size_t j = i + (closing ? 2 : 1);
+    size_t n0 = j;
+    while (j < doc.size() && is_name(doc[j])) ++j;
+    std::string name = doc.substr(n0, j - n0);
+    if (name.empty()) return "stray '<' at " + std::to_string(i);
+    if (closing) {
+      while (j < doc.size() && std::isspace(static_cast<unsigned char>(doc[j]))) ++j;
+      if (doc[j] != '>') return "bad closing tag </" + name;
+      if (stack.empty() || stack.back() != name)
+        return "</" + name + "> closes <" + (stack.empty() ? std::string("nothing") : stack.back()) + ">";
+      stack.pop_back();
+      i = j + 1;
+      continue;
+    }
+    // Attributes: name="value" or name='value'.
+    bool self_closing = false;
+    for (;;) {
+      while (j < doc.size() && std::isspace(static_cast<unsigned char>(doc[j]))) ++j;
+      if (j >= doc.size()) return "unterminated tag <" + name;
+      if (doc[j] == '>') break;
+      if (doc[j] == '/' && doc[j + 1] == '>') {
+        self_closing = true;
+        ++j;
+        break;
+      }
+      size_t a0 = j;
+      while (j < doc.size() && is_name(doc[j])) ++j;
+      if (a0 == j) return "bad attribute in <" + name + "> at " + std::to_string(j);
+      if (doc[j] != '=') return "attribute without value in <" + name + ">";
+      ++j;
+      char q = doc[j];
+      if (q != '"' && q != '\'') return "unquoted attribute in <" + name + ">";
+      size_t e = doc.find(q, j + 1);
+      if (e == std::string::npos) return "unterminated attribute in <" + name + ">";
+      if (doc.substr(j + 1, e - j - 1).find('<') != std::string::npos) return "'<' inside an attribute of <" + name + ">";
+      j = e + 1;
+    }
+    if (stack.empty()) {
+      if (seen_root) return "second root element <" + name + ">";
+      seen_root = true;
+    }
+    ++count;
+    if (!self_closing) stack.push_back(name);
+    i = j + 1;
+    // <style> content is CDATA-like in HTML: it must not contain '<' (it does not in ours) but may contain '>'.
+    if (name == "style" && !self_closing) {
+      size_t e = doc.find("</style>", i);
+      if (e == std::string::npos) return "unclosed <style>";
+      if (doc.substr(i, e - i).find_first_of("<&") != std::string::npos) return "'<' or '&' in <style>";
+      i = e;
+    }
+  }
+  if (!stack.empty()) return "unclosed <" + stack.back() + ">";
+  if (!seen_root) return "no root element";
+  if (elements) *elements = count;
+  return "";
+}
+
+size_t count_of(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+TuneResult simulated_result() {
+  SimulatedWorkload w(7, 0.03);
+  TuneOptions o;
+  o.budget_s = 240;
+  return run_tune(w, o);
+}
+
+}  // namespace
+
+TEST(TunerReport, XmlCheckerCatchesBrokenDocuments) {
+  EXPECT_EQ(xml_problem("<a><b x=\"1\"/>t &amp; u</a>"), "");
+  EXPECT_NE(xml_problem("<a><b></a></b>"), "");
+  EXPECT_NE(xml_problem("<a><b></a>"), "");
+  EXPECT_NE(xml_problem("<a x=1></a>"), "");
+  EXPECT_NE(xml_problem("<a>1 < 2</a>"), "");
+  EXPECT_NE(xml_problem("<a>R&D</a>"), "");
+  EXPECT_NE(xml_problem("<a></a><b></b>"), "");
+  EXPECT_NE(xml_problem("<a><br></a>"), "");  // HTML void element not self-closed
+}
+
+TEST(TunerReport, HtmlIsWellFormedSelfContainedAndComplete) {
+  TuneResult r = simulated_result();
+  ASSERT_GT(r.trials.size(), 10u);
+  const std::string html = report_html(r);
+  size_t elements = 0;
+  EXPECT_EQ(xml_problem(html, &elements), "");
+  EXPECT_GT(elements, 100u);
+  // Self-contained: no scripts, no external resources.
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("src=\"http"), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  // Charts: waterfall, breakdown, stall, forest plot; phone and print CSS.
+  EXPECT_GE(count_of(html, "<svg "), 4u);
+  EXPECT_NE(html.find("name=\"viewport\""), std::string::npos);
+  EXPECT_NE(html.find("@media print"), std::string::npos);
+  EXPECT_NE(html.find("@media (max-width"), std::string::npos);
+  // Every trial has a row (the table numbers them) and a point in the forest plot.
+  for (size_t i = 0; i < r.trials.size(); ++i) {
+    EXPECT_NE(html.find("<td class=\"n\">" + std::to_string(i + 1) + "</td>"), std::string::npos) << "trial " << i + 1;
+  }
+  size_t valid = 0;
+  for (const auto& t : r.trials) valid += t.estimate.valid();
+  EXPECT_EQ(count_of(html, "<circle "), valid);
+  // Rejected ones with their reasons; the environment; the code.
+  EXPECT_NE(html.find("exceeds the 10% tolerance"), std::string::npos);
+  EXPECT_NE(html.find("out of memory"), std::string::npos);
+  EXPECT_NE(html.find("not applicable here"), std::string::npos);
+  EXPECT_NE(html.find("simulated GPU"), std::string::npos);
+  EXPECT_NE(html.find("torch.bfloat16"), std::string::npos);
+  EXPECT_NE(html.find("num_workers=2"), std::string::npos);
+  EXPECT_NE(html.find("at::kBFloat16"), std::string::npos);
+  EXPECT_NE(html.find("session-&gt;apply"), std::string::npos);
+}
+
+TEST(TunerReport, JsonHoldsEveryTrialWithTheSchema) {
+  TuneResult r = simulated_result();
+  const std::string text = report_json(r).dump();
+  auto j = nlohmann::json::parse(text);  // parses back
+  EXPECT_EQ(j["format"], "tunebench-tune");
+  EXPECT_EQ(j["unit"], "samples/s");
+  ASSERT_TRUE(j["speedup"].is_number());
+  EXPECT_NEAR(j["speedup"].get<double>(), r.speedup.ratio, 1e-12);
+  ASSERT_TRUE(j["speedup_ci"].is_array());
+  EXPECT_LE(j["speedup_ci"][0].get<double>(), j["speedup"].get<double>());
+  ASSERT_EQ(j["trials"].size(), r.trials.size());
+  for (size_t i = 0; i < r.trials.size(); ++i) {
+    const auto& t = j["trials"][i];
+    for (const char* k : {"knob", "value", "before", "after", "ratio", "ci_low", "ci_high", "accepted", "reason", "outcome", "phase"})
+      EXPECT_TRUE(t.contains(k)) << "trial " << i << " lacks " << k;
+    EXPECT_EQ(t["knob"], r.trials[i].knob);
+    EXPECT_EQ(t["accepted"], r.trials[i].accepted);
+    if (r.trials[i].estimate.valid()) {
+      EXPECT_LE(t["ci_low"].get<double>(), t["ratio"].get<double>());
+      EXPECT_GE(t["ci_high"].get<double>(), t["ratio"].get<double>());
+    } else {
+      EXPECT_TRUE(t["ratio"].is_null());  // an OOM trial has no ratio: null, not NaN (invalid JSON)
+    }
+  }
+  for (const auto& [k, v] : r.final_config) EXPECT_EQ(j["final_config"][k], v);
+  EXPECT_EQ(j["changed"].size(), changed_knobs(r.baseline, r.final_config).size());
+  EXPECT_EQ(j["snapshots"].size(), r.snapshots.size());
+  EXPECT_FALSE(j["code"]["pytorch"].get<std::string>().empty());
+}
+
+TEST(TunerReport, MarkdownHasEveryTrialAndTheCode) {
+  TuneResult r = simulated_result();
+  const std::string m = report_markdown(r);
+  for (size_t i = 0; i < r.trials.size(); ++i) EXPECT_NE(m.find("\n| " + std::to_string(i + 1) + " | "), std::string::npos);
+  EXPECT_NE(m.find("```python"), std::string::npos);
+  EXPECT_NE(m.find("```cpp"), std::string::npos);
+  EXPECT_NE(m.find("x faster"), std::string::npos);
+}
+
+TEST(TunerReport, EscapesHostileTextAndHandlesAnEmptyResult) {
+  TuneResult r;
+  r.environment = {{"model", "<script>alert('x')</script> & co"}, {"device", "cpu \"quoted\""}};
+  r.baseline = {{"workers", "0"}};
+  r.final_config = r.baseline;
+  Trial t;
+  t.phase = "screen";
+  t.knob = "workers";
+  t.value = "1<2";
+  t.outcome = "failed";
+  t.reason = "a <b>reason</b> & more";
+  r.trials.push_back(t);
+  r.skipped.push_back({"x&y", "", "why <not>"});
+  const std::string html = report_html(r);
+  EXPECT_EQ(xml_problem(html), "");
+  EXPECT_EQ(html.find("<script>"), std::string::npos);
+  EXPECT_NE(html.find("No change beat the baseline"), std::string::npos);
+  auto j = nlohmann::json::parse(report_json(r).dump());
+  EXPECT_EQ(j["trials"].size(), 1u);
+  EXPECT_TRUE(j["speedup"].is_null());
+}
+
+TEST(TunerReport, WriteReportWritesFilesAndFailsCleanly) {
+  TuneResult r = simulated_result();
+  const auto dir = std::filesystem::temp_directory_path() / ("tb_tuner_report_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string html = (dir / "r.html").string(), md = (dir / "r.md").string(), js = (dir / "r.json").string();
+  write_report(r, html, md, js);
+  for (const auto& p : {html, md, js}) EXPECT_GT(std::filesystem::file_size(p), 1000u) << p;
+  std::ifstream f(js);
+  auto j = nlohmann::json::parse(f);
+  EXPECT_EQ(j["trials"].size(), r.trials.size());
+  EXPECT_THROW(write_report(r, (dir / "no/such/dir/r.html").string(), "", ""), std::runtime_error);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TunerReport, CodeFillsInTheFoundValues) {
+  TuneResult r;
+  KnobState w;
+  w.info.id = "workers";
+  w.info.type = KnobType::Int;
+  w.info.recommended_value = "2";
+  w.info.libtorch_snippet = "LoaderOptions opts; opts.workers = 2; loader.reconfigure(opts);";
+  w.info.pytorch_snippet = "DataLoader(ds, batch_size=B, num_workers=2)";
+  KnobState s;
+  s.info.id = "sync_free_logging";
+  s.info.type = KnobType::Int;
+  r.knobs = {w, s};
+  r.environment = {{"device", "cpu: test"}};
+  r.baseline = {{"workers", "0"}, {"sync_free_logging", "1"}, {"amp", "off"}};
+  r.final_config = {{"workers", "8"}, {"sync_free_logging", "50"}, {"amp", "bf16"}};
+  const std::string py = final_code_pytorch(r), cpp = final_code_libtorch(r);
+  EXPECT_NE(py.find("num_workers=8"), std::string::npos) << py;
+  EXPECT_NE(cpp.find("opts.workers = 8;"), std::string::npos) << cpp;
+  EXPECT_NE(py.find("step % 50 == 0"), std::string::npos) << py;
+  EXPECT_NE(py.find("torch.autocast('cpu', dtype=torch.bfloat16)"), std::string::npos) << py;
+  EXPECT_NE(cpp.find("set_autocast_cpu_dtype(at::kBFloat16)"), std::string::npos) << cpp;
+}

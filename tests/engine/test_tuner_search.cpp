@@ -1,0 +1,202 @@
+// The search against the deterministic simulated workload (engine/src/tuner/sim_workload.h), whose best
+// configuration is known by enumeration and which hides interactions (cuda_graphs and a second worker only
+// pay once amp made the GPU fast; batch 128 runs out of memory; tf32 hurts the loss).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/tuner.h"
+#include "tuner/sim_workload.h"
+
+using namespace tb::engine;
+
+namespace {
+const Trial* find_trial(const TuneResult& r, const std::string& phase, const std::string& knob,
+                        const std::string& value) {
+  for (const auto& t : r.trials)
+    if (t.phase == phase && t.knob == knob && t.value == value) return &t;
+  return nullptr;
+}
+}  // namespace
+
+TEST(TunerSearch, SimulationHasTheAdvertisedInteractions) {
+  SimulatedWorkload w;
+  Config base = w.baseline();
+  auto with = [&](Config c, std::initializer_list<std::pair<const char*, const char*>> kv) {
+    for (auto& [k, v] : kv) c[k] = v;
+    return c;
+  };
+  // Alone from the baseline: cuda_graphs and workers 1 -> 2 do nothing.
+  EXPECT_NEAR(w.throughput(with(base, {{"cuda_graphs", "on"}})) / w.throughput(base), 1.0, 1e-9);
+  EXPECT_NEAR(w.throughput(with(base, {{"workers", "2"}})) / w.throughput(with(base, {{"workers", "1"}})), 1.0, 1e-9);
+  // Once amp made the GPU fast, they pay.
+  Config fast = with(base, {{"amp", "bf16"}, {"anomaly_detection", "off"}, {"workers", "2"}});
+  EXPECT_GT(w.throughput(with(fast, {{"cuda_graphs", "on"}})) / w.throughput(fast), 1.05);
+  Config fast1 = with(base, {{"amp", "bf16"}, {"workers", "1"}, {"batch_size", "64"}});
+  EXPECT_GT(w.throughput(with(fast1, {{"workers", "2"}})) / w.throughput(fast1), 1.05);
+  Config best = w.best_config();
+  EXPECT_EQ(best["cuda_graphs"], "on");
+  EXPECT_EQ(best["amp"], "bf16");
+  EXPECT_EQ(best["tf32"], "off");  // faster, but the drift guard rules it out
+  EXPECT_GT(w.throughput(best) / w.throughput(base), 6.0);
+}
+
+TEST(TunerSearch, FindsTheKnownBestConfiguration) {
+  for (uint64_t seed : {1u, 7u, 12u}) {
+    SimulatedWorkload w(seed, 0.03);
+    TuneOptions o;
+    o.budget_s = 240;
+    std::vector<TuneProgress> progress;
+    o.progress = [&](const TuneProgress& p) { progress.push_back(p); };
+    TuneResult r = run_tune(w, o);
+    const Config best = w.best_config();
+    // Within 2% of the enumerated optimum (zero_grad_none's 0.2% is below what the protocol can see).
+    EXPECT_GE(w.throughput(r.final_config), 0.98 * w.throughput(best)) << "seed " << seed;
+    EXPECT_EQ(r.final_config["amp"], "bf16") << "seed " << seed;
+    EXPECT_EQ(r.final_config["cuda_graphs"], "on") << "seed " << seed;
+    EXPECT_EQ(r.final_config["tf32"], "off") << "seed " << seed;
+    EXPECT_EQ(r.final_config["batch_size"], "64") << "seed " << seed;
+    EXPECT_GE(std::stoi(r.final_config["workers"]), 2) << "seed " << seed;
+    // The measured speedup agrees with the model's.
+    const double true_speedup = w.throughput(r.final_config) / w.throughput(r.baseline);
+    EXPECT_TRUE(r.speedup.faster());
+    EXPECT_NEAR(r.speedup.ratio, true_speedup, 0.05 * true_speedup);
+    EXPECT_LE(r.speedup.ci_low, true_speedup * 1.02);
+    EXPECT_GE(r.speedup.ci_high, true_speedup * 0.98);
+    // Budget respected (the final comparison may run a little past it by design, never far).
+    EXPECT_LE(r.elapsed_s, o.budget_s * 1.1);
+    // Progress reported, ending with "done" at 1.
+    ASSERT_FALSE(progress.empty());
+    EXPECT_EQ(progress.back().phase, "done");
+    EXPECT_DOUBLE_EQ(progress.back().fraction, 1.0);
+    for (const auto& p : progress) {
+      EXPECT_GE(p.fraction, 0.0);
+      EXPECT_LE(p.fraction, 1.0);
+    }
+  }
+}
+
+TEST(TunerSearch, InteractionFoundAfterScreeningSaidNoEffect) {
+  SimulatedWorkload w(7, 0.03);
+  TuneOptions o;
+  o.budget_s = 240;
+  TuneResult r = run_tune(w, o);
+  // Screening: cuda_graphs alone is no effect...
+  const Trial* screen = find_trial(r, "screen", "cuda_graphs", "on");
+  ASSERT_NE(screen, nullptr);
+  EXPECT_EQ(screen->outcome, "no effect");
+  EXPECT_FALSE(screen->accepted);
+  // ...yet it is kept later, on top of the accumulated configuration.
+  bool kept_later = false;
+  for (const auto& t : r.trials)
+    if (t.knob == "cuda_graphs" && t.phase != "screen" && t.accepted) kept_later = true;
+  EXPECT_TRUE(kept_later);
+  // workers stopped at 1 in the screening (2 was no effect), then went to 2 in the revisit.
+  const Trial* w2 = find_trial(r, "screen", "workers", "2");
+  ASSERT_NE(w2, nullptr);
+  EXPECT_FALSE(w2->accepted);
+  // The workers scan goes on to the core count past a rung that did not pay, against the best rung so far.
+  const Trial* w4 = find_trial(r, "screen", "workers", "4");
+  ASSERT_NE(w4, nullptr);
+  EXPECT_EQ(w4->from, "1");
+  // The bottleneck moved: the baseline waits on the loader and, after amp, the loader shows even more.
+  ASSERT_GE(r.snapshots.size(), 3u);
+  EXPECT_EQ(r.snapshots.front().label, "baseline");
+  EXPECT_EQ(r.snapshots[1].label, "+ amp=bf16");
+  EXPECT_EQ(r.snapshots[1].bottleneck, "loader");
+  EXPECT_NE(r.snapshots.back().bottleneck, "loader");
+  // The waterfall ends near the measured final throughput.
+  ASSERT_FALSE(r.waterfall.empty());
+  EXPECT_NEAR(r.waterfall.back().second / r.final_throughput, 1.0, 0.1);
+}
+
+TEST(TunerSearch, OomDriftAndNotApplicableAreReportedNotFatal) {
+  SimulatedWorkload w(3, 0.03);
+  TuneOptions o;
+  o.budget_s = 240;
+  TuneResult r = run_tune(w, o);
+  const Trial* oom = find_trial(r, "screen", "batch_size", "128");
+  ASSERT_NE(oom, nullptr);
+  EXPECT_EQ(oom->outcome, "oom");
+  EXPECT_FALSE(oom->accepted);
+  EXPECT_NE(oom->reason.find("out of memory"), std::string::npos);
+  const Trial* tf32 = find_trial(r, "screen", "tf32", "on");
+  ASSERT_NE(tf32, nullptr);
+  EXPECT_EQ(tf32->outcome, "drift");
+  EXPECT_NEAR(tf32->loss_drift, 0.25, 1e-6);
+  EXPECT_TRUE(tf32->estimate.faster());  // it was faster, and still rejected
+  EXPECT_NE(tf32->reason.find("tolerance"), std::string::npos);
+  // Never retried after the rejection.
+  for (const auto& t : r.trials) EXPECT_FALSE(t.knob == "tf32" && t.phase != "screen");
+  bool skipped_channels_last = false;
+  for (const auto& s : r.skipped)
+    if (s.knob == "channels_last" && s.reason.find("not applicable") != std::string::npos) skipped_channels_last = true;
+  EXPECT_TRUE(skipped_channels_last);
+  // Numerics-changing amp passed the guard with its drift recorded.
+  const Trial* amp = find_trial(r, "screen", "amp", "bf16");
+  ASSERT_NE(amp, nullptr);
+  EXPECT_NEAR(amp->loss_drift, 0.02, 1e-6);
+  // Non-numerics knobs never ran the guard.
+  const Trial* an = find_trial(r, "screen", "anomaly_detection", "off");
+  ASSERT_NE(an, nullptr);
+  EXPECT_TRUE(std::isnan(an->loss_drift));
+}
+
+TEST(TunerSearch, TightBudgetSkipsAndSaysSo) {
+  SimulatedWorkload w(5, 0.03);
+  TuneOptions o;
+  o.budget_s = 30;
+  TuneResult r = run_tune(w, o);
+  EXPECT_FALSE(r.skipped.empty());
+  bool budget_skip = false;
+  for (const auto& s : r.skipped)
+    if (s.reason.rfind("budget", 0) == 0) budget_skip = true;
+  EXPECT_TRUE(budget_skip);
+  EXPECT_LE(r.elapsed_s, o.budget_s * 1.35);  // only the final comparison may run past
+  EXPECT_EQ(r.window, o.min_window);
+}
+
+TEST(TunerSearch, NoEffectAnywhereKeepsTheBaseline) {
+  // With only knobs that do nothing from the baseline and no accumulation to unlock them, nothing is kept.
+  SimulatedWorkload w(2, 0.03);
+  TuneOptions o;
+  o.budget_s = 120;
+  o.only_knobs = {"zero_grad_none", "cuda_graphs", "prefetch"};
+  TuneResult r = run_tune(w, o);
+  EXPECT_EQ(changed_knobs(r.baseline, r.final_config).size(), 0u);
+  EXPECT_DOUBLE_EQ(r.speedup.ratio, 1.0);
+  for (const auto& t : r.trials) EXPECT_FALSE(t.accepted) << t.knob << "=" << t.value << " " << t.reason;
+}
+
+TEST(TunerSearch, PinnedKnobsAreLeftAlone) {
+  SimulatedWorkload w(4, 0.03);
+  TuneOptions o;
+  o.budget_s = 200;
+  o.skip_knobs = {"amp"};
+  TuneResult r = run_tune(w, o);
+  EXPECT_EQ(r.final_config["amp"], "off");
+  for (const auto& t : r.trials) EXPECT_NE(t.knob, "amp");
+}
+
+TEST(TunerSearch, SameSeedSameResult) {
+  SimulatedWorkload w1(9, 0.03), w2(9, 0.03);
+  TuneOptions o;
+  o.budget_s = 120;
+  TuneResult a = run_tune(w1, o), b = run_tune(w2, o);
+  ASSERT_EQ(a.trials.size(), b.trials.size());
+  for (size_t i = 0; i < a.trials.size(); ++i) {
+    EXPECT_EQ(a.trials[i].knob, b.trials[i].knob);
+    const double x = a.trials[i].estimate.ratio, y = b.trials[i].estimate.ratio;
+    EXPECT_TRUE(x == y || (std::isnan(x) && std::isnan(y))) << i;
+  }
+  EXPECT_EQ(a.final_config, b.final_config);
+}
+
+TEST(TunerSearch, ChangedKnobs) {
+  Config a = {{"x", "1"}, {"y", "2"}};
+  Config b = {{"x", "1"}, {"y", "3"}, {"z", "4"}};
+  auto c = changed_knobs(a, b);
+  EXPECT_EQ(c, (std::vector<std::string>{"y", "z"}));
+  EXPECT_TRUE(changed_knobs(a, a).empty());
+}

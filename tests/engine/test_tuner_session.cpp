@@ -1,0 +1,166 @@
+// The tuner over a real engine Session (tiny model, synthetic data, a few seconds) and the CLI.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/report.h"
+#include "engine/session.h"
+#include "engine/tuner.h"
+
+using namespace tb::engine;
+
+namespace {
+
+SessionOptions tiny() {
+  SessionOptions o;
+  o.model = "mnist_cnn";
+  o.data = "synthetic";
+  o.device = "cpu";
+  o.seed = 3;
+  o.warmup_steps = 1;
+  return o;
+}
+
+struct CliRun {
+  int code = -1;
+  std::string out, err;
+};
+
+CliRun run_cli(const std::string& args) {
+  const auto dir = std::filesystem::temp_directory_path();
+  const std::string out = (dir / ("tb_tune_out_" + std::to_string(::getpid()))).string();
+  const std::string err = out + ".err";
+  const std::string cmd = std::string(TB_CLI_PATH) + " " + args + " >" + out + " 2>" + err;
+  CliRun r;
+  int status = std::system(cmd.c_str());
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream fo(out), fe(err);
+  r.out.assign(std::istreambuf_iterator<char>(fo), {});
+  r.err.assign(std::istreambuf_iterator<char>(fe), {});
+  std::filesystem::remove(out);
+  std::filesystem::remove(err);
+  return r;
+}
+
+}  // namespace
+
+TEST(TunerSession, WorkloadMeasuresAppliesAndProbes) {
+  auto w = make_session_workload(tiny());
+  const Config base = w->baseline();
+  ASSERT_TRUE(base.count("workers"));
+  EXPECT_FALSE(w->knobs().empty());
+  w->apply(base);
+  auto s = w->measure(1, 3);
+  ASSERT_EQ(s.size(), 3u);
+  for (double x : s) EXPECT_GT(x, 0);
+  Config c = base;
+  c["batch_size"] = "16";
+  w->apply(c);
+  EXPECT_EQ(w->measure(0, 2).size(), 2u);
+  // Same config, same losses (fresh seeded sessions); a different batch size gives another curve.
+  auto l1 = w->loss_probe(base, 3), l2 = w->loss_probe(base, 3), l3 = w->loss_probe(c, 3);
+  ASSERT_EQ(l1.size(), 3u);
+  EXPECT_TRUE(std::isfinite(l1[0]));
+  EXPECT_EQ(l1, l2);
+  EXPECT_NE(l1, l3);
+  auto snap = w->snapshot(3);
+  ASSERT_TRUE(snap.has_value());
+  EXPECT_GT(snap->throughput, 0);
+  EXPECT_FALSE(snap->breakdown_ms.empty());
+  EXPECT_FALSE(snap->bottleneck.empty());
+  auto d = w->describe();
+  EXPECT_TRUE(d["device"].is_string());
+  EXPECT_EQ(d["model"], "mnist_cnn");
+  // A bad knob value is a failed trial, not a crash.
+  Config bad = base;
+  bad["workers"] = "-3";
+  EXPECT_THROW(w->apply(bad), TrialFailure);
+}
+
+TEST(TunerSession, ShortRealTuneWithOutOfMemory) {
+  SessionOptions so = tiny();
+  so.simulate_oom_above_batch = 64;  // the engine's test hook: batch 128 "does not fit"
+  auto w = make_session_workload(so);
+  TuneOptions o;
+  o.budget_s = 25;
+  o.rounds = 1;
+  o.warmup_steps = 1;
+  o.min_window = 3;
+  o.max_window = 6;
+  o.probe_steps = 3;
+  o.snapshot_steps = 2;
+  o.resamples = 500;
+  o.only_knobs = {"batch_size", "zero_grad_none"};
+  TuneResult r = run_tune(*w, o);
+  bool oom = false;
+  for (const auto& t : r.trials) {
+    if (t.knob == "batch_size" && t.value == "128") {
+      EXPECT_EQ(t.outcome, "oom") << t.reason;
+      oom = true;
+    }
+    if (t.estimate.valid()) EXPECT_GT(t.before, 0);
+  }
+  // Either the ladder reached 128 (and it failed cleanly) or a no-gain rung / the budget stopped it first.
+  if (!oom) {
+    bool stopped = false;
+    for (const auto& t : r.trials)
+      if (t.knob == "batch_size" && !t.accepted) stopped = true;
+    for (const auto& s : r.skipped)
+      if (s.knob == "batch_size") stopped = true;
+    EXPECT_TRUE(stopped);
+  }
+  EXPECT_FALSE(r.trials.empty());
+  EXPECT_GT(r.baseline_throughput, 0);
+  EXPECT_FALSE(r.snapshots.empty());
+  EXPECT_LE(r.elapsed_s, 60);
+  auto j = nlohmann::json::parse(report_json(r).dump());
+  EXPECT_EQ(j["trials"].size(), r.trials.size());
+}
+
+TEST(TunerCli, BadInputExitsTwoWithOneLine) {
+  for (const char* args : {"tune", "tune --model mnist_cnn", "tune --model mnist_cnn --data synthetic --budget abc",
+                           "tune --model mnist_cnn --data synthetic --budget 1",
+                           "tune --model mnist_cnn --data synthetic --knobs nope",
+                           "tune --model mnist_cnn --data synthetic --set nope=1",
+                           "tune --model mnist_cnn --data synthetic --frobnicate",
+                           "tune --model nope --data synthetic --budget 10",
+                           "tune --simulate --report /no/such/dir/r.html"}) {
+    CliRun r = run_cli(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+    EXPECT_EQ(r.err.rfind("tunebench-cli: error: ", 0), 0u) << args << "\n" << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << "\n" << r.err;
+  }
+  // A tune that fails after the outputs were probed leaves no empty report behind.
+  const auto html = std::filesystem::temp_directory_path() / ("tb_tune_fail_" + std::to_string(::getpid()) + ".html");
+  CliRun r = run_cli("tune --model nope --data synthetic --report " + html.string());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(html));
+  EXPECT_FALSE(std::filesystem::exists(html.string().substr(0, html.string().size() - 5) + ".md"));
+}
+
+TEST(TunerCli, SimulatedTuneWritesReportsAndProgress) {
+  const auto dir = std::filesystem::temp_directory_path() / ("tb_tune_cli_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string html = (dir / "r.html").string(), js = (dir / "r.json").string();
+  CliRun r = run_cli("tune --simulate --budget 240 --report " + html + " --json " + js);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("[tune"), std::string::npos);  // progress on stderr
+  EXPECT_NE(r.out.find("speedup"), std::string::npos);
+  EXPECT_TRUE(std::filesystem::exists(dir / "r.md"));
+  std::ifstream f(js);
+  auto j = nlohmann::json::parse(f);
+  EXPECT_GT(j["speedup"].get<double>(), 5.0);
+  EXPECT_GT(j["trials"].size(), 10u);
+  std::filesystem::remove_all(dir);
+}
