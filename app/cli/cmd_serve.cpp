@@ -21,6 +21,8 @@
 
 #include "commands.h"
 #include "engine_cli_common.h"
+#include "engine/report.h"
+#include "engine/tuner.h"
 
 namespace tb::cli {
 namespace {
@@ -257,7 +259,7 @@ int cmd_serve(int argc, char** argv) {
         }
         continue;
       } else if (type == "tune") {
-        out.error("auto-tune not available in serve yet", true);
+        out.error("auto-tune needs a model: send start first", true);
         continue;
       } else {
         continue;  // trace before start, unknown types: ignored (forward compatibility)
@@ -293,7 +295,8 @@ int cmd_serve(int argc, char** argv) {
   flush_warnings();
 
   bool tracing = !trace_dir.empty();
-  int64_t chunk_first = 0, chunk_index = 0;
+  int64_t chunk_first = 0, chunk_index = 0, tune_index = 0;
+  int64_t done_steps_for_tune = 0;  // mirrors done_steps for the tune handler defined before the loop
   if (tracing) {
     prof::set_thread_name("train");
     prof::Recorder::instance().start();
@@ -309,6 +312,60 @@ int cmd_serve(int argc, char** argv) {
       out.send({{"type", "trace"}, {"path", path}, {"first_step", chunk_first}, {"last_step", last_step}});
     }
     chunk_first = last_step + 1;
+  };
+
+  // Auto-tune on the current model/data from the current configuration (the GUI's "Auto-tune" button). The
+  // tuner builds its own sessions; recording is paused so its trace snapshots own the recorder. The best
+  // configuration found is applied to the running session afterwards, so the chart shows it.
+  auto run_tune_request = [&](const nlohmann::json& msg) {
+    engine::TuneOptions topts;
+    if (msg.contains("budget_s") && msg["budget_s"].is_number()) topts.budget_s = msg["budget_s"].get<double>();
+    if (!(topts.budget_s >= 10 && topts.budget_s <= 24 * 3600)) {
+      out.error("tune: budget_s must be between 10 and 86400 seconds", true);
+      return;
+    }
+    topts.progress = [&](const engine::TuneProgress& p) {
+      out.send({{"type", "tune_progress"}, {"phase", p.phase}, {"message", p.message}, {"fraction", p.fraction}});
+    };
+    const bool was_tracing = tracing;
+    if (was_tracing) {
+      write_chunk(done_steps_for_tune - 1);
+      prof::Recorder::instance().stop();
+      tracing = false;
+    }
+    try {
+      engine::SessionOptions sopts = opts;
+      sopts.knobs = session->config();
+      auto workload = engine::make_session_workload(sopts);
+      engine::TuneResult result = engine::run_tune(*workload, topts);
+      std::filesystem::path dir = trace_dir.empty()
+          ? std::filesystem::temp_directory_path() / ("tunebench-tune-" + std::to_string(::getpid()))
+          : std::filesystem::path(trace_dir);
+      std::filesystem::create_directories(dir);
+      const std::string stem = "tune-" + std::to_string(tune_index++);
+      const std::string html = (dir / (stem + ".html")).string(), md = (dir / (stem + ".md")).string(),
+                        json = (dir / (stem + ".json")).string();
+      engine::write_report(result, html, md, json);
+      nlohmann::json done = {{"type", "tune_done"}, {"report_html", html}, {"report_json", json},
+                             {"report_markdown", md}, {"final_config", config_json(result.final_config)}};
+      done["speedup"] = result.speedup.valid() ? nlohmann::json(result.speedup.ratio) : nlohmann::json(nullptr);
+      out.send(done);
+      engine::Config changes;
+      for (const auto& [k, v] : result.final_config)
+        if (session->config().count(k) && session->config().at(k) != v) changes[k] = v;
+      if (!changes.empty()) {
+        int64_t rev = session->apply(changes);
+        out.send({{"type", "config_applied"}, {"rev", rev}, {"knobs", config_json(session->config())},
+                  {"changed", config_json(changes)}});
+      }
+    } catch (const std::exception& e) {
+      out.error(std::string("auto-tune failed: ") + e.what(), true);
+    }
+    if (was_tracing) {
+      tracing = true;
+      chunk_first = done_steps_for_tune;
+      prof::Recorder::instance().start();
+    }
   };
 
   int64_t done_steps = 0;
@@ -343,7 +400,8 @@ int cmd_serve(int argc, char** argv) {
           tracing = false;
         }
       } else if (type == "tune") {
-        out.error("auto-tune not available in serve yet", true);
+        run_tune_request(msg);
+        flush_warnings();
       } else if (type == "start") {
         out.error("a run is already started", true);
       }
@@ -366,6 +424,7 @@ int cmd_serve(int argc, char** argv) {
     out.send(m);
     flush_warnings();
     ++done_steps;
+    done_steps_for_tune = done_steps;
     if (tracing && done_steps - chunk_first >= trace_every) write_chunk(done_steps - 1);
   }
   if (tracing) write_chunk(done_steps - 1);
