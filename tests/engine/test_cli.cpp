@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <sstream>
 #include <fstream>
 #include <map>
 #include <string>
@@ -250,6 +251,65 @@ TEST(Cli, ServeStartMessageAndStdinClose) {
   EXPECT_NE(all.find("\"recoverable\":true"), std::string::npos) << all;
   EXPECT_NE(all.find("\"type\":\"started\""), std::string::npos) << all;
   EXPECT_NE(all.find("\"reason\":\"completed\""), std::string::npos) << all;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+
+// The GUI's Auto-tune button: `tune` runs the tuner on the running session's model/config, streams progress,
+// writes the report and answers tune_done; the run goes on afterwards.
+TEST(Cli, ServeTuneStreamsProgressAndWritesReport) {
+  Child c = spawn({"serve", "--model", "mnist_cnn", "--data", "synthetic", "--set", "batch_size=4", "--warmup", "1",
+                   "--drift-steps", "0"});
+  FILE* out = fdopen(c.out, "r");
+  ASSERT_NE(out, nullptr);
+  auto send = [&](const nlohmann::json& m) {
+    std::string line = m.dump() + "\n";
+    ASSERT_EQ(write(c.in, line.data(), line.size()), ssize_t(line.size()));
+  };
+  int progress = 0, steps_after = 0;
+  bool tune_done = false, done = false;
+  std::string html;
+  char* buf = nullptr;
+  size_t cap = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+  while (!done && std::chrono::steady_clock::now() < deadline) {
+    ssize_t n = getline(&buf, &cap, out);
+    if (n <= 0) break;
+    auto m = nlohmann::json::parse(std::string(buf, n), nullptr, false);
+    ASSERT_FALSE(m.is_discarded()) << buf;
+    const std::string type = m["type"];
+    if (type == "started") {
+      send({{"type", "tune"}, {"budget_s", 12}});
+    } else if (type == "tune_progress") {
+      ++progress;
+      EXPECT_GE(m["fraction"].get<double>(), 0.0);
+      EXPECT_LE(m["fraction"].get<double>(), 1.0);
+    } else if (type == "tune_done") {
+      tune_done = true;
+      html = m["report_html"].get<std::string>();
+      EXPECT_TRUE(m.contains("speedup"));
+      EXPECT_TRUE(m["final_config"].is_object());
+    } else if (type == "error") {
+      ADD_FAILURE() << "unexpected error: " << m.dump();
+    } else if (type == "step" && tune_done && ++steps_after == 1) {
+      send({{"type", "stop"}});
+    } else if (type == "done") {
+      done = true;
+    }
+  }
+  free(buf);
+  close(c.in);
+  int status = 0;
+  waitpid(c.pid, &status, 0);
+  fclose(out);
+  close(c.err);
+  EXPECT_GT(progress, 2);
+  ASSERT_TRUE(tune_done);
+  EXPECT_TRUE(done);
+  std::ifstream f(html);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  EXPECT_NE(ss.str().find("<svg"), std::string::npos) << html;
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
