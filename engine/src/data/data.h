@@ -14,6 +14,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace tb::engine {
 
@@ -30,6 +31,12 @@ struct DataError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Per-call preprocessing switches the loader passes to Dataset::load (extension of the contract; the
+// 4-argument load() keeps its meaning: fp32 preprocessing).
+struct SampleOptions {
+  bool fp32_preprocess = true;  // false: resample + normalize in fp16 (c10::Half) on the CPU, seed 003's slow path
+};
+
 class Dataset {
  public:
   virtual ~Dataset() = default;
@@ -41,11 +48,20 @@ class Dataset {
   // Returns false when the sample is unreadable/corrupt (counted and skipped by the loader, never thrown).
   // Thread-safe: called concurrently from workers.
   virtual bool load(int64_t index, std::mt19937_64& rng, float* out, int64_t& label) const = 0;
+  // Same, with preprocessing switches. Default: ignores them (datasets without per-pixel math).
+  virtual bool load(int64_t index, std::mt19937_64& rng, float* out, int64_t& label,
+                    const SampleOptions& /*options*/) const {
+    return load(index, rng, out, label);
+  }
+  // The input this dataset produces (the InputSpec it was made for). Every dataset make_dataset() returns
+  // overrides it; the default only keeps hand-written test datasets compiling (the loader needs the real one).
+  virtual InputSpec spec() const { return InputSpec{}; }
   // True when load() costs nothing on the CPU (synthetic): the loader then reuses one device batch.
   virtual bool is_synthetic() const { return false; }
 };
 
-// "synthetic", "imagefolder:DIR", "mnist:DIR". Throws DataError with a clear message.
+// "synthetic", "imagefolder:DIR", "mnist:DIR". Throws DataError with a clear message. `input` fixes the
+// sample shape; its num_classes is not enforced here (the session sizes the model's head to num_classes()).
 std::shared_ptr<Dataset> make_dataset(const std::string& spec, const InputSpec& input);
 
 struct LoaderOptions {
@@ -75,6 +91,11 @@ struct LoaderStats {
   int64_t samples = 0;
   int64_t skipped = 0;       // unreadable/corrupt samples skipped
   int64_t queue_depth = 0;   // current prefetched batches
+  // Extensions: batches assembled by each worker slot since construction ("loader-N" = index N; batches
+  // loaded on the training thread with workers=0 are not counted here) and unreadable-sample events
+  // (a corrupt file hit again in a later epoch counts again here, but once in `skipped`).
+  std::vector<int64_t> batches_per_worker;
+  int64_t skip_events = 0;
 };
 
 class Loader {
@@ -84,7 +105,9 @@ class Loader {
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
 
+  // Threading: next(), reconfigure() and options() are called from one (training) thread; stats() from any.
   // Blocks until the next batch is ready (records "data_wait" on the calling thread while blocked).
+  // Throws DataError when no readable sample is left, or rethrows what a worker hit while loading.
   Batch next();
   // Applies new options at a batch boundary (drains/restarts workers when the worker count changes).
   void reconfigure(const LoaderOptions& options);
