@@ -13,8 +13,8 @@ if [[ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" && -x "$bin/tunebench" ]]; then
 fi
 echo "demo: no display — running the headless demo (output in demo-out/)"
 out=demo-out; mkdir -p "$out"
-cache="${XDG_CACHE_HOME:-$HOME/.cache}/tunebench/demo-images"
-[[ -d "$cache" ]] || "$bin/tunebench-cli" make-dataset --out "$cache" --images 512 --size 160x160 --classes 10
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/tunebench/demo-images-640x480"
+[[ -d "$cache" ]] || "$bin/tunebench-cli" make-dataset --out "$cache" --images 256 --size 640x480 --classes 10
 "$bin/tunebench-cli" run --model mnist_cnn --data "imagefolder:$cache" --steps 40 \
   --trace "$out/naive-trace.json" --json "$out/naive-run.json"
 "$bin/tunebench-cli" analyze "$out/naive-trace.json" --json "$out/naive-analysis.json"

@@ -137,6 +137,14 @@ std::vector<KnobInfo> build_catalog() {
                         "on", {"003"}, "decoded datasets (imagefolder, mnist)", true,
                         "transforms.ConvertImageDtype(torch.float32)  # normalize in fp32, cast on the GPU",
                         "opts.fp32_preprocess = true; loader.reconfigure(opts);"));
+  // Not in the seeds' list, but the first thing a profile of a JPEG pipeline shows: full-size decode of a photo
+  // that is then cropped to 224 (or 28) pixels wastes most of the loader's time.
+  c.push_back(make_bool("fast_decode", "Reduced-scale JPEG decode",
+                        "Decode JPEGs at the smallest DCT scale (1/2..1/8) that still covers the crop instead of at full "
+                        "size (PIL draft mode, DALI, FFCV)",
+                        "off", "on", {}, "JPEG datasets (imagefolder)", true,
+                        "img = Image.open(path); img.draft('RGB', (crop_w, crop_h))  # before img.convert('RGB')",
+                        "tjDecompress2(tj, jpg, n, rgb, TJSCALED(w, f), 0, TJSCALED(h, f), TJPF_RGB, 0);  // f: tjGetScalingFactors"));
   return c;
 }
 

@@ -348,7 +348,7 @@ class SessionImpl final : public Session {
       if (auto r = model_->fused_pointwise_reason(); !r.empty()) no(r);
     } else if (id == "checkpointing") {
       if (auto r = model_->checkpointing_reason(); !r.empty()) no(r);
-    } else if (id == "workers" || id == "prefetch" || id == "fp32_preprocess") {
+    } else if (id == "workers" || id == "prefetch" || id == "fp32_preprocess" || id == "fast_decode") {
       if (dataset_->is_synthetic()) no("synthetic data is made once and costs nothing to load");
     }
     return a;
@@ -361,6 +361,7 @@ class SessionImpl final : public Session {
     lo.pin_memory = on(c, "pin_memory") && device_.is_cuda();
     lo.non_blocking = on(c, "non_blocking") && device_.is_cuda();
     lo.fp32_preprocess = on(c, "fp32_preprocess");
+    lo.scaled_decode = on(c, "fast_decode");
     lo.channels_last = on(c, "channels_last");
     lo.batch_size = num(c, "batch_size");
     lo.seed = opts_.seed;
@@ -419,6 +420,7 @@ class SessionImpl final : public Session {
       const LoaderOptions& cur = loader_->options();
       if (!prev || lo.workers != cur.workers || lo.prefetch != cur.prefetch || lo.pin_memory != cur.pin_memory ||
           lo.non_blocking != cur.non_blocking || lo.fp32_preprocess != cur.fp32_preprocess ||
+          lo.scaled_decode != cur.scaled_decode ||
           lo.channels_last != cur.channels_last || lo.batch_size != cur.batch_size)
         loader_->reconfigure(lo);
     }

@@ -93,7 +93,7 @@ TEST(Cli, KnobsJsonListsTheCatalog) {
   auto r = run_cli({"knobs", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
-  ASSERT_EQ(j["knobs"].size(), 19u);
+  ASSERT_EQ(j["knobs"].size(), 20u);
   for (const auto& k : j["knobs"]) {
     EXPECT_TRUE(k.contains("applicable"));
     if (!k["applicable"].get<bool>()) EXPECT_FALSE(k["reason"].get<std::string>().empty());
@@ -182,7 +182,7 @@ TEST(Cli, ServeRoundTripWithLiveSet) {
     const std::string type = m["type"];
     if (type == "hello") {
       hello = true;
-      EXPECT_EQ(m["knobs"].size(), 19u);
+      EXPECT_EQ(m["knobs"].size(), 20u);
       EXPECT_TRUE(m["versions"].contains("libtorch"));
     } else if (type == "started") {
       started = true;

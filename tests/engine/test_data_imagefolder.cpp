@@ -1,7 +1,9 @@
 // imagefolder dataset, image codecs, augmentation math, make-dataset generator.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <climits>
 #include <filesystem>
 
 #include "data/data.h"
@@ -231,6 +233,37 @@ TEST(DataImageFolder, Fp16PreprocessIsCloseButReallyHalfPrecision) {
   EXPECT_LT(max_diff, 0.03);  // fp16 rounding of values up to ~2.6 plus a 0..255 blend in fp16
   EXPECT_GT(max_diff, 0.0);   // but not the fp32 result: the math really ran in half precision
   EXPECT_EQ(exactly_half, int(b.size()));  // every fp16-path output is representable in fp16
+}
+
+
+// fast_decode: with the crop known, TurboJPEG decodes at a reduced DCT scale; the result stays close to the
+// full-size decode (same crop, same flip) but is not bit-identical. (Its speed is measured in
+// bench/bench_engine_loader, not here.)
+TEST(DataImageFolder, ScaledDecodeIsCloseToFullDecodeAndCheaper) {
+  TempDir dir;
+  ImageFolderSpec spec;
+  spec.out = dir.str();
+  spec.images = 4;
+  spec.width = 640;
+  spec.height = 480;
+  spec.classes = 1;
+  generate_image_folder(spec);
+  auto ds = make_dataset("imagefolder:" + dir.str(), InputSpec{3, 32, 32, 10});
+  std::vector<float> a(3 * 32 * 32), b(a.size());
+  double sum_diff = 0;
+  int64_t la = 0, lb = 0;
+  for (int64_t i = 0; i < 4; ++i) {
+    std::mt19937_64 r1(11 + i), r2(11 + i);
+    SampleOptions full, fast;
+    fast.scaled_decode = true;
+    ASSERT_TRUE(ds->load(i, r1, a.data(), la, full));
+    ASSERT_TRUE(ds->load(i, r2, b.data(), lb, fast));
+    EXPECT_EQ(la, lb);
+    for (size_t k = 0; k < a.size(); ++k) sum_diff += std::abs(a[k] - b[k]);
+  }
+  const double mean_diff = sum_diff / (4.0 * a.size());
+  EXPECT_GT(mean_diff, 0.0);   // really a different decode path
+  EXPECT_LT(mean_diff, 0.25);  // same crop and flip: the picture agrees (values are in std units, range ~4)
 }
 
 TEST(DataImageOps, RandomResizedCropStaysInsideAndCoversTheScaleRange) {

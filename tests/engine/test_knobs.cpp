@@ -14,7 +14,7 @@ TEST(Knobs, CatalogHasEveryDesignKnobWithEveryFieldFilled) {
                                       "amp", "tf32", "channels_last", "batch_size", "zero_grad_none",
                                       "conv_bias_before_bn", "anomaly_detection", "fused_pointwise",
                                       "grad_accumulation", "checkpointing", "cuda_graphs", "sync_free_logging",
-                                      "fused_optimizer", "fp32_preprocess"};
+                                      "fused_optimizer", "fp32_preprocess", "fast_decode"};
   std::set<std::string> got;
   for (const auto& k : knob_catalog()) {
     got.insert(k.id);

@@ -587,7 +587,7 @@ void MainWindow::startDemo(bool start_run) {
     showError(tr("Cannot start the demo"), tr("tunebench-cli not found (set TUNEBENCH_CLI or install it next to tunebench)"));
     return;
   }
-  const QString dir = QStandardPaths::writableLocation(QStandardPaths::CacheLocation) + "/demo-images";
+  const QString dir = QStandardPaths::writableLocation(QStandardPaths::CacheLocation) + "/demo-images-640x480";
   const QString marker = dir + "/.tunebench-demo-complete";
   auto launch = [this, dir, start_run] {
     emit demoDatasetReady(dir);
@@ -641,7 +641,7 @@ void MainWindow::startDemo(bool start_run) {
     if (f.open(QIODevice::WriteOnly)) f.write("ok\n");
     launch();
   });
-  proc->start(cli, {"make-dataset", "--out", dir, "--images", "512", "--size", "160x160", "--classes", "10"});
+  proc->start(cli, {"make-dataset", "--out", dir, "--images", "256", "--size", "640x480", "--classes", "10"});
 }
 
 bool MainWindow::openPath(const QString& path) {

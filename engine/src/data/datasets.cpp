@@ -148,7 +148,10 @@ class ImageFolderDataset final : public Dataset {
       double scale = 1;
       switch (data::sniff_format(bytes.data(), bytes.size())) {
         case data::ImageFormat::Jpeg:
-          if (!data::decode_jpeg(bytes.data(), bytes.size(), C, box, W, H, img, scale)) return false;
+          // An empty box asks for a full-size decode (the naive default); the crop box lets TurboJPEG scale.
+          if (!data::decode_jpeg(bytes.data(), bytes.size(), C, options.scaled_decode ? box : data::CropBox{}, W, H,
+                                 img, scale))
+            return false;
           break;
         case data::ImageFormat::Png:
           if (!data::decode_png(bytes.data(), bytes.size(), C, img)) return false;

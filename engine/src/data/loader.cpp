@@ -195,6 +195,7 @@ struct Loader::Impl {
     const int64_t first = index_at(pos);
     SampleOptions so;
     so.fp32_preprocess = o.fp32_preprocess;
+    so.scaled_decode = o.scaled_decode;
     for (int64_t k = 0; k < n; ++k) {
       const int64_t idx = (first + k) % n;
       if (bad[size_t(idx)].load(std::memory_order_relaxed)) continue;
