@@ -198,20 +198,26 @@ ThreadExitMarker::~ThreadExitMarker() {
   }
 }
 
+// The head chunk `c` of `b` has had its first `n` records read. When it is full and the producer has moved on
+// to a next chunk, frees it and makes the next one the head: returns true (the caller continues reading).
+// Registry lock held.
+bool release_drained_head(ThreadBuffer* b, Chunk* c, uint32_t n) {
+  Chunk* next = c->next.load(std::memory_order_acquire);
+  if (n != kChunkRecords || !next) return false;
+  b->head = next;
+  b->read = 0;
+  delete c;
+  b->live_chunks.fetch_sub(1, std::memory_order_relaxed);
+  return true;
+}
+
 // Skips every committed record of `b` and frees drained chunks. Registry lock held.
 void discard_committed(ThreadBuffer* b) {
   while (b->head) {
     Chunk* c = b->head;
     const uint32_t n = c->committed.load(std::memory_order_acquire);
     b->read = n;
-    Chunk* next = c->next.load(std::memory_order_acquire);
-    if (n == kChunkRecords && next) {
-      b->head = next;
-      b->read = 0;
-      delete c;
-      b->live_chunks.fetch_sub(1, std::memory_order_relaxed);
-      continue;
-    }
+    if (release_drained_head(b, c, n)) continue;
     break;
   }
   b->open.clear();
@@ -457,15 +463,7 @@ std::unique_ptr<Trace> Recorder::collect() {
           }
         }
       }
-      Chunk* next = c->next.load(std::memory_order_acquire);
-      if (n == kChunkRecords && next) {
-        // Fully drained and the producer moved on: free it.
-        b->head = next;
-        b->read = 0;
-        delete c;
-        b->live_chunks.fetch_sub(1, std::memory_order_relaxed);
-        continue;
-      }
+      if (release_drained_head(b, c, n)) continue;
       break;
     }
     // Ranges still open: kept for the next collect while recording; closed at the stop time otherwise.
