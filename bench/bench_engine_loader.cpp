@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "../engine/src/data/data.h"
-#include "../engine/src/data/make_dataset.h"
+#include "engine/make_dataset.h"
 #include "engine/session.h"
 
 namespace {

@@ -10,7 +10,7 @@
 
 #include <unistd.h>
 
-#include "../../engine/src/data/make_dataset.h"  // engine-private but torch-free by design
+#include "engine/make_dataset.h"
 #include "commands.h"
 
 namespace tb::cli {

@@ -8,7 +8,7 @@
 
 #include "data/data.h"
 #include "data/image_ops.h"
-#include "data/make_dataset.h"
+#include "engine/make_dataset.h"
 #include "test_data_common.h"
 
 namespace tb::engine {

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "data/data.h"
-#include "data/make_dataset.h"
+#include "engine/make_dataset.h"
 #include "profiler/recorder.h"
 #include "profiler/trace.h"
 #include "test_data_common.h"

@@ -1,4 +1,4 @@
-#include "data/make_dataset.h"
+#include "engine/make_dataset.h"
 
 #include <algorithm>
 #include <cmath>
