@@ -341,19 +341,27 @@ bool Recorder::enabled() const noexcept { return g_enabled.load(std::memory_orde
 
 uint64_t Recorder::dropped() const noexcept { return registry().dropped_total.load(std::memory_order_relaxed); }
 
+#if defined(TUNEBENCH_HAVE_NVTX)
+// The attributes of one NVTX range or mark: an ASCII message (our static name) and the optional integer arg.
+inline nvtxEventAttributes_t nvtx_attributes(const char* name, int64_t arg) noexcept {
+  nvtxEventAttributes_t a{};
+  a.version = NVTX_VERSION;
+  a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+  a.message.ascii = name;
+  if (arg != kNoArg) {
+    a.payloadType = NVTX_PAYLOAD_TYPE_INT64;
+    a.payload.llValue = arg;
+  }
+  return a;
+}
+#endif
+
 void Recorder::begin(const char* name, int64_t arg) noexcept {
   if (!g_enabled.load(std::memory_order_relaxed)) return;
 #if defined(TUNEBENCH_HAVE_NVTX)
   if (nvtxDomainHandle_t d = g_domain.load(std::memory_order_relaxed)) {
-    nvtxEventAttributes_t a{};
-    a.version = NVTX_VERSION;
-    a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
-    a.messageType = NVTX_MESSAGE_TYPE_ASCII;
-    a.message.ascii = name;
-    if (arg != kNoArg) {
-      a.payloadType = NVTX_PAYLOAD_TYPE_INT64;
-      a.payload.llValue = arg;
-    }
+    nvtxEventAttributes_t a = nvtx_attributes(name, arg);
     nvtxDomainRangePushEx(d, &a);
   }
 #endif
@@ -372,11 +380,7 @@ void Recorder::instant(const char* name, int64_t arg) noexcept {
   if (!g_enabled.load(std::memory_order_relaxed)) return;
 #if defined(TUNEBENCH_HAVE_NVTX)
   if (nvtxDomainHandle_t d = g_domain.load(std::memory_order_relaxed)) {
-    nvtxEventAttributes_t a{};
-    a.version = NVTX_VERSION;
-    a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
-    a.messageType = NVTX_MESSAGE_TYPE_ASCII;
-    a.message.ascii = name;
+    nvtxEventAttributes_t a = nvtx_attributes(name, kNoArg);
     nvtxDomainMarkEx(d, &a);
   }
 #endif
