@@ -45,14 +45,21 @@ void print_summary(const prof::Trace& trace, const prof::AnalysisResult& r, FILE
   if (!r.steps.empty())
     std::fprintf(out, ", %zu steps, median %.3f ms", r.steps.size(), ms(r.step_median_ns));
   std::fprintf(out, "\n\n");
-  std::fprintf(out, "GPU busy                 %10.3f ms %6.1f%%\n", ms(r.gpu_busy_ns), pct(r.gpu_busy_ns, W));
-  std::fprintf(out, "GPU idle                 %10.3f ms %6.1f%%  (%u idle intervals)\n", ms(r.gpu_idle_ns),
-               pct(r.gpu_idle_ns, W), r.idle_interval_count);
+  if (r.has_gpu) {
+    std::fprintf(out, "GPU busy                 %10.3f ms %6.1f%%\n", ms(r.gpu_busy_ns), pct(r.gpu_busy_ns, W));
+    std::fprintf(out, "GPU idle                 %10.3f ms %6.1f%%  (%u idle intervals)\n", ms(r.gpu_idle_ns),
+                 pct(r.gpu_idle_ns, W), r.idle_interval_count);
+  } else {
+    // A CPU-only trace: "GPU idle 100%" would be noise. The loader stall is the training thread's data wait.
+    std::fprintf(out, "no GPU activity in this trace: loader stall = the training thread's data wait\n");
+  }
   std::fprintf(out, "  loader stall           %10.3f ms %6.1f%%  (%u intervals)\n", ms(r.loader_stall_ns),
                pct(r.loader_stall_ns, W), r.loader_stall_count);
-  std::fprintf(out, "  CPU launch gaps        %10.3f ms %6.1f%%  (%u gaps >= %.1f us)\n", ms(r.launch_gap_ns),
-               pct(r.launch_gap_ns, W), r.launch_gap_count, static_cast<double>(r.min_gap_ns) / 1000.0);
-  std::fprintf(out, "  other idle             %10.3f ms %6.1f%%\n", ms(r.other_idle_ns), pct(r.other_idle_ns, W));
+  if (r.has_gpu) {
+    std::fprintf(out, "  CPU launch gaps        %10.3f ms %6.1f%%  (%u gaps >= %.1f us)\n", ms(r.launch_gap_ns),
+                 pct(r.launch_gap_ns, W), r.launch_gap_count, static_cast<double>(r.min_gap_ns) / 1000.0);
+    std::fprintf(out, "  other idle             %10.3f ms %6.1f%%\n", ms(r.other_idle_ns), pct(r.other_idle_ns, W));
+  }
   std::fprintf(out, "sync points (host)       %10.3f ms %6.1f%%  (%u calls)\n", ms(r.sync_ns), pct(r.sync_ns, W),
                r.sync_count);
   if (!r.steps.empty()) {

@@ -55,7 +55,7 @@ int cmd_run(int argc, char** argv) {
   opts.profile = !trace_path.empty();
   if (opts.profile) {
     prof::set_thread_name("train");
-    prof::Recorder::instance().start();
+    start_recording(trains_on_cuda(opts.device));
   }
 
   std::unique_ptr<engine::Session> session;

@@ -294,12 +294,14 @@ int cmd_serve(int argc, char** argv) {
   };
   flush_warnings();
 
+  const bool session_on_cuda =
+      session->describe().value(nlohmann::json::json_pointer("/device/kind"), std::string()) == "cuda";
   bool tracing = !trace_dir.empty();
   int64_t chunk_first = 0, chunk_index = 0, tune_index = 0;
   int64_t done_steps_for_tune = 0;  // mirrors done_steps for the tune handler defined before the loop
   if (tracing) {
     prof::set_thread_name("train");
-    prof::Recorder::instance().start();
+    start_recording(session_on_cuda);
   }
   auto write_chunk = [&](int64_t last_step) {
     if (trace_dir.empty()) return;
@@ -364,7 +366,7 @@ int cmd_serve(int argc, char** argv) {
     if (was_tracing) {
       tracing = true;
       chunk_first = done_steps_for_tune;
-      prof::Recorder::instance().start();
+      start_recording(session_on_cuda);
     }
   };
 
@@ -393,7 +395,7 @@ int cmd_serve(int argc, char** argv) {
         } else if (action == "start" && !tracing) {
           tracing = true;
           chunk_first = done_steps;
-          prof::Recorder::instance().start();
+          start_recording(session_on_cuda);
         } else if (action == "stop" && tracing) {
           write_chunk(done_steps - 1);
           prof::Recorder::instance().stop();

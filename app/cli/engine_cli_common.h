@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/session.h"
+#include "profiler/cupti_collector.h"
 #include "profiler/recorder.h"
 #include "profiler/trace.h"
 #include "profiler/trace_io.h"
@@ -141,9 +142,31 @@ inline nlohmann::json throughput_json(const std::vector<engine::StepRecord>& ste
 }
 
 // Collects what the recorder holds and writes it as Chrome trace JSON. Returns "" or an error message.
+// True when a session with this --device setting trains on a CUDA device here.
+inline bool trains_on_cuda(const std::string& device_option) {
+  if (device_option == "cpu") return false;
+  return engine::environment_info().value(nlohmann::json::json_pointer("/device/kind"), std::string()) == "cuda";
+}
+
+// Starts the range recorder and, when training on a CUDA device, the CUPTI collector, so traces hold the GPU's
+// kernels, copies and API calls. TUNEBENCH_CUPTI_OFF=1 keeps the collector off (the profiler-overhead
+// comparison of scripts/gpu-check.sh). A collector that cannot start records its reason in the trace.
+inline void start_recording(bool cuda) {
+  if (cuda && !std::getenv("TUNEBENCH_CUPTI_OFF")) {
+    auto& collector = prof::CuptiCollector::instance();
+    if (!collector.running()) (void)collector.start();
+  }
+  prof::Recorder::instance().start();
+}
+
 inline std::string write_recorded_trace(const std::string& path, const nlohmann::json& describe) {
   auto trace = prof::Recorder::instance().collect();
   if (!trace) return "the recorder returned no trace";
+  // GPU side: flushed at this chunk boundary. The training step reads the loss (a device sync) unless
+  // sync_free_logging defers it, so at most the last step's tail can land in the next chunk.
+  auto& collector = prof::CuptiCollector::instance();
+  if (collector.running())
+    if (auto gpu = collector.collect()) trace->merge(*gpu);
   auto& m = trace->meta();
   m.source_format = "tunebench";
   m.device = describe.value(nlohmann::json::json_pointer("/device/name"), std::string("cpu"));
