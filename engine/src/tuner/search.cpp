@@ -569,6 +569,22 @@ class Tuner {
     }
     for (const auto& win : winners_) {
       if (current_[win.knob] == win.value) continue;
+      // The first winner's reference is still the baseline: its screening trial already measured exactly this
+      // A/B, so it is kept on that evidence instead of spending the budget on the same comparison again (with
+      // a tight budget that repeat used to crowd out every accumulation). The final trial re-measures all.
+      if (current_ == baseline_) {
+        for (size_t i = res_.trials.size(); i-- > 0;) {
+          Trial& st = res_.trials[i];
+          if (st.phase == "screen" && st.knob == win.knob && st.value == win.value && st.accepted) {
+            Config cand = current_;
+            cand[win.knob] = win.value;
+            progress(phase_, label(win.knob, win.value) + ": kept on its screening trial (same reference: baseline)");
+            accept(st, cand);
+            break;
+          }
+        }
+        if (current_ != baseline_) continue;
+      }
       if (!fits(win.knob, win.value)) continue;
       Config cand = current_;
       cand[win.knob] = win.value;
