@@ -579,8 +579,10 @@ AnalysisResult analyze(const Trace& trace, const AnalysisOptions& opt) {
     Finding f;
     f.kind = FindingKind::CollectorOff;
     f.id = to_string(f.kind);
-    f.message = "GPU collector " + m.collector_state + (m.collector_reason.empty() ? "" : ": " + m.collector_reason) +
-                " - CPU-only timeline";
+    // The reason often says "CPU-only timeline" itself; say it once.
+    const std::string& why = m.collector_reason;
+    f.message = "GPU collector " + m.collector_state + (why.empty() ? "" : ": " + why) +
+                (why.find("CPU-only") == std::string::npos ? " - CPU-only timeline" : "");
     f.evidence = r.window;
     r.findings.insert(r.findings.begin(), std::move(f));
   }
