@@ -4,7 +4,7 @@
 # (`carry: [".carry"]`) and scripts/gpu-check.sh unpacks there with dpkg -x (never into /).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-grep -qx '/.carry/' .git/info/exclude 2>/dev/null || echo '/.carry/' >> .git/info/exclude
+mkdir -p .git/info; grep -qx '/.carry/' .git/info/exclude 2>/dev/null || echo '/.carry/' >> .git/info/exclude
 mkdir -p .carry/debs
 cd .carry/debs
 pkgs=(libturbojpeg0 libturbojpeg0-dev libjpeg62-turbo libjpeg62-turbo-dev libpng16-16 libpng-dev zlib1g-dev
