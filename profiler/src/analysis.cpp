@@ -1,6 +1,7 @@
 #include "profiler/analysis.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <cstdio>
 #include <string_view>
@@ -523,7 +524,14 @@ AnalysisResult analyze(const Trace& trace, const AnalysisOptions& opt) {
       f.kind = FindingKind::LoaderStall;
       f.id = to_string(f.kind);
       f.knob = "workers";
-      f.value = "4";
+      // Our traces record the training machine's cores: more loader threads than cores only compete with
+      // the step. Traces from elsewhere (Kineto) get the common starting point, 4.
+      int workers = 4;
+      if (auto it = trace.meta().extra.find("cpu_cores"); it != trace.meta().extra.end()) {
+        const int cores = std::atoi(it->second.c_str());
+        if (cores > 0) workers = std::clamp(cores, 1, 8);
+      }
+      f.value = std::to_string(workers);
       f.also = {"prefetch", "pin_memory"};
       f.share = share;
       f.max_speedup = bound(share);

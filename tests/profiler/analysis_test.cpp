@@ -317,6 +317,28 @@ TEST(Analysis, CpuOnlyTraceLoaderStallIsDataWait) {
   EXPECT_NEAR(r.findings[0].max_speedup, 1.0 / 0.75, 1e-9);
 }
 
+
+// The loader-stall finding suggests as many workers as the training machine had cores (our traces record
+// them; capped at 8), and 4 when the trace does not say (Kineto traces).
+TEST(Analysis, LoaderStallWorkerSuggestionFollowsRecordedCores) {
+  auto suggestion = [](const char* cores) {
+    Builder b;
+    if (cores) b.t.meta().extra["cpu_cores"] = cores;
+    for (int i = 0; i < 4; ++i) {
+      b.range("step", i * 100, i * 100 + 100, i);
+      b.range("data_wait", i * 100, i * 100 + 40);
+    }
+    auto r = b.run();
+    for (const auto& f : r.findings)
+      if (f.kind == FindingKind::LoaderStall) return f.value;
+    return std::string("none");
+  };
+  EXPECT_EQ(suggestion(nullptr), "4");
+  EXPECT_EQ(suggestion("2"), "2");
+  EXPECT_EQ(suggestion("64"), "8");
+  EXPECT_EQ(suggestion("garbage"), "4");
+}
+
 TEST(Analysis, KinetoNamesForStepsAndDataWait) {
   Builder b;
   b.range("ProfilerStep#12", 0, 100);
