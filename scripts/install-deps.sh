@@ -10,6 +10,7 @@ pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev libxkbcommon-dev libvulkan-dev libgl-dev
   xvfb xauth
+  python3                               # the fake serve child of the GUI tests
 )
 if [[ "${1:-}" == "--bench" ]]; then pkgs+=(python3-torch clang); fi  # eager-PyTorch bench, libFuzzer
 missing=()
