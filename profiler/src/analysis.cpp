@@ -150,6 +150,20 @@ std::string fmt_x(double x) {
 }
 double bound(double share) { return share >= 0.999999 ? 1e6 : 1.0 / (1.0 - std::max(0.0, share)); }
 
+// A finding that a knob addresses; the share of the window it costs bounds the gain of removing it.
+Finding knob_finding(FindingKind kind, const char* knob, std::string value, std::vector<std::string> also,
+                     double share) {
+  Finding f;
+  f.kind = kind;
+  f.id = to_string(kind);
+  f.knob = knob;
+  f.value = std::move(value);
+  f.also = std::move(also);
+  f.share = share;
+  f.max_speedup = bound(share);
+  return f;
+}
+
 Interval largest(const Intervals& v) {
   Interval best;
   for (const Interval& i : v)
@@ -493,14 +507,7 @@ AnalysisResult analyze(const Trace& trace, const AnalysisOptions& opt) {
       const double share = std::min(1.0, static_cast<double>(mm_total - mm_tc) / static_cast<double>(busy_all) *
                                               (static_cast<double>(r.gpu_busy_ns) / window_len));
       if (mm_share_of_busy >= 0.2 && share >= opt.finding_min_share) {
-        Finding f;
-        f.kind = FindingKind::LowTensorCore;
-        f.id = to_string(f.kind);
-        f.knob = "amp";
-        f.value = "fp16";
-        f.also = {"tf32", "channels_last"};
-        f.share = share;
-        f.max_speedup = bound(share);
+        Finding f = knob_finding(FindingKind::LowTensorCore, "amp", "fp16", {"tf32", "channels_last"}, share);
         f.message = "matmul/conv kernels take " + fmt_pct(mm_share_of_busy) + " of GPU time, only " +
                     fmt_pct(r.tensor_core_share) + " of it on Tensor Cores -> amp / tf32 / channels_last; at most " +
                     fmt_x(f.max_speedup);
@@ -520,10 +527,6 @@ AnalysisResult analyze(const Trace& trace, const AnalysisOptions& opt) {
   if (r.loader_stall_ns > 0) {
     const double share = r.loader_stall_ns / wl;
     if (share >= opt.finding_min_share) {
-      Finding f;
-      f.kind = FindingKind::LoaderStall;
-      f.id = to_string(f.kind);
-      f.knob = "workers";
       // Our traces record the training machine's cores: more loader threads than cores only compete with
       // the step. Traces from elsewhere (Kineto) get the common starting point, 4.
       int workers = 4;
@@ -531,10 +534,8 @@ AnalysisResult analyze(const Trace& trace, const AnalysisOptions& opt) {
         const int cores = std::atoi(it->second.c_str());
         if (cores > 0) workers = std::clamp(cores, 1, 8);
       }
-      f.value = std::to_string(workers);
-      f.also = {"prefetch", "pin_memory"};
-      f.share = share;
-      f.max_speedup = bound(share);
+      Finding f = knob_finding(FindingKind::LoaderStall, "workers", std::to_string(workers),
+                               {"prefetch", "pin_memory"}, share);
       f.message = std::string(r.has_gpu ? "GPU waited for the loader " : "training thread waited for data ") +
                   fmt_pct(share) + " of " + span + " (" + fmt_ms(r.loader_stall_ns) + " in " +
                   std::to_string(r.loader_stall_count) + " intervals) -> workers / prefetch / pin_memory; at most " +
@@ -546,14 +547,8 @@ AnalysisResult analyze(const Trace& trace, const AnalysisOptions& opt) {
   if (r.launch_gap_ns > 0) {
     const double share = r.launch_gap_ns / wl;
     if (share >= opt.finding_min_share) {
-      Finding f;
-      f.kind = FindingKind::LaunchGap;
-      f.id = to_string(f.kind);
-      f.knob = "cuda_graphs";
-      f.value = "on";
-      f.also = {"batch_size", "fused_pointwise", "fused_optimizer"};
-      f.share = share;
-      f.max_speedup = bound(share);
+      Finding f = knob_finding(FindingKind::LaunchGap, "cuda_graphs", "on",
+                               {"batch_size", "fused_pointwise", "fused_optimizer"}, share);
       f.message = "GPU idle waiting for kernel launches " + fmt_pct(share) + " of " + span + " (" +
                   fmt_ms(r.launch_gap_ns) + " in " + std::to_string(r.launch_gap_count) +
                   " gaps) -> cuda_graphs / bigger batch_size / fused ops; at most " + fmt_x(f.max_speedup);
@@ -564,13 +559,7 @@ AnalysisResult analyze(const Trace& trace, const AnalysisOptions& opt) {
   if (r.sync_count > 0) {
     const double share = std::min(1.0, r.sync_ns / wl);
     if (share >= opt.finding_min_share) {
-      Finding f;
-      f.kind = FindingKind::SyncPoints;
-      f.id = to_string(f.kind);
-      f.knob = "sync_free_logging";
-      f.value = "20";
-      f.share = share;
-      f.max_speedup = bound(share);
+      Finding f = knob_finding(FindingKind::SyncPoints, "sync_free_logging", "20", {}, share);
       f.message = "host blocked on the GPU in " + std::to_string(r.sync_count) + " sync points, " + fmt_pct(share) +
                   " of " + span + " (" + fmt_ms(r.sync_ns) + ") -> sync_free_logging; at most " +
                   fmt_x(f.max_speedup);
