@@ -2,6 +2,11 @@
 // default knobs (AdamW per-parameter loop, zero_grad memset, loss read every step). Prints samples/s of both
 // and the ratio (goal: engine >= 1.2x). Not run in CI.
 //
+// Both run on the same LibTorch. The engine's edge is its CPU dense-layer path (engine/src/dense.h): on a
+// LibTorch whose BLAS is the reference one (Debian 12), it runs Linear through oneDNN. Run with
+// TUNEBENCH_CPU_DENSE=blas to compare the bare loops on identical kernels (about 1.0x: the loop is
+// compute-bound, Python's per-op overhead is ~1 ms of the step).
+//
 //   bench_engine_vs_python [--steps N] [--batch B] [--threads T] [--rounds R] [--python /usr/bin/python3]
 #include <algorithm>
 #include <cstdio>
@@ -29,7 +34,7 @@ int main(int argc, char** argv) {
 
   // Alternate Python and engine rounds (A/B/A/B) so load drift on a shared machine hits both alike;
   // report the median of the per-round ratios.
-  const auto script = std::filesystem::path(__FILE__).parent_path() / "mnist_eager.py";
+  const auto script = std::filesystem::path(TB_BENCH_DIR) / "mnist_eager.py";
   std::string cmd = python + " " + script.string() + " --steps " + std::to_string(steps) + " --warmup " +
                     std::to_string(warmup) + " --batch " + std::to_string(batch) + " --threads " +
                     std::to_string(threads);
@@ -73,6 +78,7 @@ int main(int argc, char** argv) {
                 engine_rate / py_rate);
   }
 
+  std::printf("engine cpu dense path: %s\n", tb::engine::environment_info().value("cpu_dense", "n/a").c_str());
   std::printf("mnist_cnn synthetic batch %d, %d threads, %d rounds x %d measured steps (median samples/s)\n", batch,
               threads, rounds, steps);
   std::printf("  pytorch eager (python): %10.1f samples/s\n", median(py_rates));

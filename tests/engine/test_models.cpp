@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "compat.h"
+#include "dense.h"
 #include "models.h"
 #include "optimizer.h"
 
@@ -76,6 +77,48 @@ TEST(Models, VitTinyTrainsAStepAndFusedMatchesOpByOp) {
   m->set_fused_pointwise(true);
   auto b = m->forward(x);
   EXPECT_TRUE(torch::allclose(a, b, 1e-4, 1e-4));
+}
+
+// The oneDNN dense path is the same product as at::linear: outputs and all three gradients agree (only the
+// summation order differs), for 2-D and 3-D inputs and without a bias.
+TEST(Models, DenseLayerPathsAgreeForwardAndBackward) {
+  torch::manual_seed(3);
+  for (auto shape : {std::vector<int64_t>{16, 96}, std::vector<int64_t>{4, 7, 96}}) {
+    for (bool with_bias : {true, false}) {
+      auto x = torch::randn(shape);
+      auto w = torch::randn({40, 96});
+      auto b = with_bias ? torch::randn({40}) : torch::Tensor();
+      std::vector<torch::Tensor> outs, grads;
+      for (auto path : {CpuDensePath::Blas, CpuDensePath::OneDnn}) {
+        auto xi = x.clone().requires_grad_(true), wi = w.clone().requires_grad_(true);
+        auto bi = with_bias ? b.clone().requires_grad_(true) : torch::Tensor();
+        auto y = dense_via(path, xi, wi, bi);
+        (y * y).sum().backward();
+        outs.push_back(y.detach());
+        grads.push_back(xi.grad());
+        grads.push_back(wi.grad());
+        if (with_bias) grads.push_back(bi.grad());
+      }
+      EXPECT_EQ(outs[0].sizes(), outs[1].sizes());
+      EXPECT_TRUE(torch::allclose(outs[0], outs[1], 1e-4, 1e-4));
+      const size_t n = grads.size() / 2;
+      for (size_t i = 0; i < n; ++i) EXPECT_TRUE(torch::allclose(grads[i], grads[n + i], 1e-3, 1e-3)) << i;
+    }
+  }
+  // The process-wide choice is explained in one line (reports and `hello` show it).
+  const auto d = cpu_dense_description();
+  EXPECT_TRUE(d.rfind("blas", 0) == 0 || d.rfind("onednn", 0) == 0) << d;
+}
+
+// The path probe runs inside the first forward pass; it must leave the global RNG (dropout masks) alone.
+// CTest runs each test in its own process, so here the probe really runs.
+TEST(Models, DensePathProbeDoesNotDrawFromTheGlobalRng) {
+  torch::manual_seed(7);
+  auto a = torch::randn({8});
+  torch::manual_seed(7);
+  (void)cpu_dense_path();
+  auto b = torch::randn({8});
+  EXPECT_TRUE(torch::equal(a, b));
 }
 
 TEST(Models, UnknownModelIsRejected) {
