@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -72,7 +73,7 @@ double load_only_throughput(const std::shared_ptr<Dataset>& ds, int batch, int s
 int main(int argc, char** argv) {
   int64_t images = 128;
   int steps = 20, batch = 32, width = 1024, height = 768;
-  std::string dir = "/tmp/tunebench_bench_loader";
+  std::string dir;  // default: a bench-owned folder per size, emptied first (stale images skew the figure)
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--images")) images = std::atoll(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--steps")) steps = std::atoi(argv[i + 1]);
@@ -81,6 +82,10 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--size")) std::sscanf(argv[i + 1], "%dx%d", &width, &height);
   }
   try {
+    if (dir.empty()) {
+      dir = "/tmp/tunebench_bench_loader_" + std::to_string(width) + "x" + std::to_string(height);
+      std::filesystem::remove_all(dir);
+    }
     ImageFolderSpec spec;
     spec.out = dir;
     spec.images = images;

@@ -14,7 +14,11 @@ fi
 echo "demo: no display — running the headless demo (output in demo-out/)"
 out=demo-out; mkdir -p "$out"
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/tunebench/demo-images-640x480"
-[[ -d "$cache" ]] || "$bin/tunebench-cli" make-dataset --out "$cache" --images 256 --size 640x480 --classes 10
+# Same folder and completion marker as the GUI's demo, so a half-written folder is finished, not used.
+if [[ ! -f "$cache/.tunebench-demo-complete" ]]; then
+  "$bin/tunebench-cli" make-dataset --out "$cache" --images 256 --size 640x480 --classes 10
+  touch "$cache/.tunebench-demo-complete"
+fi
 "$bin/tunebench-cli" run --model mnist_cnn --data "imagefolder:$cache" --steps 40 \
   --trace "$out/naive-trace.json" --json "$out/naive-run.json"
 "$bin/tunebench-cli" analyze "$out/naive-trace.json" --json "$out/naive-analysis.json"

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <climits>
 #include <filesystem>
+#include <fstream>
 
 #include "data/data.h"
 #include "data/image_ops.h"
@@ -19,6 +20,30 @@ using testing::TempDir;
 
 constexpr float kMean[3] = {0.485f, 0.456f, 0.406f};
 constexpr float kStd[3] = {0.229f, 0.224f, 0.225f};
+
+// make-dataset into a folder holding files it would not write refuses (they would join the dataset);
+// re-running the same spec over its own output is fine.
+TEST(DataImageFolder, MakeDatasetRefusesAFolderWithOtherFiles) {
+  TempDir dir;
+  ImageFolderSpec spec;
+  spec.out = dir.str();
+  spec.images = 6;
+  spec.width = spec.height = 16;
+  spec.classes = 2;
+  EXPECT_EQ(generate_image_folder(spec).images, 6);
+  EXPECT_EQ(generate_image_folder(spec).images, 6);  // same spec again: overwrites its own files
+  spec.images = 4;                                    // img_000004/5 would be left over
+  try {
+    generate_image_folder(spec);
+    FAIL() << "expected a DataError";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("already holds 2 file(s)"), std::string::npos) << e.what();
+  }
+  TempDir other;
+  std::ofstream(other.path() / "notes.txt") << "x";
+  spec.out = other.str();
+  EXPECT_THROW(generate_image_folder(spec), DataError);
+}
 
 TEST(DataImageFolder, GeneratedJpegsLoadWithShapeRangeAndLabels) {
   TempDir dir;

@@ -175,6 +175,35 @@ ImageFolderResult generate_image_folder(const ImageFolderSpec& spec) {
 
   const fs::path root(spec.out);
   std::error_code ec;
+  // A folder that already holds other files would silently mix them into the dataset (seen: a benchmark
+  // folder reused at another image size measured the old images). Re-running the same spec is fine.
+  if (fs::is_directory(root, ec)) {
+    int64_t stray = 0;
+    std::string example;
+    auto note = [&](const fs::path& p) {
+      if (stray++ == 0) example = p.string();
+    };
+    for (const auto& top : fs::directory_iterator(root, ec)) {
+      int k = -1;
+      const std::string cname = top.path().filename().string();
+      if (top.is_directory() && std::sscanf(cname.c_str(), "class_%3d", &k) == 1 && cname.size() == 9 && k >= 0 &&
+          k < spec.classes) {
+        for (const auto& f : fs::directory_iterator(top.path(), ec)) {
+          long long i = -1;
+          const std::string fname = f.path().filename().string();
+          const bool ours = fname.size() == 14 && std::sscanf(fname.c_str(), "img_%6lld.jpg", &i) == 1 && i >= 0 &&
+                            i < spec.images && i % spec.classes == k && fname.compare(10, 4, ".jpg") == 0;
+          if (!ours) note(f.path());
+        }
+      } else {
+        note(top.path());
+      }
+    }
+    if (stray > 0)
+      throw DataError("make-dataset: '" + spec.out + "' already holds " + std::to_string(stray) +
+                      " file(s) this run would not write (e.g. '" + example +
+                      "'); a dataset there would mix them in. Use an empty or new folder.");
+  }
   fs::create_directories(root, ec);
   if (ec || !fs::is_directory(root)) throw DataError("make-dataset: cannot create folder '" + spec.out + "'" +
                                                      (ec ? " (" + ec.message() + ")" : std::string()));
