@@ -562,7 +562,8 @@ struct Importer {
     if (e.kind == EventKind::Instant || e.kind == EventKind::Counter) e.end_ns = e.start_ns;
     if (gpu || is_gpu_activity(e.kind)) {
       const int64_t dev = device != INT64_MIN ? device : pid;
-      const int64_t st = stream != INT64_MIN ? stream : tid;
+      // CUPTI's "no stream" (device-wide sync) arrives as uint32 -1 in args.stream and -1 in tid.
+      const int64_t st = stream == INT64_MIN ? tid : stream == 0xFFFFFFFFLL ? -1 : stream;
       trace.add_event(track(TrackKind::GpuStream, dev, st), e);
     } else {
       trace.add_event(track(TrackKind::CpuThread, pid, tid), e);
@@ -620,15 +621,25 @@ struct Importer {
         std::string name;
         if (tn != thread_names.end() && !tn->second.empty()) name = tn->second;
         else if (auto sn = string_id_names.find(t.tid()); sn != string_id_names.end()) name = sn->second;
-        else name = "thread " + std::to_string(t.tid());
-        if (auto pn = string_id_names.find(t.pid()); pn != string_id_names.end()) name = pn->second + " / " + name;
+        else if (t.tid() < -1 && t.tid() >= INT32_MIN) {
+          // Kineto writes a thread it saw no system tid for as its pthread id cut to int32 (negative):
+          // "thread -247463936" reads like a bug, the hex of the 32 bits reads like the id it is.
+          char buf[48];
+          std::snprintf(buf, sizeof buf, "unnamed thread 0x%08x", static_cast<uint32_t>(t.tid()));
+          name = buf;
+        } else name = "thread " + std::to_string(t.tid());
+        if (auto pn = string_id_names.find(t.pid()); pn != string_id_names.end())
+          // Kineto's own "Spans" process holds the profiler's collection window, not a thread of the program.
+          name = pn->second == "Spans" ? "profiler span: " + name : pn->second + " / " + name;
         trace.set_track_name(i, name);
         int64_t sort = 0;
         if (auto ps = process_sort.find(t.pid()); ps != process_sort.end()) sort = ps->second << 20;
         if (auto ts = thread_sort.find({t.pid(), t.tid()}); ts != thread_sort.end()) sort += ts->second;
         trace.set_track_sort_index(i, sort);
       } else if (t.kind() == TrackKind::GpuStream) {
-        trace.set_track_name(i, "GPU " + std::to_string(t.pid()) + " stream " + std::to_string(t.tid()));
+        // Kineto puts device-wide work (cudaDeviceSynchronize waits) on "stream" -1.
+        trace.set_track_name(i, "GPU " + std::to_string(t.pid()) +
+                                    (t.tid() == -1 ? std::string(" device-wide") : " stream " + std::to_string(t.tid())));
         trace.set_track_sort_index(i, (int64_t(1) << 40) + (t.pid() << 20) + t.tid());
       }
     }

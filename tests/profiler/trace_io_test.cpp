@@ -1,6 +1,8 @@
 // Trace import/export: the two real Kineto traces, a small Kineto trace with known answers, the Chrome
 // export round trip, and bad input (every case must be an Error with one line, never a crash).
 #include <gtest/gtest.h>
+
+#include <set>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -86,6 +88,21 @@ TEST(TraceIO, RealKinetoTrainStep) {
     for (const Event& e : tr.events())
       if (e.start_ns == 1712195495506161288LL) found = true;
   EXPECT_TRUE(found);
+  // Track names read as what they are: Kineto's thread names, its truncated pthread id in hex, its span.
+  std::set<std::string> names;
+  for (const Track& tr : t.tracks()) names.insert(tr.name());
+  EXPECT_TRUE(names.count("thread 1262 (pt_autograd_0)")) << ::testing::PrintToString(names);
+  EXPECT_TRUE(names.count("unnamed thread 0xf1400000")) << ::testing::PrintToString(names);
+  EXPECT_TRUE(names.count("profiler span: PyTorch Profiler")) << ::testing::PrintToString(names);
+  EXPECT_TRUE(names.count("GPU 0 stream 7")) << ::testing::PrintToString(names);
+}
+
+TEST(TraceIO, RealKinetoAlexnetDeviceWideSyncTrack) {
+  auto r = load_trace(testdata("kineto_alexnet_a100.json.gz"));
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  bool device_wide = false;
+  for (const Track& tr : r.value()->tracks()) device_wide |= tr.name() == "GPU 0 device-wide";
+  EXPECT_TRUE(device_wide);
 }
 
 // A small Kineto-style trace with known answers (times in us).
