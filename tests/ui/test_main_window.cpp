@@ -96,6 +96,32 @@ class TestMainWindow : public QObject {
     QVERIFY(QFileInfo(tmp_.filePath("out.json")).size() > 1000);
   }
 
+  // The window keeps only the draw store; the export re-reads the source. A vanished source is a clear
+  // error and the view stays.
+  void exportRereadsTheSourceAndSaysWhenItIsGone() {
+    const QString trace = tbtest::kinetoTrace();
+    if (trace.isEmpty()) QSKIP("kineto_train_step_rank0.json.gz not found");
+    const QString copy = tmp_.filePath("copy.json.gz");
+    QFile::remove(copy);
+    QVERIFY(QFile::copy(trace, copy));
+    MainWindow w;
+    w.setQuiet(true);
+    QSignalSpy spy(&w, &MainWindow::traceOpenFinished);
+    w.openTrace(copy);
+    QVERIFY(spy.wait(60000));
+    QVERIFY(spy.at(0).at(0).toBool());
+    auto data = w.timeline()->data();
+    QVERIFY(w.exportChromeTrace(tmp_.filePath("copy-export.json")));
+    QFile exported(tmp_.filePath("copy-export.json"));
+    QVERIFY(exported.open(QIODevice::ReadOnly));
+    const QByteArray text = exported.readAll();
+    QVERIFY(text.contains("ProfilerStep#101"));
+    QVERIFY(QFile::remove(copy));
+    QVERIFY(!w.exportChromeTrace(tmp_.filePath("copy-export2.json")));
+    QVERIFY2(w.lastError().contains("cannot re-read"), qPrintable(w.lastError()));
+    QCOMPARE(w.timeline()->data(), data);
+  }
+
   void corruptTraceShowsDialog() {
     MainWindow w;  // not quiet: the user sees a dialog (non-modal, so the window stays usable)
     QSignalSpy spy(&w, &MainWindow::traceOpenFinished);

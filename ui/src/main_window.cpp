@@ -713,7 +713,7 @@ void MainWindow::onTraceLoaded(LoadedTrace t, bool live) {
     const QString path = loader_->property("path").toString();
     addRecent(path);
     setWindowTitle(QStringLiteral("TuneBench — %1").arg(QFileInfo(path).fileName()));
-    const auto& meta = trace_.trace->meta();
+    const auto& meta = trace_.meta;
     if (!meta.device.empty() && !run_->isRunning())
       device_label_->setText(tr("trace: %1 (%2)").arg(QString::fromStdString(meta.device), QString::fromStdString(meta.source_format)));
     statusBar()->showMessage(tr("Opened %1: %2 events, %3 tracks").arg(path).arg(trace_.timeline->eventCount()).arg(trace_.timeline->tracks.size()), 8000);

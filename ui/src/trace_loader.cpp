@@ -2,6 +2,10 @@
 
 #include <string_view>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include "profiler/trace_io.h"
 
 namespace tb::ui {
@@ -94,34 +98,38 @@ std::shared_ptr<TimelineData> toTimeline(const tb::prof::Trace& trace, const tb:
   return d;
 }
 
-LoadedTrace analyzeAndConvert(std::shared_ptr<tb::prof::Trace> trace) {
+LoadedTrace analyzeAndConvert(const tb::prof::Trace& trace, const QStringList& sources) {
   LoadedTrace out;
-  out.trace = std::move(trace);
-  out.analysis = std::make_shared<tb::prof::AnalysisResult>(tb::prof::analyze(*out.trace));
-  out.timeline = toTimeline(*out.trace, out.analysis.get());
+  out.sources = sources;
+  out.meta = trace.meta();
+  out.source_events = trace.event_count();
+  out.analysis = std::make_shared<tb::prof::AnalysisResult>(tb::prof::analyze(trace));
+  out.timeline = toTimeline(trace, out.analysis.get());
   out.ok = true;
   return out;
 }
 
-LoadedTrace loadTraceFile(const QString& path) {
-  auto r = tb::prof::load_trace(path.toStdString());
-  if (!r.ok()) {
-    LoadedTrace out;
-    out.error = QStringLiteral("cannot open %1: %2").arg(path, QString::fromStdString(r.error().to_string()));
-    return out;
-  }
-  auto t = std::shared_ptr<tb::prof::Trace>(std::move(r.value()));
-  if (t->event_count() == 0) {
-    LoadedTrace out;
-    out.error = QStringLiteral("cannot open %1: the trace holds no events").arg(path);
-    return out;
-  }
-  return analyzeAndConvert(std::move(t));
+namespace {
+
+// The dropped Trace lives in many small blocks that glibc keeps in the worker thread's arena; hand them
+// back so the window's resident size really falls to the draw store.
+void releaseFreedMemory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
 }
 
-LoadedTrace loadTraceChunks(const QStringList& paths) {
-  auto merged = std::make_shared<tb::prof::Trace>();
-  QStringList errors;
+// One file, or several chunks merged into one finalized trace; per-file errors are collected.
+std::unique_ptr<tb::prof::Trace> loadMerged(const QStringList& paths, QStringList& errors) {
+  if (paths.size() == 1) {
+    auto r = tb::prof::load_trace(paths.front().toStdString());
+    if (!r.ok()) {
+      errors << QStringLiteral("cannot open %1: %2").arg(paths.front(), QString::fromStdString(r.error().to_string()));
+      return nullptr;
+    }
+    return std::move(r.value());
+  }
+  auto merged = std::make_unique<tb::prof::Trace>();
   for (const QString& p : paths) {
     auto r = tb::prof::load_trace(p.toStdString());
     if (!r.ok()) {
@@ -132,19 +140,53 @@ LoadedTrace loadTraceChunks(const QStringList& paths) {
     merged->merge(*r.value());
   }
   merged->finalize();
-  if (merged->event_count() == 0) {
+  return merged;
+}
+
+}  // namespace
+
+LoadedTrace loadTraceFile(const QString& path) {
+  QStringList errors;
+  auto t = loadMerged({path}, errors);
+  LoadedTrace out;
+  if (!t) {
+    out.error = errors.join("; ");
+    return out;
+  }
+  if (t->event_count() == 0) {
+    out.error = QStringLiteral("cannot open %1: the trace holds no events").arg(path);
+    return out;
+  }
+  out = analyzeAndConvert(*t, {path});
+  t.reset();
+  releaseFreedMemory();
+  return out;
+}
+
+LoadedTrace loadTraceChunks(const QStringList& paths) {
+  QStringList errors;
+  auto merged = paths.isEmpty() ? nullptr : loadMerged(paths, errors);
+  if (!merged || merged->event_count() == 0) {
     LoadedTrace out;
     out.error = errors.isEmpty() ? QStringLiteral("no events in the trace chunks") : errors.join("; ");
     return out;
   }
-  LoadedTrace out = analyzeAndConvert(std::move(merged));
+  LoadedTrace out = analyzeAndConvert(*merged, paths);
+  merged.reset();
+  releaseFreedMemory();
   if (!errors.isEmpty()) out.error = errors.join("; ");  // partial: ok stays true
   return out;
 }
 
 QString exportChromeTrace(const LoadedTrace& t, const QString& path) {
-  if (!t.trace) return QStringLiteral("no trace to export");
-  const auto st = tb::prof::write_chrome_trace(*t.trace, path.toStdString(),
+  if (!t.ok || t.sources.isEmpty()) return QStringLiteral("no trace to export");
+  QStringList errors;
+  auto trace = loadMerged(t.sources, errors);
+  if (!trace || !errors.isEmpty()) return QStringLiteral("cannot re-read the trace for export: %1").arg(errors.join("; "));
+  // The view was built from these files; if they changed since, the export would not be what is shown.
+  if (trace->event_count() != t.source_events)
+    return QStringLiteral("the trace files changed since they were opened; open them again to export");
+  const auto st = tb::prof::write_chrome_trace(*trace, path.toStdString(),
                                                t.analysis ? t.analysis->findings : std::vector<tb::prof::Finding>{});
   return st.ok() ? QString() : QString::fromStdString(st.error().to_string());
 }
