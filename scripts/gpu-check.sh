@@ -12,32 +12,61 @@ stages="${TB_GPU_STAGES:-build test scenarios tune}"
 steps="${TB_GPU_STEPS:-60}"
 log() { echo "[gpu-check $(date +%T)] $*" | tee -a "$out/logs/summary.txt"; }
 
+# Preflight: fail fast with a clear line instead of deep in CMake.
+for t in cmake g++ python3 dpkg; do command -v "$t" >/dev/null || { log "missing tool on this box: $t"; exit 1; }; done
+gen=Ninja; command -v ninja >/dev/null || gen="Unix Makefiles"
+# find_package(Torch) of a CUDA wheel runs enable_language(CUDA): it needs a toolkit with nvcc.
+[[ -x /usr/local/cuda/bin/nvcc ]] || { log "no CUDA toolkit (nvcc) at /usr/local/cuda: find_package(Torch) needs it"; exit 1; }
+export PATH="/usr/local/cuda/bin:$PATH"
+python3 -c 'import torch' 2>/dev/null || { log "python3 cannot import torch (the PyTorch wheel is the LibTorch we build against)"; exit 1; }
+
 root="$PWD/.carry/root"
 if [[ -d .carry/debs ]]; then
   mkdir -p "$root"; for d in .carry/debs/*.deb; do dpkg -x "$d" "$root"; done
+  # Debian's dev symlinks are absolute (libz.so -> /lib/x86_64-linux-gnu/libz.so.1.2.13): aim them into the root.
+  find "$root" -type l -lname '/*' | while read -r l; do
+    t="$(readlink "$l")"; [[ -e "$root$t" ]] && ln -sfn "$root$t" "$l"
+  done
 fi
+[[ -x "$root/usr/bin/pkgconf" ]] && export PKG_CONFIG="$root/usr/bin/pkgconf"
+command -v pkg-config >/dev/null || [[ -n "${PKG_CONFIG:-}" ]] || { log "no pkg-config on this box and none carried"; exit 1; }
 export PKG_CONFIG_PATH="$root/usr/lib/x86_64-linux-gnu/pkgconfig:$root/usr/share/pkgconfig:${PKG_CONFIG_PATH:-}"
-export LD_LIBRARY_PATH="$root/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
-# Debian's .pc files say prefix=/usr: point them at the unpacked root.
+# Debian's .pc files carry absolute /usr paths (libturbojpeg.pc: libdir and includedir too).
 for pc in "$root"/usr/lib/x86_64-linux-gnu/pkgconfig/*.pc "$root"/usr/share/pkgconfig/*.pc; do
-  [[ -f "$pc" ]] && sed -i "s|^prefix=/usr\$|prefix=$root/usr|" "$pc"
+  [[ -f "$pc" ]] && sed -i -E "s#^(prefix|exec_prefix|libdir|includedir|sharedlibdir)=/usr(/|\$)#\1=$root/usr\2#" "$pc"
 done
 torch_prefix="$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')"
 py_site="$(python3 -c 'import torch,os;print(os.path.dirname(os.path.dirname(torch.__file__)))')"
-cupti_lib="$(ls -d "$py_site"/nvidia/cu13/lib 2>/dev/null || ls -d "$py_site"/nvidia/cuda_cupti/lib 2>/dev/null || true)"
-[[ -n "$cupti_lib" ]] && export LD_LIBRARY_PATH="$cupti_lib:$LD_LIBRARY_PATH"
-export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64:$LD_LIBRARY_PATH"
+# The wheel's cuDNN has only libcudnn.so.9; Caffe2Config's FindCUDNN needs the paths given, else configure stops.
+cudnn_dir="$py_site/nvidia/cudnn"
+cudnn_lib="$(ls "$cudnn_dir"/lib/libcudnn.so.[0-9]* 2>/dev/null | head -1)"
+cudnn_args=()
+if [[ -f "$cudnn_dir/include/cudnn.h" && -n "$cudnn_lib" ]]; then
+  cudnn_args=(-DCUDNN_INCLUDE_PATH="$cudnn_dir/include" -DCUDNN_LIBRARY_PATH="$cudnn_lib")
+else
+  log "no cuDNN in $cudnn_dir; relying on a system cuDNN"
+fi
+# CUPTI headers: the toolkit's, else the wheel's.
+cupti_inc=""
+for d in /usr/local/cuda/extras/CUPTI/include /usr/local/cuda/include "$py_site/nvidia/cu13/include"; do
+  [[ -f "$d/cupti.h" ]] && { cupti_inc="$d"; break; }
+done
+# The wheel's CUDA libraries first (the LibTorch was built against them), then the toolkit's.
+export LD_LIBRARY_PATH="$py_site/nvidia/cu13/lib:$cudnn_dir/lib:$root/usr/lib/x86_64-linux-gnu:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64:${LD_LIBRARY_PATH:-}"
 build=build-gpu
 {
   log "host: $(hostname) $(nproc) cores"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv || true
   python3 -c 'import torch;print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())'
+  /usr/local/cuda/bin/nvcc --version | tail -2; cmake --version | head -1; echo "cupti headers: ${cupti_inc:-none}"
 } > "$out/logs/env.txt" 2>&1
 
 if [[ " $stages " == *" build "* ]]; then
   log "configure + build against $torch_prefix"
-  cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTUNEBENCH_GUI=OFF -DTUNEBENCH_CUPTI=ON \
+  cmake -S . -B $build -G "$gen" -DCMAKE_BUILD_TYPE=Release -DTUNEBENCH_GUI=OFF \
+    -DTUNEBENCH_CUPTI="${cupti_inc:+ON}${cupti_inc:-AUTO}" ${cupti_inc:+-DTUNEBENCH_CUPTI_INCLUDE="$cupti_inc"} \
     -DCMAKE_PREFIX_PATH="$torch_prefix;$root/usr;$root/usr/lib/x86_64-linux-gnu/cmake" \
-    -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DCUDAToolkit_ROOT=/usr/local/cuda \
+    -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DCUDAToolkit_ROOT=/usr/local/cuda -DCUDA_TOOLKIT_ROOT_DIR=/usr/local/cuda \
+    "${cudnn_args[@]}" ${PKG_CONFIG:+-DPKG_CONFIG_EXECUTABLE="$PKG_CONFIG"} \
     -DCMAKE_INCLUDE_PATH="$root/usr/include" -DCMAKE_LIBRARY_PATH="$root/usr/lib/x86_64-linux-gnu" \
     > "$out/logs/configure.txt" 2>&1 || { log "configure FAILED"; tail -30 "$out/logs/configure.txt"; exit 1; }
   cmake --build $build -j "$(nproc)" > "$out/logs/build.txt" 2>&1 || { log "build FAILED"; grep -m20 -B2 -A6 'error' "$out/logs/build.txt"; exit 1; }

@@ -4,10 +4,12 @@
 # (`carry: [".carry"]`) and scripts/gpu-check.sh unpacks there with dpkg -x (never into /).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mkdir -p .git/info; grep -qx '/.carry/' .git/info/exclude 2>/dev/null || echo '/.carry/' >> .git/info/exclude
 mkdir -p .carry/debs
 cd .carry/debs
-pkgs=(libturbojpeg0 libturbojpeg0-dev libjpeg62-turbo libjpeg62-turbo-dev libpng16-16 libpng-dev zlib1g-dev
-      libsimdjson14 libsimdjson-dev nlohmann-json3-dev libgtest-dev googletest libbenchmark1debian libbenchmark-dev)
+# zlib1g: the dev symlink needs its target in the root (the box's zlib may be another version).
+# pkgconf: the box may have no pkg-config. libgtest-dev ships libgtest.a/libgmock.a and their CMake config.
+pkgs=(libturbojpeg0 libturbojpeg0-dev libjpeg62-turbo libjpeg62-turbo-dev libpng16-16 libpng-dev zlib1g zlib1g-dev
+      libsimdjson14 libsimdjson-dev nlohmann-json3-dev libgtest-dev libbenchmark1debian libbenchmark-dev
+      pkgconf pkgconf-bin libpkgconf3)
 apt-get download "${pkgs[@]}"
 ls -la

@@ -9,6 +9,7 @@
 
 #if TUNEBENCH_TORCH_CUDA
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGraph.h>
 #endif
 
 #define TB_TORCH_AT_LEAST(maj, min) \
@@ -183,10 +184,20 @@ void amp_update_scale_(torch::Tensor& scale, torch::Tensor& growth_tracker, cons
   at::_amp_update_scale_(scale, growth_tracker, found_inf, growth_factor, backoff_factor, growth_interval);
 }
 
+#if TUNEBENCH_TORCH_CUDA
+void graph_capture_begin_thread_local(at::cuda::CUDAGraph& graph) {
+#if TB_TORCH_AT_LEAST(2, 1)
+  graph.capture_begin(/*pool=*/{0, 0}, cudaStreamCaptureModeThreadLocal);
+#else
+  graph.capture_begin();
+#endif
+}
+#endif
+
 void set_tf32(bool enabled) {
   if (!cuda_available()) return;
   at::globalContext().setAllowTF32CuBLAS(enabled);
-  at::globalContext().setAllowTF32CuDNN(enabled);
+  at::globalContext().setAllowTF32CuDNN(true);  // PyTorch's default; the knob is the matmul switch
 }
 
 void set_cudnn_benchmark(bool enabled) {

@@ -19,7 +19,19 @@
 #define TUNEBENCH_TORCH_CUDA 0
 #endif
 
+#if TUNEBENCH_TORCH_CUDA
+namespace at::cuda {
+struct CUDAGraph;
+}
+#endif
+
 namespace tb::engine::compat {
+
+#if TUNEBENCH_TORCH_CUDA
+// Begins a capture on the current stream that restricts only this thread's CUDA calls (>= 2.1:
+// cudaStreamCaptureModeThreadLocal; 1.13 has no mode argument and captures in global mode).
+void graph_capture_begin_thread_local(at::cuda::CUDAGraph& graph);
+#endif
 
 // --- device / build facts -------------------------------------------------------------------------------
 bool cuda_available();          // false on a CPU-only build even when a driver exists

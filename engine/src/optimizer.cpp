@@ -72,7 +72,11 @@ void AdamW::step_capturable(const std::vector<torch::Tensor>& params, torch::Ten
     auto denom = (s.exp_avg_sq.sqrt() / bc2_sqrt).add_(eps);
     p.add_(s.exp_avg / denom * step_size);
   }
-  ++steps_;
+}
+
+void AdamW::sync_step_counts() {
+  // Every parameter in use steps together (the engine never steps a subset), so one count fits all.
+  for (auto& [key, s] : state_) s.step = steps_;
 }
 
 std::unordered_map<const void*, AdamW::ParamState> AdamW::snapshot() const {

@@ -39,7 +39,13 @@ class AdamW {
   // The same update with the step count and bias corrections as device tensors, so the whole update can
   // be captured in a CUDA graph and replayed (torch.optim.AdamW(capturable=True)). `step_count` is a
   // one-element float tensor on the parameters' device shared by all parameters; it is incremented here.
+  // Capturing runs nothing, so it does not count as a step: each replay of the captured step is counted
+  // with count_replay().
   void step_capturable(const std::vector<torch::Tensor>& params, torch::Tensor& step_count);
+  void count_replay() { ++steps_; }
+  // After replays the per-parameter host step counts are stale (the graph advanced a device tensor):
+  // sets them to the optimizer's step count before eager steps resume.
+  void sync_step_counts();
   const Options& options() const { return opts_; }
 
   // For the loss-drift guard: a deep copy of the state, and putting one back.

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "compat.h"
 #include "dense.h"
@@ -313,7 +314,7 @@ class SessionImpl final : public Session {
     j["parameters"] = static_cast<int64_t>(params_.size());
     j["skipped_steps"] = skipped_steps_;
     j["nan_losses"] = nan_losses_;
-    j["optimizer_steps"] = optim_.steps() + graph_replays_;
+    j["optimizer_steps"] = optim_.steps();
     j["cuda_graph_replays"] = graph_replays_;
     auto ls = loader_->stats();
     j["loader"] = {{"batches", ls.batches}, {"samples", ls.samples}, {"skipped_samples", ls.skipped}};
@@ -411,7 +412,9 @@ class SessionImpl final : public Session {
     if (f.grad_accumulation != flags_.grad_accumulation) micro_ = 0;
     flags_ = f;
 #if TUNEBENCH_TORCH_CUDA
-    // Any change invalidates a captured step (shapes, memory format, model structure, autocast).
+    // Any change invalidates a captured step (shapes, memory format, model structure, autocast). The
+    // replays advanced only the graph's device step count: bring the host counts up before eager steps.
+    if (graph_) optim_.sync_step_counts();
     graph_.reset();
     graph_eager_steps_ = 0;
     graph_failed_ = false;
@@ -431,8 +434,23 @@ class SessionImpl final : public Session {
 #if TUNEBENCH_TORCH_CUDA
     if (flags_.cuda_graphs) {
       // Eager warm-up steps first (allocator growth, cuBLAS/cuDNN handles and autotuning), then capture.
-      if (!graph_ && graph_eager_steps_ < 2) {
+      // As PyTorch's recipe: the warm-up runs on the stream the capture will use, fenced both ways, so
+      // per-stream state (cuBLAS workspaces) exists before capture instead of landing in the graph's pool.
+      if (!graph_ && graph_eager_steps_ < 2 && !graph_failed_) {
         ++graph_eager_steps_;
+        if (!graph_stream_) graph_stream_ = at::cuda::getStreamFromPool();
+        auto current = at::cuda::getCurrentCUDAStream();
+        at::cuda::CUDAEvent before, after;
+        before.record(current);
+        before.block(*graph_stream_);
+        double loss;
+        {
+          c10::cuda::CUDAStreamGuard guard(*graph_stream_);
+          loss = train_micro_batch(b.input, b.target, rec, read_loss);
+        }
+        after.record(*graph_stream_);
+        after.block(current);
+        return loss;
       } else {
         if (!graph_ && !graph_failed_) {
           try {
@@ -451,6 +469,7 @@ class SessionImpl final : public Session {
           static_y_.copy_(b.target);
           graph_->replay();
           ++graph_replays_;
+          optim_.count_replay();
           rec.optimizer_step = true;
           if (!read_loss) return std::numeric_limits<double>::quiet_NaN();
           TB_RANGE(tb::prof::names::kSync);
@@ -471,28 +490,42 @@ class SessionImpl final : public Session {
     if (flags_.channels_last) static_x_ = static_x_.contiguous(at::MemoryFormat::ChannelsLast);
     static_y_ = b.target.clone();
     compat::zero_grad(params_, /*set_to_none=*/true);  // backward in the graph writes fresh gradients
-    if (!graph_step_t_.defined())
-      graph_step_t_ = torch::full({1}, double(optim_.steps()), torch::TensorOptions().dtype(torch::kFloat).device(device_));
+    // The device step count starts at the host's for every capture (replays advance both).
+    graph_step_t_ = torch::full({1}, double(optim_.steps()), torch::TensorOptions().dtype(torch::kFloat).device(device_));
     auto current = at::cuda::getCurrentCUDAStream();
-    auto side = at::cuda::getStreamFromPool();
-    at::cuda::CUDAEvent before;
-    before.record(current);
-    before.block(side);
+    if (!graph_stream_) graph_stream_ = at::cuda::getStreamFromPool();
+    auto side = *graph_stream_;
+    compat::synchronize(device_);  // as torch.cuda.graph's __enter__: no pending work or frees
     auto graph = std::make_unique<at::cuda::CUDAGraph>();
     const bool cache = at::autocast::is_autocast_cache_enabled();
     at::autocast::set_autocast_cache_enabled(false);  // cached casts would outlive the capture
     try {
       c10::cuda::CUDAStreamGuard guard(side);
-      graph->capture_begin();
-      torch::Tensor loss;
-      {
-        compat::AutocastGuard ac(device_.type(), torch::kBFloat16, flags_.amp == Flags::Amp::Bf16);
-        loss = model_->loss(model_->forward(static_x_), static_y_);
+      // Thread-local mode: loader workers keep calling cudaHostAlloc / cudaEventSynchronize while this
+      // thread captures; global mode would invalidate the capture and fail those calls.
+      compat::graph_capture_begin_thread_local(*graph);
+      bool ended = false;
+      try {
+        torch::Tensor loss;
+        {
+          compat::AutocastGuard ac(device_.type(), torch::kBFloat16, flags_.amp == Flags::Amp::Bf16);
+          loss = model_->loss(model_->forward(static_x_), static_y_);
+        }
+        loss.backward();
+        optim_.step_capturable(params_, graph_step_t_);
+        static_loss_ = loss.detach();
+        ended = true;
+        graph->capture_end();
+      } catch (...) {
+        // Take the stream out of capture mode, or the eager fallback fails on it too.
+        if (!ended) {
+          try {
+            graph->capture_end();
+          } catch (...) {
+          }
+        }
+        throw;
       }
-      loss.backward();
-      optim_.step_capturable(params_, graph_step_t_);
-      static_loss_ = loss.detach();
-      graph->capture_end();
     } catch (...) {
       at::autocast::set_autocast_cache_enabled(cache);
       throw;
@@ -721,6 +754,7 @@ class SessionImpl final : public Session {
   int graph_eager_steps_ = 0;
   bool graph_failed_ = false;
   torch::Tensor static_x_, static_y_, static_loss_, graph_step_t_;
+  std::optional<c10::cuda::CUDAStream> graph_stream_;  // warm-up and capture stream, made once
 #endif
   std::vector<std::string> warnings_;
   nlohmann::json drift_checks_ = nlohmann::json::array();

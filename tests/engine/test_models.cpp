@@ -187,5 +187,56 @@ TEST(Models, FusedAndLoopAdamWAgree) {
   for (size_t i = 0; i < p1.size(); ++i) EXPECT_TRUE(torch::allclose(p1[i], p2[i], 1e-6, 1e-7));
 }
 
+// The CUDA-graph optimizer path (device-side step count) is plain tensor math, so it is checked here on the
+// CPU: capture = one step_capturable call, replays = the same call again. It must match the eager AdamW,
+// count steps as the engine reports them (capture is not a step, each replay is), and after "replays"
+// sync_step_counts() lets eager steps continue with the right bias correction.
+TEST(Models, CapturableAdamWMatchesEagerAndCountsReplays) {
+  torch::manual_seed(4);
+  std::vector<torch::Tensor> p1 = {torch::randn({4, 3}), torch::randn({5})}, p2;
+  for (auto& p : p1) p2.push_back(p.clone());
+  const std::vector<torch::Tensor> init = {p1[0].clone(), p1[1].clone()};
+  std::vector<std::vector<torch::Tensor>> grads;
+  for (int s = 0; s < 5; ++s) grads.push_back({torch::randn({4, 3}), torch::randn({5})});
+  auto set_grads = [](std::vector<torch::Tensor>& ps, const std::vector<torch::Tensor>& g) {
+    for (size_t i = 0; i < ps.size(); ++i) ps[i].mutable_grad() = g[i].clone();
+  };
+  AdamW eager, graph;
+  for (int s = 0; s < 5; ++s) {
+    set_grads(p1, grads[size_t(s)]);
+    eager.step(p1, false);
+  }
+  // One eager step, then three "replays" of the capturable step, then eager again.
+  set_grads(p2, grads[0]);
+  graph.step(p2, false);
+  auto step_t = torch::full({1}, double(graph.steps()));
+  for (int s = 1; s < 4; ++s) {
+    set_grads(p2, grads[size_t(s)]);
+    graph.step_capturable(p2, step_t);
+    graph.count_replay();
+  }
+  EXPECT_EQ(graph.steps(), 4);
+  EXPECT_EQ(step_t.item<float>(), 4.0f);
+  graph.sync_step_counts();
+  set_grads(p2, grads[4]);
+  graph.step(p2, false);
+  EXPECT_EQ(graph.steps(), 5);
+  for (size_t i = 0; i < p1.size(); ++i) EXPECT_TRUE(torch::allclose(p1[i], p2[i], 1e-5, 1e-6)) << i;
+  // Without the sync the resumed eager step uses bias correction for step 2, not 5, and lands elsewhere.
+  AdamW stale;
+  std::vector<torch::Tensor> p3 = {init[0].clone(), init[1].clone()};
+  set_grads(p3, grads[0]);
+  stale.step(p3, false);
+  auto t3 = torch::full({1}, double(stale.steps()));
+  for (int s = 1; s < 4; ++s) {
+    set_grads(p3, grads[size_t(s)]);
+    stale.step_capturable(p3, t3);
+    stale.count_replay();
+  }
+  set_grads(p3, grads[4]);
+  stale.step(p3, false);
+  EXPECT_FALSE(torch::allclose(p1[0], p3[0], 1e-5, 1e-6));
+}
+
 }  // namespace
 }  // namespace tb::engine
