@@ -66,8 +66,10 @@ std::string cuda_version() {
 std::string cudnn_version() {
 #if TUNEBENCH_TORCH_CUDA
   if (cudnn_available()) {
-    long v = at::detail::getCUDAHooks().versionCuDNN();
-    return std::to_string(v);
+    // CUDNN_VERSION: major*1000 + minor*100 + patch before cuDNN 9, major*10000 + minor*100 + patch since.
+    const long v = at::detail::getCUDAHooks().versionCuDNN();
+    const long major = v >= 90000 ? v / 10000 : v / 1000, minor = v >= 90000 ? (v / 100) % 100 : (v % 1000) / 100;
+    return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(v % 100);
   }
 #endif
   return "";
