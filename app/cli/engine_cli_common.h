@@ -180,8 +180,6 @@ inline std::string write_recorded_trace(const std::string& path, const nlohmann:
   }
   if (describe.contains("model")) m.extra["model"] = describe["model"].get<std::string>();
   if (describe.contains("data")) m.extra["data"] = describe["data"].get<std::string>();
-  // The analysis sizes its loader-worker suggestion by the cores of the machine that trained.
-  if (unsigned cores = std::thread::hardware_concurrency(); cores > 0) m.extra["cpu_cores"] = std::to_string(cores);
   trace->finalize();
   auto st = prof::write_chrome_trace(*trace, path);
   if (!st.ok()) return st.error().to_string();

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -399,6 +400,10 @@ std::unique_ptr<Trace> Recorder::collect() {
   Registry& r = registry();
   auto trace = std::make_unique<Trace>();
   trace->meta().source_format = "tunebench";
+  // The analysis sizes its loader-worker suggestion by the cores of the machine that trained; every trace
+  // recorded here carries them (CLI runs, serve chunks and the tuner's snapshots alike).
+  if (unsigned cores = std::thread::hardware_concurrency(); cores > 0)
+    trace->meta().extra["cpu_cores"] = std::to_string(cores);
   const bool recording = g_enabled.load(std::memory_order_acquire);
   const int64_t start_ts = r.start_ts.load(std::memory_order_acquire);
   const int64_t close_ts = recording ? 0 : r.stop_ts.load(std::memory_order_acquire);

@@ -33,6 +33,9 @@ TEST(Recorder, NestedRangesOnOneThread) {
   auto t = r.collect();
   ASSERT_TRUE(t);
   EXPECT_EQ(t->meta().source_format, "tunebench");
+  // The cores of the recording machine travel with the trace (the loader-stall finding sizes workers by them).
+  ASSERT_TRUE(t->meta().extra.count("cpu_cores"));
+  EXPECT_EQ(std::stoul(t->meta().extra.at("cpu_cores")), std::thread::hardware_concurrency());
   const Track* train = nullptr;
   const Track* counter = nullptr;
   for (const Track& tr : t->tracks()) {
