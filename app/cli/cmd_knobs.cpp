@@ -54,7 +54,8 @@ int cmd_knobs(int argc, char** argv) {
                      {"pytorch", k.pytorch_snippet},
                      {"libtorch", k.libtorch_snippet},
                      {"applicable", s.applicability.applicable},
-                     {"reason", s.applicability.reason}});
+                     {"reason", s.applicability.reason},
+                   {"unavailable_values", s.applicability.unavailable_values}});
     }
     nlohmann::json doc = engine::environment_info();
     doc["knobs"] = out;

@@ -113,6 +113,7 @@ nlohmann::json knobs_json(const std::vector<engine::KnobState>& states) {
                    {"value", s.value},
                    {"applicable", s.applicability.applicable},
                    {"reason", s.applicability.reason},
+                   {"unavailable_values", s.applicability.unavailable_values},
                    {"changes_numerics", k.changes_numerics},
                    {"seeds", k.seeds},
                    {"applies_to", k.applies_to}});

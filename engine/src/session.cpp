@@ -78,8 +78,11 @@ Applicability base_applicability(const std::string& id, bool on_cuda) {
     if (auto r = cuda_reason(on_cuda); !r.empty()) no(r);
   } else if (id == "amp") {
     // The knob applies (bf16 autocast works everywhere); the fp16 value may not: say so.
-    if (!on_cuda) a.reason = "fp16 is not available here: its loss-scaling kernels are CUDA-only in LibTorch " +
-                             compat::libtorch_version() + " (bf16 autocast applies on the CPU)";
+    if (!compat::amp_fp16_supported(on_cuda ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU))) {
+      a.reason = "fp16 is not available here: its loss-scaling kernels are CUDA-only in LibTorch " +
+                 compat::libtorch_version() + " (bf16 autocast applies on the CPU)";
+      a.unavailable_values = {"fp16"};
+    }
   } else if (id == "fused_optimizer") {
     if (!compat::has_foreach_ops(on_cuda ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU)))
       no("this LibTorch has no multi-tensor (_foreach) kernels for the device");

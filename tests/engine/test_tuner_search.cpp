@@ -143,6 +143,36 @@ TEST(TunerSearch, OomDriftAndNotApplicableAreReportedNotFatal) {
   EXPECT_TRUE(std::isnan(an->loss_drift));
 }
 
+// A value the workload says cannot take effect (amp=fp16 on a CPU LibTorch 1.13) gets no trial, in any
+// phase, and the report lists it as skipped with the reason; the knob's other values are still tried.
+class NoFp16Workload : public SimulatedWorkload {
+ public:
+  using SimulatedWorkload::SimulatedWorkload;
+  std::vector<KnobState> knobs() override {
+    auto k = SimulatedWorkload::knobs();
+    for (auto& s : k)
+      if (s.info.id == "amp") s.applicability = {true, "fp16 is not available here", {"fp16"}};
+    return k;
+  }
+};
+
+TEST(TunerSearch, UnavailableValuesGetNoTrial) {
+  NoFp16Workload w(6, 0.03);
+  TuneOptions o;
+  o.budget_s = 200;
+  TuneResult r = run_tune(w, o);
+  bool bf16_tried = false;
+  for (const auto& t : r.trials) {
+    EXPECT_FALSE(t.knob == "amp" && t.value == "fp16") << t.phase;
+    bf16_tried |= t.knob == "amp" && t.value == "bf16";
+  }
+  EXPECT_TRUE(bf16_tried);
+  bool listed = false;
+  for (const auto& s : r.skipped) listed |= s.knob == "amp" && s.value == "fp16" && s.reason == "fp16 is not available here";
+  EXPECT_TRUE(listed);
+  EXPECT_NE(r.final_config.at("amp"), "fp16");
+}
+
 TEST(TunerSearch, TightBudgetSkipsAndSaysSo) {
   SimulatedWorkload w(5, 0.03);
   TuneOptions o;

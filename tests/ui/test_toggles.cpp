@@ -2,6 +2,7 @@
 // engine's reason, user edits emit knobChanged and programmatic updates do not.
 #include <QCheckBox>
 #include <QComboBox>
+#include <QStandardItemModel>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QtTest>
@@ -19,7 +20,8 @@ class TestToggles : public QObject {
     {"id":"pin_memory","title":"Pinned memory","type":"bool","default":"off","recommended":"on","value":false,
      "applicable":false,"reason":"no CUDA device in this process"},
     {"id":"amp","title":"Mixed precision","type":"enum","default":"off","recommended":"fp16","choices":["off","fp16","bf16"],
-     "value":"off","applicable":true,"changes_numerics":true},
+     "value":"off","applicable":true,"changes_numerics":true,"unavailable_values":["fp16"],
+     "reason":"fp16 is not available here"},
     {"id":"cudnn_benchmark","title":"cuDNN autotuner","type":"bool","default":"off","value":true,"applicable":true},
     {"title":"no id: skipped"}]})";
 
@@ -58,6 +60,12 @@ class TestToggles : public QObject {
     QVERIFY(amp->toolTip().contains("loss-drift"));
     QVERIFY(cudnn->isChecked());
     QCOMPARE(amp->count(), 3);
+    // fp16 is listed but cannot be picked here; bf16 can.
+    auto* model = qobject_cast<QStandardItemModel*>(amp->model());
+    QVERIFY(model);
+    QVERIFY(!model->item(amp->findText("fp16"))->isEnabled());
+    QVERIFY(model->item(amp->findText("bf16"))->isEnabled());
+    QCOMPARE(model->item(amp->findText("fp16"))->toolTip(), QString("fp16 is not available here"));
   }
   void userEditsEmitProgrammaticDoNot() {
     TogglesPanel p;

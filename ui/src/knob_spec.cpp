@@ -50,6 +50,7 @@ std::vector<KnobSpec> parseKnobs(const QJsonValue& doc, QString* error) {
     if (k.type == KnobSpec::Type::Int && k.max <= k.min) k.max = k.min + 1024;
     k.applicable = o.value("applicable").toBool(true);
     k.reason = o.value("reason").toString();
+    for (const QJsonValue& v : o.value("unavailable_values").toArray()) k.unavailable << knobValueText(v);
     if (!k.applicable && k.reason.isEmpty()) k.reason = QStringLiteral("not applicable here (no reason given)");
     k.changes_numerics = o.value("changes_numerics").toBool(false);
     for (const QJsonValue& s : o.value("seeds").toArray()) k.seeds << knobValueText(s);

@@ -2,6 +2,7 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QStandardItemModel>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QScrollArea>
@@ -81,6 +82,16 @@ void TogglesPanel::setKnobs(const std::vector<KnobSpec>& knobs) {
         auto* combo = new QComboBox(row);
         combo->addItems(k.choices.isEmpty() ? QStringList{k.value} : k.choices);
         combo->setCurrentText(k.value);
+        // Values that cannot take effect here stay visible (the user learns they exist) but cannot be picked.
+        if (auto* model = qobject_cast<QStandardItemModel*>(combo->model())) {
+          for (const QString& v : k.unavailable) {
+            const int i = combo->findText(v);
+            if (QStandardItem* item = i >= 0 ? model->item(i) : nullptr) {
+              item->setEnabled(false);
+              item->setToolTip(k.reason);
+            }
+          }
+        }
         connect(combo, &QComboBox::currentTextChanged, this, [this, id = k.id](const QString& v) {
           if (!updating_) emit knobChanged(id, v);
         });

@@ -33,7 +33,10 @@ struct KnobInfo {
 // Whether a knob can act in this process (device, build, model), and why not.
 struct Applicability {
   bool applicable = true;
-  std::string reason;  // empty when applicable
+  std::string reason;  // empty when applicable (or why some values are unavailable)
+  // Values of an applicable knob that cannot take effect here (amp=fp16 on a CPU LibTorch 1.13): the tuner
+  // does not spend trials on them and the GUI greys them out.
+  std::vector<std::string> unavailable_values;
 };
 
 const std::vector<KnobInfo>& knob_catalog();

@@ -171,7 +171,9 @@ class Tuner {
   }
 
   // Values to screen alone for a non-ladder knob.
-  std::vector<std::string> plain_values(const KnobInfo& info, const std::string& from) {
+  std::vector<std::string> plain_values(const KnobState& k, const std::string& from) {
+    const KnobInfo& info = k.info;
+    const auto& unavailable = k.applicability.unavailable_values;
     std::vector<std::string> out;
     if (info.type == KnobType::Int) {
       if (!info.recommended_value.empty() && info.recommended_value != from) out.push_back(info.recommended_value);
@@ -180,7 +182,7 @@ class Tuner {
     std::vector<std::string> choices = info.choices;
     if (choices.empty() && info.type == KnobType::Bool) choices = {"off", "on"};
     for (const auto& c : choices)
-      if (c != from) out.push_back(c);
+      if (c != from && std::find(unavailable.begin(), unavailable.end(), c) == unavailable.end()) out.push_back(c);
     return out;
   }
 
@@ -417,7 +419,7 @@ class Tuner {
       const auto& k = knobs_[id];
       if (!eligible(k, false) || not_worth(k.info, baseline_)) continue;
       Ladder l = ladder_of(k.info);
-      n += l == Ladder::None ? static_cast<int>(plain_values(k.info, baseline_[id]).size()) : 2;
+      n += l == Ladder::None ? static_cast<int>(plain_values(k, baseline_[id]).size()) : 2;
     }
     planned_trials_ = 2 * n + 1;
     double per_trial = o_.budget_s * 0.9 - (elapsed());
@@ -520,7 +522,9 @@ class Tuner {
         if (!best.empty()) winners_.push_back({id, best, gain});
         continue;
       }
-      auto values = plain_values(k.info, base_v);
+      for (const auto& v : k.applicability.unavailable_values)
+        res_.skipped.push_back({id, v, k.applicability.reason.empty() ? "unavailable here" : k.applicability.reason});
+      auto values = plain_values(k, base_v);
       if (values.empty()) {
         res_.skipped.push_back({id, "", "the recommended value is the baseline's"});
         continue;
@@ -657,7 +661,7 @@ class Tuner {
         } else {
           std::optional<size_t> best;
           Config best_cand;
-          for (const auto& v : plain_values(k.info, current_[id])) {
+          for (const auto& v : plain_values(k, current_[id])) {
             Config cand = current_;
             cand[id] = v;
             if (failed_.count(label(id, v)) || slower_.count(label(id, v)) ||

@@ -19,7 +19,8 @@ struct KnobSpec {
   QStringList choices;
   qint64 min = 0, max = 0;
   bool applicable = true;
-  QString reason;          // why not applicable (non-empty when !applicable)
+  QString reason;          // why not applicable (non-empty when !applicable), or why some values are unavailable
+  QStringList unavailable; // values that cannot take effect here (shown disabled)
   bool changes_numerics = false;
   QStringList seeds;
 };
