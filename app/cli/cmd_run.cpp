@@ -55,7 +55,8 @@ int cmd_run(int argc, char** argv) {
   opts.profile = !trace_path.empty();
   if (opts.profile) {
     prof::set_thread_name("train");
-    start_recording(trains_on_cuda(opts.device));
+    if (std::string why = start_recording(trains_on_cuda(opts.device)); !why.empty())
+      std::fprintf(stderr, "tunebench-cli: warning: %s\n", why.c_str());
   }
 
   std::unique_ptr<engine::Session> session;

@@ -172,6 +172,7 @@ int cmd_serve(int argc, char** argv) {
   // hello
   {
     nlohmann::json env = engine::environment_info();
+    const auto plan = collector_plan(trains_on_cuda(opts.device), !trace_dir.empty());
     auto states = engine::knob_states_here(opts.device);
     for (auto& s : states)
       if (auto it = opts.knobs.find(s.info.id); it != opts.knobs.end()) s.value = it->second;
@@ -179,11 +180,7 @@ int cmd_serve(int argc, char** argv) {
               {"versions", env["versions"]},
               {"device", env["device"]},
               {"knobs", knobs_json(states)},
-              {"collector",
-               {{"enabled", false},
-                {"reason", env["device"].value("kind", "cpu") == "cuda"
-                               ? "the engine records CPU ranges only; GPU activity collection is not wired in serve"
-                               : "no CUDA device: CPU-only timeline"}}}});
+              {"collector", {{"enabled", plan.first}, {"reason", plan.second}}}});
   }
 
   // stdin reader
@@ -300,9 +297,13 @@ int cmd_serve(int argc, char** argv) {
   bool tracing = !trace_dir.empty();
   int64_t chunk_first = 0, chunk_index = 0, tune_index = 0;
   int64_t done_steps_for_tune = 0;  // mirrors done_steps for the tune handler defined before the loop
+  // A collector that cannot start is said once per start, as a warning; the CPU timeline goes on.
+  auto start_tracing = [&] {
+    if (std::string why = start_recording(session_on_cuda); !why.empty()) out.send({{"type", "warning"}, {"message", why}});
+  };
   if (tracing) {
     prof::set_thread_name("train");
-    start_recording(session_on_cuda);
+    start_tracing();
   }
   auto write_chunk = [&](int64_t last_step) {
     if (trace_dir.empty()) return;
@@ -367,7 +368,7 @@ int cmd_serve(int argc, char** argv) {
     if (was_tracing) {
       tracing = true;
       chunk_first = done_steps_for_tune;
-      start_recording(session_on_cuda);
+      start_tracing();
     }
   };
 
@@ -396,7 +397,7 @@ int cmd_serve(int argc, char** argv) {
         } else if (action == "start" && !tracing) {
           tracing = true;
           chunk_first = done_steps;
-          start_recording(session_on_cuda);
+          start_tracing();
         } else if (action == "stop" && tracing) {
           write_chunk(done_steps - 1);
           prof::Recorder::instance().stop();

@@ -151,13 +151,25 @@ inline bool trains_on_cuda(const std::string& device_option) {
 
 // Starts the range recorder and, when training on a CUDA device, the CUPTI collector, so traces hold the GPU's
 // kernels, copies and API calls. TUNEBENCH_CUPTI_OFF=1 keeps the collector off (the profiler-overhead
-// comparison of scripts/gpu-check.sh). A collector that cannot start records its reason in the trace.
-inline void start_recording(bool cuda) {
+// comparison of scripts/gpu-check.sh). Returns "" or why the GPU collector did not start (the CPU ranges are
+// recorded either way; the caller tells the user).
+inline std::string start_recording(bool cuda) {
+  std::string why;
   if (cuda && !std::getenv("TUNEBENCH_CUPTI_OFF")) {
     auto& collector = prof::CuptiCollector::instance();
-    if (!collector.running()) (void)collector.start();
+    if (!collector.running())
+      if (auto st = collector.start(); !st.ok()) why = "GPU collector (CUPTI) did not start: " + st.error().to_string();
   }
   prof::Recorder::instance().start();
+  return why;
+}
+
+// The hello's collector line: whether GPU activity will be in the traces, and if not, why.
+inline std::pair<bool, std::string> collector_plan(bool cuda, bool tracing) {
+  if (!cuda) return {false, "no CUDA device: CPU-only timeline"};
+  if (std::getenv("TUNEBENCH_CUPTI_OFF")) return {false, "TUNEBENCH_CUPTI_OFF=1 keeps the GPU collector off"};
+  if (!tracing) return {false, "not tracing (no --trace-dir)"};
+  return {true, ""};
 }
 
 inline std::string write_recorded_trace(const std::string& path, const nlohmann::json& describe) {
