@@ -179,6 +179,7 @@ int cmd_serve(int argc, char** argv) {
     out.send({{"type", "hello"},
               {"versions", env["versions"]},
               {"device", env["device"]},
+              {"cpu_dense", env.value("cpu_dense", std::string())},
               {"knobs", knobs_json(states)},
               {"collector", {{"enabled", plan.first}, {"reason", plan.second}}}});
   }

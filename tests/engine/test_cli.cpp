@@ -184,6 +184,11 @@ TEST(Cli, ServeRoundTripWithLiveSet) {
       hello = true;
       EXPECT_EQ(m["knobs"].size(), 20u);
       EXPECT_TRUE(m["versions"].contains("libtorch"));
+      // CPU here: the dense-layer path is named, and the collector line says why the timeline is CPU-only.
+      EXPECT_TRUE(m["cpu_dense"].get<std::string>().rfind("blas", 0) == 0 ||
+                  m["cpu_dense"].get<std::string>().rfind("onednn", 0) == 0) << m["cpu_dense"];
+      EXPECT_EQ(m["collector"]["enabled"], false);
+      EXPECT_NE(m["collector"]["reason"].get<std::string>().find("no CUDA device"), std::string::npos);
     } else if (type == "started") {
       started = true;
       EXPECT_EQ(m["config"]["batch_size"], "4");

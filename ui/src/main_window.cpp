@@ -513,6 +513,9 @@ void MainWindow::setStatusFromHello(const QJsonObject& m) {
   if (d.value("kind").toString() == "cuda" && d.contains("sm")) dev += tr(" (sm %1)").arg(knobValueText(d.value("sm")));
   QString cuda = v.value("cuda").toString();
   device_label_->setText(tr("%1 · LibTorch %2 · CUDA %3").arg(dev, v.value("libtorch").toString("?"), cuda.isEmpty() ? tr("none") : cuda));
+  // CPU throughput depends on which GEMM path the engine's dense layers took (reference BLAS vs oneDNN).
+  const QString dense = m.value("cpu_dense").toString();
+  device_label_->setToolTip(dense.isEmpty() ? QString() : tr("CPU dense layers: %1").arg(dense));
   const QJsonObject c = m.value("collector").toObject();
   const bool on = c.value("enabled").toBool(false);
   collector_label_->setText(on ? tr("GPU collector on") : tr("GPU collector off"));
