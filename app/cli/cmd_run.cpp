@@ -106,6 +106,7 @@ int cmd_run(int argc, char** argv) {
   out["classes"] = desc["classes"];
   out["device"] = desc["device"];
   out["versions"] = desc["versions"];
+  if (desc.contains("cpu_dense")) out["cpu_dense"] = desc["cpu_dense"];
   out["config"] = config_json(session->config());
   out["config_rev"] = session->revision();
   out["throughput"] = throughput_json(records);

@@ -118,6 +118,7 @@ TEST(Cli, RunWritesJsonWithThroughput) {
   EXPECT_EQ(j["config"]["zero_grad_none"], "on");
   EXPECT_TRUE(j["device"].contains("kind"));
   EXPECT_TRUE(j["versions"].contains("libtorch"));
+  EXPECT_TRUE(j.contains("cpu_dense"));  // CPU throughput is read next to the GEMM path it ran on
   EXPECT_TRUE(j["warnings"].is_array());
   EXPECT_NE(r.out.find("samples/s"), std::string::npos);
 }
