@@ -116,6 +116,12 @@ class TestMainWindow : public QObject {
     QVERIFY(exported.open(QIODevice::ReadOnly));
     const QByteArray text = exported.readAll();
     QVERIFY(text.contains("ProfilerStep#101"));
+    // The menu's path runs on a worker and reports through a signal.
+    QSignalSpy done_spy(&w, &MainWindow::chromeTraceExported);
+    w.exportChromeTraceAsync(tmp_.filePath("copy-export-async.json.gz"));
+    QVERIFY(done_spy.wait(60000));
+    QVERIFY2(done_spy.at(0).at(0).toBool(), qPrintable(done_spy.at(0).at(1).toString()));
+    QVERIFY(QFileInfo(tmp_.filePath("copy-export-async.json.gz")).size() > 1000);
     QVERIFY(QFile::remove(copy));
     QVERIFY(!w.exportChromeTrace(tmp_.filePath("copy-export2.json")));
     QVERIFY2(w.lastError().contains("cannot re-read"), qPrintable(w.lastError()));

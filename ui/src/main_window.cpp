@@ -776,6 +776,30 @@ bool MainWindow::exportChromeTrace(const QString& path) {
   return true;
 }
 
+void MainWindow::exportChromeTraceAsync(const QString& path) {
+  if (!trace_.ok) {
+    showError(tr("Export failed"), tr("%1: no trace to export").arg(path));
+    emit chromeTraceExported(false, tr("no trace to export"));
+    return;
+  }
+  statusBar()->showMessage(tr("Exporting %1…").arg(path));
+  auto* watcher = new QFutureWatcher<QString>(this);
+  connect(watcher, &QFutureWatcher<QString>::finished, this, [this, watcher, path] {
+    const QString err = watcher->result();
+    watcher->deleteLater();
+    statusBar()->clearMessage();
+    if (!err.isEmpty()) {
+      showError(tr("Export failed"), tr("%1: %2").arg(path, err));
+    } else {
+      log(tr("exported %1").arg(path));
+    }
+    emit chromeTraceExported(err.isEmpty(), err);
+  });
+  // The LoadedTrace is copied (shared pointers and file names): a trace opened meanwhile does not change
+  // what this export writes.
+  watcher->setFuture(QtConcurrent::run([t = trace_, path] { return tb::ui::exportChromeTrace(t, path); }));
+}
+
 void MainWindow::exportDialog(const QString& kind) {
   const QHash<QString, QString> filters{{"html", tr("HTML (*.html)")}, {"md", tr("Markdown (*.md)")}, {"json", tr("JSON (*.json)")},
                                         {"png", tr("PNG image (*.png)")}, {"trace", tr("Chrome trace (*.json *.json.gz)")}};
@@ -783,7 +807,7 @@ void MainWindow::exportDialog(const QString& kind) {
   const QString f = QFileDialog::getSaveFileName(this, tr("Export"), def, filters.value(kind));
   if (f.isEmpty()) return;
   if (kind == "png") exportTimelinePng(f);
-  else if (kind == "trace") exportChromeTrace(f);
+  else if (kind == "trace") exportChromeTraceAsync(f);
   else exportComparisons(f);
 }
 

@@ -69,7 +69,10 @@ class MainWindow : public QMainWindow {
 
   bool exportComparisons(const QString& path);  // .html / .md / .json by suffix
   bool exportTimelinePng(const QString& path, const QSize& size = {});
-  bool exportChromeTrace(const QString& path);
+  bool exportChromeTrace(const QString& path);  // synchronous (tests, scripted use)
+  // The menu's export: re-reading the source (about 1 s per million events) runs on a worker thread, so
+  // the window stays live; emits chromeTraceExported when done.
+  void exportChromeTraceAsync(const QString& path);
 
   RunController* run() const { return run_; }
   TimelineWidget* timeline() const { return timeline_; }
@@ -87,6 +90,7 @@ class MainWindow : public QMainWindow {
   void traceOpenFinished(bool ok, const QString& error);
   void runFailed(const QString& message);
   void demoDatasetReady(const QString& dir);
+  void chromeTraceExported(bool ok, const QString& error);
 
  protected:
   void closeEvent(QCloseEvent*) override;
