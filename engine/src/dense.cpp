@@ -6,6 +6,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <set>
+
+#include <torch/csrc/jit/api/function_impl.h>
+#include <torch/csrc/jit/passes/subgraph_rewrite.h>
 
 #include "compat.h"
 
@@ -86,4 +90,40 @@ torch::Tensor dense(const torch::Tensor& x, const torch::Tensor& weight, const t
   return onednn_dense(x, weight, bias);
 }
 
+int rewrite_linear_to_dense(torch::jit::Module& module) {
+  torch::jit::SubgraphRewriter rewriter;
+  rewriter.RegisterRewritePattern(R"(
+    graph(%x, %w, %b):
+      %r = aten::linear(%x, %w, %b)
+      return (%r))",
+                                  R"(
+    graph(%x, %w, %b):
+      %r = tunebench::dense(%x, %w, %b)
+      return (%r))");
+  const auto dense_kind = c10::Symbol::fromQualString("tunebench::dense");
+  int rewritten = 0;
+  // Submodules may live in their own compilation units (modules built in C++ each get one); a loaded file
+  // shares one. Each function's graph is rewritten once.
+  std::set<const torch::jit::Graph*> seen;
+  for (const torch::jit::Module& sub : module.modules()) {
+    for (torch::jit::Function* f : sub._ivalue()->compilation_unit()->get_functions()) {
+      if (!f->isGraphFunction()) continue;
+      auto graph = torch::jit::toGraphFunction(*f).graph();
+      if (!seen.insert(graph.get()).second) continue;
+      rewriter.runOnGraph(graph);
+      for (const torch::jit::Node* n : graph->nodes()) rewritten += n->kind() == dense_kind;
+    }
+  }
+  return rewritten;
+}
+
 }  // namespace tb::engine
+
+// The op TorchScript graphs call after rewrite_linear_to_dense(). Registered as a composite kernel: autograd
+// differentiates the ops dense() runs (conv2d or linear), so no backward of its own is needed.
+TORCH_LIBRARY(tunebench, m) {
+  m.def("dense(Tensor x, Tensor weight, Tensor? bias) -> Tensor",
+        [](const at::Tensor& x, const at::Tensor& weight, const c10::optional<at::Tensor>& bias) {
+          return tb::engine::dense(x, weight, bias.has_value() ? *bias : at::Tensor());
+        });
+}

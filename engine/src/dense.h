@@ -16,6 +16,7 @@
 // Private to engine/ (includes torch).
 #pragma once
 
+#include <torch/script.h>
 #include <torch/torch.h>
 
 #include <string>
@@ -29,6 +30,12 @@ torch::Tensor dense(const torch::Tensor& x, const torch::Tensor& weight, const t
 
 // The same product through a given path, whatever the process chose (tests compare the two).
 torch::Tensor dense_via(CpuDensePath path, const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
+
+// TorchScript models: rewrites every aten::linear in the module's compilation unit (its methods, its
+// submodules' methods and the functions they call) into the op tunebench::dense, which calls dense() and
+// is differentiated through it. Must run before the module's first forward (the executor caches its plan).
+// Returns the number of linear calls rewritten.
+int rewrite_linear_to_dense(torch::jit::Module& module);
 
 // The process-wide choice (probing on first call) and a one-line reason for reports and `hello`,
 // e.g. "onednn (probe: blas 13.1 ms, onednn 1.2 ms for 64x2048x256)".

@@ -443,6 +443,9 @@ class ScriptedModel : public Model {
       std::string what = e.what();
       throw std::invalid_argument("cannot load TorchScript model '" + path + "': " + what.substr(0, what.find('\n')));
     }
+    // The user's Linear layers get the engine's CPU dense path too (before the first forward: the executor
+    // caches its plan). On a CUDA machine the graph stays as written, so the GPU fusers see plain linears.
+    if (!compat::cuda_available()) rewrite_linear_to_dense(module_);
     input_ = {o.input_channels, o.input_height, o.input_width, o.num_classes};
     try {
       if (module_.hasattr("input_shape")) {

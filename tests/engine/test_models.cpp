@@ -110,6 +110,44 @@ TEST(Models, DenseLayerPathsAgreeForwardAndBackward) {
   EXPECT_TRUE(d.rfind("blas", 0) == 0 || d.rfind("onednn", 0) == 0) << d;
 }
 
+// TorchScript: the user's linear calls (in methods, submodules and functions alike) become tunebench::dense
+// and compute the same forward and gradients as before.
+TEST(Models, TorchScriptLinearsAreRewrittenToTheDensePath) {
+  auto make = [] {
+    torch::manual_seed(9);
+    torch::jit::Module inner("Inner");
+    inner.register_parameter("w", torch::randn({6, 12}).requires_grad_(true), false);
+    inner.register_parameter("b", torch::randn({6}).requires_grad_(true), false);
+    inner.define(R"(
+      def forward(self, x):
+          return torch.linear(x, self.w, self.b)
+    )");
+    torch::jit::Module outer("Outer");
+    outer.register_module("inner", inner);
+    outer.register_parameter("w2", torch::randn({4, 6}).requires_grad_(true), false);
+    outer.define(R"(
+      def forward(self, x):
+          return torch.linear(torch.relu(self.inner.forward(x)), self.w2, None)
+    )");
+    return outer;
+  };
+  auto run = [](torch::jit::Module& m, const torch::Tensor& x) {
+    for (auto p : m.parameters()) p.mutable_grad() = torch::Tensor();
+    auto y = m.forward({x}).toTensor();
+    (y * y).sum().backward();
+    std::vector<torch::Tensor> out{y.detach()};
+    for (const auto& p : m.parameters()) out.push_back(p.grad().clone());
+    return out;
+  };
+  auto x = torch::randn({5, 12});
+  auto plain = make();
+  auto rewritten = make();
+  EXPECT_EQ(rewrite_linear_to_dense(rewritten), 2);
+  const auto a = run(plain, x), b = run(rewritten, x);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::allclose(a[i], b[i], 1e-4, 1e-5)) << i;
+}
+
 // The path probe runs inside the first forward pass; it must leave the global RNG (dropout masks) alone.
 // CTest runs each test in its own process, so here the probe really runs.
 TEST(Models, DensePathProbeDoesNotDrawFromTheGlobalRng) {
