@@ -95,6 +95,13 @@ TEST(TraceIO, RealKinetoTrainStep) {
   EXPECT_TRUE(names.count("unnamed thread 0xf1400000")) << ::testing::PrintToString(names);
   EXPECT_TRUE(names.count("profiler span: PyTorch Profiler")) << ::testing::PrintToString(names);
   EXPECT_TRUE(names.count("GPU 0 stream 7")) << ::testing::PrintToString(names);
+  // Kineto's two global instants ("Iteration Start", "Record Window End") share one markers track instead
+  // of two made-up threads ("Traces / Trace PyTorch Profiler" and "/").
+  EXPECT_TRUE(names.count(kGlobalMarkersTrack)) << ::testing::PrintToString(names);
+  EXPECT_FALSE(names.count("/")) << ::testing::PrintToString(names);
+  EXPECT_FALSE(names.count("Traces / Trace PyTorch Profiler")) << ::testing::PrintToString(names);
+  for (const Track& tr : t.tracks())
+    if (tr.name() == kGlobalMarkersTrack) EXPECT_EQ(tr.events().size(), 2u);
 }
 
 TEST(TraceIO, RealKinetoAlexnetDeviceWideSyncTrack) {
@@ -121,7 +128,8 @@ const char* kMiniKineto = R"({
     {"ph": "X", "cat": "cuda_sync", "name": "Stream Sync", "pid": 0, "tid": 7, "ts": 1050, "dur": 10, "args": {"stream": 7}},
     {"ph": "s", "id": 5, "pid": 10, "tid": 11, "ts": 1019, "cat": "ac2g", "name": "ac2g"},
     {"ph": "f", "id": 5, "pid": 0, "tid": 7, "ts": 1020, "cat": "ac2g", "name": "ac2g", "bp": "e"},
-    {"ph": "i", "s": "g", "name": "Iteration Start", "pid": "Traces", "tid": "Trace PyTorch Profiler", "ts": 900}
+    {"ph": "i", "s": "g", "name": "Iteration Start", "pid": "Traces", "tid": "Trace PyTorch Profiler", "ts": 900},
+    {"ph": "i", "s": "t", "name": "thread mark", "pid": "Traces", "tid": "Trace PyTorch Profiler", "ts": 901}
   ]
 })";
 
@@ -133,15 +141,17 @@ TEST(TraceIO, MiniKinetoKnownAnswers) {
   EXPECT_EQ(t.meta().source_format, "kineto");
   EXPECT_EQ(count_kind(t, EventKind::Kernel), 2u);
   EXPECT_EQ(t.flows().size(), 2u);
-  bool named = false, string_pid = false, detail = false;
+  bool named = false, string_pid = false, detail = false, markers = false;
   for (const Track& tr : t.tracks()) {
     named |= tr.name() == "python main";
-    string_pid |= tr.name() == "Traces / Trace PyTorch Profiler";
+    string_pid |= tr.name() == "Traces / Trace PyTorch Profiler";  // the thread-scope instant's track
+    markers |= tr.name() == kGlobalMarkersTrack && tr.events().size() == 1;  // the global one
     for (const Event& e : tr.events())
       if (e.kind == EventKind::Kernel && t.name(e.detail) == "grid [1,2,3] block [128,1,1]") detail = true;
   }
   EXPECT_TRUE(named);
   EXPECT_TRUE(string_pid);
+  EXPECT_TRUE(markers);
   EXPECT_TRUE(detail);
   auto a = analyze(t);
   ASSERT_EQ(a.steps.size(), 1u);

@@ -2,8 +2,11 @@
 // before/after statistics. No window is created.
 #include <QtTest>
 
+#include "profiler/trace.h"
+#include "profiler/trace_io.h"
 #include "ui/stats.h"
 #include "ui/timeline_model.h"
+#include "ui/trace_loader.h"
 
 using namespace tb::ui;
 
@@ -145,6 +148,41 @@ class TestTimelineModel : public QObject {
     QVERIFY2(l.items.size() < rows.size() * 1600, qPrintable(QString::number(l.items.size())));
     QVERIFY(l.folded_events > 0);
   }
+  // Instants are not drawn as boxes: trace-wide ones and config changes become markers, and a track with
+  // nothing left to draw is not an empty row.
+  void markersFromInstantsAndNoEmptyRows() {
+    tb::prof::Trace t;
+    const uint32_t train = t.track_for(tb::prof::TrackKind::CpuThread, 1, 1, "train");
+    const uint32_t marks = t.track_for(tb::prof::TrackKind::CpuThread, 9, 9, tb::prof::kGlobalMarkersTrack);
+    tb::prof::Event step;
+    step.kind = tb::prof::EventKind::Range;
+    step.name = t.intern("step");
+    step.start_ns = 1000;
+    step.end_ns = 5000;
+    t.add_event(train, step);
+    tb::prof::Event change;
+    change.kind = tb::prof::EventKind::Instant;
+    change.name = t.intern("config_change");
+    change.start_ns = change.end_ns = 3000;
+    change.arg = 4;
+    t.add_event(train, change);
+    tb::prof::Event window_end = change;
+    window_end.name = t.intern("Record Window End");
+    window_end.start_ns = window_end.end_ns = 4500;
+    window_end.arg = tb::prof::kNoArg;
+    t.add_event(marks, window_end);
+    t.finalize();
+    auto d = toTimeline(t, nullptr);
+    QCOMPARE(int(d->tracks.size()), 1);  // the markers track holds only instants
+    QCOMPARE(QString::fromStdString(d->tracks[0].name), QString("train"));
+    QCOMPARE(int(d->markers.size()), 2);
+    QCOMPARE(d->markers[0].t, int64_t(3000));
+    QCOMPARE(QString::fromStdString(d->names[d->markers[0].name]), QString("config_change"));
+    QCOMPARE(d->markers[0].arg, int64_t(4));
+    QCOMPARE(QString::fromStdString(d->names[d->markers[1].name]), QString("Record Window End"));
+    QCOMPARE(d->eventCount(), size_t(1));
+  }
+
   void bootstrapRatio() {
     std::vector<double> a, b, c;
     for (int i = 0; i < 30; ++i) {

@@ -125,6 +125,9 @@ void TimelineData::finalize() {
       }
     }
   }
+  // A track of instants only (markers, counters' threads) would be an empty row.
+  tracks.erase(std::remove_if(tracks.begin(), tracks.end(), [](const Track& t) { return t.lanes.empty(); }), tracks.end());
+  std::sort(markers.begin(), markers.end(), [](const Marker& a, const Marker& b) { return a.t < b.t; });
   for (auto& b : bands) {
     lo = std::min(lo, b.start);
     hi = std::max(hi, b.end);

@@ -374,6 +374,17 @@ void TimelineWidget::paintAll(QPainter& p, const QRect& r) {
       }
     }
   }
+  // Markers: trace-wide instants and config changes, as dashed full-height lines over the events.
+  const QColor kMarker(0xf0, 0xc0, 0x40);
+  {
+    QPen pen(kMarker, 1, Qt::DashLine);
+    p.setPen(pen);
+    for (const Marker& m : data_->markers) {
+      if (m.t < mapper_.start() || m.t > mapper_.end()) continue;
+      const double x = x0 + mapper_.toPx(double(m.t));
+      p.drawLine(QPointF(x, top), QPointF(x, r.height()));
+    }
+  }
   // Selection range.
   if (hasSelection()) {
     const double a = mapper_.toPx(double(sel_t0_)), e = mapper_.toPx(double(sel_t1_));
@@ -395,6 +406,21 @@ void TimelineWidget::paintAll(QPainter& p, const QRect& r) {
     p.drawLine(QPointF(x, top - 6), QPointF(x, top));
     p.setPen(kDimText);
     p.drawText(QPointF(x + 3, top - 9), fmtDuration(t));
+  }
+  // Marker labels on the ruler's lower edge; one that would overlap the previous label is left out.
+  {
+    double last_end = -1e9;
+    p.setPen(kMarker);
+    for (const Marker& m : data_->markers) {
+      if (m.t < mapper_.start() || m.t > mapper_.end()) continue;
+      const double x = x0 + mapper_.toPx(double(m.t));
+      const std::string& n = m.name < data_->names.size() ? data_->names[m.name] : data_->names[0];
+      const QString label = n == "config_change" ? tr("config rev %1").arg(m.arg) : QString::fromStdString(n);
+      const double lw = fm.horizontalAdvance(label);
+      if (x + 3 < last_end) continue;
+      p.drawText(QPointF(x + 3, top - 1), label);
+      last_end = x + 3 + lw + 6;
+    }
   }
   // Selection length on the ruler.
   if (hasSelection()) {

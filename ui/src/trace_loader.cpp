@@ -63,8 +63,10 @@ std::shared_ptr<TimelineData> toTimeline(const tb::prof::Trace& trace, const tb:
     t.sort_key = pt.sort_index() * 1'000'000 + pt.tid();
     t.lanes.resize(size_t(pt.max_depth()) + 1);
     for (const tb::prof::Event& e : pt.events()) {
-      if (e.kind == tb::prof::EventKind::Instant || e.kind == tb::prof::EventKind::Counter) continue;
       const std::string_view name = trace.name(e.name);
+      if (e.kind == tb::prof::EventKind::Instant && (pt.name() == tb::prof::kGlobalMarkersTrack || name == "config_change"))
+        d->markers.push_back({e.start_ns, e.name, e.arg == tb::prof::kNoArg ? 0 : e.arg});
+      if (e.kind == tb::prof::EventKind::Instant || e.kind == tb::prof::EventKind::Counter) continue;
       std::string args;
       if (e.detail != tb::prof::kNoName) args = std::string(trace.name(e.detail));
       if (e.kind == tb::prof::EventKind::Memcpy || e.kind == tb::prof::EventKind::Memset) {

@@ -32,6 +32,10 @@
 
 namespace tb::prof {
 
+// Name of the CPU track that holds a foreign trace's global-scope instants ("s": "g"): trace-wide markers
+// such as Kineto's "Record Window End", which the timeline draws as full-height lines.
+inline constexpr const char* kGlobalMarkersTrack = "global markers";
+
 struct LoadOptions {
   // Refuse inputs larger than this after decompression (absurd sizes, gzip bombs). 0 = no limit.
   size_t max_bytes = size_t(16) << 30;

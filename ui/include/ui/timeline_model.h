@@ -74,8 +74,17 @@ struct Band {
   int64_t start, end;
 };
 
+// A point in time drawn as a full-height line with its label: trace-wide instants (Kineto's "Record Window
+// End") and the engine's config changes (where a toggle took effect).
+struct Marker {
+  int64_t t = 0;
+  uint32_t name = 0;  // index into names
+  int64_t arg = 0;    // config revision for config_change, else 0
+};
+
 struct TimelineData {
   std::vector<Track> tracks;
+  std::vector<Marker> markers;     // sorted by time after finalize()
   std::vector<std::string> names;  // names[0] = ""
   std::vector<std::string> args;   // pretty "k: v" lines per event; args[0] = ""
   std::vector<Band> bands;
@@ -85,7 +94,7 @@ struct TimelineData {
   std::string source;              // file it came from, or "live run"
 
   uint32_t intern(const std::string& s);  // linear-time map lookup via the index below
-  void finalize();                         // finalizes lanes, sorts tracks, computes the extent
+  void finalize();  // finalizes lanes, drops tracks with nothing to draw, sorts tracks and markers, computes the extent
   size_t eventCount() const;
 
  private:
