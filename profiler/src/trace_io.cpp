@@ -114,7 +114,6 @@ Status gunzip(std::string_view in, std::string& out, size_t max_bytes) {
 
 // ---------- numbers ----------
 
-constexpr const char* kGlobalMarkers = kGlobalMarkersTrack;
 constexpr int64_t kMaxAbsNs = int64_t(4) * 1000 * 1000 * 1000 * 1000 * 1000 * 1000;  // 4e18 ns (~126 years)
 
 // Parses a JSON number token in microseconds into ns exactly (decimal digits, no double rounding for the
@@ -516,7 +515,7 @@ struct Importer {
         // Global-scope instants ("s": "g", Kineto's "Iteration Start" / "Record Window End") mark the whole
         // trace, not a thread: one markers track instead of an empty row per made-up pid/tid.
         if (s_scope == "g") {
-          const int64_t markers = string_id(kGlobalMarkers);
+          const int64_t markers = string_id(kGlobalMarkersTrack);
           trace.add_event(track(TrackKind::CpuThread, markers, markers), e);
         } else {
           trace.add_event(track(TrackKind::CpuThread, pid, tid), e);
@@ -636,11 +635,12 @@ struct Importer {
           std::snprintf(buf, sizeof buf, "unnamed thread 0x%08x", static_cast<uint32_t>(t.tid()));
           name = buf;
         } else name = "thread " + std::to_string(t.tid());
-        if (auto pn = string_id_names.find(t.pid()); pn != string_id_names.end() && pn->second == kGlobalMarkers)
-          name = kGlobalMarkers;
-        else if (auto pn = string_id_names.find(t.pid()); pn != string_id_names.end())
+        if (auto pn = string_id_names.find(t.pid()); pn != string_id_names.end()) {
           // Kineto's own "Spans" process holds the profiler's collection window, not a thread of the program.
-          name = pn->second == "Spans" ? "profiler span: " + name : pn->second + " / " + name;
+          if (pn->second == kGlobalMarkersTrack) name = kGlobalMarkersTrack;
+          else if (pn->second == "Spans") name = "profiler span: " + name;
+          else name = pn->second + " / " + name;
+        }
         trace.set_track_name(i, name);
         int64_t sort = 0;
         if (auto ps = process_sort.find(t.pid()); ps != process_sort.end()) sort = ps->second << 20;

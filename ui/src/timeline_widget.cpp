@@ -1,5 +1,7 @@
 #include "ui/timeline_widget.h"
 
+#include "profiler/range_names.h"
+
 #include <QElapsedTimer>
 #include <QHelpEvent>
 #include <QKeyEvent>
@@ -415,7 +417,7 @@ void TimelineWidget::paintAll(QPainter& p, const QRect& r) {
       if (m.t < mapper_.start() || m.t > mapper_.end()) continue;
       const double x = x0 + mapper_.toPx(double(m.t));
       const std::string& n = m.name < data_->names.size() ? data_->names[m.name] : data_->names[0];
-      const QString label = n == "config_change" ? tr("config rev %1").arg(m.arg) : QString::fromStdString(n);
+      const QString label = n == tb::prof::names::kConfigChange ? tr("config rev %1").arg(m.arg) : QString::fromStdString(n);
       const double lw = fm.horizontalAdvance(label);
       if (x + 3 < last_end) continue;
       p.drawText(QPointF(x + 3, top - 1), label);

@@ -6,6 +6,7 @@
 #include <malloc.h>
 #endif
 
+#include "profiler/range_names.h"
 #include "profiler/trace_io.h"
 
 namespace tb::ui {
@@ -62,9 +63,10 @@ std::shared_ptr<TimelineData> toTimeline(const tb::prof::Trace& trace, const tb:
                                               : "thread " + std::to_string(pt.tid());
     t.sort_key = pt.sort_index() * 1'000'000 + pt.tid();
     t.lanes.resize(size_t(pt.max_depth()) + 1);
+    const bool marker_track = pt.name() == tb::prof::kGlobalMarkersTrack;
     for (const tb::prof::Event& e : pt.events()) {
       const std::string_view name = trace.name(e.name);
-      if (e.kind == tb::prof::EventKind::Instant && (pt.name() == tb::prof::kGlobalMarkersTrack || name == "config_change"))
+      if (e.kind == tb::prof::EventKind::Instant && (marker_track || name == tb::prof::names::kConfigChange))
         d->markers.push_back({e.start_ns, e.name, e.arg == tb::prof::kNoArg ? 0 : e.arg});
       if (e.kind == tb::prof::EventKind::Instant || e.kind == tb::prof::EventKind::Counter) continue;
       std::string args;
