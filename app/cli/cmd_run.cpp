@@ -1,6 +1,7 @@
-// tunebench-cli run --model M --data D [--set k=v,...] [--steps N] [--warmup N] [--seed S] [--trace T.json]
-//                   [--json OUT.json] [--device D] [--input C,H,W] [--classes K] [--drift-steps N]
-// Trains for N steps and reports an honest throughput (samples/s including loading, warm-up excluded).
+// tunebench-cli run --model M --data D [--set k=v,...] [--steps N | --measured-steps N] [--warmup N] [--seed S]
+//                   [--trace T.json] [--json OUT.json] [--device D] [--input C,H,W] [--classes K] [--drift-steps N]
+// Trains for N steps (or until N steps were measured after the warm-up) and reports an honest throughput:
+// samples over wall time of the measured steps, including loading, warm-up excluded, with a noise verdict.
 #include <unistd.h>
 
 #include <chrono>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "engine/cpu_allocator.h"
 #include "engine_cli_common.h"
 
 namespace tb::cli {
@@ -30,7 +32,7 @@ int cmd_run(int argc, char** argv) {
   engine::SessionOptions opts;
   opts.model.clear();
   opts.data.clear();
-  int64_t steps = 20;
+  int64_t steps = 20, measured_steps = 0;
   std::string trace_path, json_path;
   for (int i = 1; i < argc; ++i) {
     bool matched = false;
@@ -40,6 +42,9 @@ int cmd_run(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--steps") {
       if (i + 1 >= argc || !parse_int(argv[++i], steps, 1)) return usage_error("--steps needs a positive integer");
+    } else if (a == "--measured-steps") {
+      if (i + 1 >= argc || !parse_int(argv[++i], measured_steps, 1))
+        return usage_error("--measured-steps needs a positive integer");
     } else if (a == "--trace") {
       if (i + 1 >= argc) return usage_error("--trace needs a file path");
       trace_path = argv[++i];
@@ -69,31 +74,59 @@ int cmd_run(int argc, char** argv) {
   nlohmann::json warnings = nlohmann::json::array();
   print_warnings(*session, warnings);
   const nlohmann::json desc0 = session->describe();
-  std::fprintf(stderr, "run: %s on %s, %s, %lld steps (%d warm-up)\n", desc0["model"].get<std::string>().c_str(),
-               desc0["data"].get<std::string>().c_str(), desc0["device"].value("kind", "cpu").c_str(),
-               static_cast<long long>(steps), opts.warmup_steps);
+  if (measured_steps > 0) steps = measured_steps + opts.warmup_steps;
+  std::fprintf(stderr, "run: %s on %s, %s, %s %lld steps (warm-up: at least %d, until stable, at most %d), allocator %s\n",
+               desc0["model"].get<std::string>().c_str(), desc0["data"].get<std::string>().c_str(),
+               desc0["device"].value("kind", "cpu").c_str(), measured_steps > 0 ? "measuring" : "",
+               static_cast<long long>(measured_steps > 0 ? measured_steps : steps), opts.warmup_steps,
+               std::max(opts.max_warmup_steps, opts.warmup_steps), engine::active_cpu_allocator().c_str());
 
   const bool tty = isatty(STDERR_FILENO);
   std::vector<engine::StepRecord> records;
   auto last_print = std::chrono::steady_clock::now();
   std::string failure;
-  for (int64_t i = 0; i < steps; ++i) {
+  measure::LoadProbe load;
+  // The measured part is one window, device-synced at both ends (on a CPU the syncs cost nothing).
+  int64_t measured = 0, window_samples = 0;
+  int warmup_seen = 0;
+  double window_start = -1, window_end = -1;
+  int64_t window_faults = 0;
+  auto clock_s = [] { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); };
+  const int64_t cap = measured_steps > 0 ? measured_steps + std::max(opts.max_warmup_steps, opts.warmup_steps) + 1 : steps;
+  for (int64_t i = 0; i < cap; ++i) {
+    if (measured_steps > 0 && measured >= measured_steps) break;
+    if (window_start < 0 && !session->warming_up()) {
+      session->synchronize();
+      window_start = clock_s();
+    }
     try {
       records.push_back(session->step());
     } catch (const engine::EngineError& e) {
       failure = e.what();
       break;
     }
+    const auto& r = records.back();
+    if (r.warmup) ++warmup_seen;
+    else {
+      ++measured;
+      window_samples += r.samples;
+      window_faults += r.minor_faults;
+    }
     print_warnings(*session, warnings);
     auto now = std::chrono::steady_clock::now();
-    if (now - last_print > std::chrono::milliseconds(tty ? 250 : 5000) || i + 1 == steps) {
+    const bool last = measured_steps > 0 ? measured >= measured_steps : i + 1 == steps;
+    if (now - last_print > std::chrono::milliseconds(tty ? 250 : 5000) || last) {
       last_print = now;
       auto tp = throughput_json(records);
-      const auto& r = records.back();
-      std::fprintf(stderr, "%sstep %lld/%lld  %.1f samples/s (median)  loss %s%s", tty ? "\r" : "",
-                   static_cast<long long>(i + 1), static_cast<long long>(steps), tp["median"].get<double>(),
-                   std::isfinite(r.loss) ? std::to_string(r.loss).c_str() : "-", tty ? "   " : "\n");
+      std::fprintf(stderr, "%sstep %lld/%lld  %.1f samples/s  loss %s%s", tty ? "\r" : "",
+                   static_cast<long long>(i + 1), static_cast<long long>(measured_steps > 0 ? cap : steps),
+                   tp["samples_per_s"].get<double>(), std::isfinite(r.loss) ? std::to_string(r.loss).c_str() : "-",
+                   tty ? "   " : "\n");
     }
+  }
+  if (window_start >= 0) {
+    session->synchronize();
+    window_end = clock_s();
   }
   if (tty) std::fputc('\n', stderr);
   if (opts.profile) prof::Recorder::instance().stop();
@@ -109,7 +142,21 @@ int cmd_run(int argc, char** argv) {
   if (desc.contains("cpu_dense")) out["cpu_dense"] = desc["cpu_dense"];
   out["config"] = config_json(session->config());
   out["config_rev"] = session->revision();
-  out["throughput"] = throughput_json(records);
+  out["throughput"] = throughput_json(records, load.stop());
+  out["cpu_allocator"] = desc["cpu_allocator"];
+  out["intra_op_threads"] = desc["intra_op_threads"];
+  out["warmup"] = desc["warmup"];
+  out["warmup"]["steps"] = warmup_seen;
+  if (window_start >= 0 && measured > 0) {
+    // The measured steps as one window timed from the outside (synced): what the tuner's fresh-process
+    // trials read.
+    out["window"] = {{"steps", measured},
+                     {"samples", window_samples},
+                     {"wall_s", window_end - window_start},
+                     {"warmup_steps", warmup_seen},
+                     {"minor_faults", window_faults},
+                     {"samples_per_s", window_samples / std::max(1e-12, window_end - window_start)}};
+  }
   out["warmup_steps"] = opts.warmup_steps;
   out["seed"] = opts.seed;
   out["optimizer"] = desc["optimizer"];
@@ -146,9 +193,23 @@ int cmd_run(int argc, char** argv) {
     f << out.dump(2) << "\n";
   }
   const auto& tp = out["throughput"];
-  std::printf("%s %s: %.1f %s (median of %zu measured steps)\n", out["model"].get<std::string>().c_str(),
-              out["data"].get<std::string>().c_str(), tp["median"].get<double>(), "samples/s",
-              tp["measured_steps"].get<size_t>());
+  std::printf("%s %s: %.1f samples/s over %zu measured steps after %d warm-up; %s; %.0f page faults/step\n",
+              out["model"].get<std::string>().c_str(), out["data"].get<std::string>().c_str(),
+              tp["samples_per_s"].get<double>(), tp["measured_steps"].get<size_t>(), warmup_seen,
+              tp["noise"]["text"].get<std::string>().c_str(), tp["page_faults_per_step"].get<double>());
+  // The allocator-bound hint (engine/cpu_allocator.h): at ~2 us per fault (a lower bound), thousands of faults
+  // per step are a visible share of the step.
+  if (const double fps = tp["page_faults_per_step"].get<double>(); fps > 0 && tp["samples_per_s"].get<double>() > 0) {
+    double step_ms = 0, n = 0;
+    for (const auto& r : records)
+      if (!r.warmup) step_ms += r.wall_ns / 1e6, ++n;
+    step_ms /= std::max(1.0, n);
+    if (fps * 2e-3 >= 0.05 * step_ms && engine::active_cpu_allocator() == "glibc")
+      std::fprintf(stderr,
+                   "tunebench-cli: hint: %.0f page faults per %.1f ms step (at least %.1f ms at 2 us each): the "
+                   "allocator maps memory afresh every step; try --set cpu_allocator=glibc_tuned (%s)\n",
+                   fps, step_ms, fps * 2e-3, engine::cpu_allocator_env("glibc_tuned").c_str());
+  }
   if (!failure.empty()) {
     std::fprintf(stderr, "tunebench-cli: error: %s\n", failure.c_str());
     return 1;

@@ -21,6 +21,7 @@
 
 #include "commands.h"
 #include "engine_cli_common.h"
+#include "engine/cpu_allocator.h"
 #include "engine/report.h"
 #include "engine/tuner.h"
 
@@ -341,6 +342,8 @@ int cmd_serve(int argc, char** argv) {
     try {
       engine::SessionOptions sopts = opts;
       sopts.knobs = session->config();
+      // The allocator is measured in fresh processes unless the user pinned it when starting serve.
+      if (!opts.knobs.count("cpu_allocator")) sopts.knobs.erase("cpu_allocator");
       auto workload = engine::make_session_workload(sopts);
       engine::TuneResult result = engine::run_tune(*workload, topts);
       std::filesystem::path dir = trace_dir.empty()
@@ -356,8 +359,20 @@ int cmd_serve(int argc, char** argv) {
       done["speedup"] = result.speedup.valid() ? nlohmann::json(result.speedup.ratio) : nlohmann::json(nullptr);
       out.send(done);
       engine::Config changes;
-      for (const auto& [k, v] : result.final_config)
-        if (session->config().count(k) && session->config().at(k) != v) changes[k] = v;
+      for (const auto& [k, v] : result.final_config) {
+        if (!session->config().count(k) || session->config().at(k) == v) continue;
+        const engine::KnobInfo* info = engine::find_knob(k);
+        if (info && info->process_scope && !engine::switch_cpu_allocator_live(v).empty()) {
+          out.send({{"type", "warning"},
+                    {"message", "the tuner keeps " + k + "=" + v + ", which takes effect when a process starts: " +
+                                    "restart the run with --set " + k + "=" + v + " (" + engine::cpu_allocator_env(v) + ")"}});
+          continue;
+        }
+        changes[k] = v;
+      }
+      // The tuner may have pinned this process's allocator for steady windows: the config says what runs.
+      if (session->config().at("cpu_allocator") != engine::active_cpu_allocator() && !changes.count("cpu_allocator"))
+        changes["cpu_allocator"] = engine::active_cpu_allocator();
       if (!changes.empty()) {
         int64_t rev = session->apply(changes);
         out.send({{"type", "config_applied"}, {"rev", rev}, {"knobs", config_json(session->config())},

@@ -18,8 +18,9 @@ void usage(FILE* out) {
       "usage: tunebench-cli tune --model M --data D [--budget S] [--report R.html] [--json OUT.json] [--set k=v,...]\n"
       "       [--knobs k1,k2,...] [--rounds N] [--warmup N] [--seed N] [--device auto|cpu|cuda] [--input C,H,W]\n"
       "       [--classes K] [--quiet] [--simulate]\n"
-      "  Measures every applicable knob before/after (A/B alternation, bootstrap interval), accumulates the\n"
-      "  winners, revisits the rest on top, and reports the speedup. --report R.html also writes R.md.\n"
+      "  Measures the noise floor (A/A), every applicable knob before/after (paired windows AB, BA, ..., t interval),\n"
+      "  process knobs (cpu_allocator) in fresh processes, accumulates the winners, revisits the rest on top,\n"
+      "  re-measures every kept knob in a final alternation and reports the speedup. --report R.html also writes R.md.\n"
       "  --set pins knobs (the baseline uses them and the tuner leaves them alone); --knobs tunes only these.\n"
       "  --simulate tunes the built-in deterministic simulation instead of a model (a demo of the report).\n",
       out);
@@ -99,7 +100,7 @@ int cmd_tune(int argc, char** argv) {
       std::string err = parse_session_option(argc, argv, i, so, matched);
       if (!err.empty()) return fail(err, 2);
       if (!matched) return fail("unknown option '" + a + "' for tune (see tunebench-cli tune --help)", 2);
-      if (a == "--warmup") to.warmup_steps = so.warmup_steps;
+
     }
   }
   if (!simulate && so.model.empty()) return fail("tune needs --model (mnist_cnn, resnet18, resnet50, vit_tiny, torchscript:PATH)", 2);
@@ -157,20 +158,23 @@ int cmd_tune(int argc, char** argv) {
 
   // The summary on stdout: what to keep and by how much.
   const auto changed = engine::changed_knobs(result.baseline, result.final_config);
-  std::printf("baseline  %.1f samples/s\n", result.baseline_throughput);
+  std::printf("baseline  %.1f samples/s (measured at the end%s)\n", result.baseline_throughput,
+              result.speedup_fresh_processes ? ", fresh processes" : "");
   if (changed.empty()) {
     std::printf("no change beat the baseline\n");
   } else {
     std::printf("final     %.1f samples/s  speedup %.2fx [%.2f, %.2f]\n", result.final_throughput,
-                result.speedup.ratio, result.speedup.ci_low, result.speedup.ci_high);
+                result.speedup.ratio, result.speedup.lo, result.speedup.hi);
     std::printf("keep     ");
     for (const auto& k : changed) std::printf(" %s=%s", k.c_str(), result.final_config.at(k).c_str());
     std::printf("\n");
   }
+  std::printf("noise     %s\n", result.noise.text.c_str());
+  if (!result.drift_note.empty()) std::printf("drift     %s\n", result.drift_note.c_str());
   for (const auto& t : result.trials)
-    std::printf("  %-10s %-18s %-8s %7.3fx [%.3f, %.3f]  %s\n", t.phase.c_str(), t.knob.empty() ? "(all)" : t.knob.c_str(),
-                t.knob.empty() ? "" : t.value.c_str(), t.estimate.ratio, t.estimate.ci_low, t.estimate.ci_high,
-                t.accepted ? "kept" : t.outcome.c_str());
+    std::printf("  %-11s %-18s %-10s %7.3fx [%.3f, %.3f]  %s\n", t.phase.c_str(), t.knob.empty() ? "(all)" : t.knob.c_str(),
+                t.knob.empty() ? (t.phase == "final" ? t.value.substr(0, 10).c_str() : "") : (t.value + (t.also.empty() ? "" : "+")).c_str(), t.estimate.ratio, t.estimate.lo,
+                t.estimate.hi, t.phase == "noise floor" ? "noise floor" : t.accepted ? "kept" : t.outcome.c_str());
   if (!result.skipped.empty()) {
     std::printf("skipped:");
     for (const auto& s : result.skipped) std::printf(" %s%s%s", s.knob.c_str(), s.value.empty() ? "" : "=", s.value.c_str());

@@ -13,6 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/session.h"
+#include "measure/noise.h"
+#include "measure/stats.h"
+#include "measure/window.h"
 #include "profiler/cupti_collector.h"
 #include "profiler/recorder.h"
 #include "profiler/trace.h"
@@ -83,6 +86,7 @@ inline std::string parse_session_option(int argc, char** argv, int& i, engine::S
     if (!value(v) || !parse_int(v, n, 1)) return "--classes needs a positive integer";
     o.num_classes = n;
   } else if (a == "--threads") {
+    // Kept for scripts: the same as --set intra_op_threads=N.
     if (!value(v) || !parse_int(v, n)) return "--threads needs a non-negative integer";
     o.threads = static_cast<int>(n);
   } else if (a == "--drift-steps") {
@@ -101,7 +105,7 @@ inline nlohmann::json config_json(const engine::Config& c) {
 }
 
 inline nlohmann::json step_json(const engine::StepRecord& r) {
-  nlohmann::json j = {{"i", r.index},           {"samples", r.samples}, {"wall_ns", r.wall_ns},
+  nlohmann::json j = {{"i", r.index},           {"samples", r.samples}, {"wall_ns", r.wall_ns}, {"minor_faults", r.minor_faults},
                       {"data_wait_ns", r.data_wait_ns}, {"h2d_ns", r.h2d_ns}, {"config_rev", r.config_rev},
                       {"warmup", r.warmup},     {"skipped", r.skipped}, {"optimizer_step", r.optimizer_step},
                       {"t_ns", r.start_ns}};
@@ -113,32 +117,53 @@ inline nlohmann::json step_json(const engine::StepRecord& r) {
   return j;
 }
 
-inline double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+// The measured steps (warm-up excluded; skipped steps keep their time) as the windowing sees them.
+inline std::vector<measure::StepTiming> measured_timings(const std::vector<engine::StepRecord>& steps) {
+  std::vector<measure::StepTiming> out;
+  for (const auto& r : steps)
+    if (!r.warmup && r.wall_ns > 0) out.push_back({r.samples, r.start_ns, r.wall_ns, r.data_wait_ns, r.minor_faults});
+  return out;
 }
 
-// Throughput of the measured (non-warm-up, non-skipped) steps: samples/s per step including data loading.
-inline nlohmann::json throughput_json(const std::vector<engine::StepRecord>& steps) {
+// Steps per window for the noise verdict of a run.
+inline constexpr int kVerdictWindow = 10;
+
+// Throughput of the measured steps (docs/protocol.md): samples over wall time (`samples_per_s`, the
+// headline), the median of 10-step windows (`median`), the per-step median for reference, page faults per
+// step, and the noise verdict over the windows. `load` may be unreadable.
+inline nlohmann::json throughput_json(const std::vector<engine::StepRecord>& steps, const measure::SystemLoad& load = {}) {
+  const auto timings = measured_timings(steps);
   std::vector<double> rates;
-  double samples = 0, seconds = 0;
-  for (const auto& r : steps) {
-    if (r.warmup || r.skipped || r.wall_ns <= 0) continue;
-    rates.push_back(double(r.samples) * 1e9 / double(r.wall_ns));
-    samples += double(r.samples);
-    seconds += double(r.wall_ns) * 1e-9;
+  double samples = 0, seconds = 0, faults = 0;
+  for (const auto& t : timings) {
+    rates.push_back(double(t.samples) * 1e9 / double(t.wall_ns));
+    samples += double(t.samples);
+    seconds += double(t.wall_ns) * 1e-9;
+    faults += double(t.minor_faults);
   }
-  nlohmann::json j = {{"median", median(rates)},
-                      {"mean", seconds > 0 ? samples / seconds : 0.0},
+  const auto windows = measure::windows_of(timings, kVerdictWindow);
+  std::vector<double> wt;
+  for (const auto& w : windows) wt.push_back(w.throughput());
+  const double overall = seconds > 0 ? samples / seconds : 0.0;
+  nlohmann::json j = {{"samples_per_s", overall},
+                      {"median", windows.empty() ? overall : measure::median(wt)},
+                      {"step_median", rates.empty() ? 0.0 : measure::median(rates)},
                       {"unit", "samples/s"},
-                      {"measured_steps", rates.size()}};
+                      {"measured_steps", rates.size()},
+                      {"window_steps", kVerdictWindow},
+                      {"windows", wt},
+                      {"page_faults_per_step", rates.empty() ? 0.0 : faults / double(rates.size())}};
   if (!rates.empty()) {
-    std::sort(rates.begin(), rates.end());
-    j["p10"] = rates[rates.size() / 10];
-    j["p90"] = rates[std::min(rates.size() - 1, rates.size() * 9 / 10)];
+    j["p10"] = measure::quantile(rates, 0.1);
+    j["p90"] = measure::quantile(rates, 0.9);
   }
+  const auto noise = measure::assess_noise(windows, load);
+  j["noise"] = {{"verdict", noise.verdict}, {"text", noise.text}, {"cv", noise.cv}, {"drift", noise.drift},
+                {"windows", noise.windows}};
+  if (load.readable())
+    j["noise"]["load"] = {{"loadavg_1min", std::isfinite(load.loadavg_1min) ? nlohmann::json(load.loadavg_1min) : nlohmann::json()},
+                          {"steal_share", std::isfinite(load.steal_share) ? nlohmann::json(load.steal_share) : nlohmann::json()},
+                          {"cores", load.cores}};
   return j;
 }
 

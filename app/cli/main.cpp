@@ -3,6 +3,9 @@
 #include <string>
 
 #include "commands.h"
+#ifdef TUNEBENCH_WITH_ENGINE
+#include "engine/cpu_allocator.h"
+#endif
 
 namespace {
 void usage(FILE* out) {
@@ -29,6 +32,17 @@ int main(int argc, char** argv) {
   char** sub_argv = argv + 1;
   if (cmd == "analyze") return tb::cli::cmd_analyze(sub_argc, sub_argv);
 #ifdef TUNEBENCH_WITH_ENGINE
+  if (cmd == "run" || cmd == "serve" || cmd == "tune") {
+    // The allocator is a process setting (engine/cpu_allocator.h): set it before the engine allocates, which
+    // for jemalloc / tcmalloc means starting this program again with the library preloaded.
+    if (auto want = tb::engine::cpu_allocator_from_args(argc, argv)) {
+      const std::string err = tb::engine::start_process_with_cpu_allocator(*want, argv);
+      if (!err.empty()) {
+        std::fprintf(stderr, "tunebench-cli: error: %s\n", err.c_str());
+        return 2;
+      }
+    }
+  }
   if (cmd == "knobs") return tb::cli::cmd_knobs(sub_argc, sub_argv);
   if (cmd == "run") return tb::cli::cmd_run(sub_argc, sub_argv);
   if (cmd == "serve") return tb::cli::cmd_serve(sub_argc, sub_argv);

@@ -147,6 +147,28 @@ std::vector<KnobInfo> build_catalog() {
                         "off", "on", {}, "JPEG datasets (imagefolder)", true,
                         "img = Image.open(path); img.draft('RGB', (crop_w, crop_h))  # before img.convert('RGB')",
                         "tjDecompress2(tj, jpg, n, rgb, TJSCALED(w, f), 0, TJSCALED(h, f), TJPF_RGB, 0);  // f: tjGetScalingFactors"));
+  // Not in the seeds either; measured here as the biggest single effect on a CPU run (engine/cpu_allocator.h).
+  {
+    KnobInfo k = make_bool("cpu_allocator", "CPU memory allocator",
+                           "glibc maps and unmaps every large block (tensors) afresh: page faults on every step and a "
+                           "speed that changes as the process ages; pinned thresholds or tcmalloc/jemalloc keep the memory",
+                           "glibc", "glibc_tuned", {}, "cpu+cuda (at process start)", false,
+                           "GLIBC_TUNABLES=glibc.malloc.mmap_threshold=268435456:glibc.malloc.trim_threshold=268435456 "
+                           "python train.py  # or LD_PRELOAD=libtcmalloc_minimal.so.4",
+                           "mallopt(M_MMAP_THRESHOLD, 256 << 20); mallopt(M_TRIM_THRESHOLD, 256 << 20);  // first in main()");
+    k.type = KnobType::Enum;
+    k.choices = {"glibc", "glibc_tuned", "jemalloc", "tcmalloc"};
+    k.max = 3;
+    k.process_scope = true;
+    c.push_back(std::move(k));
+  }
+  // Loader threads and intra-op threads share the cores: 2 intra-op threads + 1 loader thread on 2 cores made
+  // workers=1 0.85x of workers=0; with one intra-op thread it was 1.29x (DESIGN.md). 0 = auto: the cores the
+  // loader workers leave (at least 1), as torchrun's OMP_NUM_THREADS=1 per process does for several processes.
+  c.push_back(make_int("intra_op_threads", "Intra-op threads",
+                       "CPU threads of one op (GEMM, conv); 0 = auto: the cores minus the loader workers, at least 1",
+                       0, 0, 0, 256, {}, "cpu+cuda", false, "torch.set_num_threads(os.cpu_count() - num_workers)",
+                       "at::set_num_threads(cores - workers);"));
   return c;
 }
 

@@ -3,6 +3,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +11,8 @@
 #include <optional>
 
 #include "compat.h"
+#include "engine/cpu_allocator.h"
+#include "measure/warmup.h"
 #include "dense.h"
 #include "data/data.h"
 #include "models.h"
@@ -49,6 +52,11 @@ std::string val(const Config& c, const char* id) {
   return it == c.end() ? "" : it->second;
 }
 
+int64_t process_minor_faults() {
+  rusage u{};
+  return getrusage(RUSAGE_SELF, &u) == 0 ? int64_t(u.ru_minflt) : 0;
+}
+
 std::string cuda_reason(bool session_on_cuda) {
 #if TUNEBENCH_TORCH_CUDA
   if (!compat::cuda_available()) return "no CUDA device is available";
@@ -82,6 +90,13 @@ Applicability base_applicability(const std::string& id, bool on_cuda) {
       a.reason = "fp16 is not available here: its loss-scaling kernels are CUDA-only in LibTorch " +
                  compat::libtorch_version() + " (bf16 autocast applies on the CPU)";
       a.unavailable_values = {"fp16"};
+    }
+  } else if (id == "cpu_allocator") {
+    for (const auto& v : cpu_allocator_values()) {
+      const std::string why = cpu_allocator_unavailable(v);
+      if (why.empty()) continue;
+      a.unavailable_values.push_back(v);
+      a.reason += (a.reason.empty() ? "" : "; ") + why;
     }
   } else if (id == "fused_optimizer") {
     if (!compat::has_foreach_ops(on_cuda ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU)))
@@ -122,13 +137,17 @@ struct Snapshot {
 class SessionImpl final : public Session {
  public:
   explicit SessionImpl(const SessionOptions& o) : opts_(o), device_(resolve_device(o.device)) {
-    if (o.threads > 0) torch::set_num_threads(o.threads);
     Config initial;
     try {
-      initial = default_config(o.knobs);
+      Config requested = o.knobs;
+      if (o.threads > 0 && !requested.count("intra_op_threads")) requested["intra_op_threads"] = std::to_string(o.threads);
+      initial = default_config(requested);
     } catch (const std::invalid_argument& e) {
       throw EngineError(e.what());
     }
+    // A process knob is a fact about this process: unless one was asked for, the config says what runs.
+    if (!o.knobs.count("cpu_allocator")) initial["cpu_allocator"] = active_cpu_allocator();
+    else if (auto why = switch_cpu_allocator_live(initial["cpu_allocator"]); !why.empty()) throw EngineError(why);
     ModelOptions mo;
     mo.input_channels = o.input_channels;
     mo.input_height = o.input_height;
@@ -172,7 +191,7 @@ class SessionImpl final : public Session {
     // same probes, the drift guard for numerics knobs).
     // The batch size is part of the start state (no probe at the default size first); every other
     // requested knob is then applied like a live change.
-    config_ = default_config({{"batch_size", initial.at("batch_size")}});
+    config_ = default_config({{"batch_size", initial.at("batch_size")}, {"cpu_allocator", initial.at("cpu_allocator")}});
     try {
       loader_ = std::make_unique<Loader>(dataset_, loader_options(config_));
       realize(config_, nullptr);
@@ -190,7 +209,7 @@ class SessionImpl final : public Session {
       if (config_[k] != v) changes[k] = v;
     if (!changes.empty()) apply(changes);
     rev_ = 0;
-    warmup_left_ = opts_.warmup_steps;
+    restart_warmup();
   }
 
   ~SessionImpl() override {
@@ -203,6 +222,7 @@ class SessionImpl final : public Session {
     rec.index = step_index_;
     rec.config_rev = rev_;
     rec.start_ns = tb::prof::now_ns();
+    const int64_t faults0 = process_minor_faults();
     const bool read_loss = flags_.loss_interval <= 1 || step_index_ % flags_.loss_interval == 0;
     try {
       TB_RANGE_ARG(tb::prof::names::kStep, step_index_);
@@ -224,8 +244,10 @@ class SessionImpl final : public Session {
       }
     }
     rec.wall_ns = tb::prof::now_ns() - rec.start_ns;
-    rec.warmup = warmup_left_ > 0;
-    if (warmup_left_ > 0) --warmup_left_;
+    rec.minor_faults = process_minor_faults() - faults0;
+    tb::prof::Recorder::counter(tb::prof::names::kPageFaults, double(rec.minor_faults));
+    rec.warmup = !warmup_.done();
+    if (rec.warmup) warmup_.add(rec.samples, rec.wall_ns);
     if (!rec.skipped && rec.optimizer_step) last_good_batch_ = std::max(last_good_batch_, num(config_, "batch_size"));
     if (read_loss && !rec.skipped && !std::isfinite(rec.loss)) {
       ++nan_losses_;
@@ -251,6 +273,10 @@ class SessionImpl final : public Session {
     for (const auto& [k, v] : next)
       if (config_[k] != v) changed[k] = v;
     if (changed.empty()) return rev_;
+    // A process knob changes only where the process can follow (glibc -> glibc_tuned); otherwise nothing
+    // changes and the caller is told how to start a process with it.
+    if (auto it = changed.find("cpu_allocator"); it != changed.end())
+      if (auto why = switch_cpu_allocator_live(it->second); !why.empty()) throw EngineError(why);
     const Config prev = config_;
     tb::prof::Recorder::instant(tb::prof::names::kConfigChange, rev_ + 1);
     try {
@@ -280,9 +306,12 @@ class SessionImpl final : public Session {
       throw EngineError("applying the config failed: " + first_line(e.what()));
     }
     ++rev_;
-    warmup_left_ = opts_.warmup_steps;
+    restart_warmup();
     return rev_;
   }
+
+  void synchronize() override { compat::synchronize(device_); }
+  bool warming_up() const override { return !warmup_.done(); }
 
   const Config& config() const override { return config_; }
   int64_t revision() const override { return rev_; }
@@ -322,6 +351,10 @@ class SessionImpl final : public Session {
     auto ls = loader_->stats();
     j["loader"] = {{"batches", ls.batches}, {"samples", ls.samples}, {"skipped_samples", ls.skipped}};
     j["drift_checks"] = drift_checks_;
+    j["cpu_allocator"] = active_cpu_allocator();
+    j["intra_op_threads"] = static_cast<int64_t>(torch::get_num_threads());
+    j["warmup"] = {{"min_steps", opts_.warmup_steps}, {"max_steps", opts_.max_warmup_steps}, {"tolerance", 0.10},
+                   {"block", warmup_block()}};
     return j;
   }
 
@@ -359,6 +392,16 @@ class SessionImpl final : public Session {
     return a;
   }
 
+  // Blocks of the warm-up detector: whole accumulation periods, at least 2 steps.
+  int warmup_block() const {
+    const int accum = int(std::max<int64_t>(1, num(config_, "grad_accumulation")));
+    return accum * ((2 + accum - 1) / accum);
+  }
+  void restart_warmup() {
+    warmup_ = measure::WarmupDetector(opts_.warmup_steps, warmup_block(), 0.10,
+                                      std::max(opts_.max_warmup_steps, opts_.warmup_steps));
+  }
+
   LoaderOptions loader_options(const Config& c) const {
     LoaderOptions lo;
     lo.workers = static_cast<int>(num(c, "workers"));
@@ -387,6 +430,15 @@ class SessionImpl final : public Session {
     if (applicability("tf32").applicable) compat::set_tf32(on(c, "tf32"));
     if (applicability("cudnn_benchmark").applicable) compat::set_cudnn_benchmark(on(c, "cudnn_benchmark"));
     params_ = model_->trainable_parameters();
+    // Intra-op threads: the knob, or (0 = auto) the cores the loader workers leave. Process-wide, but set
+    // from the training thread, whose OpenMP setting the ops of the step use.
+    {
+      const int cores = std::max(1, compat::cpu_cores());
+      const int64_t want_knob = num(c, "intra_op_threads");
+      const int64_t workers = applicability("workers").applicable ? num(c, "workers") : 0;
+      const int want = int(want_knob > 0 ? want_knob : std::max<int64_t>(1, cores - workers));
+      if (torch::get_num_threads() != want) torch::set_num_threads(want);
+    }
     Flags f;
     const std::string amp = val(c, "amp");
     if (amp == "bf16") f.amp = Flags::Amp::Bf16;
@@ -746,7 +798,7 @@ class SessionImpl final : public Session {
   Flags flags_;
   int64_t rev_ = 0;
   int64_t step_index_ = 0;
-  int warmup_left_ = 0;
+  measure::WarmupDetector warmup_{0};
   int64_t micro_ = 0;
   int64_t last_good_batch_ = 0;
   torch::Tensor scale_, growth_;

@@ -23,7 +23,8 @@ double RatioInterval::half_width() const {
 
 double NoiseFloor::band(int n, double confidence) const {
   if (!valid() || n < 1) return std::numeric_limits<double>::quiet_NaN();
-  const double t = student_t_quantile(0.5 + confidence / 2, df);
+  // The trial's own pairs add their degrees of freedom to the pooled spread (paired_ratio).
+  const double t = student_t_quantile(0.5 + confidence / 2, df + double(n - 1));
   return std::expm1(t * sd_log / std::sqrt(double(n)));
 }
 

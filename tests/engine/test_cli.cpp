@@ -93,7 +93,7 @@ TEST(Cli, KnobsJsonListsTheCatalog) {
   auto r = run_cli({"knobs", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
-  ASSERT_EQ(j["knobs"].size(), 20u);
+  ASSERT_EQ(j["knobs"].size(), 22u);
   for (const auto& k : j["knobs"]) {
     EXPECT_TRUE(k.contains("applicable"));
     if (!k["applicable"].get<bool>()) EXPECT_FALSE(k["reason"].get<std::string>().empty());
@@ -105,16 +105,29 @@ TEST(Cli, KnobsJsonListsTheCatalog) {
 
 TEST(Cli, RunWritesJsonWithThroughput) {
   const std::string out = tmp_file("run.json");
-  auto r = run_cli({"run", "--model", "mnist_cnn", "--data", "synthetic", "--steps", "5", "--warmup", "2", "--set",
-                    "batch_size=8,zero_grad_none=on", "--json", out});
+  auto r = run_cli({"run", "--model", "mnist_cnn", "--data", "synthetic", "--measured-steps", "3", "--warmup", "2",
+                    "--set", "batch_size=8,zero_grad_none=on", "--json", out});
   ASSERT_EQ(r.code, 0) << r.err;
   std::ifstream f(out);
   auto j = nlohmann::json::parse(f);
   EXPECT_GT(j["throughput"]["median"].get<double>(), 0);
+  EXPECT_GT(j["throughput"]["samples_per_s"].get<double>(), 0);
   EXPECT_EQ(j["throughput"]["unit"], "samples/s");
   EXPECT_EQ(j["throughput"]["measured_steps"], 3);
-  EXPECT_EQ(j["steps"].size(), 5u);
-  EXPECT_EQ(j["steps"][4]["samples"], 8);
+  // Warm-up until stable: at least --warmup steps and two blocks of 2 to compare, at most the cap.
+  const int warm = j["warmup"]["steps"].get<int>();
+  EXPECT_GE(warm, 4);
+  EXPECT_LE(warm, 30);
+  EXPECT_EQ(j["steps"].size(), size_t(warm + 3));
+  for (int i = 0; i < warm + 3; ++i) EXPECT_EQ(j["steps"][i]["warmup"].get<bool>(), i < warm) << i;
+  EXPECT_EQ(j["steps"][warm]["samples"], 8);
+  // The measured steps as one synced window: samples over its wall time.
+  EXPECT_EQ(j["window"]["steps"], 3);
+  EXPECT_EQ(j["window"]["samples"], 24);
+  EXPECT_GT(j["window"]["wall_s"].get<double>(), 0);
+  EXPECT_FALSE(j["throughput"]["noise"]["verdict"].get<std::string>().empty());
+  EXPECT_TRUE(j["throughput"].contains("page_faults_per_step"));
+  EXPECT_EQ(j["cpu_allocator"], "glibc");
   EXPECT_EQ(j["config"]["zero_grad_none"], "on");
   EXPECT_TRUE(j["device"].contains("kind"));
   EXPECT_TRUE(j["versions"].contains("libtorch"));
@@ -183,7 +196,7 @@ TEST(Cli, ServeRoundTripWithLiveSet) {
     const std::string type = m["type"];
     if (type == "hello") {
       hello = true;
-      EXPECT_EQ(m["knobs"].size(), 20u);
+      EXPECT_EQ(m["knobs"].size(), 22u);
       EXPECT_TRUE(m["versions"].contains("libtorch"));
       // CPU here: the dense-layer path is named, and the collector line says why the timeline is CPU-only.
       EXPECT_TRUE(m["cpu_dense"].get<std::string>().rfind("blas", 0) == 0 ||

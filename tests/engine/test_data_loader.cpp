@@ -172,6 +172,10 @@ TEST(DataLoader, ReconfigureChangesWorkersAndBatchSizeAtABoundaryWithoutLosingOr
     };
     take(2);
     EXPECT_EQ(thread_count_settled(base + 3), base + 3);
+    // Let the workers fill the queue: those batches were made under the old options and must be dropped.
+    for (auto until = Clock::now() + std::chrono::seconds(5); loader.stats().queue_depth < 2 && Clock::now() < until;)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ASSERT_GE(loader.stats().queue_depth, 2);
     o.workers = 1;
     o.batch_size = 6;
     loader.reconfigure(o);
@@ -185,13 +189,36 @@ TEST(DataLoader, ReconfigureChangesWorkersAndBatchSizeAtABoundaryWithoutLosingOr
     take(3);
   }
   EXPECT_EQ(thread_count_settled(base), base);
-  // Batches claimed before the change keep their size; after it, only the new size, and it did arrive.
+  // A change is a clean boundary: the first batch after it already has the new size (prefetched batches of
+  // the old config were dropped and their samples loaded again: the stream above stayed continuous).
   ASSERT_EQ(sizes.size(), 14u);
   EXPECT_EQ(sizes[0], 4);
-  EXPECT_EQ(sizes[10], 6);
-  EXPECT_EQ(sizes[13], 3);
-  for (size_t i = 1; i < 11; ++i)
-    if (sizes[i - 1] == 6) EXPECT_EQ(sizes[i], 6) << i;
+  EXPECT_EQ(sizes[1], 4);
+  for (size_t i = 2; i < 11; ++i) EXPECT_EQ(sizes[i], 6) << i;
+  for (size_t i = 11; i < 14; ++i) EXPECT_EQ(sizes[i], 3) << i;
+}
+
+// The review's case: workers=2, prefetch=8 fill the queue; then workers=0 and batch 16 must not be served
+// from it (before: 16 steps of 32-sample batches with no data wait, 13 of them measured).
+TEST(DataLoader, PrefetchedBatchesOfTheOldConfigAreDiscarded) {
+  auto ds = std::make_shared<FakeDataset>(200);
+  LoaderOptions o{.workers = 2, .prefetch = 8, .batch_size = 32, .seed = 1};
+  Loader loader(ds, o);
+  loader.next();
+  for (auto until = Clock::now() + std::chrono::seconds(5); loader.stats().queue_depth < 8 && Clock::now() < until;)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const int64_t queued = loader.stats().queue_depth;
+  ASSERT_GE(queued, 8);
+  o.workers = 0;
+  o.batch_size = 16;
+  loader.reconfigure(o);
+  EXPECT_EQ(loader.stats().discarded, queued);
+  EXPECT_EQ(loader.stats().queue_depth, 0);
+  for (int i = 0; i < 16; ++i) {
+    Batch b = loader.next();
+    EXPECT_EQ(b.samples, 16) << i;
+    EXPECT_GT(b.data_wait_ns, 0) << i;  // loaded on the training thread: it waits for every batch
+  }
 }
 
 TEST(DataLoader, ChannelsLastAndFp16OptionsReachTheBatch) {

@@ -13,7 +13,7 @@ TEST(Knobs, CatalogHasEveryDesignKnobWithEveryFieldFilled) {
   const std::set<std::string> want = {"workers", "pin_memory", "non_blocking", "prefetch", "cudnn_benchmark",
                                       "amp", "tf32", "channels_last", "batch_size", "zero_grad_none",
                                       "conv_bias_before_bn", "anomaly_detection", "fused_pointwise",
-                                      "grad_accumulation", "checkpointing", "cuda_graphs", "sync_free_logging",
+                                      "grad_accumulation", "checkpointing", "cuda_graphs", "cpu_allocator", "intra_op_threads", "sync_free_logging",
                                       "fused_optimizer", "fp32_preprocess", "fast_decode"};
   std::set<std::string> got;
   for (const auto& k : knob_catalog()) {
@@ -34,6 +34,8 @@ TEST(Knobs, CatalogHasEveryDesignKnobWithEveryFieldFilled) {
   EXPECT_TRUE(find_knob("amp")->changes_numerics);
   EXPECT_TRUE(find_knob("batch_size")->changes_numerics);
   EXPECT_FALSE(find_knob("workers")->changes_numerics);
+  // The allocator takes effect at process start; nothing else does.
+  for (const auto& k : knob_catalog()) EXPECT_EQ(k.process_scope, k.id == "cpu_allocator") << k.id;
 }
 
 TEST(Knobs, NormalizeAcceptsSynonymsAndRejectsBadValues) {

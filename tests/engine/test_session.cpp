@@ -19,6 +19,7 @@ SessionOptions tiny(const std::string& model = "mnist_cnn", Config knobs = {}) {
   o.model = model;
   o.data = "synthetic";
   o.warmup_steps = 1;
+  o.max_warmup_steps = 1;  // exactly one warm-up step: these tests count steps (the rule is tested below)
   o.drift_guard_steps = 0;
   o.seed = 1;
   if (!knobs.count("batch_size")) knobs["batch_size"] = "4";
@@ -53,6 +54,37 @@ TEST(Session, TrainsStepsWithRecords) {
   EXPECT_EQ(d["input"], nlohmann::json({1, 28, 28}));
   EXPECT_EQ(d["optimizer_steps"], 2);
   EXPECT_FALSE(d["versions"]["libtorch"].get<std::string>().empty());
+}
+
+// Warm-up ends when the step time is stable (measure/warmup.h), not after a fixed count: at least the
+// minimum and two blocks to compare, at most the cap, always a prefix of the steps after a change; a change
+// starts it again.
+TEST(Session, WarmupEndsWhenStableWithinItsBounds) {
+  auto o = tiny();
+  o.warmup_steps = 2;
+  o.max_warmup_steps = 12;
+  auto s = Session::create(o);
+  int warm = 0;
+  bool measured = false;
+  for (int i = 0; i < 20; ++i) {
+    const bool w = s->warming_up();
+    auto r = s->step();
+    EXPECT_EQ(r.warmup, w);
+    if (r.warmup) {
+      EXPECT_FALSE(measured) << "warm-up steps form a prefix";
+      ++warm;
+    } else {
+      measured = true;
+    }
+    EXPECT_GE(r.minor_faults, 0);
+  }
+  EXPECT_GE(warm, 4);  // min 2, and two blocks of 2 steps to compare
+  EXPECT_LE(warm, 12);
+  s->apply({{"batch_size", "8"}});
+  EXPECT_TRUE(s->warming_up());
+  EXPECT_EQ(s->describe()["warmup"]["block"], 2);
+  s->apply({{"grad_accumulation", "3"}});
+  EXPECT_EQ(s->describe()["warmup"]["block"], 3);  // whole accumulation periods
 }
 
 TEST(Session, BadInputIsAnEngineError) {

@@ -121,7 +121,7 @@ size_t count_of(const std::string& s, const std::string& what) {
 TuneResult simulated_result() {
   SimulatedWorkload w(7, 0.03);
   TuneOptions o;
-  o.budget_s = 240;
+  o.budget_s = 480;
   return run_tune(w, o);
 }
 

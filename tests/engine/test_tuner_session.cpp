@@ -61,13 +61,21 @@ TEST(TunerSession, WorkloadMeasuresAppliesAndProbes) {
   ASSERT_TRUE(base.count("workers"));
   EXPECT_FALSE(w->knobs().empty());
   w->apply(base);
-  auto s = w->measure(1, 3);
-  ASSERT_EQ(s.size(), 3u);
-  for (double x : s) EXPECT_GT(x, 0);
+  auto s = w->measure(3);
+  EXPECT_EQ(s.steps, 3);
+  EXPECT_EQ(s.samples, 3 * 32);
+  EXPECT_GT(s.throughput(), 0);
+  EXPECT_GE(s.warmup_steps, 1);  // the session's warm-up after its start ran first
   Config c = base;
   c["batch_size"] = "16";
   w->apply(c);
-  EXPECT_EQ(w->measure(0, 2).size(), 2u);
+  auto s16 = w->measure(2);
+  EXPECT_EQ(s16.samples, 2 * 16);  // no batch of the old size leaks into the new window
+  EXPECT_GE(s16.warmup_steps, 1);  // a change starts a new warm-up
+  // The allocator is not glibc's defaults in here: the baseline says glibc (what a fresh process runs), the
+  // windows run under the steady one, and the report says so.
+  EXPECT_EQ(base.at("cpu_allocator"), "glibc");
+  EXPECT_NE(w->describe().value("measurement_allocator", std::string()).find("glibc_tuned"), std::string::npos);
   // Same config, same losses (fresh seeded sessions); a different batch size gives another curve.
   auto l1 = w->loss_probe(base, 3), l2 = w->loss_probe(base, 3), l3 = w->loss_probe(c, 3);
   ASSERT_EQ(l1.size(), 3u);
@@ -94,13 +102,12 @@ TEST(TunerSession, ShortRealTuneWithOutOfMemory) {
   auto w = make_session_workload(so);
   TuneOptions o;
   o.budget_s = 25;
-  o.rounds = 1;
-  o.warmup_steps = 1;
+  o.rounds = 2;
+  o.aa_rounds = 2;
   o.min_window = 3;
   o.max_window = 6;
   o.probe_steps = 3;
   o.snapshot_steps = 2;
-  o.resamples = 500;
   o.only_knobs = {"batch_size", "zero_grad_none"};
   TuneResult r = run_tune(*w, o);
   bool oom = false;
@@ -126,6 +133,27 @@ TEST(TunerSession, ShortRealTuneWithOutOfMemory) {
   EXPECT_LE(r.elapsed_s, 60);
   auto j = nlohmann::json::parse(report_json(r).dump());
   EXPECT_EQ(j["trials"].size(), r.trials.size());
+}
+
+// The process knob: a window in a fresh `tunebench-cli run` process started with the allocator asked for.
+TEST(TunerSession, FreshProcessWindowRunsTheRequestedAllocator) {
+  setenv("TUNEBENCH_CLI", TB_CLI_PATH, 1);
+  auto w = make_session_workload(tiny());
+  Config c = w->baseline();
+  c["cpu_allocator"] = "glibc_tuned";
+  const double t0 = w->now_s();
+  auto win = w->measure_fresh(c, 4);
+  ASSERT_TRUE(win.has_value());
+  EXPECT_EQ(win->steps, 4);
+  EXPECT_EQ(win->samples, 4 * 32);
+  EXPECT_GT(win->wall_s, 0);
+  EXPECT_GE(win->start_s, t0);
+  EXPECT_LE(win->start_s + win->wall_s, w->now_s() + 1e-6);
+  // A process that cannot run is a failed trial with the child's own one-line error, not a hang.
+  Config bad = c;
+  bad["batch_size"] = "0";
+  EXPECT_THROW(w->measure_fresh(bad, 2), TrialFailure);
+  unsetenv("TUNEBENCH_CLI");
 }
 
 TEST(TunerCli, BadInputExitsTwoWithOneLine) {

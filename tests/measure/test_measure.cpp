@@ -129,7 +129,7 @@ TEST(MeasureInterval, PairedRatioExactAndPooled) {
   EXPECT_FALSE(one.valid());
   EXPECT_TRUE(one.no_effect());
   // The floor's band: a change smaller than it is inside the noise.
-  EXPECT_NEAR(f.band(3), std::expm1(student_t_quantile(0.975, 3) * 0.02 / std::sqrt(3.0)), 1e-12);
+  EXPECT_NEAR(f.band(3), std::expm1(student_t_quantile(0.975, 5) * 0.02 / std::sqrt(3.0)), 1e-12);
 }
 
 TEST(MeasureInterval, NullEffectOnAutocorrelatedStepsIsRarelyCalled) {

@@ -30,7 +30,10 @@ struct SessionOptions {
   Config knobs;                      // overrides of the defaults
   std::string device = "auto";      // auto | cpu | cuda
   uint64_t seed = 0;
-  int warmup_steps = 3;              // steps excluded from throughput after start and after every change
+  // Warm-up after start and after every change (docs/protocol.md): at least `warmup_steps` steps, then until
+  // the step time is stable (measure/warmup.h), at most `max_warmup_steps`. warmup_steps = 0: none at all.
+  int warmup_steps = 3;
+  int max_warmup_steps = 30;
   // Input override, 0 = the model's natural input (mnist 1x28x28, others 3x224x224). Required for torchscript
   // models whose file does not declare `input_shape`/`num_classes`; also lets tests and quick runs use small
   // images (ResNets >= 32x32, vit_tiny with 4x4 patches below 112 px).
@@ -41,7 +44,7 @@ struct SessionOptions {
   // restore the snapshot. 0 disables it. Tolerance is relative: |new - old| <= tol * max(|old|, 1e-3).
   int drift_guard_steps = 2;
   double drift_tolerance = 0.1;
-  // Intra-op CPU threads for LibTorch (torch::set_num_threads, process-wide); 0 leaves LibTorch's default.
+  // Intra-op CPU threads (the `intra_op_threads` knob's value when the knobs do not set it; 0 = auto).
   int threads = 0;
   // Test hook: the batch-size probe reports out-of-memory for batch sizes above this (0 = off).
   int64_t simulate_oom_above_batch = 0;
@@ -60,6 +63,7 @@ struct StepRecord {
   bool skipped = false;       // fp16: optimizer step skipped by dynamic loss scaling (inf/nan grads)
   bool optimizer_step = true; // false for a grad-accumulation micro-batch
   double loss_scale = 0;      // fp16 loss scale after this step (0 when not fp16)
+  int64_t minor_faults = 0;   // minor page faults of the whole process during the step (getrusage)
 };
 
 struct KnobState {
@@ -84,6 +88,13 @@ class Session {
   virtual const Config& config() const = 0;
   virtual int64_t revision() const = 0;
   virtual std::vector<KnobState> knobs() const = 0;
+
+  // Waits until the device has finished all queued work (CUDA); nothing on the CPU. Measuring windows begin
+  // and end with it, so a window's time is the device's time, not the launch time.
+  virtual void synchronize() = 0;
+  // True while the warm-up after the start or the last change is not over (the next step will be marked
+  // `warmup`).
+  virtual bool warming_up() const = 0;
 
   // Messages since the last call (OOM revert, fp16 overflow skip, NaN loss, knob not applicable...).
   virtual std::vector<std::string> take_warnings() = 0;

@@ -1,29 +1,34 @@
-// The auto-tuner (issue 5): measures every applicable knob before/after with statistics, accumulates the
-// winners greedily, and keeps the evidence for the report (engine/report.h). Torch-free: the search runs over
-// the abstract Workload below, so the same code drives a real Session (make_session_workload) and the
-// deterministic simulation the tests use.
+// The auto-tuner: measures every applicable knob before/after, accumulates the winners greedily, checks
+// every kept one again at the end, and keeps the evidence for the report (engine/report.h). Torch-free: the
+// search runs over the abstract Workload below, so the same code drives a real Session
+// (make_session_workload) and the deterministic simulation the tests use.
 //
-// Measuring protocol (DESIGN.md "Measuring before/after honestly"):
-// - after every configuration change the workload runs `warmup_steps` unmeasured steps (autotune, graph
-//   capture, allocator growth, loader refill);
-// - a trial alternates A/B/A/B... (`rounds` pairs, A first) so slow drift (thermals, page cache, other
-//   processes) hits both sides alike; each window yields per-step samples/s;
-// - the effect is the ratio of medians after/before with a seeded percentile-bootstrap confidence interval;
-//   an interval that covers 1 is "no effect", whatever the point estimate says;
-// - a knob that may change numerics (KnobInfo::changes_numerics) must also pass the loss-drift guard: the
-//   loss over the same seeded batches from the same initial weights must not get worse than the baseline's
-//   by more than `drift_tolerance` (relative), and must stay finite;
-// - a failure while applying or measuring (out of memory, a knob the device refuses) fails that trial only;
-//   the workload is put back on the reference configuration and the search continues.
+// Measuring protocol (docs/protocol.md; the statistics are measure/):
+// - a window = warm-up until the step time is stable (after any configuration change), then `window`
+//   measured steps timed as a whole (device-synced at both ends on CUDA); its throughput is samples over
+//   wall time, so slow steps that belong to a configuration keep their time;
+// - a trial runs the reference A and the candidate B in `rounds` pairs of windows, the order alternating
+//   (AB, BA, AB, ...) so a linear drift cancels within a pair; the effect is the geometric mean of the
+//   paired ratios with a Student-t interval whose spread is pooled with the A/A pairs of the tune;
+// - every tune starts with an A/A trial (the baseline against itself): the machine's noise floor. A change
+//   is a gain only when its interval excludes 1 AND it is larger than both `min_gain` and the floor's band;
+// - one window length for every phase (planned once); every phase's baseline measurements are kept, and a
+//   disagreement beyond the noise is reported as drift;
+// - process knobs (KnobInfo::process_scope: cpu_allocator) are measured in fresh processes, alternating;
+//   the in-process trials run under one steady allocator chosen by the workload;
+// - the final alternation measures the baseline, the final configuration and the final configuration
+//   without each kept knob, round-robin: a kept knob that does not hold there is dropped;
+// - a knob that may change numerics must also pass the loss-drift guard (the same seeded batches from the
+//   same initial weights must not get worse than the baseline's by more than `drift_tolerance`);
+// - a failure while applying or measuring fails that trial only.
 //
-// Search: (1) screen every applicable knob alone from the baseline (workers scanned 1,2,4.. up to the core
-// count, batch size doubled until OOM or no gain, enum knobs every choice, int knobs their recommended
-// value); (2) accumulate the winners greedily in order of gain, each re-measured against the configuration
-// accumulated so far; (3) revisit the knobs that did not pay (or were not the best scan value) on top of the
-// accumulated configuration, because one knob often only pays after another (seed 003: the parallel loader
-// only mattered once fp16 made the GPU fast); (4) measure the final configuration against the baseline.
-// After the baseline and after each accepted change a short trace is analysed (Workload::snapshot) so the
-// report shows where the bottleneck moved.
+// Search: (1) screen every applicable knob alone from the baseline (workers climbed 1, 2, 4.. up to the core
+// count together with the intra-op thread count, batch size doubled until OOM or no gain, enum knobs every
+// choice, int knobs their recommended value); (2) accumulate the winners greedily in order of gain, each
+// re-measured against the configuration accumulated so far; (3) revisit the knobs that did not pay on top of
+// the accumulated configuration (seed 003: the parallel loader only mattered once fp16 made the GPU fast);
+// (4) the final alternation. After the baseline and after each accepted change a short trace is analysed
+// (Workload::snapshot) so the report shows where the bottleneck moved.
 //
 // Threading: run_tune() runs on the calling thread and calls the Workload and the progress callback from it.
 #pragma once
@@ -42,32 +47,14 @@
 
 #include "engine/knobs.h"
 #include "engine/session.h"
+#include "measure/interval.h"
+#include "measure/noise.h"
+#include "measure/window.h"
 
 namespace tb::engine {
 
-// ---------------------------------------------------------------------------------------------------------
-// Statistics
-// ---------------------------------------------------------------------------------------------------------
-
-// Median of the values (mean of the two middle ones for an even count); NaN when empty.
-double median(std::vector<double> values);
-
-// Ratio median(after)/median(before) with a percentile-bootstrap interval: both samples are resampled
-// independently `resamples` times with a generator seeded by `seed`, so the same input gives the same
-// interval.
-struct RatioEstimate {
-  double ratio = std::numeric_limits<double>::quiet_NaN();
-  double ci_low = std::numeric_limits<double>::quiet_NaN();
-  double ci_high = std::numeric_limits<double>::quiet_NaN();
-  double confidence = 0.95;
-  bool valid() const { return ratio == ratio && ci_low == ci_low && ci_high == ci_high; }
-  // The interval covers 1: the data do not show a change (also true when invalid).
-  bool no_effect() const { return !valid() || (ci_low <= 1.0 && ci_high >= 1.0); }
-  bool faster() const { return valid() && ci_low > 1.0; }
-  bool slower() const { return valid() && ci_high < 1.0; }
-};
-RatioEstimate bootstrap_median_ratio(const std::vector<double>& before, const std::vector<double>& after,
-                                     int resamples = 2000, double confidence = 0.95, uint64_t seed = 1);
+// The interval of a throughput ratio (measure/interval.h): valid(), faster(), slower(), no_effect().
+using RatioEstimate = measure::RatioInterval;
 
 // ---------------------------------------------------------------------------------------------------------
 // Workload: what the tuner measures
@@ -84,7 +71,7 @@ struct TrialFailure : std::runtime_error {
 struct Snapshot {
   std::string label;   // "baseline", "+ amp=bf16"
   Config config;       // the full configuration it was taken under
-  double throughput = 0;  // samples/s over the snapshot steps (median)
+  double throughput = 0;  // samples/s over the snapshot steps (samples / wall time)
   double step_ms = 0;     // median step wall time
   // Mean milliseconds per step for each part, in display order, partitioning the step (they sum to about
   // step_ms; the report stacks them): on a GPU "GPU busy", "loader stall", "launch gaps", "other idle"; on a
@@ -105,21 +92,31 @@ class Workload {
   virtual Config baseline() = 0;
   // Switches to the full configuration `config`. Throws TrialFailure when it cannot run it.
   virtual void apply(const Config& config) = 0;
-  // Runs `warmup` unmeasured steps, then `steps` measured ones; returns samples/s of each measured step.
-  // Throws TrialFailure (e.g. OOM during the steps).
-  virtual std::vector<double> measure(int warmup, int steps) = 0;
+  // One window under the current configuration: unmeasured steps until the warm-up after the last change
+  // is over (the workload's rule: stable step times, measure/warmup.h), then `steps` measured steps timed as
+  // a whole. The window's start_s is on now_s()'s clock. Throws TrialFailure (e.g. OOM during the steps).
+  virtual measure::Window measure(int steps) = 0;
+  // A window of `steps` measured steps in a fresh process started with `config` (for process knobs: the
+  // allocator takes effect at process start). nullopt when this workload cannot start processes. Throws
+  // TrialFailure when the process fails.
+  virtual std::optional<measure::Window> measure_fresh(const Config& config, int steps) {
+    (void)config;
+    (void)steps;
+    return std::nullopt;
+  }
   // Loss of each of `steps` steps under `config`, from the same initial weights over the same seeded
   // batches every time it is called (the loss-drift guard compares two such curves). May leave the
   // workload in any configuration: the tuner re-applies before it measures again. Throws TrialFailure.
   virtual std::vector<double> loss_probe(const Config& config, int steps) = 0;
   // Analyses a short trace of `steps` steps under the current configuration. nullopt when not supported.
   virtual std::optional<Snapshot> snapshot(int steps) { (void)steps; return std::nullopt; }
-  // Seconds on the clock the budget is counted in (wall clock for a real session, virtual in the
-  // simulation). Monotonic.
+  // Seconds on the clock the budget and the windows are counted in (wall clock for a real session, virtual
+  // in the simulation). Monotonic.
   virtual double now_s() = 0;
   // CPU cores the loader may use (the workers scan stops there).
   virtual int cpu_cores() = 0;
-  // {"device", "versions", "model", "data", ...} for the report.
+  // {"device", "versions", "model", "data", ...} for the report; "measurement_allocator" says which steady
+  // allocator the in-process windows ran under.
   virtual nlohmann::json describe() = 0;
 };
 
@@ -135,15 +132,14 @@ struct TuneProgress {
 
 struct TuneOptions {
   double budget_s = 240;      // the whole tune, calibration and final measurement included
-  int rounds = 2;             // A/B pairs per trial
-  int warmup_steps = 3;       // unmeasured steps after every apply()
-  int min_window = 4;         // measured steps per window: planned between these to fit the budget
+  int rounds = 3;             // A/B pairs of windows per trial (order alternating AB, BA, ...)
+  int aa_rounds = 4;          // A/A pairs at the start (the noise floor); as many again in the final alternation
+  int min_window = 6;         // measured steps per window: planned once, between these, to fit the budget
   int max_window = 30;
   double min_gain = 0.02;     // a significant gain below this ratio-1 still counts as "no effect"
   double drift_tolerance = 0.10;  // loss-drift guard: relative worsening allowed
   int probe_steps = 8;        // steps of each loss probe
   int snapshot_steps = 6;     // steps of each analysed trace (0 = no snapshots)
-  int resamples = 2000;
   double confidence = 0.95;
   uint64_t seed = 1;
   bool revisit = true;
@@ -154,16 +150,19 @@ struct TuneOptions {
 };
 
 struct Trial {
-  std::string phase;     // "screen", "accumulate", "revisit", "final"
+  std::string phase;     // "noise floor", "process", "screen", "accumulate", "revisit", "final"
   std::string knob;      // "" for the final baseline-vs-final trial
   std::string value;     // the value tried
+  std::string also;      // other knobs the candidate set with it ("intra_op_threads=2"), "" when none
   std::string from;      // the value in the reference configuration
   std::string reference; // label of the reference: "baseline", "accumulated", "workers=2"...
-  double before = std::numeric_limits<double>::quiet_NaN();  // median samples/s, reference
-  double after = std::numeric_limits<double>::quiet_NaN();   // median samples/s, candidate
+  double before = std::numeric_limits<double>::quiet_NaN();  // samples/s of the reference windows together
+  double after = std::numeric_limits<double>::quiet_NaN();   // samples/s of the candidate windows together
   RatioEstimate estimate;
+  std::vector<measure::Window> a, b;  // the paired windows: reference, candidate
+  bool fresh_processes = false;       // each window was a fresh process (process knobs, a final headline)
   bool accepted = false;  // screen: a winner; accumulate/revisit: kept; final: faster than baseline
-  // "gain", "no effect", "slower", "oom", "failed", "drift"
+  // "gain", "no effect", "slower", "oom", "failed", "drift", "dropped" (kept earlier, did not hold at the end)
   std::string outcome;
   std::string reason;     // a sentence for the report
   double loss_drift = std::numeric_limits<double>::quiet_NaN();  // relative, when the guard ran
@@ -186,14 +185,34 @@ struct TuneResult {
   std::vector<Trial> trials;       // in the order they ran
   std::vector<SkippedTrial> skipped;
   std::vector<Snapshot> snapshots; // baseline first, then one after each accepted change
-  // Accepted changes in order with the throughput estimate after each (baseline * product of ratios).
+  // Kept changes in order with the throughput estimate after each: the headline's baseline times the
+  // product of the kept knobs' accepted ratios (estimates; the final bar of the report is measured).
   std::vector<std::pair<std::string, double>> waterfall;
-  double baseline_throughput = std::numeric_limits<double>::quiet_NaN();  // from the final trial
+  // The headline: baseline and final configuration measured alternately at the end (fresh processes when a
+  // process knob changed, else in this process). Never the calibration.
+  double baseline_throughput = std::numeric_limits<double>::quiet_NaN();
   double final_throughput = std::numeric_limits<double>::quiet_NaN();
-  RatioEstimate speedup;           // final vs baseline, measured A/B
+  RatioEstimate speedup;
+  bool speedup_fresh_processes = false;
+  RatioEstimate speedup_in_process;  // the in-process final alternation (equal to speedup when that is it)
+  // The noise floor from the A/A pairs (start and end pooled), and the band of one trial at it.
+  measure::NoiseFloor noise_floor;
+  double noise_band = std::numeric_limits<double>::quiet_NaN();
+  // The baseline as each phase measured it (in-process windows of the same length): "start" (A/A),
+  // "screen", "final". A disagreement beyond the noise is stated in `drift_note`.
+  struct PhaseBaseline {
+    std::string phase;
+    double throughput = std::numeric_limits<double>::quiet_NaN();
+    int windows = 0;
+    double at_s = 0;  // mid time of its windows on the tune's clock
+  };
+  std::vector<PhaseBaseline> baselines;
+  measure::NoiseReport noise;      // verdict over every in-process baseline window of the tune, in time order
+  std::string drift_note;          // "" or how far the baseline moved between the start and the end
+  std::vector<measure::Window> baseline_windows;
   double budget_s = 0;
   double elapsed_s = 0;
-  int window = 0;                  // planned measured steps per window
+  int window = 0;                  // measured steps per window, every phase
   std::vector<std::string> notes;  // plan, warnings from the workload
 };
 
@@ -213,7 +232,8 @@ std::vector<std::string> changed_knobs(const Config& baseline, const Config& con
 std::unique_ptr<Workload> make_session_workload(const SessionOptions& options);
 
 // A deterministic simulation of a GPU training step with a known best configuration (tests, demos,
-// `tunebench-cli tune --simulate`). `noise` is the relative per-step jitter; same seed, same numbers.
+// `tunebench-cli tune --simulate`). `noise` is the relative per-step jitter (autocorrelated); same seed,
+// same numbers.
 std::unique_ptr<Workload> make_simulated_workload(uint64_t seed = 7, double noise = 0.03);
 
 }  // namespace tb::engine

@@ -100,6 +100,9 @@ struct LoaderStats {
   // (a corrupt file hit again in a later epoch counts again here, but once in `skipped`).
   std::vector<int64_t> batches_per_worker;
   int64_t skip_events = 0;
+  // Batches made under an earlier configuration and dropped at a reconfigure (their samples are loaded
+  // again under the new one).
+  int64_t discarded = 0;
 };
 
 class Loader {
@@ -113,7 +116,8 @@ class Loader {
   // Blocks until the next batch is ready (records "data_wait" on the calling thread while blocked).
   // Throws DataError when no readable sample is left, or rethrows what a worker hit while loading.
   Batch next();
-  // Applies new options at a batch boundary (drains/restarts workers when the worker count changes).
+  // Applies new options at a batch boundary: drains the workers, drops every batch made under the old
+  // options (counted in stats().discarded) and restarts from the first undelivered stream position.
   void reconfigure(const LoaderOptions& options);
   const LoaderOptions& options() const;
   LoaderStats stats() const;

@@ -78,6 +78,7 @@ struct Task {
 };
 
 struct Ready {
+  int64_t start = 0;  // first stream position (a discarded batch is loaded again from here)
   std::shared_ptr<Slot> slot;
   int64_t samples = 0;
   std::exception_ptr error;
@@ -105,7 +106,7 @@ struct Loader::Impl {
   std::atomic<bool> abort{false};  // workers drop what they are doing and exit (destructor)
   std::vector<std::thread> threads;
   std::vector<int64_t> per_worker;
-  int64_t batches = 0, samples = 0, skip_events = 0;
+  int64_t batches = 0, samples = 0, skip_events = 0, discarded = 0;
 
   // Known-unreadable samples (skipped without another decode attempt); counted once in `skipped`.
   std::unique_ptr<std::atomic<uint8_t>[]> bad;
@@ -220,6 +221,7 @@ struct Loader::Impl {
   bool assemble(const Task& t, Ready& r) {
     TB_RANGE_ARG(names::kLoadBatch, t.index);
     const LoaderOptions& o = t.options;
+    r.start = t.start;
     r.slot = acquire_slot(o);
     const int64_t bs = o.batch_size;
     const int64_t C = spec.channels, HW = spec.height * spec.width, chw = C * HW;
@@ -476,31 +478,42 @@ void Loader::reconfigure(const LoaderOptions& options) {
   if (options.workers < 0) throw DataError("loader: workers must be >= 0");
   LoaderOptions o = options;
   if (o.prefetch < 1) o.prefetch = 1;
-  const bool restart = o.workers != m.opts.workers;
-  if (restart) m.stop_workers(/*aborting=*/false);
+  // A configuration change is a clean boundary (docs/protocol.md): batches assembled or prefetched under the
+  // old options must not be measured under the new ones (their size, layout and preprocessing are the old
+  // config's, and a full queue hands the first steps of a new config free batches). The workers finish the
+  // batch they are on, everything not yet delivered is dropped, and the stream rewinds to the first position
+  // not delivered, so no sample is skipped: the new config loads them again.
+  m.stop_workers(/*aborting=*/false);
   {
     std::lock_guard<std::mutex> lock(m.mu);
     if (m.opts.batch_size != o.batch_size || m.opts.channels_last != o.channels_last ||
         m.opts.device != o.device || m.opts.fp32_preprocess != o.fp32_preprocess)
       m.synthetic_valid = false;
+    if (!m.ready.empty()) {
+      // Deterministic delivery hands batches out in index order, so the lowest ready index is the first
+      // undelivered one (nothing is loading after the drain).
+      const auto& first = *m.ready.begin();
+      m.discarded += int64_t(m.ready.size());
+      m.next_task = first.first;
+      m.next_start = first.second.start;
+      m.in_flight -= int64_t(m.ready.size());
+      m.ready.clear();
+      m.next_out = m.next_task;
+      tb::prof::Recorder::counter("loader_queue", 0.0);
+    }
     if (o.deterministic && !m.opts.deterministic) {
       // Entering it: continue from the lowest index not yet delivered (next() skips ones already gone).
-      int64_t lowest = m.next_task;
-      if (!m.ready.empty()) lowest = std::min(lowest, m.ready.begin()->first);
-      if (!m.loading.empty()) lowest = std::min(lowest, *m.loading.begin());
-      m.next_out = lowest;
+      m.next_out = m.next_task;
     }
     o.seed = m.opts_seed;  // the sample order is fixed for the loader's life
     m.opts = o;
     m.depth = std::max<int64_t>(1, o.workers) * std::max<int64_t>(1, o.prefetch);
   }
-  if (restart) {
-    try {
-      m.start_workers();
-    } catch (const std::exception& e) {
-      m.stop_workers(/*aborting=*/false);
-      throw DataError(std::string("loader: cannot start worker threads: ") + e.what());
-    }
+  try {
+    m.start_workers();
+  } catch (const std::exception& e) {
+    m.stop_workers(/*aborting=*/false);
+    throw DataError(std::string("loader: cannot start worker threads: ") + e.what());
   }
   m.cv_work.notify_all();
 }
@@ -517,6 +530,7 @@ LoaderStats Loader::stats() const {
   s.queue_depth = int64_t(m.ready.size());
   s.batches_per_worker = m.per_worker;
   s.skip_events = m.skip_events;
+  s.discarded = m.discarded;
   return s;
 }
 

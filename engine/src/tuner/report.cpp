@@ -1,6 +1,8 @@
 // The report writer of engine/report.h: HTML with inline SVG, Markdown, JSON.
 #include "engine/report.h"
 
+#include "engine/cpu_allocator.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -118,11 +120,25 @@ std::string config_text(const Config& base, const Config& c) {
   return s.empty() ? "(the baseline)" : s;
 }
 
-std::string trial_label(const Trial& t) { return t.knob.empty() ? "final vs baseline" : t.knob + "=" + t.value; }
+std::string trial_label(const Trial& t) {
+  if (t.phase == "noise floor") return "A/A (baseline vs baseline)";
+  if (t.knob.empty()) return std::string("final vs baseline") + (t.fresh_processes ? " (fresh processes)" : "");
+  return t.knob + "=" + t.value + (t.also.empty() ? "" : " + " + t.also);
+}
+
+std::string change_text(const Trial& t) {
+  if (t.knob.empty()) return t.value;
+  return t.from + " → " + t.value + (t.also.empty() ? "" : " (" + t.also + ")");
+}
 
 std::string interval_text(const RatioEstimate& e) {
-  if (!e.valid()) return "n/a";
-  return fmt(e.ratio, 3) + "x [" + fmt(e.ci_low, 3) + ", " + fmt(e.ci_high, 3) + "]";
+  if (!e.valid()) return e.ratio == e.ratio ? fmt(e.ratio, 3) + "x [no interval]" : "n/a";
+  return fmt(e.ratio, 3) + "x [" + fmt(e.lo, 3) + ", " + fmt(e.hi, 3) + "]";
+}
+
+std::string result_text(const Trial& t) {
+  if (t.phase == "noise floor") return "noise floor";
+  return t.accepted ? "kept" : t.outcome;
 }
 
 // ----- code ---------------------------------------------------------------------------------------------
@@ -178,6 +194,26 @@ CodeLines code_lines(const TuneResult& r) {
                           (v == "fp16" ? "  // + dynamic loss scaling" : ""));
       continue;
     }
+    if (k == "cpu_allocator") {
+      const std::string env_line = cpu_allocator_env(v);
+      out.py.push_back("# start the training process with the allocator: " + env_line + " python train.py");
+      if (v == "glibc_tuned")
+        out.cpp.push_back("mallopt(M_MMAP_THRESHOLD, 256 << 20); mallopt(M_TRIM_THRESHOLD, 256 << 20);  // first thing in "
+                          "main(), or start with " + env_line);
+      else
+        out.cpp.push_back("// start the program with " + env_line + " (or link it)");
+      continue;
+    }
+    if (k == "intra_op_threads") {
+      if (v == "0") {
+        out.py.push_back("torch.set_num_threads(max(1, os.cpu_count() - num_workers))  # intra-op threads: the cores the loader leaves");
+        out.cpp.push_back("at::set_num_threads(std::max(1, cores - workers));");
+      } else {
+        out.py.push_back("torch.set_num_threads(" + v + ")  # intra_op_threads=" + v);
+        out.cpp.push_back("at::set_num_threads(" + v + ");");
+      }
+      continue;
+    }
     if (k == "sync_free_logging") {
       out.py.push_back("if step % " + v + " == 0: print(loss.item())  # read the loss every " + v + " steps");
       out.cpp.push_back("if (step % " + v + " == 0) log(loss.item<float>());");
@@ -230,6 +266,8 @@ std::string color_of_outcome(const Trial& t) {
   if (t.accepted) return "#2e7d32";
   if (t.outcome == "slower") return "#c62828";
   if (t.outcome == "drift") return "#ef6c00";
+  if (t.outcome == "dropped") return "#ad1457";
+  if (t.outcome == "held") return "#2e7d32";
   if (t.outcome == "oom" || t.outcome == "failed") return "#6d4c41";
   return "#757575";
 }
@@ -292,8 +330,8 @@ std::string svg_waterfall(const TuneResult& r) {
     if (!row.total && i + 1 < rows.size())
       s += line(left + row.to * sx, y + rh - 4, left + row.to * sx, y + rh + 4, "#999999", 1, " stroke-dasharray=\"2,2\"");
   }
-  s += text(left, H - 6, "samples/s (each step: baseline x product of the accepted ratios; final: measured A/B)", "start",
-            " fill=\"#555555\" font-size=\"11\"");
+  s += text(left, H - 6, "samples/s (steps: the measured baseline x the kept knobs' ratios, estimates; final: measured)",
+            "start", " fill=\"#555555\" font-size=\"11\"");
   s += "</svg>\n";
   return s;
 }
@@ -306,8 +344,8 @@ std::string svg_forest(const TuneResult& r) {
   if (ts.empty()) return "<p>No trial produced a measurement.</p>\n";
   double lo = 0.8, hi = 1.25;
   for (auto* t : ts) {
-    lo = std::min(lo, t->estimate.ci_low);
-    hi = std::max(hi, t->estimate.ci_high);
+    lo = std::min(lo, t->estimate.lo);
+    hi = std::max(hi, t->estimate.hi);
   }
   lo = std::max(lo * 0.95, 0.05);
   hi = hi * 1.05;
@@ -315,7 +353,7 @@ std::string svg_forest(const TuneResult& r) {
   const int H = top + rh * static_cast<int>(ts.size()) + 36;
   const double l0 = std::log(lo), l1 = std::log(hi);
   auto X = [&](double v) { return left + (std::log(std::max(v, 1e-9)) - l0) / (l1 - l0) * (W - left - right); };
-  std::string s = svg_open(W, H, "each trial: ratio after/before with its bootstrap interval");
+  std::string s = svg_open(W, H, "each trial: ratio after/before with its 95% interval");
   for (double tick : {0.25, 0.5, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 8.0, 12.0}) {
     if (tick < lo || tick > hi) continue;
     s += line(X(tick), top, X(tick), H - 26, tick == 1.0 ? "#333333" : "#dddddd", tick == 1.0 ? 1.5 : 1);
@@ -326,7 +364,7 @@ std::string svg_forest(const TuneResult& r) {
     const double y = top + rh * static_cast<double>(i) + rh / 2.0;
     const std::string c = color_of_outcome(t);
     s += text(left - 6, y + 4, trial_label(t) + " (" + t.phase + ")", "end", " font-size=\"11\"");
-    s += line(X(t.estimate.ci_low), y, X(t.estimate.ci_high), y, c, 2);
+    s += line(X(t.estimate.lo), y, X(t.estimate.hi), y, c, 2);
     s += "<circle cx=\"" + fmt(X(t.estimate.ratio), 1) + "\" cy=\"" + fmt(y, 1) + "\" r=\"4\" fill=\"" + c +
          "\"><title>" + esc(trial_label(t) + ": " + interval_text(t.estimate) + ", " + t.outcome) + "</title></circle>\n";
   }
@@ -428,6 +466,12 @@ std::string final_code_libtorch(const TuneResult& r) {
   return join_lines(code_lines(r).cpp, "// the baseline configuration was already the fastest found\n");
 }
 
+json windows_json(const std::vector<measure::Window>& ws) {
+  json a = json::array();
+  for (const auto& w : ws) a.push_back(num(w.throughput()));
+  return a;
+}
+
 json report_json(const TuneResult& r) {
   json j;
   j["format"] = "tunebench-tune";
@@ -440,7 +484,20 @@ json report_json(const TuneResult& r) {
   for (const auto& k : changed_knobs(r.baseline, r.final_config)) changed[k] = value_in(r.final_config, k);
   j["changed"] = changed;
   j["speedup"] = num(r.speedup.ratio);
-  j["speedup_ci"] = {num(r.speedup.ci_low), num(r.speedup.ci_high)};
+  j["speedup_ci"] = {num(r.speedup.lo), num(r.speedup.hi)};
+  j["speedup_method"] = r.speedup.method;
+  j["speedup_fresh_processes"] = r.speedup_fresh_processes;
+  j["speedup_in_process"] = {{"ratio", num(r.speedup_in_process.ratio)},
+                             {"ci", {num(r.speedup_in_process.lo), num(r.speedup_in_process.hi)}}};
+  j["noise_floor"] = {{"sd_log", num(r.noise_floor.sd_log)}, {"df", r.noise_floor.df}, {"pairs", r.noise_floor.pairs},
+                      {"bias", num(r.noise_floor.bias)}, {"band", num(r.noise_band)}};
+  json bl = json::array();
+  for (const auto& b : r.baselines)
+    bl.push_back({{"phase", b.phase}, {"throughput", num(b.throughput)}, {"windows", b.windows}, {"at_s", b.at_s}});
+  j["baselines"] = bl;
+  j["noise"] = {{"verdict", r.noise.verdict}, {"text", r.noise.text}, {"cv", num(r.noise.cv)},
+                {"drift", num(r.noise.drift)}, {"windows", r.noise.windows}};
+  j["drift_note"] = r.drift_note;
   j["baseline_throughput"] = num(r.baseline_throughput);
   j["final_throughput"] = num(r.final_throughput);
   j["budget_s"] = r.budget_s;
@@ -455,9 +512,14 @@ json report_json(const TuneResult& r) {
                       {"reference", t.reference},
                       {"before", num(t.before)},
                       {"after", num(t.after)},
+                      {"also", t.also},
                       {"ratio", num(t.estimate.ratio)},
-                      {"ci_low", num(t.estimate.ci_low)},
-                      {"ci_high", num(t.estimate.ci_high)},
+                      {"ci_low", num(t.estimate.lo)},
+                      {"ci_high", num(t.estimate.hi)},
+                      {"method", t.estimate.method},
+                      {"fresh_processes", t.fresh_processes},
+                      {"windows_before", windows_json(t.a)},
+                      {"windows_after", windows_json(t.b)},
                       {"accepted", t.accepted},
                       {"outcome", t.outcome},
                       {"reason", t.reason},
@@ -515,11 +577,14 @@ std::string report_html(const TuneResult& r) {
   if (r.speedup.valid() && !changed.empty()) {
     h += "<div class=\"headline\">" + esc(fmt(r.speedup.ratio, 2)) + "x faster</div>\n";
     h += "<p>" + esc(fmt(r.baseline_throughput, 1) + " → " + fmt(r.final_throughput, 1) +
-                     " samples/s (median; 95% interval of the ratio " + fmt(r.speedup.ci_low, 2) + "–" +
-                     fmt(r.speedup.ci_high, 2) + ", measured baseline and final alternately).") + "</p>\n";
+                     " samples/s (95% interval of the ratio " + fmt(r.speedup.lo, 2) + "–" + fmt(r.speedup.hi, 2) +
+                     ", baseline and final measured alternately at the end" +
+                     (r.speedup_fresh_processes ? ", each window a fresh process" : "") + ").") +
+         "</p>\n";
   } else {
     h += "<div class=\"headline\">No change beat the baseline</div>\n";
-    h += "<p>" + esc("Baseline " + fmt(r.baseline_throughput, 1) + " samples/s.") + "</p>\n";
+    h += "<p>" + esc("Baseline " + fmt(r.baseline_throughput, 1) + " samples/s (measured at the end of the tune).") +
+         "</p>\n";
   }
   h += "<p><strong>Keep:</strong> " + esc(config_text(r.baseline, r.final_config)) + "</p>\n";
   if (!r.snapshots.empty()) {
@@ -529,11 +594,27 @@ std::string report_html(const TuneResult& r) {
   }
   h += "<p class=\"muted\">" +
        esc(std::to_string(r.trials.size()) + " trials in " + fmt(r.elapsed_s, 0) + " s of a " + fmt(r.budget_s, 0) +
-           " s budget; " + std::to_string(r.skipped.size()) + " skipped. Each trial alternates the reference and " +
-           "the candidate (A/B/A/B) after warm-up; the ratio is of median samples/s with a seeded bootstrap " +
-           "interval, and an interval that covers 1 counts as no effect.") +
-       "</p>\n</div>\n";
+           " s budget; " + std::to_string(r.skipped.size()) + " skipped. Each trial runs the reference and the " +
+           "candidate in pairs of windows (AB, BA, ...), each after a warm-up until stable; a window's throughput " +
+           "is its samples over its wall time; the interval is Student's t on the paired log ratios, pooled with " +
+           "the A/A noise floor; a change inside the interval or the noise floor counts as no effect.") +
+       "</p>\n<p><strong>Measurement:</strong> " + esc(r.noise.text.empty() ? "n/a" : r.noise.text) +
+       (r.drift_note.empty() ? "" : "<br/>" + esc(r.drift_note)) + "</p>\n</div>\n";
 
+  h += "<h2>How far to trust these numbers</h2>\n<div class=\"scroll\"><table><tbody>\n";
+  h += "<tr><th>noise floor (A/A)</th><td>" +
+       esc(r.noise_floor.valid() ? "a pair of windows differs by " + fmt(100 * r.noise_floor.sd_log, 2) + "% (sd of the log " +
+                                       "ratio, " + std::to_string(r.noise_floor.pairs) + " pairs); one trial resolves " +
+                                       "changes beyond ±" + fmt(100 * r.noise_band, 1) + "%"
+                                 : std::string("not measured")) +
+       "</td></tr>\n";
+  h += "<tr><th>verdict</th><td>" + esc(r.noise.text.empty() ? "n/a" : r.noise.text) + "</td></tr>\n";
+  for (const auto& b : r.baselines)
+    h += "<tr><th>baseline, " + esc(b.phase) + "</th><td>" +
+         esc(fmt(b.throughput, 1) + " samples/s over " + std::to_string(b.windows) + " windows (at " + fmt(b.at_s, 0) + " s)") +
+         "</td></tr>\n";
+  if (!r.drift_note.empty()) h += "<tr><th>drift</th><td>" + esc(r.drift_note) + "</td></tr>\n";
+  h += "</tbody></table></div>\n";
   h += "<h2>From baseline to final</h2>\n" + svg_waterfall(r);
   h += "<h2>Where the time went, step by step</h2>\n<p>Each accepted change moved the bottleneck; the bars split "
        "one step into its parts.</p>\n" + svg_breakdown(r);
@@ -549,8 +630,9 @@ std::string report_html(const TuneResult& r) {
     h += "</tbody></table></div>\n";
     h += "<h2>Worst stall before and after</h2>\n" + svg_stall(r);
   }
-  h += "<h2>Every knob, before and after</h2>\n<p>Ratio after/before with its 95% interval (log scale). Green: kept; "
-       "grey: no effect or not the best value; red: slower; orange: rejected by the loss-drift guard.</p>\n" +
+  h += "<h2>Every knob, before and after</h2>\n<p>Ratio after/before with its 95% interval (log scale). Green: kept "
+       "(or held in the final alternation); grey: no effect or not the best value; red: slower; orange: rejected by the "
+       "loss-drift guard; purple: kept earlier but dropped in the final alternation.</p>\n" +
        svg_forest(r);
   h += "<div class=\"scroll\"><table>\n<thead><tr><th>#</th><th>phase</th><th>knob</th><th>change</th><th>vs</th>"
        "<th>before</th><th>after</th><th>ratio [95% CI]</th><th>loss drift</th><th>result</th></tr></thead>\n<tbody>\n";
@@ -559,11 +641,11 @@ std::string report_html(const TuneResult& r) {
     const std::string cls = t.accepted ? "accepted" : t.outcome == "no effect" ? "" : t.outcome;
     h += "<tr" + (cls.empty() ? std::string() : " class=\"" + esc(cls == "no effect" ? "" : cls) + "\"") + "><td class=\"n\">" +
          std::to_string(i + 1) + "</td><td>" + esc(t.phase) + "</td><td>" + esc(t.knob.empty() ? "all" : t.knob) +
-         "</td><td>" + esc(t.knob.empty() ? t.value : t.from + " → " + t.value) + "</td><td>" + esc(t.reference) +
+         "</td><td>" + esc(change_text(t)) + "</td><td>" + esc(t.reference) +
          "</td><td class=\"n\">" + esc(fmt(t.before, 1)) + "</td><td class=\"n\">" + esc(fmt(t.after, 1)) +
          "</td><td class=\"n\">" + esc(interval_text(t.estimate)) + "</td><td class=\"n\">" +
          esc(std::isfinite(t.loss_drift) ? fmt(t.loss_drift * 100, 1) + "%" : "") + "</td><td><strong>" +
-         esc(t.accepted ? "kept" : t.outcome) + "</strong> " + esc(t.reason) + "</td></tr>\n";
+         esc(result_text(t)) + "</strong> " + esc(t.reason) + "</td></tr>\n";
   }
   h += "</tbody></table></div>\n";
   if (!r.skipped.empty()) {
@@ -596,8 +678,8 @@ std::string report_html(const TuneResult& r) {
       h += "<tr><th>" + esc(k) + "</th><td>" + esc(v.is_string() ? v.get<std::string>() : v.dump()) + "</td></tr>\n";
     }
   h += "<tr><th>protocol</th><td>" +
-       esc(std::to_string(r.trials.empty() ? 0 : r.trials.front().rounds) + " A/B rounds per trial, " +
-           std::to_string(r.window) + " measured steps per window") +
+       esc(std::to_string(r.trials.size() > 1 ? r.trials[1].rounds : 0) + " pairs of windows per trial (AB, BA, ...), " +
+           std::to_string(r.window) + " measured steps per window in every phase, warm-up until stable") +
        "</td></tr>\n</tbody></table></div>\n";
   if (!r.notes.empty()) {
     h += "<h2>Notes</h2>\n<ul>\n";
@@ -616,11 +698,22 @@ std::string report_markdown(const TuneResult& r) {
   const auto changed = changed_knobs(r.baseline, r.final_config);
   if (r.speedup.valid() && !changed.empty())
     m << "**" << fmt(r.speedup.ratio, 2) << "x faster**: " << fmt(r.baseline_throughput, 1) << " → "
-      << fmt(r.final_throughput, 1) << " samples/s (95% interval " << fmt(r.speedup.ci_low, 2) << "–"
-      << fmt(r.speedup.ci_high, 2) << ")\n\n";
+      << fmt(r.final_throughput, 1) << " samples/s (95% interval " << fmt(r.speedup.lo, 2) << "–"
+      << fmt(r.speedup.hi, 2) << (r.speedup_fresh_processes ? ", fresh processes" : "") << ")\n\n";
   else
     m << "**No change beat the baseline** (" << fmt(r.baseline_throughput, 1) << " samples/s)\n\n";
   m << "**Keep:** " << config_text(r.baseline, r.final_config) << "\n\n";
+  m << "**Measurement:** " << (r.noise.text.empty() ? "n/a" : r.noise.text);
+  if (r.noise_floor.valid())
+    m << "; noise floor (A/A): one trial resolves changes beyond ±" << fmt(100 * r.noise_band, 1) << "%";
+  m << "\n\n";
+  if (!r.baselines.empty()) {
+    m << "| baseline measured in | samples/s | windows | at |\n|---|---:|---:|---:|\n";
+    for (const auto& b : r.baselines)
+      m << "| " << b.phase << " | " << fmt(b.throughput, 1) << " | " << b.windows << " | " << fmt(b.at_s, 0) << " s |\n";
+    m << "\n";
+  }
+  if (!r.drift_note.empty()) m << "**Drift:** " << r.drift_note << "\n\n";
   if (!r.snapshots.empty()) {
     m << "## Where the bottleneck moved\n\n| after | samples/s | step ms | bottleneck | worst stall | findings |\n"
          "|---|---:|---:|---|---|---|\n";
@@ -638,10 +731,10 @@ std::string report_markdown(const TuneResult& r) {
   for (size_t i = 0; i < r.trials.size(); ++i) {
     const Trial& t = r.trials[i];
     m << "| " << i + 1 << " | " << t.phase << " | " << md(t.knob.empty() ? "all" : t.knob) << " | "
-      << md(t.knob.empty() ? t.value : t.from + " → " + t.value) << " | " << fmt(t.before, 1) << " | "
+      << md(change_text(t)) << " | " << fmt(t.before, 1) << " | "
       << fmt(t.after, 1) << " | " << interval_text(t.estimate) << " | "
       << (std::isfinite(t.loss_drift) ? fmt(t.loss_drift * 100, 1) + "%" : "") << " | **"
-      << (t.accepted ? "kept" : t.outcome) << "** " << md(t.reason) << " |\n";
+      << result_text(t) << "** " << md(t.reason) << " |\n";
   }
   m << "\n";
   if (!r.skipped.empty()) {

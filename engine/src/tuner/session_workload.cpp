@@ -1,13 +1,20 @@
 // The tuner's Workload over a real engine Session (engine/tuner.h make_session_workload). Torch-free: it
 // only uses the public Session API and the profiler's recorder, CUPTI collector and analyses.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <set>
 #include <thread>
 
+#include "engine/cpu_allocator.h"
 #include "engine/session.h"
 #include "engine/tuner.h"
+#include "measure/stats.h"
+#include "tuner/child_process.h"
 #include "profiler/analysis.h"
 #include "profiler/cupti_collector.h"
 #include "profiler/recorder.h"
@@ -20,8 +27,22 @@ bool mentions_oom(const std::string& s) {
   return s.find("out of memory") != std::string::npos || s.find("can't allocate memory") != std::string::npos;
 }
 
-double rate(const StepRecord& r) {
-  return r.wall_ns > 0 ? static_cast<double>(r.samples) * 1e9 / static_cast<double>(r.wall_ns) : std::nan("");
+// Process knobs never reach the in-process session: they are measured in fresh processes.
+Config without_process_knobs(Config c, const Config& current) {
+  for (auto& [k, v] : c) {
+    const KnobInfo* info = find_knob(k);
+    if (info && info->process_scope) {
+      auto it = current.find(k);
+      if (it != current.end()) v = it->second;
+    }
+  }
+  return c;
+}
+
+std::string config_arg(const Config& c) {
+  std::string s;
+  for (const auto& [k, v] : c) s += (s.empty() ? "" : ",") + k + "=" + v;
+  return s;
 }
 
 class SessionWorkload : public Workload {
@@ -32,6 +53,20 @@ class SessionWorkload : public Workload {
     opts_.drift_guard_steps = 0;
     session_ = Session::create(opts_);
     baseline_ = session_->config();
+    // Unless the user pinned the allocator, the baseline is what a newcomer's process runs (glibc's
+    // defaults), measured in fresh processes; the in-process windows run under a steady allocator, because
+    // glibc's defaults change speed at unpredictable moments of a long process (engine/cpu_allocator.h).
+    if (!options.knobs.count("cpu_allocator")) {
+      baseline_["cpu_allocator"] = "glibc";
+      if (active_cpu_allocator() == "glibc") {
+        try {
+          session_->apply({{"cpu_allocator", "glibc_tuned"}});
+        } catch (const EngineError& e) {
+          notes_.push_back(std::string("could not pin the allocator for steady measurements: ") + e.what());
+        }
+      }
+    }
+    measurement_allocator_ = active_cpu_allocator();
     for (auto& w : session_->take_warnings()) notes_.push_back(w);
     t0_ = std::chrono::steady_clock::now();
   }
@@ -39,9 +74,10 @@ class SessionWorkload : public Workload {
   std::vector<KnobState> knobs() override { return session_->knobs(); }
   Config baseline() override { return baseline_; }
 
-  void apply(const Config& config) override {
+  void apply(const Config& requested) override {
     Config changes;
     const Config& cur = session_->config();
+    const Config config = without_process_knobs(requested, cur);
     for (const auto& [k, v] : config) {
       auto it = cur.find(k);
       if (it == cur.end() || it->second != v) changes[k] = v;
@@ -70,25 +106,99 @@ class SessionWorkload : public Workload {
     if (!oom.empty()) throw TrialFailure(oom, true);
   }
 
-  std::vector<double> measure(int warmup, int steps) override {
-    std::vector<double> out;
+  measure::Window measure(int steps) override {
+    measure::Window w;
     last_records_.clear();
-    for (int i = 0; i < warmup + steps; ++i) {
+    auto one = [&]() {
       StepRecord r;
       try {
         r = session_->step();
       } catch (const EngineError& e) {
         throw TrialFailure(e.what(), mentions_oom(e.what()));
       }
-      for (auto& w : session_->take_warnings()) {
-        if (mentions_oom(w)) throw TrialFailure(w, true);
-        remember(w);
+      for (auto& msg : session_->take_warnings()) {
+        if (mentions_oom(msg)) throw TrialFailure(msg, true);
+        remember(msg);
       }
-      if (i < warmup || r.skipped) continue;
-      last_records_.push_back(r);
-      out.push_back(rate(r));
+      return r;
+    };
+    // Warm-up: until the session says the step time is stable (it caps the count itself).
+    for (int guard = 0; session_->warming_up() && guard < 1000; ++guard) {
+      one();
+      ++w.warmup_steps;
     }
-    return out;
+    // The window: device-synced at both ends, so queued work is inside it and not in the next one.
+    session_->synchronize();
+    const double t0 = now_s();
+    w.start_s = t0;
+    for (int i = 0; i < steps; ++i) {
+      StepRecord r = one();
+      last_records_.push_back(r);
+      ++w.steps;
+      w.samples += r.samples;
+      w.minor_faults += r.minor_faults;
+      w.data_wait_s += r.data_wait_ns * 1e-9;
+    }
+    session_->synchronize();
+    w.wall_s = now_s() - t0;
+    if (w.steps > 0) last_step_s_ = w.wall_s / w.steps;
+    return w;
+  }
+
+  std::optional<measure::Window> measure_fresh(const Config& config, int steps) override {
+    char exe[4096];
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) throw TrialFailure("cannot find this program to start a fresh process", false);
+    exe[n] = 0;
+    // Only tunebench-cli can run `run`: a test binary embedding the engine cannot start fresh processes.
+    const std::string self(exe);
+    const std::string cli = std::getenv("TUNEBENCH_CLI") ? std::getenv("TUNEBENCH_CLI")
+                            : self.size() >= 13 && self.substr(self.size() - 13) == "tunebench-cli" ? self
+                                                                                                    : "";
+    if (cli.empty()) return std::nullopt;
+    char json_path[] = "/tmp/tunebench-fresh-XXXXXX";
+    const int fd = mkstemp(json_path);
+    if (fd < 0) throw TrialFailure("cannot create a temporary file", false);
+    close(fd);
+    std::vector<std::string> argv = {cli, "run", "--model", opts_.model, "--data", opts_.data, "--device", opts_.device,
+                                     "--seed", std::to_string(opts_.seed), "--warmup", std::to_string(opts_.warmup_steps),
+                                     "--drift-steps", "0", "--measured-steps", std::to_string(steps), "--json", json_path,
+                                     "--set", config_arg(config)};
+    if (opts_.input_channels > 0)
+      argv.insert(argv.end(), {"--input", std::to_string(opts_.input_channels) + "," + std::to_string(opts_.input_height) +
+                                              "," + std::to_string(opts_.input_width)});
+    if (opts_.num_classes > 0) argv.insert(argv.end(), {"--classes", std::to_string(opts_.num_classes)});
+    // Deadline: start-up plus generous room for the warm-up and the window at the slowest rate seen.
+    const double per_step = last_step_s_ > 0 ? last_step_s_ : 1.0;
+    const double timeout = 120 + 20 * per_step * (steps + opts_.max_warmup_steps);
+    const double started = now_s();
+    ChildResult r = run_child(argv, environment_without_allocator(), timeout);
+    const double ended = now_s();
+    nlohmann::json j;
+    {
+      std::ifstream f(json_path);
+      if (f) try {
+          f >> j;
+        } catch (...) {
+        }
+    }
+    unlink(json_path);
+    if (!r.started) throw TrialFailure("fresh process: " + r.error, false);
+    if (r.timed_out) throw TrialFailure("fresh process: no result within " + std::to_string(int(timeout)) + " s", false);
+    if (r.exit_code != 0 || !j.contains("window")) {
+      const std::string why = r.stderr_tail.empty() ? "exit code " + std::to_string(r.exit_code) : r.stderr_tail;
+      throw TrialFailure("fresh process: " + why, mentions_oom(why));
+    }
+    const auto& jw = j["window"];
+    measure::Window w;
+    w.steps = jw.value("steps", 0);
+    w.samples = jw.value("samples", int64_t(0));
+    w.wall_s = jw.value("wall_s", 0.0);
+    w.warmup_steps = jw.value("warmup_steps", 0);
+    w.minor_faults = jw.value("minor_faults", int64_t(0));
+    w.start_s = std::max(started, ended - w.wall_s);
+    (void)started;
+    return w;
   }
 
   std::vector<double> loss_probe(const Config& config, int steps) override {
@@ -100,6 +210,7 @@ class SessionWorkload : public Workload {
       if (info && info->changes_numerics) probe[k] = v;
     }
     probe["sync_free_logging"] = "1";
+    probe = without_process_knobs(probe, session_->config());
     std::string key;
     for (const auto& [k, v] : probe) key += k + "=" + v + ";";
     if (auto it = probe_cache_.find(key); it != probe_cache_.end()) return it->second;
@@ -130,9 +241,9 @@ class SessionWorkload : public Workload {
       if (cuda) cupti = tb::prof::CuptiCollector::instance().start().ok();
       rec.start();
     }
-    std::vector<double> rates;
+    measure::Window window;
     try {
-      rates = measure(1, std::max(2, steps));
+      window = measure(std::max(2, steps));
     } catch (...) {
       if (record) {
         rec.stop();
@@ -160,8 +271,8 @@ class SessionWorkload : public Workload {
       max_wait = std::max(max_wait, r.data_wait_ns);
     }
     const double n = std::max<size_t>(1, last_records_.size());
-    s.throughput = median(rates);
-    s.step_ms = median(walls);
+    s.throughput = window.throughput();
+    s.step_ms = measure::median(walls);
     if (trace) {
       const tb::prof::AnalysisResult a = tb::prof::analyze(*trace);
       if (!a.steps.empty()) fill_from_analysis(s, a);
@@ -197,6 +308,11 @@ class SessionWorkload : public Workload {
     for (const char* k : {"loader", "skipped_steps", "nan_losses", "optimizer_steps", "drift_checks", "parameters"})
       j.erase(k);
     if (!notes_.empty()) j["engine_warnings"] = notes_;
+    j["measurement_allocator"] = measurement_allocator_ +
+                                 (measurement_allocator_ == "glibc_tuned" && !opts_.knobs.count("cpu_allocator")
+                                      ? " (pinned by the tuner for steady in-process windows; cpu_allocator is "
+                                        "measured in fresh processes)"
+                                      : "");
     return j;
   }
 
@@ -273,6 +389,8 @@ class SessionWorkload : public Workload {
   Config baseline_;
   std::vector<std::string> notes_;
   std::vector<StepRecord> last_records_;
+  std::string measurement_allocator_;
+  double last_step_s_ = 0;
   std::map<std::string, std::vector<double>> probe_cache_;
   std::chrono::steady_clock::time_point t0_;
 };

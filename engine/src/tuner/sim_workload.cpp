@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "measure/warmup.h"
+
 namespace tb::engine {
 namespace {
 
@@ -50,6 +52,13 @@ const std::vector<KnobInfo>& sim_catalog() {
            "torch.autograd.set_detect_anomaly(False)", "torch::autograd::AnomalyMode::set_enabled(false);"),
       info("cuda_graphs", "CUDA graphs", KnobType::Bool, "off", "on", {"off", "on"}, false,
            "g = torch.cuda.CUDAGraph(); with torch.cuda.graph(g): step()", "at::cuda::CUDAGraph graph;"),
+      [] {
+        KnobInfo k = info("cpu_allocator", "CPU memory allocator", KnobType::Enum, "glibc", "glibc_tuned",
+                          {"glibc", "glibc_tuned"}, false, "GLIBC_TUNABLES=... python train.py",
+                          "mallopt(M_MMAP_THRESHOLD, 256 << 20);");
+        k.process_scope = true;
+        return k;
+      }(),
   };
   return c;
 }
@@ -89,7 +98,9 @@ Parts parts(const Config& c) {
 }
 }  // namespace
 
-SimulatedWorkload::SimulatedWorkload(uint64_t seed, double noise) : rng_(seed), noise_(noise) {
+SimulatedWorkload::SimulatedWorkload(uint64_t seed, double noise) : SimulatedWorkload(seed, SimOptions{noise}) {}
+
+SimulatedWorkload::SimulatedWorkload(uint64_t seed, const SimOptions& options) : rng_(seed), opt_(options) {
   current_ = full({});
 }
 
@@ -128,31 +139,58 @@ void SimulatedWorkload::apply(const Config& config) {
     throw TrialFailure("CUDA out of memory (simulated: batch " + c.at("batch_size") + " needs more than 80 GiB)",
                        true);
   }
+  // The process knob does not change this process (it is measured in fresh ones).
+  c["cpu_allocator"] = current_.at("cpu_allocator");
+  if (c != current_) changed_ = true;
   current_ = c;
 }
 
 double SimulatedWorkload::noisy(double ms) {
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  // Per-step jitter plus a slow drift (thermals, other processes) that A/B alternation must cancel.
+  std::normal_distribution<double> g(0.0, opt_.noise * std::sqrt(1 - opt_.phi * opt_.phi));
+  e_ = opt_.phi * e_ + g(rng_);
+  // Autocorrelated per-step jitter on a slow drift (thermals, other processes) that alternation must cancel.
   const double drift = 1.0 + 0.02 * std::sin(now_s_ / 30.0);
-  return ms * drift * (1.0 + noise_ * u(rng_));
+  const double speed = (now_s_ >= opt_.jump_at_s ? opt_.jump : 1.0) * (1.0 + opt_.drift_per_s * now_s_);
+  return ms * drift * std::exp(e_) / speed;
 }
 
-std::vector<double> SimulatedWorkload::measure(int warmup, int steps) {
-  const Parts p = parts(current_);
-  const double b = to_int(current_, "batch_size");
-  for (int i = 0; i < warmup; ++i) {
-    now_s_ += noisy(p.step * (i == 0 ? 3.0 : 1.2)) / 1000.0;  // first step after a change: autotune etc.
-    ++steps_;
+measure::Window SimulatedWorkload::run_window(double ms, int64_t batch, int steps, bool warm) {
+  measure::Window w;
+  if (warm) {
+    measure::WarmupDetector d(3, 2, 0.10, 30);
+    for (int i = 0; !d.done(); ++i) {
+      const double t = noisy(ms * (i == 0 ? 3.0 : i == 1 ? 1.2 : 1.0));  // first steps after a change: autotune etc.
+      now_s_ += t / 1000.0;
+      ++steps_;
+      d.add(batch, int64_t(t * 1e6));
+    }
+    w.warmup_steps = d.steps();
   }
-  std::vector<double> out;
+  w.start_s = now_s_;
   for (int i = 0; i < steps; ++i) {
-    double ms = noisy(p.step);
-    now_s_ += ms / 1000.0;
+    const double t = noisy(ms);
+    now_s_ += t / 1000.0;
     ++steps_;
-    out.push_back(b / (ms / 1000.0));
+    ++w.steps;
+    w.samples += batch;
+    w.wall_s += t / 1000.0;
   }
-  return out;
+  return w;
+}
+
+measure::Window SimulatedWorkload::measure(int steps) {
+  const bool warm = changed_;
+  changed_ = false;
+  return run_window(parts(current_).step, to_int(current_, "batch_size"), steps, warm);
+}
+
+std::optional<measure::Window> SimulatedWorkload::measure_fresh(const Config& config, int steps) {
+  if (!opt_.fresh_processes) return std::nullopt;
+  Config c = full(config);
+  now_s_ += 1.0;  // process start, model build
+  if (to_int(c, "batch_size") >= 128) throw TrialFailure("CUDA out of memory (simulated, fresh process)", true);
+  changed_ = true;  // this process's state is untouched, but the next window here starts after a pause
+  return run_window(1000.0 * to_int(c, "batch_size") / fresh_throughput(c), to_int(c, "batch_size"), steps, true);
 }
 
 std::vector<double> SimulatedWorkload::loss_probe(const Config& config, int steps) {
@@ -170,8 +208,7 @@ std::vector<double> SimulatedWorkload::loss_probe(const Config& config, int step
 std::optional<Snapshot> SimulatedWorkload::snapshot(int steps) {
   const Parts p = parts(current_);
   Snapshot s;
-  auto tp = measure(1, std::max(1, steps));
-  s.throughput = median(tp);
+  s.throughput = measure(std::max(1, steps)).throughput();
   s.step_ms = p.step;
   const double launch_gap = std::max(0.0, p.launch - p.gpu);
   const double gpu_idle = std::max(0.0, p.step - p.gpu);
@@ -214,6 +251,11 @@ double SimulatedWorkload::step_ms(const Config& config) const { return parts(ful
 double SimulatedWorkload::throughput(const Config& config) const {
   Config c = full(config);
   return to_int(c, "batch_size") / (parts(c).step / 1000.0);
+}
+
+double SimulatedWorkload::fresh_throughput(const Config& config) const {
+  Config c = full(config);
+  return throughput(c) * (c.at("cpu_allocator") == "glibc" ? 0.5 : 1.0);
 }
 
 Config SimulatedWorkload::best_config() const {

@@ -10,6 +10,12 @@
 //   step    = load + h2d + device               (workers = 0: loading on the training thread)
 //           = max(load / W', h2d + device) + 0.5 (workers > 0)
 //   batch_size >= 128 runs out of memory; tf32 makes the loss 25% worse (to exercise the drift guard).
+//   cpu_allocator (a process knob): a fresh process under glibc runs every step 2x slower than under
+//   glibc_tuned; windows in this (simulated) process always run steady, as the real workload's do.
+// Step noise is AR(1) (lag-1 correlation 0.5, marginal CV `noise`) on a slow sinusoidal drift; the first
+// steps after a change are slow (3x, 1.2x) and the warm-up ends by measure/warmup.h's rule, as for real.
+// SimOptions add a one-way jump (the whole process gets faster at a given moment, like glibc's allocator
+// switching regime) and a linear drift, to test that the protocol neither credits nor hides them.
 // From the naive baseline (workers 0, batch 32, amp off, anomaly on) cuda_graphs alone does nothing and
 // more than one worker does nothing; both pay once amp made the GPU fast. best_config() enumerates the
 // space to give the known optimum the tests compare against.
@@ -24,14 +30,25 @@
 
 namespace tb::engine {
 
+struct SimOptions {
+  double noise = 0.03;
+  double phi = 0.5;             // lag-1 autocorrelation of the step noise
+  double jump_at_s = 1e300;     // from this virtual time on every step is `jump` times faster
+  double jump = 1.0;
+  double drift_per_s = 0.0;     // relative speed-up per second of virtual time (linear)
+  bool fresh_processes = true;  // measure_fresh() supported
+};
+
 class SimulatedWorkload : public Workload {
  public:
   explicit SimulatedWorkload(uint64_t seed = 7, double noise = 0.03);
+  SimulatedWorkload(uint64_t seed, const SimOptions& options);
 
   std::vector<KnobState> knobs() override;
   Config baseline() override;
   void apply(const Config& config) override;
-  std::vector<double> measure(int warmup, int steps) override;
+  measure::Window measure(int steps) override;
+  std::optional<measure::Window> measure_fresh(const Config& config, int steps) override;
   std::vector<double> loss_probe(const Config& config, int steps) override;
   std::optional<Snapshot> snapshot(int steps) override;
   double now_s() override { return now_s_; }
@@ -41,6 +58,8 @@ class SimulatedWorkload : public Workload {
   // Noise-free milliseconds per step and samples/s of a configuration (missing knobs = baseline).
   double step_ms(const Config& config) const;
   double throughput(const Config& config) const;
+  // What a fresh process with `config` runs at (the allocator included).
+  double fresh_throughput(const Config& config) const;
   // The fastest configuration whose loss passes a 10% drift guard, by exhaustive enumeration.
   Config best_config() const;
 
@@ -50,9 +69,13 @@ class SimulatedWorkload : public Workload {
  private:
   Config full(const Config& config) const;
   double noisy(double ms);
+  // Runs steps of `ms` (noise-free) until the warm-up rule says stable, then `steps` measured ones.
+  measure::Window run_window(double ms, int64_t batch, int steps, bool warm);
 
   std::mt19937_64 rng_;
-  double noise_;
+  SimOptions opt_;
+  double e_ = 0;  // AR(1) state
+  bool changed_ = true;
   Config current_;
   double now_s_ = 0;
   int applies_ = 0;

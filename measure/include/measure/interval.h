@@ -40,8 +40,8 @@ struct NoiseFloor {
   int pairs = 0;
   double bias = std::numeric_limits<double>::quiet_NaN();  // mean log ratio (should be ~0: an order effect if not)
   bool valid() const { return sd_log == sd_log && df > 0; }
-  // Half-width (relative) of a 95% interval of a trial with `pairs` pairs at this noise: a change smaller
-  // than this is inside the noise.
+  // Half-width (relative) of a 95% interval of a trial with `pairs` pairs whose own spread equals this
+  // floor (df pooled as paired_ratio does): a change smaller than this is inside the noise.
   double band(int pairs, double confidence = 0.95) const;
 };
 

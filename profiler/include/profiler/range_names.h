@@ -15,4 +15,6 @@ inline constexpr const char* kDecode = "decode";        // a worker decoding one
 inline constexpr const char* kAugment = "augment";      // crop/flip/normalize of one sample
 inline constexpr const char* kConfigChange = "config_change";  // instant, arg: config revision
 inline constexpr const char* kGraphCapture = "cuda_graph_capture";
+// Counter: minor page faults of the process during one training step (the allocator-bound finding).
+inline constexpr const char* kPageFaults = "page_faults";
 }  // namespace tb::prof::names

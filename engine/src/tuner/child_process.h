@@ -1,0 +1,26 @@
+// Runs a child process to completion with a deadline (the tuner's fresh-process windows). Never hangs: the
+// child is killed when the deadline passes. Torch-free, private to the engine.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tb::engine {
+
+struct ChildResult {
+  bool started = false;
+  bool timed_out = false;
+  int exit_code = -1;      // -1 when killed by a signal or not started
+  std::string stderr_tail; // the last lines the child wrote on stderr (for the error message)
+  std::string error;       // why it could not start
+};
+
+// argv[0] is the program path. `env` is the complete environment ("K=V"). stdout is discarded.
+ChildResult run_child(const std::vector<std::string>& argv, const std::vector<std::string>& env, double timeout_s);
+
+// This process's environment without the allocator settings it may carry (LD_PRELOAD of jemalloc/tcmalloc,
+// GLIBC_TUNABLES malloc entries, the re-exec marker): a child then runs exactly the allocator its own
+// --set cpu_allocator asks for.
+std::vector<std::string> environment_without_allocator();
+
+}  // namespace tb::engine
