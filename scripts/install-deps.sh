@@ -11,6 +11,7 @@ pkgs=(
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev libxkbcommon-dev libvulkan-dev libgl-dev
   xvfb xauth
   python3                               # the fake serve child of the GUI tests
+  libjemalloc2 libtcmalloc-minimal4     # the cpu_allocator knob's jemalloc / tcmalloc values (LD_PRELOAD)
 )
 if [[ "${1:-}" == "--bench" ]]; then pkgs+=(python3-torch clang); fi  # eager-PyTorch bench, libFuzzer
 missing=()

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -217,6 +218,11 @@ inline std::string write_recorded_trace(const std::string& path, const nlohmann:
   }
   if (describe.contains("model")) m.extra["model"] = describe["model"].get<std::string>();
   if (describe.contains("data")) m.extra["data"] = describe["data"].get<std::string>();
+  // What the host findings read (profiler/src/analysis_cpu.cpp): threads against cores, the allocator.
+  for (const char* k : {"intra_op_threads", "loader_workers", "cpu_allocator"})
+    if (describe.contains(k))
+      m.extra[std::strcmp(k, "loader_workers") == 0 ? "workers" : k] =
+          describe[k].is_string() ? describe[k].get<std::string>() : describe[k].dump();
   trace->finalize();
   auto st = prof::write_chrome_trace(*trace, path);
   if (!st.ok()) return st.error().to_string();

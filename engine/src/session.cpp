@@ -353,6 +353,7 @@ class SessionImpl final : public Session {
     j["drift_checks"] = drift_checks_;
     j["cpu_allocator"] = active_cpu_allocator();
     j["intra_op_threads"] = static_cast<int64_t>(torch::get_num_threads());
+    j["loader_workers"] = applicability("workers").applicable ? num(config_, "workers") : int64_t{0};
     j["warmup"] = {{"min_steps", opts_.warmup_steps}, {"max_steps", opts_.max_warmup_steps}, {"tolerance", 0.10},
                    {"block", warmup_block()}};
     return j;

@@ -73,6 +73,24 @@ NoiseFloor noise_floor(const std::vector<Window>& a, const std::vector<Window>& 
     const double x = a[i].throughput(), y = b[i].throughput();
     if (x > 0 && y > 0 && std::isfinite(x) && std::isfinite(y)) d.push_back(std::log(y / x));
   }
+  // One hiccup (a window that caught another process's burst) would set the floor of every trial of the
+  // tune. With 4 or more pairs, a pair far outside the spread of the others (more than 4 of their sd, and
+  // more than 5%) is left out of the floor and reported; two such pairs mean the machine is simply noisy and
+  // all are kept.
+  if (d.size() >= 4) {
+    int outlier = -1, count = 0;
+    for (size_t i = 0; i < d.size(); ++i) {
+      std::vector<double> rest;
+      for (size_t k = 0; k < d.size(); ++k)
+        if (k != i) rest.push_back(d[k]);
+      const double s = std::max(stddev(rest), 0.005);
+      if (std::fabs(d[i] - mean(rest)) > std::max(4 * s, 0.05)) outlier = int(i), ++count;
+    }
+    if (count == 1) {
+      f.outlier = std::expm1(d[size_t(outlier)] - mean(d));
+      d.erase(d.begin() + outlier);
+    }
+  }
   f.pairs = int(d.size());
   if (d.size() < 2) return f;
   f.sd_log = stddev(d);

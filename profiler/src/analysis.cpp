@@ -7,6 +7,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "analysis_cpu.h"
 #include "json_writer.h"
 #include "profiler/cupti_collector.h"
 #include "profiler/range_names.h"
@@ -21,6 +22,8 @@ const char* to_string(FindingKind k) {
     case FindingKind::LowTensorCore: return "low_tensor_core";
     case FindingKind::CollectorOff: return "collector_off";
     case FindingKind::DroppedRecords: return "dropped_records";
+    case FindingKind::AllocatorBound: return "allocator_bound";
+    case FindingKind::Oversubscribed: return "oversubscribed";
   }
   return "?";
 }
@@ -570,6 +573,7 @@ AnalysisResult analyze(const Trace& trace, const AnalysisOptions& opt) {
       r.findings.push_back(std::move(f));
     }
   }
+  add_host_findings(trace, opt, r);
   std::sort(r.findings.begin(), r.findings.end(), [](const Finding& a, const Finding& b) { return a.share > b.share; });
   const TraceMetadata& m = trace.meta();
   if (m.collector_state == "off" || m.collector_state == "not built") {

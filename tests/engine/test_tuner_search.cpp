@@ -188,7 +188,9 @@ TEST(TunerSearch, TightBudgetSkipsAndSaysSo) {
     if (s.reason.rfind("budget", 0) == 0) budget_skip = true;
   EXPECT_TRUE(budget_skip);
   EXPECT_LE(r.elapsed_s, o.budget_s * 1.35);  // only the final comparison may run past
-  EXPECT_EQ(r.window, o.min_window);
+  // The shortest window: min_window steps, and at least min_window_s at the baseline's step time.
+  const int shortest = std::max(o.min_window, int(std::ceil(o.min_window_s * 1000 / w.step_ms(w.baseline()))));
+  EXPECT_NEAR(r.window, shortest, 1);
 }
 
 TEST(TunerSearch, NoEffectAnywhereKeepsTheBaseline) {

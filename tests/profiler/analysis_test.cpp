@@ -339,6 +339,62 @@ TEST(Analysis, LoaderStallWorkerSuggestionFollowsRecordedCores) {
   EXPECT_EQ(suggestion("garbage"), "4");
 }
 
+// The page-fault counter our engine samples per step: thousands of faults in a short step are an
+// allocator-bound step (at least 2 us each); a handful are not.
+TEST(Analysis, AllocatorBoundStepFromThePageFaultCounter) {
+  auto finding = [](double faults_per_step, const char* allocator) {
+    Builder b;
+    if (allocator) b.t.meta().extra["cpu_allocator"] = allocator;
+    const uint32_t counter = b.t.track_for(TrackKind::Counter, 0, 0, names::kPageFaults);
+    for (int i = 0; i < 4; ++i) {
+      b.range("step", i * 100000, i * 100000 + 100000, i);  // 100 ms steps
+      Event e;
+      e.kind = EventKind::Counter;
+      e.name = b.t.intern(names::kPageFaults);
+      e.start_ns = e.end_ns = (i * 100000 + 99999) * us;
+      e.value = faults_per_step;
+      b.t.add_event(counter, e);
+    }
+    auto r = b.run();
+    for (const auto& f : r.findings)
+      if (f.kind == FindingKind::AllocatorBound) return f;
+    return Finding{};
+  };
+  // 8000 faults per 100 ms step: at least 16 ms (16%).
+  Finding f = finding(8000, "glibc");
+  EXPECT_EQ(f.id, "allocator_bound");
+  EXPECT_EQ(f.knob, "cpu_allocator");
+  EXPECT_EQ(f.value, "glibc_tuned");
+  EXPECT_NEAR(f.share, 0.16, 1e-9);
+  EXPECT_NE(f.message.find("8000 page faults per step"), std::string::npos) << f.message;
+  EXPECT_NE(f.message.find("at least 16.0 ms of a 100.0 ms step"), std::string::npos) << f.message;
+  EXPECT_EQ(finding(8000, "glibc_tuned").value, "tcmalloc");  // already tuned: the other remedy
+  EXPECT_TRUE(finding(30, "glibc").id.empty());               // 60 us of 100 ms: nothing to say
+}
+
+// Threads against cores, from what our traces record: 2 intra-op + 1 loader thread on 2 cores.
+TEST(Analysis, OversubscriptionFinding) {
+  auto finding = [](const char* cores, const char* intra, const char* workers) {
+    Builder b;
+    b.t.meta().extra["cpu_cores"] = cores;
+    b.t.meta().extra["intra_op_threads"] = intra;
+    b.t.meta().extra["workers"] = workers;
+    for (int i = 0; i < 3; ++i) b.range("step", i * 100, i * 100 + 100, i);
+    auto r = b.run();
+    for (const auto& f : r.findings)
+      if (f.kind == FindingKind::Oversubscribed) return f;
+    return Finding{};
+  };
+  Finding f = finding("2", "2", "1");
+  EXPECT_EQ(f.knob, "intra_op_threads");
+  EXPECT_EQ(f.value, "0");
+  EXPECT_NE(f.message.find("2 intra-op threads + 1 loader threads on 2 cores"), std::string::npos) << f.message;
+  EXPECT_NE(f.message.find("auto: 1"), std::string::npos) << f.message;
+  EXPECT_TRUE(finding("2", "1", "1").id.empty());  // the auto default: no oversubscription
+  EXPECT_TRUE(finding("8", "4", "2").id.empty());
+  EXPECT_TRUE(finding("2", "2", "0").id.empty());  // no loader threads
+}
+
 TEST(Analysis, KinetoNamesForStepsAndDataWait) {
   Builder b;
   b.range("ProfilerStep#12", 0, 100);

@@ -136,6 +136,8 @@ struct TuneOptions {
   int aa_rounds = 4;          // A/A pairs at the start (the noise floor); as many again in the final alternation
   int min_window = 6;         // measured steps per window: planned once, between these, to fit the budget
   int max_window = 30;
+  // ... and at least this long (a hiccup of a few hundred ms must not halve a window); capped by max_window.
+  double min_window_s = 1.0;
   double min_gain = 0.02;     // a significant gain below this ratio-1 still counts as "no effect"
   double drift_tolerance = 0.10;  // loss-drift guard: relative worsening allowed
   int probe_steps = 8;        // steps of each loss probe

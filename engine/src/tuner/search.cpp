@@ -511,16 +511,19 @@ class Tuner {
     const double windows = 2.0 * o_.rounds * planned_trials_ + 2.0 * o_.aa_rounds;
     const double per_window = (o_.budget_s * 0.9 - elapsed()) / windows - apply_s_;
     const int win = static_cast<int>(std::floor(per_window / std::max(sec_per_step_, 1e-9) - warmup_est_));
-    window_ = std::clamp(win, o_.min_window, o_.max_window);
+    const int shortest = std::min(o_.max_window, std::max(o_.min_window, static_cast<int>(std::ceil(
+                                                                             o_.min_window_s / std::max(sec_per_step_, 1e-9)))));
+    window_ = std::clamp(win, shortest, std::max(shortest, o_.max_window));
     res_.window = window_;
     res_.notes.push_back("plan: " + std::to_string(n) + " screening trials, ~" + std::to_string(planned_trials_) +
                          " trials in all, each " + std::to_string(o_.rounds) + " pairs of windows (AB, BA, ...) of " +
                          std::to_string(window_) + " measured steps after a warm-up until stable (" +
                          std::to_string(m.warmup_steps) + " steps at the start); " + fmt(sec_per_step_ * 1000, 1) +
                          " ms/step at the baseline");
-    if (win < o_.min_window)
-      res_.notes.push_back("the budget is tight for this many knobs: trials use the minimum window and the "
-                           "lowest-priority ones may be skipped");
+    if (win < shortest)
+      res_.notes.push_back("the budget is tight for this many knobs: trials use the shortest window (" +
+                           std::to_string(shortest) + " steps, at least " + fmt(o_.min_window_s, 1) +
+                           " s) and the lowest-priority ones may be skipped");
     progress(phase_, res_.notes.back());
   }
 
@@ -555,6 +558,9 @@ class Tuner {
                    ? "a pair's log ratio varies by " + pct(res_.noise_floor.sd_log, 2) + " (sd); one trial of " +
                          std::to_string(o_.rounds) + " pairs resolves changes beyond ±" + pct(res_.noise_band)
                    : "too few pairs to estimate the noise floor";
+    if (std::isfinite(res_.noise_floor.outlier))
+      t.reason += "; one pair was left out as a hiccup (its ratio " + pct(res_.noise_floor.outlier, 0) +
+                  " off the others)";
     if (t.estimate.valid() && !t.estimate.no_effect())
       t.reason += "; the second window of each pair differed systematically (" + fmt(t.estimate.ratio, 3) +
                   "x): drift or an order effect, which the alternating order of the trials cancels";

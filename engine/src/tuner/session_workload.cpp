@@ -274,6 +274,11 @@ class SessionWorkload : public Workload {
     s.throughput = window.throughput();
     s.step_ms = measure::median(walls);
     if (trace) {
+      const nlohmann::json d = session_->describe();
+      auto& extra = trace->meta().extra;
+      extra["intra_op_threads"] = d.value("intra_op_threads", nlohmann::json(0)).dump();
+      extra["workers"] = d.value("loader_workers", nlohmann::json(0)).dump();
+      extra["cpu_allocator"] = d.value("cpu_allocator", std::string());
       const tb::prof::AnalysisResult a = tb::prof::analyze(*trace);
       if (!a.steps.empty()) fill_from_analysis(s, a);
     }

@@ -39,6 +39,9 @@ struct NoiseFloor {
   double df = 0;
   int pairs = 0;
   double bias = std::numeric_limits<double>::quiet_NaN();  // mean log ratio (should be ~0: an order effect if not)
+  // A pair left out as an outlier (noise_floor): how far its ratio was off the others (-0.4 = 40% slower);
+  // NaN when none was.
+  double outlier = std::numeric_limits<double>::quiet_NaN();
   bool valid() const { return sd_log == sd_log && df > 0; }
   // Half-width (relative) of a 95% interval of a trial with `pairs` pairs whose own spread equals this
   // floor (df pooled as paired_ratio does): a change smaller than this is inside the noise.
@@ -50,6 +53,7 @@ struct NoiseFloor {
 RatioInterval paired_ratio(const std::vector<Window>& a, const std::vector<Window>& b, const NoiseFloor* floor = nullptr,
                            double confidence = 0.95);
 
+// With 4 or more pairs, one pair far outside the others' spread is left out (NoiseFloor::outlier).
 NoiseFloor noise_floor(const std::vector<Window>& a, const std::vector<Window>& b);
 // Pools several floors (e.g. the A/A pairs of the start and the end of a tune).
 NoiseFloor pool(const NoiseFloor& x, const NoiseFloor& y);

@@ -82,7 +82,11 @@ struct KernelStat {
   bool tensor_core = false;  // name suggests Tensor Core math (heuristic on cuDNN/cuBLAS kernel names)
 };
 
-enum class FindingKind { LoaderStall, LaunchGap, SyncPoints, LowTensorCore, CollectorOff, DroppedRecords };
+enum class FindingKind {
+  LoaderStall, LaunchGap, SyncPoints, LowTensorCore, CollectorOff, DroppedRecords,
+  AllocatorBound,  // our traces: page faults per step cost a visible share of it (the cpu_allocator knob)
+  Oversubscribed,  // our traces: intra-op threads + loader threads > cores
+};
 const char* to_string(FindingKind k);
 
 struct Finding {
