@@ -183,24 +183,38 @@ class TestTimelineModel : public QObject {
     QCOMPARE(d->eventCount(), size_t(1));
   }
 
-  void bootstrapRatio() {
-    std::vector<double> a, b, c;
-    for (int i = 0; i < 30; ++i) {
-      a.push_back(100 + (i % 5));
-      b.push_back(200 + (i % 7));
-      c.push_back(100 + (i % 6));
+  // The live compare: windows of each side, samples over wall time, Welch's t; a drifting side is flagged.
+  void compareWindows() {
+    using tb::measure::Window;
+    auto win = [](double tp, double t) {
+      Window w;
+      w.steps = 5;
+      w.samples = 160;
+      w.wall_s = 160 / tp;
+      w.start_s = t;
+      return w;
+    };
+    std::vector<Window> a, b, c, d;
+    for (int i = 0; i < 8; ++i) {
+      a.push_back(win(100 + (i % 3), i));
+      b.push_back(win(200 + (i % 4), 10 + i));
+      c.push_back(win(100 + (i % 2), 20 + i));
+      d.push_back(win(100 * (1 + 0.05 * i), 30 + i));  // +35% over the segment
     }
-    const RatioCI r = tb::ui::bootstrapRatio(a, b);
+    const RatioCI r = tb::ui::compareWindows(a, b);
     QVERIFY(r.valid);
-    QVERIFY(qAbs(r.ratio - 203.0 / 102.0) < 1e-9);
+    QVERIFY(qAbs(r.ratio - tb::measure::pooled_throughput(b) / tb::measure::pooled_throughput(a)) < 1e-9);
     QVERIFY(r.lo <= r.ratio && r.ratio <= r.hi);
     QVERIFY(r.lo > 1.5);
     QCOMPARE(QString::fromStdString(r.verdict()), QString("faster"));
-    const RatioCI same = tb::ui::bootstrapRatio(a, c);
-    QVERIFY(same.lo <= 1.0 && same.hi >= 1.0);
+    const RatioCI same = tb::ui::compareWindows(a, c);
     QCOMPARE(QString::fromStdString(same.verdict()), QString("no effect"));
-    const RatioCI few = tb::ui::bootstrapRatio({1, 2}, b);
+    const RatioCI drift = tb::ui::compareWindows(a, d);
+    QVERIFY(QString::fromStdString(drift.verdict()).endsWith("(drifting)"));
+    QVERIFY(QString::fromStdString(drift.noise_text()).contains("drifting: +"));
+    const RatioCI few = tb::ui::compareWindows({a[0], a[1]}, b);
     QVERIFY(!few.valid);
+    QCOMPARE(QString::fromStdString(few.verdict()), QString("too few windows"));
     QCOMPARE(median({3, 1, 2, 10}), 2.5);
   }
 };

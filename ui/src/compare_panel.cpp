@@ -31,7 +31,7 @@ ComparePanel::ComparePanel(QWidget* parent) : QWidget(parent) {
   chart_->legend()->setAlignment(Qt::AlignBottom);
   chart_->setMargins(QMargins(2, 2, 2, 2));
   chart_->setTheme(palette().color(QPalette::Window).lightness() < 128 ? QChart::ChartThemeDark : QChart::ChartThemeLight);
-  chart_->setTitle(tr("median samples/s before → after"));
+  chart_->setTitle(tr("samples/s before → after"));
   view_ = new QChartView(chart_, split);
   view_->setRenderHint(QPainter::Antialiasing);
   view_->setMinimumWidth(200);
@@ -63,12 +63,16 @@ void ComparePanel::refresh() {
       return it;
     };
     set(0, c.change)->setToolTip(tr("data wait: %1% → %2% of the step (median)").arg(100 * c.wait_before, 0, 'f', 1).arg(100 * c.wait_after, 0, 'f', 1));
-    set(1, num(c.stats.before_median));
-    set(2, num(c.stats.after_median));
+    set(1, num(c.stats.before));
+    set(2, num(c.stats.after));
     set(3, c.stats.valid ? QStringLiteral("×%1 [%2, %3]").arg(num(c.stats.ratio, 2), num(c.stats.lo, 2), num(c.stats.hi, 2))
                          : QStringLiteral("…"));
     auto* v = set(4, decisions_.contains(c.change) ? verdict + " · " + decisions_.value(c.change) : verdict);
-    v->setForeground(verdict == "faster" ? QColor(0x2e, 0xa0, 0x43) : verdict == "slower" ? QColor(0xd3, 0x2f, 0x2f) : palette().color(QPalette::Text));
+    v->setForeground(verdict.startsWith("faster") ? QColor(0x2e, 0xa0, 0x43)
+                     : verdict.startsWith("slower") ? QColor(0xd3, 0x2f, 0x2f)
+                                                    : palette().color(QPalette::Text));
+    // How far to trust it: each side's noise verdict (a live toggle is sequential, not alternated).
+    v->setToolTip(QString::fromStdString(c.stats.noise_text()));
     auto* cell = new QWidget;
     auto* h = new QHBoxLayout(cell);
     h->setContentsMargins(0, 0, 0, 0);
@@ -108,10 +112,10 @@ void ComparePanel::refresh() {
   QStringList cats;
   double ymax = 1;
   for (const auto& c : cmp_) {
-    *before << (std::isfinite(c.stats.before_median) ? c.stats.before_median : 0);
-    *after << (std::isfinite(c.stats.after_median) ? c.stats.after_median : 0);
-    ymax = std::max({ymax, std::isfinite(c.stats.before_median) ? c.stats.before_median : 0.0,
-                     std::isfinite(c.stats.after_median) ? c.stats.after_median : 0.0});
+    *before << (std::isfinite(c.stats.before) ? c.stats.before : 0);
+    *after << (std::isfinite(c.stats.after) ? c.stats.after : 0);
+    ymax = std::max({ymax, std::isfinite(c.stats.before) ? c.stats.before : 0.0,
+                     std::isfinite(c.stats.after) ? c.stats.after : 0.0});
     QString label = c.change;
     if (label.size() > 22) label = label.left(20) + "…";
     if (c.stats.valid) label += QStringLiteral("\n×%1").arg(c.stats.ratio, 0, 'f', 2);

@@ -161,6 +161,7 @@ void RunController::handleLine(const QByteArray& line) {
     s.data_wait_ns = toInt(m.value("data_wait_ns"));
     s.h2d_ns = toInt(m.value("h2d_ns"));
     s.t_ns = toInt(m.value("t_ns"));
+    s.minor_faults = toInt(m.value("minor_faults"));
     s.has_loss = m.value("loss").isDouble();
     s.loss = m.value("loss").toDouble();
     s.config_rev = int(toInt(m.value("config_rev")));

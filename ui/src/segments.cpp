@@ -4,9 +4,6 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <cmath>
-#include <map>
-#include <numeric>
-#include <tuple>
 
 namespace tb::ui {
 
@@ -41,27 +38,19 @@ std::vector<Segment> segmentRun(const RunRecord& rec) {
     Segment& seg = segs.back();
     seg.last_step = s.i;
     if (s.warmup) ++seg.warmup_steps;
-    else if (!s.skipped && s.wall_ns > 0) {
+    else if (s.wall_ns > 0) {
       seg.sps.push_back(s.samplesPerSec());
+      seg.timings.push_back({s.samples, s.t_ns, s.wall_ns, s.data_wait_ns, s.minor_faults});
       seg.wait_share.push_back(double(s.data_wait_ns) / double(s.wall_ns));
     }
   }
   return segs;
 }
 
-// The chart and the compare panel refresh several times a second while a run goes; finished segments never
-// change, so their bootstrap is memoized (UI thread only). Keyed by sizes and sums of both sides and the seed.
-static RatioCI cachedRatio(const std::vector<double>& a, const std::vector<double>& b, uint64_t seed) {
-  using Key = std::tuple<size_t, size_t, double, double, uint64_t>;
-  static std::map<Key, RatioCI> cache;
-  const Key key{a.size(), b.size(), std::accumulate(a.begin(), a.end(), 0.0), std::accumulate(b.begin(), b.end(), 0.0), seed};
-  if (auto it = cache.find(key); it != cache.end()) return it->second;
-  // Fewer resamples for long segments keep a refresh within a few ms; the interval barely moves.
-  const int iterations = a.size() + b.size() > 800 ? 1000 : 2000;
-  RatioCI r = bootstrapRatio(a, b, iterations, seed);
-  if (cache.size() > 512) cache.clear();
-  cache.emplace(key, r);
-  return r;
+std::vector<measure::Window> Segment::windows() const { return measure::windows_of(timings, kWindowSteps); }
+
+double Segment::throughput() const {
+  return timings.empty() ? std::nan("") : measure::pooled_throughput(windows());
 }
 
 std::vector<Comparison> compareSegments(const std::vector<Segment>& segs) {
@@ -75,7 +64,7 @@ std::vector<Comparison> compareSegments(const std::vector<Segment>& segs) {
     for (auto it = c.changed.begin(); it != c.changed.end(); ++it)
       parts << QStringLiteral("%1 %2 → %3").arg(it.key(), knobValueText(c.previous.value(it.key())), knobValueText(it.value()));
     c.change = parts.isEmpty() ? QStringLiteral("config rev %1").arg(segs[k].rev) : parts.join(", ");
-    c.stats = cachedRatio(segs[k - 1].sps, segs[k].sps, 42 + k);
+    c.stats = compareWindows(segs[k - 1].windows(), segs[k].windows());
     c.wait_before = segs[k - 1].wait_share.empty() ? 0.0 : median(segs[k - 1].wait_share);
     c.wait_after = segs[k].wait_share.empty() ? 0.0 : median(segs[k].wait_share);
     out.push_back(c);
@@ -100,12 +89,16 @@ QString comparisonsMarkdown(const RunRecord& rec, const std::vector<Comparison>&
   md += "|---|---:|---:|---:|---|---|---|---|\n";
   for (const auto& c : cmp)
     md += QStringLiteral("| %1 | %2 | %3 | %4× | [%5, %6] | %7% → %8% | %9/%10 | %11 |\n")
-              .arg(c.change, fmt(c.stats.before_median), fmt(c.stats.after_median), fmt(c.stats.ratio, 2),
+              .arg(c.change, fmt(c.stats.before), fmt(c.stats.after), fmt(c.stats.ratio, 2),
                    fmt(c.stats.lo, 2), fmt(c.stats.hi, 2), fmt(100 * c.wait_before), fmt(100 * c.wait_after))
               .arg(c.stats.n_before).arg(c.stats.n_after).arg(QString::fromStdString(c.stats.verdict()));
   if (cmp.empty()) md += "| (no configuration change measured yet) | | | | | | | |\n";
-  md += "\nMedians of samples/s per step (data loading included), warm-up steps excluded; the interval is a "
-        "percentile bootstrap of the ratio of medians (2000 resamples). \"no effect\" = the interval covers 1.\n";
+  md += "\nSamples over wall time of each side's measured steps (data loading included), warm-up excluded; the "
+        "interval is Welch's t on the log throughputs of 5-step windows. \"no effect\" = the interval covers 1. A live "
+        "toggle is measured before then after, not alternated: \"(drifting)\" marks a side whose throughput trended.\n";
+  for (const auto& c : cmp)
+    md += "\n- " + c.change + ": " + QString::fromStdString(c.stats.noise_text()).replace('\n', "; ");
+  if (!cmp.empty()) md += "\n";
   if (!rec.failure.isEmpty()) md += "\n**The run ended with an error:** " + rec.failure.section('\n', 0, 0) + "\n";
   return md;
 }
@@ -126,12 +119,13 @@ QString comparisonsHtml(const RunRecord& rec, const std::vector<Comparison>& cmp
     const double w = std::isfinite(c.stats.ratio) ? std::min(300.0, 100.0 * c.stats.ratio) : 0;
     h += QStringLiteral("<tr><td>%1</td><td>%2</td><td>%3</td><td>%4×</td><td>[%5, %6]</td><td>%7% → %8%</td><td>%9/%10</td>"
                         "<td class=\"%11\">%11</td><td><span class=\"bar\" style=\"width:%12px\"></span></td></tr>")
-             .arg(c.change.toHtmlEscaped(), fmt(c.stats.before_median), fmt(c.stats.after_median), fmt(c.stats.ratio, 2),
+             .arg(c.change.toHtmlEscaped(), fmt(c.stats.before), fmt(c.stats.after), fmt(c.stats.ratio, 2),
                   fmt(c.stats.lo, 2), fmt(c.stats.hi, 2), fmt(100 * c.wait_before), fmt(100 * c.wait_after))
              .arg(c.stats.n_before).arg(c.stats.n_after).arg(v).arg(int(w));
   }
-  h += "</table><p>Medians of samples/s per step (data loading included), warm-up excluded; 95% percentile "
-       "bootstrap interval of the ratio of medians. \"no effect\" = the interval covers 1.</p>";
+  h += "</table><p>Samples over wall time of each side's measured steps (data loading included), warm-up excluded; "
+       "95% interval: Welch's t on the log throughputs of 5-step windows. \"no effect\" = the interval covers 1. A live "
+       "toggle is measured before then after, not alternated: \"(drifting)\" marks a side whose throughput trended.</p>";
   if (!rec.failure.isEmpty()) h += "<p><b>The run ended with an error:</b> " + rec.failure.toHtmlEscaped() + "</p>";
   h += "</body></html>\n";
   return h;
@@ -143,8 +137,10 @@ QByteArray comparisonsJson(const RunRecord& rec, const std::vector<Comparison>& 
     arr.append(QJsonObject{{"change", c.change},
                            {"changed", c.changed},
                            {"previous", c.previous},
-                           {"before_median", c.stats.before_median},
-                           {"after_median", c.stats.after_median},
+                           {"before", c.stats.before},
+                           {"after", c.stats.after},
+                           {"noise_before", QString::fromStdString(c.stats.noise_before.text)},
+                           {"noise_after", QString::fromStdString(c.stats.noise_after.text)},
                            {"ratio", c.stats.ratio},
                            {"ci95", QJsonArray{c.stats.lo, c.stats.hi}},
                            {"n_before", qint64(c.stats.n_before)},

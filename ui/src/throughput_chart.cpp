@@ -129,9 +129,9 @@ void ThroughputChart::refresh() {
       t->setBrush(QColor(0xff, 0xb3, 0x47));
       labels_.push_back({t, double(seg.first_step), ymax * 0.97});
     }
-    // Segment median.
+    // Segment throughput: samples over wall time of its measured steps.
     if (!seg.sps.empty()) {
-      const double med = median(seg.sps);
+      const double med = seg.throughput();
       auto* m = new QLineSeries;
       QPen pen(QColor(0x76, 0xd2, 0x75));
       pen.setWidthF(2.5);
@@ -139,7 +139,7 @@ void ThroughputChart::refresh() {
       m->append(double(seg.first_step + seg.warmup_steps), med);
       m->append(double(seg.last_step), med);
       addSeries(m);
-      QString text = QStringLiteral("median %1/s").arg(med, 0, 'f', med < 100 ? 1 : 0);
+      QString text = QStringLiteral("%1/s").arg(med, 0, 'f', med < 100 ? 1 : 0);
       if (k > 0 && k - 1 < cmp.size() && cmp[k - 1].stats.valid) {
         const auto& st = cmp[k - 1].stats;
         text += QStringLiteral("  ×%1 [%2–%3]").arg(st.ratio, 0, 'f', 2).arg(st.lo, 0, 'f', 2).arg(st.hi, 0, 'f', 2);

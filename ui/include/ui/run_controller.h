@@ -24,6 +24,7 @@ struct StepSample {
   qint64 i = 0;
   double samples = 0;
   qint64 wall_ns = 0, data_wait_ns = 0, h2d_ns = 0, t_ns = 0;
+  qint64 minor_faults = 0;
   double loss = 0;
   bool has_loss = false;
   int config_rev = 0;

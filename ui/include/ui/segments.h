@@ -15,7 +15,10 @@ namespace tb::ui {
 struct Segment {
   int rev = 0;
   qint64 first_step = 0, last_step = 0;
-  std::vector<double> sps;        // samples/s of measured steps (warm-up and skipped steps excluded)
+  std::vector<double> sps;        // samples/s of each measured step (warm-up excluded; for the chart's points)
+  std::vector<measure::StepTiming> timings;  // the same steps, for windows (skipped steps keep their time)
+  std::vector<measure::Window> windows() const;  // kWindowSteps each
+  double throughput() const;      // samples over wall time of the measured steps; NaN when none
   std::vector<double> wait_share; // data_wait_ns / wall_ns of the same steps (the loader stall, per step)
   int warmup_steps = 0;
   QJsonObject changed;            // knobs changed at the start of this segment ({} for the first)

@@ -1,30 +1,42 @@
-// Before/after statistics for the compare panel, computed in the UI from the step samples the child sent
-// (DESIGN.md "Measuring before/after honestly"): medians, the median ratio and a percentile bootstrap
-// confidence interval. Pure functions; deterministic for a given seed so tests and exports are reproducible.
+// Before/after statistics for the compare panel (docs/protocol.md "Live before/after"), computed in the UI from
+// the steps the child sent, with the protocol's own code (measure/): each side's measured steps are cut
+// into windows of kWindowSteps; a side's throughput is its samples over its wall time; the interval is
+// Welch's t on the log window throughputs; each side also gets a noise verdict. A live toggle is a
+// sequential before/after, not an alternation: drift between the two segments is not cancelled, so the
+// verdict says when a side was drifting or noisy. Pure functions, deterministic.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "measure/interval.h"
+#include "measure/noise.h"
+#include "measure/stats.h"
+#include "measure/window.h"
+
 namespace tb::ui {
 
-double median(std::vector<double> v);  // NaN for an empty vector
+using measure::median;  // NaN for an empty vector
+
+constexpr int kWindowSteps = 5;    // steps per window in a live segment
+constexpr size_t kMinWindows = 3;  // per side, for an interval
 
 struct RatioCI {
-  double before_median = 0, after_median = 0;
-  double ratio = 0;          // after / before (samples/s: > 1 is faster)
-  double lo = 0, hi = 0;     // 95% bootstrap interval of the ratio of medians
-  size_t n_before = 0, n_after = 0;
-  bool valid = false;        // false when either side has fewer than kMinSamples samples
-  // "faster", "slower" or "no effect" (the interval covers 1), "too few samples" when !valid.
+  double before = 0, after = 0;  // samples/s: samples over wall time of each side's measured steps
+  double ratio = 0;              // after / before (samples/s: > 1 is faster)
+  double lo = 0, hi = 0;         // 95% interval of the ratio (Welch t on log window throughputs)
+  size_t n_before = 0, n_after = 0;  // windows
+  bool valid = false;            // false when either side has fewer than kMinWindows windows
+  measure::NoiseReport noise_before, noise_after;
+  std::string method;
+  // "faster", "slower", "no effect" (the interval covers 1), "too few windows" when !valid; with
+  // " (drifting)" appended when either side drifted, because a sequential comparison cannot cancel that.
   std::string verdict() const;
+  // One line for a tooltip: both sides' noise verdicts and the method.
+  std::string noise_text() const;
 };
 
-constexpr size_t kMinSamples = 3;
-
-// Resamples both sides `iterations` times with replacement; the interval is the 2.5/97.5 percentiles.
-RatioCI bootstrapRatio(const std::vector<double>& before, const std::vector<double>& after,
-                       int iterations = 2000, uint64_t seed = 42);
+RatioCI compareWindows(const std::vector<measure::Window>& before, const std::vector<measure::Window>& after);
 
 }  // namespace tb::ui
