@@ -90,7 +90,7 @@ run() {
     --trace "$out/runs/$name.trace.json" --json "$out/runs/$name.run.json" > "$out/logs/$name.txt" 2>&1
   local rc=$?
   $cli analyze "$out/runs/$name.trace.json" --json "$out/runs/$name.analysis.json" >> "$out/logs/$name.txt" 2>&1
-  local thr; thr=$(python3 -c "import json;d=json.load(open('$out/runs/$name.run.json'));print(round(d['throughput']['median'],1))" 2>/dev/null)
+  local thr; thr=$(python3 -c "import json;d=json.load(open('$out/runs/$name.run.json'));t=d['throughput'];print(round(t['samples_per_s'],1), t['noise']['verdict'])" 2>/dev/null)
   local stall; stall=$(python3 -c "
 import json;a=json.load(open('$out/runs/$name.analysis.json'));w=a.get('window',{}).get('duration_us') or 1
 print('stall %.1f%% gaps %.1f%% sync %d' % (100*a['loader_stall']['total_us']/w, 100*a['launch_gap']['total_us']/w, a['sync']['count']))" 2>/dev/null)

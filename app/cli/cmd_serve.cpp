@@ -116,6 +116,7 @@ nlohmann::json knobs_json(const std::vector<engine::KnobState>& states) {
                    {"reason", s.applicability.reason},
                    {"unavailable_values", s.applicability.unavailable_values},
                    {"changes_numerics", k.changes_numerics},
+                   {"process_scope", k.process_scope},
                    {"seeds", k.seeds},
                    {"applies_to", k.applies_to}});
   }

@@ -62,10 +62,17 @@ std::vector<KnobInfo> build_catalog() {
                        "Batches each worker keeps ready ahead of the training loop (bounded queue depth)", 2, 4, 1,
                        64, {"003"}, "cpu+cuda", false, "DataLoader(ds, ..., num_workers=2, prefetch_factor=4)",
                        "opts.prefetch = 4; loader.reconfigure(opts);"));
-  c.push_back(make_bool("cudnn_benchmark", "cuDNN autotuner",
-                        "Benchmark convolution algorithms once per input shape and keep the fastest", "off", "on",
-                        {"000", "001", "003", "004"}, "cuda", false, "torch.backends.cudnn.benchmark = True",
-                        "at::globalContext().setBenchmarkCuDNN(true);"));
+  {
+    // A process knob: PyTorch consults its cache of benchmarked algorithms whatever the flag says, so
+    // switching it off after it was on changes nothing for shapes already seen. The tuner measures it in
+    // fresh processes; a live run may turn it on, not back off.
+    KnobInfo k = make_bool("cudnn_benchmark", "cuDNN autotuner",
+                           "Benchmark convolution algorithms once per input shape and keep the fastest", "off", "on",
+                           {"000", "001", "003", "004"}, "cuda (at process start; on only, live)", false,
+                           "torch.backends.cudnn.benchmark = True", "at::globalContext().setBenchmarkCuDNN(true);");
+    k.process_scope = true;
+    c.push_back(std::move(k));
+  }
   {
     KnobInfo k = make_bool("amp", "Mixed precision",
                            "Autocast matmuls/convs to fp16 (with dynamic loss scaling) or bf16", "off", "fp16",

@@ -13,6 +13,20 @@ AdamW::ParamState& AdamW::state_for(const torch::Tensor& p) {
   return s;
 }
 
+void AdamW::match_layouts(const std::vector<torch::Tensor>& params) {
+  torch::NoGradGuard no_grad;
+  for (const auto& p : params) {
+    if (p.dim() != 4) continue;
+    auto it = state_.find(p.unsafeGetTensorImpl());
+    if (it == state_.end() || !it->second.exp_avg.defined()) continue;
+    const auto fmt = p.is_contiguous() ? at::MemoryFormat::Contiguous
+                     : p.is_contiguous(at::MemoryFormat::ChannelsLast) ? at::MemoryFormat::ChannelsLast
+                                                                       : at::MemoryFormat::Contiguous;
+    it->second.exp_avg = it->second.exp_avg.contiguous(fmt);
+    it->second.exp_avg_sq = it->second.exp_avg_sq.contiguous(fmt);
+  }
+}
+
 void AdamW::step(const std::vector<torch::Tensor>& params, bool foreach) {
   torch::NoGradGuard no_grad;
   const double lr = opts_.lr, b1 = opts_.beta1, b2 = opts_.beta2, eps = opts_.eps;

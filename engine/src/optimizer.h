@@ -46,6 +46,15 @@ class AdamW {
   // After replays the per-parameter host step counts are stale (the graph advanced a device tensor):
   // sets them to the optimizer's step count before eager steps resume.
   void sync_step_counts();
+  // After the parameters changed memory format (channels_last on/off), moves the state of each 4-D parameter
+  // to the parameter's layout: the update's pointwise kernels otherwise run over mismatched strides (slow,
+  // and on CUDA a strided copy per step).
+  void match_layouts(const std::vector<torch::Tensor>& params);
+  // The state of one parameter (tests); nullptr when it has none yet.
+  const ParamState* state_of(const torch::Tensor& p) const {
+    auto it = state_.find(p.unsafeGetTensorImpl());
+    return it == state_.end() ? nullptr : &it->second;
+  }
   const Options& options() const { return opts_; }
 
   // For the loss-drift guard: a deep copy of the state, and putting one back.

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <optional>
 
@@ -51,6 +52,9 @@ std::string val(const Config& c, const char* id) {
   auto it = c.find(id);
   return it == c.end() ? "" : it->second;
 }
+
+// The cuDNN autotuner was on in this process at some point: its chosen algorithms are cached for good.
+std::atomic<bool> g_cudnn_benchmarked{false};
 
 int64_t process_minor_faults() {
   rusage u{};
@@ -277,6 +281,10 @@ class SessionImpl final : public Session {
     // changes and the caller is told how to start a process with it.
     if (auto it = changed.find("cpu_allocator"); it != changed.end())
       if (auto why = switch_cpu_allocator_live(it->second); !why.empty()) throw EngineError(why);
+    if (auto it = changed.find("cudnn_benchmark");
+        it != changed.end() && it->second == "off" && g_cudnn_benchmarked.load() && applicability("cudnn_benchmark").applicable)
+      throw EngineError("cudnn_benchmark=off after it was on changes nothing for the shapes already benchmarked "
+                        "(PyTorch keeps using the algorithms it chose): start a new run with it off");
     const Config prev = config_;
     tb::prof::Recorder::instant(tb::prof::names::kConfigChange, rev_ + 1);
     try {
@@ -429,8 +437,12 @@ class SessionImpl final : public Session {
     if (applicability("fused_pointwise").applicable) model_->set_fused_pointwise(on(c, "fused_pointwise"));
     if (applicability("checkpointing").applicable) model_->set_checkpointing(on(c, "checkpointing"));
     if (applicability("tf32").applicable) compat::set_tf32(on(c, "tf32"));
-    if (applicability("cudnn_benchmark").applicable) compat::set_cudnn_benchmark(on(c, "cudnn_benchmark"));
+    if (applicability("cudnn_benchmark").applicable) {
+      compat::set_cudnn_benchmark(on(c, "cudnn_benchmark"));
+      if (on(c, "cudnn_benchmark")) g_cudnn_benchmarked = true;
+    }
     params_ = model_->trainable_parameters();
+    if (changed("channels_last")) optim_.match_layouts(params_);
     // Intra-op threads: the knob, or (0 = auto) the cores the loader workers leave. Process-wide, but set
     // from the training thread, whose OpenMP setting the ops of the step use.
     {

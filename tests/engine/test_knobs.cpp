@@ -34,8 +34,9 @@ TEST(Knobs, CatalogHasEveryDesignKnobWithEveryFieldFilled) {
   EXPECT_TRUE(find_knob("amp")->changes_numerics);
   EXPECT_TRUE(find_knob("batch_size")->changes_numerics);
   EXPECT_FALSE(find_knob("workers")->changes_numerics);
-  // The allocator takes effect at process start; nothing else does.
-  for (const auto& k : knob_catalog()) EXPECT_EQ(k.process_scope, k.id == "cpu_allocator") << k.id;
+  // The allocator and the cuDNN autotuner take effect at process start; nothing else does.
+  for (const auto& k : knob_catalog())
+    EXPECT_EQ(k.process_scope, k.id == "cpu_allocator" || k.id == "cudnn_benchmark") << k.id;
 }
 
 TEST(Knobs, NormalizeAcceptsSynonymsAndRejectsBadValues) {

@@ -225,6 +225,30 @@ TEST(Models, FusedAndLoopAdamWAgree) {
   for (size_t i = 0; i < p1.size(); ++i) EXPECT_TRUE(torch::allclose(p1[i], p2[i], 1e-6, 1e-7));
 }
 
+// channels_last after the optimizer has state: the state follows the parameters' new layout (and back).
+TEST(Models, AdamWStateFollowsTheParameterLayout) {
+  torch::Tensor w = torch::randn({8, 3, 3, 3}), b = torch::randn({8});
+  std::vector<torch::Tensor> params = {w, b};
+  AdamW opt;
+  for (auto& p : params) p.mutable_grad() = torch::randn_like(p);
+  opt.step(params, false);
+  ASSERT_NE(opt.state_of(w), nullptr);
+  EXPECT_TRUE(opt.state_of(w)->exp_avg.is_contiguous());
+  {
+    torch::NoGradGuard ng;
+    w.set_data(w.data().contiguous(at::MemoryFormat::ChannelsLast));
+  }
+  opt.match_layouts(params);
+  EXPECT_TRUE(opt.state_of(w)->exp_avg.is_contiguous(at::MemoryFormat::ChannelsLast));
+  EXPECT_FALSE(opt.state_of(w)->exp_avg_sq.is_contiguous());
+  {
+    torch::NoGradGuard ng;
+    w.set_data(w.data().contiguous());
+  }
+  opt.match_layouts(params);
+  EXPECT_TRUE(opt.state_of(w)->exp_avg_sq.is_contiguous());
+}
+
 // The CUDA-graph optimizer path (device-side step count) is plain tensor math, so it is checked here on the
 // CPU: capture = one step_capturable call, replays = the same call again. It must match the eager AdamW,
 // count steps as the engine reports them (capture is not a step, each replay is), and after "replays"

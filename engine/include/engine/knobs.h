@@ -26,8 +26,9 @@ struct KnobInfo {
   std::vector<std::string> seeds;    // {"000","001","003"}
   std::string applies_to;            // "cpu+cuda", "cuda", "cuda sm>=80"
   bool changes_numerics = false;     // the loss-drift guard runs when this changes
-  // Takes effect when a process starts (cpu_allocator): a running session cannot switch it back and forth,
-  // so the tuner measures it in fresh processes and `serve` refuses a live change it cannot make.
+  // Takes effect when a process starts (cpu_allocator; cudnn_benchmark, whose chosen algorithms stay cached):
+  // a running session cannot switch it back and forth, so the tuner measures it in fresh processes and
+  // `serve` refuses a live change it cannot make.
   bool process_scope = false;
   std::string pytorch_snippet;       // one line of Python that applies it
   std::string libtorch_snippet;      // one line of C++ that applies it
