@@ -23,7 +23,8 @@ if(TUNEBENCH_NVTX_INCLUDE)
   set(TUNEBENCH_HAVE_NVTX ON)
 endif()
 
-find_package(simdjson QUIET)
+# The trace importer needs it (trace_io.cpp stops with #error without it): say so at configure time.
+find_package(simdjson REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
 
 # --- LibTorch (engine only). Debian's libtorch-dev (CPU) or the PyTorch wheel's (CUDA) via CMAKE_PREFIX_PATH.

@@ -1,16 +1,26 @@
 #!/usr/bin/env bash
-# Run ON THE GPU BOX (the device tool), from the repository root:  bash scripts/gpu-check.sh [OUTDIR]
-# Builds the headless parts (profiler, engine, CLI, tests; no Qt) against the LibTorch inside the PyTorch
-# wheel (DESIGN.md "Two LibTorch builds"), runs the tests, then the GPU scenarios of issue 6, and writes logs,
-# run/analysis JSON and traces to OUTDIR (default $OUT). Everything the box lacks comes from .carry/debs
-# (scripts/gpu-prepare.sh), unpacked into .carry/root; nothing is downloaded there.
-# TB_GPU_STAGES="build test scenarios tune" selects stages; TB_GPU_STEPS sets steps per scenario.
+# Run ON THE GPU BOX (the device tool), from the repository root, ONE STAGE PER CALL (each call <= 10 min):
+#   TB_GPU_STAGES=build     bash scripts/gpu-check.sh     # configure + build (Release, no Qt, no benches): ~4-6 min
+#   TB_GPU_STAGES=test      bash scripts/gpu-check.sh     # ctest (600 s overall cap)
+#   TB_GPU_STAGES=scenarios bash scripts/gpu-check.sh     # the GPU scenarios of issue 19, each run under `timeout`
+#   TB_GPU_STAGES=tune      bash scripts/gpu-check.sh     # the auto-tuner on ResNet-50 (TB_GPU_TUNE_BUDGET, 300 s)
+# Builds the headless parts against the LibTorch inside the PyTorch wheel (DESIGN.md "Two LibTorch builds").
+# A later call on a warm machine finds build-gpu/ still there; on a cold one, run `build` again first.
+# Results land under $OUT as each stage finishes (the device tool returns at most 8 files): summary.txt
+# (appended by every stage), env.txt, and one stage-<name>.tar.gz per stage (logs, run/analysis JSON, and the
+# gzipped traces of three scenarios). Everything the box lacks comes from .carry/debs (scripts/gpu-prepare.sh),
+# unpacked into .carry/root; nothing is downloaded there. TB_GPU_STEPS sets steps per scenario (60);
+# TB_GPU_RUN_TIMEOUT caps one scenario run (240 s).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out="${1:-${OUT:-$PWD/gpu-out}}"; mkdir -p "$out"/logs "$out"/runs
-stages="${TB_GPU_STAGES:-build test scenarios tune}"
+out="${1:-${OUT:-$PWD/gpu-out}}"; mkdir -p "$out"
+work="$PWD/gpu-work"; mkdir -p "$work"/logs "$work"/runs
+stages="${TB_GPU_STAGES:-build}"
 steps="${TB_GPU_STEPS:-60}"
-log() { echo "[gpu-check $(date +%T)] $*" | tee -a "$out/logs/summary.txt"; }
+run_timeout="${TB_GPU_RUN_TIMEOUT:-240}"
+log() { echo "[gpu-check $(date +%T)] $*" | tee -a "$out/summary.txt"; }
+# Packs what one stage wrote into $OUT/stage-NAME.tar.gz, so a later stage that is killed loses nothing.
+pack() { tar -C "$work" -czf "$out/stage-$1.tar.gz" logs runs 2>/dev/null && rm -rf "$work"/logs/* "$work"/runs/*; }
 
 # Preflight: fail fast with a clear line instead of deep in CMake.
 for t in cmake g++ python3 dpkg; do command -v "$t" >/dev/null || { log "missing tool on this box: $t"; exit 1; }; done
@@ -46,10 +56,23 @@ if [[ -f "$cudnn_dir/include/cudnn.h" && -n "$cudnn_lib" ]]; then
 else
   log "no cuDNN in $cudnn_dir; relying on a system cuDNN"
 fi
-# CUPTI headers: the toolkit's, else the wheel's.
+# CUPTI headers: the wheel's first (LibTorch loads the wheel's libcupti; the record layouts must match it),
+# else the toolkit's.
 cupti_inc=""
-for d in /usr/local/cuda/extras/CUPTI/include /usr/local/cuda/include "$py_site/nvidia/cu13/include"; do
+for d in "$py_site/nvidia/cu13/include" "$py_site/nvidia/cuda_cupti/include" /usr/local/cuda/extras/CUPTI/include \
+         /usr/local/cuda/include; do
   [[ -f "$d/cupti.h" ]] && { cupti_inc="$d"; break; }
+done
+# ATen/cuda/CUDAContextLight.h includes the cuBLAS / cuSPARSE / cuSOLVER headers: the toolkit's, else the
+# wheel's (through CPATH, which the compiler reads).
+for h in cublas_v2.h cublasLt.h cusparse.h cusolverDn.h cuda_runtime.h; do
+  if [[ ! -f /usr/local/cuda/include/$h ]]; then
+    if [[ -f "$py_site/nvidia/cu13/include/$h" ]]; then
+      export CPATH="$py_site/nvidia/cu13/include${CPATH:+:$CPATH}"; log "header $h: from the wheel"
+    else
+      log "header $h: not in the toolkit nor the wheel (the build will fail)"
+    fi
+  fi
 done
 # The wheel's CUDA libraries first (the LibTorch was built against them), then the toolkit's.
 export LD_LIBRARY_PATH="$py_site/nvidia/cu13/lib:$cudnn_dir/lib:$root/usr/lib/x86_64-linux-gnu:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64:${LD_LIBRARY_PATH:-}"
@@ -58,66 +81,86 @@ build=build-gpu
   log "host: $(hostname) $(nproc) cores"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv || true
   python3 -c 'import torch;print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())'
   /usr/local/cuda/bin/nvcc --version | tail -2; cmake --version | head -1; echo "cupti headers: ${cupti_inc:-none}"
-} > "$out/logs/env.txt" 2>&1
+} > "$out/env.txt" 2>&1
 
 if [[ " $stages " == *" build "* ]]; then
   log "configure + build against $torch_prefix"
-  cmake -S . -B $build -G "$gen" -DCMAKE_BUILD_TYPE=Release -DTUNEBENCH_GUI=OFF \
+  cmake -S . -B $build -G "$gen" -DCMAKE_BUILD_TYPE=Release -DTUNEBENCH_GUI=OFF -DTUNEBENCH_BENCH=OFF \
     -DTUNEBENCH_CUPTI="${cupti_inc:+ON}${cupti_inc:-AUTO}" ${cupti_inc:+-DTUNEBENCH_CUPTI_INCLUDE="$cupti_inc"} \
     -DCMAKE_PREFIX_PATH="$torch_prefix;$root/usr;$root/usr/lib/x86_64-linux-gnu/cmake" \
     -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DCUDAToolkit_ROOT=/usr/local/cuda -DCUDA_TOOLKIT_ROOT_DIR=/usr/local/cuda \
     "${cudnn_args[@]}" ${PKG_CONFIG:+-DPKG_CONFIG_EXECUTABLE="$PKG_CONFIG"} \
     -DCMAKE_INCLUDE_PATH="$root/usr/include" -DCMAKE_LIBRARY_PATH="$root/usr/lib/x86_64-linux-gnu" \
-    > "$out/logs/configure.txt" 2>&1 || { log "configure FAILED"; tail -30 "$out/logs/configure.txt"; exit 1; }
-  cmake --build $build -j "$(nproc)" > "$out/logs/build.txt" 2>&1 || { log "build FAILED"; grep -m20 -B2 -A6 'error' "$out/logs/build.txt"; exit 1; }
+    > "$work/logs/configure.txt" 2>&1 \
+    || { log "configure FAILED"; tail -30 "$work/logs/configure.txt"; pack build; exit 1; }
+  timeout 540 cmake --build $build -j "$(nproc)" > "$work/logs/build.txt" 2>&1 \
+    || { log "build FAILED (or over 540 s)"; grep -m20 -B2 -A6 'error' "$work/logs/build.txt"; pack build; exit 1; }
   log "build ok"
+  pack build
 fi
 cli="$build/app/tunebench-cli"
 
+[[ " $stages " == *" build "* || -x "$cli" ]] || { log "no $cli: run the build stage first (the machine went cold?)"; exit 1; }
+
 if [[ " $stages " == *" test "* ]]; then
-  (cd $build && ctest --output-on-failure -j 8 --timeout 600) > "$out/logs/ctest.txt" 2>&1
-  log "ctest rc=$? $(grep -E 'tests passed|tests failed' "$out/logs/ctest.txt")"
+  (cd $build && timeout 540 ctest --output-on-failure -j 8 --timeout 300) > "$work/logs/ctest.txt" 2>&1
+  log "ctest rc=$? $(grep -E 'tests passed|tests failed' "$work/logs/ctest.txt")"
+  grep -E '^\s+[0-9]+ - ' "$work/logs/ctest.txt" | head -20 | while read -r l; do log "  failed: $l"; done
+  pack test
 fi
 
 data=/tmp/tb-imagenet-like
 if [[ " $stages " == *" scenarios "* || " $stages " == *" tune "* ]]; then
-  [[ -d $data ]] || $cli make-dataset --out $data --images 4096 --size 320x240 --classes 100 > "$out/logs/make-dataset.txt" 2>&1
+  [[ -d $data ]] || timeout 300 $cli make-dataset --out $data --images 4096 --size 320x240 --classes 100 \
+    > "$work/logs/make-dataset.txt" 2>&1
 fi
-# run NAME MODEL DATA SETTINGS : one scenario with its trace analysed.
+# Traces kept (gzipped) for these scenarios; the others are analysed and deleted (tens of MB each).
+keep_traces=" s1_naive s3_cuda_graphs s5_synthetic_best "
+# run NAME MODEL DATA SETTINGS : one scenario, capped by `timeout`, its trace analysed, one summary line.
 run() {
   local name=$1 model=$2 dat=$3 set=$4
-  $cli run --model "$model" --data "$dat" ${set:+--set "$set"} --steps "$steps" \
-    --trace "$out/runs/$name.trace.json" --json "$out/runs/$name.run.json" > "$out/logs/$name.txt" 2>&1
+  timeout "$run_timeout" $cli run --model "$model" --data "$dat" ${set:+--set "$set"} --steps "$steps" \
+    --trace "$work/runs/$name.trace.json" --json "$work/runs/$name.run.json" > "$work/logs/$name.txt" 2>&1
   local rc=$?
-  $cli analyze "$out/runs/$name.trace.json" --json "$out/runs/$name.analysis.json" >> "$out/logs/$name.txt" 2>&1
-  local thr; thr=$(python3 -c "import json;d=json.load(open('$out/runs/$name.run.json'));t=d['throughput'];print(round(t['samples_per_s'],1), t['noise']['verdict'])" 2>/dev/null)
+  [[ $rc -eq 124 ]] && log "$name TIMED OUT after $run_timeout s"
+  timeout 120 $cli analyze "$work/runs/$name.trace.json" --json "$work/runs/$name.analysis.json" >> "$work/logs/$name.txt" 2>&1
+  local thr; thr=$(python3 -c "import json;d=json.load(open('$work/runs/$name.run.json'));t=d['throughput'];print(round(t['samples_per_s'],1), t['noise']['verdict'])" 2>/dev/null)
   local stall; stall=$(python3 -c "
-import json;a=json.load(open('$out/runs/$name.analysis.json'));w=a.get('window',{}).get('duration_us') or 1
-print('stall %.1f%% gaps %.1f%% sync %d' % (100*a['loader_stall']['total_us']/w, 100*a['launch_gap']['total_us']/w, a['sync']['count']))" 2>/dev/null)
+import json;a=json.load(open('$work/runs/$name.analysis.json'));w=a.get('window',{}).get('duration_us') or 1
+t=a.get('trace',{})
+print('stall %.1f%% gaps %.1f%% sync %d kernels %d collector %s' % (100*a['loader_stall']['total_us']/w,
+  100*a['launch_gap']['total_us']/w, a['sync']['count'], a['kernels']['count'], t.get('collector_state','?')))" 2>/dev/null)
   log "$name rc=$rc samples/s=$thr $stall [$set]"
+  # CUPTI must be on for a traced CUDA run; say so loudly instead of measuring CPU-only timelines.
+  if [[ "$stall" == *"collector off"* || "$stall" == *"collector not built"* ]] && [[ "${TUNEBENCH_CUPTI_OFF:-}" != 1 ]]; then
+    log "!!! $name: the GPU collector did not start: $(grep -m1 -i 'collector\|cupti' "$work/logs/$name.txt")"
+  fi
+  if [[ "$keep_traces" == *" $name "* ]]; then gzip -f "$work/runs/$name.trace.json"; else rm -f "$work/runs/$name.trace.json"; fi
 }
 if [[ " $stages " == *" scenarios "* ]]; then
   img="imagefolder:$data"; base="workers=0,pin_memory=off,amp=off,cudnn_benchmark=off,batch_size=32"
   run s1_naive resnet50 "$img" "$base"
   for k in cudnn_benchmark=on amp=fp16 amp=bf16 tf32=on channels_last=on "pin_memory=on,non_blocking=on" \
-           workers=8 prefetch=4 batch_size=64 zero_grad_none=on fused_optimizer=on sync_free_logging=on; do
+           workers=8 prefetch=4 batch_size=64 zero_grad_none=on fused_optimizer=on sync_free_logging=20 \
+           cpu_allocator=glibc_tuned; do
     run "s2_${k//[=,]/_}" resnet50 "$img" "$base,$k"
   done
   run s2_cuda_graphs resnet50 synthetic "$base,cuda_graphs=on"
   run s2_synthetic_base resnet50 synthetic "$base"
+  # Seed 003's sequence, cumulative. bf16, not fp16: fp16's host-side loss scaling keeps CUDA graphs off.
   acc="$base"
-  for k in cudnn_benchmark=on amp=fp16 "workers=8,prefetch=4,pin_memory=on,non_blocking=on" cuda_graphs=on; do
+  for k in cudnn_benchmark=on amp=bf16 "workers=8,prefetch=4,pin_memory=on,non_blocking=on" cuda_graphs=on; do
     acc="$acc,$k"; run "s3_${k%%[=,]*}" resnet50 "$img" "$acc"
   done
   run s4_collector_on resnet50 synthetic "$base,cudnn_benchmark=on,amp=fp16"
   TUNEBENCH_CUPTI_OFF=1 run s4_collector_off resnet50 synthetic "$base,cudnn_benchmark=on,amp=fp16"
   run s5_synthetic_best resnet50 synthetic "cudnn_benchmark=on,amp=bf16,channels_last=on,batch_size=32"
+  pack scenarios
 fi
 if [[ " $stages " == *" tune "* ]]; then
-  $cli tune --model resnet50 --data "imagefolder:$data" --budget "${TB_GPU_TUNE_BUDGET:-300}" \
-    --report "$out/runs/tune-report.html" --json "$out/runs/tune.json" > "$out/logs/tune.txt" 2>&1
-  log "tune rc=$? $(python3 -c "import json;print('speedup', json.load(open('$out/runs/tune.json'))['speedup'])" 2>/dev/null)"
+  timeout 560 $cli tune --model resnet50 --data "imagefolder:$data" --budget "${TB_GPU_TUNE_BUDGET:-300}" \
+    --report "$work/runs/tune-report.html" --json "$work/runs/tune.json" > "$work/logs/tune.txt" 2>&1
+  log "tune rc=$? $(python3 -c "import json;j=json.load(open('$work/runs/tune.json'));print('speedup', j['speedup'], j['speedup_ci'], j['noise']['text'])" 2>/dev/null)"
+  pack tune
 fi
-# The device tool brings back at most 8 files: pack the rest.
-tar -C "$out" -czf "$out/gpu-results.tar.gz" logs runs 2>/dev/null && rm -rf "$out/runs"
-log "done: $out/gpu-results.tar.gz"
+log "done: stages [$stages] -> $out"

@@ -176,6 +176,7 @@ int cmd_run(int argc, char** argv) {
   if (!failure.empty()) out["error"] = failure;
 
   if (!trace_path.empty()) {
+    session->synchronize();  // the device's queued work belongs in this trace (the collector flushes after it)
     std::string err = write_recorded_trace(trace_path, desc);
     if (!err.empty()) {
       std::fprintf(stderr, "tunebench-cli: error: cannot write trace '%s': %s\n", trace_path.c_str(), err.c_str());

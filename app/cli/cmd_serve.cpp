@@ -312,6 +312,7 @@ int cmd_serve(int argc, char** argv) {
     if (trace_dir.empty()) return;
     if (last_step < chunk_first) return;
     std::string path = (std::filesystem::path(trace_dir) / ("trace-" + std::to_string(chunk_index++) + ".json")).string();
+    session->synchronize();  // kernels still running belong in this chunk, not lost to the forced flush
     std::string err = write_recorded_trace(path, session->describe());
     if (!err.empty()) {
       out.send({{"type", "warning"}, {"message", "cannot write trace chunk '" + path + "': " + err}});

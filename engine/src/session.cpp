@@ -26,6 +26,7 @@
 #include <ATen/autocast_mode.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/CUDAGeneratorImpl.h>
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAGuard.h>
 #endif
@@ -136,6 +137,7 @@ struct Snapshot {
   torch::Tensor scale, growth;
   int64_t micro = 0;
   torch::Tensor rng;
+  torch::Tensor rng_cuda;  // the CUDA generator's (dropout on a CUDA device draws from it)
 };
 
 class SessionImpl final : public Session {
@@ -482,7 +484,12 @@ class SessionImpl final : public Session {
 #if TUNEBENCH_TORCH_CUDA
     // Any change invalidates a captured step (shapes, memory format, model structure, autocast). The
     // replays advanced only the graph's device step count: bring the host counts up before eager steps.
-    if (graph_) optim_.sync_step_counts();
+    if (graph_) {
+      optim_.sync_step_counts();
+      // Replays write fresh gradients and nothing clears them: the next eager backward would add to the
+      // last replay's.
+      compat::zero_grad(params_, true);
+    }
     graph_.reset();
     graph_eager_steps_ = 0;
     graph_failed_ = false;
@@ -696,9 +703,18 @@ class SessionImpl final : public Session {
     s.scale = scale_.clone();
     s.growth = growth_.clone();
     s.micro = micro_;
-    auto gen = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    s.rng = gen.get_state();
+    {
+      auto gen = at::detail::getDefaultCPUGenerator();
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      s.rng = gen.get_state();
+    }
+#if TUNEBENCH_TORCH_CUDA
+    if (device_.is_cuda()) {
+      auto cg = at::cuda::detail::getDefaultCUDAGenerator(device_.index() < 0 ? 0 : device_.index());
+      std::lock_guard<std::mutex> lock(cg.mutex());
+      s.rng_cuda = cg.get_state();
+    }
+#endif
     return s;
   }
   void restore(const Snapshot& s) {
@@ -712,9 +728,18 @@ class SessionImpl final : public Session {
     scale_.copy_(s.scale);
     growth_.copy_(s.growth);
     micro_ = s.micro;
-    auto gen = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    gen.set_state(s.rng);
+    {
+      auto gen = at::detail::getDefaultCPUGenerator();
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      gen.set_state(s.rng);
+    }
+#if TUNEBENCH_TORCH_CUDA
+    if (s.rng_cuda.defined()) {
+      auto cg = at::cuda::detail::getDefaultCUDAGenerator(device_.index() < 0 ? 0 : device_.index());
+      std::lock_guard<std::mutex> lock(cg.mutex());
+      cg.set_state(s.rng_cuda);
+    }
+#endif
   }
 
   // Seeded batches straight from the dataset (independent of the loader's position and workers).

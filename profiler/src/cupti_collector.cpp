@@ -475,8 +475,9 @@ Status CuptiCollector::start(const Options& options) {
   uint32_t ver = 0;
   if (d.GetVersion(&ver) != CUPTI_SUCCESS) return fail("version mismatch: cuptiGetVersion failed");
   d.version = std::to_string(ver);
-  if (ver / 1000 != CUPTI_API_VERSION / 1000 || ver < CUPTI_API_VERSION) {
-    // Record layouts (CUpti_ActivityKernel10, ...) are those of the headers we were built with.
+  if (ver / 100 != CUPTI_API_VERSION / 100) {
+    // Record layouts (CUpti_ActivityKernel10, ...) are those of the headers we were built with; they change
+    // with the major.minor API version (CUDA 13.0's is 1300xx), not with a patch release of the library.
     return fail("version mismatch: libcupti API " + std::to_string(ver) + ", built against " +
                 std::to_string(CUPTI_API_VERSION));
   }

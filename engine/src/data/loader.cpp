@@ -328,10 +328,10 @@ struct Loader::Impl {
         auto event = std::make_shared<at::cuda::CUDAEvent>();
         {
           c10::cuda::CUDAStreamGuard guard(*copy_stream);
-          // The copy must not overwrite memory the compute stream may still read (allocator reuse).
-          at::cuda::CUDAEvent before;
-          before.record(compute);
-          before.block(*copy_stream);
+          // No fence against the compute stream: that would make the copy wait for all queued compute, so it
+          // could never overlap. Reuse is safe without it: the destination is allocated on the copy stream,
+          // and record_stream below keeps the allocator from handing memory the compute stream still reads
+          // to a later copy.
           b.input = r.slot->input.to(o.device, torch::kFloat32, /*non_blocking=*/true, false, memory_format);
           b.target = r.slot->target.to(o.device, torch::kInt64, /*non_blocking=*/true);
           event->record(*copy_stream);

@@ -107,10 +107,11 @@ class Tuner {
     res_.baseline = baseline_;
     calibrate();
     noise_floor_phase();
-    process_phase();
+    process_phase(/*primary=*/true);
     screen();
     accumulate();
     if (o_.revisit) revisit();
+    process_phase(/*primary=*/false);
     final_phase();
     summarize();
     res_.elapsed_s = w_.now_s() - t0_;
@@ -570,16 +571,26 @@ class Tuner {
     take_snapshot("baseline");
   }
 
-  // Knobs that take effect at process start, each value in fresh processes against the baseline.
-  void process_phase() {
+  // Knobs that take effect at process start, each value in fresh processes against the baseline. Fresh
+  // processes are expensive (start-up, model build): the primary pass tries each knob's recommended value
+  // only; the other values come after the revisit, with what is left of the budget.
+  void process_phase(bool primary) {
     phase_ = "process";
     for (const auto& id : order_) {
       const auto& k = knobs_[id];
-      if (!k.info.process_scope || !eligible(k, true)) continue;
-      for (const auto& v : k.applicability.unavailable_values)
-        res_.skipped.push_back({id, v, k.applicability.reason.empty() ? "unavailable here" : k.applicability.reason});
+      if (!k.info.process_scope || !eligible(k, primary)) continue;
+      if (primary)
+        for (const auto& v : k.applicability.unavailable_values)
+          res_.skipped.push_back({id, v, k.applicability.reason.empty() ? "unavailable here" : k.applicability.reason});
+      if (!primary && no_fresh_processes_) break;
       std::optional<size_t> best;
-      for (const auto& v : plain_values(k, baseline_[id])) {
+      for (size_t i = 0; i < res_.trials.size(); ++i)
+        if (res_.trials[i].phase == "process" && res_.trials[i].knob == id && res_.trials[i].accepted) best = i;
+      std::vector<std::string> values;
+      for (const auto& v : plain_values(k, baseline_[id]))
+        if ((v == k.info.recommended_value) == primary) values.push_back(v);
+      if (primary && values.empty()) values = plain_values(k, baseline_[id]);  // no recommended: all now
+      for (const auto& v : values) {
         if (!fits_fresh(id, v)) break;
         Config cand = baseline_;
         cand[id] = v;
@@ -591,6 +602,7 @@ class Tuner {
         if (t.outcome == "failed" && t.reason.find("cannot start fresh processes") != std::string::npos) {
           res_.trials.pop_back();
           res_.skipped.push_back({id, "", "takes effect at process start and this workload cannot start processes"});
+          no_fresh_processes_ = true;
           break;
         }
         const size_t i = res_.trials.size() - 1;
@@ -602,11 +614,19 @@ class Tuner {
           res_.trials[i].reason += "; " + label(id, res_.trials[*best].value) + " was faster";
         }
       }
-      if (best) {
+      auto chosen = process_choice_.find(id);
+      if (best && (chosen == process_choice_.end() || chosen->second != res_.trials[*best].value)) {
         process_choice_[id] = res_.trials[*best].value;
-        kept_.push_back({{{id, res_.trials[*best].value}}, id, res_.trials[*best].value, ""});
-        kept_trial_.push_back(*best);
-        kept_ratio_.push_back(res_.trials[*best].estimate.ratio);
+        for (size_t i = kept_.size(); i-- > 0;)
+          if (kept_[i].knob == id) {
+            kept_.erase(kept_.begin() + long(i));
+            kept_trial_.erase(kept_trial_.begin() + long(i));
+            kept_ratio_.erase(kept_ratio_.begin() + long(i));
+          }
+        // Process knobs first in the waterfall: they apply before anything else runs.
+        kept_.insert(kept_.begin(), {{{id, res_.trials[*best].value}}, id, res_.trials[*best].value, ""});
+        kept_trial_.insert(kept_trial_.begin(), *best);
+        kept_ratio_.insert(kept_ratio_.begin(), res_.trials[*best].estimate.ratio);
       }
     }
   }
@@ -1157,6 +1177,7 @@ class Tuner {
   std::vector<std::string> order_;
   Config baseline_, current_;
   std::map<std::string, std::string> process_choice_;  // process knobs kept (measured in fresh processes)
+  bool no_fresh_processes_ = false;
   double sec_per_step_ = 0, apply_s_ = 0, probe_s_ = 0, warmup_est_ = 3, process_start_s_ = 1.0;
   int window_ = 8;
   int planned_trials_ = 0;
