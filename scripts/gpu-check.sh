@@ -93,8 +93,8 @@ if [[ " $stages " == *" build "* ]]; then
     -DCMAKE_INCLUDE_PATH="$root/usr/include" -DCMAKE_LIBRARY_PATH="$root/usr/lib/x86_64-linux-gnu" \
     > "$work/logs/configure.txt" 2>&1 \
     || { log "configure FAILED"; tail -30 "$work/logs/configure.txt"; pack build; exit 1; }
-  timeout 540 cmake --build $build -j "$(nproc)" > "$work/logs/build.txt" 2>&1 \
-    || { log "build FAILED (or over 540 s)"; grep -m20 -B2 -A6 'error' "$work/logs/build.txt"; pack build; exit 1; }
+  timeout "${TB_GPU_BUILD_TIMEOUT:-540}" cmake --build $build -j "$(nproc)" > "$work/logs/build.txt" 2>&1 \
+    || { log "build FAILED (or over ${TB_GPU_BUILD_TIMEOUT:-540} s)"; grep -m20 -B2 -A6 'error' "$work/logs/build.txt"; pack build; exit 1; }
   log "build ok"
   pack build
 fi

@@ -12,7 +12,7 @@ void usage(FILE* out) {
   std::fputs(
       "usage: tunebench-cli <command> [options]\n"
       "  knobs [--json]                                  every knob, default, recommended, applicable here + why\n"
-      "  run --model M --data D [--set k=v,...] [--steps N] [--trace T.json] [--json OUT.json]\n"
+      "  run --model M --data D [--set k=v,...] [--steps N | --measured-steps N] [--trace T.json] [--json OUT.json]\n"
       "  analyze TRACE [--json OUT.json] [--min-gap-us N]  our traces, Chrome trace JSON, Kineto (.json/.json.gz)\n"
       "  tune --model M --data D [--budget S] [--report R.html] [--json OUT.json]\n"
       "  make-dataset --out DIR [--images N] [--size WxH] [--classes K]\n"

@@ -69,7 +69,9 @@ void add_host_findings(const Trace& trace, const AnalysisOptions& opt, AnalysisR
   const int cores = meta_int(trace, "cpu_cores", 0);
   const int intra = meta_int(trace, "intra_op_threads", 0);
   const int workers = meta_int(trace, "workers", 0);
-  if (cores > 0 && intra > 0 && workers > 0 && intra + workers > cores) {
+  // Only when the intra-op threads are more than the cores the loader leaves (what auto would choose): with
+  // more workers than cores, auto already runs one intra-op thread and fewer threads are no remedy.
+  if (cores > 0 && intra > 0 && workers > 0 && intra + workers > cores && intra > std::max(1, cores - workers)) {
     Finding f;
     f.kind = FindingKind::Oversubscribed;
     f.id = to_string(f.kind);

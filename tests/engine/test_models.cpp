@@ -139,6 +139,7 @@ TEST(Models, TorchScriptLinearsAreRewrittenToTheDensePath) {
     for (const auto& p : m.parameters()) out.push_back(p.grad().clone());
     return out;
   };
+  torch::manual_seed(7);  // the same weights and input every run (two GEMM paths differ by rounding only)
   auto x = torch::randn({5, 12});
   auto plain = make();
   auto rewritten = make();

@@ -393,6 +393,7 @@ TEST(Analysis, OversubscriptionFinding) {
   EXPECT_TRUE(finding("2", "1", "1").id.empty());  // the auto default: no oversubscription
   EXPECT_TRUE(finding("8", "4", "2").id.empty());
   EXPECT_TRUE(finding("2", "2", "0").id.empty());  // no loader threads
+  EXPECT_TRUE(finding("2", "1", "2").id.empty());  // auto already runs 1 thread: nothing to suggest
 }
 
 TEST(Analysis, KinetoNamesForStepsAndDataWait) {

@@ -53,6 +53,7 @@ std::vector<KnobSpec> parseKnobs(const QJsonValue& doc, QString* error) {
     for (const QJsonValue& v : o.value("unavailable_values").toArray()) k.unavailable << knobValueText(v);
     if (!k.applicable && k.reason.isEmpty()) k.reason = QStringLiteral("not applicable here (no reason given)");
     k.changes_numerics = o.value("changes_numerics").toBool(false);
+    k.process_scope = o.value("process_scope").toBool(false);
     for (const QJsonValue& s : o.value("seeds").toArray()) k.seeds << knobValueText(s);
     out.push_back(std::move(k));
   }

@@ -34,6 +34,9 @@ static QString tooltipFor(const KnobSpec& k) {
   QString tip = QStringLiteral("<b>%1</b> (<code>%2</code>)<br>%3").arg(k.title.toHtmlEscaped(), k.id, k.description.toHtmlEscaped());
   tip += QStringLiteral("<br>default: <code>%1</code>, recommended: <code>%2</code>").arg(k.default_value, k.recommended);
   if (k.changes_numerics) tip += QStringLiteral("<br>⚠ may change numerics: the loss-drift guard runs");
+  if (k.process_scope)
+    tip += QStringLiteral("<br>takes effect when a run starts: a running run follows only some changes (the run says "
+                          "which in the log); the auto-tuner measures it in fresh processes");
   if (!k.seeds.isEmpty()) tip += QStringLiteral("<br>seeds: %1").arg(k.seeds.join(", "));
   if (!k.applicable) tip += QStringLiteral("<br><b>Not applicable:</b> %1").arg(k.reason.toHtmlEscaped());
   return tip;

@@ -22,6 +22,7 @@ struct KnobSpec {
   QString reason;          // why not applicable (non-empty when !applicable), or why some values are unavailable
   QStringList unavailable; // values that cannot take effect here (shown disabled)
   bool changes_numerics = false;
+  bool process_scope = false;  // takes effect when a run starts (cpu_allocator, cudnn_benchmark)
   QStringList seeds;
 };
 
