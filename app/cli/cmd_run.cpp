@@ -29,6 +29,8 @@ void print_warnings(engine::Session& s, nlohmann::json& all) {
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
+  for (int i = 1; i < argc && std::string(argv[i]) != "--"; ++i)
+    if (std::string(argv[i]) == "--script") return cmd_run_script(argc, argv);
   engine::SessionOptions opts;
   opts.model.clear();
   opts.data.clear();

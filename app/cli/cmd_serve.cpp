@@ -126,6 +126,8 @@ nlohmann::json knobs_json(const std::vector<engine::KnobState>& states) {
 }  // namespace
 
 int cmd_serve(int argc, char** argv) {
+  for (int i = 1; i < argc && std::string(argv[i]) != "--"; ++i)
+    if (std::string(argv[i]) == "--script") return cmd_serve_script(argc, argv);
   engine::SessionOptions opts;
   opts.model.clear();
   opts.data = "synthetic";

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "engine/report.h"
 #include "engine/tuner.h"
 #include "engine_cli_common.h"
+#include "script_common.h"
 
 namespace tb::cli {
 namespace {
@@ -18,6 +20,8 @@ void usage(FILE* out) {
       "usage: tunebench-cli tune --model M --data D [--budget S] [--report R.html] [--json OUT.json] [--set k=v,...]\n"
       "       [--knobs k1,k2,...] [--rounds N] [--warmup N] [--seed N] [--device auto|cpu|cuda] [--input C,H,W]\n"
       "       [--classes K] [--quiet] [--simulate]\n"
+      "       tunebench-cli tune --script train.py [--python PY] [--budget S] [--report R.html] [--json OUT.json]\n"
+      "       [--set k=v,...] [--knobs ...] [-- SCRIPT ARGS]   (a user's PyTorch script, run unmodified)\n"
       "  Measures the noise floor (A/A), every applicable knob before/after (paired windows AB, BA, ..., t interval),\n"
       "  process knobs (cpu_allocator) in fresh processes, accumulates the winners, revisits the rest on top,\n"
       "  re-measures every kept knob in a final alternation and reports the speedup. --report R.html also writes R.md.\n"
@@ -60,16 +64,35 @@ int cmd_tune(int argc, char** argv) {
   engine::TuneOptions to;
   std::string report, json_out, knobs_list;
   bool quiet = false, simulate = false;
-  for (int i = 1; i < argc; ++i) {
+  client::ScriptOptions script;
+  std::vector<std::string> script_args;
+  const int end = script_args_split(argc, argv, script_args);
+  script.args = script_args;
+  for (int i = 1; i < end; ++i) {
     const std::string a = argv[i];
     auto value = [&](std::string& out) -> bool {
-      if (i + 1 >= argc) return false;
+      if (i + 1 >= end) return false;
       out = argv[++i];
       return true;
     };
     std::string v;
     int64_t n = 0;
-    if (a == "--help" || a == "-h") {
+    if (a == "--script") {
+      if (!value(script.script) || script.script.empty()) return fail("--script needs a file", 2);
+    } else if (a == "--python") {
+      if (!value(script.python)) return fail("--python needs an interpreter path", 2);
+    } else if (a == "--set" && !script.script.empty()) {
+      // Script knobs are the launcher's (it validates them): keep them as they are.
+      if (!value(v)) return fail("--set needs k=v,...", 2);
+      std::stringstream ss(v);
+      std::string item;
+      while (std::getline(ss, item, ',')) {
+        const auto eq = item.find('=');
+        if (eq == std::string::npos) return fail("bad knob setting '" + item + "': expected knob=value", 2);
+        script.set.push_back({item.substr(0, eq), item.substr(eq + 1)});
+        to.skip_knobs.push_back(item.substr(0, eq));
+      }
+    } else if (a == "--help" || a == "-h") {
       usage(stdout);
       return 0;
     } else if (a == "--budget") {
@@ -85,7 +108,8 @@ int cmd_tune(int argc, char** argv) {
     } else if (a == "--knobs") {
       if (!value(knobs_list)) return fail("--knobs needs k1,k2,...", 2);
       for (const auto& k : split_list(knobs_list)) {
-        if (!engine::find_knob(k)) return fail("unknown knob '" + k + "' in --knobs (see tunebench-cli knobs)", 2);
+        if (script.script.empty() && !engine::find_knob(k))
+          return fail("unknown knob '" + k + "' in --knobs (see tunebench-cli knobs)", 2);
         to.only_knobs.push_back(k);
       }
     } else if (a == "--rounds") {
@@ -103,8 +127,10 @@ int cmd_tune(int argc, char** argv) {
 
     }
   }
-  if (!simulate && so.model.empty()) return fail("tune needs --model (mnist_cnn, resnet18, resnet50, vit_tiny, torchscript:PATH)", 2);
-  if (!simulate && so.data.empty()) return fail("tune needs --data (synthetic, imagefolder:DIR, mnist:DIR)", 2);
+  if (!script.script.empty() && (simulate || !so.model.empty()))
+    return fail("--script replaces --model/--data/--simulate", 2);
+  if (!simulate && script.script.empty() && so.model.empty()) return fail("tune needs --model (mnist_cnn, resnet18, resnet50, vit_tiny, torchscript:PATH)", 2);
+  if (!simulate && script.script.empty() && so.data.empty()) return fail("tune needs --data (synthetic, imagefolder:DIR, mnist:DIR)", 2);
   // Knobs pinned with --set are part of the baseline and are not tuned.
   for (const auto& [k, v] : so.knobs) to.skip_knobs.push_back(k);
   // Fail on an unwritable output before spending the budget; files the probe created are removed again if
@@ -134,8 +160,13 @@ int cmd_tune(int argc, char** argv) {
   std::unique_ptr<engine::Workload> workload;
   try {
     if (simulate) workload = engine::make_simulated_workload(so.seed ? so.seed : 7);
-    else workload = engine::make_session_workload(so);
+    else if (!script.script.empty()) {
+      script.output = script_output_to_stderr(true);  // the script's prints would drown the progress lines
+      workload = engine::make_script_workload(script);
+    } else workload = engine::make_session_workload(so);
   } catch (const engine::EngineError& e) {
+    return fail_clean(e.what(), 2);
+  } catch (const engine::TrialFailure& e) {
     return fail_clean(e.what(), 2);
   } catch (const std::exception& e) {
     return fail_clean(e.what(), 1);

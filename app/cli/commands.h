@@ -5,7 +5,9 @@
 namespace tb::cli {
 int cmd_knobs(int argc, char** argv);         // cmd_knobs.cpp        (engine)
 int cmd_run(int argc, char** argv);           // cmd_run.cpp          (engine)
+int cmd_run_script(int argc, char** argv);    // cmd_run_script.cpp   (a user's script; client/)
 int cmd_serve(int argc, char** argv);         // cmd_serve.cpp        (engine)
+int cmd_serve_script(int argc, char** argv);  // cmd_serve_script.cpp (a user's script; client/)
 int cmd_make_dataset(int argc, char** argv);  // cmd_make_dataset.cpp (engine data)
 int cmd_tune(int argc, char** argv);          // cmd_tune.cpp         (engine tuner)
 int cmd_analyze(int argc, char** argv);       // cmd_analyze.cpp      (profiler)

@@ -45,6 +45,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "client/script_runner.h"
 #include "engine/knobs.h"
 #include "engine/session.h"
 #include "measure/interval.h"
@@ -108,6 +109,9 @@ class Workload {
   // batches every time it is called (the loss-drift guard compares two such curves). May leave the
   // workload in any configuration: the tuner re-applies before it measures again. Throws TrialFailure.
   virtual std::vector<double> loss_probe(const Config& config, int steps) = 0;
+  // False when the workload cannot replay seeded batches (a user's script): the tuner then keeps numerics
+  // knobs on their speed alone and says in the trial that the loss was not checked.
+  virtual bool has_loss_probe() const { return true; }
   // Analyses a short trace of `steps` steps under the current configuration. nullopt when not supported.
   virtual std::optional<Snapshot> snapshot(int steps) { (void)steps; return std::nullopt; }
   // Seconds on the clock the budget and the windows are counted in (wall clock for a real session, virtual
@@ -237,5 +241,9 @@ std::unique_ptr<Workload> make_session_workload(const SessionOptions& options);
 // `tunebench-cli tune --simulate`). `noise` is the relative per-step jitter (autocorrelated); same seed,
 // same numbers.
 std::unique_ptr<Workload> make_simulated_workload(uint64_t seed = 7, double noise = 0.03);
+
+// A user's script under python -m tunebench.launch (client/script_runner.h). Throws TrialFailure when it
+// cannot start (the message says why: no interpreter with torch, script not found, a refused knob...).
+std::unique_ptr<Workload> make_script_workload(const client::ScriptOptions& options);
 
 }  // namespace tb::engine

@@ -449,6 +449,10 @@ class Tuner {
     bool guard = false;
     for (const auto& k : changed_knobs(ref, cand)) guard = guard || numerics(k);
     guard = guard && t.accepted;
+    if (guard && !w_.has_loss_probe()) {
+      guard = false;
+      t.reason += "; the loss was not checked (no seeded replay of a script's batches): watch its convergence";
+    }
     if (guard) {
       try {
         double d = loss_drift(cand);

@@ -1,0 +1,179 @@
+// tunebench-cli run --script train.py [--python PY] [--set k=v,...] [--steps N | --measured-steps N]
+//                   [--json OUT.json] [--first-step-timeout S] [--quiet] [-- SCRIPT ARGS]
+// Runs the user's script unmodified under python -m tunebench.launch and reports its throughput exactly as an
+// engine run (same JSON document: config, throughput, steps, warnings), plus where the DataLoader and the
+// optimizer were made (the lines a tuning report tells the user to edit).
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "engine_cli_common.h"
+#include "script_common.h"
+
+namespace tb::cli {
+namespace {
+int usage_error(const std::string& msg) {
+  std::fprintf(stderr, "tunebench-cli: error: run: %s\n", msg.c_str());
+  return 2;
+}
+}  // namespace
+
+int cmd_run_script(int argc, char** argv) {
+  client::ScriptOptions so;
+  std::vector<std::string> script_args;
+  const int end = script_args_split(argc, argv, script_args);
+  so.args = script_args;
+  int64_t measured_steps = 0;
+  double first_step_timeout = 120;
+  std::string json_path;
+  bool quiet = false;
+  for (int i = 1; i < end; ++i) {
+    const std::string a = argv[i];
+    auto value = [&](std::string& out) {
+      if (i + 1 >= end) return false;
+      out = argv[++i];
+      return true;
+    };
+    std::string v;
+    int64_t n = 0;
+    if (a == "--script") {
+      if (!value(so.script)) return usage_error("--script needs a file");
+    } else if (a == "--python") {
+      if (!value(so.python)) return usage_error("--python needs an interpreter path");
+    } else if (a == "--set") {
+      if (!value(v)) return usage_error("--set needs k=v,...");
+      std::stringstream ss(v);
+      std::string item;
+      while (std::getline(ss, item, ',')) {
+        const auto eq = item.find('=');
+        if (eq == std::string::npos) return usage_error("bad knob setting '" + item + "': expected knob=value");
+        so.set.push_back({item.substr(0, eq), item.substr(eq + 1)});
+      }
+    } else if (a == "--steps") {
+      if (!value(v) || !parse_int(v, n, 1)) return usage_error("--steps needs a positive integer");
+      so.steps = n;
+    } else if (a == "--measured-steps") {
+      if (!value(v) || !parse_int(v, n, 1)) return usage_error("--measured-steps needs a positive integer");
+      measured_steps = n;
+    } else if (a == "--json") {
+      if (!value(json_path)) return usage_error("--json needs a file path");
+    } else if (a == "--first-step-timeout") {
+      if (!value(v) || !parse_int(v, n, 1)) return usage_error("--first-step-timeout needs seconds");
+      first_step_timeout = double(n);
+    } else if (a == "--warmup") {
+      if (!value(v) || !parse_int(v, n)) return usage_error("--warmup needs a non-negative integer");
+      so.warmup_steps = int(n);
+    } else if (a == "--quiet" || a == "-q") {
+      quiet = true;
+    } else {
+      return usage_error("unknown option '" + a + "' for run --script (script arguments go after --)");
+    }
+  }
+  if (so.script.empty()) return usage_error("--script needs a file");
+  so.output = script_output_to_stderr(quiet);
+
+  client::ScriptRunner runner;
+  if (std::string err = runner.start(so); !err.empty()) {
+    std::fprintf(stderr, "tunebench-cli: error: %s\n", err.c_str());
+    return err.rfind("script not found", 0) == 0 || err.find("python") != std::string::npos ? 2 : 1;
+  }
+  const nlohmann::json& hello = runner.hello();
+  std::fprintf(stderr, "run: %s under %s (torch %s), %s\n", so.script.c_str(), runner.python().path.c_str(),
+               runner.python().torch_version.c_str(),
+               hello.value(nlohmann::json::json_pointer("/device/kind"), std::string("cpu")).c_str());
+
+  std::vector<engine::StepRecord> records;
+  nlohmann::json warnings = nlohmann::json::array(), sources = nlohmann::json::array(), done;
+  nlohmann::json config = config_of_hello(hello);
+  std::string failure, traceback;
+  measure::LoadProbe load;
+  int64_t measured = 0;
+  bool stop_sent = false;
+  for (;;) {
+    const double wait = records.empty() ? first_step_timeout - runner.seconds_running() : 600 - runner.seconds_since_step();
+    if (wait <= 0) {
+      failure = records.empty() ? "no Optimizer.step() seen in " + std::to_string(int(first_step_timeout)) +
+                                      " s - is this a training script?"
+                                : "no optimizer step for 600 s: the script hangs";
+      break;
+    }
+    auto m = runner.next(std::min(wait, 1.0));
+    if (!m) {
+      if (runner.finished()) break;
+      continue;
+    }
+    const std::string type = m->value("type", std::string());
+    if (type == "step") {
+      records.push_back(step_record_of(*m));
+      if (!records.back().warmup) ++measured;
+      if (measured_steps > 0 && measured >= measured_steps && !stop_sent) {
+        runner.send({{"type", "stop"}});
+        stop_sent = true;
+      }
+    } else if (type == "config_applied") {
+      if (m->contains("knobs")) config = (*m)["knobs"];
+    } else if (type == "source") {
+      sources.push_back(*m);
+    } else if (type == "warning") {
+      warnings.push_back(m->value("message", std::string()));
+      std::fprintf(stderr, "tunebench-cli: warning: %s\n", m->value("message", std::string()).c_str());
+    } else if (type == "error") {
+      failure = m->value("message", std::string("the script failed"));
+      traceback = m->value("traceback", std::string());
+    } else if (type == "done") {
+      done = *m;
+    }
+  }
+  const int code = runner.stop(failure.empty() ? 10 : 2);
+
+  nlohmann::json out;
+  out["model"] = "script:" + so.script;
+  std::string args;
+  for (const auto& a : so.args) args += (args.empty() ? "" : " ") + a;
+  out["data"] = args;
+  out["script"] = {{"path", so.script}, {"args", so.args}, {"python", runner.python().path}};
+  out["device"] = hello.value("device", nlohmann::json::object());
+  out["versions"] = hello.value("versions", nlohmann::json::object());
+  out["config"] = config;
+  out["throughput"] = throughput_json(records, load.stop());
+  out["steps"] = nlohmann::json::array();
+  for (const auto& r : records) out["steps"].push_back(step_json(r));
+  out["source"] = sources;
+  out["warnings"] = warnings;
+  out["exit_code"] = code;
+  if (!done.is_null()) out["done"] = done.value("summary", nlohmann::json::object());
+  if (!failure.empty()) out["error"] = failure;
+  if (!traceback.empty()) out["traceback"] = traceback;
+  // The measured steps as one window (no device sync from outside the script: the launcher's step times).
+  int64_t samples = 0;
+  double wall = 0;
+  for (const auto& r : records)
+    if (!r.warmup) samples += r.samples, wall += r.wall_ns * 1e-9;
+  if (measured > 0) out["window"] = {{"steps", measured}, {"samples", samples}, {"wall_s", wall},
+                                     {"samples_per_s", wall > 0 ? samples / wall : 0.0}};
+  if (!json_path.empty()) {
+    std::ofstream f(json_path);
+    if (!f) {
+      std::fprintf(stderr, "tunebench-cli: error: cannot write '%s'\n", json_path.c_str());
+      return 1;
+    }
+    f << out.dump(2) << "\n";
+  }
+  const auto& tp = out["throughput"];
+  std::printf("%s: %.1f samples/s over %zu measured steps (%zu in all); %s\n", so.script.c_str(),
+              tp["samples_per_s"].get<double>(), tp["measured_steps"].get<size_t>(), records.size(),
+              tp["noise"]["text"].get<std::string>().c_str());
+  if (!failure.empty()) {
+    if (!traceback.empty()) std::fprintf(stderr, "%s", traceback.c_str());
+    std::fprintf(stderr, "tunebench-cli: error: %s\n", failure.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace tb::cli

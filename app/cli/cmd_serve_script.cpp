@@ -1,0 +1,194 @@
+// tunebench-cli serve --script train.py [--python PY] [--set k=v,...] [--steps N] [--trace-dir DIR]
+//                     [--trace-every N] [-- SCRIPT ARGS]
+// The run protocol of docs/protocol.md for a user's script: the child (python -m tunebench.launch, through
+// client/script_runner.h) speaks it already; this relays its messages to stdout, with the warm-up flag of
+// each step decided here (the engine's rule), and the parent's set / trace / stop to the child. `tune`
+// stops the live child, tunes with fresh children (engine/tuner.h make_script_workload) and starts the live
+// run again with the tuned configuration. stdout carries only protocol lines; the script's prints go to
+// stderr.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <unistd.h>
+
+#include "commands.h"
+#include "engine/report.h"
+#include "engine/tuner.h"
+#include "engine_cli_common.h"
+#include "script_common.h"
+
+namespace tb::cli {
+namespace {
+
+std::mutex g_out_mu;
+void send(nlohmann::json m) {
+  m["v"] = 1;
+  const std::string line = m.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::lock_guard<std::mutex> lock(g_out_mu);
+  std::fwrite(line.data(), 1, line.size(), stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+}
+void send_error(const std::string& message, bool recoverable) {
+  send({{"type", "error"}, {"message", message}, {"recoverable", recoverable}});
+}
+
+struct Inbox {
+  std::mutex mu;
+  std::deque<nlohmann::json> q;
+  std::atomic<bool> eof{false};
+  std::vector<nlohmann::json> drain() {
+    std::lock_guard<std::mutex> lock(mu);
+    std::vector<nlohmann::json> out(q.begin(), q.end());
+    q.clear();
+    return out;
+  }
+};
+
+}  // namespace
+
+int cmd_serve_script(int argc, char** argv) {
+  client::ScriptOptions so;
+  std::vector<std::string> script_args;
+  const int end = script_args_split(argc, argv, script_args);
+  so.args = script_args;
+  for (int i = 1; i < end; ++i) {
+    const std::string a = argv[i];
+    auto value = [&](std::string& out) {
+      if (i + 1 >= end) return false;
+      out = argv[++i];
+      return true;
+    };
+    std::string v;
+    int64_t n = 0;
+    if (a == "--script" && value(so.script)) {
+    } else if (a == "--python" && value(so.python)) {
+    } else if (a == "--set" && value(v)) {
+      std::stringstream ss(v);
+      std::string item;
+      while (std::getline(ss, item, ','))
+        if (auto eq = item.find('='); eq != std::string::npos) so.set.push_back({item.substr(0, eq), item.substr(eq + 1)});
+    } else if (a == "--steps" && value(v) && parse_int(v, n)) {
+      so.steps = n;
+    } else if (a == "--trace-dir" && value(so.trace_dir)) {
+    } else if (a == "--trace-every" && value(v) && parse_int(v, n, 1)) {
+      so.trace_every = int(n);
+    } else {
+      std::fprintf(stderr, "tunebench-cli: error: serve: bad option '%s' for serve --script\n", a.c_str());
+      return 2;
+    }
+  }
+  if (!so.trace_dir.empty()) std::filesystem::create_directories(so.trace_dir);
+  so.output = [](const std::string& line) { std::fprintf(stderr, "  | %s\n", line.c_str()); };
+
+  static Inbox inbox;
+  std::thread([] {
+    std::string line;
+    while (std::getline(std::cin, line)) {
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      auto m = nlohmann::json::parse(line, nullptr, false);
+      if (m.is_discarded() || !m.is_object() || !m.contains("type")) {
+        send_error("malformed message (expected one JSON object with a \"type\" per line)", true);
+        continue;
+      }
+      std::lock_guard<std::mutex> lock(inbox.mu);
+      inbox.q.push_back(std::move(m));
+    }
+    inbox.eof = true;
+  }).detach();
+
+  auto finish = [](int code) {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(code);  // the stdin reader may still block
+  };
+  int64_t steps = 0;
+  bool hello_sent = false;
+  int tune_index = 0;
+  for (;;) {  // one live child per iteration; a tune starts the next one with its result
+    auto runner = std::make_unique<client::ScriptRunner>();
+    if (std::string err = runner->start(so); !err.empty()) {
+      send_error(err, false);
+      send({{"type", "done"}, {"summary", {{"steps", steps}, {"reason", "error"}, {"unit", "samples/s"}}}});
+      finish(2);
+    }
+    nlohmann::json hello = runner->hello();
+    if (!hello_sent) {
+      send(hello);
+      hello_sent = true;
+    }
+    bool restart = false;
+    while (!restart) {
+      for (auto& msg : inbox.drain()) {
+        const std::string type = msg.value("type", std::string());
+        if (type == "set" || type == "trace") {
+          runner->send(msg);
+        } else if (type == "stop") {
+          runner->stop(5);
+          send({{"type", "done"}, {"summary", {{"steps", steps}, {"reason", "stopped"}, {"unit", "samples/s"}}}});
+          finish(0);
+        } else if (type == "tune") {
+          runner->stop(5);
+          engine::TuneOptions to;
+          to.budget_s = msg.value("budget_s", 120.0);
+          to.progress = [](const engine::TuneProgress& p) {
+            send({{"type", "tune_progress"}, {"phase", p.phase}, {"message", p.message}, {"fraction", p.fraction}});
+          };
+          try {
+            client::ScriptOptions tso = so;
+            tso.steps = 0;
+            tso.trace_dir.clear();
+            tso.output = {};
+            auto w = engine::make_script_workload(tso);
+            engine::TuneResult r = engine::run_tune(*w, to);
+            const auto dir = so.trace_dir.empty()
+                                 ? std::filesystem::temp_directory_path() / ("tunebench-tune-" + std::to_string(::getpid()))
+                                 : std::filesystem::path(so.trace_dir);
+            std::filesystem::create_directories(dir);
+            const std::string stem = (dir / ("tune-" + std::to_string(tune_index++))).string();
+            engine::write_report(r, stem + ".html", stem + ".md", stem + ".json");
+            nlohmann::json final_config = nlohmann::json::object();
+            for (const auto& [k, v] : r.final_config) final_config[k] = v;
+            send({{"type", "tune_done"}, {"report_html", stem + ".html"}, {"report_json", stem + ".json"},
+                  {"report_markdown", stem + ".md"}, {"final_config", final_config},
+                  {"speedup", r.speedup.valid() ? nlohmann::json(r.speedup.ratio) : nlohmann::json()}});
+            so.set.clear();
+            for (const auto& k : engine::changed_knobs(r.baseline, r.final_config)) so.set.push_back({k, r.final_config.at(k)});
+          } catch (const std::exception& e) {
+            send_error(std::string("auto-tune failed: ") + e.what(), true);
+          }
+          restart = true;  // the live run goes on, from the start of the script, with the tuned knobs
+          break;
+        }
+      }
+      if (restart) break;
+      if (inbox.eof) {
+        runner->stop(5);
+        send({{"type", "done"}, {"summary", {{"steps", steps}, {"reason", "stdin closed"}, {"unit", "samples/s"}}}});
+        finish(0);
+      }
+      auto m = runner->next(0.05);
+      if (!m) {
+        if (!runner->finished()) continue;
+        const int code = runner->stop(5);
+        send({{"type", "done"}, {"summary", {{"steps", steps}, {"reason", code == 0 ? "completed" : "error"},
+                                             {"unit", "samples/s"}, {"exit_code", code}}}});
+        finish(code == 0 ? 0 : 1);
+      }
+      const std::string type = m->value("type", std::string());
+      if (type == "step") ++steps;
+      if (type == "hello") continue;  // a restarted child: the parent already has one
+      if (type == "done") continue;   // sent by us, with our step count, when the child is gone
+      send(*m);
+    }
+  }
+}
+
+}  // namespace tb::cli

@@ -1,0 +1,58 @@
+// Helpers shared by the `--script` paths of run / tune / serve (a user's PyTorch script under
+// python -m tunebench.launch, client/script_runner.h). Header-only, app/cli only.
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "client/script_runner.h"
+#include "engine/session.h"
+
+namespace tb::cli {
+
+// A `step` message as the engine's step record (throughput_json and the tuner read those).
+inline engine::StepRecord step_record_of(const nlohmann::json& m) {
+  engine::StepRecord r;
+  r.index = m.value("i", int64_t(0));
+  r.samples = m.value("samples", int64_t(0));
+  r.start_ns = m.value("t_ns", int64_t(0));
+  r.wall_ns = m.value("wall_ns", int64_t(0));
+  r.data_wait_ns = m.value("data_wait_ns", int64_t(0));
+  r.h2d_ns = m.value("h2d_ns", int64_t(0));
+  r.minor_faults = m.value("minor_faults", int64_t(0));
+  r.config_rev = m.value("config_rev", int64_t(0));
+  r.warmup = m.value("warmup", false);
+  r.skipped = m.value("skipped", false);
+  if (m.contains("loss") && m["loss"].is_number()) r.loss = m["loss"].get<double>();
+  return r;
+}
+
+// The script's knob values from `hello` (or a config_applied's `knobs`).
+inline nlohmann::json config_of_hello(const nlohmann::json& hello) {
+  nlohmann::json c = nlohmann::json::object();
+  if (hello.contains("knobs") && hello["knobs"].is_array())
+    for (const auto& k : hello["knobs"])
+      if (k.contains("id") && k.contains("value")) c[k["id"].get<std::string>()] = k["value"];
+  return c;
+}
+
+// Splits argv at "--": the part after it belongs to the script. Returns the index of "--" or argc.
+inline int script_args_split(int argc, char** argv, std::vector<std::string>& script_args) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--") {
+      for (int k = i + 1; k < argc; ++k) script_args.push_back(argv[k]);
+      return i;
+    }
+  return argc;
+}
+
+// The script's prints go to our stderr, marked, so a user sees their own output but protocol stays clean.
+inline client::ChildProcess::OutputFn script_output_to_stderr(bool quiet) {
+  if (quiet) return {};
+  return [](const std::string& line) { std::fprintf(stderr, "  | %s\n", line.c_str()); };
+}
+
+}  // namespace tb::cli

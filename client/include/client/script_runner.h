@@ -1,0 +1,78 @@
+// A user's PyTorch script run unmodified under `python -m tunebench.launch` (python/tunebench/), as a child
+// speaking the run protocol of docs/protocol.md on its fds 3 (to us) and 4 (from us). The runner adds what
+// the engine's `serve` decides itself: the warm-up flag of each step (measure/warmup.h, restarted at every
+// config revision), so scripts and engine runs are measured by one rule.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "client/child_process.h"
+#include "measure/warmup.h"
+
+namespace tb::client {
+
+// The interpreter that runs scripts: the one asked for, else the first `python3` on PATH that imports torch.
+struct PythonChoice {
+  std::string path;           // "" when none
+  std::string torch_version;  // what `import torch` reported
+  std::string error;          // one line naming what was tried, when path is ""
+};
+PythonChoice find_python(const std::string& requested = "");
+
+// Where the `tunebench` Python package lives: $TUNEBENCH_PYTHON_DIR, else next to this executable's tree
+// (build/app/tunebench-cli -> <source>/python, <prefix>/bin -> <prefix>/share/tunebench/python). "" if none.
+std::string python_package_dir();
+
+struct ScriptOptions {
+  std::string script;
+  std::vector<std::string> args;  // the script's own arguments
+  std::string python;             // "" = find_python()
+  std::vector<std::pair<std::string, std::string>> set;  // initial knobs
+  int64_t steps = 0;              // end after this many optimizer steps (0 = the script's own end)
+  std::string trace_dir;          // "" = no tracing
+  int trace_every = 20;
+  int warmup_steps = 3, max_warmup_steps = 30;  // the warm-up rule (measure/warmup.h), as for the engine
+  ChildProcess::OutputFn output;  // the script's own prints (stdout+stderr), line by line
+};
+
+class ScriptRunner {
+ public:
+  ~ScriptRunner();
+  // Starts the interpreter and waits for `hello` (at most `hello_timeout_s`). Returns "" or a one-line error
+  // (no interpreter with torch, no launcher package, the launcher refused a knob, ...).
+  std::string start(const ScriptOptions& options, double hello_timeout_s = 120);
+  const nlohmann::json& hello() const { return hello_; }
+  const PythonChoice& python() const { return python_; }
+
+  // The next message, waiting at most `timeout_s`; nullopt on timeout or when the child closed the channel
+  // (then finished()). Steps carry "warmup" from the rule; malformed lines become warnings.
+  std::optional<nlohmann::json> next(double timeout_s);
+  bool finished() const { return child_.eof(); }
+  bool send(const nlohmann::json& message);
+  // Asks the child to stop and reaps it (SIGTERM/SIGKILL after `timeout_s`). Returns its exit code.
+  int stop(double timeout_s = 10);
+  std::optional<int> exit_code() { return child_.exited() ? child_.exit_code() : std::nullopt; }
+  std::vector<std::string> output_tail() const { return child_.output_tail(); }
+  // Seconds since the start, and since the last step arrived (the "is this a training script?" check).
+  double seconds_running() const;
+  double seconds_since_step() const;
+  int64_t steps_seen() const { return steps_; }
+
+ private:
+  ChildProcess child_;
+  PythonChoice python_;
+  nlohmann::json hello_;
+  std::vector<nlohmann::json> early_;  // messages read while waiting for hello
+  ScriptOptions opts_;
+  measure::WarmupDetector warmup_{0};
+  int64_t rev_ = -1;
+  int64_t steps_ = 0;
+  double started_s_ = 0, last_step_s_ = 0;
+};
+
+}  // namespace tb::client

@@ -1,0 +1,217 @@
+#include "client/child_process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+extern char** environ;
+
+namespace tb::client {
+namespace {
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+}  // namespace
+
+std::string join_config(const std::vector<std::pair<std::string, std::string>>& kv) {
+  std::string s;
+  for (const auto& [k, v] : kv) s += (s.empty() ? "" : ",") + k + "=" + v;
+  return s;
+}
+
+ChildProcess::~ChildProcess() {
+  if (pid_ > 0 && !code_) terminate(0, 1);
+  close_fd(proto_);
+  close_fd(input_);
+  finish_pump();
+  close_fd(output_);
+}
+
+std::string ChildProcess::start(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                                OutputFn output) {
+  if (argv.empty()) return "nothing to start";
+  int proto[2], input[2], out[2];
+  if (pipe2(proto, O_CLOEXEC) != 0) return std::string("pipe: ") + std::strerror(errno);
+  if (pipe2(input, O_CLOEXEC) != 0) {
+    ::close(proto[0]), ::close(proto[1]);
+    return std::string("pipe: ") + std::strerror(errno);
+  }
+  if (pipe2(out, O_CLOEXEC) != 0) {
+    ::close(proto[0]), ::close(proto[1]), ::close(input[0]), ::close(input[1]);
+    return std::string("pipe: ") + std::strerror(errno);
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&fa, out[1], STDERR_FILENO);
+  posix_spawn_file_actions_adddup2(&fa, proto[1], 3);  // dup2 clears CLOEXEC on the new fd
+  posix_spawn_file_actions_adddup2(&fa, input[0], 4);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  // Its own process group: terminate() reaches DataLoader worker processes the script started, too.
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
+  std::vector<char*> av, ev;
+  for (const auto& a : argv) av.push_back(const_cast<char*>(a.c_str()));
+  av.push_back(nullptr);
+  for (const auto& e : env) ev.push_back(const_cast<char*>(e.c_str()));
+  ev.push_back(nullptr);
+  const int rc = posix_spawnp(&pid_, av[0], &fa, &attr, av.data(), env.empty() ? environ : ev.data());
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  ::close(proto[1]);
+  ::close(input[0]);
+  ::close(out[1]);
+  if (rc != 0) {
+    ::close(proto[0]), ::close(input[1]), ::close(out[0]);
+    pid_ = -1;
+    return "cannot start " + argv[0] + ": " + std::strerror(rc);
+  }
+  proto_ = proto[0];
+  input_ = input[1];
+  output_ = out[0];
+  // A child that dies must not kill us with SIGPIPE when we write to it.
+  signal(SIGPIPE, SIG_IGN);
+  forward_ = std::move(output);
+  pump_ = std::thread([this] { pump(); });
+  return "";
+}
+
+void ChildProcess::pump() {
+  std::string line;
+  char buf[4096];
+  for (;;) {
+    // poll with a timeout: a process that escaped the group may hold the pipe open; stop_pump_ ends us then.
+    pollfd p{output_, POLLIN, 0};
+    const int r = ::poll(&p, 1, 200);
+    if (r < 0 && errno == EINTR) continue;
+    if (r == 0) {
+      if (stop_pump_) break;
+      continue;
+    }
+    const ssize_t n = ::read(output_, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    for (ssize_t i = 0; i < n; ++i) {
+      if (buf[i] != '\n') {
+        if (line.size() < 16384) line += buf[i];
+        continue;
+      }
+      if (forward_) forward_(line);
+      {
+        std::lock_guard<std::mutex> lock(tail_mu_);
+        tail_.push_back(line);
+        while (tail_.size() > 40) tail_.pop_front();
+      }
+      line.clear();
+    }
+  }
+  if (!line.empty()) {
+    if (forward_) forward_(line);
+    std::lock_guard<std::mutex> lock(tail_mu_);
+    tail_.push_back(line);
+  }
+  pump_done_ = true;
+}
+
+void ChildProcess::finish_pump() {
+  if (!pump_.joinable()) return;
+  // Everything the child printed before it exited is in the pipe: give the pump a moment to read it.
+  for (int i = 0; i < 200 && !pump_done_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  stop_pump_ = true;
+  pump_.join();
+}
+
+std::optional<std::string> ChildProcess::read_line(double timeout_s) {
+  const double deadline = now_s() + std::max(0.0, timeout_s);
+  for (;;) {
+    const auto nl = buf_.find('\n');
+    if (nl != std::string::npos) {
+      std::string line = buf_.substr(0, nl);
+      buf_.erase(0, nl + 1);
+      if (line.empty()) continue;
+      return line;
+    }
+    if (eof_ || proto_ < 0) return std::nullopt;
+    const double left = deadline - now_s();
+    if (left <= 0) return std::nullopt;
+    pollfd p{proto_, POLLIN, 0};
+    const int r = ::poll(&p, 1, int(std::min(left, 3600.0) * 1000) + 1);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return std::nullopt;
+    char chunk[65536];
+    const ssize_t n = ::read(proto_, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      eof_ = true;
+      if (!buf_.empty() && buf_.back() != '\n') buf_ += '\n';  // a last unterminated line still counts
+      continue;
+    }
+    buf_.append(chunk, size_t(n));
+  }
+}
+
+bool ChildProcess::write_line(const std::string& line) {
+  if (input_ < 0) return false;
+  std::string s = line + "\n";
+  size_t off = 0;
+  while (off < s.size()) {
+    const ssize_t n = ::write(input_, s.data() + off, s.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    off += size_t(n);
+  }
+  return true;
+}
+
+void ChildProcess::close_input() { close_fd(input_); }
+
+bool ChildProcess::exited() {
+  if (code_) return true;
+  if (pid_ <= 0) return true;
+  int status = 0;
+  const pid_t r = waitpid(pid_, &status, WNOHANG);
+  if (r != pid_) return false;
+  code_ = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? -WTERMSIG(status) : -1;
+  return true;
+}
+
+int ChildProcess::terminate(double timeout_s, double grace_s) {
+  if (pid_ <= 0) return -1;
+  const double until = now_s() + timeout_s;
+  while (!exited() && now_s() < until) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (!exited()) {
+    ::kill(-pid_, SIGTERM);
+    const double kill_at = now_s() + grace_s;
+    while (!exited() && now_s() < kill_at) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (!exited()) {
+      ::kill(-pid_, SIGKILL);
+      int status = 0;
+      waitpid(pid_, &status, 0);
+      code_ = -SIGKILL;
+    }
+  }
+  // The script's own children (DataLoader workers) outlive a crash of their parent otherwise.
+  ::kill(-pid_, SIGKILL);
+  finish_pump();
+  return *code_;
+}
+
+std::vector<std::string> ChildProcess::output_tail() const {
+  std::lock_guard<std::mutex> lock(tail_mu_);
+  return {tail_.begin(), tail_.end()};
+}
+
+}  // namespace tb::client

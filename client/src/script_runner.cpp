@@ -1,0 +1,185 @@
+#include "client/script_runner.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+
+extern char** environ;
+
+namespace tb::client {
+namespace {
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Runs `python -c CODE` and returns its first output line ("" on failure), within `timeout_s`.
+std::string probe(const std::string& python, const std::string& code, double timeout_s) {
+  ChildProcess p;
+  std::string first;
+  std::mutex mu;
+  if (!p.start({python, "-c", code}, {}, [&](const std::string& line) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (first.empty()) first = line;
+      }).empty())
+    return "";
+  const int code_ = p.terminate(timeout_s, 1);
+  std::lock_guard<std::mutex> lock(mu);
+  return code_ == 0 ? first : "";
+}
+}  // namespace
+
+PythonChoice find_python(const std::string& requested) {
+  PythonChoice c;
+  std::vector<std::string> candidates;
+  if (!requested.empty()) {
+    candidates.push_back(requested);
+  } else {
+    const char* path = std::getenv("PATH");
+    std::stringstream ss(path ? path : "");
+    std::string dir;
+    while (std::getline(ss, dir, ':')) {
+      if (dir.empty()) continue;
+      const std::string p = dir + "/python3";
+      if (access(p.c_str(), X_OK) == 0) candidates.push_back(p);
+    }
+    candidates.push_back("/usr/bin/python3");
+  }
+  std::string tried;
+  for (const auto& p : candidates) {
+    if (tried.find(p + " ") != std::string::npos) continue;
+    const std::string v = probe(p, "import torch; print(torch.__version__)", 60);
+    if (!v.empty()) {
+      c.path = p;
+      c.torch_version = v;
+      return c;
+    }
+    tried += p + " ";
+  }
+  c.error = requested.empty()
+                ? "no python3 on PATH imports torch (tried: " + tried.substr(0, tried.empty() ? 0 : tried.size() - 1) +
+                      "); install PyTorch there or pass --python PATH"
+                : "the interpreter " + requested + " cannot import torch (or does not run)";
+  return c;
+}
+
+std::string python_package_dir() {
+  if (const char* d = std::getenv("TUNEBENCH_PYTHON_DIR"); d && *d) return d;
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  // Build tree: <source>/build/app/<exe>; the CMake build records the source dir for this case too.
+#ifdef TUNEBENCH_SOURCE_DIR
+  if (std::filesystem::exists(std::string(TUNEBENCH_SOURCE_DIR) + "/python/tunebench/launch.py"))
+    return std::string(TUNEBENCH_SOURCE_DIR) + "/python";
+#endif
+  for (const auto& rel : {"../../python", "../share/tunebench/python"}) {
+    const auto p = (exe.parent_path() / rel).lexically_normal();
+    if (std::filesystem::exists(p / "tunebench" / "launch.py", ec)) return p.string();
+  }
+  return "";
+}
+
+ScriptRunner::~ScriptRunner() {
+  if (child_.pid() > 0 && !child_.exit_code()) stop(2);
+}
+
+std::string ScriptRunner::start(const ScriptOptions& o, double hello_timeout_s) {
+  opts_ = o;
+  started_s_ = last_step_s_ = now_s();
+  if (!std::filesystem::exists(o.script)) return "script not found: " + o.script;
+  python_ = find_python(o.python);
+  if (python_.path.empty()) return python_.error;
+  const std::string pkg = python_package_dir();
+  if (pkg.empty()) return "cannot find the tunebench Python package (set TUNEBENCH_PYTHON_DIR)";
+  std::vector<std::string> argv = {python_.path, "-m", "tunebench.launch", "--out-fd", "3", "--in-fd", "4"};
+  if (!o.set.empty()) argv.insert(argv.end(), {"--set", join_config(o.set)});
+  if (o.steps > 0) argv.insert(argv.end(), {"--steps", std::to_string(o.steps)});
+  if (!o.trace_dir.empty())
+    argv.insert(argv.end(), {"--trace-dir", o.trace_dir, "--trace-every", std::to_string(o.trace_every)});
+  argv.push_back(o.script);
+  argv.insert(argv.end(), o.args.begin(), o.args.end());
+  std::vector<std::string> env;
+  std::string pythonpath = pkg;
+  for (char** e = environ; e && *e; ++e) {
+    std::string kv = *e;
+    if (kv.rfind("PYTHONPATH=", 0) == 0) {
+      pythonpath += ":" + kv.substr(11);
+      continue;
+    }
+    if (kv.rfind("PYTHONUNBUFFERED=", 0) == 0) continue;
+    env.push_back(kv);
+  }
+  env.push_back("PYTHONPATH=" + pythonpath);
+  env.push_back("PYTHONUNBUFFERED=1");
+  if (auto err = child_.start(argv, env, o.output); !err.empty()) return err;
+  const double deadline = now_s() + hello_timeout_s;
+  while (now_s() < deadline) {
+    auto line = child_.read_line(deadline - now_s());
+    if (!line) break;
+    auto m = nlohmann::json::parse(*line, nullptr, false);
+    if (m.is_discarded() || !m.is_object()) continue;
+    if (m.value("type", std::string()) == "hello") {
+      hello_ = m;
+      return "";
+    }
+    early_.push_back(m);
+  }
+  // No hello: the launcher refused (a bad --set, a missing package) or the interpreter failed; its own
+  // last line says why.
+  child_.terminate(2, 1);
+  for (const auto& m : early_)
+    if (m.value("type", std::string()) == "error") return m.value("message", std::string("the launcher failed"));
+  const auto tail = child_.output_tail();
+  for (auto it = tail.rbegin(); it != tail.rend(); ++it)
+    if (!it->empty()) return *it;
+  return "the script's launcher sent nothing within " + std::to_string(int(hello_timeout_s)) + " s";
+}
+
+std::optional<nlohmann::json> ScriptRunner::next(double timeout_s) {
+  if (!early_.empty()) {
+    auto m = early_.front();
+    early_.erase(early_.begin());
+    return m;
+  }
+  auto line = child_.read_line(timeout_s);
+  if (!line) return std::nullopt;
+  auto m = nlohmann::json::parse(*line, nullptr, false);
+  if (m.is_discarded() || !m.is_object())
+    return nlohmann::json{{"type", "warning"}, {"message", "malformed line from the script's launcher: " + line->substr(0, 200)}};
+  if (m.value("type", std::string()) == "step") {
+    const int64_t rev = m.value("config_rev", int64_t(0));
+    if (rev != rev_) {
+      rev_ = rev;
+      warmup_ = measure::WarmupDetector(opts_.warmup_steps, 2, 0.10, std::max(opts_.max_warmup_steps, opts_.warmup_steps));
+    }
+    const bool warm = !warmup_.done();
+    if (warm) warmup_.add(m.value("samples", int64_t(0)), m.value("wall_ns", int64_t(0)));
+    m["warmup"] = warm;
+    ++steps_;
+    last_step_s_ = now_s();
+  }
+  return m;
+}
+
+bool ScriptRunner::send(const nlohmann::json& message) {
+  nlohmann::json m = message;
+  m["v"] = 1;
+  return child_.write_line(m.dump());
+}
+
+int ScriptRunner::stop(double timeout_s) {
+  if (child_.pid() <= 0) return -1;
+  if (!child_.exited()) {
+    send({{"type", "stop"}});
+    child_.close_input();
+  }
+  return child_.terminate(timeout_s, 2);
+}
+
+double ScriptRunner::seconds_running() const { return now_s() - started_s_; }
+double ScriptRunner::seconds_since_step() const { return now_s() - last_step_s_; }
+
+}  // namespace tb::client

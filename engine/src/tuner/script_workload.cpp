@@ -1,0 +1,230 @@
+// The tuner's Workload over a user's script (engine/tuner.h make_script_workload): the script runs under
+// python -m tunebench.launch (client/script_runner.h); knobs change live through the run protocol's `set`,
+// windows are read from its step messages, and fresh processes are new children. Torch-free.
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include "client/script_runner.h"
+#include "engine/tuner.h"
+
+namespace tb::engine {
+namespace {
+
+KnobType type_of(const std::string& t) {
+  return t == "bool" ? KnobType::Bool : t == "int" ? KnobType::Int : KnobType::Enum;
+}
+
+std::string text_of(const nlohmann::json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "on" : "off";
+  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
+  if (v.is_null()) return "";
+  return v.dump();
+}
+
+class ScriptWorkload : public Workload {
+ public:
+  explicit ScriptWorkload(const client::ScriptOptions& o) : opts_(o) {
+    t0_ = std::chrono::steady_clock::now();
+    runner_ = start(opts_.set);
+    const auto& hello = runner_->hello();
+    for (const auto& k : hello.value("knobs", nlohmann::json::array())) {
+      KnobState s;
+      s.info.id = k.value("id", std::string());
+      s.info.title = k.value("title", s.info.id);
+      s.info.description = k.value("description", std::string());
+      s.info.type = type_of(k.value("type", std::string("enum")));
+      s.info.default_value = text_of(k.value("default", nlohmann::json()));
+      s.info.recommended_value = text_of(k.value("recommended", nlohmann::json()));
+      for (const auto& c : k.value("choices", nlohmann::json::array())) s.info.choices.push_back(text_of(c));
+      if (s.info.type == KnobType::Bool && s.info.choices.empty()) s.info.choices = {"off", "on"};
+      s.info.min = k.value("min", int64_t(0));
+      s.info.max = k.value("max", int64_t(0));
+      s.info.changes_numerics = k.value("changes_numerics", false);
+      s.info.process_scope = k.value("process_scope", false);
+      s.info.applies_to = k.value("applies_to", std::string("scripts"));
+      s.info.pytorch_snippet = k.value("pytorch_snippet", std::string());
+      s.value = text_of(k.value("value", nlohmann::json()));
+      s.applicability.applicable = k.value("applicable", true);
+      s.applicability.reason = k.value("reason", std::string());
+      for (const auto& u : k.value("unavailable_values", nlohmann::json::array()))
+        s.applicability.unavailable_values.push_back(text_of(u));
+      baseline_[s.info.id] = s.value;
+      knobs_.push_back(std::move(s));
+    }
+    current_ = baseline_;
+  }
+
+  std::vector<KnobState> knobs() override { return knobs_; }
+  Config baseline() override { return baseline_; }
+
+  void apply(const Config& config) override {
+    ensure_running();
+    for (const auto& [k, v] : config) {
+      auto it = current_.find(k);
+      if (it == current_.end() || it->second == v) continue;
+      runner_->send({{"type", "set"}, {"knob", k}, {"value", v}});
+      // Wait for its answer; steps that arrive meanwhile belong to neither configuration.
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      for (;;) {
+        if (std::chrono::steady_clock::now() > deadline)
+          throw TrialFailure("the script did not answer `set " + k + "=" + v + "` within 60 s", false);
+        auto m = runner_->next(1.0);
+        if (!m) {
+          if (runner_->finished()) {  // the script ended: the next start takes the whole configuration
+            current_[k] = v;
+            break;
+          }
+          continue;
+        }
+        const std::string type = m->value("type", std::string());
+        if (type == "config_applied") {
+          current_[k] = v;
+          break;
+        }
+        if (type == "error") throw TrialFailure(m->value("message", std::string("the script refused ") + k), false);
+        note(*m);
+      }
+    }
+  }
+
+  measure::Window measure(int steps) override {
+    measure::Window w;
+    int64_t measured = 0;
+    double last = -1;
+    while (measured < steps) {
+      ensure_running();
+      auto m = runner_->next(std::min(600.0, 1.0));
+      if (!m) {
+        if (runner_->finished()) continue;  // ensure_running() restarts it
+        if (runner_->seconds_since_step() > 600) throw TrialFailure("no optimizer step for 600 s", false);
+        continue;
+      }
+      const std::string type = m->value("type", std::string());
+      if (type == "error") throw TrialFailure(m->value("message", std::string("the script failed")), false);
+      if (type != "step") {
+        note(*m);
+        continue;
+      }
+      if (m->value("warmup", false)) {
+        ++w.warmup_steps;
+        continue;
+      }
+      if (measured == 0) w.start_s = now_s() - m->value("wall_ns", int64_t(0)) * 1e-9;
+      ++measured;
+      ++w.steps;
+      w.samples += m->value("samples", int64_t(0));
+      w.wall_s += m->value("wall_ns", int64_t(0)) * 1e-9;
+      w.data_wait_s += m->value("data_wait_ns", int64_t(0)) * 1e-9;
+      w.minor_faults += m->value("minor_faults", int64_t(0));
+      last = now_s();
+    }
+    (void)last;
+    return w;
+  }
+
+  std::optional<measure::Window> measure_fresh(const Config& config, int steps) override {
+    auto r = start(pairs_of(config));
+    measure::Window w;
+    int64_t measured = 0;
+    while (measured < steps) {
+      auto m = r->next(1.0);
+      if (!m) {
+        if (r->finished()) throw TrialFailure("the script ended before " + std::to_string(steps) + " measured steps", false);
+        if (r->seconds_since_step() > 600) throw TrialFailure("no optimizer step for 600 s", false);
+        continue;
+      }
+      if (m->value("type", std::string()) == "error") throw TrialFailure(m->value("message", std::string("failed")), false);
+      if (m->value("type", std::string()) != "step" || m->value("warmup", false)) continue;
+      if (measured == 0) w.start_s = now_s();
+      ++measured;
+      ++w.steps;
+      w.samples += m->value("samples", int64_t(0));
+      w.wall_s += m->value("wall_ns", int64_t(0)) * 1e-9;
+    }
+    r->stop(5);
+    return w;
+  }
+
+  std::vector<double> loss_probe(const Config&, int) override {
+    throw TrialFailure("no loss probe for scripts", false);
+  }
+  bool has_loss_probe() const override { return false; }
+
+  double now_s() override {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  }
+  int cpu_cores() override {
+    return std::max(1, runner_->hello().value(nlohmann::json::json_pointer("/device/cores"), 1));
+  }
+  nlohmann::json describe() override {
+    const auto& h = runner_->hello();
+    nlohmann::json j;
+    const auto d = h.value("device", nlohmann::json::object());
+    j["device"] = d.value("kind", std::string("cpu")) + ": " + d.value("name", std::string("?")) +
+                  (d.contains("cores") ? " (" + d["cores"].dump() + " cores)" : "");
+    j["versions"] = h.value("versions", nlohmann::json::object());
+    j["model"] = "script:" + opts_.script;
+    std::string args;
+    for (const auto& a : opts_.args) args += (args.empty() ? "" : " ") + a;
+    j["data"] = args.empty() ? std::string("(no arguments)") : args;
+    j["python"] = runner_->python().path;
+    if (!sources_.empty()) j["source"] = sources_;
+    if (!notes_.empty()) j["script_warnings"] = notes_;
+    return j;
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::string>> pairs_of(const Config& c) {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& [k, v] : c) {
+      auto it = baseline_.find(k);
+      // Only what differs from the script's own values: a knob left alone stays what the script wrote.
+      if (baseline_.empty() || it == baseline_.end() || it->second != v) out.push_back({k, v});
+    }
+    return out;
+  }
+
+  std::unique_ptr<client::ScriptRunner> start(const std::vector<std::pair<std::string, std::string>>& set) {
+    client::ScriptOptions o = opts_;
+    o.set = set;
+    for (const auto& kv : opts_.set)
+      if (std::none_of(set.begin(), set.end(), [&](const auto& x) { return x.first == kv.first; })) o.set.push_back(kv);
+    auto r = std::make_unique<client::ScriptRunner>();
+    if (std::string err = r->start(o); !err.empty()) throw TrialFailure(err, false);
+    return r;
+  }
+
+  // The script ended (its epochs are done) or crashed between windows: start it again where the tune is.
+  void ensure_running() {
+    if (!runner_->finished()) return;
+    runner_->stop(5);
+    ++restarts_;
+    if (restarts_ > 50) throw TrialFailure("the script ended 50 times during the tune: give it more epochs", false);
+    runner_ = start(pairs_of(current_));
+  }
+
+  void note(const nlohmann::json& m) {
+    const std::string type = m.value("type", std::string());
+    if (type == "source") sources_.push_back(m);
+    if (type == "warning" && notes_.size() < 20) notes_.push_back(m.value("message", std::string()));
+  }
+
+  client::ScriptOptions opts_;
+  std::unique_ptr<client::ScriptRunner> runner_;
+  std::vector<KnobState> knobs_;
+  Config baseline_, current_;
+  std::vector<nlohmann::json> sources_;
+  std::vector<std::string> notes_;
+  int restarts_ = 0;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+}  // namespace
+
+std::unique_ptr<Workload> make_script_workload(const client::ScriptOptions& options) {
+  return std::make_unique<ScriptWorkload>(options);
+}
+
+}  // namespace tb::engine
