@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what TuneBench needs to build and test on Debian 12 (bookworm). Idempotent; run as root.
-# Usage: scripts/install-deps.sh [--bench]   (--bench adds python3-torch for the eager-PyTorch comparison)
+# Usage: scripts/install-deps.sh [--bench]   (--bench adds clang for the importer fuzzer)
 set -euo pipefail
 pkgs=(
   build-essential cmake ninja-build ccache pkg-config git
@@ -12,8 +12,9 @@ pkgs=(
   xvfb xauth
   python3                               # the fake serve child of the GUI tests
   libjemalloc2 libtcmalloc-minimal4     # the cpu_allocator knob's jemalloc / tcmalloc values (LD_PRELOAD)
+  python3-torch python3-pil python3-numpy  # a user's script run unmodified (run/tune/serve --script), its tests
 )
-if [[ "${1:-}" == "--bench" ]]; then pkgs+=(python3-torch clang); fi  # eager-PyTorch bench, libFuzzer
+if [[ "${1:-}" == "--bench" ]]; then pkgs+=(clang); fi  # libFuzzer
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

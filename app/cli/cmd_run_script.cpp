@@ -78,7 +78,7 @@ int cmd_run_script(int argc, char** argv) {
   so.output = script_output_to_stderr(quiet);
 
   client::ScriptRunner runner;
-  if (std::string err = runner.start(so); !err.empty()) {
+  if (std::string err = runner.start(so, first_step_timeout); !err.empty()) {
     std::fprintf(stderr, "tunebench-cli: error: %s\n", err.c_str());
     return err.rfind("script not found", 0) == 0 || err.find("python") != std::string::npos ? 2 : 1;
   }

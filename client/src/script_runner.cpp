@@ -128,10 +128,13 @@ std::string ScriptRunner::start(const ScriptOptions& o, double hello_timeout_s) 
     early_.push_back(m);
   }
   // No hello: the launcher refused (a bad --set, a missing package) or the interpreter failed; its own
-  // last line says why.
+  // last line says why. Still running: hello goes out at the first optimizer step, and none came.
+  const bool alive = !child_.eof();  // the channel is still open: the script runs, without a step
   child_.terminate(2, 1);
   for (const auto& m : early_)
     if (m.value("type", std::string()) == "error") return m.value("message", std::string("the launcher failed"));
+  if (alive)
+    return "no Optimizer.step() seen in " + std::to_string(int(hello_timeout_s)) + " s - is this a training script?";
   const auto tail = child_.output_tail();
   for (auto it = tail.rbegin(); it != tail.rend(); ++it)
     if (!it->empty()) return *it;

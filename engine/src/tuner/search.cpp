@@ -255,8 +255,10 @@ class Tuner {
   std::optional<std::string> not_worth(const KnobInfo& info, const Config& c) {
     if (info.type == KnobType::Bool && !info.recommended_value.empty() && value_in(c, info.id) == info.recommended_value)
       return "already at the recommended value (" + info.recommended_value + ")";
-    if (info.id == "prefetch" && knobs_.count("workers") && value_in(c, "workers") == "0")
-      return "the queue depth only matters with workers > 0 (tried again once workers are kept)";
+    if ((info.id == "prefetch" || info.id == "persistent_workers") && knobs_.count("workers") &&
+        value_in(c, "workers") == "0")
+      return info.id + " only matters with workers > 0" +
+             (info.process_scope ? std::string() : std::string(" (tried again once workers are kept)"));
     if (info.id == "checkpointing") return "trades speed for memory; it pays only through a batch size that does not fit";
     return std::nullopt;
   }
@@ -583,6 +585,10 @@ class Tuner {
     for (const auto& id : order_) {
       const auto& k = knobs_[id];
       if (!k.info.process_scope || !eligible(k, primary)) continue;
+      if (auto why = not_worth(k.info, final_config()); why) {
+        if (primary) res_.skipped.push_back({id, "", *why});
+        continue;
+      }
       if (primary)
         for (const auto& v : k.applicability.unavailable_values)
           res_.skipped.push_back({id, v, k.applicability.reason.empty() ? "unavailable here" : k.applicability.reason});

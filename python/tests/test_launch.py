@@ -1,0 +1,227 @@
+"""The launcher run as the C++ parent runs it: a child process, protocol on a pipe fd, messages back on
+another. Tiny scripts made here (synthetic tensors: fast), a few steps each."""
+
+import json
+import os
+import select
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import unittest
+
+PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+TRAIN = textwrap.dedent('''
+    import sys, torch
+    from torch.utils.data import DataLoader, TensorDataset
+    torch.manual_seed(0)
+    ds = TensorDataset(torch.randn(512, 3, 8, 8), torch.randint(0, 4, (512,)))
+    loader = DataLoader(ds, batch_size=16, shuffle=True)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.Flatten(), torch.nn.Linear(8 * 6 * 6, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    seen = []
+    class Probe(torch.nn.Module):
+        def forward(self, x):
+            return x
+    for epoch in range(int(sys.argv[1]) if len(sys.argv) > 1 else 100):
+        for x, y in loader:
+            opt.zero_grad()
+            out = model(x)
+            loss = torch.nn.functional.cross_entropy(out, y)
+            loss.backward()
+            opt.step()
+''')
+
+
+class Child:
+    def __init__(self, script, args=(), launcher_args=(), with_input=False):
+        self.out_r, out_w = os.pipe()
+        fds = [out_w]
+        cmd = [sys.executable, "-m", "tunebench.launch", "--out-fd", str(out_w)]
+        self.in_w = None
+        if with_input:
+            in_r, self.in_w = os.pipe()
+            fds.append(in_r)
+            cmd += ["--in-fd", str(in_r)]
+        cmd += list(launcher_args) + [script] + list(args)
+        env = dict(os.environ, PYTHONPATH=PKG)
+        self.p = subprocess.Popen(cmd, pass_fds=fds, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        os.close(out_w)
+        if with_input:
+            os.close(in_r)
+        self.buf = b""
+        self.messages = []
+
+    def next(self, timeout=60):
+        deadline = time.time() + timeout
+        while b"\n" not in self.buf:
+            left = deadline - time.time()
+            if left <= 0:
+                return None
+            r, _, _ = select.select([self.out_r], [], [], left)
+            if not r:
+                return None
+            chunk = os.read(self.out_r, 65536)
+            if not chunk:
+                return None
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        m = json.loads(line)
+        self.messages.append(m)
+        return m
+
+    def until(self, pred, timeout=60):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            m = self.next(deadline - time.time())
+            if m is None:
+                return None
+            if pred(m):
+                return m
+        return None
+
+    def send(self, **msg):
+        os.write(self.in_w, (json.dumps(dict(msg, v=1)) + "\n").encode())
+
+    def finish(self, timeout=60):
+        while self.next(timeout) is not None:
+            pass
+        out, err = self.p.communicate(timeout=timeout)
+        return self.p.returncode, out.decode(), err.decode()
+
+
+class LaunchTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.script = os.path.join(self.dir.name, "train.py")
+        with open(self.script, "w") as f:
+            f.write(TRAIN)
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def write(self, name, text):
+        path = os.path.join(self.dir.name, name)
+        with open(path, "w") as f:
+            f.write(textwrap.dedent(text))
+        return path
+
+    def types(self, c):
+        return [m["type"] for m in c.messages]
+
+    def test_steps_samples_and_a_clean_end(self):
+        c = Child(self.script, launcher_args=["--steps", "4"])
+        code, _, err = c.finish()
+        self.assertEqual(code, 0, err)
+        steps = [m for m in c.messages if m["type"] == "step"]
+        self.assertEqual([s["i"] for s in steps], [0, 1, 2, 3])
+        self.assertTrue(all(s["samples"] == 16 for s in steps))
+        self.assertTrue(all(s["wall_ns"] > 0 and s["data_wait_ns"] >= 0 for s in steps))
+        self.assertEqual(c.messages[-1]["type"], "done")
+        self.assertEqual(c.messages[-1]["summary"], {"steps": 4, "reason": "steps"})
+        hello = next(m for m in c.messages if m["type"] == "hello")
+        ids = [k["id"] for k in hello["knobs"]]
+        self.assertIn("workers", ids)
+        self.assertEqual(next(k for k in hello["knobs"] if k["id"] == "workers")["value"], "0")
+        srcs = [m for m in c.messages if m["type"] == "source"]
+        self.assertEqual(srcs[0]["kind"], "dataloader")
+        self.assertIn("DataLoader(ds, batch_size=16", srcs[0]["code"])
+        self.assertEqual(srcs[1]["kind"], "optimizer")
+        self.assertEqual(srcs[1]["class"], "SGD")
+
+    def test_set_at_start_is_read_back_from_the_dataloader(self):
+        c = Child(self.script, launcher_args=["--steps", "3", "--set", "workers=2,intra_op_threads=1"])
+        code, _, err = c.finish()
+        self.assertEqual(code, 0, err)
+        src = next(m for m in c.messages if m["type"] == "source" and m["kind"] == "dataloader")
+        self.assertEqual(src["effective"]["num_workers"], 2)
+        self.assertNotIn("num_workers", src["kwargs"])  # the script did not pass it: we did
+        started = next(m for m in c.messages if m["type"] == "started")
+        self.assertEqual(started["config"]["workers"], "2")
+        self.assertEqual(started["config"]["intra_op_threads"], "1")
+
+    def test_live_set_recreates_the_iterator_with_the_new_workers(self):
+        c = Child(self.script, launcher_args=["--steps", "12"], with_input=True)
+        self.assertIsNotNone(c.until(lambda m: m["type"] == "step" and m["i"] == 2))
+        c.send(type="set", knob="workers", value=2)
+        applied = c.until(lambda m: m["type"] in ("config_applied", "error"))
+        self.assertEqual(applied["type"], "config_applied", applied)
+        self.assertEqual(applied["changed"], {"workers": "2"})
+        self.assertEqual(applied["pending"], ["workers"])
+        loader = c.until(lambda m: m["type"] == "loader")
+        self.assertEqual(loader["num_workers"], 2)
+        later = c.until(lambda m: m["type"] == "step")
+        self.assertEqual(later["config_rev"], 1)
+        c.send(type="set", knob="batch_size", value=64)
+        err = c.until(lambda m: m["type"] == "error")
+        self.assertTrue(err["recoverable"])
+        self.assertIn("does not apply to scripts", err["message"])
+        code, _, e = c.finish()
+        self.assertEqual(code, 0, e)
+
+    def test_stop_ends_at_a_step_boundary(self):
+        c = Child(self.script, with_input=True)
+        self.assertIsNotNone(c.until(lambda m: m["type"] == "step"))
+        c.send(type="stop")
+        code, _, _ = c.finish()
+        self.assertEqual(code, 0)
+        self.assertEqual(c.messages[-1]["summary"]["reason"], "stopped")
+
+    def test_bad_knob_exits_two_with_one_line(self):
+        c = Child(self.script, launcher_args=["--set", "nope=1"])
+        code, _, err = c.finish()
+        self.assertEqual(code, 2)
+        self.assertEqual(err.count("\n"), 1, err)
+        self.assertTrue(err.startswith("tunebench.launch: error: unknown knob 'nope'"), err)
+
+    def test_script_not_found(self):
+        c = Child(os.path.join(self.dir.name, "missing.py"))
+        code, _, _ = c.finish()
+        self.assertEqual(code, 1)
+        self.assertIn("script not found", c.messages[0]["message"])
+
+    def test_exception_keeps_steps_and_sends_the_traceback(self):
+        path = self.write("boom.py", TRAIN.replace("opt.step()", "opt.step()\n        if len(seen) > 2: raise RuntimeError('boom at step 3')\n        seen.append(1)"))
+        c = Child(path)
+        code, _, _ = c.finish()
+        self.assertEqual(code, 1)
+        self.assertEqual(sum(1 for m in c.messages if m["type"] == "step"), 4)
+        err = next(m for m in c.messages if m["type"] == "error")
+        self.assertEqual(err["message"], "RuntimeError: boom at step 3")
+        self.assertIn("Traceback", err["traceback"])
+        self.assertEqual(c.messages[-1]["summary"]["reason"], "error")
+
+    def test_no_optimizer_step_is_said(self):
+        path = self.write("not_training.py", "print('hello')\n")
+        c = Child(path)
+        code, _, _ = c.finish()
+        self.assertEqual(code, 1)
+        err = next(m for m in c.messages if m["type"] == "error")
+        self.assertIn("without an optimizer step", err["message"])
+
+    def test_amp_bf16_runs_the_forward_in_bf16(self):
+        out = os.path.join(self.dir.name, "dtype.txt")
+        path = self.write("amp.py", TRAIN.replace("out = model(x)", "out = model(x)\n        open(%r, 'w').write(str(model[0](x).dtype))" % out))
+        c = Child(path, launcher_args=["--steps", "3", "--set", "amp=bf16"])
+        code, _, err = c.finish()
+        self.assertEqual(code, 0, err)
+        # model[0] is called outside the hooked top-level forward: fp32 there...
+        self.assertEqual(open(out).read(), "torch.float32")
+        path2 = self.write("amp2.py", TRAIN.replace("class Probe", "model[0].register_forward_hook(lambda m, i, o: [open(%r, 'w').write(str(o.dtype)), None][1])\nclass Probe" % out))
+        c = Child(path2, launcher_args=["--steps", "3", "--set", "amp=bf16"])
+        code, _, err = c.finish()
+        self.assertEqual(code, 0, err)
+        self.assertEqual(open(out).read(), "torch.bfloat16")  # ...and bf16 inside it, from step 1 on
+
+    def test_zero_grad_none_and_threads_apply(self):
+        path = self.write("zg.py", TRAIN.replace("opt.step()", "opt.step()\n        opt.zero_grad()\n        open(%r, 'w').write('%%s %%d' %% (model[0].weight.grad is None, torch.get_num_threads()))" % os.path.join(self.dir.name, "zg.txt")))
+        c = Child(path, launcher_args=["--steps", "2", "--set", "zero_grad_none=on,intra_op_threads=1"])
+        code, _, err = c.finish()
+        self.assertEqual(code, 0, err)
+        self.assertEqual(open(os.path.join(self.dir.name, "zg.txt")).read(), "True 1")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,317 @@
+"""The knobs a script can be tuned with, applied from outside the file (ids as in the engine where the
+meaning is the same). Each knob: metadata for `hello`, its current value, and apply(run, value, live)
+which changes the script's objects or torch's switches and says whether the change is pending (it takes
+effect when a DataLoader iterator is re-created) - never a silent no-op: what cannot apply raises
+KnobError with the reason."""
+
+import os
+
+import torch
+
+
+class KnobError(Exception):
+    pass
+
+
+def _bool(v):
+    s = str(v).strip().lower()
+    if s in ("on", "true", "1", "yes"):
+        return True
+    if s in ("off", "false", "0", "no"):
+        return False
+    raise KnobError("expected on or off, got '%s'" % v)
+
+
+def _int(v, lo, hi):
+    try:
+        n = int(str(v).strip())
+    except ValueError:
+        raise KnobError("expected an integer in [%d, %d], got '%s'" % (lo, hi, v))
+    if n < lo or n > hi:
+        raise KnobError("out of range [%d, %d]: %d" % (lo, hi, n))
+    return n
+
+
+def _cuda():
+    return torch.cuda.is_available()
+
+
+def _torch_major():
+    try:
+        return int(torch.__version__.split(".")[0])
+    except ValueError:
+        return 1
+
+
+def cores():
+    return os.cpu_count() or 1
+
+
+class Knob:
+    id = ""
+    title = ""
+    description = ""
+    type = "bool"
+    default = "off"
+    recommended = "on"
+    choices = ("off", "on")
+    lo, hi = 0, 1
+    numerics = False
+    process_scope = False  # takes effect only when the script starts (the tuner then uses fresh processes)
+    snippet = ""
+
+    def applicable(self):
+        return True, ""
+
+    def unavailable(self):
+        return [], ""
+
+    def normalize(self, v):
+        if self.type == "bool":
+            return "on" if _bool(v) else "off"
+        if self.type == "int":
+            return str(_int(v, self.lo, self.hi))
+        s = str(v).strip().lower()
+        if s not in self.choices:
+            raise KnobError("expected one of %s, got '%s'" % (", ".join(self.choices), v))
+        bad, why = self.unavailable()
+        if s in bad:
+            raise KnobError(why)
+        return s
+
+    def current(self, run):
+        return run.config.get(self.id, self.default)
+
+    def apply(self, run, value, live):
+        """Returns (pending: bool, note: str). Raises KnobError."""
+        raise NotImplementedError
+
+    def describe(self, run):
+        ok, why = self.applicable()
+        bad, bad_why = self.unavailable()
+        return {"id": self.id, "title": self.title, "description": self.description, "type": self.type,
+                "default": self.default, "recommended": self.recommended,
+                "choices": list(self.choices) if self.type != "int" else [], "min": self.lo, "max": self.hi,
+                "value": self.current(run), "applicable": ok, "reason": why or bad_why,
+                "unavailable_values": bad, "changes_numerics": self.numerics, "process_scope": self.process_scope,
+                "seeds": [], "applies_to": "scripts", "pytorch_snippet": self.snippet}
+
+
+# --- loader knobs: every DataLoader's constructor argument, changed where the user passed it -------------
+
+class LoaderKnob(Knob):
+    attr = ""
+
+    def apply(self, run, value, live):
+        from . import hooks_dataloader
+        return hooks_dataloader.set_loader_option(run, self, value, live)
+
+
+class Workers(LoaderKnob):
+    id, attr, type = "workers", "num_workers", "int"
+    title = "Loader worker processes"
+    description = "DataLoader num_workers: batches are loaded in parallel processes (0 = in the training loop)"
+    default, recommended, lo, hi = "0", "2", 0, 64
+    snippet = "DataLoader(ds, batch_size=B, num_workers={value})"
+
+
+class PinMemory(LoaderKnob):
+    id, attr = "pin_memory", "pin_memory"
+    title = "Pinned host memory"
+    description = "DataLoader pin_memory: page-locked batches for a fast host-to-device copy"
+    snippet = "DataLoader(ds, ..., pin_memory=True)"
+
+    def applicable(self):
+        return (True, "") if _cuda() else (False, "needs CUDA: pinned memory only speeds up copies to a GPU")
+
+
+class Prefetch(LoaderKnob):
+    id, attr, type = "prefetch", "prefetch_factor", "int"
+    title = "Prefetched batches per worker"
+    description = "DataLoader prefetch_factor (only with num_workers > 0)"
+    default, recommended, lo, hi = "2", "4", 1, 64
+    snippet = "DataLoader(ds, ..., num_workers=2, prefetch_factor={value})"
+
+
+class PersistentWorkers(LoaderKnob):
+    id, attr = "persistent_workers", "persistent_workers"
+    process_scope = True  # torch refuses to change it on a DataLoader that exists
+    title = "Persistent workers"
+    description = "DataLoader persistent_workers: keep the worker processes between epochs"
+    snippet = "DataLoader(ds, ..., num_workers=2, persistent_workers=True)"
+
+
+# --- process-wide switches --------------------------------------------------------------------------------
+
+class IntraOpThreads(Knob):
+    id, type = "intra_op_threads", "int"
+    title = "Intra-op threads"
+    description = "torch.set_num_threads; 0 = auto: the cores the loader workers leave, at least 1"
+    recommended, lo, hi = "0", 0, 256
+    snippet = "torch.set_num_threads({value})"
+
+    @property
+    def default(self):
+        return str(cores())
+
+    def apply(self, run, value, live):
+        n = int(value)
+        if n == 0:
+            n = max(1, cores() - int(run.config.get("workers", "0") or 0))
+        torch.set_num_threads(n)
+        return False, "torch.set_num_threads(%d)" % n
+
+
+class CudnnBenchmark(Knob):
+    id = "cudnn_benchmark"
+    title = "cuDNN autotuner"
+    description = "torch.backends.cudnn.benchmark"
+    snippet = "torch.backends.cudnn.benchmark = True"
+
+    def applicable(self):
+        return (True, "") if _cuda() else (False, "needs CUDA")
+
+    def apply(self, run, value, live):
+        if live and value == "off" and torch.backends.cudnn.benchmark:
+            raise KnobError("cudnn_benchmark=off after on changes nothing for shapes already benchmarked: start a "
+                            "new run with it off")
+        torch.backends.cudnn.benchmark = value == "on"
+        return False, ""
+
+
+class Tf32(Knob):
+    id = "tf32"
+    title = "TF32 matmul"
+    description = "torch.backends.cuda.matmul.allow_tf32"
+    numerics = True
+    snippet = "torch.backends.cuda.matmul.allow_tf32 = True"
+
+    def applicable(self):
+        if not _cuda():
+            return False, "needs CUDA"
+        if torch.cuda.get_device_capability()[0] < 8:
+            return False, "TF32 needs an Ampere or newer GPU"
+        return True, ""
+
+    def apply(self, run, value, live):
+        torch.backends.cuda.matmul.allow_tf32 = value == "on"
+        return False, ""
+
+
+class ZeroGradNone(Knob):
+    id = "zero_grad_none"
+    title = "zero_grad(set_to_none)"
+    description = "Optimizer.zero_grad drops gradients instead of filling them with zeros"
+    snippet = "optimizer.zero_grad(set_to_none=True)"
+
+    @property
+    def default(self):
+        return "on" if _torch_major() >= 2 else "off"
+
+    def apply(self, run, value, live):
+        return False, ""  # read by the zero_grad hook at every call
+
+
+class AnomalyDetection(Knob):
+    id = "anomaly_detection"
+    title = "Autograd anomaly detection"
+    description = "A debug mode that checks every backward for NaN and records tracebacks (slow)"
+    recommended = "off"
+    snippet = "torch.autograd.set_detect_anomaly(False)"
+
+    def current(self, run):
+        return run.config.get(self.id, "on" if torch.is_anomaly_enabled() else "off")
+
+    def apply(self, run, value, live):
+        from . import hooks_optimizer
+        hooks_optimizer.real_set_detect_anomaly(value == "on")
+        return False, ""
+
+
+# --- the model's forward ----------------------------------------------------------------------------------
+
+class Amp(Knob):
+    id, type = "amp", "enum"
+    title = "Mixed precision"
+    description = "autocast around the model's forward (bf16); fp16 needs a GradScaler in the script"
+    default, recommended, choices = "off", "bf16", ("off", "bf16", "fp16")
+    numerics = True
+    snippet = ("with torch.autocast(device_type, dtype=torch.bfloat16):\n    loss = criterion(model(x), y)")
+
+    def unavailable(self):
+        return ["fp16"], ("amp=fp16 needs a code change: scaler = torch.cuda.amp.GradScaler(); "
+                          "scaler.scale(loss).backward(); scaler.step(optimizer); scaler.update()")
+
+    def apply(self, run, value, live):
+        from . import hooks_model
+        return hooks_model.set_amp(run, value)
+
+
+class ChannelsLast(Knob):
+    id = "channels_last"
+    title = "Channels-last (NHWC)"
+    description = "The model's 4-D weights and inputs in NHWC memory format"
+    snippet = "model = model.to(memory_format=torch.channels_last)  # and x = x.to(memory_format=torch.channels_last)"
+
+    def apply(self, run, value, live):
+        from . import hooks_model
+        return hooks_model.set_channels_last(run, value == "on")
+
+
+class Compile(Knob):
+    id = "compile"
+    title = "torch.compile"
+    description = "Compile the model with TorchInductor (torch >= 2.0)"
+    snippet = "model = torch.compile(model)"
+
+    def applicable(self):
+        return (True, "") if _torch_major() >= 2 else (False, "needs torch >= 2.0 (this is %s)" % torch.__version__)
+
+    def apply(self, run, value, live):
+        from . import hooks_model
+        return hooks_model.set_compile(run, value == "on")
+
+
+CATALOG = [Workers(), PinMemory(), Prefetch(), PersistentWorkers(), IntraOpThreads(), CudnnBenchmark(), Tf32(),
+           ZeroGradNone(), AnomalyDetection(), Amp(), ChannelsLast(), Compile()]
+BY_ID = {k.id: k for k in CATALOG}
+# Engine knobs that have no meaning for a script run from outside (they need the loop's code).
+ENGINE_ONLY = {"batch_size": "the batch size is the script's DataLoader argument and its learning rate: edit both",
+               "grad_accumulation": "accumulation is the script's loop: it needs a code change",
+               "cuda_graphs": "capturing a step needs static inputs in the script's loop: a code change",
+               "fused_optimizer": "pass foreach=True to the script's optimizer (a code change)",
+               "sync_free_logging": "the script's own loss.item() calls: a code change",
+               "cpu_allocator": "set it when starting the process: GLIBC_TUNABLES or LD_PRELOAD (tunebench-cli does)",
+               "fast_decode": "the script's own image decoding", "fp32_preprocess": "the script's own preprocessing",
+               "conv_bias_before_bn": "the script's model definition", "checkpointing": "the script's model code",
+               "fused_pointwise": "the script's model code", "non_blocking": "the script's own .to(device) calls"}
+
+
+def lookup(knob_id):
+    k = BY_ID.get(knob_id)
+    if k is None:
+        if knob_id in ENGINE_ONLY:
+            raise KnobError("knob '%s' does not apply to scripts: %s" % (knob_id, ENGINE_ONLY[knob_id]))
+        raise KnobError("unknown knob '%s' (script knobs: %s)" % (knob_id, ", ".join(BY_ID)))
+    ok, why = k.applicable()
+    if not ok:
+        raise KnobError("knob %s does not apply here: %s" % (knob_id, why))
+    return k
+
+
+def parse_set(text):
+    """'k=v,k=v' -> [(id, normalized value)]. Raises KnobError."""
+    out = []
+    for item in (text or "").split(","):
+        item = item.strip()
+        if not item:
+            continue
+        if "=" not in item:
+            raise KnobError("bad knob setting '%s': expected knob=value" % item)
+        k, v = (s.strip() for s in item.split("=", 1))
+        knob = lookup(k)
+        try:
+            out.append((k, knob.normalize(v)))
+        except KnobError as e:
+            raise KnobError("bad value for %s: %s" % (k, e))
+    return out

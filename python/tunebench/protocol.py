@@ -1,0 +1,70 @@
+"""The run protocol's two channels: JSON lines to the parent on one fd, from the parent on another.
+
+Writes are atomic per line (one lock, one os.write loop) because the step hook, the reader thread and the
+launcher all send. The reader is a daemon thread: the script's own loop never blocks on the parent.
+"""
+
+import json
+import os
+import queue
+import threading
+
+
+class Channel:
+    def __init__(self, out_fd):
+        self._fd = out_fd
+        self._lock = threading.Lock()
+        self.closed = False
+
+    def send(self, msg_type, **fields):
+        msg = {"v": 1, "type": msg_type}
+        msg.update(fields)
+        data = (json.dumps(msg, default=str) + "\n").encode()
+        with self._lock:
+            if self.closed:
+                return
+            try:
+                view = memoryview(data)
+                while view:
+                    n = os.write(self._fd, view)
+                    view = view[n:]
+            except OSError:
+                self.closed = True  # the parent is gone; the script may still finish
+
+
+class Inbox:
+    """Parent messages, parsed by a daemon thread; EOF counts as `stop`."""
+
+    def __init__(self, in_fd, on_bad_line=None):
+        self.q = queue.Queue()
+        self.eof = False
+        if in_fd is None:
+            return
+        self._thread = threading.Thread(target=self._read, args=(in_fd, on_bad_line), daemon=True,
+                                        name="tunebench-inbox")
+        self._thread.start()
+
+    def _read(self, fd, on_bad_line):
+        with os.fdopen(fd, "r", encoding="utf-8", errors="replace", closefd=False) as f:
+            for line in f:
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    msg = json.loads(line)
+                except ValueError:
+                    if on_bad_line:
+                        on_bad_line(line)
+                    continue
+                if isinstance(msg, dict) and isinstance(msg.get("type"), str):
+                    self.q.put(msg)
+        self.eof = True
+        self.q.put({"type": "stop", "reason": "eof"})
+
+    def drain(self):
+        out = []
+        while True:
+            try:
+                out.append(self.q.get_nowait())
+            except queue.Empty:
+                return out
