@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/make_dataset.h"
+#include "engine/report.h"
+#include "tuner/report_script.h"
 
 namespace {
 
@@ -128,6 +130,60 @@ TEST_F(CliScript, TunesTheExampleAndWritesTheSameDocument) {
   for (const auto& t : j["trials"]) workers |= t["knob"] == "workers";
   EXPECT_TRUE(workers);
   EXPECT_TRUE(j["noise"].contains("verdict"));
+}
+
+TEST(ReportScript, EditCallReplacesOrAddsKeywordArguments) {
+  using tb::engine::edit_call;
+  EXPECT_EQ(edit_call("loader = DataLoader(ds, batch_size=args.batch_size, shuffle=True)", {{"num_workers", "2"}}),
+            "loader = DataLoader(ds, batch_size=args.batch_size, shuffle=True, num_workers=2)");
+  EXPECT_EQ(edit_call("dl = DataLoader(ds, num_workers=0, pin_memory=False)  # train",
+                      {{"num_workers", "4"}, {"pin_memory", "True"}}),
+            "dl = DataLoader(ds, num_workers=4, pin_memory=True)  # train");
+  EXPECT_EQ(edit_call("DataLoader(ds, collate_fn=f(x), num_workers=1)", {{"num_workers", "2"}}),
+            "DataLoader(ds, collate_fn=f(x), num_workers=2)");
+  EXPECT_EQ(edit_call("DataLoader()", {{"num_workers", "2"}}), "DataLoader(num_workers=2)");
+  EXPECT_EQ(edit_call("no call here", {{"num_workers", "2"}}), "no call here");
+}
+
+// The report's Python edits, applied by hand to a copy of the script, give the script the tuned loader with
+// no TuneBench in between: what a user does with the report.
+TEST_F(CliScript, TheReportsEditAppliedByHandGivesTheTunedLoader) {
+  const std::string copy = tmp("mine.py");
+  std::filesystem::copy_file(example(), copy, std::filesystem::copy_options::overwrite_existing);
+  // Where the launcher finds the DataLoader of the copy.
+  const std::string js = tmp("where.json");
+  ASSERT_EQ(cli("run --script " + copy + " --steps 2 --json " + js + " -- --data " + data()).code, 0);
+  std::ifstream f(js);
+  auto run = nlohmann::json::parse(f);
+  tb::engine::TuneResult r;
+  r.environment = {{"model", "script:" + copy}, {"source", run["source"]}};
+  r.baseline = {{"workers", "0"}, {"intra_op_threads", "2"}};
+  r.final_config = {{"workers", "2"}, {"intra_op_threads", "2"}};
+  const std::string py = tb::engine::final_code_pytorch(r);
+  const auto minus = py.find("\n-    "), plus = py.find("\n+    ");
+  ASSERT_NE(minus, std::string::npos) << py;
+  ASSERT_NE(plus, std::string::npos) << py;
+  const std::string old_line = py.substr(minus + 6, py.find('\n', minus + 1) - minus - 6);
+  const std::string new_line = py.substr(plus + 6, py.find('\n', plus + 1) - plus - 6);
+  EXPECT_NE(new_line.find("num_workers=2"), std::string::npos) << new_line;
+  // Apply it.
+  std::string text;
+  {
+    std::ifstream in(copy);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const auto at = text.find(old_line);
+  ASSERT_NE(at, std::string::npos) << old_line;
+  text.replace(at, old_line.size(), new_line);
+  std::ofstream(copy) << text;
+  // Run the edited script without any knob: its own DataLoader now has 2 workers.
+  const std::string js2 = tmp("edited.json");
+  ASSERT_EQ(cli("run --script " + copy + " --steps 2 --json " + js2 + " -- --data " + data()).code, 0);
+  std::ifstream f2(js2);
+  auto edited = nlohmann::json::parse(f2);
+  EXPECT_EQ(edited["config"]["workers"], "2");
+  for (const auto& s : edited["source"])
+    if (s["kind"] == "dataloader") EXPECT_EQ(s["effective"]["num_workers"], 2);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include "engine/report.h"
 
 #include "engine/cpu_allocator.h"
+#include "tuner/report_script.h"
 
 #include <algorithm>
 #include <chrono>
@@ -149,6 +150,10 @@ struct CodeLines {
 
 CodeLines code_lines(const TuneResult& r) {
   CodeLines out;
+  if (script_code_lines(r, out.py)) {
+    if (!out.py.empty()) out.cpp.push_back("// a Python script: the changes are the Python lines above (- old, + new)");
+    return out;
+  }
   const Config& f = r.final_config;
   const auto changed = changed_knobs(r.baseline, f);
   std::set<std::string> done;
