@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "engine/cpu_allocator.h"
 #include "engine_cli_common.h"
 #include "script_common.h"
 
@@ -75,6 +76,17 @@ int cmd_run_script(int argc, char** argv) {
     }
   }
   if (so.script.empty()) return usage_error("--script needs a file");
+  // The allocator is the interpreter's process setting: its environment, not a launcher knob.
+  for (auto it = so.set.begin(); it != so.set.end();)
+    if (it->first == "cpu_allocator") {
+      std::string v = it->second;
+      if (auto e = engine::normalize_knob_value("cpu_allocator", v)) return usage_error(*e);
+      if (auto why = engine::cpu_allocator_unavailable(v); !why.empty()) return usage_error(why);
+      if (auto env = engine::cpu_allocator_env(v); !env.empty()) so.env.push_back(env);
+      it = so.set.erase(it);
+    } else {
+      ++it;
+    }
   so.output = script_output_to_stderr(quiet);
 
   client::ScriptRunner runner;

@@ -31,14 +31,18 @@ int main(int argc, char** argv) {
   cli.addOption(screenshot);
   cli.addOption(quit_after);
   cli.addOption(export_after);
-  cli.addPositionalArgument("file", "A trace (.json / .json.gz, Kineto or Chrome), a TorchScript model or a report.", "[file]");
+  cli.addPositionalArgument("file", "A trace (.json / .json.gz, Kineto or Chrome), a TorchScript model, a report, "
+                            "or a training script (.py) followed by its arguments after --.", "[file]");
   cli.process(app);
 
   tb::ui::MainWindow w;
   w.show();
   const QStringList files = cli.positionalArguments();
   QTimer::singleShot(0, &w, [&] {
-    if (!files.isEmpty()) {
+    if (!files.isEmpty() && files.front().endsWith(".py", Qt::CaseInsensitive)) {
+      // tunebench train.py [-- ARGS]: everything after the script is its own command line.
+      w.openScript(files.front(), files.mid(1));
+    } else if (!files.isEmpty()) {
       for (const QString& f : files) w.openPath(f);
     } else if (!cli.isSet(no_demo)) {
       w.startDemo();

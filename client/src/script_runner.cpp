@@ -103,15 +103,26 @@ std::string ScriptRunner::start(const ScriptOptions& o, double hello_timeout_s) 
   argv.insert(argv.end(), o.args.begin(), o.args.end());
   std::vector<std::string> env;
   std::string pythonpath = pkg;
+  auto overridden = [&](const std::string& kv) {
+    const auto eq = kv.find('=');
+    for (const auto& e : o.env)
+      if (e.compare(0, e.find('=') + 1, kv, 0, eq + 1) == 0) return true;
+    return false;
+  };
   for (char** e = environ; e && *e; ++e) {
     std::string kv = *e;
     if (kv.rfind("PYTHONPATH=", 0) == 0) {
       pythonpath += ":" + kv.substr(11);
       continue;
     }
-    if (kv.rfind("PYTHONUNBUFFERED=", 0) == 0) continue;
+    if (kv.rfind("PYTHONUNBUFFERED=", 0) == 0 || kv.rfind("TUNEBENCH_CPU_ALLOCATOR_REEXEC=", 0) == 0) continue;
+    if (kv.rfind("GLIBC_TUNABLES=", 0) == 0 && kv.find("glibc.malloc.") != std::string::npos) continue;
+    if (kv.rfind("LD_PRELOAD=", 0) == 0 && (kv.find("jemalloc") != std::string::npos || kv.find("tcmalloc") != std::string::npos))
+      continue;
+    if (overridden(kv)) continue;
     env.push_back(kv);
   }
+  env.insert(env.end(), o.env.begin(), o.env.end());
   env.push_back("PYTHONPATH=" + pythonpath);
   env.push_back("PYTHONUNBUFFERED=1");
   if (auto err = child_.start(argv, env, o.output); !err.empty()) return err;

@@ -281,7 +281,7 @@ ENGINE_ONLY = {"batch_size": "the batch size is the script's DataLoader argument
                "cuda_graphs": "capturing a step needs static inputs in the script's loop: a code change",
                "fused_optimizer": "pass foreach=True to the script's optimizer (a code change)",
                "sync_free_logging": "the script's own loss.item() calls: a code change",
-               "cpu_allocator": "set it when starting the process: GLIBC_TUNABLES or LD_PRELOAD (tunebench-cli does)",
+               "cpu_allocator": "the interpreter's environment (GLIBC_TUNABLES / LD_PRELOAD): tunebench-cli sets it",
                "fast_decode": "the script's own image decoding", "fp32_preprocess": "the script's own preprocessing",
                "conv_bias_before_bn": "the script's model definition", "checkpointing": "the script's model code",
                "fused_pointwise": "the script's model code", "non_blocking": "the script's own .to(device) calls"}

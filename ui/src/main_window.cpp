@@ -10,6 +10,7 @@
 #include <QDragEnterEvent>
 #include <QFile>
 #include <QFileDialog>
+#include <QInputDialog>
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QHBoxLayout>
@@ -350,7 +351,7 @@ void MainWindow::buildMenus() {
   auto* file = menuBar()->addMenu(tr("&File"));
   auto* open = file->addAction(QIcon::fromTheme("document-open"), tr("&Open…"), this, [this] {
     const QString f = QFileDialog::getOpenFileName(this, tr("Open trace, model or report"), {},
-                                                   tr("Traces (*.json *.json.gz *.gz);;TorchScript models (*.pt *.pth *.ts);;Reports (*.html);;All files (*)"));
+                                                   tr("Traces (*.json *.json.gz *.gz);;Training scripts (*.py);;TorchScript models (*.pt *.pth *.ts);;Reports (*.html);;All files (*)"));
     if (!f.isEmpty()) openPath(f);
   });
   open->setShortcut(QKeySequence::Open);
@@ -536,7 +537,9 @@ RunOptions MainWindow::optionsFromPanel() const {
 
 bool MainWindow::startRun(const RunOptions& opt, const QString& program) {
   const QString cli = program.isEmpty() ? findCli() : program;
-  QStringList args{"serve", "--model", opt.model, "--data", opt.data};
+  QStringList args{"serve"};
+  if (opt.script.isEmpty()) args << "--model" << opt.model << "--data" << opt.data;
+  else args << "--script" << opt.script;
   if (!opt.knobs.isEmpty()) {
     QStringList kv;
     for (auto it = opt.knobs.begin(); it != opt.knobs.end(); ++it) kv << it.key() + "=" + it.value();
@@ -548,7 +551,22 @@ bool MainWindow::startRun(const RunOptions& opt, const QString& program) {
     tmp_ = std::make_unique<QTemporaryDir>(QDir::tempPath() + "/tunebench-run-XXXXXX");
     args << "--trace-dir" << tmp_->path() << "--trace-every" << QString::number(opt.trace_every);
   }
+  if (!opt.script.isEmpty()) args << "--" << opt.script_args;
   return startProcess(cli, args);
+}
+
+bool MainWindow::openScript(const QString& path, const QStringList& script_args) {
+  if (run_->isRunning()) {
+    showError(tr("Cannot run the script"), tr("A run is going on: stop it first."));
+    return false;
+  }
+  RunOptions o;
+  o.script = QFileInfo(path).absoluteFilePath();
+  o.script_args = script_args;
+  o.trace_every = trace_every_->value();
+  addRecent(path);
+  log(tr("script %1 %2 (run unmodified under python -m tunebench.launch)").arg(o.script, script_args.join(' ')));
+  return startRun(o);
 }
 
 bool MainWindow::startProcess(const QString& program, const QStringList& args) {
@@ -664,12 +682,20 @@ bool MainWindow::openPath(const QString& path) {
     statusBar()->showMessage(tr("Model set to %1 — press Start").arg(QFileInfo(path).fileName()), 8000);
     return true;
   }
+  if (lower.endsWith(".py")) {
+    bool ok = false;
+    const QString args = QInputDialog::getText(this, tr("Run a training script"),
+                                               tr("Arguments of %1 (as on its command line):").arg(QFileInfo(path).fileName()),
+                                               QLineEdit::Normal, QString(), &ok);
+    if (!ok) return false;
+    return openScript(path, QProcess::splitCommand(args));
+  }
   if (lower.endsWith(".html") || lower.endsWith(".htm") || lower.endsWith(".md")) {
     addRecent(path);
     QDesktopServices::openUrl(QUrl::fromLocalFile(QFileInfo(path).absoluteFilePath()));
     return true;
   }
-  showError(tr("Cannot open"), tr("%1: not a trace (.json/.json.gz), TorchScript model (.pt) or report (.html)").arg(path));
+  showError(tr("Cannot open"), tr("%1: not a trace (.json/.json.gz), training script (.py), TorchScript model (.pt) or report (.html)").arg(path));
   return false;
 }
 

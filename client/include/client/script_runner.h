@@ -38,6 +38,10 @@ struct ScriptOptions {
   int trace_every = 20;
   int warmup_steps = 3, max_warmup_steps = 30;  // the warm-up rule (measure/warmup.h), as for the engine
   ChildProcess::OutputFn output;  // the script's own prints (stdout+stderr), line by line
+  // "K=V" added to (or replacing in) the inherited environment; the inherited one loses its allocator
+  // settings first (LD_PRELOAD of jemalloc/tcmalloc, GLIBC_TUNABLES malloc entries), so that the
+  // interpreter runs exactly the allocator these ask for (the cpu_allocator knob is a process setting).
+  std::vector<std::string> env;
 };
 
 class ScriptRunner {

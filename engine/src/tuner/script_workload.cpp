@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "client/script_runner.h"
+#include "engine/cpu_allocator.h"
 #include "engine/tuner.h"
 
 namespace tb::engine {
@@ -23,11 +24,29 @@ std::string text_of(const nlohmann::json& v) {
   return v.dump();
 }
 
+// The environment that gives the interpreter `allocator` (engine/cpu_allocator.h), as "K=V" entries.
+std::vector<std::string> allocator_env(const std::string& allocator) {
+  const std::string e = cpu_allocator_env(allocator);
+  if (e.empty()) return {};
+  return {e};
+}
+
 class ScriptWorkload : public Workload {
  public:
   explicit ScriptWorkload(const client::ScriptOptions& o) : opts_(o) {
     t0_ = std::chrono::steady_clock::now();
-    runner_ = start(opts_.set);
+    // The allocator is the interpreter's process setting, not a launcher knob: the user's choice (--set) or
+    // glibc's defaults are the baseline, measured in fresh processes; the live child runs glibc with pinned
+    // thresholds, steady (engine/cpu_allocator.h: glibc's defaults change speed during a long process).
+    for (auto it = opts_.set.begin(); it != opts_.set.end();)
+      if (it->first == "cpu_allocator") {
+        pinned_allocator_ = it->second;
+        it = opts_.set.erase(it);
+      } else {
+        ++it;
+      }
+    live_allocator_ = pinned_allocator_.empty() ? "glibc_tuned" : pinned_allocator_;
+    runner_ = start(opts_.set, live_allocator_);
     const auto& hello = runner_->hello();
     for (const auto& k : hello.value("knobs", nlohmann::json::array())) {
       KnobState s;
@@ -53,6 +72,18 @@ class ScriptWorkload : public Workload {
       baseline_[s.info.id] = s.value;
       knobs_.push_back(std::move(s));
     }
+    if (const KnobInfo* alloc = find_knob("cpu_allocator")) {
+      KnobState s;
+      s.info = *alloc;
+      s.value = pinned_allocator_.empty() ? "glibc" : pinned_allocator_;
+      for (const auto& v : cpu_allocator_values())
+        if (auto why = cpu_allocator_unavailable(v); !why.empty()) {
+          s.applicability.unavailable_values.push_back(v);
+          s.applicability.reason += (s.applicability.reason.empty() ? "" : "; ") + why;
+        }
+      baseline_[s.info.id] = s.value;
+      knobs_.push_back(std::move(s));
+    }
     current_ = baseline_;
   }
 
@@ -63,7 +94,7 @@ class ScriptWorkload : public Workload {
     ensure_running();
     for (const auto& [k, v] : config) {
       auto it = current_.find(k);
-      if (it == current_.end() || it->second == v) continue;
+      if (it == current_.end() || it->second == v || k == "cpu_allocator") continue;
       runner_->send({{"type", "set"}, {"knob", k}, {"value", v}});
       // Wait for its answer; steps that arrive meanwhile belong to neither configuration.
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -125,7 +156,8 @@ class ScriptWorkload : public Workload {
   }
 
   std::optional<measure::Window> measure_fresh(const Config& config, int steps) override {
-    auto r = start(pairs_of(config));
+    auto it = config.find("cpu_allocator");
+    auto r = start(pairs_of(config), it == config.end() ? std::string("glibc") : it->second);
     measure::Window w;
     int64_t measured = 0;
     while (measured < steps) {
@@ -170,6 +202,10 @@ class ScriptWorkload : public Workload {
     for (const auto& a : opts_.args) args += (args.empty() ? "" : " ") + a;
     j["data"] = args.empty() ? std::string("(no arguments)") : args;
     j["python"] = runner_->python().path;
+    j["measurement_allocator"] = live_allocator_ + (pinned_allocator_.empty()
+                                                        ? " (the live script's interpreter, for steady windows; "
+                                                          "cpu_allocator is measured in fresh processes)"
+                                                        : "");
     if (!sources_.empty()) j["source"] = sources_;
     if (!notes_.empty()) j["script_warnings"] = notes_;
     return j;
@@ -179,6 +215,7 @@ class ScriptWorkload : public Workload {
   std::vector<std::pair<std::string, std::string>> pairs_of(const Config& c) {
     std::vector<std::pair<std::string, std::string>> out;
     for (const auto& [k, v] : c) {
+      if (k == "cpu_allocator") continue;  // the environment's, not the launcher's
       auto it = baseline_.find(k);
       // Only what differs from the script's own values: a knob left alone stays what the script wrote.
       if (baseline_.empty() || it == baseline_.end() || it->second != v) out.push_back({k, v});
@@ -186,9 +223,14 @@ class ScriptWorkload : public Workload {
     return out;
   }
 
-  std::unique_ptr<client::ScriptRunner> start(const std::vector<std::pair<std::string, std::string>>& set) {
+  std::unique_ptr<client::ScriptRunner> start(const std::vector<std::pair<std::string, std::string>>& set,
+                                               const std::string& allocator) {
     client::ScriptOptions o = opts_;
     o.set = set;
+    o.env = allocator_env(allocator);
+    if (allocator == "jemalloc" || allocator == "tcmalloc") {
+      if (cpu_allocator_library(allocator).empty()) throw TrialFailure(cpu_allocator_unavailable(allocator), false);
+    }
     for (const auto& kv : opts_.set)
       if (std::none_of(set.begin(), set.end(), [&](const auto& x) { return x.first == kv.first; })) o.set.push_back(kv);
     auto r = std::make_unique<client::ScriptRunner>();
@@ -202,7 +244,7 @@ class ScriptWorkload : public Workload {
     runner_->stop(5);
     ++restarts_;
     if (restarts_ > 50) throw TrialFailure("the script ended 50 times during the tune: give it more epochs", false);
-    runner_ = start(pairs_of(current_));
+    runner_ = start(pairs_of(current_), live_allocator_);
   }
 
   void note(const nlohmann::json& m) {
@@ -218,6 +260,7 @@ class ScriptWorkload : public Workload {
   std::vector<nlohmann::json> sources_;
   std::vector<std::string> notes_;
   int restarts_ = 0;
+  std::string pinned_allocator_, live_allocator_;
   std::chrono::steady_clock::time_point t0_;
 };
 

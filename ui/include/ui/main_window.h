@@ -46,6 +46,8 @@ struct RunOptions {
   QHash<QString, QString> knobs;  // overrides of the defaults
   int steps = 0;                  // 0 = until stop
   int trace_every = 20;           // steps per trace chunk (0 = no tracing)
+  QString script;                 // a user's Python training script (then model/data are unused)
+  QStringList script_args;        // its own arguments
 };
 
 class MainWindow : public QMainWindow {
@@ -57,6 +59,9 @@ class MainWindow : public QMainWindow {
   // Opens a trace (.json/.json.gz), a TorchScript model (.pt/.pth/.ts: becomes the run's model) or a report
   // (.html: shown in the browser). Returns false for an unknown kind (with a message).
   bool openPath(const QString& path);
+  // Runs a user's PyTorch training script, unmodified, as the live run (tunebench-cli serve --script):
+  // the same timeline, toggles, compare and auto-tune as an engine run.
+  bool openScript(const QString& path, const QStringList& args);
   void openTrace(const QString& path);  // async; emits traceOpenFinished
   // Starts `tunebench-cli serve` with the options (the CLI from findCli()); `program` overrides it (tests).
   bool startRun(const RunOptions& opt, const QString& program = {});
