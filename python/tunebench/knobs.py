@@ -145,6 +145,9 @@ class PersistentWorkers(LoaderKnob):
 
 class IntraOpThreads(Knob):
     id, type = "intra_op_threads", "int"
+    # Measured with Debian's torch 1.13: after set_num_threads(1), set_num_threads(2) in the same process ran
+    # a conv forward/backward 5x slower than before; so it is set only when the script starts (fresh runs).
+    process_scope = True
     title = "Intra-op threads"
     description = "torch.set_num_threads; 0 = auto: the cores the loader workers leave, at least 1"
     recommended, lo, hi = "0", 0, 256
@@ -155,6 +158,9 @@ class IntraOpThreads(Knob):
         return str(cores())
 
     def apply(self, run, value, live):
+        if live:
+            raise KnobError("intra_op_threads applies when the script starts (torch.set_num_threads back up after a "
+                            "decrease runs several times slower in a live process): restart the run with it")
         n = int(value)
         if n == 0:
             n = max(1, cores() - int(run.config.get("workers", "0") or 0))

@@ -94,7 +94,7 @@ class ScriptWorkload : public Workload {
     ensure_running();
     for (const auto& [k, v] : config) {
       auto it = current_.find(k);
-      if (it == current_.end() || it->second == v || k == "cpu_allocator") continue;
+      if (it == current_.end() || it->second == v || process_knob(k)) continue;  // fresh processes only
       runner_->send({{"type", "set"}, {"knob", k}, {"value", v}});
       // Wait for its answer; steps that arrive meanwhile belong to neither configuration.
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -245,6 +245,12 @@ class ScriptWorkload : public Workload {
     ++restarts_;
     if (restarts_ > 50) throw TrialFailure("the script ended 50 times during the tune: give it more epochs", false);
     runner_ = start(pairs_of(current_), live_allocator_);
+  }
+
+  bool process_knob(const std::string& id) const {
+    for (const auto& k : knobs_)
+      if (k.info.id == id) return k.info.process_scope;
+    return false;
   }
 
   void note(const nlohmann::json& m) {

@@ -202,7 +202,8 @@ class Tuner {
     c.delta[id] = next;
     c.knob = id;
     c.value = next;
-    if (id == "workers" && has_knob("intra_op_threads")) {
+    // (Only where the threads change live: a script's intra_op_threads is a process knob, measured apart.)
+    if (id == "workers" && has_knob("intra_op_threads") && !process_knob("intra_op_threads")) {
       c.delta["intra_op_threads"] = "0";
       if (value_in(ref, "intra_op_threads") != "0") c.also = "intra_op_threads=0 (auto)";
       out.push_back(c);
