@@ -143,7 +143,7 @@ class LaunchTest(unittest.TestCase):
         self.assertEqual(started["config"]["intra_op_threads"], "1")
 
     def test_live_set_recreates_the_iterator_with_the_new_workers(self):
-        c = Child(self.script, launcher_args=["--steps", "12"], with_input=True)
+        c = Child(self.script, launcher_args=["--steps", "24"], with_input=True)
         self.assertIsNotNone(c.until(lambda m: m["type"] == "step" and m["i"] == 2))
         c.send(type="set", knob="workers", value=2)
         applied = c.until(lambda m: m["type"] in ("config_applied", "error"))
@@ -154,9 +154,13 @@ class LaunchTest(unittest.TestCase):
         self.assertEqual(loader["num_workers"], 2)
         later = c.until(lambda m: m["type"] == "step")
         self.assertEqual(later["config_rev"], 1)
-        c.send(type="set", knob="intra_op_threads", value=1)
-        err = c.until(lambda m: m["type"] == "error")
-        self.assertIn("applies when the script starts", err["message"])
+        # persistent_workers too (DataLoader refuses a plain setattr after construction): read back.
+        c.send(type="set", knob="persistent_workers", value="on")
+        applied = c.until(lambda m: m["type"] in ("config_applied", "error"))
+        self.assertEqual(applied["type"], "config_applied", applied)
+        loader = c.until(lambda m: m["type"] == "loader")
+        self.assertTrue(loader["persistent_workers"])
+        self.assertEqual(loader["num_workers"], 2)
         c.send(type="set", knob="batch_size", value=64)
         err = c.until(lambda m: m["type"] == "error")
         self.assertTrue(err["recoverable"])

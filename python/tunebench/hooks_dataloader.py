@@ -2,7 +2,7 @@
 iteration through a proxy that times `__next__` (the data wait), counts samples, and can re-create the
 real iterator when a loader knob changes live.
 
-A live change of num_workers / pin_memory / prefetch_factor is set on the DataLoader object and takes effect
+A live change of num_workers / pin_memory / prefetch_factor / persistent_workers is set on the DataLoader object and takes effect
 when its iterator is re-created: the proxy does that at its next `__next__` (a new pass over the sampler
 starts there: the samples of this epoch may repeat). That is reported as `pending` until it happened.
 """
@@ -107,7 +107,8 @@ class _Proxy:
         run = _run
         if run is not None:  # the change took effect: say with what (tests and the GUI read it back)
             run.ch.send("loader", reason="iterator re-created", num_workers=self.loader.num_workers,
-                        pin_memory=self.loader.pin_memory, prefetch_factor=getattr(self.loader, "prefetch_factor", None))
+                        pin_memory=self.loader.pin_memory, prefetch_factor=getattr(self.loader, "prefetch_factor", None),
+                        persistent_workers=bool(getattr(self.loader, "persistent_workers", False)))
 
     def __next__(self):
         run = _run
@@ -149,8 +150,6 @@ def set_loader_option(run, knob, value, live):
     run.requested[knob.id] = value
     if not live or not list(run.loaders):
         return False, "applies when the script creates its DataLoader"
-    if knob.id == "persistent_workers":
-        raise KnobError("persistent_workers applies when the DataLoader is created: restart the run with it")
     v = conv(value)
     if arg == "prefetch_factor" and all(loader.num_workers == 0 for loader in run.loaders):
         raise KnobError("prefetch only matters with workers > 0 (set workers first)")
@@ -158,7 +157,12 @@ def set_loader_option(run, knob, value, live):
         if arg == "prefetch_factor" and loader.num_workers == 0:
             continue
         try:
-            setattr(loader, arg, v)
+            if arg == "persistent_workers":
+                # DataLoader.__setattr__ refuses it after construction; __iter__ reads it at every call, and the
+                # kept iterator is dropped below, so setting the field is what constructing it would have done.
+                object.__setattr__(loader, arg, v)
+            else:
+                setattr(loader, arg, v)
         except ValueError as e:
             raise KnobError(str(e).splitlines()[0])
         if arg == "num_workers" and v > 0 and getattr(loader, "prefetch_factor", None) is None:

@@ -145,22 +145,22 @@ class PersistentWorkers(LoaderKnob):
 
 class IntraOpThreads(Knob):
     id, type = "intra_op_threads", "int"
-    # Measured with Debian's torch 1.13: after set_num_threads(1), set_num_threads(2) in the same process ran
-    # a conv forward/backward 5x slower than before; so it is set only when the script starts (fresh runs).
-    process_scope = True
     title = "Intra-op threads"
     description = "torch.set_num_threads; 0 = auto: the cores the loader workers leave, at least 1"
     recommended, lo, hi = "0", 0, 256
     snippet = "torch.set_num_threads({value})"
 
+    # torch's own count at start (Debian's 1.13 starts with one thread per physical core, 1 on this 2-vCPU VM).
+    _at_start = None
+
     @property
     def default(self):
-        return str(cores())
+        if IntraOpThreads._at_start is None:
+            IntraOpThreads._at_start = torch.get_num_threads()
+        return str(IntraOpThreads._at_start)
 
     def apply(self, run, value, live):
-        if live:
-            raise KnobError("intra_op_threads applies when the script starts (torch.set_num_threads back up after a "
-                            "decrease runs several times slower in a live process): restart the run with it")
+        self.default  # record torch's own count before the first change
         n = int(value)
         if n == 0:
             n = max(1, cores() - int(run.config.get("workers", "0") or 0))
