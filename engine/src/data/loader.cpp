@@ -491,11 +491,16 @@ void Loader::reconfigure(const LoaderOptions& options) {
       m.synthetic_valid = false;
     if (!m.ready.empty()) {
       // Deterministic delivery hands batches out in index order, so the lowest ready index is the first
-      // undelivered one (nothing is loading after the drain).
+      // undelivered one (nothing is loading after the drain). Out-of-order delivery may have handed out a
+      // later index already: rewinding would deliver it twice, so then the ready batches are dropped
+      // without a rewind (their samples are skipped this pass; that mode promises no order anyway).
       const auto& first = *m.ready.begin();
+      const bool contiguous = int64_t(m.ready.size()) == m.next_task - first.first;
       m.discarded += int64_t(m.ready.size());
-      m.next_task = first.first;
-      m.next_start = first.second.start;
+      if (contiguous) {
+        m.next_task = first.first;
+        m.next_start = first.second.start;
+      }
       m.in_flight -= int64_t(m.ready.size());
       m.ready.clear();
       m.next_out = m.next_task;
