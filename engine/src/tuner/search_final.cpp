@@ -1,0 +1,242 @@
+// The end of the tuner's search (search.h): the final alternation that confirms the kept knobs, the
+// fresh-process headline, and the summary (waterfall, baselines by phase, drift, noise).
+#include <cmath>
+
+#include "tuner/search.h"
+
+namespace tb::engine::search {
+
+// The final alternation: round-robin over the baseline, the final configuration and the final
+// configuration without each kept in-process knob (dozens of trials ran; one lucky window must not decide
+// what the user keeps). Kept knobs that do not hold are dropped; then the headline is measured.
+void Tuner::final_phase() {
+  phase_ = "final";
+  std::vector<size_t> inproc;  // indices into kept_ of in-process knobs
+  for (size_t i = 0; i < kept_.size(); ++i)
+    if (!process_knob(kept_[i].knob)) inproc.push_back(i);
+  if (left() < final_cost_s(0) * 0.8)
+    res_.notes.push_back("the final alternation ran past the budget (it is never skipped)");
+
+  if (!inproc.empty()) {
+    struct Arm {
+      std::string name;
+      Config config;
+      std::vector<measure::Window> windows;
+    };
+    std::vector<Arm> arms;
+    arms.push_back({"final", current_, {}});
+    arms.push_back({"baseline", baseline_, {}});
+    if (inproc.size() > 1)  // with one kept knob, "final without it" is the baseline arm
+      for (size_t i : inproc) {
+        Config c = current_;
+        for (const auto& [k, v] : kept_[i].delta) c[k] = baseline_.at(k);
+        arms.push_back({"without " + label(kept_[i]), c, {}});
+      }
+    progress(phase_, "final alternation: " + std::to_string(arms.size()) + " configurations, " +
+                         std::to_string(o_.rounds) + " rounds");
+    const double start = w_.now_s();
+    bool failed = false;
+    std::string failure;
+    for (int r = 0; r < o_.rounds && !failed; ++r) {
+      for (size_t j = 0; j < arms.size(); ++j) {
+        Arm& arm = arms[(j + size_t(r)) % arms.size()];  // rotated: every arm takes every position
+        try {
+          arm.windows.push_back(window_of(arm.config, false));
+          if (arm.name == "baseline") note_baseline("final", arm.windows.back());
+        } catch (const TrialFailure& f) {
+          failed = true;
+          failure = arm.name + ": " + f.what();
+          break;
+        }
+      }
+    }
+    const double spent = w_.now_s() - start;
+    if (failed) {
+      res_.notes.push_back("the final alternation failed (" + failure + "); falling back to the baseline");
+      current_ = baseline_;
+      for (size_t i = kept_.size(); i-- > 0;)
+        if (!process_knob(kept_[i].knob)) {
+          kept_.erase(kept_.begin() + long(i));
+          kept_trial_.erase(kept_trial_.begin() + long(i));
+          kept_ratio_.erase(kept_ratio_.begin() + long(i));
+        }
+    } else {
+      auto rounds_of = [&](const Arm& x, const Arm& y, std::vector<measure::Window>& a, std::vector<measure::Window>& b) {
+        const size_t n = std::min(x.windows.size(), y.windows.size());
+        a.assign(x.windows.begin(), x.windows.begin() + long(n));
+        b.assign(y.windows.begin(), y.windows.begin() + long(n));
+      };
+      // Each kept knob: final vs final without it, paired by round.
+      std::vector<size_t> dropped;
+      for (size_t j = 0; j < inproc.size(); ++j) {
+        const Change& c = kept_[inproc[j]];
+        const Arm& without = inproc.size() > 1 ? arms[2 + j] : arms[1];
+        Trial t;
+        t.phase = phase_;
+        t.knob = c.knob;
+        t.value = c.value;
+        t.also = c.also;
+        t.from = value_in(baseline_, c.knob);
+        t.reference = "final without it";
+        t.window = window_;
+        t.rounds = o_.rounds;
+        rounds_of(without, arms[0], t.a, t.b);
+        t.before = measure::pooled_throughput(t.a);
+        t.after = measure::pooled_throughput(t.b);
+        t.estimate = measure::paired_ratio(t.a, t.b, &res_.noise_floor, o_.confidence);
+        classify(t, true);
+        t.seconds = spent / double(inproc.size());
+        if (t.accepted) {
+          t.outcome = "held";
+          t.reason = "held in the final alternation: " + t.reason;
+        } else {
+          t.outcome = "dropped";
+          t.reason = "kept earlier (trial " + std::to_string(kept_trial_[inproc[j]] + 1) +
+                     "), did not hold in the final alternation: " + t.reason;
+          dropped.push_back(inproc[j]);
+        }
+        t.accepted = false;  // the screening/accumulation trial holds the acceptance
+        record(std::move(t));
+      }
+      Trial head;
+      head.phase = phase_;
+      head.value = current_label();
+      head.reference = "baseline";
+      head.window = window_;
+      head.rounds = o_.rounds;
+      rounds_of(arms[1], arms[0], head.a, head.b);
+      if (!dropped.empty()) {
+        for (size_t i : dropped)
+          for (const auto& [k, v] : kept_[i].delta) current_[k] = baseline_.at(k);
+        std::vector<Change> still;
+        std::vector<size_t> still_trial;
+        std::vector<double> still_ratio;
+        for (size_t i = 0; i < kept_.size(); ++i)
+          if (std::find(dropped.begin(), dropped.end(), i) == dropped.end()) {
+            still.push_back(kept_[i]);
+            still_trial.push_back(kept_trial_[i]);
+            still_ratio.push_back(kept_ratio_[i]);
+          }
+        kept_ = still;
+        kept_trial_ = still_trial;
+        kept_ratio_ = still_ratio;
+        head.value = current_label();
+        // The arm that already measured the new final, if there is one; else measure it now.
+        const Arm* same = nullptr;
+        for (const auto& a : arms)
+          if (a.config == current_) same = &a;
+        if (same) {
+          rounds_of(arms[1], *same, head.a, head.b);
+        } else if (current_ != baseline_) {
+          Change all;
+          all.delta = changed_delta(baseline_, current_);
+          Trial again = trial(phase_, baseline_, "baseline", all, current_);
+          head.a = again.a;
+          head.b = again.b;
+        }
+      }
+      if (current_ != baseline_) {
+        head.before = measure::pooled_throughput(head.a);
+        head.after = measure::pooled_throughput(head.b);
+        head.estimate = measure::paired_ratio(head.a, head.b, &res_.noise_floor, o_.confidence);
+        classify(head, true);
+        head.accepted = false;
+        head.value = "all kept knobs (in this process)";
+        head.reason = "final vs baseline (in this process): " + head.reason;
+        res_.speedup_in_process = head.estimate;
+        res_.baseline_throughput = head.before;
+        res_.final_throughput = head.after;
+        res_.speedup = head.estimate;
+        record(std::move(head));
+      } else {
+        res_.notes.push_back("every kept knob was dropped in the final alternation: the final configuration is the baseline");
+      }
+    }
+  }
+
+  if (inproc.empty()) {
+    // Nothing in-process to check: still measure the baseline at the end, for the drift check and so
+    // that the baseline printed is a measurement of the same kind as the rest.
+    progress(phase_, "the baseline at the end (" + std::to_string(o_.rounds) + " windows)");
+    for (int r = 0; r < o_.rounds; ++r) {
+      try {
+        note_baseline("final", window_of(baseline_, false));
+      } catch (const TrialFailure& f) {
+        res_.notes.push_back(std::string("the baseline failed at the end: ") + f.what());
+        break;
+      }
+    }
+  }
+
+  // The headline in fresh processes when a process knob changed: what a user gets who starts the training
+  // with these settings, against the naive start.
+  if (!process_choice_.empty()) {
+    Change all;
+    all.delta = changed_delta(baseline_, final_config());
+    all.value = "";
+    Trial t = trial(phase_, baseline_, "baseline", all, final_config(), /*fresh=*/true);
+    t.value = "all kept knobs (fresh processes)";
+    if (t.estimate.valid()) {
+      res_.speedup = t.estimate;
+      res_.speedup_fresh_processes = true;
+      res_.baseline_throughput = t.before;
+      res_.final_throughput = t.after;
+    }
+    if (t.outcome == "failed" || t.outcome == "oom") {
+      res_.notes.push_back("the final configuration failed in a fresh process (" + t.reason + "); the allocator is not kept");
+      process_choice_.clear();
+    }
+    t.accepted = false;
+    record(std::move(t));
+  }
+
+  if (final_config() == baseline_) {
+    res_.notes.push_back("no change beat the baseline: the final configuration is the baseline");
+    // The headline is the baseline as measured last (the final arm or the A/A), never the calibration.
+    const auto& last = baseline_phase_.count("final") ? baseline_phase_["final"] : baseline_phase_["start"];
+    res_.baseline_throughput = res_.final_throughput = measure::pooled_throughput(last);
+    res_.speedup = measure::RatioInterval{};
+  }
+}
+
+void Tuner::summarize() {
+  res_.final_config = final_config();
+  // Waterfall: the headline's baseline times the accepted ratios of the knobs still kept, in order.
+  double cum = 1;
+  for (size_t i = 0; i < kept_.size(); ++i) {
+    if (std::isfinite(kept_ratio_[i])) cum *= kept_ratio_[i];
+    res_.waterfall.push_back({label(kept_[i]), res_.baseline_throughput * cum});
+  }
+  // Baselines by phase, and drift between the start and the end.
+  for (const char* ph : {"start", "screen", "accumulate", "revisit", "final"}) {
+    auto it = baseline_phase_.find(ph);
+    if (it == baseline_phase_.end() || it->second.empty()) continue;
+    TuneResult::PhaseBaseline b;
+    b.phase = ph;
+    b.throughput = measure::pooled_throughput(it->second);
+    b.windows = static_cast<int>(it->second.size());
+    double mid = 0;
+    for (const auto& w : it->second) mid += w.mid_s();
+    b.at_s = mid / b.windows;
+    res_.baselines.push_back(b);
+  }
+  std::sort(res_.baseline_windows.begin(), res_.baseline_windows.end(),
+            [](const measure::Window& a, const measure::Window& b) { return a.start_s < b.start_s; });
+  res_.noise = measure::assess_noise(res_.baseline_windows, load_.stop());
+  if (baseline_phase_.count("start") && baseline_phase_.count("final")) {
+    // Beyond the noise = the interval excludes 1 and the move is larger than a trial could resolve.
+    const auto d = measure::welch_ratio(baseline_phase_["start"], baseline_phase_["final"], o_.confidence);
+    const double band = std::max(o_.min_gain, std::isfinite(res_.noise_band) ? res_.noise_band : 0.0);
+    const std::string moved = "the baseline measured " + fmt(d.ratio, 3) + "x at the end of the tune against the start (" +
+                              "95% interval " + fmt(d.lo, 3) + "-" + fmt(d.hi, 3) + ")";
+    if (d.valid() && !d.no_effect() && std::fabs(d.ratio - 1) >= band)
+      res_.drift_note = "the machine drifted: " + moved + "; ratios measured in alternation cancel a slow drift, but " +
+                        "the absolute samples/s of different phases are not comparable";
+    else if (d.valid())
+      res_.notes.push_back("baseline agreement: " + moved + ", within the noise (±" + pct(band) + ")");
+  }
+  if (!res_.drift_note.empty()) res_.notes.push_back(res_.drift_note);
+  res_.notes.push_back("noise: " + res_.noise.text);
+}
+
+}  // namespace tb::engine::search
