@@ -1,0 +1,177 @@
+// MainWindow (main_window.h): the menus, the toolbar and their actions, recent files, saved settings,
+// drag & drop.
+#include "ui/main_window.h"
+
+#include <QAction>
+#include <QCloseEvent>
+#include <QComboBox>
+#include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QProgressBar>
+#include <QSettings>
+#include <QSpinBox>
+#include <QStatusBar>
+#include <QToolBar>
+#include <QUrl>
+
+#include "ui/timeline_widget.h"
+
+namespace tb::ui {
+
+namespace {
+constexpr int kMaxRecent = 10;
+}  // namespace
+
+void MainWindow::buildMenus() {
+  auto* file = menuBar()->addMenu(tr("&File"));
+  auto* open = file->addAction(QIcon::fromTheme("document-open"), tr("&Open…"), this, [this] {
+    const QString f = QFileDialog::getOpenFileName(this, tr("Open trace, model or report"), {},
+                                                   tr("Traces (*.json *.json.gz *.gz);;Training scripts (*.py);;TorchScript models (*.pt *.pth *.ts);;Reports (*.html);;All files (*)"));
+    if (!f.isEmpty()) openPath(f);
+  });
+  open->setShortcut(QKeySequence::Open);
+  recent_menu_ = file->addMenu(tr("Open &Recent"));
+  file->addAction(tr("Load &knobs JSON…"), this, [this] {
+    const QString f = QFileDialog::getOpenFileName(this, tr("Knobs JSON (tunebench-cli knobs --json)"), {}, tr("JSON (*.json)"));
+    if (!f.isEmpty()) loadKnobsFile(f);
+  });
+  file->addSeparator();
+  auto* exp = file->addMenu(tr("&Export"));
+  exp->addAction(tr("Comparisons as &HTML…"), this, [this] { exportDialog("html"); });
+  exp->addAction(tr("Comparisons as &Markdown…"), this, [this] { exportDialog("md"); });
+  exp->addAction(tr("Comparisons as &JSON…"), this, [this] { exportDialog("json"); });
+  exp->addSeparator();
+  exp->addAction(tr("Timeline as &PNG…"), this, [this] { exportDialog("png"); })->setShortcut(QKeySequence(tr("Ctrl+Shift+P")));
+  exp->addAction(tr("&Chrome trace (Perfetto)…"), this, [this] { exportDialog("trace"); });
+  file->addSeparator();
+  file->addAction(tr("&Quit"), this, &QWidget::close)->setShortcut(QKeySequence::Quit);
+
+  auto* runm = menuBar()->addMenu(tr("&Run"));
+  act_start_ = runm->addAction(QIcon::fromTheme("media-playback-start"), tr("&Start"), this, [this] { startRun(optionsFromPanel()); });
+  act_start_->setShortcut(QKeySequence(tr("F5")));
+  act_stop_ = runm->addAction(QIcon::fromTheme("media-playback-stop"), tr("S&top"), this, &MainWindow::stopRun);
+  act_stop_->setShortcut(QKeySequence(tr("Shift+F5")));
+  runm->addAction(tr("Start the &demo"), this, [this] { startDemo(); })->setShortcut(QKeySequence(tr("Ctrl+D")));
+  runm->addSeparator();
+  act_trace_ = runm->addAction(tr("Record &trace"), this, [this](bool on) { run_->sendTrace(on); });
+  act_trace_->setCheckable(true);
+  act_trace_->setChecked(true);
+  act_tune_ = runm->addAction(tr("&Auto-tune"), this, [this] {
+    run_->sendTune(tune_budget_->value());
+    progress_->show();
+    progress_->setRange(0, 0);
+    log(tr("auto-tune started (budget %1 s)").arg(tune_budget_->value()));
+  });
+  act_tune_->setShortcut(QKeySequence(tr("Ctrl+T")));
+
+  auto* view = menuBar()->addMenu(tr("&View"));
+  view->addAction(tr("&Fit timeline"), timeline_, &TimelineWidget::fit);
+  view->addAction(tr("&Zoom to selection"), timeline_, &TimelineWidget::zoomToSelection);
+  view->addSeparator();
+  for (QDockWidget* d : findChildren<QDockWidget*>()) view->addAction(d->toggleViewAction());
+  view->addSeparator();
+  view->addAction(tr("&Reset layout"), this, [this] {
+    QSettings().remove("window/state");
+    for (QDockWidget* d : findChildren<QDockWidget*>()) d->show();
+    statusBar()->showMessage(tr("Layout resets on the next start"), 4000);
+  });
+
+  auto* help = menuBar()->addMenu(tr("&Help"));
+  help->addAction(tr("&Shortcuts"), this, [this] {
+    QMessageBox::information(this, tr("Timeline shortcuts"),
+                             tr("Ctrl+wheel, W / S: zoom\nDrag, A / D, Shift+wheel: pan\nWheel: scroll rows\nF: fit\n"
+                                "Shift+drag or right-drag: select a range; Z: zoom to it\nClick: select an event (shows its "
+                                "launch → kernel flow)\nDouble-click: zoom to the event\nEsc: clear selection"));
+  });
+  help->addAction(tr("&About TuneBench"), this, [this] {
+    QMessageBox::about(this, tr("About TuneBench"),
+                       tr("TuneBench — make GPU training fast: run, see the timeline, flip one knob, measure.\nQt %1").arg(qVersion()));
+  });
+
+  auto* tb = addToolBar(tr("Main"));
+  tb->setObjectName("toolbar_main");
+  tb->addAction(open);
+  tb->addSeparator();
+  tb->addAction(act_start_);
+  tb->addAction(act_stop_);
+  tb->addSeparator();
+  tb->addWidget(new QLabel(tr(" budget ")));
+  tune_budget_ = new QSpinBox;
+  tune_budget_->setRange(10, 3600);
+  tune_budget_->setValue(120);
+  tune_budget_->setSuffix(" s");
+  tb->addWidget(tune_budget_);
+  tb->addAction(act_tune_);
+}
+
+void MainWindow::restoreSettings() {
+  QSettings s;
+  if (!restoreGeometry(s.value("window/geometry").toByteArray())) resize(1500, 920);
+  restoreState(s.value("window/state").toByteArray());
+  model_->setCurrentText(s.value("run/model", "mnist_cnn").toString());
+  data_->setCurrentText(s.value("run/data", "synthetic").toString());
+  data_path_->setText(s.value("run/data_path").toString());
+  model_path_->setText(s.value("run/model_path").toString());
+  rebuildRecentMenu();
+}
+
+void MainWindow::closeEvent(QCloseEvent* e) {
+  QSettings s;
+  s.setValue("window/geometry", saveGeometry());
+  s.setValue("window/state", saveState());
+  s.setValue("run/model", model_->currentText());
+  s.setValue("run/data", data_->currentText());
+  s.setValue("run/data_path", data_path_->text());
+  s.setValue("run/model_path", model_path_->text());
+  stopRun();
+  e->accept();
+}
+
+QStringList MainWindow::recentFiles() const { return QSettings().value("recent").toStringList(); }
+
+void MainWindow::addRecent(const QString& path) {
+  QStringList r = recentFiles();
+  const QString abs = QFileInfo(path).absoluteFilePath();
+  r.removeAll(abs);
+  r.prepend(abs);
+  while (r.size() > kMaxRecent) r.removeLast();
+  QSettings().setValue("recent", r);
+  rebuildRecentMenu();
+}
+
+void MainWindow::rebuildRecentMenu() {
+  recent_menu_->clear();
+  const QStringList r = recentFiles();
+  for (int i = 0; i < r.size(); ++i) {
+    auto* a = recent_menu_->addAction(QStringLiteral("&%1 %2").arg(i + 1).arg(QFileInfo(r[i]).fileName()), this, [this, p = r[i]] { openPath(p); });
+    a->setToolTip(r[i]);
+    a->setStatusTip(r[i]);
+  }
+  recent_menu_->setEnabled(!r.isEmpty());
+  if (!r.isEmpty()) {
+    recent_menu_->addSeparator();
+    recent_menu_->addAction(tr("Clear"), this, [this] {
+      QSettings().remove("recent");
+      rebuildRecentMenu();
+    });
+  }
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* e) {
+  if (e->mimeData()->hasUrls()) e->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* e) {
+  for (const QUrl& u : e->mimeData()->urls())
+    if (u.isLocalFile()) openPath(u.toLocalFile());
+  e->acceptProposedAction();
+}
+
+}  // namespace tb::ui

@@ -1,0 +1,182 @@
+// MainWindow (main_window.h): run control: the panel's options, starting and stopping the `serve` child
+// (an engine run or a user's script), the demo dataset, knobs files.
+#include "ui/main_window.h"
+
+#include <QComboBox>
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QLabel>
+#include <QLineEdit>
+#include <QProcess>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QRegularExpression>
+#include <QSpinBox>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTimer>
+
+#include "ui/compare_panel.h"
+#include "ui/findings_panel.h"
+#include "ui/throughput_chart.h"
+#include "ui/toggles_panel.h"
+
+namespace tb::ui {
+
+RunOptions MainWindow::optionsFromPanel() const {
+  RunOptions o;
+  o.model = model_->currentText() == "torchscript" ? "torchscript:" + model_path_->text() : model_->currentText();
+  o.data = data_->currentText() == "synthetic" ? QStringLiteral("synthetic") : data_->currentText() + ":" + data_path_->text();
+  o.knobs = pending_knobs_;
+  o.steps = steps_->value();
+  o.trace_every = trace_every_->value();
+  return o;
+}
+
+bool MainWindow::startRun(const RunOptions& opt, const QString& program) {
+  const QString cli = program.isEmpty() ? findCli() : program;
+  QStringList args{"serve"};
+  if (opt.script.isEmpty()) args << "--model" << opt.model << "--data" << opt.data;
+  else args << "--script" << opt.script;
+  if (!opt.knobs.isEmpty()) {
+    QStringList kv;
+    for (auto it = opt.knobs.begin(); it != opt.knobs.end(); ++it) kv << it.key() + "=" + it.value();
+    kv.sort();
+    args << "--set" << kv.join(",");
+  }
+  if (opt.steps > 0) args << "--steps" << QString::number(opt.steps);
+  if (opt.trace_every > 0) {
+    tmp_ = std::make_unique<QTemporaryDir>(QDir::tempPath() + "/tunebench-run-XXXXXX");
+    args << "--trace-dir" << tmp_->path() << "--trace-every" << QString::number(opt.trace_every);
+  }
+  if (!opt.script.isEmpty()) args << "--" << opt.script_args;
+  return startProcess(cli, args);
+}
+
+bool MainWindow::openScript(const QString& path, const QStringList& script_args) {
+  if (run_->isRunning()) {
+    showError(tr("Cannot run the script"), tr("A run is going on: stop it first."));
+    return false;
+  }
+  RunOptions o;
+  o.script = QFileInfo(path).absoluteFilePath();
+  o.script_args = script_args;
+  o.trace_every = trace_every_->value();
+  addRecent(path);
+  log(tr("script %1 %2 (run unmodified under python -m tunebench.launch)").arg(o.script, script_args.join(' ')));
+  return startRun(o);
+}
+
+bool MainWindow::startProcess(const QString& program, const QStringList& args) {
+  live_chunks_.clear();
+  first_live_trace_ = true;
+  findings_->clearRunFindings();
+  log(tr("$ %1 %2").arg(program, args.join(' ')));
+  const bool ok = run_->start(program, args);
+  if (ok) run_label_->setText(tr("starting…"));
+  chart_->refresh();
+  compare_->refresh();
+  updateRunActions();
+  return ok;
+}
+
+void MainWindow::stopRun() {
+  if (!run_->isRunning()) return;
+  run_->stop();
+  run_label_->setText(tr("stopping…"));
+}
+
+void MainWindow::updateRunActions() {
+  const bool running = run_->isRunning();
+  act_start_->setEnabled(!running);
+  start_btn_->setEnabled(!running);
+  act_stop_->setEnabled(running);
+  stop_btn_->setEnabled(running);
+  act_tune_->setEnabled(running);
+  act_trace_->setEnabled(running);
+}
+
+void MainWindow::scheduleRefresh() {
+  if (!refresh_timer_->isActive()) refresh_timer_->start();
+}
+
+void MainWindow::startDemo(bool start_run) {
+  const QString cli = findCli();
+  if (cli.isEmpty()) {
+    showError(tr("Cannot start the demo"), tr("tunebench-cli not found (set TUNEBENCH_CLI or install it next to tunebench)"));
+    return;
+  }
+  const QString dir = QStandardPaths::writableLocation(QStandardPaths::CacheLocation) + "/demo-images-640x480";
+  const QString marker = dir + "/.tunebench-demo-complete";
+  auto launch = [this, dir, start_run] {
+    emit demoDatasetReady(dir);
+    data_->setCurrentText("imagefolder");
+    data_path_->setText(dir);
+    model_->setCurrentText("mnist_cnn");
+    if (!start_run) {
+      run_label_->setText(tr("demo dataset ready"));
+      return;
+    }
+    RunOptions o;
+    o.model = "mnist_cnn";
+    o.data = "imagefolder:" + dir;
+    o.knobs = {{"workers", "0"}};
+    o.trace_every = 20;
+    startRun(o);
+  };
+  if (QFileInfo::exists(marker)) {
+    launch();
+    return;
+  }
+  QDir().mkpath(dir);
+  auto* proc = new QProcess(this);
+  progress_->show();
+  progress_->setRange(0, 0);
+  progress_->setFormat(tr("making the demo dataset…"));
+  run_label_->setText(tr("making the demo dataset (once)…"));
+  log(tr("making the demo dataset in %1").arg(dir));
+  connect(proc, &QProcess::readyReadStandardError, this, [this, proc] {
+    const QString s = QString::fromUtf8(proc->readAllStandardError());
+    proc->setProperty("err", (proc->property("err").toString() + s).right(2000));
+    // make-dataset prints "\rN/M images" progress on stderr; show the latest one.
+    const QStringList parts = s.split(QRegularExpression("[\r\n]"), Qt::SkipEmptyParts);
+    const QString last = parts.isEmpty() ? QString() : parts.last();
+    const QRegularExpression re("(\\d+)\\s*/\\s*(\\d+)");
+    const auto m = re.match(last);
+    if (m.hasMatch() && m.captured(2).toInt() > 0) {
+      progress_->setRange(0, m.captured(2).toInt());
+      progress_->setValue(m.captured(1).toInt());
+    }
+  });
+  connect(proc, &QProcess::finished, this, [this, proc, marker, launch](int code, QProcess::ExitStatus st) {
+    progress_->hide();
+    proc->deleteLater();
+    if (st != QProcess::NormalExit || code != 0) {
+      showError(tr("Cannot make the demo dataset"),
+                tr("tunebench-cli make-dataset exited with status %1\n\n%2").arg(code).arg(proc->property("err").toString().trimmed()));
+      return;
+    }
+    QFile f(marker);
+    if (f.open(QIODevice::WriteOnly)) f.write("ok\n");
+    launch();
+  });
+  proc->start(cli, {"make-dataset", "--out", dir, "--images", "256", "--size", "640x480", "--classes", "10"});
+}
+
+void MainWindow::loadKnobsFile(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) {
+    showError(tr("Cannot load knobs"), tr("%1: %2").arg(path, f.errorString()));
+    return;
+  }
+  QString err;
+  const auto knobs = parseKnobsJson(f.readAll(), &err);
+  if (knobs.empty()) {
+    showError(tr("Cannot load knobs"), tr("%1: %2").arg(path, err));
+    return;
+  }
+  toggles_->setKnobs(knobs);
+}
+
+}  // namespace tb::ui

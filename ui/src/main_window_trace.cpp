@@ -1,0 +1,182 @@
+// MainWindow (main_window.h): opening files (traces, models, scripts, reports), loading traces and live
+// chunks on a worker thread, and the exports (comparisons, timeline PNG, Chrome trace).
+#include "ui/main_window.h"
+
+#include <QComboBox>
+#include <QDesktopServices>
+#include <QFile>
+#include <QFileDialog>
+#include <QInputDialog>
+#include <QFileInfo>
+#include <QLabel>
+#include <QLineEdit>
+#include <QProgressBar>
+#include <QStatusBar>
+#include <QUrl>
+#include <QtConcurrent/QtConcurrent>
+
+#include "ui/compare_panel.h"
+#include "ui/findings_panel.h"
+#include "ui/segments.h"
+#include "ui/timeline_widget.h"
+
+namespace tb::ui {
+
+bool MainWindow::openPath(const QString& path) {
+  const QString lower = path.toLower();
+  if (!QFileInfo::exists(path)) {
+    showError(tr("Cannot open"), tr("%1: no such file").arg(path));
+    return false;
+  }
+  if (lower.endsWith(".json") || lower.endsWith(".json.gz") || lower.endsWith(".gz") || lower.endsWith(".trace")) {
+    openTrace(path);
+    return true;
+  }
+  if (lower.endsWith(".pt") || lower.endsWith(".pth") || lower.endsWith(".ts") || lower.endsWith(".zip")) {
+    model_->setCurrentText("torchscript");
+    model_path_->setText(QFileInfo(path).absoluteFilePath());
+    addRecent(path);
+    statusBar()->showMessage(tr("Model set to %1 — press Start").arg(QFileInfo(path).fileName()), 8000);
+    return true;
+  }
+  if (lower.endsWith(".py")) {
+    bool ok = false;
+    const QString args = QInputDialog::getText(this, tr("Run a training script"),
+                                               tr("Arguments of %1 (as on its command line):").arg(QFileInfo(path).fileName()),
+                                               QLineEdit::Normal, QString(), &ok);
+    if (!ok) return false;
+    return openScript(path, QProcess::splitCommand(args));
+  }
+  if (lower.endsWith(".html") || lower.endsWith(".htm") || lower.endsWith(".md")) {
+    addRecent(path);
+    QDesktopServices::openUrl(QUrl::fromLocalFile(QFileInfo(path).absoluteFilePath()));
+    return true;
+  }
+  showError(tr("Cannot open"), tr("%1: not a trace (.json/.json.gz), training script (.py), TorchScript model (.pt) or report (.html)").arg(path));
+  return false;
+}
+
+void MainWindow::openTrace(const QString& path) {
+  if (loader_->isRunning()) loader_->waitForFinished();
+  loader_live_ = false;
+  progress_->show();
+  progress_->setRange(0, 0);
+  progress_->setFormat(tr("loading…"));
+  statusBar()->showMessage(tr("Loading %1…").arg(path));
+  loader_->setProperty("path", path);
+  loader_->setFuture(QtConcurrent::run([path] { return loadTraceFile(path); }));
+}
+
+void MainWindow::loadLiveChunks() {
+  if (live_chunks_.isEmpty()) return;
+  if (loader_->isRunning()) {
+    live_pending_ = true;
+    return;
+  }
+  loader_live_ = true;
+  const QStringList paths = live_chunks_;
+  loader_->setFuture(QtConcurrent::run([paths] { return loadTraceChunks(paths); }));
+}
+
+void MainWindow::onTraceLoaded(LoadedTrace t, bool live) {
+  if (!t.ok) {
+    if (live) log(tr("live trace not loaded: %1").arg(t.error));
+    else showError(tr("Cannot open the trace"), t.error);
+    emit traceOpenFinished(false, t.error);
+    return;
+  }
+  if (!t.error.isEmpty()) log(tr("some trace chunks were skipped: %1").arg(t.error));
+  // Live: follow the newest chunks until the user zooms or pans, then keep their view.
+  const bool keep_view = live && !first_live_trace_ && timeline_->userInteracted();
+  trace_ = std::move(t);
+  if (live) {
+    trace_.timeline->source = "live run";
+    first_live_trace_ = false;
+  }
+  timeline_->setData(trace_.timeline, keep_view);
+  findings_->setTraceFindings(trace_.analysis ? trace_.analysis->findings : std::vector<tb::prof::Finding>{});
+  if (!live) {
+    const QString path = loader_->property("path").toString();
+    addRecent(path);
+    setWindowTitle(QStringLiteral("TuneBench — %1").arg(QFileInfo(path).fileName()));
+    const auto& meta = trace_.meta;
+    if (!meta.device.empty() && !run_->isRunning())
+      device_label_->setText(tr("trace: %1 (%2)").arg(QString::fromStdString(meta.device), QString::fromStdString(meta.source_format)));
+    statusBar()->showMessage(tr("Opened %1: %2 events, %3 tracks").arg(path).arg(trace_.timeline->eventCount()).arg(trace_.timeline->tracks.size()), 8000);
+    log(tr("opened %1").arg(path));
+  }
+  emit traceOpenFinished(true, QString());
+}
+
+bool MainWindow::exportComparisons(const QString& path) {
+  const auto& cmp = compare_->comparisons();
+  QByteArray bytes;
+  const QString lower = path.toLower();
+  if (lower.endsWith(".json")) bytes = comparisonsJson(run_->record(), cmp);
+  else if (lower.endsWith(".md") || lower.endsWith(".markdown")) bytes = comparisonsMarkdown(run_->record(), cmp).toUtf8();
+  else bytes = comparisonsHtml(run_->record(), cmp).toUtf8();
+  QFile f(path);
+  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) || f.write(bytes) != bytes.size()) {
+    showError(tr("Export failed"), tr("%1: %2").arg(path, f.errorString()));
+    return false;
+  }
+  log(tr("exported %1").arg(path));
+  return true;
+}
+
+bool MainWindow::exportTimelinePng(const QString& path, const QSize& size) {
+  const QImage img = timeline_->toImage(size.isValid() ? size : timeline_->size().expandedTo(QSize(1200, 600)));
+  if (!img.save(path, "PNG")) {
+    showError(tr("Export failed"), tr("%1: cannot write PNG").arg(path));
+    return false;
+  }
+  log(tr("exported %1").arg(path));
+  return true;
+}
+
+bool MainWindow::exportChromeTrace(const QString& path) {
+  const QString err = tb::ui::exportChromeTrace(trace_, path);
+  if (!err.isEmpty()) {
+    showError(tr("Export failed"), tr("%1: %2").arg(path, err));
+    return false;
+  }
+  log(tr("exported %1").arg(path));
+  return true;
+}
+
+void MainWindow::exportChromeTraceAsync(const QString& path) {
+  if (!trace_.ok) {
+    showError(tr("Export failed"), tr("%1: no trace to export").arg(path));
+    emit chromeTraceExported(false, tr("no trace to export"));
+    return;
+  }
+  statusBar()->showMessage(tr("Exporting %1…").arg(path));
+  auto* watcher = new QFutureWatcher<QString>(this);
+  connect(watcher, &QFutureWatcher<QString>::finished, this, [this, watcher, path] {
+    const QString err = watcher->result();
+    watcher->deleteLater();
+    statusBar()->clearMessage();
+    if (!err.isEmpty()) {
+      showError(tr("Export failed"), tr("%1: %2").arg(path, err));
+    } else {
+      log(tr("exported %1").arg(path));
+    }
+    emit chromeTraceExported(err.isEmpty(), err);
+  });
+  // The LoadedTrace is copied (shared pointers and file names): a trace opened meanwhile does not change
+  // what this export writes.
+  watcher->setFuture(QtConcurrent::run([t = trace_, path] { return tb::ui::exportChromeTrace(t, path); }));
+}
+
+void MainWindow::exportDialog(const QString& kind) {
+  const QHash<QString, QString> filters{{"html", tr("HTML (*.html)")}, {"md", tr("Markdown (*.md)")}, {"json", tr("JSON (*.json)")},
+                                        {"png", tr("PNG image (*.png)")}, {"trace", tr("Chrome trace (*.json *.json.gz)")}};
+  const QString def = kind == "png" ? "timeline.png" : kind == "trace" ? "trace.json" : "tunebench-comparisons." + kind;
+  const QString f = QFileDialog::getSaveFileName(this, tr("Export"), def, filters.value(kind));
+  if (f.isEmpty()) return;
+  if (kind == "png") exportTimelinePng(f);
+  else if (kind == "trace") exportChromeTraceAsync(f);
+  else exportComparisons(f);
+}
+
+}  // namespace tb::ui
