@@ -96,12 +96,7 @@ class _Proxy:
         return len(self.inner)
 
     def _renew(self):
-        shutdown = getattr(self.inner, "_shutdown_workers", None)
-        if shutdown:
-            try:
-                shutdown()
-            except Exception:
-                pass
+        self.shutdown()
         self.inner = _orig_iter(self.loader)
         self.recreate = False
         run = _run
