@@ -107,8 +107,14 @@ class LoaderKnob(Knob):
         return hooks_dataloader.set_loader_option(run, self, value, live)
 
 
-class Workers(LoaderKnob):
-    id, attr, type = "workers", "num_workers", "int"
+class IntLoaderKnob(LoaderKnob):
+    """A DataLoader argument that takes a count (num_workers, prefetch_factor): default, recommended and range
+    are set by each subclass."""
+    type = "int"
+
+
+class Workers(IntLoaderKnob):
+    id, attr = "workers", "num_workers"
     title = "Loader worker processes"
     description = "DataLoader num_workers: batches are loaded in parallel processes (0 = in the training loop)"
     default, recommended, lo, hi = "0", "2", 0, 64
@@ -125,8 +131,8 @@ class PinMemory(LoaderKnob):
         return (True, "") if _cuda() else (False, "needs CUDA: pinned memory only speeds up copies to a GPU")
 
 
-class Prefetch(LoaderKnob):
-    id, attr, type = "prefetch", "prefetch_factor", "int"
+class Prefetch(IntLoaderKnob):
+    id, attr = "prefetch", "prefetch_factor"
     title = "Prefetched batches per worker"
     description = "DataLoader prefetch_factor (only with num_workers > 0)"
     default, recommended, lo, hi = "2", "4", 1, 64
