@@ -1,11 +1,15 @@
+// tunebench-cli: the trace commands (analyze) run here, linked against the profiler alone; the engine
+// commands run in tunebench-engine next to this program, started in its place (exec: same pid, stdio,
+// signals and exit code), so a trace is analysed without loading LibTorch.
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <string>
 
 #include "commands.h"
-#ifdef TUNEBENCH_WITH_ENGINE
-#include "engine/cpu_allocator.h"
-#endif
 
 namespace {
 void usage(FILE* out) {
@@ -13,12 +17,38 @@ void usage(FILE* out) {
       "usage: tunebench-cli <command> [options]\n"
       "  knobs [--json]                                  every knob, default, recommended, applicable here + why\n"
       "  run --model M --data D [--set k=v,...] [--steps N | --measured-steps N] [--trace T.json] [--json OUT.json]\n"
-      "  analyze TRACE [--json OUT.json] [--min-gap-us N]  our traces, Chrome trace JSON, Kineto (.json/.json.gz)\n"
+      "  run --script train.py [--set k=v,...] [-- ARGS]  the user's own PyTorch script, unmodified\n"
+      "  analyze TRACE [--json OUT.json] [--min-gap-us N] [--device N]\n"
+      "                                                  our traces, Chrome trace JSON, Kineto (.json/.json.gz)\n"
       "  tune --model M --data D [--budget S] [--report R.html] [--json OUT.json]\n"
       "  make-dataset --out DIR [--images N] [--size WxH] [--classes K]\n"
       "  serve                                           run protocol on stdin/stdout (used by the GUI)\n"
       "models: mnist_cnn resnet18 resnet50 vit_tiny torchscript:PATH   data: synthetic imagefolder:DIR mnist:DIR\n",
       out);
+}
+
+bool is_engine_command(const std::string& c) {
+  return c == "knobs" || c == "run" || c == "serve" || c == "make-dataset" || c == "tune";
+}
+
+// Replaces this process with tunebench-engine (same directory), passing argv on. Returns only on failure.
+int exec_engine(char** argv) {
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const std::string engine = ec ? std::string("tunebench-engine") : (self.parent_path() / "tunebench-engine").string();
+  if (::access(engine.c_str(), X_OK) != 0) {
+#ifdef TUNEBENCH_WITH_ENGINE
+    std::fprintf(stderr, "tunebench-cli: error: '%s' needs %s, which is missing: %s\n", argv[1], engine.c_str(),
+                 std::strerror(errno));
+#else
+    std::fprintf(stderr, "tunebench-cli: error: '%s' needs the engine, which this build left out (TUNEBENCH_ENGINE=OFF)\n",
+                 argv[1]);
+#endif
+    return 2;
+  }
+  ::execv(engine.c_str(), argv);
+  std::fprintf(stderr, "tunebench-cli: error: cannot start %s: %s\n", engine.c_str(), std::strerror(errno));
+  return 2;
 }
 }  // namespace
 
@@ -28,33 +58,8 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string cmd = argv[1];
-  int sub_argc = argc - 1;
-  char** sub_argv = argv + 1;
-  if (cmd == "analyze") return tb::cli::cmd_analyze(sub_argc, sub_argv);
-#ifdef TUNEBENCH_WITH_ENGINE
-  if (cmd == "run" || cmd == "serve" || cmd == "tune") {
-    // The allocator is a process setting (engine/cpu_allocator.h): set it before the engine allocates, which
-    // for jemalloc / tcmalloc means starting this program again with the library preloaded.
-    if (auto want = tb::engine::cpu_allocator_from_args(argc, argv)) {
-      const std::string err = tb::engine::start_process_with_cpu_allocator(*want, argv);
-      if (!err.empty()) {
-        std::fprintf(stderr, "tunebench-cli: error: %s\n", err.c_str());
-        return 2;
-      }
-    }
-  }
-  if (cmd == "knobs") return tb::cli::cmd_knobs(sub_argc, sub_argv);
-  if (cmd == "run") return tb::cli::cmd_run(sub_argc, sub_argv);
-  if (cmd == "serve") return tb::cli::cmd_serve(sub_argc, sub_argv);
-  if (cmd == "make-dataset") return tb::cli::cmd_make_dataset(sub_argc, sub_argv);
-  if (cmd == "tune") return tb::cli::cmd_tune(sub_argc, sub_argv);
-#else
-  if (cmd == "knobs" || cmd == "run" || cmd == "serve" || cmd == "make-dataset" || cmd == "tune") {
-    std::fprintf(stderr, "tunebench-cli: error: '%s' needs the engine, which this build left out (TUNEBENCH_ENGINE=OFF)\n",
-                 cmd.c_str());
-    return 2;
-  }
-#endif
+  if (cmd == "analyze") return tb::cli::cmd_analyze(argc - 1, argv + 1);
+  if (is_engine_command(cmd)) return exec_engine(argv);
   std::fprintf(stderr, "tunebench-cli: error: unknown command '%s' (see tunebench-cli --help)\n", cmd.c_str());
   return 2;
 }

@@ -68,31 +68,46 @@ bool is_gzip(std::string_view b) {
   return b.size() >= 2 && static_cast<unsigned char>(b[0]) == 0x1f && static_cast<unsigned char>(b[1]) == 0x8b;
 }
 
-Status gunzip(std::string_view in, std::string& out, size_t max_bytes) {
+// Inflates into a buffer sized once from the gzip trailer (ISIZE, the uncompressed size mod 2^32) and never
+// zero-filled: growing a std::string chunk by chunk cost more (zero-fill, copies, page faults) than inflate.
+Status gunzip(std::string_view in, FileBytes& out, size_t max_bytes) {
   z_stream zs{};
   if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) return Error{"corrupt gzip: zlib init failed"};
   struct End {
     z_stream* z;
     ~End() { inflateEnd(z); }
   } end{&zs};
-  out.clear();
-  out.reserve(std::min<size_t>(in.size() * 8 + kPad, size_t(1) << 31));
+  size_t cap = in.size() * 4 + (size_t(1) << 16);
+  if (in.size() >= 18) {
+    const auto* t = reinterpret_cast<const unsigned char*>(in.data() + in.size() - 4);
+    const size_t isize = size_t(t[0]) | size_t(t[1]) << 8 | size_t(t[2]) << 16 | size_t(t[3]) << 24;
+    if (isize >= in.size() / 2) cap = isize + 1;  // +1: reaching the end is seen before the buffer is full
+  }
+  if (max_bytes) cap = std::min(cap, max_bytes + 1);
+  out.data = std::make_unique_for_overwrite<char[]>(cap + kPad);
+  out.size = 0;
   zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
   size_t remaining = in.size();
-  constexpr size_t kChunk = size_t(1) << 20;
   for (;;) {
+    if (out.size == cap) {
+      if (max_bytes && out.size > max_bytes)
+        return Error{"decompressed trace exceeds the limit of " + std::to_string(max_bytes) + " bytes"};
+      size_t grown = cap * 2;
+      if (max_bytes) grown = std::min(grown, max_bytes + 1);
+      auto bigger = std::make_unique_for_overwrite<char[]>(grown + kPad);
+      std::memcpy(bigger.get(), out.data.get(), out.size);
+      out.data = std::move(bigger);
+      cap = grown;
+    }
     const uInt avail_in = static_cast<uInt>(std::min<size_t>(remaining, UINT32_MAX / 2));
     zs.avail_in = avail_in;
-    if (out.capacity() - out.size() < kChunk + kPad) out.reserve(std::max(out.capacity() * 2, out.size() + kChunk + kPad));
-    const size_t before = out.size();
-    out.resize(out.capacity() - kPad);
-    zs.next_out = reinterpret_cast<Bytef*>(out.data() + before);
-    zs.avail_out = static_cast<uInt>(std::min<size_t>(out.size() - before, UINT32_MAX / 2));
+    zs.next_out = reinterpret_cast<Bytef*>(out.data.get() + out.size);
+    zs.avail_out = static_cast<uInt>(std::min<size_t>(cap - out.size, UINT32_MAX / 2));
     const uInt avail_out0 = zs.avail_out;
     const int rc = inflate(&zs, Z_NO_FLUSH);
-    out.resize(before + (avail_out0 - zs.avail_out));
+    out.size += avail_out0 - zs.avail_out;
     remaining -= avail_in - zs.avail_in;
-    if (max_bytes && out.size() > max_bytes)
+    if (max_bytes && out.size > max_bytes)
       return Error{"decompressed trace exceeds the limit of " + std::to_string(max_bytes) + " bytes"};
     if (rc == Z_STREAM_END) {
       // Concatenated gzip members (allowed by the format): continue with the next one.
@@ -109,6 +124,7 @@ Status gunzip(std::string_view in, std::string& out, size_t max_bytes) {
     if (rc == Z_BUF_ERROR && remaining == 0 && zs.avail_out > 0)
       return Error{"corrupt gzip: truncated stream", static_cast<int64_t>(in.size())};
   }
+  std::memset(out.data.get() + out.size, 0, kPad);
   return Status::Ok();
 }
 
@@ -666,6 +682,14 @@ Status parse_into(Trace& trace, const char* data, size_t len, size_t cap) {
   if (first == len) return Error{len == 0 ? "empty file" : "empty trace (only whitespace)"};
   if (data[first] != '{' && data[first] != '[')
     return Error{"not a trace: expected a JSON object or array", static_cast<int64_t>(first)};
+  // A cut-off file (a copy or a recording that stopped) is the common bad input: say where it ends rather
+  // than the parser's first complaint, which has no position.
+  size_t last = len;
+  while (last > first && (data[last - 1] == ' ' || data[last - 1] == '\n' || data[last - 1] == '\r' ||
+                          data[last - 1] == '\t' || data[last - 1] == '\0'))
+    --last;
+  if (last > first && data[last - 1] != '}' && data[last - 1] != ']')
+    return Error{"truncated trace: the JSON stops mid-document at the end of the file", static_cast<int64_t>(last)};
   od::parser parser;
   sj::padded_string_view view(data, len, cap);
   od::document doc;
@@ -719,6 +743,10 @@ Status parse_into(Trace& trace, const char* data, size_t len, size_t cap) {
           if (d_r.get_object().get(d)) break;
           std::string_view n;
           if (!d["name"].get_string().get(n) && trace.meta().device.empty()) trace.meta().device = std::string(n);
+          // The analyses need the architecture (TF32 needs compute capability 8, Tensor Cores 7).
+          int64_t major = 0, minor = 0;
+          if (!d["computeMajor"].get_int64().get(major) && !d["computeMinor"].get_int64().get(minor))
+            trace.meta().extra["compute_capability"] = std::to_string(major) + "." + std::to_string(minor);
           break;
         }
         im.saw_kineto = true;
@@ -744,19 +772,20 @@ Status parse_into(Trace& trace, const char* data, size_t len, size_t cap) {
 
 Result<std::unique_ptr<Trace>> parse_trace(std::string_view bytes, std::string_view source_name,
                                            const LoadOptions& options) {
-  std::string text;
+  FileBytes text;
   if (is_gzip(bytes)) {
     if (Status s = gunzip(bytes, text, options.max_bytes); !s) return s.error();
   } else {
     if (options.max_bytes && bytes.size() > options.max_bytes)
       return Error{"trace is too large (" + std::to_string(bytes.size()) + " bytes)"};
-    text.reserve(bytes.size() + kPad);
-    text.assign(bytes.data(), bytes.size());
+    text.size = bytes.size();
+    text.data = std::make_unique_for_overwrite<char[]>(text.size + kPad);
+    std::memcpy(text.data.get(), bytes.data(), bytes.size());
+    std::memset(text.data.get() + text.size, 0, kPad);
   }
-  if (text.capacity() < text.size() + kPad) text.reserve(text.size() + kPad);
   auto trace = std::make_unique<Trace>();
   trace->meta().source_path = std::string(source_name);
-  if (Status s = parse_into(*trace, text.data(), text.size(), text.capacity()); !s) return s.error();
+  if (Status s = parse_into(*trace, text.data.get(), text.size, text.size + kPad); !s) return s.error();
   trace->finalize();
   return trace;
 }
@@ -767,11 +796,10 @@ Result<std::unique_ptr<Trace>> load_trace(const std::string& path, const LoadOpt
   auto trace = std::make_unique<Trace>();
   trace->meta().source_path = path;
   if (is_gzip(raw.view())) {
-    std::string text;
+    FileBytes text;
     if (Status s = gunzip(raw.view(), text, options.max_bytes); !s) return s.error();
     raw = FileBytes{};
-    if (text.capacity() < text.size() + kPad) text.reserve(text.size() + kPad);
-    if (Status s = parse_into(*trace, text.data(), text.size(), text.capacity()); !s) return s.error();
+    if (Status s = parse_into(*trace, text.data.get(), text.size, text.size + kPad); !s) return s.error();
   } else {
     if (Status s = parse_into(*trace, raw.data.get(), raw.size, raw.size + kPad); !s) return s.error();
   }

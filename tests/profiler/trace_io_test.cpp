@@ -61,7 +61,7 @@ TEST(TraceIO, RealKinetoAlexnet) {
   EXPECT_EQ(a.kernel_count, 79u);
   EXPECT_TRUE(a.steps.empty());
   EXPECT_FALSE(a.window_from_steps);
-  EXPECT_EQ(a.gpu_busy_ns + a.loader_stall_ns + a.launch_gap_ns + a.other_idle_ns, a.window.length());
+  EXPECT_EQ(a.gpu_busy_ns + idle_total(a), a.window.length());
   EXPECT_GT(a.sync_count, 0u);
 }
 
@@ -76,7 +76,7 @@ TEST(TraceIO, RealKinetoTrainStep) {
   EXPECT_EQ(a.steps.front().index, 101);
   EXPECT_EQ(a.steps.back().index, 105);
   EXPECT_TRUE(a.window_from_steps);
-  EXPECT_EQ(a.gpu_busy_ns + a.loader_stall_ns + a.launch_gap_ns + a.other_idle_ns, a.window.length());
+  EXPECT_EQ(a.gpu_busy_ns + idle_total(a), a.window.length());
   EXPECT_GT(a.gpu_busy_ns, a.window.length() / 2);  // this trace is GPU bound
   uint32_t kernels_in_steps = 0;
   for (const auto& s : a.steps) kernels_in_steps += s.kernel_count;
@@ -328,6 +328,16 @@ TEST(TraceIO, TruncatedRealTraceAndCorruptGzip) {
   const std::string full = read_gz(testdata("kineto_alexnet_a100.json.gz"));
   ASSERT_GT(full.size(), 10000u);
   expect_error(full.substr(0, full.size() / 2), "truncated real trace");
+  {
+    // Where a cut-off file ends is the one position worth giving (it said "at byte 0" once).
+    const std::string cut = full.substr(0, 9001);
+    auto r = parse_trace(cut + "\n", "cut");
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message.find("truncated"), std::string::npos) << r.error().to_string();
+    // The offset just past the last character that is not whitespace.
+    EXPECT_EQ(r.error().byte_offset, static_cast<int64_t>(cut.find_last_not_of(" \n\r\t") + 1));
+    EXPECT_GT(r.error().byte_offset, 8900);
+  }
   // Corrupt gzip: valid magic, garbage body.
   std::string gz = "\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03garbage garbage garbage";
   expect_error(gz, "corrupt gzip", true);

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Wall time of `tunebench-cli analyze` as a user runs it (process start included), against issue 13's goals:
+a small trace <= 0.2 s, 1 M events <= 1 s, a 35 MB gzipped Kineto trace <= 0.7 s.
+
+Generates Kineto-shaped traces in /tmp (a training loop: ProfilerStep, DataLoader wait, cpu_ops, one
+cudaLaunchKernel per kernel with its correlation id, kernels on two streams), runs the CLI --rounds times
+each and prints the median and min wall time and the max RSS. Also times `--help` (pure process start).
+Never run by CI: the machine is shared, so read the figures with the noise in mind.
+
+usage: bench_analyze_cli.py [--cli build/app/tunebench-cli] [--rounds 5] [--trace EXTRA.json.gz ...]
+"""
+import argparse
+import gzip
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+
+def generate(path, events, gz):
+    """Writes a Kineto trace with about `events` events; returns the count."""
+    kernels = ["volta_sgemm_128x64_nn", "void at::native::vectorized_elementwise_kernel<4>",
+               "void cudnn::bn_fw_tr_1C11_kernel_NCHW<float>", "void at::native::reduce_kernel<512, 1>"]
+    out = []
+    ts = 1712195495000000.0
+    corr = 1000
+    step = 0
+    n = 0
+    while n < events:
+        step_start = ts
+        body = []
+        body.append({"ph": "X", "cat": "user_annotation", "name": "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__",
+                     "pid": 1, "tid": 1, "ts": ts, "dur": 200.0})
+        ts += 200.0
+        gpu_t = ts + 50.0
+        for i in range(60):
+            corr += 1
+            body.append({"ph": "X", "cat": "cpu_op", "name": "aten::op", "pid": 1, "tid": 1, "ts": ts, "dur": 8.0})
+            body.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                         "ts": ts + 1.0, "dur": 5.0, "args": {"correlation": corr}})
+            dur = 12.0 + (i % 7)
+            gpu_t = max(gpu_t, ts + 10.0)
+            body.append({"ph": "X", "cat": "kernel", "name": kernels[i % len(kernels)], "pid": 0, "tid": 7 + (i % 2) * 6,
+                         "ts": gpu_t, "dur": dur,
+                         "args": {"device": 0, "stream": 7 + (i % 2) * 6, "correlation": corr}})
+            gpu_t += dur + 1.0
+            ts += 10.0
+        out.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "pid": 1, "tid": 1,
+                    "ts": step_start, "dur": ts - step_start})
+        out.extend(body)
+        n += len(body) + 1
+        step += 1
+    doc = {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "Generated GPU", "computeMajor": 8, "computeMinor": 0}],
+           "traceEvents": out}
+    data = json.dumps(doc).encode()
+    opener = gzip.open if gz else open
+    with opener(path, "wb") as f:
+        f.write(data)
+    return n
+
+
+def run(cmd, rounds):
+    walls = []
+    rss = 0
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        walls.append(time.perf_counter() - t0)
+        if p.returncode != 0:
+            sys.exit(f"failed: {' '.join(cmd)}: {p.stderr.decode()[-300:]}")
+        rss = max(rss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    return statistics.median(walls), min(walls), rss
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cli", default=os.path.join(here, "..", "build", "app", "tunebench-cli"))
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--trace", action="append", default=[], help="also time this trace")
+    a = ap.parse_args()
+    cases = [("small (3 k events)", "/tmp/tb_bench_small.json", 3000, False, 0.2),
+             ("1 M events (json)", "/tmp/tb_bench_1m.json", 1000000, False, 1.0),
+             ("1 M events (gz)", "/tmp/tb_bench_1m.json.gz", 1000000, True, 0.7)]
+    print(f"{'case':28} {'size MB':>8} {'median s':>9} {'min s':>7} {'goal s':>7}")
+    med, mn, _ = run([a.cli, "--help"], a.rounds)
+    print(f"{'--help (process start)':28} {'':>8} {med:9.3f} {mn:7.3f}")
+    for name, path, n, gz, goal in cases:
+        if not os.path.exists(path):
+            generate(path, n, gz)
+        med, mn, rss = run([a.cli, "analyze", path], a.rounds)
+        print(f"{name:28} {os.path.getsize(path) / 1e6:8.1f} {med:9.3f} {mn:7.3f} {goal:7.2f}")
+    for path in a.trace:
+        med, mn, rss = run([a.cli, "analyze", path], a.rounds)
+        print(f"{os.path.basename(path)[:28]:28} {os.path.getsize(path) / 1e6:8.1f} {med:9.3f} {mn:7.3f}")
+
+
+if __name__ == "__main__":
+    main()
