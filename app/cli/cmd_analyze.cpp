@@ -1,4 +1,4 @@
-// tunebench-cli analyze TRACE [--json OUT.json] [--min-gap-us N]
+// tunebench-cli analyze TRACE [--json OUT.json] [--min-gap-us N] [--device N]
 // Reads our traces, Chrome trace JSON and Kineto traces (.json / .json.gz), prints a readable summary and
 // optionally the analysis as JSON ("-" = stdout). Exit 0 ok, 1 cannot write the output, 2 bad input.
 #include <cerrno>
@@ -17,7 +17,7 @@ namespace {
 
 int usage_error(const std::string& msg) {
   std::fprintf(stderr, "tunebench-cli: error: %s\n", msg.c_str());
-  std::fprintf(stderr, "usage: tunebench-cli analyze TRACE [--json OUT.json] [--min-gap-us N]\n");
+  std::fprintf(stderr, "usage: tunebench-cli analyze TRACE [--json OUT.json] [--min-gap-us N] [--device N]\n");
   return 2;
 }
 
@@ -29,74 +29,132 @@ std::string shorten(const std::string& s, size_t n) {
   return s.substr(0, n - 3) + "...";
 }
 
+void line(FILE* out, const char* label, int64_t ns, int64_t W, const std::string& extra = {}) {
+  std::fprintf(out, "%-34s %10.3f ms %6.1f%%%s%s\n", label, ms(ns), pct(ns, W), extra.empty() ? "" : "  ", extra.c_str());
+}
+
+void print_gpu_time(const prof::AnalysisResult& r, FILE* out) {
+  const int64_t W = r.window.length();
+  char b[160];
+  line(out, "GPU busy", r.gpu_busy_ns, W);
+  line(out, "  compute kernels", r.compute_ns, W);
+  if (r.comm_ns > 0) {
+    std::snprintf(b, sizeof b, "(of %.3f ms communication, %.0f%% overlapped)", ms(r.comm_ns), r.comm_overlap * 100);
+    line(out, "  communication not overlapped", r.comm_exposed_ns, W, b);
+  }
+  if (r.memory_exposed_ns > 0) line(out, "  memcpy/memset alone", r.memory_exposed_ns, W);
+  std::snprintf(b, sizeof b, "(%u idle intervals)", r.idle_interval_count);
+  line(out, "GPU idle", r.gpu_idle_ns, W, b);
+  std::snprintf(b, sizeof b, "(%u intervals)", r.loader_stall_count);
+  line(out, "  waiting for the data loader", r.loader_stall_ns, W, r.loader_stall_ns ? b : "");
+  line(out, "  after a host sync", r.sync_idle_ns, W);
+  line(out, "  host in alloc/setup CUDA calls", r.runtime_idle_ns, W);
+  line(out, "  before the first kernel", r.lead_in_ns, W);
+  line(out, "  after the last kernel", r.tail_ns, W);
+  std::snprintf(b, sizeof b, "(%u gaps >= %.1f us)", r.launch_gap_count, static_cast<double>(r.min_gap_ns) / 1000.0);
+  line(out, "  host late to launch (launch gap)", r.launch_gap_ns, W, b);
+  std::snprintf(b, sizeof b, "(gaps < %.1f us)", static_cast<double>(r.min_gap_ns) / 1000.0);
+  line(out, "  launch overhead", r.launch_overhead_ns, W, b);
+  line(out, "  other (no named cause)", r.other_idle_ns, W);
+}
+
+void print_steps(const prof::AnalysisResult& r, FILE* out) {
+  std::fprintf(out, "\nper step (ms; host phases on the step's CPU time, GPU columns on the GPU work it launched)\n");
+  if (!r.has_gpu) {
+    std::fprintf(out, "%8s %9s %9s %8s %8s %8s %8s %8s\n", "step", "duration", "data_wait", "h2d", "forward", "backward",
+                 "optim", "sync");
+    for (const auto& s : r.steps)
+      std::fprintf(out, "%8lld %9.3f %9.3f %8.3f %8.3f %8.3f %8.3f %8.3f\n", static_cast<long long>(s.index),
+                   ms(s.duration_ns()), ms(s.data_wait_ns), ms(s.h2d_ns), ms(s.forward_ns), ms(s.backward_ns),
+                   ms(s.optimizer_ns), ms(s.sync_ns));
+    return;
+  }
+  std::fprintf(out, "%8s %9s %9s %8s %8s %8s %9s %8s %8s %8s %8s %8s %8s %7s\n", "step", "duration", "data_wait",
+               "forward", "backward", "optim", "gpu_busy", "comm_exp", "stall", "sync", "launch", "other", "edge",
+               "kernels");
+  for (const auto& s : r.steps) {
+    std::fprintf(out, "%8lld %9.3f %9.3f %8.3f %8.3f %8.3f %9.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %7u\n",
+                 static_cast<long long>(s.index), ms(s.duration_ns()), ms(s.data_wait_ns), ms(s.forward_ns),
+                 ms(s.backward_ns), ms(s.optimizer_ns), ms(s.gpu_busy_ns), ms(s.comm_exposed_ns), ms(s.loader_stall_ns),
+                 ms(s.sync_idle_ns), ms(s.launch_gap_ns + s.launch_overhead_ns),
+                 ms(s.other_idle_ns + s.runtime_idle_ns), ms(s.edge_idle_ns), s.kernel_count);
+  }
+}
+
+void print_kernels(const prof::AnalysisResult& r, FILE* out) {
+  std::fprintf(out, "\ntop kernels by total time");
+  if (r.tensor_core_share >= 0)
+    std::fprintf(out, " (matmul/conv %.0f%% of compute kernel time, %.0f%% of it on Tensor Cores)", r.matmul_share * 100,
+                 r.tensor_core_share * 100);
+  std::fprintf(out, "\n%10s %7s %10s %6s %9s %9s  %s\n", "total ms", "count", "avg us", "time%", "launch us",
+               "delay us", "name");
+  for (const auto& k : r.top_kernels) {
+    std::fprintf(out, "%10.3f %7llu %10.2f %5.1f%% ", ms(k.total_ns), static_cast<unsigned long long>(k.count),
+                 k.count ? static_cast<double>(k.total_ns) / k.count / 1000.0 : 0.0, k.share_of_kernel_time * 100.0);
+    if (k.launched) std::fprintf(out, "%9.2f %9.2f", k.launch_mean_ns / 1000.0, k.delay_mean_ns / 1000.0);
+    else std::fprintf(out, "%9s %9s", "-", "-");
+    std::fprintf(out, "  %s%s\n", k.communication ? "[comm] " : k.tensor_core ? "[TC] " : "", shorten(k.name, 96).c_str());
+  }
+}
+
 void print_summary(const prof::Trace& trace, const prof::AnalysisResult& r, FILE* out) {
   const auto& m = trace.meta();
   std::fprintf(out, "trace     %s\n", m.source_path.c_str());
-  std::fprintf(out, "format    %s%s%s, %zu events on %zu tracks, %llu kernels, %llu memcpy, %llu memset\n",
-               m.source_format.c_str(), m.device.empty() ? "" : ", device ", m.device.c_str(), trace.event_count(),
-               trace.tracks().size(), static_cast<unsigned long long>(r.kernel_count),
-               static_cast<unsigned long long>(r.memcpy_count), static_cast<unsigned long long>(r.memset_count));
+  std::string device = m.device;
+  if (auto it = m.extra.find("compute_capability"); it != m.extra.end()) device += " (compute " + it->second + ")";
+  std::fprintf(out, "format    %s%s%s, %zu events on %zu tracks\n", m.source_format.c_str(), device.empty() ? "" : ", ",
+               device.c_str(), trace.event_count(), trace.tracks().size());
   if (!m.collector_state.empty())
     std::fprintf(out, "collector %s%s%s\n", m.collector_state.c_str(), m.collector_reason.empty() ? "" : ": ",
                  m.collector_reason.c_str());
+  if (r.has_gpu || r.pid >= 0) {
+    std::fprintf(out, "scope     ");
+    if (r.has_gpu) std::fprintf(out, "GPU %lld, ", static_cast<long long>(r.device));
+    std::fprintf(out, "process %lld: %llu kernels, %llu memcpy, %llu memset, %llu launches\n",
+                 static_cast<long long>(r.pid), static_cast<unsigned long long>(r.kernel_count),
+                 static_cast<unsigned long long>(r.memcpy_count), static_cast<unsigned long long>(r.memset_count),
+                 static_cast<unsigned long long>(r.launches));
+  }
   const int64_t W = r.window.length();
   std::fprintf(out, "window    %.3f ms (%s)", ms(W),
-               r.window_from_steps ? "first step start to last step end" : "first to last GPU activity");
-  if (!r.steps.empty())
-    std::fprintf(out, ", %zu steps, median %.3f ms", r.steps.size(), ms(r.step_median_ns));
+               !r.window_from_steps ? (r.has_gpu ? "first to last GPU activity" : "the training thread's span")
+               : r.has_gpu          ? "first step start to the end of the last step's GPU work"
+                                    : "first step start to last step end");
+  if (!r.steps.empty()) std::fprintf(out, ", %zu steps, median %.3f ms", r.steps.size(), ms(r.step_median_ns));
   std::fprintf(out, "\n\n");
   if (r.has_gpu) {
-    std::fprintf(out, "GPU busy                 %10.3f ms %6.1f%%\n", ms(r.gpu_busy_ns), pct(r.gpu_busy_ns, W));
-    std::fprintf(out, "GPU idle                 %10.3f ms %6.1f%%  (%u idle intervals)\n", ms(r.gpu_idle_ns),
-                 pct(r.gpu_idle_ns, W), r.idle_interval_count);
+    print_gpu_time(r, out);
   } else {
-    // A CPU-only trace: "GPU idle 100%" would be noise. The loader stall is the training thread's data wait.
-    std::fprintf(out, "no GPU activity in this trace: loader stall = the training thread's data wait\n");
+    std::fprintf(out, "no GPU activity: CPU-only analysis\n");
+    char b[64];
+    std::snprintf(b, sizeof b, "(%u intervals)", r.loader_stall_count);
+    line(out, "training thread waiting for data", r.loader_stall_ns, W, b);
   }
-  std::fprintf(out, "  loader stall           %10.3f ms %6.1f%%  (%u intervals)\n", ms(r.loader_stall_ns),
-               pct(r.loader_stall_ns, W), r.loader_stall_count);
-  if (r.has_gpu) {
-    std::fprintf(out, "  CPU launch gaps        %10.3f ms %6.1f%%  (%u gaps >= %.1f us)\n", ms(r.launch_gap_ns),
-                 pct(r.launch_gap_ns, W), r.launch_gap_count, static_cast<double>(r.min_gap_ns) / 1000.0);
-    std::fprintf(out, "  other idle             %10.3f ms %6.1f%%\n", ms(r.other_idle_ns), pct(r.other_idle_ns, W));
-  }
-  std::fprintf(out, "sync points (host)       %10.3f ms %6.1f%%  (%u calls)\n", ms(r.sync_ns), pct(r.sync_ns, W),
-               r.sync_count);
-  if (!r.steps.empty()) {
-    std::fprintf(out, "\nper step (ms)\n");
-    std::fprintf(out, "%8s %9s %9s %8s %8s %8s %8s %9s %8s %8s %8s %8s %7s\n", "step", "duration", "data_wait", "h2d",
-                 "forward", "backward", "optim", "gpu_busy", "stall", "launch", "other", "sync", "kernels");
-    for (const auto& s : r.steps) {
-      std::fprintf(out, "%8lld %9.3f %9.3f %8.3f %8.3f %8.3f %8.3f %9.3f %8.3f %8.3f %8.3f %8.3f %7u\n",
-                   static_cast<long long>(s.index), ms(s.duration_ns()), ms(s.data_wait_ns), ms(s.h2d_ns),
-                   ms(s.forward_ns), ms(s.backward_ns), ms(s.optimizer_ns), ms(s.gpu_busy_ns), ms(s.loader_stall_ns),
-                   ms(s.launch_gap_ns), ms(s.other_idle_ns), ms(s.sync_ns), s.kernel_count);
-    }
-  }
-  if (!r.top_kernels.empty()) {
-    std::fprintf(out, "\ntop kernels by total time");
-    if (r.tensor_core_share >= 0) std::fprintf(out, " (Tensor Core share of matmul/conv time: %.0f%%)", r.tensor_core_share * 100);
-    std::fprintf(out, "\n%10s %7s %10s %6s  %s\n", "total ms", "count", "avg us", "busy%", "name");
-    for (const auto& k : r.top_kernels) {
-      std::fprintf(out, "%10.3f %7llu %10.2f %5.1f%%  %s%s\n", ms(k.total_ns), static_cast<unsigned long long>(k.count),
-                   k.count ? static_cast<double>(k.total_ns) / k.count / 1000.0 : 0.0, k.share_of_busy * 100.0,
-                   k.tensor_core ? "[TC] " : "", shorten(k.name, 100).c_str());
-    }
-  }
+  char b[64];
+  std::snprintf(b, sizeof b, "(%u calls)", r.sync_count);
+  line(out, "host blocked in sync calls", r.sync_ns, W, b);
+  if (!r.steps.empty()) print_steps(r, out);
+  if (!r.top_kernels.empty()) print_kernels(r, out);
   std::fprintf(out, "\nfindings\n");
-  if (r.findings.empty()) std::fprintf(out, "  none above %.0f%% of the window\n", 2.0);
+  if (r.findings.empty()) std::fprintf(out, "  none: no class of time above 2%% of the window\n");
   int i = 0;
   for (const auto& f : r.findings) {
     std::fprintf(out, "  %d. %s\n", ++i, f.message.c_str());
     if (!f.knob.empty()) {
       std::string also;
       for (const auto& a : f.also) also += (also.empty() ? "" : ", ") + a;
-      std::fprintf(out, "     switch: %s=%s%s%s   evidence: %.3f ms .. %.3f ms into the window\n", f.knob.c_str(),
-                   f.value.c_str(), also.empty() ? "" : "  also: ", also.c_str(), ms(f.evidence.t0 - r.window.t0),
-                   ms(f.evidence.t1 - r.window.t0));
+      std::fprintf(out, "     switch: %s=%s%s%s", f.knob.c_str(), f.value.c_str(), also.empty() ? "" : "  also: ",
+                   also.c_str());
+    } else {
+      std::fprintf(out, "    ");
     }
+    if (f.evidence.t1 > f.evidence.t0)
+      std::fprintf(out, "   evidence: %.3f ms .. %.3f ms into the window", ms(f.evidence.t0 - r.window.t0),
+                   ms(f.evidence.t1 - r.window.t0));
+    std::fprintf(out, "\n");
   }
-  for (const auto& n : r.notes) std::fprintf(out, "note: %s\n", n.c_str());
+  if (!r.notes.empty()) std::fprintf(out, "\nnotes\n");
+  for (const auto& n : r.notes) std::fprintf(out, "  - %s\n", n.c_str());
 }
 
 }  // namespace
@@ -118,8 +176,17 @@ int cmd_analyze(int argc, char** argv) {
       if (!end || *end || end == v || errno || !std::isfinite(us) || us < 0 || us > 1e9)
         return usage_error(std::string("--min-gap-us: not a number of microseconds in [0, 1e9]: '") + v + "'");
       opt.min_gap_ns = static_cast<int64_t>(std::llround(us * 1000.0));
+    } else if (a == "--device") {
+      if (i + 1 >= argc) return usage_error("--device needs a GPU device number");
+      const char* v = argv[++i];
+      char* end = nullptr;
+      errno = 0;
+      const long long d = std::strtoll(v, &end, 10);
+      if (!end || *end || end == v || errno || d < 0 || d > 1000000)
+        return usage_error(std::string("--device: not a device number: '") + v + "'");
+      opt.device = d;
     } else if (a == "--help" || a == "-h") {
-      std::printf("usage: tunebench-cli analyze TRACE [--json OUT.json] [--min-gap-us N]\n");
+      std::printf("usage: tunebench-cli analyze TRACE [--json OUT.json] [--min-gap-us N] [--device N]\n");
       return 0;
     } else if (!a.empty() && a[0] == '-' && a != "-") {
       return usage_error("unknown option '" + a + "'");

@@ -1,14 +1,13 @@
 #include "profiler/analysis.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <cmath>
 #include <cstdio>
-#include <string_view>
 #include <unordered_map>
 
-#include "analysis_cpu.h"
-#include "json_writer.h"
+#include "analysis_findings.h"
+#include "analysis_intervals.h"
+#include "analysis_names.h"
+#include "analysis_steps.h"
 #include "profiler/cupti_collector.h"
 #include "profiler/range_names.h"
 
@@ -24,689 +23,506 @@ const char* to_string(FindingKind k) {
     case FindingKind::DroppedRecords: return "dropped_records";
     case FindingKind::AllocatorBound: return "allocator_bound";
     case FindingKind::Oversubscribed: return "oversubscribed";
+    case FindingKind::ExposedComm: return "exposed_communication";
+    case FindingKind::GpuNotRecorded: return "gpu_not_recorded";
+    case FindingKind::RuntimeCalls: return "runtime_calls";
   }
   return "?";
 }
 
 namespace {
 
-using Intervals = std::vector<Interval>;
+using iv::Intervals;
+namespace nc = name_class;
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-bool ends_with(std::string_view s, std::string_view p) {
-  return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
-}
+// A sync call that ended at most this long before the GPU went idle still counts as the cause: the host
+// returns from the wait a few microseconds after the GPU's last work ends.
+constexpr int64_t kSyncReleaseNs = 5000;
 
-// Sorts and merges overlapping/touching intervals; drops empty ones.
-Intervals merge(Intervals v) {
-  v.erase(std::remove_if(v.begin(), v.end(), [](const Interval& i) { return i.t1 <= i.t0; }), v.end());
-  std::sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) { return a.t0 < b.t0; });
-  Intervals out;
-  out.reserve(v.size());
-  for (const Interval& i : v) {
-    if (!out.empty() && i.t0 <= out.back().t1) {
-      out.back().t1 = std::max(out.back().t1, i.t1);
-    } else {
-      out.push_back(i);
-    }
-  }
-  return out;
-}
-
-// Total length of the (merged, sorted) intervals inside [a, b]. O(log n + k).
-int64_t measure(const Intervals& merged, int64_t a, int64_t b) {
-  if (b <= a || merged.empty()) return 0;
-  auto it = std::upper_bound(merged.begin(), merged.end(), a, [](int64_t t, const Interval& i) { return t < i.t1; });
-  int64_t sum = 0;
-  for (; it != merged.end() && it->t0 < b; ++it) sum += std::min(b, it->t1) - std::max(a, it->t0);
-  return sum;
-}
-
-// Pieces of the (merged, sorted) intervals inside [a, b].
-void clip(const Intervals& merged, int64_t a, int64_t b, Intervals& out) {
-  if (b <= a) return;
-  auto it = std::upper_bound(merged.begin(), merged.end(), a, [](int64_t t, const Interval& i) { return t < i.t1; });
-  for (; it != merged.end() && it->t0 < b; ++it) {
-    const int64_t x = std::max(a, it->t0), y = std::min(b, it->t1);
-    if (y > x) out.push_back({x, y});
-  }
-}
-
-// [a, b] minus the (merged, sorted) intervals.
-void complement(const Intervals& merged, int64_t a, int64_t b, Intervals& out) {
-  int64_t cur = a;
-  auto it = std::upper_bound(merged.begin(), merged.end(), a, [](int64_t t, const Interval& i) { return t < i.t1; });
-  for (; it != merged.end() && it->t0 < b; ++it) {
-    if (it->t0 > cur) out.push_back({cur, it->t0});
-    cur = std::max(cur, it->t1);
-  }
-  if (cur < b) out.push_back({cur, b});
-}
-
-bool is_step_name(std::string_view n) { return n == names::kStep || starts_with(n, "ProfilerStep#"); }
-bool is_data_wait_name(std::string_view n) {
-  return n == names::kDataWait || (starts_with(n, "enumerate(DataLoader)") && ends_with(n, "__next__"));
-}
-bool is_forward_name(std::string_view n) {
-  return n == names::kForward || n == "## forward ##" || starts_with(n, "DistributedDataParallel.forward");
-}
-bool is_backward_name(std::string_view n) {
-  return n == names::kBackward || n == "## backward ##" || starts_with(n, "autograd::engine::evaluate_function");
-}
-bool is_optimizer_name(std::string_view n) {
-  return n == names::kOptimizer || n == "## optimizer ##" || starts_with(n, "Optimizer.step#") ||
-         starts_with(n, "Optimizer.zero_grad#");
-}
-
-std::string lower(std::string_view s) {
-  std::string o(s);
-  for (char& c : o) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return o;
-}
-
-bool is_matmul_conv_kernel(const std::string& l) {
-  // cuDNN/cuBLAS/CUTLASS convolution and GEMM kernels (not cudnn::bn_* or other cuDNN helpers).
-  static const char* kPat[] = {"gemm", "conv", "scudnn", "hcudnn", "cutlass", "implicit_", "wgrad", "dgrad",
-                               "fprop", "xmma", "winograd", "matmul", "gemv"};
-  for (const char* p : kPat)
-    if (l.find(p) != std::string::npos) return true;
-  return false;
-}
-
-bool is_tensor_core_kernel(const std::string& l) {
-  static const char* kPat[] = {"tensorop", "hmma", "xmma", "wgmma", "884", "1688", "16816", "16832", "_fp16_",
-                               "_bf16_", "_f16_", "tf32", "s161616", "h161616", "imma", "_tc_", "sm90_", "sm100_"};
-  for (const char* p : kPat)
-    if (l.find(p) != std::string::npos) return true;
-  return false;
-}
-
-int64_t step_number(std::string_view n, int64_t arg, int64_t ordinal) {
-  if (arg != kNoArg) return arg;
-  auto pos = n.find('#');
-  if (pos != std::string_view::npos) {
-    int64_t v = 0;
-    bool any = false;
-    for (size_t i = pos + 1; i < n.size() && n[i] >= '0' && n[i] <= '9' && v < (INT64_MAX / 10 - 10); ++i) {
-      v = v * 10 + (n[i] - '0');
-      any = true;
-    }
-    if (any) return v;
-  }
-  return ordinal;
-}
-
-std::string fmt_ms(int64_t ns) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%.3f ms", static_cast<double>(ns) / 1e6);
-  return b;
-}
-std::string fmt_pct(double s) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.1f%%", s * 100.0);
-  return b;
-}
-std::string fmt_x(double x) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.2fx", x);
-  return b;
-}
-double bound(double share) { return share >= 0.999999 ? 1e6 : 1.0 / (1.0 - std::max(0.0, share)); }
-
-// A finding that a knob addresses; the share of the window it costs bounds the gain of removing it.
-Finding knob_finding(FindingKind kind, const char* knob, std::string value, std::vector<std::string> also,
-                     double share) {
-  Finding f;
-  f.kind = kind;
-  f.id = to_string(kind);
-  f.knob = knob;
-  f.value = std::move(value);
-  f.also = std::move(also);
-  f.share = share;
-  f.max_speedup = bound(share);
-  return f;
-}
-
-Interval largest(const Intervals& v) {
-  Interval best;
-  for (const Interval& i : v)
-    if (i.length() > best.length()) best = i;
-  return best;
-}
+enum class ActClass : uint8_t { Compute, Comm, Memory };
 
 struct Activity {
   int64_t start, end;
   uint32_t track, event;
+  ActClass cls;
 };
+
+// Everything the GPU did on the analysed device, with its classes as merged unions.
+struct GpuSide {
+  std::vector<Activity> acts;  // sorted by start
+  Intervals busy, compute, comm, memory, htod;
+  std::vector<int64_t> busy_launch;  // per busy interval: earliest launch start of the work that opens it
+};
+
+GpuSide collect_gpu(const Trace& trace, const detail::Scope& sc, AnalysisResult& r) {
+  GpuSide g;
+  const auto& tracks = trace.tracks();
+  for (uint32_t ti = 0; ti < tracks.size(); ++ti) {
+    const Track& t = tracks[ti];
+    if (t.kind() != TrackKind::GpuStream || t.pid() != sc.device) continue;
+    const auto& ev = t.events();
+    for (uint32_t i = 0; i < ev.size(); ++i) {
+      const Event& e = ev[i];
+      if (!is_gpu_activity(e.kind)) continue;
+      ActClass c = ActClass::Memory;
+      if (e.kind == EventKind::Kernel) {
+        ++r.kernel_count;
+        c = nc::is_communication_kernel(trace.name(e.name)) ? ActClass::Comm : ActClass::Compute;
+      } else if (e.kind == EventKind::Memcpy) {
+        ++r.memcpy_count;
+        if (e.memcpy_kind() == MemcpyKind::HtoD) g.htod.push_back({e.start_ns, e.end_ns});
+      } else {
+        ++r.memset_count;
+      }
+      g.acts.push_back({e.start_ns, e.end_ns, ti, i, c});
+      (c == ActClass::Compute ? g.compute : c == ActClass::Comm ? g.comm : g.memory).push_back({e.start_ns, e.end_ns});
+    }
+  }
+  std::sort(g.acts.begin(), g.acts.end(), [](const Activity& a, const Activity& b) { return a.start < b.start; });
+  for (size_t i = 0; i < g.acts.size();) {
+    const int64_t s = g.acts[i].start;
+    int64_t launch = INT64_MAX, e = g.acts[i].end;
+    size_t j = i;
+    for (; j < g.acts.size() && g.acts[j].start == s; ++j) {
+      e = std::max(e, g.acts[j].end);
+      if (const Flow* f = trace.flow_to(g.acts[j].track, g.acts[j].event))
+        launch = std::min(launch, tracks[f->src_track].events()[f->src_event].start_ns);
+    }
+    if (!g.busy.empty() && s <= g.busy.back().t1) {
+      g.busy.back().t1 = std::max(g.busy.back().t1, e);
+    } else {
+      g.busy.push_back({s, e});
+      g.busy_launch.push_back(launch == INT64_MAX ? INT64_MIN : launch);
+    }
+    i = j;
+  }
+  g.compute = iv::merge(std::move(g.compute));
+  g.comm = iv::merge(std::move(g.comm));
+  g.memory = iv::merge(std::move(g.memory));
+  g.htod = iv::merge(std::move(g.htod));
+  return g;
+}
+
+// Host-side ranges and calls of the analysed process.
+struct HostSide {
+  Intervals data_wait, h2d, fwd, bwd, optim, sync_calls, slow_runtime;
+};
+
+bool in_scope(const Track& t, const detail::Scope& sc) {
+  return t.kind() == TrackKind::CpuThread && (sc.pid < 0 || t.pid() == sc.pid);
+}
+
+HostSide collect_host(const Trace& trace, const detail::Scope& sc, const AnalysisOptions& opt, AnalysisResult& r) {
+  HostSide h;
+  const auto& tracks = trace.tracks();
+  if (r.training_track >= 0) {
+    for (const Event& e : tracks[r.training_track].events()) {
+      if (e.kind != EventKind::Range) continue;
+      const std::string_view n = trace.name(e.name);
+      if (nc::is_data_wait(n)) h.data_wait.push_back({e.start_ns, e.end_ns});
+      else if (n == names::kH2D) h.h2d.push_back({e.start_ns, e.end_ns});
+    }
+  }
+  bool any_runtime = false, any_driver = false;
+  for (const Track& t : tracks) {
+    if (!in_scope(t, sc)) continue;
+    for (const Event& e : t.events()) {
+      any_runtime |= e.kind == EventKind::Runtime;
+      any_driver |= e.kind == EventKind::Driver;
+      if (e.kind == EventKind::Range) {
+        const std::string_view n = trace.name(e.name);
+        if (nc::is_forward(n)) h.fwd.push_back({e.start_ns, e.end_ns});
+        else if (nc::is_backward(n)) h.bwd.push_back({e.start_ns, e.end_ns});
+        else if (nc::is_optimizer(n)) h.optim.push_back({e.start_ns, e.end_ns});
+      }
+    }
+  }
+  // Sync points: runtime calls (driver calls only when the trace has no runtime calls, so one wait is not
+  // counted twice); our `sync` ranges stand in when the trace has neither.
+  const bool use_runtime = any_runtime, use_driver = !any_runtime && any_driver;
+  const int64_t W0 = r.window.t0, W1 = r.window.t1;
+  for (uint32_t ti = 0; ti < tracks.size(); ++ti) {
+    const Track& t = tracks[ti];
+    if (!in_scope(t, sc)) continue;
+    const auto& ev = t.events();
+    for (uint32_t i = 0; i < ev.size(); ++i) {
+      const Event& e = ev[i];
+      const bool api = e.kind == EventKind::Runtime || e.kind == EventKind::Driver;
+      const std::string_view n = trace.name(e.name);
+      bool is_sync = false;
+      if (use_runtime || use_driver) {
+        if ((use_runtime && e.kind == EventKind::Runtime) || (use_driver && e.kind == EventKind::Driver))
+          is_sync = (e.flags & kFlagBlockingSync) || is_blocking_sync_api(n);
+      } else {
+        is_sync = e.kind == EventKind::Range && n == names::kSync;
+      }
+      if (api && !is_sync && (e.flags & kFlagBlockingSync) == 0 && !is_blocking_sync_api(n)) {
+        if (nc::is_kernel_launch_api(n)) ++r.launches;
+        if (nc::is_slow_runtime(n, e.duration_ns())) h.slow_runtime.push_back({e.start_ns, e.end_ns});
+      }
+      if (!is_sync) continue;
+      h.sync_calls.push_back({e.start_ns, e.end_ns});
+      const int64_t a = std::max(e.start_ns, W0), b = std::min(e.end_ns, W1);
+      if (b < a || (b == a && !(e.start_ns >= W0 && e.start_ns <= W1))) continue;
+      ++r.sync_count;
+      r.sync_ns += b - a;
+      if (r.sync_points.size() < opt.max_intervals) r.sync_points.push_back({ti, i, {e.start_ns, e.end_ns}, std::string(n)});
+    }
+  }
+  std::sort(r.sync_points.begin(), r.sync_points.end(),
+            [](const SyncPoint& a, const SyncPoint& b) { return a.interval.t0 < b.interval.t0; });
+  for (Intervals* v : {&h.data_wait, &h.h2d, &h.fwd, &h.bwd, &h.optim, &h.sync_calls, &h.slow_runtime})
+    *v = iv::merge(std::move(*v));
+  return h;
+}
+
+// Step of the launch at time t: the last step starting at or before t whose end is after t; -1 none.
+int step_of(const std::vector<StepBreakdown>& steps, int64_t t) {
+  auto it = std::upper_bound(steps.begin(), steps.end(), t,
+                             [](int64_t x, const StepBreakdown& s) { return x < s.start_ns; });
+  if (it == steps.begin()) return -1;
+  --it;
+  return t < it->end_ns ? static_cast<int>(it - steps.begin()) : -1;
+}
+
+// GPU spans of the steps: the work each step launched (correlation ids), from the end of the previous
+// step's work to the end of its own. Returns false when no work could be attributed (spans = the steps).
+bool attribute_gpu_work(const Trace& trace, const GpuSide& g, int64_t pid, std::vector<StepBreakdown>& steps) {
+  std::vector<int64_t> last_end(steps.size(), INT64_MIN);
+  std::vector<uint32_t> kernels(steps.size(), 0);
+  bool any = false;
+  for (const Activity& a : g.acts) {
+    const Flow* f = trace.flow_to(a.track, a.event);
+    if (!f || (pid >= 0 && trace.track(f->src_track).pid() != pid)) continue;
+    const int si = step_of(steps, trace.track(f->src_track).events()[f->src_event].start_ns);
+    if (si < 0) continue;
+    any = true;
+    last_end[si] = std::max(last_end[si], a.end);
+    if (trace.track(a.track).events()[a.event].kind == EventKind::Kernel) ++kernels[si];
+  }
+  int64_t prev = steps.empty() ? 0 : steps.front().start_ns;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    StepBreakdown& s = steps[i];
+    if (!any) {
+      s.gpu_start_ns = s.start_ns;
+      s.gpu_end_ns = s.end_ns;
+      continue;
+    }
+    s.gpu_start_ns = prev;
+    s.gpu_end_ns = std::max(prev, last_end[i] != INT64_MIN ? last_end[i] : s.end_ns);
+    if (i + 1 == steps.size()) s.gpu_end_ns = std::max(s.gpu_end_ns, s.end_ns);  // the last one reaches the window's end
+    s.kernel_count = kernels[i];
+    prev = s.gpu_end_ns;
+  }
+  return any;
+}
+
+// The idle classes as sorted, disjoint pieces (per-step figures measure them).
+struct IdlePieces {
+  Intervals stall, sync, runtime, edge, gap, overhead, other;
+};
+
+IdlePieces classify_idle(const GpuSide& g, const HostSide& h, const AnalysisOptions& opt, AnalysisResult& r) {
+  IdlePieces p;
+  const int64_t W0 = r.window.t0, W1 = r.window.t1;
+  // Idle intervals: gaps between busy intervals inside the window.
+  auto it = iv::first_ending_after(g.busy, W0);
+  int64_t cur = W0;
+  bool first = true;
+  auto handle = [&](int64_t a, int64_t b, int64_t next_launch, bool lead_in, bool tail) {
+    if (b <= a) return;
+    ++r.idle_interval_count;
+    const size_t stall_before = p.stall.size();
+    iv::clip(h.data_wait, a, b, p.stall);
+    if (p.stall.size() > stall_before) ++r.loader_stall_count;
+    Intervals rest;
+    iv::complement(h.data_wait, a, b, rest);
+    if (rest.empty()) return;
+    // The host was blocked in a sync when the GPU ran dry: the whole rest is the sync's cost.
+    auto s = iv::first_ending_after(h.sync_calls, a - kSyncReleaseNs - 1);
+    if (s != h.sync_calls.end() && s->t0 <= a) {
+      p.sync.insert(p.sync.end(), rest.begin(), rest.end());
+      return;
+    }
+    Intervals rt = iv::intersect(rest, h.slow_runtime);
+    p.runtime.insert(p.runtime.end(), rt.begin(), rt.end());
+    Intervals left = iv::subtract(rest, h.slow_runtime);
+    if (left.empty()) return;
+    Intervals* dst = &p.other;
+    if (lead_in || tail) {
+      dst = &p.edge;
+      (lead_in ? r.lead_in_ns : r.tail_ns) += iv::total(left);
+    } else if (iv::total(left) < opt.min_gap_ns) {
+      dst = &p.overhead;
+    } else if (next_launch != INT64_MIN && next_launch > a) {
+      dst = &p.gap;
+      ++r.launch_gap_count;
+    }
+    dst->insert(dst->end(), left.begin(), left.end());
+  };
+  for (; it != g.busy.end() && it->t0 < W1; ++it) {
+    if (it->t0 > cur) handle(cur, it->t0, g.busy_launch[it - g.busy.begin()], first, false);
+    first = false;
+    cur = std::max(cur, it->t1);
+  }
+  if (cur < W1) handle(cur, W1, INT64_MIN, first, !first);
+  r.loader_stall_ns = iv::total(p.stall);
+  r.sync_idle_ns = iv::total(p.sync);
+  r.runtime_idle_ns = iv::total(p.runtime);
+  r.launch_gap_ns = iv::total(p.gap);
+  r.launch_overhead_ns = iv::total(p.overhead);
+  r.other_idle_ns = iv::total(p.other);
+  return p;
+}
+
+void kernel_statistics(const Trace& trace, const GpuSide& g, const AnalysisOptions& opt, AnalysisResult& r) {
+  struct Agg {
+    uint64_t count = 0, launched = 0;
+    int64_t total = 0, mn = INT64_MAX, mx = 0, launch_sum = 0, delay_sum = 0, delay_max = 0;
+    bool comm = false;
+  };
+  std::unordered_map<NameId, Agg> agg;
+  int64_t all_kernels = 0;
+  for (const Activity& a : g.acts) {
+    const Event& e = trace.track(a.track).events()[a.event];
+    if (e.kind != EventKind::Kernel) continue;
+    Agg& k = agg[e.name];
+    const int64_t d = e.duration_ns();
+    ++k.count;
+    k.total += d;
+    k.mn = std::min(k.mn, d);
+    k.mx = std::max(k.mx, d);
+    k.comm = a.cls == ActClass::Comm;
+    all_kernels += d;
+    if (const Flow* f = trace.flow_to(a.track, a.event)) {
+      const Event& l = trace.track(f->src_track).events()[f->src_event];
+      ++k.launched;
+      k.launch_sum += l.duration_ns();
+      const int64_t delay = std::max<int64_t>(0, e.start_ns - l.start_ns);
+      k.delay_sum += delay;
+      k.delay_max = std::max(k.delay_max, delay);
+    }
+  }
+  std::vector<KernelStat> ks;
+  ks.reserve(agg.size());
+  int64_t mm_total = 0, mm_tc = 0, compute_total = 0;
+  for (const auto& [name, k] : agg) {
+    KernelStat s;
+    s.name = std::string(trace.name(name));
+    s.count = k.count;
+    s.total_ns = k.total;
+    s.min_ns = k.mn == INT64_MAX ? 0 : k.mn;
+    s.max_ns = k.mx;
+    s.communication = k.comm;
+    s.tensor_core = !k.comm && nc::is_tensor_core_kernel(s.name);
+    s.share_of_kernel_time = all_kernels > 0 ? static_cast<double>(k.total) / static_cast<double>(all_kernels) : 0;
+    s.launched = k.launched;
+    if (k.launched) {
+      s.launch_mean_ns = k.launch_sum / static_cast<int64_t>(k.launched);
+      s.delay_mean_ns = k.delay_sum / static_cast<int64_t>(k.launched);
+      s.delay_max_ns = k.delay_max;
+    }
+    if (!k.comm) {
+      compute_total += k.total;
+      if (nc::is_matmul_conv_kernel(s.name)) {
+        mm_total += k.total;
+        if (s.tensor_core) mm_tc += k.total;
+      }
+    }
+    ks.push_back(std::move(s));
+  }
+  std::sort(ks.begin(), ks.end(), [](const KernelStat& a, const KernelStat& b) {
+    return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.name < b.name;
+  });
+  if (ks.size() > opt.top_kernels) ks.resize(opt.top_kernels);
+  r.top_kernels = std::move(ks);
+  r.tensor_core_share = mm_total > 0 ? static_cast<double>(mm_tc) / static_cast<double>(mm_total) : -1.0;
+  r.matmul_share = compute_total > 0 ? static_cast<double>(mm_total) / static_cast<double>(compute_total) : 0.0;
+  detail::add_tensor_core_finding(trace, opt, mm_total, mm_tc, compute_total, r);
+}
+
+void per_step(const GpuSide& g, const HostSide& h, const IdlePieces& p, AnalysisResult& r) {
+  std::vector<int64_t> kernel_starts;
+  for (const Activity& a : g.acts)
+    if (a.cls != ActClass::Memory) kernel_starts.push_back(a.start);
+  const bool by_time = std::all_of(r.steps.begin(), r.steps.end(), [](const StepBreakdown& s) {
+    return s.gpu_start_ns == s.start_ns && s.gpu_end_ns == s.end_ns;
+  });
+  for (StepBreakdown& s : r.steps) {
+    const int64_t a = s.start_ns, b = s.end_ns;
+    s.data_wait_ns = iv::measure(h.data_wait, a, b);
+    s.h2d_ns = !h.h2d.empty() ? iv::measure(h.h2d, a, b) : iv::measure(g.htod, a, b);
+    s.forward_ns = iv::measure(h.fwd, a, b);
+    s.backward_ns = iv::measure(h.bwd, a, b);
+    s.optimizer_ns = iv::measure(h.optim, a, b);
+    for (const SyncPoint& sp : r.sync_points) {
+      if (sp.interval.t0 >= a && sp.interval.t0 < b) {
+        ++s.sync_count;
+        s.sync_ns += std::min(sp.interval.t1, b) - sp.interval.t0;
+      }
+    }
+    if (!r.has_gpu) {
+      s.gpu_idle_ns = b - a;
+      s.loader_stall_ns = s.data_wait_ns;
+      s.other_idle_ns = s.gpu_idle_ns - s.loader_stall_ns;
+      continue;
+    }
+    const int64_t x = s.gpu_start_ns, y = s.gpu_end_ns;
+    s.gpu_busy_ns = iv::measure(g.busy, x, y);
+    s.compute_ns = iv::measure(g.compute, x, y);
+    s.comm_ns = iv::measure(g.comm, x, y);
+    Intervals comm_pieces;
+    iv::clip(g.comm, x, y, comm_pieces);
+    s.comm_exposed_ns = iv::total(iv::subtract(comm_pieces, g.compute));
+    s.gpu_idle_ns = (y - x) - s.gpu_busy_ns;
+    s.loader_stall_ns = iv::measure(p.stall, x, y);
+    s.sync_idle_ns = iv::measure(p.sync, x, y);
+    s.runtime_idle_ns = iv::measure(p.runtime, x, y);
+    s.edge_idle_ns = iv::measure(p.edge, x, y);
+    s.launch_gap_ns = iv::measure(p.gap, x, y);
+    s.launch_overhead_ns = iv::measure(p.overhead, x, y);
+    s.other_idle_ns = iv::measure(p.other, x, y);
+    if (by_time)
+      s.kernel_count = static_cast<uint32_t>(std::lower_bound(kernel_starts.begin(), kernel_starts.end(), y) -
+                                             std::lower_bound(kernel_starts.begin(), kernel_starts.end(), x));
+  }
+  std::vector<int64_t> d;
+  for (const auto& s : r.steps) d.push_back(s.duration_ns());
+  std::sort(d.begin(), d.end());
+  if (!d.empty()) r.step_median_ns = d.size() % 2 ? d[d.size() / 2] : (d[d.size() / 2 - 1] + d[d.size() / 2]) / 2;
+}
+
+// Without steps: the thread with the most data-wait time, else the one with the most launches.
+int32_t training_thread_without_steps(const Trace& trace, const detail::Scope& sc) {
+  int64_t best_wait = 0;
+  size_t best_launch = 0;
+  int32_t by_wait = -1, by_launch = -1;
+  const auto& tracks = trace.tracks();
+  for (uint32_t ti = 0; ti < tracks.size(); ++ti) {
+    if (!in_scope(tracks[ti], sc)) continue;
+    int64_t wait = 0;
+    size_t launches = 0;
+    for (const Event& e : tracks[ti].events()) {
+      if (e.kind == EventKind::Range && nc::is_data_wait(trace.name(e.name))) wait += e.duration_ns();
+      if ((e.kind == EventKind::Runtime || e.kind == EventKind::Driver) && e.correlation) ++launches;
+    }
+    if (wait > best_wait) best_wait = wait, by_wait = static_cast<int32_t>(ti);
+    if (launches > best_launch) best_launch = launches, by_launch = static_cast<int32_t>(ti);
+  }
+  return by_wait >= 0 ? by_wait : by_launch;
+}
 
 }  // namespace
 
 AnalysisResult analyze(const Trace& trace, const AnalysisOptions& opt) {
   AnalysisResult r;
   r.min_gap_ns = opt.min_gap_ns;
-  const auto& tracks = trace.tracks();
+  const detail::Scope sc = detail::pick_scope(trace, opt.device, r.notes);
+  r.device = sc.device;
+  r.pid = sc.pid;
+  r.devices = sc.devices;
 
-  // --- GPU activity, kernel stats.
-  std::vector<Activity> acts;
-  Intervals htod;
-  struct KAgg {
-    uint64_t count = 0;
-    int64_t total = 0, mn = INT64_MAX, mx = 0;
-  };
-  std::unordered_map<NameId, KAgg> kagg;
-  bool any_runtime = false, any_driver = false;
-  for (uint32_t ti = 0; ti < tracks.size(); ++ti) {
-    const Track& t = tracks[ti];
-    if (t.kind() == TrackKind::GpuStream) {
-      const auto& ev = t.events();
-      for (uint32_t i = 0; i < ev.size(); ++i) {
-        const Event& e = ev[i];
-        if (!is_gpu_activity(e.kind)) continue;
-        acts.push_back({e.start_ns, e.end_ns, ti, i});
-        if (e.kind == EventKind::Kernel) {
-          ++r.kernel_count;
-          KAgg& k = kagg[e.name];
-          ++k.count;
-          const int64_t d = e.duration_ns();
-          k.total += d;
-          k.mn = std::min(k.mn, d);
-          k.mx = std::max(k.mx, d);
-        } else if (e.kind == EventKind::Memcpy) {
-          ++r.memcpy_count;
-          if (e.memcpy_kind() == MemcpyKind::HtoD) htod.push_back({e.start_ns, e.end_ns});
-        } else {
-          ++r.memset_count;
-        }
-      }
-    } else if (t.kind() == TrackKind::CpuThread) {
-      for (const Event& e : t.events()) {
-        if (e.kind == EventKind::Runtime) any_runtime = true;
-        if (e.kind == EventKind::Driver) any_driver = true;
-        if (any_runtime) break;
-      }
-    }
-  }
-  r.has_gpu = !acts.empty();
-  std::sort(acts.begin(), acts.end(), [](const Activity& a, const Activity& b) { return a.start < b.start; });
-  // Busy union; for each busy interval, the earliest launch among the activities that start it.
-  Intervals busy;
-  std::vector<int64_t> busy_launch;  // INT64_MIN: unknown launch
-  for (size_t i = 0; i < acts.size();) {
-    const int64_t s = acts[i].start;
-    int64_t launch = INT64_MAX;
-    bool known = false;
-    size_t j = i;
-    for (; j < acts.size() && acts[j].start == s; ++j) {
-      if (const Flow* f = trace.flow_to(acts[j].track, acts[j].event)) {
-        launch = std::min(launch, tracks[f->src_track].events()[f->src_event].start_ns);
-        known = true;
-      }
-    }
-    int64_t e = acts[i].end;
-    for (size_t k = i; k < j; ++k) e = std::max(e, acts[k].end);
-    if (!busy.empty() && s <= busy.back().t1) {
-      busy.back().t1 = std::max(busy.back().t1, e);
-    } else {
-      busy.push_back({s, e});
-      busy_launch.push_back(known ? launch : INT64_MIN);
-    }
-    i = j;
-  }
-  htod = merge(std::move(htod));
+  GpuSide g = collect_gpu(trace, sc, r);
+  r.has_gpu = !g.acts.empty();
 
-  // --- Steps and the training thread.
-  int32_t step_track = -1;
-  size_t best_steps = 0;
-  for (uint32_t ti = 0; ti < tracks.size(); ++ti) {
-    if (tracks[ti].kind() != TrackKind::CpuThread) continue;
-    size_t n = 0;
-    for (const Event& e : tracks[ti].events())
-      if (e.kind == EventKind::Range && is_step_name(trace.name(e.name))) ++n;
-    if (n > best_steps) {
-      best_steps = n;
-      step_track = static_cast<int32_t>(ti);
-    }
-  }
-  if (step_track >= 0) {
-    int64_t last_end = INT64_MIN;
-    int64_t ordinal = 0;
-    for (const Event& e : tracks[step_track].events()) {
-      if (e.kind != EventKind::Range) continue;
-      const std::string_view n = trace.name(e.name);
-      if (!is_step_name(n) || e.start_ns < last_end) continue;  // nested/overlapping step: keep the outer one
-      StepBreakdown s;
-      s.index = step_number(n, e.arg, ordinal++);
-      s.start_ns = e.start_ns;
-      s.end_ns = e.end_ns;
-      r.steps.push_back(s);
-      last_end = e.end_ns;
-    }
-    r.training_track = step_track;
+  // --- Steps, the training thread, the window.
+  if (sc.step_track >= 0) {
+    r.steps = detail::reconstruct_steps(trace, static_cast<uint32_t>(sc.step_track), opt.step_overlap_tolerance_ns, r.notes);
+    r.training_track = sc.step_track;
   } else {
-    // No steps: the thread with the most data-wait time, else the one with the most launches.
-    int64_t best_wait = 0;
-    size_t best_launch = 0;
-    int32_t by_launch = -1;
-    for (uint32_t ti = 0; ti < tracks.size(); ++ti) {
-      if (tracks[ti].kind() != TrackKind::CpuThread) continue;
-      int64_t wait = 0;
-      size_t launches = 0;
-      for (const Event& e : tracks[ti].events()) {
-        if (e.kind == EventKind::Range && is_data_wait_name(trace.name(e.name))) wait += e.duration_ns();
-        if ((e.kind == EventKind::Runtime || e.kind == EventKind::Driver) && e.correlation) ++launches;
-      }
-      if (wait > best_wait) {
-        best_wait = wait;
-        r.training_track = static_cast<int32_t>(ti);
-      }
-      if (launches > best_launch) {
-        best_launch = launches;
-        by_launch = static_cast<int32_t>(ti);
-      }
-    }
-    if (r.training_track < 0) r.training_track = by_launch;
+    r.training_track = training_thread_without_steps(trace, sc);
   }
-
-  // --- Window.
+  bool attributed = false;
   if (!r.steps.empty()) {
+    attributed = r.has_gpu && attribute_gpu_work(trace, g, sc.pid, r.steps);
+    if (!attributed)
+      for (StepBreakdown& s : r.steps) s.gpu_start_ns = s.start_ns, s.gpu_end_ns = s.end_ns;
     r.window = {r.steps.front().start_ns, r.steps.back().end_ns};
-    for (const auto& s : r.steps) r.window.t1 = std::max(r.window.t1, s.end_ns);
+    for (const auto& s : r.steps) r.window.t1 = std::max({r.window.t1, s.end_ns, s.gpu_end_ns});
     r.window_from_steps = true;
-  } else if (!busy.empty()) {
-    r.window = {busy.front().t0, busy.back().t1};
-  } else if (r.training_track >= 0 && !tracks[r.training_track].empty()) {
-    const Track& t = tracks[r.training_track];
+  } else if (!g.busy.empty()) {
+    r.window = {g.busy.front().t0, g.busy.back().t1};
+  } else if (r.training_track >= 0 && !trace.track(r.training_track).empty()) {
+    const Track& t = trace.track(r.training_track);
     int64_t end = t.events().front().end_ns;
-    for (const Event& e : t.events()) end = std::max(end, e.end_ns);  // no reliance on blocks
+    for (const Event& e : t.events()) end = std::max(end, e.end_ns);
     r.window = {t.events().front().start_ns, end};
     r.notes.push_back("no steps and no GPU activity: the window is the training thread's recorded span");
   } else {
     r.window = {trace.start_ns(), trace.end_ns()};
   }
+  r.trusted = r.steps.size() >= opt.min_trusted_steps;
   const int64_t W0 = r.window.t0, W1 = r.window.t1;
   const int64_t window_len = std::max<int64_t>(0, W1 - W0);
 
-  // --- Host ranges of interest.
-  Intervals data_wait, h2d_host, fwd, bwd, optim;
-  if (r.training_track >= 0) {
-    for (const Event& e : tracks[r.training_track].events()) {
-      if (e.kind != EventKind::Range) continue;
-      const std::string_view n = trace.name(e.name);
-      if (is_data_wait_name(n)) data_wait.push_back({e.start_ns, e.end_ns});
-      else if (n == names::kH2D) h2d_host.push_back({e.start_ns, e.end_ns});
-    }
-  }
-  for (const Track& t : tracks) {
-    if (t.kind() != TrackKind::CpuThread) continue;
-    for (const Event& e : t.events()) {
-      if (e.kind != EventKind::Range) continue;
-      const std::string_view n = trace.name(e.name);
-      if (is_forward_name(n)) fwd.push_back({e.start_ns, e.end_ns});
-      else if (is_backward_name(n)) bwd.push_back({e.start_ns, e.end_ns});
-      else if (is_optimizer_name(n)) optim.push_back({e.start_ns, e.end_ns});
-    }
-  }
-  data_wait = merge(std::move(data_wait));
-  h2d_host = merge(std::move(h2d_host));
-  fwd = merge(std::move(fwd));
-  bwd = merge(std::move(bwd));
-  optim = merge(std::move(optim));
+  const HostSide h = collect_host(trace, sc, opt, r);
 
-  // --- Idle classification.
-  Intervals stall_pieces, gap_pieces, other_pieces;
-  if (window_len > 0) {
-    if (r.has_gpu) {
-      r.gpu_busy_ns = measure(busy, W0, W1);
-      // Walk the idle intervals: gaps between busy intervals, clipped to the window.
-      auto it = std::upper_bound(busy.begin(), busy.end(), W0, [](int64_t t, const Interval& i) { return t < i.t1; });
-      int64_t cur = W0;
-      auto handle = [&](int64_t a, int64_t b, int64_t next_launch, bool has_next) {
-        if (b <= a) return;
-        ++r.idle_interval_count;
-        const int64_t stall = measure(data_wait, a, b);
-        if (stall > 0) {
-          ++r.loader_stall_count;
-          r.loader_stall_ns += stall;
-          clip(data_wait, a, b, stall_pieces);
-        }
-        const int64_t rest = (b - a) - stall;
-        if (rest <= 0) return;
-        Intervals rest_pieces;
-        complement(data_wait, a, b, rest_pieces);
-        const bool host_late = has_next && next_launch != INT64_MIN && next_launch > a;
-        if (rest >= opt.min_gap_ns && host_late) {
-          ++r.launch_gap_count;
-          r.launch_gap_ns += rest;
-          gap_pieces.insert(gap_pieces.end(), rest_pieces.begin(), rest_pieces.end());
-        } else {
-          r.other_idle_ns += rest;
-          other_pieces.insert(other_pieces.end(), rest_pieces.begin(), rest_pieces.end());
-        }
-      };
-      for (; it != busy.end() && it->t0 < W1; ++it) {
-        if (it->t0 > cur) handle(cur, it->t0, busy_launch[it - busy.begin()], true);
-        cur = std::max(cur, it->t1);
-      }
-      if (cur < W1) handle(cur, W1, INT64_MIN, false);
-      r.gpu_idle_ns = window_len - r.gpu_busy_ns;
-    } else {
-      // CPU-only: the loader stall is the training thread's data-wait time inside the window.
-      r.gpu_idle_ns = window_len;
-      clip(data_wait, W0, W1, stall_pieces);
-      for (const Interval& i : stall_pieces) r.loader_stall_ns += i.length();
-      r.loader_stall_count = static_cast<uint32_t>(stall_pieces.size());
-      r.other_idle_ns = window_len - r.loader_stall_ns;
-      complement(data_wait, W0, W1, other_pieces);
+  // --- GPU time by class, idle by cause.
+  IdlePieces pieces;
+  if (window_len > 0 && r.has_gpu) {
+    r.gpu_busy_ns = iv::measure(g.busy, W0, W1);
+    r.compute_ns = iv::measure(g.compute, W0, W1);
+    r.comm_ns = iv::measure(g.comm, W0, W1);
+    Intervals comm_pieces;
+    iv::clip(g.comm, W0, W1, comm_pieces);
+    const Intervals exposed = iv::subtract(comm_pieces, g.compute);
+    r.comm_exposed_ns = iv::total(exposed);
+    r.comm_overlap = r.comm_ns > 0 ? 1.0 - static_cast<double>(r.comm_exposed_ns) / static_cast<double>(r.comm_ns) : -1;
+    Intervals kernels = g.compute;
+    kernels.insert(kernels.end(), g.comm.begin(), g.comm.end());
+    kernels = iv::merge(std::move(kernels));
+    Intervals mem_pieces;
+    iv::clip(g.memory, W0, W1, mem_pieces);
+    r.memory_exposed_ns = iv::total(iv::subtract(mem_pieces, kernels));
+    pieces = classify_idle(g, h, opt, r);
+    r.gpu_idle_ns = window_len - r.gpu_busy_ns;
+  } else if (window_len > 0) {
+    // CPU-only: the loader stall is the training thread's data-wait time inside the window.
+    r.gpu_idle_ns = window_len;
+    iv::clip(h.data_wait, W0, W1, pieces.stall);
+    r.loader_stall_ns = iv::total(pieces.stall);
+    r.loader_stall_count = static_cast<uint32_t>(pieces.stall.size());
+    r.other_idle_ns = window_len - r.loader_stall_ns;
+    if (r.launches == 0)
       r.notes.push_back("no GPU activity in this trace: CPU-only analysis (loader stall = data-wait time)");
-    }
   }
-  // Pieces are produced in time order per idle interval and intervals in order: already sorted.
 
-  // --- Sync points.
+  if (!r.steps.empty()) per_step(g, h, pieces, r);
+  kernel_statistics(trace, g, opt, r);
+
+  detail::Evidence ev;
+  ev.stall = iv::largest(pieces.stall);
+  ev.gap = iv::largest(pieces.gap);
+  ev.sync = iv::largest(pieces.sync);
+  ev.runtime = iv::largest(pieces.runtime);
   {
-    const bool use_runtime = any_runtime;
-    const bool use_driver = !any_runtime && any_driver;
-    for (uint32_t ti = 0; ti < tracks.size(); ++ti) {
-      const Track& t = tracks[ti];
-      if (t.kind() != TrackKind::CpuThread) continue;
-      const auto& ev = t.events();
-      for (uint32_t i = 0; i < ev.size(); ++i) {
-        const Event& e = ev[i];
-        bool is_sync = false;
-        if (use_runtime || use_driver) {
-          if ((use_runtime && e.kind == EventKind::Runtime) || (use_driver && e.kind == EventKind::Driver)) {
-            is_sync = (e.flags & kFlagBlockingSync) || is_blocking_sync_api(trace.name(e.name));
-          }
-        } else {
-          is_sync = e.kind == EventKind::Range && trace.name(e.name) == names::kSync;
-        }
-        if (!is_sync) continue;
-        const int64_t a = std::max(e.start_ns, W0), b = std::min(e.end_ns, W1);
-        if (b < a || (b == a && !(e.start_ns >= W0 && e.start_ns <= W1))) continue;
-        ++r.sync_count;
-        r.sync_ns += b - a;
-        if (r.sync_points.size() < opt.max_intervals)
-          r.sync_points.push_back({ti, i, {e.start_ns, e.end_ns}, std::string(trace.name(e.name))});
-      }
-    }
-    std::sort(r.sync_points.begin(), r.sync_points.end(),
-              [](const SyncPoint& a, const SyncPoint& b) { return a.interval.t0 < b.interval.t0; });
+    Intervals comm_pieces;
+    iv::clip(g.comm, W0, W1, comm_pieces);
+    ev.comm = iv::largest(iv::subtract(comm_pieces, g.compute));
   }
+  detail::add_findings(trace, opt, ev, r);
 
-  // --- Per-step breakdown.
-  if (!r.steps.empty()) {
-    std::vector<int64_t> kernel_starts;
-    for (const Activity& a : acts)
-      if (tracks[a.track].events()[a.event].kind == EventKind::Kernel) kernel_starts.push_back(a.start);
-    std::vector<Interval> sync_iv;
-    for (const SyncPoint& s : r.sync_points) sync_iv.push_back(s.interval);
-    for (StepBreakdown& s : r.steps) {
-      const int64_t a = s.start_ns, b = s.end_ns;
-      s.data_wait_ns = measure(data_wait, a, b);
-      s.h2d_ns = !h2d_host.empty() ? measure(h2d_host, a, b) : measure(htod, a, b);
-      s.forward_ns = measure(fwd, a, b);
-      s.backward_ns = measure(bwd, a, b);
-      s.optimizer_ns = measure(optim, a, b);
-      if (r.has_gpu) {
-        s.gpu_busy_ns = measure(busy, a, b);
-        s.gpu_idle_ns = (b - a) - s.gpu_busy_ns;
-        s.loader_stall_ns = measure(stall_pieces, a, b);
-        s.launch_gap_ns = measure(gap_pieces, a, b);
-        s.other_idle_ns = s.gpu_idle_ns - s.loader_stall_ns - s.launch_gap_ns;
-      } else {
-        s.gpu_idle_ns = b - a;
-        s.loader_stall_ns = s.data_wait_ns;
-        s.other_idle_ns = s.gpu_idle_ns - s.loader_stall_ns;
-      }
-      for (const Interval& iv : sync_iv) {
-        if (iv.t0 >= a && iv.t0 < b) {
-          ++s.sync_count;
-          s.sync_ns += std::min(iv.t1, b) - iv.t0;
-        }
-      }
-      s.kernel_count = static_cast<uint32_t>(std::lower_bound(kernel_starts.begin(), kernel_starts.end(), b) -
-                                             std::lower_bound(kernel_starts.begin(), kernel_starts.end(), a));
-    }
-    std::vector<int64_t> d;
-    for (const auto& s : r.steps) d.push_back(s.duration_ns());
-    std::sort(d.begin(), d.end());
-    r.step_median_ns = d.size() % 2 ? d[d.size() / 2] : (d[d.size() / 2 - 1] + d[d.size() / 2]) / 2;
-  }
-
-  // --- Top kernels and Tensor Core use.
-  {
-    std::vector<KernelStat> ks;
-    ks.reserve(kagg.size());
-    int64_t total_busy_kernels = 0;
-    int64_t mm_total = 0, mm_tc = 0;
-    for (const auto& [name, k] : kagg) {
-      KernelStat s;
-      s.name = std::string(trace.name(name));
-      s.count = k.count;
-      s.total_ns = k.total;
-      s.min_ns = k.mn == INT64_MAX ? 0 : k.mn;
-      s.max_ns = k.mx;
-      const std::string l = lower(s.name);
-      s.tensor_core = is_tensor_core_kernel(l);
-      if (is_matmul_conv_kernel(l)) {
-        mm_total += k.total;
-        if (s.tensor_core) mm_tc += k.total;
-      }
-      total_busy_kernels += k.total;
-      ks.push_back(std::move(s));
-    }
-    const int64_t busy_all = std::max<int64_t>(1, measure(busy, INT64_MIN / 2, INT64_MAX / 2));
-    for (auto& s : ks) s.share_of_busy = static_cast<double>(s.total_ns) / static_cast<double>(busy_all);
-    std::sort(ks.begin(), ks.end(), [](const KernelStat& a, const KernelStat& b) {
-      return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.name < b.name;
-    });
-    if (ks.size() > opt.top_kernels) ks.resize(opt.top_kernels);
-    r.top_kernels = std::move(ks);
-    r.tensor_core_share = mm_total > 0 ? static_cast<double>(mm_tc) / static_cast<double>(mm_total) : -1.0;
-
-    // Low Tensor Core use: matmul/conv kernels are a large part of GPU time and mostly not on Tensor Cores.
-    if (mm_total > 0 && window_len > 0 && r.tensor_core_share < 0.5 && total_busy_kernels > 0) {
-      const double mm_share_of_busy = static_cast<double>(mm_total) / static_cast<double>(total_busy_kernels);
-      const double share = std::min(1.0, static_cast<double>(mm_total - mm_tc) / static_cast<double>(busy_all) *
-                                              (static_cast<double>(r.gpu_busy_ns) / window_len));
-      if (mm_share_of_busy >= 0.2 && share >= opt.finding_min_share) {
-        Finding f = knob_finding(FindingKind::LowTensorCore, "amp", "fp16", {"tf32", "channels_last"}, share);
-        f.message = "matmul/conv kernels take " + fmt_pct(mm_share_of_busy) + " of GPU time, only " +
-                    fmt_pct(r.tensor_core_share) + " of it on Tensor Cores -> amp / tf32 / channels_last; at most " +
-                    fmt_x(f.max_speedup);
-        f.evidence = r.window;
-        r.findings.push_back(std::move(f));
-      }
-    }
-  }
-
-  // --- Findings.
-  auto push_interval_cap = [&](Intervals& src, Intervals& dst) {
-    if (src.size() > opt.max_intervals) src.resize(opt.max_intervals);
-    dst = std::move(src);
-  };
-  const double wl = window_len > 0 ? static_cast<double>(window_len) : 1.0;
-  const char* span = r.window_from_steps ? "step time" : "the analysed window";
-  if (r.loader_stall_ns > 0) {
-    const double share = r.loader_stall_ns / wl;
-    if (share >= opt.finding_min_share) {
-      // Our traces record the training machine's cores: more loader threads than cores only compete with
-      // the step. Traces from elsewhere (Kineto) get the common starting point, 4.
-      int workers = 4;
-      if (auto it = trace.meta().extra.find("cpu_cores"); it != trace.meta().extra.end()) {
-        const int cores = std::atoi(it->second.c_str());
-        if (cores > 0) workers = std::clamp(cores, 1, 8);
-      }
-      Finding f = knob_finding(FindingKind::LoaderStall, "workers", std::to_string(workers),
-                               {"prefetch", "pin_memory"}, share);
-      f.message = std::string(r.has_gpu ? "GPU waited for the loader " : "training thread waited for data ") +
-                  fmt_pct(share) + " of " + span + " (" + fmt_ms(r.loader_stall_ns) + " in " +
-                  std::to_string(r.loader_stall_count) + " intervals) -> workers / prefetch / pin_memory; at most " +
-                  fmt_x(f.max_speedup);
-      f.evidence = largest(stall_pieces);
-      r.findings.push_back(std::move(f));
-    }
-  }
-  if (r.launch_gap_ns > 0) {
-    const double share = r.launch_gap_ns / wl;
-    if (share >= opt.finding_min_share) {
-      Finding f = knob_finding(FindingKind::LaunchGap, "cuda_graphs", "on",
-                               {"batch_size", "fused_pointwise", "fused_optimizer"}, share);
-      f.message = "GPU idle waiting for kernel launches " + fmt_pct(share) + " of " + span + " (" +
-                  fmt_ms(r.launch_gap_ns) + " in " + std::to_string(r.launch_gap_count) +
-                  " gaps) -> cuda_graphs / bigger batch_size / fused ops; at most " + fmt_x(f.max_speedup);
-      f.evidence = largest(gap_pieces);
-      r.findings.push_back(std::move(f));
-    }
-  }
-  if (r.sync_count > 0) {
-    const double share = std::min(1.0, r.sync_ns / wl);
-    if (share >= opt.finding_min_share) {
-      Finding f = knob_finding(FindingKind::SyncPoints, "sync_free_logging", "20", {}, share);
-      f.message = "host blocked on the GPU in " + std::to_string(r.sync_count) + " sync points, " + fmt_pct(share) +
-                  " of " + span + " (" + fmt_ms(r.sync_ns) + ") -> sync_free_logging; at most " +
-                  fmt_x(f.max_speedup);
-      Interval ev;
-      for (const SyncPoint& s : r.sync_points)
-        if (s.interval.length() > ev.length()) ev = s.interval;
-      f.evidence = ev;
-      r.findings.push_back(std::move(f));
-    }
-  }
-  add_host_findings(trace, opt, r);
-  std::sort(r.findings.begin(), r.findings.end(), [](const Finding& a, const Finding& b) { return a.share > b.share; });
-  const TraceMetadata& m = trace.meta();
-  if (m.collector_state == "off" || m.collector_state == "not built") {
-    Finding f;
-    f.kind = FindingKind::CollectorOff;
-    f.id = to_string(f.kind);
-    // The reason often says "CPU-only timeline" itself; say it once.
-    const std::string& why = m.collector_reason;
-    f.message = "GPU collector " + m.collector_state + (why.empty() ? "" : ": " + why) +
-                (why.find("CPU-only") == std::string::npos ? " - CPU-only timeline" : "");
-    f.evidence = r.window;
-    r.findings.insert(r.findings.begin(), std::move(f));
-  }
-  if (m.dropped_records > 0) {
-    Finding f;
-    f.kind = FindingKind::DroppedRecords;
-    f.id = to_string(f.kind);
-    f.message = std::to_string(m.dropped_records) + " records were dropped while recording: totals are lower bounds";
-    f.evidence = r.window;
-    r.findings.push_back(std::move(f));
-  }
   if (r.has_gpu && trace.flows().empty())
     r.notes.push_back("no launch->kernel correlation in this trace: launch gaps cannot be attributed (counted as other idle)");
-
-  push_interval_cap(stall_pieces, r.loader_stall_intervals);
-  push_interval_cap(gap_pieces, r.launch_gap_intervals);
-  return r;
-}
-
-std::string to_json(const AnalysisResult& r, const TraceMetadata* meta) {
-  JsonWriter w;
-  auto us = [](int64_t ns) { return static_cast<double>(ns) / 1000.0; };
-  const double wl = r.window.length() > 0 ? static_cast<double>(r.window.length()) : 1.0;
-  w.begin_object();
-  w.key("version").value(int64_t{1});
-  if (meta) {
-    w.key("trace").begin_object();
-    w.key("source_format").value(meta->source_format);
-    w.key("path").value(meta->source_path);
-    w.key("device").value(meta->device);
-    w.key("collector_state").value(meta->collector_state);
-    w.key("collector_reason").value(meta->collector_reason);
-    w.key("dropped_records").value(static_cast<int64_t>(meta->dropped_records));
-    w.end_object();
+  if (r.has_gpu && !r.steps.empty() && !attributed && !trace.flows().empty())
+    r.notes.push_back("no GPU work could be traced to a step's launches: steps are measured by time");
+  if (r.steps.empty() && r.has_gpu)
+    r.notes.push_back("no step ranges (ProfilerStep#N or ours): the window is first to last GPU activity and no "
+                      "gain is bounded");
+  if (r.has_gpu && r.gpu_idle_ns > 0 && r.other_idle_ns * 10 > r.gpu_idle_ns) {
+    char b[200];
+    std::snprintf(b, sizeof b, "%.0f%% of the GPU idle time has no named cause (work was queued, yet the GPU waited: "
+                  "cross-stream/event dependencies, or events missing from the trace)",
+                  100.0 * static_cast<double>(r.other_idle_ns) / static_cast<double>(r.gpu_idle_ns));
+    r.notes.push_back(b);
   }
-  w.key("window").begin_object();
-  w.key("start_us").value(us(r.window.t0)).key("end_us").value(us(r.window.t1));
-  w.key("duration_us").value(us(r.window.length()));
-  w.key("from_steps").value(r.window_from_steps);
-  w.end_object();
-  w.key("gpu").begin_object();
-  w.key("present").value(r.has_gpu);
-  w.key("busy_us").value(us(r.gpu_busy_ns)).key("idle_us").value(us(r.gpu_idle_ns));
-  w.key("busy_share").value(r.gpu_busy_ns / wl);
-  w.key("idle_intervals").value(static_cast<int64_t>(r.idle_interval_count));
-  w.key("other_idle_us").value(us(r.other_idle_ns));
-  w.end_object();
-  auto intervals = [&](const std::vector<Interval>& v) {
-    w.begin_array();
-    for (const auto& i : v) w.begin_array().value(us(i.t0)).value(us(i.t1)).end_array();
-    w.end_array();
+  auto cap = [&](Intervals& v) {
+    if (v.size() > opt.max_intervals) v.resize(opt.max_intervals);
+    return std::move(v);
   };
-  w.key("loader_stall").begin_object();
-  w.key("total_us").value(us(r.loader_stall_ns)).key("count").value(static_cast<int64_t>(r.loader_stall_count));
-  w.key("share").value(r.loader_stall_ns / wl);
-  w.key("intervals_us");
-  intervals(r.loader_stall_intervals);
-  w.end_object();
-  w.key("launch_gap").begin_object();
-  w.key("total_us").value(us(r.launch_gap_ns)).key("count").value(static_cast<int64_t>(r.launch_gap_count));
-  w.key("min_gap_us").value(us(r.min_gap_ns));
-  w.key("share").value(r.launch_gap_ns / wl);
-  w.key("intervals_us");
-  intervals(r.launch_gap_intervals);
-  w.end_object();
-  w.key("sync").begin_object();
-  w.key("count").value(static_cast<int64_t>(r.sync_count)).key("total_us").value(us(r.sync_ns));
-  w.key("share").value(r.sync_ns / wl);
-  w.key("points").begin_array();
-  for (const auto& s : r.sync_points) {
-    w.begin_object().key("name").value(s.name).key("start_us").value(us(s.interval.t0));
-    w.key("dur_us").value(us(s.interval.length())).end_object();
-  }
-  w.end_array();
-  w.end_object();
-  w.key("steps").begin_object();
-  w.key("count").value(static_cast<int64_t>(r.steps.size())).key("median_us").value(us(r.step_median_ns));
-  w.key("items").begin_array();
-  for (const auto& s : r.steps) {
-    w.begin_object();
-    w.key("index").value(s.index).key("start_us").value(us(s.start_ns)).key("duration_us").value(us(s.duration_ns()));
-    w.key("data_wait_us").value(us(s.data_wait_ns)).key("h2d_us").value(us(s.h2d_ns));
-    w.key("forward_us").value(us(s.forward_ns)).key("backward_us").value(us(s.backward_ns));
-    w.key("optimizer_us").value(us(s.optimizer_ns)).key("gpu_busy_us").value(us(s.gpu_busy_ns));
-    w.key("gpu_idle_us").value(us(s.gpu_idle_ns)).key("loader_stall_us").value(us(s.loader_stall_ns));
-    w.key("launch_gap_us").value(us(s.launch_gap_ns)).key("other_idle_us").value(us(s.other_idle_ns));
-    w.key("sync_us").value(us(s.sync_ns)).key("sync_count").value(static_cast<int64_t>(s.sync_count));
-    w.key("kernel_count").value(static_cast<int64_t>(s.kernel_count));
-    w.end_object();
-  }
-  w.end_array();
-  w.end_object();
-  w.key("kernels").begin_object();
-  w.key("count").value(static_cast<int64_t>(r.kernel_count));
-  w.key("memcpy_count").value(static_cast<int64_t>(r.memcpy_count));
-  w.key("memset_count").value(static_cast<int64_t>(r.memset_count));
-  if (r.tensor_core_share >= 0) w.key("tensor_core_share").value(r.tensor_core_share);
-  else w.key("tensor_core_share").null();
-  w.key("top").begin_array();
-  for (const auto& k : r.top_kernels) {
-    w.begin_object().key("name").value(k.name).key("count").value(static_cast<int64_t>(k.count));
-    w.key("total_us").value(us(k.total_ns)).key("min_us").value(us(k.min_ns)).key("max_us").value(us(k.max_ns));
-    w.key("share_of_busy").value(k.share_of_busy).key("tensor_core").value(k.tensor_core).end_object();
-  }
-  w.end_array();
-  w.end_object();
-  w.key("findings").begin_array();
-  for (const auto& f : r.findings) {
-    w.begin_object();
-    w.key("kind").value(f.id).key("message").value(f.message).key("knob").value(f.knob).key("value").value(f.value);
-    w.key("also").begin_array();
-    for (const auto& a : f.also) w.value(a);
-    w.end_array();
-    w.key("share").value(f.share).key("max_speedup").value(f.max_speedup);
-    w.key("evidence_us").begin_array().value(us(f.evidence.t0)).value(us(f.evidence.t1)).end_array();
-    w.end_object();
-  }
-  w.end_array();
-  w.key("notes").begin_array();
-  for (const auto& n : r.notes) w.value(n);
-  w.end_array();
-  w.end_object();
-  return w.take();
+  r.loader_stall_intervals = cap(pieces.stall);
+  r.launch_gap_intervals = cap(pieces.gap);
+  return r;
 }
 
 }  // namespace tb::prof

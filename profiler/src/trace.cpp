@@ -1,6 +1,7 @@
 #include "profiler/trace.h"
 
 #include <algorithm>
+#include <map>
 #include <deque>
 #include <unordered_map>
 
@@ -227,37 +228,70 @@ void Trace::finalize() {
       }
     }
   }
-  // Flows: correlate launches (runtime preferred over driver) with GPU work, in two passes (kineto).
+  // Flows: correlate launches (runtime preferred over driver) with GPU work (kineto). Correlation ids are only
+  // unique within a process: in a file holding several processes (concatenated ranks) the same id can name
+  // one launch per process. Such a kernel goes to the process that launches unambiguously to its device.
   flows_.clear();
-  std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> src;
-  std::unordered_map<uint64_t, bool> src_is_runtime;
+  struct Cand {
+    uint64_t corr;
+    int64_t pid;
+    uint32_t ti, i;
+    bool rt;
+  };
+  std::vector<Cand> cands;
   for (uint32_t ti = 0; ti < tracks_.size(); ++ti) {
     const Track& t = tracks_[ti];
     if (t.kind_ != TrackKind::CpuThread) continue;
     for (uint32_t i = 0; i < t.events_.size(); ++i) {
       const Event& e = t.events_[i];
       if (e.correlation == 0 || (e.kind != EventKind::Runtime && e.kind != EventKind::Driver)) continue;
-      const bool rt = e.kind == EventKind::Runtime;
-      auto it = src.find(e.correlation);
-      if (it == src.end()) {
-        src.emplace(e.correlation, std::make_pair(ti, i));
-        src_is_runtime.emplace(e.correlation, rt);
-      } else if (rt && !src_is_runtime[e.correlation]) {
-        it->second = {ti, i};
-        src_is_runtime[e.correlation] = true;
-      }
+      cands.push_back({e.correlation, t.pid_, ti, i, e.kind == EventKind::Runtime});
     }
   }
-  if (!src.empty()) {
+  // One candidate per (correlation, process): the runtime call if there is one, else the first driver call.
+  std::stable_sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) {
+    return std::tie(a.corr, a.pid, b.rt) < std::tie(b.corr, b.pid, a.rt);
+  });
+  cands.erase(std::unique(cands.begin(), cands.end(),
+                          [](const Cand& a, const Cand& b) { return a.corr == b.corr && a.pid == b.pid; }),
+              cands.end());
+  auto range_of = [&](uint64_t corr) {
+    return std::equal_range(cands.begin(), cands.end(), Cand{corr, 0, 0, 0, false},
+                            [](const Cand& a, const Cand& b) { return a.corr < b.corr; });
+  };
+  if (!cands.empty()) {
+    // Which process launches to which device, from the unambiguous ids.
+    std::map<std::pair<int64_t, int64_t>, size_t> votes;  // (device, pid) -> count
+    bool ambiguous = false;
+    for (const Track& t : tracks_) {
+      if (t.kind_ != TrackKind::GpuStream) continue;
+      for (const Event& e : t.events_) {
+        if (e.correlation == 0 || !is_gpu_activity(e.kind)) continue;
+        auto [lo, hi] = range_of(e.correlation);
+        if (hi - lo == 1) ++votes[{t.pid_, lo->pid}];
+        ambiguous |= hi - lo > 1;
+      }
+    }
+    std::map<int64_t, int64_t> owner;  // device -> the process most of its unambiguous work came from
+    if (ambiguous) {
+      std::map<int64_t, size_t> best;
+      for (const auto& [k, n] : votes)
+        if (n > best[k.first]) best[k.first] = n, owner[k.first] = k.second;
+    }
     for (uint32_t ti = 0; ti < tracks_.size(); ++ti) {
       const Track& t = tracks_[ti];
       if (t.kind_ != TrackKind::GpuStream) continue;
       for (uint32_t i = 0; i < t.events_.size(); ++i) {
         const Event& e = t.events_[i];
         if (e.correlation == 0 || !is_gpu_activity(e.kind)) continue;
-        auto it = src.find(e.correlation);
-        if (it == src.end()) continue;
-        flows_.push_back(Flow{e.correlation, it->second.first, it->second.second, ti, i});
+        auto [lo, hi] = range_of(e.correlation);
+        const Cand* c = hi - lo == 1 ? &*lo : nullptr;
+        if (hi - lo > 1) {
+          auto o = owner.find(t.pid_);
+          for (auto it = lo; o != owner.end() && it != hi; ++it)
+            if (it->pid == o->second) c = &*it;
+        }
+        if (c) flows_.push_back(Flow{e.correlation, c->ti, c->i, ti, i});
       }
     }
   }

@@ -8,67 +8,17 @@
 #include "profiler/analysis.h"
 #include "profiler/range_names.h"
 #include "profiler/trace.h"
+#include "trace_builder.h"
 
 namespace tb::prof {
 namespace {
 
-constexpr int64_t us = 1000;  // the tests think in microseconds
-
-// Builds traces in microseconds: one training thread (pid 1, tid 1), GPU 0 streams.
-struct Builder {
-  Trace t;
-  uint32_t cpu = t.track_for(TrackKind::CpuThread, 1, 1, "train");
-  uint64_t next_corr = 100;
-
-  void range(const char* name, int64_t a, int64_t b, int64_t arg = kNoArg, uint32_t track = UINT32_MAX) {
-    Event e;
-    e.kind = EventKind::Range;
-    e.name = t.intern(name);
-    e.start_ns = a * us;
-    e.end_ns = b * us;
-    e.arg = arg;
-    t.add_event(track == UINT32_MAX ? cpu : track, e);
-  }
-  void runtime(const char* name, int64_t a, int64_t b, uint64_t corr = 0) {
-    Event e;
-    e.kind = EventKind::Runtime;
-    e.name = t.intern(name);
-    e.start_ns = a * us;
-    e.end_ns = b * us;
-    e.correlation = corr;
-    t.add_event(cpu, e);
-  }
-  // A kernel on `stream`; when launch_at >= 0 a cudaLaunchKernel at launch_at (1 us long) correlates to it.
-  void kernel(int64_t a, int64_t b, int64_t launch_at = -1, int64_t stream = 7, const char* name = "k",
-              EventKind kind = EventKind::Kernel) {
-    Event e;
-    e.kind = kind;
-    e.name = t.intern(name);
-    e.start_ns = a * us;
-    e.end_ns = b * us;
-    if (launch_at >= 0) {
-      e.correlation = ++next_corr;
-      runtime("cudaLaunchKernel", launch_at, launch_at + 1, e.correlation);
-    }
-    t.add_event(t.track_for(TrackKind::GpuStream, 0, stream), e);
-  }
-  void gpu_other(EventKind kind, const char* name, int64_t a, int64_t b, int64_t stream = 7) {
-    Event e;
-    e.kind = kind;
-    e.name = t.intern(name);
-    e.start_ns = a * us;
-    e.end_ns = b * us;
-    t.add_event(t.track_for(TrackKind::GpuStream, 0, stream), e);
-  }
-  AnalysisResult run(AnalysisOptions o = {}) {
-    t.finalize();
-    return analyze(t, o);
-  }
-};
+using test_util::Builder;
+using test_util::us;
 
 void expect_partition(const AnalysisResult& r) {
-  // busy + stall + gap + other == window, always.
-  EXPECT_EQ(r.gpu_busy_ns + r.loader_stall_ns + r.launch_gap_ns + r.other_idle_ns, r.window.length());
+  // busy + every idle class == window, always.
+  EXPECT_EQ(r.gpu_busy_ns + idle_total(r), r.window.length());
   EXPECT_EQ(r.gpu_busy_ns + r.gpu_idle_ns, r.window.length());
 }
 
@@ -209,7 +159,8 @@ TEST(Analysis, MinGapThreshold) {
   auto r = b.run();  // default min_gap 2 us
   EXPECT_EQ(r.min_gap_ns, 2000);
   EXPECT_EQ(r.launch_gap_ns, 0);
-  EXPECT_EQ(r.other_idle_ns, 1500);
+  EXPECT_EQ(r.launch_overhead_ns, 1500);  // shorter than min_gap: launch overhead
+  EXPECT_EQ(r.other_idle_ns, 0);
   AnalysisOptions o;
   o.min_gap_ns = 1000;
   auto r2 = analyze(b.t, o);
@@ -220,12 +171,16 @@ TEST(Analysis, MinGapThreshold) {
 TEST(Analysis, IdleBeforeFirstAndAfterLastKernelInsideSteps) {
   Builder b;
   b.range("step", 0, 100, 0);
-  b.kernel(20, 50, 10);  // idle [0,20]: launched at 10 > 0 -> launch gap
-  // idle [50,100]: no next activity -> other idle
+  b.kernel(20, 50, 10);  // idle [0,20]: before the first kernel (lead-in), not a launch gap
+  // idle [50,100]: after the last kernel (tail)
   auto r = b.run();
   EXPECT_EQ(r.gpu_busy_ns, 30 * us);
-  EXPECT_EQ(r.launch_gap_ns, 20 * us);
-  EXPECT_EQ(r.other_idle_ns, 50 * us);
+  EXPECT_EQ(r.lead_in_ns, 20 * us);
+  EXPECT_EQ(r.tail_ns, 50 * us);
+  EXPECT_EQ(r.launch_gap_ns, 0);
+  EXPECT_EQ(r.other_idle_ns, 0);
+  ASSERT_EQ(r.steps.size(), 1u);
+  EXPECT_EQ(r.steps[0].edge_idle_ns, 70 * us);
   EXPECT_EQ(r.idle_interval_count, 2u);
   expect_partition(r);
 }
@@ -250,7 +205,13 @@ TEST(Analysis, IdleIntervalSplitIntoStallAndGap) {
   ASSERT_EQ(r.steps.size(), 2u);
   EXPECT_EQ(r.steps[0].loader_stall_ns, 20 * us);
   EXPECT_EQ(r.steps[0].launch_gap_ns, 20 * us);
-  EXPECT_EQ(r.steps[1].gpu_busy_ns, 20 * us);
+  // GPU work belongs to the step that launched it: [100,110] was launched at 85, in step 0.
+  EXPECT_EQ(r.steps[0].gpu_end_ns, 110 * us);
+  EXPECT_EQ(r.steps[0].gpu_busy_ns, 70 * us);
+  EXPECT_EQ(r.steps[0].kernel_count, 2u);
+  EXPECT_EQ(r.steps[1].gpu_start_ns, 110 * us);
+  EXPECT_EQ(r.steps[1].gpu_busy_ns, 10 * us);
+  EXPECT_EQ(r.steps[1].kernel_count, 1u);
   expect_partition(r);
 }
 
@@ -273,7 +234,10 @@ TEST(Analysis, SyncPointsCountHostCallsOnly) {
     if (f.kind == FindingKind::SyncPoints) {
       found = true;
       EXPECT_EQ(f.knob, "sync_free_logging");
-      EXPECT_EQ(f.evidence.t0, 5 * us);
+      // Evidence: the GPU idle the sync caused ([40,60]: the host sat in cudaStreamSynchronize until 40).
+      EXPECT_EQ(f.evidence.t0, 40 * us);
+      EXPECT_EQ(f.evidence.t1, 60 * us);
+      EXPECT_NEAR(f.share, 0.2, 1e-9);
     }
   EXPECT_TRUE(found);
 }
@@ -424,7 +388,7 @@ TEST(Analysis, TopKernelsAndTensorCoreFinding) {
   EXPECT_EQ(r.top_kernels[0].name, "volta_sgemm_128x64_nn");
   EXPECT_EQ(r.top_kernels[0].count, 2u);
   EXPECT_EQ(r.top_kernels[0].total_ns, 90 * us);
-  EXPECT_NEAR(r.top_kernels[0].share_of_busy, 0.9, 1e-9);
+  EXPECT_NEAR(r.top_kernels[0].share_of_kernel_time, 0.9, 1e-9);
   EXPECT_DOUBLE_EQ(r.tensor_core_share, 0.0);
   bool tc = false;
   for (const auto& f : r.findings) tc |= f.kind == FindingKind::LowTensorCore && f.knob == "amp";

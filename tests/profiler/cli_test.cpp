@@ -39,7 +39,7 @@ TEST(CliAnalyze, RealTraceSummaryAndJson) {
   CliRun r = run("analyze '" + testdata("kineto_train_step_rank0.json.gz") + "' --json '" + out + "'");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("per step"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("loader stall"), std::string::npos);
+  EXPECT_NE(r.out.find("waiting for the data loader"), std::string::npos);
   EXPECT_NE(r.out.find("findings"), std::string::npos);
   std::ifstream f(out);
   std::stringstream ss;

@@ -44,7 +44,7 @@ void FindingsPanel::setTraceFindings(const std::vector<tb::prof::Finding>& findi
     e.knob = QString::fromStdString(f.knob);
     e.value = QString::fromStdString(f.value);
     e.share = f.share;
-    e.max_speedup = f.max_speedup;
+    e.max_speedup = f.bounded ? f.max_speedup : 1.0;  // too few steps: no bound shown
     e.t0 = f.evidence.t0;
     e.t1 = f.evidence.t1;
     e.source = "trace";

@@ -6,19 +6,34 @@
 // not being modified. Times are int64 ns on the trace's clock; shares are fractions of the analysed window
 // (or, for per-step figures, of the step).
 //
-// Rules worth knowing when reading the numbers:
+// Rules worth knowing when reading the numbers (docs/analysis.md has the long form):
+// - Scope: one GPU and one process. A file holding several devices or processes (concatenated ranks) is
+//   analysed for the process holding the most steps and the device it launches to (AnalysisOptions::device
+//   picks another); the others are named in a note, never mixed in.
 // - GPU activity is kernel/memcpy/memset only (EventKind Kernel/Memcpy/Memset), the union over all streams of
-//   the device; Kineto's gpu_user_annotation and cuda_sync rows are never activity.
+//   the device; Kineto's gpu_user_annotation and cuda_sync rows are never activity. Activity is split into
+//   compute (kernels), communication (NCCL/Gloo collective and send/recv kernels, never compute) and memory
+//   (memcpy/memset); exposed communication = communication time not overlapped by compute.
 // - "Training thread" = the CPU track holding the step ranges (ours `step`, Kineto `ProfilerStep#N`); without
 //   steps, the CPU track with the most data-wait time, else the one with the most launches.
-// - Idle is split per idle interval: loader stall = idle time during which the training thread is in a
-//   data-wait range; the rest is a CPU launch gap when it is >= min_gap and the next GPU activity's launch
-//   call began after the interval began; otherwise it is other idle. busy + stall + gap + other == window.
+// - Steps: overlaps up to step_overlap_tolerance_ns are clamped, nested steps fold into the outer one, both
+//   with a note. GPU work belongs to the step that launched it (correlation ids); a step's GPU span runs from
+//   the end of the previous step's GPU work to the end of its own, and the window from the first step's start
+//   to the end of the last step's GPU work (the CPU runs ahead of the GPU).
+// - Every idle interval is split, in this order of precedence, into: loader stall (training thread in a
+//   data-wait range); sync (the interval began while a host thread was blocked in a sync call: the queue
+//   ran dry because the host waited); runtime (a host thread inside a slow CUDA runtime call: allocation,
+//   stream creation, module loading, a launch taking >= 1 ms); lead-in / tail (before the first / after the
+//   last GPU activity of the window); launch gap (>= min_gap and the next activity was launched after the
+//   GPU went idle: the host was late); launch overhead (< min_gap); other (the next work was queued and the
+//   GPU still waited: cross-stream/event waits, missing data). busy + all of these == window.
 // - A CPU-only trace (no GPU activity): gpu busy = 0, idle = window, loader stall = the training thread's
-//   data-wait time inside the window, launch gap = 0, the rest other idle.
+//   data-wait time inside the window, the rest other idle.
 // - Sync points: host runtime calls that block on the GPU (cudaDeviceSynchronize, cudaStreamSynchronize,
 //   cudaEventSynchronize, synchronous cudaMemcpy) inside the window, counted with their host time; in a
 //   trace with no runtime calls at all (CPU-only recordings), our `sync` ranges stand for them.
+// - Findings are bounded by the time their class really takes (Amdahl: 1 / (1 - share)); with fewer than
+//   min_trusted_steps steps they carry a caveat and promise no gain.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +49,9 @@ struct AnalysisOptions {
   size_t top_kernels = 10;    // how many kernels (by total time) to list
   size_t max_intervals = 100000;  // cap on the intervals kept for highlighting (totals are never capped)
   double finding_min_share = 0.02;  // a class under this share of the window gives no finding
+  int64_t device = -1;               // GPU device to analyse; -1: the one the analysed process launches to
+  int64_t step_overlap_tolerance_ns = 10000;  // adjacent steps overlapping by at most this are clamped (10 us)
+  size_t min_trusted_steps = 3;      // fewer steps: findings say so and promise no gain
 };
 
 struct Interval {
@@ -62,14 +80,24 @@ struct StepBreakdown {
   int64_t backward_ns = 0;
   int64_t optimizer_ns = 0;
   // GPU side (0 on a CPU-only trace, where idle == duration).
+  // GPU side, over the step's GPU span [gpu_start_ns, gpu_end_ns] (= the step itself when the trace has no
+  // correlation ids); busy + the idle classes == span. 0 on a CPU-only trace, where idle == duration.
+  int64_t gpu_start_ns = 0, gpu_end_ns = 0;
   int64_t gpu_busy_ns = 0;
+  int64_t compute_ns = 0;      // union of compute kernels
+  int64_t comm_ns = 0;         // union of communication kernels
+  int64_t comm_exposed_ns = 0; // communication not overlapped by compute
   int64_t gpu_idle_ns = 0;
   int64_t loader_stall_ns = 0;
+  int64_t sync_idle_ns = 0;
+  int64_t runtime_idle_ns = 0;
+  int64_t edge_idle_ns = 0;    // lead-in + tail of the window falling in this step
   int64_t launch_gap_ns = 0;
+  int64_t launch_overhead_ns = 0;
   int64_t other_idle_ns = 0;
   int64_t sync_ns = 0;         // host time in sync points that start in this step
   uint32_t sync_count = 0;
-  uint32_t kernel_count = 0;
+  uint32_t kernel_count = 0;   // kernels this step launched (by time when there are no correlation ids)
 };
 
 struct KernelStat {
@@ -78,14 +106,23 @@ struct KernelStat {
   int64_t total_ns = 0;
   int64_t min_ns = 0;
   int64_t max_ns = 0;
-  double share_of_busy = 0;  // total_ns / GPU busy
+  double share_of_kernel_time = 0;  // total_ns / summed duration of all kernels (never > 1 with overlap)
   bool tensor_core = false;  // name suggests Tensor Core math (heuristic on cuDNN/cuBLAS kernel names)
+  bool communication = false;  // NCCL/Gloo collective or send/recv
+  // Launch statistics over the kernels with a correlated launch (launched == 0: none).
+  uint64_t launched = 0;
+  int64_t launch_mean_ns = 0;  // host time in the launch call
+  int64_t delay_mean_ns = 0;   // launch call start -> kernel start
+  int64_t delay_max_ns = 0;
 };
 
 enum class FindingKind {
   LoaderStall, LaunchGap, SyncPoints, LowTensorCore, CollectorOff, DroppedRecords,
   AllocatorBound,  // our traces: page faults per step cost a visible share of it (the cpu_allocator knob)
   Oversubscribed,  // our traces: intra-op threads + loader threads > cores
+  ExposedComm,     // communication kernels not overlapped by compute
+  GpuNotRecorded,  // kernel launches on the host, no GPU activity in the trace
+  RuntimeCalls,    // GPU idle while the host sits in allocation / setup runtime calls
 };
 const char* to_string(FindingKind k);
 
@@ -98,6 +135,7 @@ struct Finding {
   std::vector<std::string> also;  // other knobs that help ("prefetch", "pin_memory", ...)
   double share = 0;        // fraction of the analysed window (or step time) it accounts for
   double max_speedup = 1;  // upper bound on the throughput gain from removing it: 1 / (1 - share)
+  bool bounded = true;     // false: too few steps to promise max_speedup (the message says why)
   Interval evidence;       // where to look on the timeline (the largest such interval)
 };
 
@@ -114,8 +152,22 @@ struct AnalysisResult {
   uint32_t launch_gap_count = 0;     // idle intervals holding launch-gap time
   int64_t min_gap_ns = 0;            // the option used
   std::vector<Interval> launch_gap_intervals;
+  int64_t sync_idle_ns = 0;          // idle after a host sync drained the queue
+  int64_t runtime_idle_ns = 0;       // idle while the host sits in a slow runtime call
+  int64_t lead_in_ns = 0;            // idle before the first GPU activity of the window
+  int64_t tail_ns = 0;               // idle after the last one
+  int64_t launch_overhead_ns = 0;    // idle intervals shorter than min_gap
   int64_t other_idle_ns = 0;
   uint32_t idle_interval_count = 0;
+  int64_t compute_ns = 0;            // union of compute kernels in the window
+  int64_t comm_ns = 0;               // union of communication kernels in the window
+  int64_t comm_exposed_ns = 0;       // communication not overlapped by compute
+  int64_t memory_exposed_ns = 0;     // memcpy/memset not overlapped by kernels
+  double comm_overlap = -1;          // share of communication overlapped by compute (-1: no communication)
+  int64_t device = -1;               // analysed GPU device (-1: none)
+  int64_t pid = -1;                  // analysed process (-1: unknown)
+  std::vector<int64_t> devices;      // every device with GPU activity in the trace
+  uint64_t launches = 0;             // kernel launch calls of the analysed process
   uint32_t sync_count = 0;
   int64_t sync_ns = 0;
   std::vector<SyncPoint> sync_points;  // capped by max_intervals
@@ -126,10 +178,18 @@ struct AnalysisResult {
   uint64_t memset_count = 0;
   std::vector<KernelStat> top_kernels;
   double tensor_core_share = 0;    // share of GEMM/conv kernel time in Tensor Core kernels (-1: no GEMM/conv)
+  double matmul_share = 0;         // share of compute kernel time in GEMM/conv kernels
   int32_t training_track = -1;     // index into Trace::tracks(), -1 none
   std::vector<Finding> findings;   // most important first
   std::vector<std::string> notes;  // caveats ("no correlation ids: launch gaps cannot be attributed", ...)
+  bool trusted = false;            // enough steps to bound a knob's gain (AnalysisOptions::min_trusted_steps)
 };
+
+// Sum of every idle class (equals gpu_idle_ns).
+inline int64_t idle_total(const AnalysisResult& r) {
+  return r.loader_stall_ns + r.sync_idle_ns + r.runtime_idle_ns + r.lead_in_ns + r.tail_ns + r.launch_gap_ns +
+         r.launch_overhead_ns + r.other_idle_ns;
+}
 
 // `trace` must be finalized (load_trace, Recorder::collect and CuptiCollector::collect return finalized traces;
 // call Trace::finalize() after building or merging one by hand).

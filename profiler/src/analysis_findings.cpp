@@ -1,0 +1,163 @@
+#include "analysis_findings.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "analysis_cpu.h"
+
+namespace tb::prof::detail {
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+std::string fmt_ms(int64_t ns) { return fmt("%.3f ms", static_cast<double>(ns) / 1e6); }
+std::string fmt_pct(double s) { return fmt("%.1f%%", s * 100.0); }
+double bound(double share) { return share >= 0.999999 ? 1e6 : 1.0 / (1.0 - std::max(0.0, share)); }
+
+Finding make(FindingKind kind, const char* knob, std::string value, std::vector<std::string> also, double share,
+             Interval evidence) {
+  Finding f;
+  f.kind = kind;
+  f.id = to_string(kind);
+  f.knob = knob;
+  f.value = std::move(value);
+  f.also = std::move(also);
+  f.share = share;
+  f.max_speedup = bound(share);
+  f.evidence = evidence;
+  return f;
+}
+
+// The message's last clause: the Amdahl bound, or why none is given.
+std::string gain(const Finding& f, const AnalysisResult& r, const AnalysisOptions& opt) {
+  if (r.trusted) return "at most " + fmt("%.2fx", f.max_speedup);
+  if (r.steps.empty()) return "no gain bounded: the trace has no steps";
+  return "no gain bounded: " + std::to_string(r.steps.size()) + " step(s), need " + std::to_string(opt.min_trusted_steps);
+}
+
+// Compute capability from Kineto's deviceProperties (computeMajor), -1 unknown.
+int compute_major(const Trace& trace) {
+  auto it = trace.meta().extra.find("compute_capability");
+  return it == trace.meta().extra.end() ? -1 : std::atoi(it->second.c_str());
+}
+
+}  // namespace
+
+void add_tensor_core_finding(const Trace& trace, const AnalysisOptions& opt, int64_t mm_total, int64_t mm_tc,
+                             int64_t compute_total, AnalysisResult& r) {
+  const int64_t window_len = r.window.length();
+  if (mm_total <= 0 || compute_total <= 0 || window_len <= 0 || r.tensor_core_share >= 0.5) return;
+  if (r.matmul_share < 0.2) return;
+  const int cc = compute_major(trace);
+  if (cc >= 0 && cc < 7) return;  // no Tensor Cores before Volta
+  // Non-Tensor-Core matmul time as a share of the window: its share of compute kernel time, scaled by the
+  // compute union's share of the window (kernels on several streams overlap).
+  const double share = std::min(1.0, static_cast<double>(mm_total - mm_tc) / static_cast<double>(compute_total) *
+                                         (static_cast<double>(r.compute_ns) / static_cast<double>(window_len)));
+  if (share < opt.finding_min_share) return;
+  std::vector<std::string> also = {"channels_last"};
+  if (cc < 0 || cc >= 8) also.insert(also.begin(), "tf32");  // TF32 needs Ampere or later
+  Finding f = make(FindingKind::LowTensorCore, "amp", "fp16", also, share, r.window);
+  f.message = "matmul/conv kernels take " + fmt_pct(r.matmul_share) + " of compute kernel time, only " +
+              fmt_pct(r.tensor_core_share) + " of it on Tensor Cores -> amp" + (also.size() > 1 ? " / tf32" : "") +
+              " / channels_last; " + gain(f, r, opt);
+  f.bounded = r.trusted;
+  r.findings.push_back(std::move(f));
+}
+
+void add_findings(const Trace& trace, const AnalysisOptions& opt, const Evidence& ev, AnalysisResult& r) {
+  const int64_t window_len = r.window.length();
+  const double wl = window_len > 0 ? static_cast<double>(window_len) : 1.0;
+  const char* span = r.window_from_steps ? "step time" : "the analysed window";
+  auto push = [&](Finding f, const std::string& text) {
+    f.message = text + gain(f, r, opt);
+    f.bounded = r.trusted;
+    r.findings.push_back(std::move(f));
+  };
+
+  if (r.loader_stall_ns > 0 && r.loader_stall_ns / wl >= opt.finding_min_share) {
+    // Our traces record the training machine's cores: more loader threads than cores only compete with
+    // the step. Traces from elsewhere (Kineto) get the common starting point, 4.
+    int workers = 4;
+    if (auto it = trace.meta().extra.find("cpu_cores"); it != trace.meta().extra.end()) {
+      const int cores = std::atoi(it->second.c_str());
+      if (cores > 0) workers = std::clamp(cores, 1, 8);
+    }
+    const double share = r.loader_stall_ns / wl;
+    push(make(FindingKind::LoaderStall, "workers", std::to_string(workers), {"prefetch", "pin_memory"}, share, ev.stall),
+         std::string(r.has_gpu ? "GPU waited for the loader " : "training thread waited for data ") + fmt_pct(share) +
+             " of " + span + " (" + fmt_ms(r.loader_stall_ns) + " in " + std::to_string(r.loader_stall_count) +
+             " intervals) -> workers / prefetch / pin_memory; ");
+  }
+  if (r.launch_gap_ns > 0 && r.launch_gap_ns / wl >= opt.finding_min_share) {
+    const double share = r.launch_gap_ns / wl;
+    push(make(FindingKind::LaunchGap, "cuda_graphs", "on", {"batch_size", "fused_pointwise", "fused_optimizer"}, share,
+              ev.gap),
+         "GPU idle waiting for the host to launch " + fmt_pct(share) + " of " + span + " (" + fmt_ms(r.launch_gap_ns) +
+             " in " + std::to_string(r.launch_gap_count) + " gaps) -> cuda_graphs / bigger batch_size / fused ops; ");
+  }
+  if (r.sync_idle_ns > 0 && r.sync_idle_ns / wl >= opt.finding_min_share) {
+    // Bounded by the GPU idle time the syncs cause, not by the host's time in them: a sync while the GPU is
+    // busy costs the GPU nothing.
+    const double share = r.sync_idle_ns / wl;
+    push(make(FindingKind::SyncPoints, "sync_free_logging", "20", {}, share, ev.sync),
+         "GPU idle after the host blocked on it " + fmt_pct(share) + " of " + span + " (" + fmt_ms(r.sync_idle_ns) +
+             "; " + std::to_string(r.sync_count) + " sync points, " + fmt_ms(r.sync_ns) +
+             " host time) -> sync_free_logging; ");
+  }
+  if (r.comm_exposed_ns > 0 && r.comm_exposed_ns / wl >= opt.finding_min_share) {
+    const double share = r.comm_exposed_ns / wl;
+    push(make(FindingKind::ExposedComm, "", "", {}, share, ev.comm),
+         "communication not overlapped with compute " + fmt_pct(share) + " of " + span + " (" +
+             fmt_ms(r.comm_exposed_ns) + " of " + fmt_ms(r.comm_ns) + " communication, " +
+             fmt_pct(std::max(0.0, r.comm_overlap)) +
+             " overlapped) -> overlap it with compute (DDP bucket size, fewer and larger collectives); ");
+  }
+  if (r.runtime_idle_ns > 0 && r.runtime_idle_ns / wl >= opt.finding_min_share) {
+    const double share = r.runtime_idle_ns / wl;
+    push(make(FindingKind::RuntimeCalls, "", "", {}, share, ev.runtime),
+         "GPU idle while the host sat in allocation/setup CUDA calls (cudaMalloc, cudaFree, stream creation, lazy "
+         "kernel loading) " + fmt_pct(share) + " of " + span + " (" + fmt_ms(r.runtime_idle_ns) +
+             ") -> warm up before measuring, keep memory cached (no empty_cache in the loop); not a launch gap; ");
+  }
+  add_host_findings(trace, opt, r);
+  std::stable_sort(r.findings.begin(), r.findings.end(),
+                   [](const Finding& a, const Finding& b) { return a.share > b.share; });
+
+  const TraceMetadata& m = trace.meta();
+  if (!r.has_gpu && r.launches > 0) {
+    Finding f;
+    f.kind = FindingKind::GpuNotRecorded;
+    f.id = to_string(f.kind);
+    f.message = std::to_string(r.launches) + " kernel launches on the host but no GPU activity in the trace: the "
+                "GPU side was not recorded (CUPTI activity off?); GPU idle and launch gaps cannot be analysed";
+    f.evidence = r.window;
+    r.findings.insert(r.findings.begin(), std::move(f));
+  }
+  if (m.collector_state == "off" || m.collector_state == "not built") {
+    Finding f;
+    f.kind = FindingKind::CollectorOff;
+    f.id = to_string(f.kind);
+    // The reason often says "CPU-only timeline" itself; say it once.
+    const std::string& why = m.collector_reason;
+    f.message = "GPU collector " + m.collector_state + (why.empty() ? "" : ": " + why) +
+                (why.find("CPU-only") == std::string::npos ? " - CPU-only timeline" : "");
+    f.evidence = r.window;
+    r.findings.insert(r.findings.begin(), std::move(f));
+  }
+  if (m.dropped_records > 0) {
+    Finding f;
+    f.kind = FindingKind::DroppedRecords;
+    f.id = to_string(f.kind);
+    f.message = std::to_string(m.dropped_records) + " records were dropped while recording: totals are lower bounds";
+    f.evidence = r.window;
+    r.findings.push_back(std::move(f));
+  }
+}
+
+}  // namespace tb::prof::detail

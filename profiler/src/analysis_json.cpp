@@ -1,0 +1,149 @@
+// to_json(AnalysisResult): the CLI contract's fields (DESIGN.md) plus the classes, steps and kernels.
+#include "json_writer.h"
+#include "profiler/analysis.h"
+
+namespace tb::prof {
+
+std::string to_json(const AnalysisResult& r, const TraceMetadata* meta) {
+  JsonWriter w;
+  auto us = [](int64_t ns) { return static_cast<double>(ns) / 1000.0; };
+  const double wl = r.window.length() > 0 ? static_cast<double>(r.window.length()) : 1.0;
+  w.begin_object();
+  w.key("version").value(int64_t{2});
+  if (meta) {
+    w.key("trace").begin_object();
+    w.key("source_format").value(meta->source_format);
+    w.key("path").value(meta->source_path);
+    w.key("device").value(meta->device);
+    w.key("collector_state").value(meta->collector_state);
+    w.key("collector_reason").value(meta->collector_reason);
+    w.key("dropped_records").value(static_cast<int64_t>(meta->dropped_records));
+    w.end_object();
+  }
+  w.key("scope").begin_object();
+  w.key("device").value(r.device).key("pid").value(r.pid);
+  w.key("devices").begin_array();
+  for (int64_t d : r.devices) w.value(d);
+  w.end_array();
+  w.key("trusted").value(r.trusted);
+  w.end_object();
+  w.key("window").begin_object();
+  w.key("start_us").value(us(r.window.t0)).key("end_us").value(us(r.window.t1));
+  w.key("duration_us").value(us(r.window.length()));
+  w.key("from_steps").value(r.window_from_steps);
+  w.end_object();
+  w.key("gpu").begin_object();
+  w.key("present").value(r.has_gpu);
+  w.key("busy_us").value(us(r.gpu_busy_ns)).key("idle_us").value(us(r.gpu_idle_ns));
+  w.key("busy_share").value(r.gpu_busy_ns / wl);
+  w.key("compute_us").value(us(r.compute_ns));
+  w.key("idle_intervals").value(static_cast<int64_t>(r.idle_interval_count));
+  w.key("other_idle_us").value(us(r.other_idle_ns));
+  w.key("memory_exposed_us").value(us(r.memory_exposed_ns));
+  w.key("launches").value(static_cast<int64_t>(r.launches));
+  w.end_object();
+  w.key("idle").begin_object();
+  const std::pair<const char*, int64_t> classes[] = {
+      {"loader_stall_us", r.loader_stall_ns}, {"sync_us", r.sync_idle_ns},          {"runtime_us", r.runtime_idle_ns},
+      {"lead_in_us", r.lead_in_ns},           {"tail_us", r.tail_ns},               {"launch_gap_us", r.launch_gap_ns},
+      {"launch_overhead_us", r.launch_overhead_ns}, {"other_us", r.other_idle_ns}};
+  for (const auto& [k, v] : classes) w.key(k).value(us(v));
+  w.end_object();
+  w.key("communication").begin_object();
+  w.key("total_us").value(us(r.comm_ns)).key("exposed_us").value(us(r.comm_exposed_ns));
+  if (r.comm_overlap >= 0) w.key("overlap").value(r.comm_overlap);
+  else w.key("overlap").null();
+  w.end_object();
+  auto intervals = [&](const std::vector<Interval>& v) {
+    w.begin_array();
+    for (const auto& i : v) w.begin_array().value(us(i.t0)).value(us(i.t1)).end_array();
+    w.end_array();
+  };
+  w.key("loader_stall").begin_object();
+  w.key("total_us").value(us(r.loader_stall_ns)).key("count").value(static_cast<int64_t>(r.loader_stall_count));
+  w.key("share").value(r.loader_stall_ns / wl);
+  w.key("intervals_us");
+  intervals(r.loader_stall_intervals);
+  w.end_object();
+  w.key("launch_gap").begin_object();
+  w.key("total_us").value(us(r.launch_gap_ns)).key("count").value(static_cast<int64_t>(r.launch_gap_count));
+  w.key("min_gap_us").value(us(r.min_gap_ns));
+  w.key("share").value(r.launch_gap_ns / wl);
+  w.key("intervals_us");
+  intervals(r.launch_gap_intervals);
+  w.end_object();
+  w.key("sync").begin_object();
+  w.key("count").value(static_cast<int64_t>(r.sync_count)).key("total_us").value(us(r.sync_ns));
+  w.key("share").value(r.sync_ns / wl);
+  w.key("idle_us").value(us(r.sync_idle_ns));
+  w.key("points").begin_array();
+  for (const auto& s : r.sync_points) {
+    w.begin_object().key("name").value(s.name).key("start_us").value(us(s.interval.t0));
+    w.key("dur_us").value(us(s.interval.length())).end_object();
+  }
+  w.end_array();
+  w.end_object();
+  w.key("steps").begin_object();
+  w.key("count").value(static_cast<int64_t>(r.steps.size())).key("median_us").value(us(r.step_median_ns));
+  w.key("items").begin_array();
+  for (const auto& s : r.steps) {
+    w.begin_object();
+    w.key("index").value(s.index).key("start_us").value(us(s.start_ns)).key("duration_us").value(us(s.duration_ns()));
+    w.key("data_wait_us").value(us(s.data_wait_ns)).key("h2d_us").value(us(s.h2d_ns));
+    w.key("forward_us").value(us(s.forward_ns)).key("backward_us").value(us(s.backward_ns));
+    w.key("optimizer_us").value(us(s.optimizer_ns));
+    w.key("gpu_start_us").value(us(s.gpu_start_ns)).key("gpu_end_us").value(us(s.gpu_end_ns));
+    w.key("gpu_busy_us").value(us(s.gpu_busy_ns)).key("compute_us").value(us(s.compute_ns));
+    w.key("comm_us").value(us(s.comm_ns)).key("comm_exposed_us").value(us(s.comm_exposed_ns));
+    w.key("gpu_idle_us").value(us(s.gpu_idle_ns)).key("loader_stall_us").value(us(s.loader_stall_ns));
+    w.key("sync_idle_us").value(us(s.sync_idle_ns)).key("runtime_idle_us").value(us(s.runtime_idle_ns));
+    w.key("edge_idle_us").value(us(s.edge_idle_ns));
+    w.key("launch_gap_us").value(us(s.launch_gap_ns)).key("launch_overhead_us").value(us(s.launch_overhead_ns));
+    w.key("other_idle_us").value(us(s.other_idle_ns));
+    w.key("sync_us").value(us(s.sync_ns)).key("sync_count").value(static_cast<int64_t>(s.sync_count));
+    w.key("kernel_count").value(static_cast<int64_t>(s.kernel_count));
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+  w.key("kernels").begin_object();
+  w.key("count").value(static_cast<int64_t>(r.kernel_count));
+  w.key("memcpy_count").value(static_cast<int64_t>(r.memcpy_count));
+  w.key("memset_count").value(static_cast<int64_t>(r.memset_count));
+  if (r.tensor_core_share >= 0) w.key("tensor_core_share").value(r.tensor_core_share);
+  else w.key("tensor_core_share").null();
+  w.key("matmul_share").value(r.matmul_share);
+  w.key("top").begin_array();
+  for (const auto& k : r.top_kernels) {
+    w.begin_object().key("name").value(k.name).key("count").value(static_cast<int64_t>(k.count));
+    w.key("total_us").value(us(k.total_ns)).key("min_us").value(us(k.min_ns)).key("max_us").value(us(k.max_ns));
+    w.key("share_of_kernel_time").value(k.share_of_kernel_time).key("tensor_core").value(k.tensor_core);
+    w.key("communication").value(k.communication).key("launched").value(static_cast<int64_t>(k.launched));
+    w.key("launch_mean_us").value(us(k.launch_mean_ns)).key("delay_mean_us").value(us(k.delay_mean_ns));
+    w.key("delay_max_us").value(us(k.delay_max_ns)).end_object();
+  }
+  w.end_array();
+  w.end_object();
+  w.key("findings").begin_array();
+  for (const auto& f : r.findings) {
+    w.begin_object();
+    w.key("kind").value(f.id).key("message").value(f.message).key("knob").value(f.knob).key("value").value(f.value);
+    w.key("also").begin_array();
+    for (const auto& a : f.also) w.value(a);
+    w.end_array();
+    w.key("share").value(f.share);
+    if (f.bounded) w.key("max_speedup").value(f.max_speedup);
+    else w.key("max_speedup").null();
+    w.key("bounded").value(f.bounded);
+    w.key("evidence_us").begin_array().value(us(f.evidence.t0)).value(us(f.evidence.t1)).end_array();
+    w.end_object();
+  }
+  w.end_array();
+  w.key("notes").begin_array();
+  for (const auto& n : r.notes) w.value(n);
+  w.end_array();
+  w.end_object();
+  return w.take();
+}
+
+}  // namespace tb::prof

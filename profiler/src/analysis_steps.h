@@ -1,0 +1,28 @@
+// Step reconstruction and scope selection for analyze() (private).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "profiler/analysis.h"
+
+namespace tb::prof::detail {
+
+struct Scope {
+  int32_t step_track = -1;  // CPU track holding the steps, -1 none
+  int64_t pid = -1;         // analysed process (-1: the trace has no CPU tracks; all count)
+  int64_t device = -1;      // analysed GPU device (-1: none)
+  std::vector<int64_t> devices;  // devices with GPU activity
+  std::vector<int64_t> pids;     // processes with CPU events
+};
+
+// Picks the step track (the CPU track with the most step ranges), its process and the device that process
+// launches to (or `wanted_device`). Notes go to `notes`.
+Scope pick_scope(const Trace& trace, int64_t wanted_device, std::vector<std::string>& notes);
+
+// The steps of `track`: sorted, adjacent overlaps up to `tolerance_ns` clamped, nested steps folded into the
+// outer one, unclosed steps kept; everything it had to do is said in `notes`. Host fields are left 0.
+std::vector<StepBreakdown> reconstruct_steps(const Trace& trace, uint32_t track, int64_t tolerance_ns,
+                                             std::vector<std::string>& notes);
+
+}  // namespace tb::prof::detail
