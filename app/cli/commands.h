@@ -10,6 +10,7 @@ int cmd_serve(int argc, char** argv);         // cmd_serve.cpp        (engine)
 int cmd_serve_script(int argc, char** argv);  // cmd_serve_script.cpp (a user's script; client/)
 int cmd_make_dataset(int argc, char** argv);  // cmd_make_dataset.cpp (engine data)
 int cmd_tune(int argc, char** argv);          // cmd_tune.cpp         (engine tuner)
-int cmd_analyze(int argc, char** argv);       // cmd_analyze.cpp      (profiler)
+int cmd_analyze(int argc, char** argv);       // cmd_analyze.cpp      (profiler; tunebench-cli itself)
+int cmd_diff(int argc, char** argv);          // cmd_diff.cpp         (profiler; tunebench-cli itself)
 // argv[0] is the subcommand name in every cmd_*.
 }  // namespace tb::cli

@@ -1,4 +1,4 @@
-// tunebench-cli: the trace commands (analyze) run here, linked against the profiler alone; the engine
+// tunebench-cli: the trace commands (analyze, diff) run here, linked against the profiler alone; the engine
 // commands run in tunebench-engine next to this program, started in its place (exec: same pid, stdio,
 // signals and exit code), so a trace is analysed without loading LibTorch.
 #include <unistd.h>
@@ -20,6 +20,7 @@ void usage(FILE* out) {
       "  run --script train.py [--set k=v,...] [-- ARGS]  the user's own PyTorch script, unmodified\n"
       "  analyze TRACE [--json OUT.json] [--min-gap-us N] [--device N]\n"
       "                                                  our traces, Chrome trace JSON, Kineto (.json/.json.gz)\n"
+      "  diff A B [--json OUT.json] [--top N]            what changed between two traces, per step\n"
       "  tune --model M --data D [--budget S] [--report R.html] [--json OUT.json]\n"
       "  make-dataset --out DIR [--images N] [--size WxH] [--classes K]\n"
       "  serve                                           run protocol on stdin/stdout (used by the GUI)\n"
@@ -59,6 +60,7 @@ int main(int argc, char** argv) {
   }
   const std::string cmd = argv[1];
   if (cmd == "analyze") return tb::cli::cmd_analyze(argc - 1, argv + 1);
+  if (cmd == "diff") return tb::cli::cmd_diff(argc - 1, argv + 1);
   if (is_engine_command(cmd)) return exec_engine(argv);
   std::fprintf(stderr, "tunebench-cli: error: unknown command '%s' (see tunebench-cli --help)\n", cmd.c_str());
   return 2;

@@ -59,6 +59,18 @@ TEST(CliAnalyze, MinGapOptionAndStdoutJson) {
   EXPECT_NE(r.out.find("\"kernels\":{\"count\":79"), std::string::npos);
 }
 
+TEST(CliDiff, TwoRealTracesTextAndJson) {
+  const std::string a = testdata("kineto_nccl_sampled_rank0.json.gz"), b = testdata("kineto_train_step_rank0.json.gz");
+  CliRun r = run("diff '" + a + "' '" + b + "' --top 3 --json -");
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (const char* k : {"median step", "changed most", "\"classes\"", "\"added\"", "\"removed\"", "\"speedup\"",
+                        "\"steps\":[2,5]"})
+    EXPECT_NE(r.out.find(k), std::string::npos) << k;
+  EXPECT_EQ(run("diff '" + a + "'").code, 2);
+  EXPECT_EQ(run("diff '" + a + "' /nonexistent.json").code, 2);
+  EXPECT_EQ(run("diff '" + a + "' '" + b + "' --top 0").code, 2);
+}
+
 TEST(CliAnalyze, BadInputExitsTwoWithOneLine) {
   CliRun missing = run("analyze /nonexistent/trace.json");
   EXPECT_EQ(missing.code, 2);
