@@ -36,6 +36,11 @@ class TestScreenshot : public QObject {
     w.openTrace(trace);
     QVERIFY(spy.wait(60000));
     QVERIFY2(spy.at(0).at(0).toBool(), qPrintable(spy.at(0).at(1).toString()));
+    // The opened file as a profiler user first sees it: a few steps, the analysis panel, a kernel found.
+    QTest::qWait(600);
+    w.findOnTimeline("volta_sgemm_64x64_nt");
+    QTest::qWait(600);
+    QVERIFY(w.grab().toImage().save(QStringLiteral(TB_SCREENSHOT_DIR) + "/tunebench_trace.png"));
     if (!tbtest::python().isEmpty()) {
       w.startProcess(tbtest::python(), {tbtest::fakeChild(), "--step-ms", "8"});
       QElapsedTimer t;

@@ -25,6 +25,7 @@
 #include <QTimer>
 #include <QUrl>
 
+#include "ui/analysis_panel.h"
 #include "ui/compare_panel.h"
 #include "ui/findings_panel.h"
 #include "ui/segments.h"
@@ -194,6 +195,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     }
   });
   connect(findings_, &FindingsPanel::evidenceRequested, this, [this](qint64 a, qint64 b) { timeline_->selectInterval(a, b); });
+  connect(analysis_, &AnalysisPanel::intervalRequested, this, [this](qint64 a, qint64 b) { timeline_->selectInterval(a, b); });
+  connect(analysis_, &AnalysisPanel::findRequested, this, [this](const QString& name) { findOnTimeline(name); });
   connect(findings_, &FindingsPanel::tryIt, this, [this](const QString& knob, const QString& value) {
     if (knob.isEmpty()) return;
     if (run_->isRunning()) {
@@ -313,9 +316,16 @@ void MainWindow::buildUi() {
   auto* d4 = makeDock(this, tr("Findings"), "dock_findings", findings_, Qt::RightDockWidgetArea);
   auto* d5 = makeDock(this, tr("Compare"), "dock_compare", compare_, Qt::BottomDockWidgetArea);
   auto* d6 = makeDock(this, tr("Log"), "dock_log", log_, Qt::RightDockWidgetArea);
+  analysis_ = new AnalysisPanel;
+  auto* d7 = makeDock(this, tr("Analysis"), "dock_analysis", analysis_, Qt::BottomDockWidgetArea);
+  dock_chart_ = d3;
+  dock_compare_ = d5;
+  dock_analysis_ = d7;
   splitDockWidget(d1, d2, Qt::Vertical);
   splitDockWidget(d4, d6, Qt::Vertical);
   splitDockWidget(d3, d5, Qt::Horizontal);
+  tabifyDockWidget(d5, d7);
+  d5->raise();
   resizeDocks({d1, d4}, {270, 330}, Qt::Horizontal);
   resizeDocks({d3}, {260}, Qt::Vertical);
   resizeDocks({d3, d5}, {760, 640}, Qt::Horizontal);

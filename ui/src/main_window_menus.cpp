@@ -42,6 +42,15 @@ void MainWindow::buildMenus() {
     const QString f = QFileDialog::getOpenFileName(this, tr("Knobs JSON (tunebench-cli knobs --json)"), {}, tr("JSON (*.json)"));
     if (!f.isEmpty()) loadKnobsFile(f);
   });
+  file->addAction(tr("&Compare with…"), this, [this] {
+    if (!trace_.ok || trace_.sources.isEmpty()) {
+      showError(tr("Compare"), tr("Open a trace first: it is A, the file you pick is B"));
+      return;
+    }
+    const QString f = QFileDialog::getOpenFileName(this, tr("Compare the trace on screen with"), {},
+                                                   tr("Traces (*.json *.json.gz *.gz);;All files (*)"));
+    if (!f.isEmpty()) compareWith(f);
+  })->setShortcut(QKeySequence(tr("Ctrl+Shift+C")));
   file->addSeparator();
   auto* exp = file->addMenu(tr("&Export"));
   exp->addAction(tr("Comparisons as &HTML…"), this, [this] { exportDialog("html"); });
@@ -71,6 +80,19 @@ void MainWindow::buildMenus() {
   });
   act_tune_->setShortcut(QKeySequence(tr("Ctrl+T")));
 
+  auto* edit = menuBar()->addMenu(tr("&Edit"));
+  find_edit_ = new QLineEdit;
+  find_edit_->setObjectName("find_edit");
+  find_edit_->setPlaceholderText(tr("Find op or kernel (Ctrl+F)"));
+  find_edit_->setClearButtonEnabled(true);
+  find_edit_->setMaximumWidth(260);
+  connect(find_edit_, &QLineEdit::returnPressed, this, [this] { findOnTimeline(find_edit_->text()); });
+  edit->addAction(tr("&Find…"), this, [this] {
+    find_edit_->setFocus();
+    find_edit_->selectAll();
+  })->setShortcut(QKeySequence::Find);
+  edit->addAction(tr("Find &next"), this, [this] { findOnTimeline(find_edit_->text()); })->setShortcut(QKeySequence::FindNext);
+
   auto* view = menuBar()->addMenu(tr("&View"));
   view->addAction(tr("&Fit timeline"), timeline_, &TimelineWidget::fit);
   view->addAction(tr("&Zoom to selection"), timeline_, &TimelineWidget::zoomToSelection);
@@ -88,7 +110,8 @@ void MainWindow::buildMenus() {
     QMessageBox::information(this, tr("Timeline shortcuts"),
                              tr("Ctrl+wheel, W / S: zoom\nDrag, A / D, Shift+wheel: pan\nWheel: scroll rows\nF: fit\n"
                                 "Shift+drag or right-drag: select a range; Z: zoom to it\nClick: select an event (shows its "
-                                "launch → kernel flow)\nDouble-click: zoom to the event\nEsc: clear selection"));
+                                "launch → kernel flow)\nDouble-click: zoom to the event\nEsc: clear selection\n"
+                                "Ctrl+F: find an op or kernel by name; F3: next"));
   });
   help->addAction(tr("&About TuneBench"), this, [this] {
     QMessageBox::about(this, tr("About TuneBench"),
@@ -109,6 +132,8 @@ void MainWindow::buildMenus() {
   tune_budget_->setSuffix(" s");
   tb->addWidget(tune_budget_);
   tb->addAction(act_tune_);
+  tb->addSeparator();
+  tb->addWidget(find_edit_);
 }
 
 void MainWindow::restoreSettings() {

@@ -2,6 +2,7 @@
 // (an engine run or a user's script), the demo dataset, knobs files.
 #include "ui/main_window.h"
 
+#include <QDockWidget>
 #include <QComboBox>
 #include <QDir>
 #include <QFile>
@@ -74,7 +75,11 @@ bool MainWindow::startProcess(const QString& program, const QStringList& args) {
   findings_->clearRunFindings();
   log(tr("$ %1 %2").arg(program, args.join(' ')));
   const bool ok = run_->start(program, args);
-  if (ok) run_label_->setText(tr("starting…"));
+  if (ok) {
+    run_label_->setText(tr("starting…"));
+    showStaticTracePanels(false);  // a run: throughput and compare again
+    dock_chart_->raise();
+  }
   chart_->refresh();
   compare_->refresh();
   updateRunActions();

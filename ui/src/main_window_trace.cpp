@@ -3,6 +3,10 @@
 #include "ui/main_window.h"
 
 #include <QComboBox>
+#include <QDialog>
+#include <QTextBrowser>
+#include <QVBoxLayout>
+#include <QDockWidget>
 #include <QDesktopServices>
 #include <QFile>
 #include <QFileDialog>
@@ -15,7 +19,9 @@
 #include <QUrl>
 #include <QtConcurrent/QtConcurrent>
 
+#include "ui/analysis_panel.h"
 #include "ui/compare_panel.h"
+#include "ui/trace_compare.h"
 #include "ui/findings_panel.h"
 #include "ui/segments.h"
 #include "ui/timeline_widget.h"
@@ -95,7 +101,17 @@ void MainWindow::onTraceLoaded(LoadedTrace t, bool live) {
   }
   timeline_->setData(trace_.timeline, keep_view);
   findings_->setTraceFindings(trace_.analysis ? trace_.analysis->findings : std::vector<tb::prof::Finding>{});
+  analysis_->setAnalysis(trace_.analysis);
   if (!live) {
+    showStaticTracePanels(!run_->isRunning());
+    // Open on a few steps, not the whole file: the first three steps with their GPU work.
+    if (trace_.analysis && !trace_.analysis->steps.empty()) {
+      const auto& st = trace_.analysis->steps;
+      const auto& last = st[std::min<size_t>(2, st.size() - 1)];
+      const double t0 = static_cast<double>(st.front().start_ns);
+      const double t1 = static_cast<double>(std::max(last.end_ns, last.gpu_end_ns));
+      timeline_->setView(t0 - (t1 - t0) * 0.02, t1 + (t1 - t0) * 0.02);
+    }
     const QString path = loader_->property("path").toString();
     addRecent(path);
     setWindowTitle(QStringLiteral("TuneBench — %1").arg(QFileInfo(path).fileName()));
@@ -106,6 +122,56 @@ void MainWindow::onTraceLoaded(LoadedTrace t, bool live) {
     log(tr("opened %1").arg(path));
   }
   emit traceOpenFinished(true, QString());
+}
+
+void MainWindow::showStaticTracePanels(bool static_trace) {
+  // A file on screen has no throughput or live comparisons to show; its analysis is what to read.
+  dock_chart_->setVisible(!static_trace);
+  dock_compare_->setVisible(!static_trace);
+  dock_analysis_->show();
+  if (static_trace) dock_analysis_->raise();
+}
+
+bool MainWindow::findOnTimeline(const QString& text) {
+  if (text.trimmed().isEmpty()) return false;
+  if (timeline_->findNext(text.trimmed())) return true;
+  statusBar()->showMessage(tr("No op or kernel named like '%1' on the timeline").arg(text.trimmed()), 6000);
+  return false;
+}
+
+void MainWindow::compareWith(const QString& path) {
+  if (!trace_.ok || trace_.sources.isEmpty()) {
+    emit compareFinished(false, tr("no trace on screen to compare"));
+    return;
+  }
+  const QString a = trace_.sources.front();
+  statusBar()->showMessage(tr("Comparing with %1…").arg(path));
+  auto* watcher = new QFutureWatcher<TraceComparison>(this);
+  connect(watcher, &QFutureWatcher<TraceComparison>::finished, this, [this, watcher, a, path] {
+    const TraceComparison c = watcher->result();
+    watcher->deleteLater();
+    statusBar()->clearMessage();
+    if (!c.ok) {
+      showError(tr("Cannot compare"), c.error);
+      emit compareFinished(false, c.error);
+      return;
+    }
+    last_compare_html_ = c.html;
+    log(tr("compared %1 (A) with %2 (B)").arg(a, path));
+    if (!quiet_) {
+      auto* dlg = new QDialog(this);
+      dlg->setAttribute(Qt::WA_DeleteOnClose);
+      dlg->setWindowTitle(tr("Compare: %1 vs %2").arg(QFileInfo(a).fileName(), QFileInfo(path).fileName()));
+      auto* v = new QVBoxLayout(dlg);
+      auto* text = new QTextBrowser;
+      text->setHtml(c.html);
+      v->addWidget(text);
+      dlg->resize(1000, 720);
+      dlg->show();
+    }
+    emit compareFinished(true, c.html);
+  });
+  watcher->setFuture(QtConcurrent::run([a, path] { return compareTraceFiles(a, path); }));
 }
 
 bool MainWindow::exportComparisons(const QString& path) {

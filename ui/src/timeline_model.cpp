@@ -1,5 +1,8 @@
 #include "ui/timeline_model.h"
 
+#include <cctype>
+#include <tuple>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -321,6 +324,47 @@ std::shared_ptr<TimelineData> makeSyntheticTimeline(size_t n, uint64_t seed) {
   d->source = "synthetic";
   d->finalize();
   return d;
+}
+
+}  // namespace tb::ui
+
+namespace tb::ui {
+
+std::optional<EventRef> findNextEvent(const TimelineData& d, const std::string& needle, const EventRef* after) {
+  if (needle.empty()) return std::nullopt;
+  auto lower = [](std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
+  const std::string n = lower(needle);
+  std::vector<char> match(d.names.size(), 0);
+  bool any = false;
+  for (size_t i = 1; i < d.names.size(); ++i) any |= (match[i] = lower(d.names[i]).find(n) != std::string::npos);
+  if (!any) return std::nullopt;
+  auto key = [&](const EventRef& r) {
+    return std::make_tuple(d.tracks[r.track].lanes[r.lane].start[r.index], r.track, r.lane, r.index);
+  };
+  auto search = [&](const EventRef* from) -> std::optional<EventRef> {
+    std::optional<EventRef> best;
+    const int64_t t = from ? d.tracks[from->track].lanes[from->lane].start[from->index] : INT64_MIN;
+    for (uint32_t ti = 0; ti < d.tracks.size(); ++ti) {
+      const auto& lanes = d.tracks[ti].lanes;
+      for (uint32_t li = 0; li < lanes.size(); ++li) {
+        const Lane& L = lanes[li];
+        for (size_t i = from ? L.firstStartingAtOrAfter(t, 0) : 0; i < L.size(); ++i) {
+          if (best && L.start[i] > std::get<0>(key(*best))) break;  // cannot beat the best any more
+          if (!match[L.name[i]]) continue;
+          const EventRef r{ti, li, i};
+          if (from && key(r) <= key(*from)) continue;
+          if (!best || key(r) < key(*best)) best = r;
+          break;  // the first match of a lane after `from` is its best
+        }
+      }
+    }
+    return best;
+  };
+  if (auto r = search(after)) return r;
+  return after ? search(nullptr) : std::nullopt;
 }
 
 }  // namespace tb::ui

@@ -148,6 +148,48 @@ void TimelineWidget::selectInterval(int64_t t0, int64_t t1, bool zoom) {
   }
 }
 
+bool TimelineWidget::findNext(const QString& text) {
+  if (!data_) return false;
+  EventRef cur;
+  const EventRef* after = nullptr;
+  if (selected_.ok) {
+    cur = {selected_.track, selected_.lane, selected_.index};
+    after = &cur;
+  }
+  const auto r = findNextEvent(*data_, text.toStdString(), after);
+  if (!r) return false;
+  selected_ = Hit{};
+  selected_.ok = true;
+  selected_.track = r->track;
+  selected_.lane = r->lane;
+  selected_.index = uint32_t(r->index);
+  const Lane& L = data_->tracks[r->track].lanes[r->lane];
+  const double s = double(L.start[r->index]), e = double(L.end[r->index]), d = std::max(1.0, e - s);
+  // Keep the zoom when the event reads at it (a few pixels up to most of the view); otherwise zoom so it
+  // takes about a tenth of the view.
+  if (d < mapper_.span() / 300 || d > mapper_.span() * 0.8) {
+    const double pad = std::max(4.5 * d, 1000.0);
+    mapper_.fit(s - pad, e + pad, 0.0);
+  } else {
+    const double mid = (s + e) / 2, half = mapper_.span() / 2;
+    mapper_.setView(mid - half, mid + half);
+  }
+  for (size_t row = 0; row < rows_.size(); ++row) {
+    if (rows_[row].track != r->track || rows_[row].lane != r->lane) continue;
+    const int y = int(row) * kRowHeight, visible = std::max(kRowHeight, height() - rowsTop());
+    if (y < scroll_y_ || y + kRowHeight > scroll_y_ + visible)
+      scroll_y_ = std::clamp(y - visible / 2, 0, std::max(0, contentHeight() - visible));
+    break;
+  }
+  user_moved_ = true;
+  applyView();
+  QString desc = describe(selected_);
+  desc.replace("<br>", " · ");
+  desc.remove(QRegularExpression("<[^>]*>"));
+  emit eventSelected(desc);
+  return true;
+}
+
 void TimelineWidget::applyView() {
   if (data_) mapper_.clampTo(data_->t_min, data_->t_max);
   emit viewChanged(mapper_.start(), mapper_.end());

@@ -34,6 +34,7 @@ class TogglesPanel;
 class ThroughputChart;
 class FindingsPanel;
 class ComparePanel;
+class AnalysisPanel;
 
 // Registers the compiled-in resources (icons); call once before creating windows.
 void initResources();
@@ -85,6 +86,13 @@ class MainWindow : public QMainWindow {
   FindingsPanel* findings() const { return findings_; }
   ComparePanel* compare() const { return compare_; }
   ThroughputChart* chart() const { return chart_; }
+  AnalysisPanel* analysis() const { return analysis_; }
+  // Ctrl+F: selects the next event named like `text` on the timeline; false (and a status message) if none.
+  bool findOnTimeline(const QString& text);
+  // File → Compare with…: diffs the trace on screen (A) against `path` (B) on a worker thread and shows the
+  // result; emits compareFinished with the HTML (or the error).
+  void compareWith(const QString& path);
+  QString lastComparisonHtml() const { return last_compare_html_; }
   QString lastError() const { return last_error_; }
   const LoadedTrace& currentTrace() const { return trace_; }
   QStringList recentFiles() const;
@@ -96,6 +104,7 @@ class MainWindow : public QMainWindow {
   void runFailed(const QString& message);
   void demoDatasetReady(const QString& dir);
   void chromeTraceExported(bool ok, const QString& error);
+  void compareFinished(bool ok, const QString& html_or_error);
 
  protected:
   void closeEvent(QCloseEvent*) override;
@@ -112,6 +121,8 @@ class MainWindow : public QMainWindow {
   void log(const QString& line);
   void setStatusFromHello(const QJsonObject& hello);
   void onTraceLoaded(LoadedTrace t, bool live);
+  // A static trace shows its analysis; the live panels (throughput, compare) come back with a run.
+  void showStaticTracePanels(bool static_trace);
   void loadLiveChunks();
   void scheduleRefresh();
   void updateRunActions();
@@ -124,6 +135,10 @@ class MainWindow : public QMainWindow {
   ThroughputChart* chart_ = nullptr;
   FindingsPanel* findings_ = nullptr;
   ComparePanel* compare_ = nullptr;
+  AnalysisPanel* analysis_ = nullptr;
+  QDockWidget *dock_chart_ = nullptr, *dock_compare_ = nullptr, *dock_analysis_ = nullptr;
+  QLineEdit* find_edit_ = nullptr;
+  QString last_compare_html_;
   QPlainTextEdit* log_ = nullptr;
   // Model & data panel.
   QComboBox* model_ = nullptr;

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -141,6 +142,17 @@ struct DrawItem {
   EventCat cat;
   uint32_t track, lane, index;  // source event (first one for folded items)
 };
+
+// An event of TimelineData: tracks[track].lanes[lane], event `index`.
+struct EventRef {
+  uint32_t track = 0, lane = 0;
+  size_t index = 0;
+};
+// Find (Ctrl+F): the first event after `after` (by start, then track, lane, index; from the beginning when
+// `after` is null) whose name contains `needle`, ignoring case; wraps around to the first match. Name
+// matching runs once over the string table, then each lane is scanned from its first event at or after the
+// start time, so a search costs the events after that time at most.
+std::optional<EventRef> findNextEvent(const TimelineData& d, const std::string& needle, const EventRef* after);
 
 struct RowInfo {
   uint32_t track, lane;

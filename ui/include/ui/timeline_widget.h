@@ -44,6 +44,9 @@ class TimelineWidget : public QWidget {
   void setView(double t0, double t1);
   // Marks [t0, t1] (an evidence interval) as the selection and brings it into view.
   void selectInterval(int64_t t0, int64_t t1, bool zoom = true);
+  // Ctrl+F: selects the next event whose name contains `text` (ignoring case; after the selected event,
+  // wrapping around), scrolls its row into view and zooms so it is readable. False when nothing matches.
+  bool findNext(const QString& text);
   // True once the user zoomed, panned or selected since the last setData(keep_view=false): live updates then
   // keep the user's view instead of fitting the newest chunk.
   bool userInteracted() const { return user_moved_; }

@@ -1,0 +1,65 @@
+// The analysis of the trace on screen, as a profiler user reads it: one line of scope and window, a bar of
+// where the GPU time went (busy by class, idle by named cause, with a legend), a per-step table and the top
+// kernels with their launch statistics. Double-clicking a step shows it on the timeline; double-clicking a
+// kernel finds it there. Fed by MainWindow from the loaded trace's AnalysisResult.
+#pragma once
+
+#include <QWidget>
+#include <memory>
+#include <vector>
+
+#include "profiler/analysis.h"
+
+class QLabel;
+class QTableWidget;
+class QTabWidget;
+
+namespace tb::ui {
+
+// One slice of the time bar: a class of the window with its colour.
+struct TimeSlice {
+  QString label;
+  int64_t ns = 0;
+  QColor color;
+};
+// The slices of the window, busy classes first then the idle causes; they sum to the window.
+std::vector<TimeSlice> timeSlices(const tb::prof::AnalysisResult& r);
+
+class TimeBar : public QWidget {
+ public:
+  explicit TimeBar(QWidget* parent = nullptr);
+  void setSlices(std::vector<TimeSlice> s, int64_t total);
+  QSize sizeHint() const override { return {420, 64}; }
+
+ protected:
+  void paintEvent(QPaintEvent*) override;
+
+ private:
+  std::vector<TimeSlice> slices_;
+  int64_t total_ = 0;
+};
+
+class AnalysisPanel : public QWidget {
+  Q_OBJECT
+ public:
+  explicit AnalysisPanel(QWidget* parent = nullptr);
+  void setAnalysis(std::shared_ptr<const tb::prof::AnalysisResult> r);
+  void clear();
+  QTableWidget* stepsTable() const { return steps_; }
+  QTableWidget* kernelsTable() const { return kernels_; }
+  QString summaryText() const;
+
+ signals:
+  void intervalRequested(qint64 t0, qint64 t1);  // a step: show it on the timeline
+  void findRequested(const QString& name);       // a kernel: find it on the timeline
+
+ private:
+  std::shared_ptr<const tb::prof::AnalysisResult> r_;
+  QLabel* summary_ = nullptr;
+  TimeBar* bar_ = nullptr;
+  QTabWidget* tabs_ = nullptr;
+  QTableWidget* steps_ = nullptr;
+  QTableWidget* kernels_ = nullptr;
+};
+
+}  // namespace tb::ui

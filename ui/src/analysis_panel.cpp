@@ -1,0 +1,199 @@
+#include "ui/analysis_panel.h"
+
+#include <QHeaderView>
+#include <QLabel>
+#include <QPainter>
+#include <QTabWidget>
+#include <QTableWidget>
+#include <QToolTip>
+#include <QVBoxLayout>
+
+namespace tb::ui {
+
+std::vector<TimeSlice> timeSlices(const tb::prof::AnalysisResult& r) {
+  std::vector<TimeSlice> s;
+  if (!r.has_gpu) {
+    s.push_back({QObject::tr("waiting for data"), r.loader_stall_ns, QColor(0xd9, 0x53, 0x4f)});
+    s.push_back({QObject::tr("training thread busy / other"), r.window.length() - r.loader_stall_ns, QColor(0x88, 0x88, 0x88)});
+    return s;
+  }
+  const int64_t memory = r.gpu_busy_ns - r.compute_ns - r.comm_exposed_ns;  // memcpy/memset alone
+  s.push_back({QObject::tr("compute"), r.compute_ns, QColor(0x3c, 0xa5, 0x5c)});
+  s.push_back({QObject::tr("communication (exposed)"), r.comm_exposed_ns, QColor(0x8e, 0x6c, 0xd8)});
+  s.push_back({QObject::tr("memcpy/memset"), memory, QColor(0x4f, 0xa3, 0xff)});
+  s.push_back({QObject::tr("loader stall"), r.loader_stall_ns, QColor(0xd9, 0x53, 0x4f)});
+  s.push_back({QObject::tr("after host sync"), r.sync_idle_ns, QColor(0xe6, 0x7e, 0x22)});
+  s.push_back({QObject::tr("runtime calls"), r.runtime_idle_ns, QColor(0xb0, 0x7d, 0x48)});
+  s.push_back({QObject::tr("launch gap"), r.launch_gap_ns, QColor(0xf0, 0xc0, 0x30)});
+  s.push_back({QObject::tr("launch overhead"), r.launch_overhead_ns, QColor(0xe8, 0xdc, 0x8a)});
+  s.push_back({QObject::tr("before/after kernels"), r.lead_in_ns + r.tail_ns, QColor(0xbb, 0xbb, 0xbb)});
+  s.push_back({QObject::tr("other idle"), r.other_idle_ns, QColor(0x70, 0x70, 0x70)});
+  return s;
+}
+
+TimeBar::TimeBar(QWidget* parent) : QWidget(parent) {
+  setMinimumHeight(56);
+  setMouseTracking(true);
+}
+
+void TimeBar::setSlices(std::vector<TimeSlice> s, int64_t total) {
+  slices_ = std::move(s);
+  total_ = total;
+  QString tip;
+  for (const auto& x : slices_)
+    if (x.ns > 0)
+      tip += QStringLiteral("%1: %2 ms (%3%)\n").arg(x.label).arg(x.ns / 1e6, 0, 'f', 3).arg(total_ > 0 ? 100.0 * x.ns / total_ : 0, 0, 'f', 1);
+  setToolTip(tip.trimmed());
+  update();
+}
+
+void TimeBar::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  const QRect bar(0, 0, width() - 1, 18);
+  p.fillRect(bar, palette().base());
+  if (total_ <= 0) return;
+  double x = 0;
+  for (const auto& s : slices_) {
+    if (s.ns <= 0) continue;
+    const double w = bar.width() * static_cast<double>(s.ns) / static_cast<double>(total_);
+    p.fillRect(QRectF(x, 0, w, bar.height()), s.color);
+    x += w;
+  }
+  p.setPen(palette().mid().color());
+  p.drawRect(bar);
+  // Legend: the classes that take time, wrapping on as many lines as the width needs.
+  const QFontMetrics fm(font());
+  int lx = 0, ly = bar.height() + 4;
+  p.setPen(palette().text().color());
+  for (const auto& s : slices_) {
+    if (s.ns <= 0) continue;
+    const QString t = QStringLiteral("%1 %2%").arg(s.label).arg(100.0 * s.ns / total_, 0, 'f', 1);
+    const int w = 14 + fm.horizontalAdvance(t) + 12;
+    if (lx > 0 && lx + w > width()) lx = 0, ly += fm.height() + 2;
+    p.fillRect(QRect(lx, ly + (fm.height() - 10) / 2, 10, 10), s.color);
+    p.drawText(QPoint(lx + 14, ly + fm.ascent()), t);
+    lx += w;
+  }
+  if (ly + fm.height() + 2 > height()) setMinimumHeight(ly + fm.height() + 2);
+}
+
+namespace {
+
+QTableWidgetItem* num(double v, int decimals = 3) {
+  auto* it = new QTableWidgetItem;
+  it->setData(Qt::DisplayRole, QString::number(v, 'f', decimals).toDouble());
+  it->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+  return it;
+}
+
+QTableWidget* table(const QStringList& headers) {
+  auto* t = new QTableWidget(0, static_cast<int>(headers.size()));
+  t->setHorizontalHeaderLabels(headers);
+  t->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  t->setSelectionBehavior(QAbstractItemView::SelectRows);
+  t->verticalHeader()->setVisible(false);
+  t->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  t->setSortingEnabled(true);
+  return t;
+}
+
+}  // namespace
+
+AnalysisPanel::AnalysisPanel(QWidget* parent) : QWidget(parent) {
+  auto* v = new QVBoxLayout(this);
+  summary_ = new QLabel(tr("Open a trace (File → Open) or start a run to see its analysis."));
+  summary_->setWordWrap(true);
+  summary_->setObjectName("analysis_summary");
+  bar_ = new TimeBar;
+  tabs_ = new QTabWidget;
+  steps_ = table({tr("step"), tr("duration ms"), tr("data wait"), tr("forward"), tr("backward"), tr("optim"),
+                  tr("GPU busy"), tr("comm exposed"), tr("stall"), tr("sync"), tr("launch gap"), tr("other"),
+                  tr("kernels")});
+  steps_->setObjectName("analysis_steps");
+  steps_->setToolTip(tr("Host phases on the step's CPU time; GPU columns on the GPU work the step launched.\n"
+                        "Double-click: show the step on the timeline."));
+  kernels_ = table({tr("kernel"), tr("count"), tr("total ms"), tr("avg µs"), tr("% kernel time"), tr("launch µs"),
+                    tr("delay µs")});
+  kernels_->setObjectName("analysis_kernels");
+  kernels_->setToolTip(tr("launch: mean host time in the launch call; delay: mean launch start → kernel start.\n"
+                          "Double-click: find the kernel on the timeline."));
+  tabs_->addTab(steps_, tr("Steps"));
+  tabs_->addTab(kernels_, tr("Top kernels"));
+  v->addWidget(summary_);
+  v->addWidget(bar_);
+  v->addWidget(tabs_, 1);
+  connect(steps_, &QTableWidget::cellDoubleClicked, this, [this](int row, int) {
+    if (!r_) return;
+    const int i = steps_->item(row, 0)->data(Qt::UserRole).toInt();
+    if (i < 0 || i >= static_cast<int>(r_->steps.size())) return;
+    const auto& s = r_->steps[i];
+    emit intervalRequested(std::min(s.start_ns, s.gpu_start_ns), std::max(s.end_ns, s.gpu_end_ns));
+  });
+  connect(kernels_, &QTableWidget::cellDoubleClicked, this, [this](int row, int) {
+    emit findRequested(kernels_->item(row, 0)->data(Qt::UserRole).toString());
+  });
+}
+
+QString AnalysisPanel::summaryText() const { return summary_->text(); }
+
+void AnalysisPanel::clear() {
+  r_.reset();
+  steps_->setRowCount(0);
+  kernels_->setRowCount(0);
+  bar_->setSlices({}, 0);
+  summary_->setText(tr("No trace."));
+}
+
+void AnalysisPanel::setAnalysis(std::shared_ptr<const tb::prof::AnalysisResult> r) {
+  r_ = std::move(r);
+  if (!r_) return clear();
+  const auto& a = *r_;
+  const int64_t W = a.window.length();
+  QString s = a.has_gpu ? tr("GPU %1, process %2 · ").arg(a.device).arg(a.pid) : tr("CPU-only · ");
+  s += tr("window %1 ms").arg(W / 1e6, 0, 'f', 3);
+  if (!a.steps.empty()) s += tr(" · %1 steps, median %2 ms").arg(a.steps.size()).arg(a.step_median_ns / 1e6, 0, 'f', 3);
+  if (a.has_gpu) s += tr(" · GPU busy %1%").arg(W > 0 ? 100.0 * a.gpu_busy_ns / W : 0, 0, 'f', 1);
+  if (!a.trusted) s += tr(" · too few steps to bound a gain");
+  summary_->setText(s);
+  bar_->setSlices(timeSlices(a), W);
+
+  steps_->setSortingEnabled(false);
+  steps_->setRowCount(static_cast<int>(a.steps.size()));
+  for (int i = 0; i < static_cast<int>(a.steps.size()); ++i) {
+    const auto& st = a.steps[i];
+    auto* idx = num(static_cast<double>(st.index), 0);
+    idx->setData(Qt::UserRole, i);
+    const double cols[] = {st.duration_ns() / 1e6, st.data_wait_ns / 1e6, st.forward_ns / 1e6, st.backward_ns / 1e6,
+                           st.optimizer_ns / 1e6, st.gpu_busy_ns / 1e6, st.comm_exposed_ns / 1e6,
+                           st.loader_stall_ns / 1e6, st.sync_idle_ns / 1e6,
+                           (st.launch_gap_ns + st.launch_overhead_ns) / 1e6,
+                           (st.other_idle_ns + st.runtime_idle_ns + st.edge_idle_ns) / 1e6};
+    steps_->setItem(i, 0, idx);
+    for (int c = 0; c < 11; ++c) steps_->setItem(i, c + 1, num(cols[c]));
+    steps_->setItem(i, 12, num(st.kernel_count, 0));
+  }
+  steps_->setSortingEnabled(true);
+  steps_->sortByColumn(0, Qt::AscendingOrder);  // in step order until the user sorts by a column
+
+  kernels_->setSortingEnabled(false);
+  kernels_->setRowCount(static_cast<int>(a.top_kernels.size()));
+  for (int i = 0; i < static_cast<int>(a.top_kernels.size()); ++i) {
+    const auto& k = a.top_kernels[i];
+    const QString name = QString::fromStdString(k.name);
+    auto* n = new QTableWidgetItem((k.communication ? QStringLiteral("[comm] ") : k.tensor_core ? QStringLiteral("[TC] ") : QString()) + name);
+    n->setData(Qt::UserRole, name);
+    n->setToolTip(name);
+    kernels_->setItem(i, 0, n);
+    kernels_->setItem(i, 1, num(static_cast<double>(k.count), 0));
+    kernels_->setItem(i, 2, num(k.total_ns / 1e6));
+    kernels_->setItem(i, 3, num(k.count ? k.total_ns / 1e3 / k.count : 0, 2));
+    kernels_->setItem(i, 4, num(100.0 * k.share_of_kernel_time, 1));
+    kernels_->setItem(i, 5, num(k.launched ? k.launch_mean_ns / 1e3 : 0, 2));
+    kernels_->setItem(i, 6, num(k.launched ? k.delay_mean_ns / 1e3 : 0, 2));
+  }
+  kernels_->setSortingEnabled(true);
+  kernels_->sortByColumn(2, Qt::DescendingOrder);  // by total time
+  kernels_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+}
+
+}  // namespace tb::ui
