@@ -120,7 +120,9 @@ void print_summary(const prof::Trace& trace, const prof::AnalysisResult& r, FILE
                !r.window_from_steps ? (r.has_gpu ? "first to last GPU activity" : "the training thread's span")
                : r.has_gpu          ? "first step start to the end of the last step's GPU work"
                                     : "first step start to last step end");
-  if (!r.steps.empty()) std::fprintf(out, ", %zu steps, median %.3f ms", r.steps.size(), ms(r.step_median_ns));
+  if (!r.steps.empty())
+    std::fprintf(out, ", %zu steps%s, median %.3f ms", r.steps.size(),
+                 r.steps_inferred ? " (inferred from Optimizer.step calls)" : "", ms(r.step_median_ns));
   std::fprintf(out, "\n\n");
   if (r.has_gpu) {
     print_gpu_time(r, out);

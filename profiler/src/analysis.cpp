@@ -429,6 +429,9 @@ AnalysisResult analyze(const Trace& trace, const AnalysisOptions& opt) {
   if (sc.step_track >= 0) {
     r.steps = detail::reconstruct_steps(trace, static_cast<uint32_t>(sc.step_track), opt.step_overlap_tolerance_ns, r.notes);
     r.training_track = sc.step_track;
+  } else if (const int32_t t = detail::infer_steps(trace, sc.pid, r.steps, r.notes); t >= 0) {
+    r.training_track = t;
+    r.steps_inferred = true;
   } else {
     r.training_track = training_thread_without_steps(trace, sc);
   }

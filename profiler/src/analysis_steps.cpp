@@ -161,4 +161,35 @@ std::vector<StepBreakdown> reconstruct_steps(const Trace& trace, uint32_t track,
   return steps;
 }
 
+int32_t infer_steps(const Trace& trace, int64_t pid, std::vector<StepBreakdown>& steps, std::vector<std::string>& notes) {
+  int32_t best = -1;
+  std::vector<int64_t> best_ends;
+  for (uint32_t ti = 0; ti < trace.tracks().size(); ++ti) {
+    const Track& t = trace.track(ti);
+    if (t.kind() != TrackKind::CpuThread || (pid >= 0 && t.pid() != pid)) continue;
+    std::vector<int64_t> ends;
+    int64_t last_end = INT64_MIN;
+    for (const Event& e : t.events()) {
+      if (e.kind != EventKind::Range || e.start_ns < last_end) continue;  // nested calls count once
+      const std::string_view n = trace.name(e.name);
+      if (n.substr(0, 15) != "Optimizer.step#") continue;
+      ends.push_back(e.end_ns);
+      last_end = e.end_ns;
+    }
+    if (ends.size() > best_ends.size()) best_ends = std::move(ends), best = static_cast<int32_t>(ti);
+  }
+  if (best_ends.size() < 3) return -1;
+  for (size_t i = 1; i < best_ends.size(); ++i) {
+    StepBreakdown s;
+    s.index = static_cast<int64_t>(i);
+    s.start_ns = best_ends[i - 1];
+    s.end_ns = best_ends[i];
+    steps.push_back(s);
+  }
+  notes.push_back("no step ranges (ProfilerStep#N or ours): " + std::to_string(steps.size()) +
+                  " steps inferred from the optimizer's step calls, each from the end of one Optimizer.step to the "
+                  "end of the next");
+  return best;
+}
+
 }  // namespace tb::prof::detail

@@ -25,4 +25,9 @@ Scope pick_scope(const Trace& trace, int64_t wanted_device, std::vector<std::str
 std::vector<StepBreakdown> reconstruct_steps(const Trace& trace, uint32_t track, int64_t tolerance_ns,
                                              std::vector<std::string>& notes);
 
+// Without step ranges: steps inferred from the optimizer's step calls (PyTorch records
+// `Optimizer.step#<Class>.step` on its own), each from the end of one call to the end of the next. Returns the
+// track used (-1: fewer than 3 calls on any thread of the process, nothing inferred) and says so in `notes`.
+int32_t infer_steps(const Trace& trace, int64_t pid, std::vector<StepBreakdown>& steps, std::vector<std::string>& notes);
+
 }  // namespace tb::prof::detail

@@ -269,6 +269,34 @@ TEST(AnalysisClasses, CompiledForwardAndDataLoadAnnotation) {
   EXPECT_EQ(r.loader_stall_ns, 30 * us);
 }
 
+// No step ranges: PyTorch's own Optimizer.step# calls delimit the steps (end of one to end of the next).
+TEST(AnalysisClasses, StepsInferredFromOptimizerCalls) {
+  Builder b;
+  // Four iterations of 100 us: forward/backward [s, s+80], optimizer [s+80, s+100].
+  for (int i = 0; i < 4; ++i) {
+    const int64_t s = i * 100;
+    b.range("## forward ##", s, s + 40);
+    b.range("Optimizer.step#SGD.step", s + 80, s + 100);
+    b.kernel(s + 5, s + 95, s + 1);
+  }
+  auto r = b.run();
+  EXPECT_TRUE(r.steps_inferred);
+  ASSERT_EQ(r.steps.size(), 3u);  // between the 4 optimizer ends: [100,200], [200,300], [300,400]
+  EXPECT_EQ(r.steps[0].start_ns, 100 * us);
+  EXPECT_EQ(r.steps[2].end_ns, 400 * us);
+  EXPECT_EQ(r.step_median_ns, 100 * us);
+  EXPECT_TRUE(r.trusted);
+  bool said = false;
+  for (const auto& n : r.notes) said |= n.find("inferred from the optimizer") != std::string::npos;
+  EXPECT_TRUE(said);
+  // Two calls are not enough to infer anything.
+  Builder c;
+  c.range("Optimizer.step#SGD.step", 0, 10);
+  c.range("Optimizer.step#SGD.step", 20, 30);
+  c.kernel(0, 30, 0);
+  EXPECT_TRUE(c.run().steps.empty());
+}
+
 std::unique_ptr<Trace> load(const char* name) {
   auto t = load_trace(std::string(TB_TESTDATA_DIR) + "/" + name);
   EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().to_string());

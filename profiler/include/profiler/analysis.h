@@ -16,6 +16,8 @@
 //   (memcpy/memset); exposed communication = communication time not overlapped by compute.
 // - "Training thread" = the CPU track holding the step ranges (ours `step`, Kineto `ProfilerStep#N`); without
 //   steps, the CPU track with the most data-wait time, else the one with the most launches.
+// - Without step ranges, steps are inferred from PyTorch's `Optimizer.step#` calls when there are at least 3
+//   (end of one to end of the next), with a note; else there are none.
 // - Steps: overlaps up to step_overlap_tolerance_ns are clamped, nested steps fold into the outer one, both
 //   with a note. GPU work belongs to the step that launched it (correlation ids); a step's GPU span runs from
 //   the end of the previous step's GPU work to the end of its own, and the window from the first step's start
@@ -142,6 +144,7 @@ struct Finding {
 struct AnalysisResult {
   Interval window;           // analysed window
   bool window_from_steps = false;
+  bool steps_inferred = false;  // no step ranges: steps from the optimizer's calls (a note says so)
   bool has_gpu = false;      // any GPU activity in the trace
   int64_t gpu_busy_ns = 0;
   int64_t gpu_idle_ns = 0;   // window - busy
