@@ -9,6 +9,7 @@
 #include "profiler/trace_io.h"
 #include "ui/analysis_panel.h"
 #include "ui/main_window.h"
+#include "ui/segments.h"
 #include "ui/timeline_widget.h"
 #include "ui/trace_loader.h"
 #include "ui_test_util.h"
@@ -80,6 +81,25 @@ class TestAnalysisPanel : public QObject {
     QVERIFY(kernel);
     QCOMPARE(d.tracks[kernel->track].name, std::string("gpu"));
     QVERIFY(!findNextEvent(d, "nccl", nullptr));
+  }
+
+  void toggleChunksArePickedInsideEachConfiguration() {
+    RunRecord rec;
+    rec.chunks = {{"c0", 0, 9}, {"c1", 10, 19}, {"c2", 20, 29}, {"c3", 30, 39}, {"c4", 40, 49}};
+    std::vector<Segment> segs(2);
+    segs[0].first_step = 0;
+    segs[0].last_step = 24;  // the toggle took effect at step 25: c2 straddles it
+    segs[1].first_step = 25;
+    segs[1].last_step = 49;
+    Comparison c;
+    c.index = 1;
+    const auto [before, after] = chunksForComparison(rec, segs, c);
+    QCOMPARE(before, QString("c1"));  // the last chunk wholly before
+    QCOMPARE(after, QString("c3"));   // the first wholly after
+    segs[1].last_step = 35;           // no chunk wholly after: nothing
+    QVERIFY(chunksForComparison(rec, segs, c).first.isEmpty());
+    c.index = 0;
+    QVERIFY(chunksForComparison(rec, segs, c).first.isEmpty());
   }
 
   void windowOpensOnStepsFindsAndCompares() {

@@ -7,6 +7,7 @@
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QToolButton>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -194,6 +195,19 @@ class TestMainWindow : public QObject {
     QVERIFY(w.timeline()->data()->eventCount() > 0);
     QVERIFY(!w.run()->record().trace_paths.isEmpty());
     QVERIFY(w.exportChromeTrace(tmp_.filePath("live.json")));
+    // A toggle, then its "Traces" button: the chunk before and the chunk after, diffed.
+    const size_t chunks_before = w.run()->record().chunks.size();
+    w.run()->sendSet("workers", "1");
+    QVERIFY2(waitFor([&] { return w.compare()->comparisons().size() == 1 &&
+                                  w.run()->record().chunks.size() >= chunks_before + 2; }, 60000),
+             qPrintable(w.run()->stderrTail()));
+    QSignalSpy cmp(&w, &MainWindow::compareFinished);
+    auto* traces = w.compare()->findChild<QToolButton*>("traces_0");
+    QVERIFY(traces);
+    traces->click();
+    QVERIFY(cmp.wait(30000));
+    QVERIFY2(cmp.at(0).at(0).toBool(), qPrintable(cmp.at(0).at(1).toString()));
+    QVERIFY(w.lastComparisonHtml().contains("median step"));
     QSignalSpy fin(w.run(), &RunController::finished);
     w.stopRun();
     QVERIFY(waitFor([&] { return fin.count() == 1; }, 3000));

@@ -82,8 +82,14 @@ void ComparePanel::refresh() {
     revert->setText(tr("Revert"));
     revert->setObjectName(QStringLiteral("revert_%1").arg(r));
     revert->setToolTip(tr("Send the previous value(s) back to the run"));
+    auto* traces = new QToolButton(cell);
+    traces->setText(tr("Traces"));
+    traces->setObjectName(QStringLiteral("traces_%1").arg(r));
+    traces->setToolTip(tr("Compare a trace chunk from before the change with one from after (kernels, ops, idle)"));
     h->addWidget(keep);
     h->addWidget(revert);
+    h->addWidget(traces);
+    connect(traces, &QToolButton::clicked, this, [this, r] { emit tracesRequested(r); });
     connect(keep, &QToolButton::clicked, this, [this, change = c.change] {
       decisions_.insert(change, tr("kept"));
       emit kept(change);

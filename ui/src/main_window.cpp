@@ -195,6 +195,18 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     }
   });
   connect(findings_, &FindingsPanel::evidenceRequested, this, [this](qint64 a, qint64 b) { timeline_->selectInterval(a, b); });
+  connect(compare_, &ComparePanel::tracesRequested, this, [this](int row) {
+    const auto& cmp = compare_->comparisons();
+    if (row < 0 || row >= static_cast<int>(cmp.size())) return;
+    const auto [before, after] = chunksForComparison(run_->record(), segmentRun(run_->record()), cmp[size_t(row)]);
+    if (before.isEmpty()) {
+      showError(tr("No traces to compare"),
+                tr("No trace chunk lies wholly before and after %1: the run traces every %2 steps; let it run longer "
+                   "after the change").arg(cmp[size_t(row)].change).arg(trace_every_->value()));
+      return;
+    }
+    compareFiles(before, after);
+  });
   connect(analysis_, &AnalysisPanel::intervalRequested, this, [this](qint64 a, qint64 b) { timeline_->selectInterval(a, b); });
   connect(analysis_, &AnalysisPanel::findRequested, this, [this](const QString& name) { findOnTimeline(name); });
   connect(findings_, &FindingsPanel::tryIt, this, [this](const QString& knob, const QString& value) {

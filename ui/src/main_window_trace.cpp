@@ -144,7 +144,10 @@ void MainWindow::compareWith(const QString& path) {
     emit compareFinished(false, tr("no trace on screen to compare"));
     return;
   }
-  const QString a = trace_.sources.front();
+  compareFiles(trace_.sources.front(), path);
+}
+
+void MainWindow::compareFiles(const QString& a, const QString& path) {
   statusBar()->showMessage(tr("Comparing with %1…").arg(path));
   auto* watcher = new QFutureWatcher<TraceComparison>(this);
   connect(watcher, &QFutureWatcher<TraceComparison>::finished, this, [this, watcher, a, path] {

@@ -47,6 +47,19 @@ std::vector<Segment> segmentRun(const RunRecord& rec) {
   return segs;
 }
 
+std::pair<QString, QString> chunksForComparison(const RunRecord& rec, const std::vector<Segment>& segs,
+                                                const Comparison& c) {
+  if (c.index <= 0 || c.index >= static_cast<int>(segs.size())) return {};
+  const Segment &b = segs[size_t(c.index) - 1], &a = segs[size_t(c.index)];
+  QString before, after;
+  for (const TraceChunk& ch : rec.chunks) {
+    if (ch.first_step >= b.first_step && ch.last_step <= b.last_step) before = ch.path;  // the last one
+    if (after.isEmpty() && ch.first_step >= a.first_step && ch.last_step <= a.last_step) after = ch.path;
+  }
+  if (before.isEmpty() || after.isEmpty()) return {};
+  return {before, after};
+}
+
 std::vector<measure::Window> Segment::windows() const { return measure::windows_of(timings, kWindowSteps); }
 
 double Segment::throughput() const {

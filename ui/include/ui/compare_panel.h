@@ -27,6 +27,7 @@ class ComparePanel : public QWidget {
  signals:
   void revertRequested(const QJsonObject& previous);  // knob -> value to send back
   void kept(const QString& change);
+  void tracesRequested(int comparison);  // "Traces": diff the before and after trace chunks of that row
 
  private:
   const RunRecord* rec_ = nullptr;

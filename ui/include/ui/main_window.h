@@ -92,6 +92,8 @@ class MainWindow : public QMainWindow {
   // File → Compare with…: diffs the trace on screen (A) against `path` (B) on a worker thread and shows the
   // result; emits compareFinished with the HTML (or the error).
   void compareWith(const QString& path);
+  // Diffs two trace files (A before, B after) the same way: a toggle's before/after chunks.
+  void compareFiles(const QString& a, const QString& b);
   QString lastComparisonHtml() const { return last_compare_html_; }
   QString lastError() const { return last_error_; }
   const LoadedTrace& currentTrace() const { return trace_; }

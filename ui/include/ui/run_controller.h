@@ -39,12 +39,19 @@ struct ConfigChange {
 };
 
 // Everything a run sent, in arrival order.
+// A trace file the run wrote, with the steps it covers.
+struct TraceChunk {
+  QString path;
+  qint64 first_step = 0, last_step = 0;
+};
+
 struct RunRecord {
   QJsonObject hello, started, done;
   std::vector<KnobSpec> knobs;
   std::vector<StepSample> steps;
   std::vector<ConfigChange> configs;
   QStringList trace_paths;
+  std::vector<TraceChunk> chunks;  // the same files with their steps
   std::vector<QJsonObject> findings;
   QStringList warnings, errors;
   QString failure;  // non-empty when the child died badly: message + exit status + stderr tail

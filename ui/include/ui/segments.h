@@ -37,6 +37,12 @@ struct Comparison {
 std::vector<Segment> segmentRun(const RunRecord& rec);
 std::vector<Comparison> compareSegments(const std::vector<Segment>& segs);
 
+// The trace chunks that show a toggle's before and after: the last chunk lying inside the segment before it
+// and the first inside the segment after (steps of a chunk all of one configuration). Empty paths when the
+// run traced no such chunk (trace every N steps, or the segment was too short).
+std::pair<QString, QString> chunksForComparison(const RunRecord& rec, const std::vector<Segment>& segs,
+                                                const Comparison& c);
+
 // Exports of the measured comparisons (until the tuner's report writer is wired in).
 QString comparisonsMarkdown(const RunRecord& rec, const std::vector<Comparison>& cmp);
 QString comparisonsHtml(const RunRecord& rec, const std::vector<Comparison>& cmp);
