@@ -88,6 +88,11 @@ while True:
     wall = int(samples / sps * 1e9)
     send(type="step", i=i, samples=samples, wall_ns=wall, data_wait_ns=wall // 3, h2d_ns=0, loss=2.3 - 0.001 * i,
          config_rev=rev, warmup=warm_left > 0, skipped=False, t_ns=int(time.monotonic_ns()))
+    if i == 5:  # what the engine's analyses say of a loader-bound CPU run: one knob that applies, one that cannot
+        send(type="finding", kind="loader_stall", message="GPU waited for the loader 33% of step time", knob="workers",
+             value="4", share=0.33, max_speedup=1.49)
+        send(type="finding", kind="h2d", message="host-to-device copies from pageable memory", knob="pin_memory",
+             value="on", share=0.05, max_speedup=1.05)
     if warm_left > 0:
         warm_left -= 1
     i += 1

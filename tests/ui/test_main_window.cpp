@@ -62,6 +62,10 @@ class TestMainWindow : public QObject {
     int with_evidence = -1;
     for (size_t i = 0; i < f.size(); ++i)
       if (f[i].t1 > f[i].t0) with_evidence = int(i);
+    // A finding of someone else's trace never changes this machine's settings: its Try is disabled.
+    for (int i = 0; i < int(f.size()); ++i)
+      if (!f[size_t(i)].knob.isEmpty())
+        QVERIFY2(w.findings()->tryBlockedReason(i).contains("opened trace"), qPrintable(w.findings()->tryBlockedReason(i)));
     if (with_evidence >= 0) {
       w.findings()->activate(with_evidence);
       QVERIFY(w.timeline()->hasSelection());
@@ -152,6 +156,17 @@ class TestMainWindow : public QObject {
     QVERIFY(w.startProcess(tbtest::python(), {tbtest::fakeChild(), "--step-ms", "5"}));
     QVERIFY(waitFor([&] { return w.toggles()->editorFor("workers") && w.run()->record().steps.size() >= 15; }, 15000));
     QVERIFY(!w.toggles()->editorFor("pin_memory")->isEnabled());
+    // Findings are safe to click: "Try workers=4" runs here, "Try pin_memory=on" cannot (no CUDA device).
+    auto row_of = [&](const QString& knob) {
+      const auto& f = w.findings()->entries();
+      for (size_t i = 0; i < f.size(); ++i)
+        if (f[i].knob == knob) return int(i);
+      return -1;
+    };
+    QVERIFY(row_of("workers") >= 0 && row_of("pin_memory") >= 0);
+    QCOMPARE(w.findings()->tryBlockedReason(row_of("workers")), QString());
+    QVERIFY2(w.findings()->tryBlockedReason(row_of("pin_memory")).contains("no CUDA device"),
+             qPrintable(w.findings()->tryBlockedReason(row_of("pin_memory"))));
     qobject_cast<QSpinBox*>(w.toggles()->editorFor("workers"))->setValue(4);  // a user edit -> live set
     QVERIFY(waitFor([&] {
       const auto& s = w.run()->record().steps;
@@ -160,6 +175,8 @@ class TestMainWindow : public QObject {
       return after >= 15;
     }, 15000));
     QTest::qWait(300);  // the coalesced chart/compare refresh
+    QCOMPARE(row_of("workers"), -1);  // its fix is in place: no stale finding
+    QVERIFY(row_of("pin_memory") >= 0);
     const auto& cmp = w.compare()->comparisons();
     QCOMPARE(int(cmp.size()), 1);
     QCOMPARE(cmp[0].change, QString("workers 0 → 4"));

@@ -69,6 +69,23 @@ void FindingsPanel::addRunFinding(const QJsonObject& m) {
   rebuild();
 }
 
+void FindingsPanel::setTryGate(std::function<QString(const FindingEntry&)> gate) {
+  gate_ = std::move(gate);
+  rebuild();
+}
+
+void FindingsPanel::applyKnobValues(const QHash<QString, QString>& values) {
+  std::erase_if(entries_, [&](const FindingEntry& e) {
+    return !e.knob.isEmpty() && values.contains(e.knob) && values.value(e.knob) == e.value;
+  });
+  rebuild();
+}
+
+QString FindingsPanel::tryBlockedReason(int row) const {
+  if (row < 0 || row >= static_cast<int>(entries_.size()) || entries_[size_t(row)].knob.isEmpty()) return tr("no knob");
+  return gate_ ? gate_(entries_[size_t(row)]) : QString();
+}
+
 void FindingsPanel::clearRunFindings() {
   std::erase_if(entries_, [](const FindingEntry& e) { return e.source == "run"; });
   rebuild();
@@ -88,6 +105,10 @@ void FindingsPanel::rebuild() {
       auto* b = new QPushButton(tr("Try %1=%2").arg(e.knob, e.value.isEmpty() ? "?" : e.value), tree_);
       b->setObjectName(QStringLiteral("try_") + e.knob);
       b->setToolTip(tr("Apply %1=%2 (live when a run is going) and watch the chart").arg(e.knob, e.value));
+      if (const QString why = gate_ ? gate_(e) : QString(); !why.isEmpty()) {
+        b->setEnabled(false);
+        b->setToolTip(why);
+      }
       connect(b, &QPushButton::clicked, this, [this, knob = e.knob, value = e.value] { emit tryIt(knob, value); });
       tree_->setItemWidget(it, 3, b);
     }

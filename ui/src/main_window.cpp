@@ -109,6 +109,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(run_, &RunController::hello, this, [this](const QJsonObject& m) {
     setStatusFromHello(m);
     toggles_->setKnobs(run_->record().knobs);
+    findings_->refresh();  // re-gate "Try" against what this run can apply
     toggles_->setLive(true);
     log(tr("connected: %1").arg(m.value("device").toObject().value("name").toString()));
   });
@@ -128,6 +129,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     QHash<QString, QString> v;
     for (auto it = c.knobs.begin(); it != c.knobs.end(); ++it) v.insert(it.key(), knobValueText(it.value()));
     toggles_->setValues(v);
+    current_knobs_ = v;
+    findings_->applyKnobValues(v);  // a fix now in place is no finding any more
     QStringList ch;
     for (auto it = c.changed.begin(); it != c.changed.end(); ++it) ch << it.key() + "=" + knobValueText(it.value());
     log(tr("config rev %1 applied: %2").arg(c.rev).arg(ch.join(", ")));
@@ -209,6 +212,24 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   });
   connect(analysis_, &AnalysisPanel::intervalRequested, this, [this](qint64 a, qint64 b) { timeline_->selectInterval(a, b); });
   connect(analysis_, &AnalysisPanel::findRequested, this, [this](const QString& name) { findOnTimeline(name); });
+  // "Try" only what can run here, for this run: a knob this machine cannot apply, or a finding from a file
+  // recorded elsewhere, is disabled with the reason.
+  findings_->setTryGate([this](const FindingEntry& e) -> QString {
+    if (e.knob.isEmpty()) return {};
+    if (e.source == "trace" && !trace_live_) {
+      const QString dev = QString::fromStdString(trace_.meta.device);
+      return tr("From an opened trace%1: its fix belongs to that run. Start a run here to get findings for this "
+                "machine.").arg(dev.isEmpty() ? QString() : tr(" recorded on %1").arg(dev));
+    }
+    for (const KnobSpec& k : toggles_->knobs()) {
+      if (k.id != e.knob) continue;
+      if (!k.applicable) return tr("%1 cannot take effect here: %2").arg(k.id, k.reason);
+      if (k.unavailable.contains(e.value)) return tr("%1=%2 cannot take effect here: %3").arg(k.id, e.value, k.reason);
+      return {};
+    }
+    if (!toggles_->knobs().empty()) return tr("%1 is not a knob of this run").arg(e.knob);
+    return {};
+  });
   connect(findings_, &FindingsPanel::tryIt, this, [this](const QString& knob, const QString& value) {
     if (knob.isEmpty()) return;
     if (run_->isRunning()) {

@@ -71,6 +71,7 @@ bool MainWindow::openScript(const QString& path, const QStringList& script_args)
 
 bool MainWindow::startProcess(const QString& program, const QStringList& args) {
   live_chunks_.clear();
+  current_knobs_.clear();
   first_live_trace_ = true;
   findings_->clearRunFindings();
   log(tr("$ %1 %2").arg(program, args.join(' ')));
@@ -182,6 +183,7 @@ void MainWindow::loadKnobsFile(const QString& path) {
     return;
   }
   toggles_->setKnobs(knobs);
+  findings_->refresh();
 }
 
 }  // namespace tb::ui

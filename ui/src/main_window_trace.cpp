@@ -100,7 +100,9 @@ void MainWindow::onTraceLoaded(LoadedTrace t, bool live) {
     first_live_trace_ = false;
   }
   timeline_->setData(trace_.timeline, keep_view);
+  trace_live_ = live;
   findings_->setTraceFindings(trace_.analysis ? trace_.analysis->findings : std::vector<tb::prof::Finding>{});
+  if (live) findings_->applyKnobValues(current_knobs_);  // chunks from before a fix do not bring it back
   analysis_->setAnalysis(trace_.analysis);
   if (!live) {
     showStaticTracePanels(!run_->isRunning());

@@ -180,14 +180,15 @@ void TimeMapper::fit(int64_t t0, int64_t t1, double margin_frac) {
 }
 
 void TimeMapper::clampTo(int64_t t0, int64_t t1) {
+  // Never off the data: at most a 2% margin on either side, and zooming out stops at the whole trace.
   const double total = std::max(double(t1 - t0), kMinSpanNs);
-  const double slack = 0.5 * span();
-  if (span() > total * 1.5) {  // never zoom out far past the whole trace
-    fit(t0, t1);
+  const double lo = double(t0) - 0.02 * total, hi = double(t1) + 0.02 * total;
+  if (span() >= hi - lo) {
+    setView(lo, hi);
     return;
   }
-  if (end_ < t0 + slack) panPx(-(t0 + slack - end_) / nsPerPx());
-  if (start_ > t1 - slack) panPx((start_ - (t1 - slack)) / nsPerPx());
+  if (start_ < lo) panPx(-(lo - start_) / nsPerPx());
+  if (end_ > hi) panPx((end_ - hi) / nsPerPx());
 }
 
 std::vector<RowInfo> layoutRows(const TimelineData& data) {

@@ -5,6 +5,7 @@
 
 #include <QJsonObject>
 #include <QWidget>
+#include <functional>
 #include <vector>
 
 #include "profiler/analysis.h"
@@ -28,6 +29,14 @@ class FindingsPanel : public QWidget {
   void setTraceFindings(const std::vector<tb::prof::Finding>& findings);
   void addRunFinding(const QJsonObject& msg);
   void clearRunFindings();
+  // Decides whether a finding's "Try" may run here: returns "" when it may, else the reason (the button is
+  // then disabled with the reason as its tooltip). Re-applied by refresh().
+  void setTryGate(std::function<QString(const FindingEntry&)> gate);
+  // The run now has these knob values: findings whose fix is already in place are dropped (no stale "Try
+  // workers=2" while workers is 2), the others re-gated.
+  void applyKnobValues(const QHash<QString, QString>& values);
+  void refresh() { rebuild(); }
+  QString tryBlockedReason(int row) const;  // "" when its Try is enabled (tests)
   const std::vector<FindingEntry>& entries() const { return entries_; }
   QTreeWidget* tree() const { return tree_; }
   void activate(int row);  // as if clicked (tests)
@@ -39,6 +48,7 @@ class FindingsPanel : public QWidget {
  private:
   void rebuild();
   std::vector<FindingEntry> entries_;
+  std::function<QString(const FindingEntry&)> gate_;
   QTreeWidget* tree_ = nullptr;
   QLabel* empty_ = nullptr;
 };

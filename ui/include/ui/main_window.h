@@ -141,6 +141,8 @@ class MainWindow : public QMainWindow {
   QDockWidget *dock_chart_ = nullptr, *dock_compare_ = nullptr, *dock_analysis_ = nullptr;
   QLineEdit* find_edit_ = nullptr;
   QString last_compare_html_;
+  bool trace_live_ = false;               // the trace on screen comes from the run going here
+  QHash<QString, QString> current_knobs_;  // the run's knob values (configApplied): no stale findings
   QPlainTextEdit* log_ = nullptr;
   // Model & data panel.
   QComboBox* model_ = nullptr;
