@@ -493,17 +493,17 @@ void TimelineWidget::paintAll(QPainter& p, const QRect& r) {
                fm.elidedText(QString::fromStdString(tr.name), Qt::ElideMiddle, x0 - 14));
   }
   p.setClipping(false);
-  // Totals of the analysis bands, top right.
+  // Totals of the analysis bands, in the gutter's foot: outside the data, never over an event.
   if (data_->stall_count || data_->gap_count || data_->stall_total_ns || data_->gap_total_ns) {
-    const QString s1 = tr("■ loader stall %1 in %2").arg(fmtDuration(double(data_->stall_total_ns))).arg(data_->stall_count);
-    const QString s2 = tr("■ launch gaps %1 in %2").arg(fmtDuration(double(data_->gap_total_ns))).arg(data_->gap_count);
-    const int bw = std::max(fm.horizontalAdvance(s1), fm.horizontalAdvance(s2)) + 16;
-    QRect box(r.width() - bw - 8, top + 6, bw, fm.height() * 2 + 10);
-    p.fillRect(box, QColor(0x12, 0x15, 0x1b, 220));
+    const QString s1 = tr("■ loader stall %1 (%2)").arg(fmtDuration(double(data_->stall_total_ns))).arg(data_->stall_count);
+    const QString s2 = tr("■ launch gaps %1 (%2)").arg(fmtDuration(double(data_->gap_total_ns))).arg(data_->gap_count);
+    const QRect box(0, r.height() - fm.height() * 2 - 10, x0, fm.height() * 2 + 10);
+    p.fillRect(box, kGutter.darker(115));
     p.setPen(kStall);
-    p.drawText(box.adjusted(8, 4, 0, 0), Qt::AlignTop | Qt::AlignLeft, s1);
+    p.drawText(box.adjusted(8, 4, -4, 0), Qt::AlignTop | Qt::AlignLeft, fm.elidedText(s1, Qt::ElideRight, x0 - 12));
     p.setPen(kGap.lighter(115));
-    p.drawText(box.adjusted(8, 4 + fm.height(), 0, 0), Qt::AlignTop | Qt::AlignLeft, s2);
+    p.drawText(box.adjusted(8, 4 + fm.height(), -4, 0), Qt::AlignTop | Qt::AlignLeft,
+               fm.elidedText(s2, Qt::ElideRight, x0 - 12));
   }
 }
 
