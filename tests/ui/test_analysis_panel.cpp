@@ -124,6 +124,11 @@ class TestAnalysisPanel : public QObject {
     const double span = w.timeline()->mapper().span();
     QVERIFY2(span < 0.8 * double(a.window.length()), qPrintable(QString::number(span)));
     QVERIFY(w.timeline()->mapper().start() <= double(a.steps[0].start_ns));
+    // Go to step 103: selected, in view.
+    QVERIFY(w.goToStep(103));
+    QVERIFY(w.timeline()->hasSelection());
+    QCOMPARE(w.timeline()->selection().first, qint64(std::min(a.steps[2].start_ns, a.steps[2].gpu_start_ns)));
+    QVERIFY(!w.goToStep(7));
     // Ctrl+F: a kernel by part of its name is selected and in view.
     QSignalSpy sel(w.timeline(), &TimelineWidget::eventSelected);
     QVERIFY(w.findOnTimeline("bn_bw_1C11"));

@@ -7,6 +7,7 @@
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QTableWidget>
 #include <QToolButton>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -190,6 +191,14 @@ class TestMainWindow : public QObject {
     const QString text = QString::fromUtf8(md.readAll());
     QVERIFY2(text.contains("workers 0 → 4") && text.contains("faster"), qPrintable(text));
     QVERIFY2(text.contains("33.3% → 33.3%"), qPrintable(text));  // the fake child waits a third of each step
+    // Once kept, Keep and Revert of that row are disabled.
+    auto* keep = w.compare()->findChild<QToolButton*>("keep_0");
+    QVERIFY(keep && keep->isEnabled());
+    keep->click();
+    QWidget* cell = w.compare()->table()->cellWidget(0, 5);  // the rebuilt row (the old one is deleted later)
+    QVERIFY(cell);
+    QVERIFY(!cell->findChild<QToolButton*>("keep_0")->isEnabled());
+    QVERIFY(!cell->findChild<QToolButton*>("revert_0")->isEnabled());
     QSignalSpy fin(w.run(), &RunController::finished);
     w.stopRun();
     QVERIFY(waitFor([&] { return fin.count() == 1; }, 3000));

@@ -78,6 +78,7 @@ void ComparePanel::refresh() {
     h->setContentsMargins(0, 0, 0, 0);
     auto* keep = new QToolButton(cell);
     keep->setText(tr("Keep"));
+    keep->setObjectName(QStringLiteral("keep_%1").arg(r));
     auto* revert = new QToolButton(cell);
     revert->setText(tr("Revert"));
     revert->setObjectName(QStringLiteral("revert_%1").arg(r));
@@ -86,6 +87,11 @@ void ComparePanel::refresh() {
     traces->setText(tr("Traces"));
     traces->setObjectName(QStringLiteral("traces_%1").arg(r));
     traces->setToolTip(tr("Compare a trace chunk from before the change with one from after (kernels, ops, idle)"));
+    if (decisions_.contains(c.change)) {  // decided: the buttons say so and do nothing more
+      keep->setEnabled(false);
+      revert->setEnabled(false);
+      (decisions_.value(c.change) == tr("kept") ? keep : revert)->setToolTip(tr("already %1").arg(decisions_.value(c.change)));
+    }
     h->addWidget(keep);
     h->addWidget(revert);
     h->addWidget(traces);

@@ -6,6 +6,8 @@
 #include <QCloseEvent>
 #include <QComboBox>
 #include <QDockWidget>
+#include <QInputDialog>
+#include <QScreen>
 #include <QDragEnterEvent>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -96,6 +98,17 @@ void MainWindow::buildMenus() {
   auto* view = menuBar()->addMenu(tr("&View"));
   view->addAction(tr("&Fit timeline"), timeline_, &TimelineWidget::fit);
   view->addAction(tr("&Zoom to selection"), timeline_, &TimelineWidget::zoomToSelection);
+  view->addAction(tr("Go to &step…"), this, [this] {
+    const auto& a = trace_.analysis;
+    if (!a || a->steps.empty()) {
+      statusBar()->showMessage(tr("The trace on screen has no steps"), 5000);
+      return;
+    }
+    bool ok = false;
+    const int n = QInputDialog::getInt(this, tr("Go to step"), tr("Step number (%1–%2):").arg(a->steps.front().index).arg(a->steps.back().index),
+                                       int(a->steps.front().index), int(a->steps.front().index), int(a->steps.back().index), 1, &ok);
+    if (ok) goToStep(n);
+  })->setShortcut(QKeySequence(tr("Ctrl+G")));
   view->addSeparator();
   for (QDockWidget* d : findChildren<QDockWidget*>()) view->addAction(d->toggleViewAction());
   view->addSeparator();
@@ -138,7 +151,11 @@ void MainWindow::buildMenus() {
 
 void MainWindow::restoreSettings() {
   QSettings s;
-  if (!restoreGeometry(s.value("window/geometry").toByteArray())) resize(1500, 920);
+  if (!restoreGeometry(s.value("window/geometry").toByteArray())) {
+    // First start: most of the screen (a timeline wants width), not a fixed size.
+    const QRect avail = screen() ? screen()->availableGeometry() : QRect(0, 0, 1500, 920);
+    resize(std::max(1000, avail.width() * 9 / 10), std::max(700, avail.height() * 9 / 10));
+  }
   restoreState(s.value("window/state").toByteArray());
   model_->setCurrentText(s.value("run/model", "mnist_cnn").toString());
   data_->setCurrentText(s.value("run/data", "synthetic").toString());

@@ -134,6 +134,18 @@ void MainWindow::showStaticTracePanels(bool static_trace) {
   if (static_trace) dock_analysis_->raise();
 }
 
+bool MainWindow::goToStep(int64_t index) {
+  if (!trace_.analysis) return false;
+  for (const auto& s : trace_.analysis->steps) {
+    if (s.index != index) continue;
+    timeline_->selectInterval(std::min(s.start_ns, s.gpu_start_ns), std::max(s.end_ns, s.gpu_end_ns));
+    statusBar()->showMessage(tr("step %1: %2 ms").arg(index).arg(s.duration_ns() / 1e6, 0, 'f', 3), 8000);
+    return true;
+  }
+  statusBar()->showMessage(tr("No step %1 in the trace on screen").arg(index), 5000);
+  return false;
+}
+
 bool MainWindow::findOnTimeline(const QString& text) {
   if (text.trimmed().isEmpty()) return false;
   if (timeline_->findNext(text.trimmed())) return true;

@@ -89,6 +89,9 @@ class MainWindow : public QMainWindow {
   AnalysisPanel* analysis() const { return analysis_; }
   // Ctrl+F: selects the next event named like `text` on the timeline; false (and a status message) if none.
   bool findOnTimeline(const QString& text);
+  // View → Go to step (Ctrl+G): selects step `index` of the trace on screen (CPU time and the GPU work it
+  // launched) and zooms to it; false when there is no such step.
+  bool goToStep(int64_t index);
   // File → Compare with…: diffs the trace on screen (A) against `path` (B) on a worker thread and shows the
   // result; emits compareFinished with the HTML (or the error).
   void compareWith(const QString& path);
