@@ -392,6 +392,64 @@ void per_step(const GpuSide& g, const HostSide& h, const IdlePieces& p, Analysis
   if (!d.empty()) r.step_median_ns = d.size() % 2 ? d[d.size() / 2] : (d[d.size() / 2 - 1] + d[d.size() / 2]) / 2;
 }
 
+// Host ops by self time: each track's events are sorted by start with parents first, so a stack of open
+// ranges gives every event its direct parent.
+void op_statistics(const Trace& trace, const detail::Scope& sc, const AnalysisOptions& opt, AnalysisResult& r) {
+  struct Agg {
+    uint64_t count = 0;
+    int64_t total = 0, self = 0;
+    bool runtime = false;
+  };
+  std::unordered_map<NameId, Agg> agg;
+  const int64_t W0 = r.window.t0, W1 = r.window.t1;
+  struct Open {
+    int64_t end;
+    NameId name;
+    int64_t dur, children;
+    bool counted;
+  };
+  std::vector<Open> stack;
+  auto close = [&](const Open& o) {
+    if (!o.counted) return;
+    Agg& a = agg[o.name];
+    a.self += std::max<int64_t>(0, o.dur - o.children);
+  };
+  for (const Track& t : trace.tracks()) {
+    if (!in_scope(t, sc)) continue;
+    stack.clear();
+    for (const Event& e : t.events()) {
+      const bool rt = e.kind == EventKind::Runtime || e.kind == EventKind::Driver;
+      if (e.kind != EventKind::Range && !rt) continue;
+      while (!stack.empty() && stack.back().end <= e.start_ns) {
+        close(stack.back());
+        stack.pop_back();
+      }
+      if (!stack.empty()) stack.back().children += e.duration_ns();
+      const std::string_view n = trace.name(e.name);
+      // Steps and profiler-wide spans contain everything: not an op.
+      const bool counted = e.start_ns >= W0 && e.start_ns < W1 && !nc::is_step(n) && n.substr(0, 16) != "PyTorch Profiler";
+      if (counted) {
+        Agg& a = agg[e.name];
+        ++a.count;
+        a.total += e.duration_ns();
+        a.runtime = rt;
+      }
+      stack.push_back({e.end_ns, e.name, e.duration_ns(), 0, counted});
+    }
+    while (!stack.empty()) {
+      close(stack.back());
+      stack.pop_back();
+    }
+  }
+  r.top_ops.reserve(agg.size());
+  for (const auto& [name, a] : agg)
+    r.top_ops.push_back({std::string(trace.name(name)), a.count, a.total, a.self, a.runtime});
+  std::sort(r.top_ops.begin(), r.top_ops.end(), [](const OpStat& a, const OpStat& b) {
+    return a.self_ns != b.self_ns ? a.self_ns > b.self_ns : a.name < b.name;
+  });
+  if (r.top_ops.size() > opt.top_ops) r.top_ops.resize(opt.top_ops);
+}
+
 // Without steps: the thread with the most data-wait time, else the one with the most launches.
 int32_t training_thread_without_steps(const Trace& trace, const detail::Scope& sc) {
   int64_t best_wait = 0;
@@ -492,6 +550,7 @@ AnalysisResult analyze(const Trace& trace, const AnalysisOptions& opt) {
 
   if (!r.steps.empty()) per_step(g, h, pieces, r);
   kernel_statistics(trace, g, opt, r);
+  op_statistics(trace, sc, opt, r);
 
   detail::Evidence ev;
   ev.stall = iv::largest(pieces.stall);

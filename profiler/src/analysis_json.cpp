@@ -125,6 +125,13 @@ std::string to_json(const AnalysisResult& r, const TraceMetadata* meta) {
   }
   w.end_array();
   w.end_object();
+  w.key("ops").begin_object().key("top").begin_array();
+  for (const auto& o : r.top_ops) {
+    w.begin_object().key("name").value(o.name).key("count").value(static_cast<int64_t>(o.count));
+    w.key("total_us").value(us(o.total_ns)).key("self_us").value(us(o.self_ns)).key("runtime").value(o.runtime);
+    w.end_object();
+  }
+  w.end_array().end_object();
   w.key("findings").begin_array();
   for (const auto& f : r.findings) {
     w.begin_object();

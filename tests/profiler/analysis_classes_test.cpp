@@ -297,6 +297,28 @@ TEST(AnalysisClasses, StepsInferredFromOptimizerCalls) {
   EXPECT_TRUE(c.run().steps.empty());
 }
 
+// Host ops by self time: aten::conv2d [0,50] holds aten::convolution [5,45], which holds a 10 us launch.
+TEST(AnalysisClasses, OpSelfTime) {
+  Builder b;
+  steps(b, 1, 100);
+  b.range("aten::conv2d", 0, 50);
+  b.range("aten::convolution", 5, 45);
+  b.kernel(60, 90, 20);  // its cudaLaunchKernel runs [20,21]
+  b.range("aten::conv2d", 60, 70);
+  auto r = b.run();
+  auto op = [&](const char* n) {
+    for (const auto& o : r.top_ops)
+      if (o.name == n) return o;
+    return OpStat{};
+  };
+  EXPECT_EQ(op("aten::conv2d").count, 2u);
+  EXPECT_EQ(op("aten::conv2d").total_ns, 60 * us);
+  EXPECT_EQ(op("aten::conv2d").self_ns, 20 * us);      // 50 - 40 + 10
+  EXPECT_EQ(op("aten::convolution").self_ns, 39 * us);  // 40 - the 1 us launch
+  EXPECT_TRUE(op("cudaLaunchKernel").runtime);
+  EXPECT_EQ(op("ProfilerStep#1").count, 0u);  // the step itself is not an op
+}
+
 std::unique_ptr<Trace> load(const char* name) {
   auto t = load_trace(std::string(TB_TESTDATA_DIR) + "/" + name);
   EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().to_string());

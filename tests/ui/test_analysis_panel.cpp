@@ -35,6 +35,7 @@ class TestAnalysisPanel : public QObject {
     p.setAnalysis(t.analysis);
     QCOMPARE(p.stepsTable()->rowCount(), 5);
     QCOMPARE(p.kernelsTable()->rowCount(), 10);
+    QCOMPARE(p.opsTable()->rowCount(), 20);
     // Each step row says 870 kernels (the work it launched).
     for (int r = 0; r < 5; ++r) QCOMPARE(p.stepsTable()->item(r, 12)->data(Qt::DisplayRole).toInt(), 870);
     QVERIFY(p.summaryText().contains("5 steps"));

@@ -117,8 +117,13 @@ AnalysisPanel::AnalysisPanel(QWidget* parent) : QWidget(parent) {
   kernels_->setObjectName("analysis_kernels");
   kernels_->setToolTip(tr("launch: mean host time in the launch call; delay: mean launch start → kernel start.\n"
                           "Double-click: find the kernel on the timeline."));
+  ops_ = table({tr("op / runtime call"), tr("count"), tr("self ms"), tr("total ms"), tr("avg self µs")});
+  ops_->setObjectName("analysis_ops");
+  ops_->setToolTip(tr("Host ops and CUDA runtime calls of the analysed process in the window; self = without the ops "
+                      "they contain.\nDouble-click: find it on the timeline."));
   tabs_->addTab(steps_, tr("Steps"));
   tabs_->addTab(kernels_, tr("Top kernels"));
+  tabs_->addTab(ops_, tr("Top ops"));
   v->addWidget(summary_);
   v->addWidget(bar_);
   v->addWidget(tabs_, 1);
@@ -132,6 +137,9 @@ AnalysisPanel::AnalysisPanel(QWidget* parent) : QWidget(parent) {
   connect(kernels_, &QTableWidget::cellDoubleClicked, this, [this](int row, int) {
     emit findRequested(kernels_->item(row, 0)->data(Qt::UserRole).toString());
   });
+  connect(ops_, &QTableWidget::cellDoubleClicked, this, [this](int row, int) {
+    emit findRequested(ops_->item(row, 0)->data(Qt::UserRole).toString());
+  });
 }
 
 QString AnalysisPanel::summaryText() const { return summary_->text(); }
@@ -140,6 +148,7 @@ void AnalysisPanel::clear() {
   r_.reset();
   steps_->setRowCount(0);
   kernels_->setRowCount(0);
+  ops_->setRowCount(0);
   bar_->setSlices({}, 0);
   summary_->setText(tr("No trace."));
 }
@@ -194,6 +203,24 @@ void AnalysisPanel::setAnalysis(std::shared_ptr<const tb::prof::AnalysisResult> 
   kernels_->setSortingEnabled(true);
   kernels_->sortByColumn(2, Qt::DescendingOrder);  // by total time
   kernels_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+
+  ops_->setSortingEnabled(false);
+  ops_->setRowCount(static_cast<int>(a.top_ops.size()));
+  for (int i = 0; i < static_cast<int>(a.top_ops.size()); ++i) {
+    const auto& o = a.top_ops[i];
+    const QString name = QString::fromStdString(o.name);
+    auto* n = new QTableWidgetItem(name);
+    n->setData(Qt::UserRole, name);
+    n->setToolTip(name);
+    ops_->setItem(i, 0, n);
+    ops_->setItem(i, 1, num(static_cast<double>(o.count), 0));
+    ops_->setItem(i, 2, num(o.self_ns / 1e6));
+    ops_->setItem(i, 3, num(o.total_ns / 1e6));
+    ops_->setItem(i, 4, num(o.count ? o.self_ns / 1e3 / o.count : 0, 2));
+  }
+  ops_->setSortingEnabled(true);
+  ops_->sortByColumn(2, Qt::DescendingOrder);  // by self time
+  ops_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
 }
 
 }  // namespace tb::ui

@@ -49,6 +49,7 @@ namespace tb::prof {
 struct AnalysisOptions {
   int64_t min_gap_ns = 2000;  // launch gaps shorter than this are other idle (2 us default)
   size_t top_kernels = 10;    // how many kernels (by total time) to list
+  size_t top_ops = 20;        // how many host ops (by self time) to list
   size_t max_intervals = 100000;  // cap on the intervals kept for highlighting (totals are never capped)
   double finding_min_share = 0.02;  // a class under this share of the window gives no finding
   int64_t device = -1;               // GPU device to analyse; -1: the one the analysed process launches to
@@ -118,6 +119,16 @@ struct KernelStat {
   int64_t delay_max_ns = 0;
 };
 
+// A host op (CPU range: aten::*, user annotations, our phases) or CUDA runtime/driver call of the analysed
+// process inside the window, aggregated by name. Self time = its duration minus its direct children's.
+struct OpStat {
+  std::string name;
+  uint64_t count = 0;
+  int64_t total_ns = 0;
+  int64_t self_ns = 0;
+  bool runtime = false;  // a CUDA runtime/driver call
+};
+
 enum class FindingKind {
   LoaderStall, LaunchGap, SyncPoints, LowTensorCore, CollectorOff, DroppedRecords,
   AllocatorBound,  // our traces: page faults per step cost a visible share of it (the cpu_allocator knob)
@@ -180,6 +191,7 @@ struct AnalysisResult {
   uint64_t memcpy_count = 0;
   uint64_t memset_count = 0;
   std::vector<KernelStat> top_kernels;
+  std::vector<OpStat> top_ops;     // by self time, AnalysisOptions::top_ops of them (steps and spans left out)
   double tensor_core_share = 0;    // share of GEMM/conv kernel time in Tensor Core kernels (-1: no GEMM/conv)
   double matmul_share = 0;         // share of compute kernel time in GEMM/conv kernels
   int32_t training_track = -1;     // index into Trace::tracks(), -1 none

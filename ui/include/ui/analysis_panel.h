@@ -1,6 +1,6 @@
 // The analysis of the trace on screen, as a profiler user reads it: one line of scope and window, a bar of
-// where the GPU time went (busy by class, idle by named cause, with a legend), a per-step table and the top
-// kernels with their launch statistics. Double-clicking a step shows it on the timeline; double-clicking a
+// where the GPU time went (busy by class, idle by named cause, with a legend), a per-step table, the top
+// kernels with their launch statistics and the host ops by self time. Double-clicking a step shows it on the timeline; double-clicking a
 // kernel finds it there. Fed by MainWindow from the loaded trace's AnalysisResult.
 #pragma once
 
@@ -47,6 +47,7 @@ class AnalysisPanel : public QWidget {
   void clear();
   QTableWidget* stepsTable() const { return steps_; }
   QTableWidget* kernelsTable() const { return kernels_; }
+  QTableWidget* opsTable() const { return ops_; }
   QString summaryText() const;
 
  signals:
@@ -60,6 +61,7 @@ class AnalysisPanel : public QWidget {
   QTabWidget* tabs_ = nullptr;
   QTableWidget* steps_ = nullptr;
   QTableWidget* kernels_ = nullptr;
+  QTableWidget* ops_ = nullptr;
 };
 
 }  // namespace tb::ui
