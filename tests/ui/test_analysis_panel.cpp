@@ -116,6 +116,18 @@ class TestAnalysisPanel : public QObject {
     QVERIFY(spy.wait(60000));
     QVERIFY(spy.at(0).at(0).toBool());
     QCOMPARE(w.analysis()->stepsTable()->rowCount(), 5);
+    // memcpy/memset on their own row per stream, kernels alone on theirs.
+    int copy_rows = 0;
+    for (const auto& tr : w.timeline()->data()->tracks) {
+      if (tr.kind != TrackKind::GpuStream) continue;
+      const bool copies = tr.name.find("memcpy/memset") != std::string::npos;
+      copy_rows += copies;
+      for (const auto& l : tr.lanes)
+        for (EventCat c : l.cat)
+          if (c == EventCat::Memcpy || c == EventCat::Memset) QVERIFY2(copies, tr.name.c_str());
+          else if (c == EventCat::Kernel) QVERIFY2(!copies, tr.name.c_str());
+    }
+    QVERIFY(copy_rows >= 1);
     // A static trace: the analysis is shown, the live panels are not.
     QVERIFY(w.findChild<QDockWidget*>("dock_analysis")->isVisible());
     QVERIFY(!w.findChild<QDockWidget*>("dock_chart")->isVisible());

@@ -61,8 +61,15 @@ std::shared_ptr<TimelineData> toTimeline(const tb::prof::Trace& trace, const tb:
     if (t.name.empty())
       t.name = t.kind == TrackKind::GpuStream ? "GPU " + std::to_string(pt.pid()) + " stream " + std::to_string(pt.tid())
                                               : "thread " + std::to_string(pt.tid());
-    t.sort_key = pt.sort_index() * 1'000'000 + pt.tid();
+    t.sort_key = (pt.sort_index() * 1'000'000 + pt.tid()) * 2;
     t.lanes.resize(size_t(pt.max_depth()) + 1);
+    // memcpy/memset get their own row under their stream (as in Nsight Systems): copies overlapping kernels
+    // would otherwise hide in the kernel row.
+    Track copies;
+    copies.kind = TrackKind::GpuStream;
+    copies.name = t.name + " · memcpy/memset";
+    copies.sort_key = t.sort_key + 1;
+    copies.lanes.resize(1);
     const bool marker_track = pt.name() == tb::prof::kGlobalMarkersTrack;
     for (const tb::prof::Event& e : pt.events()) {
       const std::string_view name = trace.name(e.name);
@@ -82,10 +89,13 @@ std::shared_ptr<TimelineData> toTimeline(const tb::prof::Trace& trace, const tb:
         ai = uint32_t(d->args.size());
         d->args.push_back(std::move(args));
       }
-      t.lanes[std::min<size_t>(e.depth, t.lanes.size() - 1)].push(e.start_ns, e.end_ns, e.name,
-                                                                    categorize(e, name, pt.kind()), int64_t(e.correlation), ai);
+      const bool copy = pt.kind() == tb::prof::TrackKind::GpuStream &&
+                        (e.kind == tb::prof::EventKind::Memcpy || e.kind == tb::prof::EventKind::Memset);
+      Lane& lane = copy ? copies.lanes[0] : t.lanes[std::min<size_t>(e.depth, t.lanes.size() - 1)];
+      lane.push(e.start_ns, e.end_ns, e.name, categorize(e, name, pt.kind()), int64_t(e.correlation), ai);
     }
     d->tracks.push_back(std::move(t));
+    if (!copies.lanes[0].start.empty()) d->tracks.push_back(std::move(copies));
   }
   if (a) {
     for (const auto& iv : a->loader_stall_intervals) d->bands.push_back({BandKind::LoaderStall, iv.t0, iv.t1});
