@@ -137,6 +137,14 @@ void print_summary(const prof::Trace& trace, const prof::AnalysisResult& r, FILE
   line(out, "host blocked in sync calls", r.sync_ns, W, b);
   if (!r.steps.empty()) print_steps(r, out);
   if (!r.top_kernels.empty()) print_kernels(r, out);
+  if (!r.launch_outliers.empty()) {
+    std::fprintf(out, "\nlaunch outliers (median launch call %.1f us, median launch->start %.1f us)\n",
+                 r.launch_median_ns / 1000.0, r.delay_median_ns / 1000.0);
+    for (const auto& o : r.launch_outliers)
+      std::fprintf(out, "  %s %9.3f ms into the window: %s %.1f us  %s\n", o.slow_call ? "slow launch" : "late start ",
+                   ms(o.launch_start_ns - r.window.t0), o.slow_call ? "call" : "delay",
+                   (o.slow_call ? o.launch_ns : o.delay_ns) / 1000.0, shorten(o.kernel, 80).c_str());
+  }
   std::fprintf(out, "\nfindings\n");
   if (r.findings.empty()) std::fprintf(out, "  none: no class of time above 2%% of the window\n");
   int i = 0;

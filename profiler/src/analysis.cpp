@@ -392,6 +392,54 @@ void per_step(const GpuSide& g, const HostSide& h, const IdlePieces& p, Analysis
   if (!d.empty()) r.step_median_ns = d.size() % 2 ? d[d.size() / 2] : (d[d.size() / 2 - 1] + d[d.size() / 2]) / 2;
 }
 
+// Launch outliers: launch calls and launch->start delays far beyond the trace's median. A late start only
+// counts when the GPU was idle before the kernel (else the kernel simply queued behind busy work).
+void launch_outliers(const Trace& trace, const GpuSide& g, AnalysisResult& r) {
+  struct L {
+    int64_t launch, call, delay;
+    uint32_t track, event;
+  };
+  std::vector<L> all;
+  for (const Activity& a : g.acts) {
+    const Event& e = trace.track(a.track).events()[a.event];
+    if (e.kind != EventKind::Kernel) continue;
+    const Flow* f = trace.flow_to(a.track, a.event);
+    if (!f) continue;
+    const Event& l = trace.track(f->src_track).events()[f->src_event];
+    all.push_back({l.start_ns, l.duration_ns(), std::max<int64_t>(0, e.start_ns - l.start_ns), a.track, a.event});
+  }
+  if (all.size() < 20) return;  // too few launches for a "typical" one
+  auto median = [&](auto key) {
+    std::vector<int64_t> v;
+    v.reserve(all.size());
+    for (const L& x : all) v.push_back(key(x));
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return v[v.size() / 2];
+  };
+  r.launch_median_ns = median([](const L& x) { return x.call; });
+  r.delay_median_ns = median([](const L& x) { return x.delay; });
+  const int64_t call_cut = std::max<int64_t>(100'000, 10 * r.launch_median_ns);
+  const int64_t delay_cut = std::max<int64_t>(1'000'000, 10 * r.delay_median_ns);
+  std::vector<LaunchOutlier> calls, delays;
+  for (const L& x : all) {
+    const Event& k = trace.track(x.track).events()[x.event];
+    if (x.call >= call_cut)
+      calls.push_back({std::string(trace.name(k.name)), x.launch, x.call, x.delay, true});
+    // Late start: the GPU sat idle right before it (the kernel opens a busy interval).
+    auto it = std::upper_bound(g.busy.begin(), g.busy.end(), k.start_ns, [](int64_t t, const Interval& b) { return t < b.t0; });
+    const bool opens = it != g.busy.begin() && std::prev(it)->t0 == k.start_ns;
+    // The wait after the call returned: a slow call's own time is not a late start too.
+    if (x.delay - x.call >= delay_cut && opens) delays.push_back({std::string(trace.name(k.name)), x.launch, x.call, x.delay, false});
+  }
+  for (auto* v : {&calls, &delays}) {
+    std::sort(v->begin(), v->end(), [](const LaunchOutlier& a, const LaunchOutlier& b) {
+      return a.slow_call ? a.launch_ns > b.launch_ns : a.delay_ns > b.delay_ns;
+    });
+    if (v->size() > 10) v->resize(10);
+    r.launch_outliers.insert(r.launch_outliers.end(), v->begin(), v->end());
+  }
+}
+
 // Host ops by self time: each track's events are sorted by start with parents first, so a stack of open
 // ranges gives every event its direct parent.
 void op_statistics(const Trace& trace, const detail::Scope& sc, const AnalysisOptions& opt, AnalysisResult& r) {
@@ -551,6 +599,7 @@ AnalysisResult analyze(const Trace& trace, const AnalysisOptions& opt) {
   if (!r.steps.empty()) per_step(g, h, pieces, r);
   kernel_statistics(trace, g, opt, r);
   op_statistics(trace, sc, opt, r);
+  launch_outliers(trace, g, r);
 
   detail::Evidence ev;
   ev.stall = iv::largest(pieces.stall);

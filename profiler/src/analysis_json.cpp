@@ -125,6 +125,15 @@ std::string to_json(const AnalysisResult& r, const TraceMetadata* meta) {
   }
   w.end_array();
   w.end_object();
+  w.key("launches").begin_object();
+  w.key("median_call_us").value(us(r.launch_median_ns)).key("median_delay_us").value(us(r.delay_median_ns));
+  w.key("outliers").begin_array();
+  for (const auto& o : r.launch_outliers) {
+    w.begin_object().key("kernel").value(o.kernel).key("launch_start_us").value(us(o.launch_start_ns));
+    w.key("launch_us").value(us(o.launch_ns)).key("delay_us").value(us(o.delay_ns));
+    w.key("kind").value(o.slow_call ? "slow_call" : "late_start").end_object();
+  }
+  w.end_array().end_object();
   w.key("ops").begin_object().key("top").begin_array();
   for (const auto& o : r.top_ops) {
     w.begin_object().key("name").value(o.name).key("count").value(static_cast<int64_t>(o.count));

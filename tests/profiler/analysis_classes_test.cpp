@@ -319,6 +319,32 @@ TEST(AnalysisClasses, OpSelfTime) {
   EXPECT_EQ(op("ProfilerStep#1").count, 0u);  // the step itself is not an op
 }
 
+// 30 launches of 1 us each, kernels starting 2 us after their launch; one launch call of 500 us (lazy
+// loading) and one kernel starting 3 ms after its launch on an idle GPU are named.
+TEST(AnalysisClasses, LaunchOutliersAreNamed) {
+  Builder b;
+  for (int i = 0; i < 30; ++i) b.kernel(i * 20 + 2, i * 20 + 10, i * 20, 7, "k");  // launch [t, t+1]
+  b.runtime("cudaLaunchKernel", 700, 1200, 9001);  // a 500 us call
+  Event k;
+  k.kind = EventKind::Kernel;
+  k.name = b.t.intern("slow_to_launch");
+  k.start_ns = 1202 * us;
+  k.end_ns = 1210 * us;
+  k.correlation = 9001;
+  b.t.add_event(b.t.track_for(TrackKind::GpuStream, 0, 7), k);
+  b.kernel(5000, 5010, 1990, 7, "late");  // launched at 1990, starts 3010 us later on an idle GPU
+  auto r = b.run();
+  EXPECT_EQ(r.launch_median_ns, 1 * us);
+  EXPECT_EQ(r.delay_median_ns, 2 * us);
+  ASSERT_EQ(r.launch_outliers.size(), 2u);
+  EXPECT_TRUE(r.launch_outliers[0].slow_call);
+  EXPECT_EQ(r.launch_outliers[0].kernel, "slow_to_launch");
+  EXPECT_EQ(r.launch_outliers[0].launch_ns, 500 * us);
+  EXPECT_FALSE(r.launch_outliers[1].slow_call);
+  EXPECT_EQ(r.launch_outliers[1].kernel, "late");
+  EXPECT_EQ(r.launch_outliers[1].delay_ns, 3010 * us);
+}
+
 std::unique_ptr<Trace> load(const char* name) {
   auto t = load_trace(std::string(TB_TESTDATA_DIR) + "/" + name);
   EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().to_string());

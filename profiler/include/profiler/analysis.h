@@ -129,6 +129,17 @@ struct OpStat {
   bool runtime = false;  // a CUDA runtime/driver call
 };
 
+// A kernel launch far slower than the trace's typical one (launch call >= 10x the median and >= 100 us), or
+// a kernel that started far later after its launch call returned than usual (>= 10x the median delay and
+// >= 1 ms, while the GPU was idle): named with where to look.
+struct LaunchOutlier {
+  std::string kernel;
+  int64_t launch_start_ns = 0;
+  int64_t launch_ns = 0;  // host time in the launch call
+  int64_t delay_ns = 0;   // launch call start -> kernel start
+  bool slow_call = false; // else a late start
+};
+
 enum class FindingKind {
   LoaderStall, LaunchGap, SyncPoints, LowTensorCore, CollectorOff, DroppedRecords,
   AllocatorBound,  // our traces: page faults per step cost a visible share of it (the cpu_allocator knob)
@@ -191,7 +202,10 @@ struct AnalysisResult {
   uint64_t memcpy_count = 0;
   uint64_t memset_count = 0;
   std::vector<KernelStat> top_kernels;
-  std::vector<OpStat> top_ops;     // by self time, AnalysisOptions::top_ops of them (steps and spans left out)
+  std::vector<OpStat> top_ops;
+  std::vector<LaunchOutlier> launch_outliers;  // the worst 10 of each kind (slow calls first), worst first
+  int64_t launch_median_ns = 0;    // median launch-call duration over the correlated kernel launches
+  int64_t delay_median_ns = 0;     // median launch -> start delay     // by self time, AnalysisOptions::top_ops of them (steps and spans left out)
   double tensor_core_share = 0;    // share of GEMM/conv kernel time in Tensor Core kernels (-1: no GEMM/conv)
   double matmul_share = 0;         // share of compute kernel time in GEMM/conv kernels
   int32_t training_track = -1;     // index into Trace::tracks(), -1 none
