@@ -4,6 +4,7 @@
 // samples over wall time of the measured steps, including loading, warm-up excluded, with a noise verdict.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -67,6 +68,9 @@ int cmd_run(int argc, char** argv) {
   }
 
   std::unique_ptr<engine::Session> session;
+  // --steps N is N steps in all: warm-up until stable may take at most half of them (as run --script).
+  if (measured_steps == 0 && steps > 0)
+    opts.max_warmup_steps = std::min(opts.max_warmup_steps, std::max(opts.warmup_steps, static_cast<int>(steps / 2)));
   try {
     session = engine::Session::create(opts);
   } catch (const engine::EngineError& e) {

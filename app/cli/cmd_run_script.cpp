@@ -3,6 +3,7 @@
 // Runs the user's script unmodified under python -m tunebench.launch and reports its throughput exactly as an
 // engine run (same JSON document: config, throughput, steps, warnings), plus where the DataLoader and the
 // optimizer were made (the lines a tuning report tells the user to edit).
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -76,6 +77,10 @@ int cmd_run_script(int argc, char** argv) {
     }
   }
   if (so.script.empty()) return usage_error("--script needs a file");
+  // --steps N is N steps in all: warm-up until stable may take at most half of them, so a short run on a
+  // noisy machine still measures something (it flagged all 12 steps of a test run as warm-up once).
+  if (so.steps > 0)
+    so.max_warmup_steps = std::min(so.max_warmup_steps, std::max(so.warmup_steps, static_cast<int>(so.steps / 2)));
   // The allocator is the interpreter's process setting: its environment, not a launcher knob.
   for (auto it = so.set.begin(); it != so.set.end();)
     if (it->first == "cpu_allocator") {
