@@ -82,6 +82,16 @@ class TestAnalysisPanel : public QObject {
     QVERIFY(kernel);
     QCOMPARE(d.tracks[kernel->track].name, std::string("gpu"));
     QVERIFY(!findNextEvent(d, "nccl", nullptr));
+    // Summaries of a range count the events that start inside it.
+    auto all = summarizeRange(d, 0, 30);
+    QCOMPARE(int(all.size()), 2);
+    QCOMPARE(d.names[all[0].name], std::string("aten::conv2d"));  // 2 x 10 ns, before the kernel's 10
+    QCOMPARE(all[0].count, uint64_t(2));
+    QCOMPARE(all[0].total_ns, int64_t(20));
+    QVERIFY(!all[0].gpu && all[1].gpu);
+    auto part = summarizeRange(d, 12, 17);  // only the kernel starts in there
+    QCOMPARE(int(part.size()), 1);
+    QVERIFY(part[0].gpu);
   }
 
   void toggleChunksArePickedInsideEachConfiguration() {
@@ -142,6 +152,7 @@ class TestAnalysisPanel : public QObject {
     QVERIFY(w.timeline()->hasSelection());
     QCOMPARE(w.timeline()->selection().first, qint64(std::min(a.steps[2].start_ns, a.steps[2].gpu_start_ns)));
     QVERIFY(!w.goToStep(7));
+    QVERIFY(w.analysis()->selectionTable()->rowCount() > 10);  // the step's kernels and ops, summed
     // Ctrl+F: a kernel by part of its name is selected and in view.
     QSignalSpy sel(w.timeline(), &TimelineWidget::eventSelected);
     QVERIFY(w.findOnTimeline("bn_bw_1C11"));

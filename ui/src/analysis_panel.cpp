@@ -124,6 +124,19 @@ AnalysisPanel::AnalysisPanel(QWidget* parent) : QWidget(parent) {
   tabs_->addTab(steps_, tr("Steps"));
   tabs_->addTab(kernels_, tr("Top kernels"));
   tabs_->addTab(ops_, tr("Top ops"));
+  auto* sel = new QWidget;
+  auto* sv = new QVBoxLayout(sel);
+  sv->setContentsMargins(0, 0, 0, 0);
+  selection_label_ = new QLabel(tr("Select a time range on the timeline (Shift+drag or right-drag) to sum its kernels and ops."));
+  selection_label_->setWordWrap(true);
+  selection_ = table({tr("kernel / op"), tr("kind"), tr("count"), tr("total ms"), tr("mean µs"), tr("% of range")});
+  selection_->setObjectName("analysis_selection");
+  sv->addWidget(selection_label_);
+  sv->addWidget(selection_, 1);
+  tabs_->addTab(sel, tr("Selection"));
+  connect(selection_, &QTableWidget::cellDoubleClicked, this, [this](int row, int) {
+    emit findRequested(selection_->item(row, 0)->data(Qt::UserRole).toString());
+  });
   v->addWidget(summary_);
   v->addWidget(bar_);
   v->addWidget(tabs_, 1);
@@ -143,6 +156,33 @@ AnalysisPanel::AnalysisPanel(QWidget* parent) : QWidget(parent) {
 }
 
 QString AnalysisPanel::summaryText() const { return summary_->text(); }
+
+void AnalysisPanel::setSelection(const TimelineData& data, int64_t t0, int64_t t1) {
+  const auto rows = summarizeRange(data, t0, t1);
+  const double span = std::max<int64_t>(1, t1 - t0);
+  selection_label_->setText(tr("%1 ms selected: %2 kernels/ops by name (events starting inside it)")
+                                .arg((t1 - t0) / 1e6, 0, 'f', 3)
+                                .arg(rows.size()));
+  selection_->setSortingEnabled(false);
+  const int n = static_cast<int>(std::min<size_t>(rows.size(), 200));
+  selection_->setRowCount(n);
+  for (int i = 0; i < n; ++i) {
+    const auto& r = rows[size_t(i)];
+    const QString name = QString::fromStdString(data.names[r.name]);
+    auto* it = new QTableWidgetItem(name);
+    it->setData(Qt::UserRole, name);
+    it->setToolTip(name);
+    selection_->setItem(i, 0, it);
+    selection_->setItem(i, 1, new QTableWidgetItem(r.gpu ? tr("GPU") : tr("host")));
+    selection_->setItem(i, 2, num(static_cast<double>(r.count), 0));
+    selection_->setItem(i, 3, num(r.total_ns / 1e6));
+    selection_->setItem(i, 4, num(r.count ? r.total_ns / 1e3 / r.count : 0, 2));
+    selection_->setItem(i, 5, num(100.0 * r.total_ns / span, 1));
+  }
+  selection_->setSortingEnabled(true);
+  selection_->sortByColumn(3, Qt::DescendingOrder);
+  selection_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+}
 
 void AnalysisPanel::clear() {
   r_.reset();

@@ -210,6 +210,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     }
     compareFiles(before, after);
   });
+  connect(timeline_, &TimelineWidget::selectionChanged, this, [this](int64_t a, int64_t b) {
+    if (auto d = timeline_->data()) analysis_->setSelection(*d, a, b);
+  });
   connect(analysis_, &AnalysisPanel::intervalRequested, this, [this](qint64 a, qint64 b) { timeline_->selectInterval(a, b); });
   connect(analysis_, &AnalysisPanel::findRequested, this, [this](const QString& name) { findOnTimeline(name); });
   // "Try" only what can run here, for this run: a knob this machine cannot apply, or a finding from a file

@@ -369,3 +369,32 @@ std::optional<EventRef> findNextEvent(const TimelineData& d, const std::string& 
 }
 
 }  // namespace tb::ui
+
+namespace tb::ui {
+
+std::vector<NameSummary> summarizeRange(const TimelineData& d, int64_t t0, int64_t t1) {
+  std::unordered_map<uint64_t, NameSummary> agg;  // key: name << 1 | gpu
+  for (const Track& tr : d.tracks) {
+    for (const Lane& L : tr.lanes) {
+      for (size_t i = L.firstStartingAtOrAfter(t0, 0); i < L.size() && L.start[i] <= t1; ++i) {
+        const EventCat c = L.cat[i];
+        if (c == EventCat::Step || c == EventCat::GpuAnnotation || c == EventCat::Other) continue;
+        const bool gpu = c == EventCat::Kernel || c == EventCat::Memcpy || c == EventCat::Memset;
+        NameSummary& s = agg[(uint64_t(L.name[i]) << 1) | uint64_t(gpu)];
+        s.name = L.name[i];
+        s.gpu = gpu;
+        ++s.count;
+        s.total_ns += L.end[i] - L.start[i];
+      }
+    }
+  }
+  std::vector<NameSummary> out;
+  out.reserve(agg.size());
+  for (auto& [k, v] : agg) out.push_back(v);
+  std::sort(out.begin(), out.end(), [](const NameSummary& a, const NameSummary& b) {
+    return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.name < b.name;
+  });
+  return out;
+}
+
+}  // namespace tb::ui

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "profiler/analysis.h"
+#include "ui/timeline_model.h"
 
 class QLabel;
 class QTableWidget;
@@ -49,6 +50,9 @@ class AnalysisPanel : public QWidget {
   QTableWidget* kernelsTable() const { return kernels_; }
   QTableWidget* opsTable() const { return ops_; }
   QString summaryText() const;
+  // The "Selection" tab: kernels and ops starting inside [t0, t1] of `data` (the timeline's selection or view).
+  void setSelection(const TimelineData& data, int64_t t0, int64_t t1);
+  QTableWidget* selectionTable() const { return selection_; }
 
  signals:
   void intervalRequested(qint64 t0, qint64 t1);  // a step: show it on the timeline
@@ -62,6 +66,8 @@ class AnalysisPanel : public QWidget {
   QTableWidget* steps_ = nullptr;
   QTableWidget* kernels_ = nullptr;
   QTableWidget* ops_ = nullptr;
+  QTableWidget* selection_ = nullptr;
+  QLabel* selection_label_ = nullptr;
 };
 
 }  // namespace tb::ui

@@ -154,6 +154,17 @@ struct EventRef {
 // start time, so a search costs the events after that time at most.
 std::optional<EventRef> findNextEvent(const TimelineData& d, const std::string& needle, const EventRef* after);
 
+// Summaries (the Analysis panel's "Selection" tab): kernels and ops of the timeline that start inside
+// [t0, t1], by name: count and total time, longest total first. Memcpy/memset count as kernels' neighbours
+// (category kept), CPU ranges and runtime calls as ops.
+struct NameSummary {
+  uint32_t name = 0;  // index into TimelineData::names
+  bool gpu = false;   // kernel / memcpy / memset
+  uint64_t count = 0;
+  int64_t total_ns = 0;
+};
+std::vector<NameSummary> summarizeRange(const TimelineData& d, int64_t t0, int64_t t1);
+
 struct RowInfo {
   uint32_t track, lane;
   bool header;  // first lane of its track
