@@ -57,6 +57,8 @@ struct GpuSide {
 GpuSide collect_gpu(const Trace& trace, const detail::Scope& sc, AnalysisResult& r) {
   GpuSide g;
   const auto& tracks = trace.tracks();
+  // Kernel names repeat thousands of times: classify each name once, not each kernel.
+  std::unordered_map<NameId, bool> is_comm;
   for (uint32_t ti = 0; ti < tracks.size(); ++ti) {
     const Track& t = tracks[ti];
     if (t.kind() != TrackKind::GpuStream || t.pid() != sc.device) continue;
@@ -67,7 +69,9 @@ GpuSide collect_gpu(const Trace& trace, const detail::Scope& sc, AnalysisResult&
       ActClass c = ActClass::Memory;
       if (e.kind == EventKind::Kernel) {
         ++r.kernel_count;
-        c = nc::is_communication_kernel(trace.name(e.name)) ? ActClass::Comm : ActClass::Compute;
+        auto [it, fresh] = is_comm.try_emplace(e.name, false);
+        if (fresh) it->second = nc::is_communication_kernel(trace.name(e.name));
+        c = it->second ? ActClass::Comm : ActClass::Compute;
       } else if (e.kind == EventKind::Memcpy) {
         ++r.memcpy_count;
         if (e.memcpy_kind() == MemcpyKind::HtoD) g.htod.push_back({e.start_ns, e.end_ns});
@@ -149,14 +153,14 @@ HostSide collect_host(const Trace& trace, const detail::Scope& sc, const Analysi
       const Event& e = ev[i];
       const bool api = e.kind == EventKind::Runtime || e.kind == EventKind::Driver;
       const std::string_view n = trace.name(e.name);
+      const bool blocking = api && ((e.flags & kFlagBlockingSync) || is_blocking_sync_api(n));
       bool is_sync = false;
       if (use_runtime || use_driver) {
-        if ((use_runtime && e.kind == EventKind::Runtime) || (use_driver && e.kind == EventKind::Driver))
-          is_sync = (e.flags & kFlagBlockingSync) || is_blocking_sync_api(n);
+        is_sync = blocking && ((use_runtime && e.kind == EventKind::Runtime) || (use_driver && e.kind == EventKind::Driver));
       } else {
         is_sync = e.kind == EventKind::Range && n == names::kSync;
       }
-      if (api && !is_sync && (e.flags & kFlagBlockingSync) == 0 && !is_blocking_sync_api(n)) {
+      if (api && !blocking) {
         if (nc::is_kernel_launch_api(n)) ++r.launches;
         if (nc::is_slow_runtime(n, e.duration_ns())) h.slow_runtime.push_back({e.start_ns, e.end_ns});
       }

@@ -145,9 +145,7 @@ std::string to_json(const AnalysisResult& r, const TraceMetadata* meta) {
   for (const auto& f : r.findings) {
     w.begin_object();
     w.key("kind").value(f.id).key("message").value(f.message).key("knob").value(f.knob).key("value").value(f.value);
-    w.key("also").begin_array();
-    for (const auto& a : f.also) w.value(a);
-    w.end_array();
+    w.key("also").strings(f.also);
     w.key("share").value(f.share);
     if (f.bounded) w.key("max_speedup").value(f.max_speedup);
     else w.key("max_speedup").null();
@@ -156,9 +154,7 @@ std::string to_json(const AnalysisResult& r, const TraceMetadata* meta) {
     w.end_object();
   }
   w.end_array();
-  w.key("notes").begin_array();
-  for (const auto& n : r.notes) w.value(n);
-  w.end_array();
+  w.key("notes").strings(r.notes);
   w.end_object();
   return w.take();
 }

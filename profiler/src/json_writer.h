@@ -28,6 +28,12 @@ class JsonWriter {
   JsonWriter& value(const char* s) { return value(std::string_view(s ? s : "")); }
   JsonWriter& value(const std::string& s) { return value(std::string_view(s)); }
   JsonWriter& value(bool b) { sep(); out_ += b ? "true" : "false"; return *this; }
+  // An array of strings (notes, ids) in one call.
+  JsonWriter& strings(const std::vector<std::string>& v) {
+    begin_array();
+    for (const auto& s : v) value(s);
+    return end_array();
+  }
   JsonWriter& value(int64_t v) { sep(); append_int(out_, v); return *this; }
   JsonWriter& value(uint64_t v) {
     sep();

@@ -127,15 +127,9 @@ std::string to_json(const TraceDiff& d) {
   names("added", d.added);
   names("removed", d.removed);
   names("changed", d.changed);
-  w.key("findings_appeared").begin_array();
-  for (const auto& f : d.findings_appeared) w.value(f);
-  w.end_array();
-  w.key("findings_disappeared").begin_array();
-  for (const auto& f : d.findings_disappeared) w.value(f);
-  w.end_array();
-  w.key("notes").begin_array();
-  for (const auto& n : d.notes) w.value(n);
-  w.end_array();
+  w.key("findings_appeared").strings(d.findings_appeared);
+  w.key("findings_disappeared").strings(d.findings_disappeared);
+  w.key("notes").strings(d.notes);
   w.end_object();
   return w.take();
 }

@@ -3,9 +3,6 @@
 // codes, zlib is C).
 #include "profiler/trace_io.h"
 
-#include <sys/stat.h>
-#include <zlib.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
