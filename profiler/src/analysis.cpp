@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "analysis_findings.h"
+#include "analysis_idle.h"
 #include "analysis_intervals.h"
 #include "analysis_names.h"
 #include "analysis_steps.h"
@@ -26,6 +27,7 @@ const char* to_string(FindingKind k) {
     case FindingKind::ExposedComm: return "exposed_communication";
     case FindingKind::GpuNotRecorded: return "gpu_not_recorded";
     case FindingKind::RuntimeCalls: return "runtime_calls";
+    case FindingKind::EventWait: return "event_wait";
   }
   return "?";
 }
@@ -34,83 +36,11 @@ namespace {
 
 using iv::Intervals;
 namespace nc = name_class;
-
-// A sync call that ended at most this long before the GPU went idle still counts as the cause: the host
-// returns from the wait a few microseconds after the GPU's last work ends.
-constexpr int64_t kSyncReleaseNs = 5000;
-
-enum class ActClass : uint8_t { Compute, Comm, Memory };
-
-struct Activity {
-  int64_t start, end;
-  uint32_t track, event;
-  ActClass cls;
-};
-
-// Everything the GPU did on the analysed device, with its classes as merged unions.
-struct GpuSide {
-  std::vector<Activity> acts;  // sorted by start
-  Intervals busy, compute, comm, memory, htod;
-  std::vector<int64_t> busy_launch;  // per busy interval: earliest launch start of the work that opens it
-};
-
-GpuSide collect_gpu(const Trace& trace, const detail::Scope& sc, AnalysisResult& r) {
-  GpuSide g;
-  const auto& tracks = trace.tracks();
-  // Kernel names repeat thousands of times: classify each name once, not each kernel.
-  std::unordered_map<NameId, bool> is_comm;
-  for (uint32_t ti = 0; ti < tracks.size(); ++ti) {
-    const Track& t = tracks[ti];
-    if (t.kind() != TrackKind::GpuStream || t.pid() != sc.device) continue;
-    const auto& ev = t.events();
-    for (uint32_t i = 0; i < ev.size(); ++i) {
-      const Event& e = ev[i];
-      if (!is_gpu_activity(e.kind)) continue;
-      ActClass c = ActClass::Memory;
-      if (e.kind == EventKind::Kernel) {
-        ++r.kernel_count;
-        auto [it, fresh] = is_comm.try_emplace(e.name, false);
-        if (fresh) it->second = nc::is_communication_kernel(trace.name(e.name));
-        c = it->second ? ActClass::Comm : ActClass::Compute;
-      } else if (e.kind == EventKind::Memcpy) {
-        ++r.memcpy_count;
-        if (e.memcpy_kind() == MemcpyKind::HtoD) g.htod.push_back({e.start_ns, e.end_ns});
-      } else {
-        ++r.memset_count;
-      }
-      g.acts.push_back({e.start_ns, e.end_ns, ti, i, c});
-      (c == ActClass::Compute ? g.compute : c == ActClass::Comm ? g.comm : g.memory).push_back({e.start_ns, e.end_ns});
-    }
-  }
-  std::sort(g.acts.begin(), g.acts.end(), [](const Activity& a, const Activity& b) { return a.start < b.start; });
-  for (size_t i = 0; i < g.acts.size();) {
-    const int64_t s = g.acts[i].start;
-    int64_t launch = INT64_MAX, e = g.acts[i].end;
-    size_t j = i;
-    for (; j < g.acts.size() && g.acts[j].start == s; ++j) {
-      e = std::max(e, g.acts[j].end);
-      if (const Flow* f = trace.flow_to(g.acts[j].track, g.acts[j].event))
-        launch = std::min(launch, tracks[f->src_track].events()[f->src_event].start_ns);
-    }
-    if (!g.busy.empty() && s <= g.busy.back().t1) {
-      g.busy.back().t1 = std::max(g.busy.back().t1, e);
-    } else {
-      g.busy.push_back({s, e});
-      g.busy_launch.push_back(launch == INT64_MAX ? INT64_MIN : launch);
-    }
-    i = j;
-  }
-  g.compute = iv::merge(std::move(g.compute));
-  g.comm = iv::merge(std::move(g.comm));
-  g.memory = iv::merge(std::move(g.memory));
-  g.htod = iv::merge(std::move(g.htod));
-  return g;
-}
-
-// Host-side ranges and calls of the analysed process.
-struct HostSide {
-  Intervals data_wait, h2d, fwd, bwd, optim, sync_calls, slow_runtime;
-};
+using detail::Activity;
+using detail::ActClass;
+using detail::GpuSide;
+using detail::HostSide;
+using detail::IdlePieces;
 
 bool in_scope(const Track& t, const detail::Scope& sc) {
   return t.kind() == TrackKind::CpuThread && (sc.pid < 0 || t.pid() == sc.pid);
@@ -119,6 +49,7 @@ bool in_scope(const Track& t, const detail::Scope& sc) {
 HostSide collect_host(const Trace& trace, const detail::Scope& sc, const AnalysisOptions& opt, AnalysisResult& r) {
   HostSide h;
   const auto& tracks = trace.tracks();
+  h.wait_calls.resize(tracks.size());
   if (r.training_track >= 0) {
     for (const Event& e : tracks[r.training_track].events()) {
       if (e.kind != EventKind::Range) continue;
@@ -162,6 +93,9 @@ HostSide collect_host(const Trace& trace, const detail::Scope& sc, const Analysi
       }
       if (api && !blocking) {
         if (nc::is_kernel_launch_api(n)) ++r.launches;
+        else if (n == "cudaStreamWaitEvent" || n == "cuStreamWaitEvent" || n == "cudaStreamWaitEvent_ptsz" ||
+                 n == "cuStreamWaitEvent_ptsz")
+          h.wait_calls[ti].push_back({e.start_ns, ti, i});
         if (nc::is_slow_runtime(n, e.duration_ns())) h.slow_runtime.push_back({e.start_ns, e.end_ns});
       }
       if (!is_sync) continue;
@@ -219,64 +153,6 @@ bool attribute_gpu_work(const Trace& trace, const GpuSide& g, int64_t pid, std::
     prev = s.gpu_end_ns;
   }
   return any;
-}
-
-// The idle classes as sorted, disjoint pieces (per-step figures measure them).
-struct IdlePieces {
-  Intervals stall, sync, runtime, edge, gap, overhead, other;
-};
-
-IdlePieces classify_idle(const GpuSide& g, const HostSide& h, const AnalysisOptions& opt, AnalysisResult& r) {
-  IdlePieces p;
-  const int64_t W0 = r.window.t0, W1 = r.window.t1;
-  // Idle intervals: gaps between busy intervals inside the window.
-  auto it = iv::first_ending_after(g.busy, W0);
-  int64_t cur = W0;
-  bool first = true;
-  auto handle = [&](int64_t a, int64_t b, int64_t next_launch, bool lead_in, bool tail) {
-    if (b <= a) return;
-    ++r.idle_interval_count;
-    const size_t stall_before = p.stall.size();
-    iv::clip(h.data_wait, a, b, p.stall);
-    if (p.stall.size() > stall_before) ++r.loader_stall_count;
-    Intervals rest;
-    iv::complement(h.data_wait, a, b, rest);
-    if (rest.empty()) return;
-    // The host was blocked in a sync when the GPU ran dry: the whole rest is the sync's cost.
-    auto s = iv::first_ending_after(h.sync_calls, a - kSyncReleaseNs - 1);
-    if (s != h.sync_calls.end() && s->t0 <= a) {
-      p.sync.insert(p.sync.end(), rest.begin(), rest.end());
-      return;
-    }
-    Intervals rt = iv::intersect(rest, h.slow_runtime);
-    p.runtime.insert(p.runtime.end(), rt.begin(), rt.end());
-    Intervals left = iv::subtract(rest, h.slow_runtime);
-    if (left.empty()) return;
-    Intervals* dst = &p.other;
-    if (lead_in || tail) {
-      dst = &p.edge;
-      (lead_in ? r.lead_in_ns : r.tail_ns) += iv::total(left);
-    } else if (iv::total(left) < opt.min_gap_ns) {
-      dst = &p.overhead;
-    } else if (next_launch != INT64_MIN && next_launch > a) {
-      dst = &p.gap;
-      ++r.launch_gap_count;
-    }
-    dst->insert(dst->end(), left.begin(), left.end());
-  };
-  for (; it != g.busy.end() && it->t0 < W1; ++it) {
-    if (it->t0 > cur) handle(cur, it->t0, g.busy_launch[it - g.busy.begin()], first, false);
-    first = false;
-    cur = std::max(cur, it->t1);
-  }
-  if (cur < W1) handle(cur, W1, INT64_MIN, first, !first);
-  r.loader_stall_ns = iv::total(p.stall);
-  r.sync_idle_ns = iv::total(p.sync);
-  r.runtime_idle_ns = iv::total(p.runtime);
-  r.launch_gap_ns = iv::total(p.gap);
-  r.launch_overhead_ns = iv::total(p.overhead);
-  r.other_idle_ns = iv::total(p.other);
-  return p;
 }
 
 void kernel_statistics(const Trace& trace, const GpuSide& g, const AnalysisOptions& opt, AnalysisResult& r) {
@@ -385,6 +261,7 @@ void per_step(const GpuSide& g, const HostSide& h, const IdlePieces& p, Analysis
     s.edge_idle_ns = iv::measure(p.edge, x, y);
     s.launch_gap_ns = iv::measure(p.gap, x, y);
     s.launch_overhead_ns = iv::measure(p.overhead, x, y);
+    s.event_wait_ns = iv::measure(p.event_wait, x, y);
     s.other_idle_ns = iv::measure(p.other, x, y);
     if (by_time)
       s.kernel_count = static_cast<uint32_t>(std::lower_bound(kernel_starts.begin(), kernel_starts.end(), y) -
@@ -532,7 +409,7 @@ AnalysisResult analyze(const Trace& trace, const AnalysisOptions& opt) {
   r.pid = sc.pid;
   r.devices = sc.devices;
 
-  GpuSide g = collect_gpu(trace, sc, r);
+  GpuSide g = detail::collect_gpu(trace, sc, r);
   r.has_gpu = !g.acts.empty();
 
   // --- Steps, the training thread, the window.
@@ -587,7 +464,7 @@ AnalysisResult analyze(const Trace& trace, const AnalysisOptions& opt) {
     Intervals mem_pieces;
     iv::clip(g.memory, W0, W1, mem_pieces);
     r.memory_exposed_ns = iv::total(iv::subtract(mem_pieces, kernels));
-    pieces = classify_idle(g, h, opt, r);
+    pieces = detail::classify_idle(trace, g, h, opt, r);
     r.gpu_idle_ns = window_len - r.gpu_busy_ns;
   } else if (window_len > 0) {
     // CPU-only: the loader stall is the training thread's data-wait time inside the window.
@@ -610,6 +487,7 @@ AnalysisResult analyze(const Trace& trace, const AnalysisOptions& opt) {
   ev.gap = iv::largest(pieces.gap);
   ev.sync = iv::largest(pieces.sync);
   ev.runtime = iv::largest(pieces.runtime);
+  ev.event_wait = iv::largest(pieces.event_wait);
   {
     Intervals comm_pieces;
     iv::clip(g.comm, W0, W1, comm_pieces);
@@ -624,13 +502,7 @@ AnalysisResult analyze(const Trace& trace, const AnalysisOptions& opt) {
   if (r.steps.empty() && r.has_gpu)
     r.notes.push_back("no step ranges (ProfilerStep#N or ours): the window is first to last GPU activity and no "
                       "gain is bounded");
-  if (r.has_gpu && r.gpu_idle_ns > 0 && r.other_idle_ns * 10 > r.gpu_idle_ns) {
-    char b[200];
-    std::snprintf(b, sizeof b, "%.0f%% of the GPU idle time has no named cause (work was queued, yet the GPU waited: "
-                  "cross-stream/event dependencies, or events missing from the trace)",
-                  100.0 * static_cast<double>(r.other_idle_ns) / static_cast<double>(r.gpu_idle_ns));
-    r.notes.push_back(b);
-  }
+  detail::add_idle_notes(trace, r);
   auto cap = [&](Intervals& v) {
     if (v.size() > opt.max_intervals) v.resize(opt.max_intervals);
     return std::move(v);

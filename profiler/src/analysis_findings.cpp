@@ -96,10 +96,16 @@ void add_findings(const Trace& trace, const AnalysisOptions& opt, const Evidence
   }
   if (r.launch_gap_ns > 0 && r.launch_gap_ns / wl >= opt.finding_min_share) {
     const double share = r.launch_gap_ns / wl;
+    // Time the launching thread recorded nothing: no CPU op to blame, the profiler did not see the host.
+    std::string unrecorded;
+    if (r.launch_gap_unrecorded_ns > 0)
+      unrecorded = "; " + fmt_ms(r.launch_gap_unrecorded_ns) + " of it with no host time recorded on the launching "
+                   "thread (Python or code outside the recorded ops: profile with stack/ranges to see it)";
     push(make(FindingKind::LaunchGap, "cuda_graphs", "on", {"batch_size", "fused_pointwise", "fused_optimizer"}, share,
               ev.gap),
          "GPU idle waiting for the host to launch " + fmt_pct(share) + " of " + span + " (" + fmt_ms(r.launch_gap_ns) +
-             " in " + std::to_string(r.launch_gap_count) + " gaps) -> cuda_graphs / bigger batch_size / fused ops; ");
+             " in " + std::to_string(r.launch_gap_count) + " gaps" + unrecorded +
+             ") -> cuda_graphs / bigger batch_size / fused ops; ");
   }
   if (r.sync_idle_ns > 0 && r.sync_idle_ns / wl >= opt.finding_min_share) {
     // Bounded by the GPU idle time the syncs cause, not by the host's time in them: a sync while the GPU is
@@ -124,6 +130,19 @@ void add_findings(const Trace& trace, const AnalysisOptions& opt, const Evidence
          "GPU idle while the host sat in allocation/setup CUDA calls (cudaMalloc, cudaFree, stream creation, lazy "
          "kernel loading) " + fmt_pct(share) + " of " + span + " (" + fmt_ms(r.runtime_idle_ns) +
              ") -> warm up before measuring, keep memory cached (no empty_cache in the loop); not a launch gap; ");
+  }
+  if (r.event_wait_ns > 0 && r.event_wait_ns / wl >= opt.finding_min_share) {
+    // Each wait costs the time from the other stream's work ending to the waiting work starting: fewer,
+    // larger dependencies (DDP buckets) or a captured graph pay it less often.
+    const double share = r.event_wait_ns / wl;
+    std::vector<std::string> also;
+    if (r.comm_ns > 0) also.push_back("bucket_cap_mb");
+    also.push_back("cuda_graphs");
+    push(make(FindingKind::EventWait, "", "", also, share, ev.event_wait),
+         "GPU idle while queued work waited on another stream " + fmt_pct(share) + " of " + span + " (" +
+             fmt_ms(r.event_wait_ns) + " in " + std::to_string(r.event_wait_count) +
+             " cross-stream waits) -> fewer cross-stream dependencies: larger DDP buckets, fewer stream "
+             "syncs/record_stream, CUDA graphs; ");
   }
   add_host_findings(trace, opt, r);
   std::stable_sort(r.findings.begin(), r.findings.end(),
@@ -157,6 +176,55 @@ void add_findings(const Trace& trace, const AnalysisOptions& opt, const Evidence
     f.message = std::to_string(m.dropped_records) + " records were dropped while recording: totals are lower bounds";
     f.evidence = r.window;
     r.findings.push_back(std::move(f));
+  }
+}
+
+void add_idle_notes(const Trace& trace, AnalysisResult& r) {
+  const double idle = static_cast<double>(std::max<int64_t>(1, r.gpu_idle_ns));
+  auto at = [&](int64_t t) { return "+" + fmt_ms(t - r.window.t0); };  // relative to the window's start
+  if (r.has_gpu && r.event_wait_count > 0) {
+    std::string b = "cross-stream waits: " + fmt_ms(r.event_wait_ns) + " of GPU idle (" +
+                    fmt_pct(static_cast<double>(r.event_wait_ns) / idle) + " of the idle) in " +
+                    std::to_string(r.event_wait_count) + " intervals where queued work waited on another stream";
+    const EventWait* longest = nullptr;
+    for (const EventWait& w : r.event_waits)
+      if (!longest || w.idle.length() > longest->idle.length()) longest = &w;
+    if (longest) {
+      b += "; longest " + fmt_ms(longest->idle.length()) + " at " + at(longest->idle.t0) + ": stream " +
+           std::to_string(longest->stream) + " after stream " + std::to_string(longest->after_stream) + ", " +
+           longest->wait + " at " + at(longest->wait_ns);
+      if (longest->event_record >= 0) b += " on the event recorded by correlation " + std::to_string(longest->event_record);
+    }
+    r.notes.push_back(b);
+  }
+  if (r.has_gpu && r.launch_gap_unrecorded_ns > 0 && r.launch_gap_ns > 0) {
+    r.notes.push_back(
+        "host time not recorded: " + fmt_ms(r.launch_gap_unrecorded_ns) + " of the " + fmt_ms(r.launch_gap_ns) +
+        " launch gap (" + fmt_pct(static_cast<double>(r.launch_gap_unrecorded_ns) / static_cast<double>(r.launch_gap_ns)) +
+        ", " + std::to_string(r.launch_gap_unrecorded_count) +
+        " gaps) passed while the launching thread recorded no op and no runtime call (Python or code the profiler "
+        "does not instrument): no CPU op can be blamed for it; largest " +
+        fmt_ms(r.launch_gap_unrecorded_largest.length()) + " at " + at(r.launch_gap_unrecorded_largest.t0));
+  }
+  // A Kineto trace numbers its events ("Ev Idx"); a file holding fewer than it numbered was sampled or filtered.
+  const auto& x = trace.meta().extra;
+  auto kept_it = x.find("ev_idx_events"), span_it = x.find("ev_idx_span");
+  const bool partial = kept_it != x.end() && span_it != x.end() &&
+                       std::atoll(span_it->second.c_str()) > std::atoll(kept_it->second.c_str());
+  if (partial) {
+    r.notes.push_back("this file holds " + kept_it->second + " of the " + span_it->second +
+                      " events its profiler numbered (Kineto's \"Ev Idx\" skips): a sampled or filtered trace; GPU "
+                      "work, stream waits and host calls are missing, so every figure is a lower bound");
+  }
+  if (r.has_gpu && r.other_idle_ns > 0) {
+    const double share = static_cast<double>(r.other_idle_ns) / idle;
+    std::string b = "GPU idle with no named cause (other): " + fmt_ms(r.other_idle_ns) + ", " + fmt_pct(share) +
+                    " of the idle; the named causes explain " + fmt_pct(1.0 - share);
+    if (share >= 0.1)
+      b += partial ? " (queued work waited with nothing recorded holding it: most likely the events this file lacks)"
+                   : " (queued work waited with nothing recorded holding it: same-stream start latency, a dependency "
+                     "on another device or host callback, or events missing from the trace)";
+    r.notes.push_back(b);
   }
 }
 

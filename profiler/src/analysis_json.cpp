@@ -46,8 +46,10 @@ std::string to_json(const AnalysisResult& r, const TraceMetadata* meta) {
   const std::pair<const char*, int64_t> classes[] = {
       {"loader_stall_us", r.loader_stall_ns}, {"sync_us", r.sync_idle_ns},          {"runtime_us", r.runtime_idle_ns},
       {"lead_in_us", r.lead_in_ns},           {"tail_us", r.tail_ns},               {"launch_gap_us", r.launch_gap_ns},
-      {"launch_overhead_us", r.launch_overhead_ns}, {"other_us", r.other_idle_ns}};
+      {"launch_overhead_us", r.launch_overhead_ns}, {"event_wait_us", r.event_wait_ns}, {"other_us", r.other_idle_ns}};
   for (const auto& [k, v] : classes) w.key(k).value(us(v));
+  // The share of the idle time no named cause explains (0 when there is no idle time).
+  w.key("other_share_of_idle").value(r.gpu_idle_ns > 0 ? static_cast<double>(r.other_idle_ns) / r.gpu_idle_ns : 0.0);
   w.end_object();
   w.key("communication").begin_object();
   w.key("total_us").value(us(r.comm_ns)).key("exposed_us").value(us(r.comm_exposed_ns));
@@ -69,8 +71,25 @@ std::string to_json(const AnalysisResult& r, const TraceMetadata* meta) {
   w.key("total_us").value(us(r.launch_gap_ns)).key("count").value(static_cast<int64_t>(r.launch_gap_count));
   w.key("min_gap_us").value(us(r.min_gap_ns));
   w.key("share").value(r.launch_gap_ns / wl);
+  // Of total_us: the launching thread recorded nothing (host time not recorded).
+  w.key("unrecorded_us").value(us(r.launch_gap_unrecorded_ns));
+  w.key("unrecorded_count").value(static_cast<int64_t>(r.launch_gap_unrecorded_count));
   w.key("intervals_us");
   intervals(r.launch_gap_intervals);
+  w.end_object();
+  w.key("event_wait").begin_object();
+  w.key("total_us").value(us(r.event_wait_ns)).key("count").value(static_cast<int64_t>(r.event_wait_count));
+  w.key("share").value(r.event_wait_ns / wl);
+  w.key("waits").begin_array();
+  for (const auto& e : r.event_waits) {
+    w.begin_object().key("start_us").value(us(e.idle.t0)).key("dur_us").value(us(e.idle.length()));
+    w.key("stream").value(e.stream).key("after_stream").value(e.after_stream);
+    w.key("wait").value(e.wait).key("wait_us").value(us(e.wait_ns));
+    if (e.event_record >= 0) w.key("event_record_correlation").value(e.event_record);
+    else w.key("event_record_correlation").null();
+    w.key("work").value(e.work).end_object();
+  }
+  w.end_array();
   w.end_object();
   w.key("sync").begin_object();
   w.key("count").value(static_cast<int64_t>(r.sync_count)).key("total_us").value(us(r.sync_ns));
@@ -100,6 +119,7 @@ std::string to_json(const AnalysisResult& r, const TraceMetadata* meta) {
     w.key("sync_idle_us").value(us(s.sync_idle_ns)).key("runtime_idle_us").value(us(s.runtime_idle_ns));
     w.key("edge_idle_us").value(us(s.edge_idle_ns));
     w.key("launch_gap_us").value(us(s.launch_gap_ns)).key("launch_overhead_us").value(us(s.launch_overhead_ns));
+    w.key("event_wait_us").value(us(s.event_wait_ns));
     w.key("other_idle_us").value(us(s.other_idle_ns));
     w.key("sync_us").value(us(s.sync_ns)).key("sync_count").value(static_cast<int64_t>(s.sync_count));
     w.key("kernel_count").value(static_cast<int64_t>(s.kernel_count));

@@ -153,6 +153,9 @@ struct Importer {
   bool saw_kineto = false, saw_tunebench = false;
   std::vector<std::pair<std::string_view, double>> counter_scratch_;
   uint64_t event_index = 0;
+  // Kineto numbers its events ("Ev Idx"); fewer kept than numbered: a sampled or filtered trace.
+  uint64_t ev_idx_count = 0;
+  int64_t ev_idx_min = INT64_MAX, ev_idx_max = INT64_MIN;
   // Track lookup cache.
   TrackKind last_kind = TrackKind::Counter;
   int64_t last_pid = INT64_MIN, last_tid = INT64_MIN;
@@ -261,6 +264,7 @@ struct Importer {
     std::string_view ph, cat, name, s_scope, tb_kind_s, label_s, meta_name, detail_s;
     int64_t pid = 0, tid = 0, ts = 0, dur = 0, correlation = 0, arg = kNoArg, bytes = kNoArg, sort_index = 0;
     int64_t stream = INT64_MIN, device = INT64_MIN;
+    int64_t ev_idx = -1, wait_record = -1, wait_stream = -1;  // Kineto: event number; cuda_sync's wait target
     bool has_ts = false, has_dur = false, has_sort = false;
     auto& counter_values = counter_scratch_;
     counter_values.clear();
@@ -370,6 +374,12 @@ struct Importer {
               dst += std::to_string(dv);
             }
             dst += ']';
+          } else if (ak == "Ev Idx") {
+            if (!as_int(ev_idx)) ev_idx = -1;
+          } else if (ak == "wait_on_cuda_event_record_corr_id") {
+            if (!as_int(wait_record)) wait_record = -1;
+          } else if (ak == "wait_on_stream") {
+            if (!as_int(wait_stream)) wait_stream = -1;
           } else if (at == od::json_type::number) {
             double d;
             if (!av.get_double().get(d)) counter_values.emplace_back(ak, d);  // views into the parser: no copy
@@ -379,6 +389,11 @@ struct Importer {
       // Other keys (id, bp, ...) are skipped by On-Demand.
     }
     if (ph.empty()) return fail(W() + ": missing \"ph\"", ev_off);
+    if (ev_idx >= 0) {
+      ++ev_idx_count;
+      ev_idx_min = std::min(ev_idx_min, ev_idx);
+      ev_idx_max = std::max(ev_idx_max, ev_idx);
+    }
     const char p = ph[0];
     const Cat c = classify_cat(cat);
     if (c != Cat::Other && c != Cat::Finding) saw_kineto = true;
@@ -477,7 +492,16 @@ struct Importer {
       case Cat::Memset: e.kind = EventKind::Memset; e.arg = bytes; gpu = true; break;
       case Cat::Runtime: e.kind = EventKind::Runtime; break;
       case Cat::Driver: e.kind = EventKind::Driver; break;
-      case Cat::Sync: e.kind = EventKind::Sync; gpu = true; e.correlation = 0; break;
+      case Cat::Sync:
+        e.kind = EventKind::Sync;
+        gpu = true;
+        e.correlation = 0;
+        // "Stream Wait Event": the cudaEventRecord it waits on (its correlation id) and that event's stream.
+        if (wait_record >= 0) e.arg = wait_record;
+        if (wait_stream >= 0 && e.detail == kNoName)
+          e.detail = trace.intern("waits on stream " + std::to_string(wait_stream) + ", event recorded by correlation " +
+                                  std::to_string(wait_record));
+        break;
       case Cat::GpuAnnotation: e.kind = EventKind::Range; gpu = true; e.correlation = 0; break;
       default: e.kind = EventKind::Range; break;
     }
@@ -575,6 +599,10 @@ struct Importer {
       }
     }
     TraceMetadata& m = trace.meta();
+    if (ev_idx_count > 0) {
+      m.extra["ev_idx_events"] = std::to_string(ev_idx_count);
+      m.extra["ev_idx_span"] = std::to_string(ev_idx_max - ev_idx_min + 1);
+    }
     if (m.source_format.empty()) m.source_format = saw_tunebench ? "tunebench" : (saw_kineto ? "kineto" : "chrome");
   }
 };

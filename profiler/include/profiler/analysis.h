@@ -27,8 +27,12 @@
 //   ran dry because the host waited); runtime (a host thread inside a slow CUDA runtime call: allocation,
 //   stream creation, module loading, a launch taking >= 1 ms); lead-in / tail (before the first / after the
 //   last GPU activity of the window); launch gap (>= min_gap and the next activity was launched after the
-//   GPU went idle: the host was late); launch overhead (< min_gap); other (the next work was queued and the
-//   GPU still waited: cross-stream/event waits, missing data). busy + all of these == window.
+//   GPU went idle: the host was late); launch overhead (< min_gap); event wait (the next work was queued,
+//   its stream was free before the GPU went idle, the last work ran on another stream, and a wait on its
+//   stream is recorded: cudaStreamWaitEvent / Kineto's "Stream Wait Event"); other (the next work was queued
+//   and nothing recorded says why the GPU waited: same-stream start latency, events missing from the trace).
+//   Launch-gap time during which the launching thread recorded nothing (no op, no runtime call; steps and
+//   profiler spans aside) is also counted as "host time not recorded". busy + all of these == window.
 // - A CPU-only trace (no GPU activity): gpu busy = 0, idle = window, loader stall = the training thread's
 //   data-wait time inside the window, the rest other idle.
 // - Sync points: host runtime calls that block on the GPU (cudaDeviceSynchronize, cudaStreamSynchronize,
@@ -97,6 +101,7 @@ struct StepBreakdown {
   int64_t edge_idle_ns = 0;    // lead-in + tail of the window falling in this step
   int64_t launch_gap_ns = 0;
   int64_t launch_overhead_ns = 0;
+  int64_t event_wait_ns = 0;   // cross-stream / event waits
   int64_t other_idle_ns = 0;
   int64_t sync_ns = 0;         // host time in sync points that start in this step
   uint32_t sync_count = 0;
@@ -140,6 +145,20 @@ struct LaunchOutlier {
   bool slow_call = false; // else a late start
 };
 
+// One idle interval explained by a cross-stream wait, with its evidence: the work that waited was queued
+// before the GPU went idle, its stream was free, the work that had just ended ran on another stream, and a
+// wait on the waiting stream was recorded between the launch of that stream's previous work and its own.
+struct EventWait {
+  Interval idle;            // the idle time it explains (first to last piece of the interval)
+  int64_t stream = -1;      // the stream that waited (its work opened the busy interval after the gap)
+  int64_t after_stream = -1;  // the stream whose work ended when the GPU went idle
+  int64_t wait_ns = 0;      // host time of the wait call (or of the "Stream Wait Event" record)
+  int64_t event_record = -1;  // correlation id of the cudaEventRecord waited on (Kineto cuda_sync), -1 unknown
+  std::string wait;         // "cudaStreamWaitEvent", "Stream Wait Event", ...
+  std::string work;         // the kernel/memcpy/memset that waited
+  uint32_t track = 0, event = 0;  // the wait record (Trace::track(track).events()[event])
+};
+
 enum class FindingKind {
   LoaderStall, LaunchGap, SyncPoints, LowTensorCore, CollectorOff, DroppedRecords,
   AllocatorBound,  // our traces: page faults per step cost a visible share of it (the cpu_allocator knob)
@@ -147,6 +166,7 @@ enum class FindingKind {
   ExposedComm,     // communication kernels not overlapped by compute
   GpuNotRecorded,  // kernel launches on the host, no GPU activity in the trace
   RuntimeCalls,    // GPU idle while the host sits in allocation / setup runtime calls
+  EventWait,       // GPU idle while queued work waited on another stream (cross-stream event waits)
 };
 const char* to_string(FindingKind k);
 
@@ -182,6 +202,15 @@ struct AnalysisResult {
   int64_t lead_in_ns = 0;            // idle before the first GPU activity of the window
   int64_t tail_ns = 0;               // idle after the last one
   int64_t launch_overhead_ns = 0;    // idle intervals shorter than min_gap
+  // Of launch_gap_ns: the time the thread that launched the next work recorded no event at all (no op, no
+  // runtime call; steps and profiler spans aside): the host was busy with something the profiler did not
+  // record (Python, code outside instrumented ops), so no CPU op can be blamed.
+  int64_t launch_gap_unrecorded_ns = 0;
+  uint32_t launch_gap_unrecorded_count = 0;  // launch gaps holding some of it
+  Interval launch_gap_unrecorded_largest;
+  int64_t event_wait_ns = 0;         // queued work held by a wait on another stream's work
+  uint32_t event_wait_count = 0;
+  std::vector<EventWait> event_waits;  // one per interval, by time (capped by max_intervals)
   int64_t other_idle_ns = 0;
   uint32_t idle_interval_count = 0;
   int64_t compute_ns = 0;            // union of compute kernels in the window
@@ -217,7 +246,7 @@ struct AnalysisResult {
 // Sum of every idle class (equals gpu_idle_ns).
 inline int64_t idle_total(const AnalysisResult& r) {
   return r.loader_stall_ns + r.sync_idle_ns + r.runtime_idle_ns + r.lead_in_ns + r.tail_ns + r.launch_gap_ns +
-         r.launch_overhead_ns + r.other_idle_ns;
+         r.launch_overhead_ns + r.event_wait_ns + r.other_idle_ns;
 }
 
 // `trace` must be finalized (load_trace, Recorder::collect and CuptiCollector::collect return finalized traces;
