@@ -1,6 +1,9 @@
 #include "trace_bytes.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -11,28 +14,77 @@
 
 namespace tb::prof::bytes {
 
+namespace {
+
+constexpr size_t kMapMin = size_t(1) << 20;  // smaller files are read: mapping costs more than it saves
+constexpr size_t kHugeMin = size_t(4) << 20;  // smaller buffers come from the heap
+
+size_t page_size() {
+  static const size_t p = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return p;
+}
+
+}  // namespace
+
+void Release::operator()(char* p) const {
+  if (!p) return;
+  if (mapped) munmap(p, mapped);
+  else delete[] p;
+}
+
+Buffer allocate(size_t n) {
+  if (n >= kHugeMin) {
+    const size_t len = (n + page_size() - 1) / page_size() * page_size();
+    void* m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m != MAP_FAILED) {
+#ifdef MADV_HUGEPAGE
+      madvise(m, len, MADV_HUGEPAGE);  // a hint: fewer, larger page faults where THP is allowed
+#endif
+      return Buffer(static_cast<char*>(m), Release{len});
+    }
+  }
+  return Buffer(std::make_unique_for_overwrite<char[]>(n).release(), Release{0});
+}
+
 Status read_file(const std::string& path, FileBytes& out, size_t max_bytes) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return Error{"cannot open '" + path + "': " + std::strerror(errno)};
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Error{"cannot open '" + path + "': " + std::strerror(errno)};
   struct Closer {
-    FILE* f;
-    ~Closer() { std::fclose(f); }
-  } closer{f};
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
   struct stat st {};
-  if (fstat(fileno(f), &st) != 0) return Error{"cannot read '" + path + "': " + std::strerror(errno)};
+  if (fstat(fd, &st) != 0) return Error{"cannot read '" + path + "': " + std::strerror(errno)};
   if (S_ISDIR(st.st_mode)) return Error{"cannot read '" + path + "': it is a directory"};
   if (!S_ISREG(st.st_mode)) return Error{"cannot read '" + path + "': not a regular file"};
-  if (std::fseek(f, 0, SEEK_END) != 0) return Error{"cannot read '" + path + "': not a regular file"};
-  const long size = std::ftell(f);
-  if (size < 0) return Error{"cannot read '" + path + "': " + std::strerror(errno)};
-  if (max_bytes && static_cast<size_t>(size) > max_bytes)
+  const size_t size = static_cast<size_t>(st.st_size);
+  if (max_bytes && size > max_bytes)
     return Error{"'" + path + "' is too large (" + std::to_string(size) + " bytes, limit " + std::to_string(max_bytes) + ")"};
-  std::fseek(f, 0, SEEK_SET);
-  out.size = static_cast<size_t>(size);
-  out.data = std::make_unique_for_overwrite<char[]>(out.size + kBytesPad);
+  if (size >= kMapMin) {
+    // Reserve the file plus its padding as zero pages, then map the file over the start: the rest of the
+    // file's last page reads as zeros (POSIX), and so do the pages after it.
+    const size_t len = (size + kBytesPad + page_size() - 1) / page_size() * page_size();
+    void* base = mmap(nullptr, len, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base != MAP_FAILED) {
+      Buffer keep(static_cast<char*>(base), Release{len});
+      if (mmap(base, size, PROT_READ, MAP_PRIVATE | MAP_FIXED | MAP_POPULATE, fd, 0) != MAP_FAILED) {
+        out.data = std::move(keep);
+        out.size = size;
+        return Status::Ok();
+      }
+    }
+    // Mapping refused (an odd file system): read it instead.
+  }
+  out.size = size;
+  out.data = allocate(out.size + kBytesPad);
   std::memset(out.data.get() + out.size, 0, kBytesPad);
-  if (size > 0 && std::fread(out.data.get(), 1, out.size, f) != out.size)
-    return Error{"cannot read '" + path + "': " + (std::ferror(f) ? std::strerror(errno) : "not a regular file")};
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::read(fd, out.data.get() + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Error{"cannot read '" + path + "': " + (n < 0 ? std::strerror(errno) : "the file got shorter")};
+    done += static_cast<size_t>(n);
+  }
   return Status::Ok();
 }
 
@@ -56,7 +108,7 @@ Status gunzip(std::string_view in, FileBytes& out, size_t max_bytes) {
     if (isize >= in.size() / 2) cap = isize + 1;  // +1: reaching the end is seen before the buffer is full
   }
   if (max_bytes) cap = std::min(cap, max_bytes + 1);
-  out.data = std::make_unique_for_overwrite<char[]>(cap + kBytesPad);
+  out.data = allocate(cap + kBytesPad);
   out.size = 0;
   zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
   size_t remaining = in.size();
@@ -66,7 +118,7 @@ Status gunzip(std::string_view in, FileBytes& out, size_t max_bytes) {
         return Error{"decompressed trace exceeds the limit of " + std::to_string(max_bytes) + " bytes"};
       size_t grown = cap * 2;
       if (max_bytes) grown = std::min(grown, max_bytes + 1);
-      auto bigger = std::make_unique_for_overwrite<char[]>(grown + kBytesPad);
+      Buffer bigger = allocate(grown + kBytesPad);
       std::memcpy(bigger.get(), out.data.get(), out.size);
       out.data = std::move(bigger);
       cap = grown;

@@ -712,7 +712,7 @@ Result<std::unique_ptr<Trace>> parse_trace(std::string_view bytes, std::string_v
     if (options.max_bytes && bytes.size() > options.max_bytes)
       return Error{"trace is too large (" + std::to_string(bytes.size()) + " bytes)"};
     text.size = bytes.size();
-    text.data = std::make_unique_for_overwrite<char[]>(text.size + kPad);
+    text.data = bytes::allocate(text.size + kPad);
     std::memcpy(text.data.get(), bytes.data(), bytes.size());
     std::memset(text.data.get() + text.size, 0, kPad);
   }
