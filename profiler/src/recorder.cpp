@@ -261,7 +261,7 @@ inline ThreadBuffer* buffer() {
   return true;
 }
 
-inline void push(RecType type, const char* name, int64_t arg) noexcept {
+inline void push(RecType type, const char* name, int64_t arg, int64_t ts = INT64_MIN) noexcept {
   ThreadBuffer* b = buffer();
   if (__builtin_expect(b->tail == nullptr || b->write == kChunkRecords, 0)) {
     if (!grow(b)) {
@@ -271,7 +271,7 @@ inline void push(RecType type, const char* name, int64_t arg) noexcept {
     }
   }
   Record& rec = b->tail->records[b->write];
-  rec.ts = ticks();
+  rec.ts = ts == INT64_MIN ? ticks() : ts;
   rec.name = name;
   rec.arg = arg;
   rec.type = type;
@@ -375,6 +375,15 @@ void Recorder::end() noexcept {
   if (nvtxDomainHandle_t d = g_domain.load(std::memory_order_relaxed)) nvtxDomainRangePop(d);
 #endif
   push(RecType::End, nullptr, kNoArg);
+}
+
+int64_t Recorder::timestamp() noexcept { return ticks(); }
+
+void Recorder::range_since(const char* name, int64_t start, int64_t arg) noexcept {
+  if (!g_enabled.load(std::memory_order_relaxed)) return;
+  const int64_t end = ticks();
+  push(RecType::Begin, name, arg, std::min(start, end));
+  push(RecType::End, nullptr, kNoArg, end);
 }
 
 void Recorder::instant(const char* name, int64_t arg) noexcept {

@@ -58,6 +58,11 @@ class Recorder {
   // tooltips (step index, batch index); INT64_MIN means none.
   static void begin(const char* name, int64_t arg = INT64_MIN) noexcept;
   static void end() noexcept;
+  // A range that began at `start` (a timestamp() taken earlier, possibly on another thread) and ends now,
+  // recorded on the calling thread: work whose start and end happen on different threads (a collective
+  // handed to a communication thread). The caller keeps such ranges from overlapping on one thread.
+  static int64_t timestamp() noexcept;
+  static void range_since(const char* name, int64_t start, int64_t arg = INT64_MIN) noexcept;
   // A zero-length marker (config change, OOM revert, ...).
   static void instant(const char* name, int64_t arg = INT64_MIN) noexcept;
   // A counter sample (queue depth, loss scale, ...), one counter track per name.
