@@ -173,9 +173,45 @@ std::vector<KnobInfo> build_catalog() {
   // workers=1 0.85x of workers=0; with one intra-op thread it was 1.29x (DESIGN.md). 0 = auto: the cores the
   // loader workers leave (at least 1), as torchrun's OMP_NUM_THREADS=1 per process does for several processes.
   c.push_back(make_int("intra_op_threads", "Intra-op threads",
-                       "CPU threads of one op (GEMM, conv); 0 = auto: the cores minus the loader workers, at least 1",
+                       "CPU threads of one op (GEMM, conv); 0 = auto: the cores (shared by the ranks on the machine) "
+                       "minus the loader workers, at least 1",
                        0, 0, 0, 256, {}, "cpu+cuda", false, "torch.set_num_threads(os.cpu_count() - num_workers)",
                        "at::set_num_threads(cores - workers);"));
+  // Data parallel (DDP over c10d, engine/src/dist/): they act only in a run of several ranks.
+  c.push_back(make_int("bucket_cap_mb", "DDP bucket size (MB)",
+                       "Gradients are all-reduced in buckets of this size as backward produces them: smaller buckets "
+                       "start communicating earlier, bigger ones send fewer messages",
+                       25, 25, 1, 1024, {"003"}, "several ranks", false,
+                       "DistributedDataParallel(model, bucket_cap_mb=25)",
+                       "c10d::Reducer(params, buckets, limits, pg, sparse, 25 << 20, false, view, names, 1 << 20);"));
+  c.push_back(make_bool("gradient_as_bucket_view", "DDP gradients as bucket views",
+                        "Let parameter gradients alias the all-reduce buckets (no copy in and out of the buckets, "
+                        "less memory)",
+                        "off", "on", {}, "several ranks", false,
+                        "DistributedDataParallel(model, gradient_as_bucket_view=True)",
+                        "c10d::Reducer(..., /*gradient_as_bucket_view=*/true, ...);"));
+  {
+    KnobInfo k = make_bool("comm_hook", "DDP gradient compression",
+                           "Send gradients as fp16 (half the bytes; PyTorch's fp16_compress_hook) instead of fp32",
+                           "none", "fp16", {"003"}, "several ranks", true,
+                           "model.register_comm_hook(None, default_hooks.fp16_compress_hook)",
+                           "reducer.register_builtin_comm_hook(c10d::BuiltinCommHookType::FP16_COMPRESS);");
+    k.type = KnobType::Enum;
+    k.choices = {"none", "fp16"};
+    k.max = 1;
+    c.push_back(std::move(k));
+  }
+  c.push_back(make_bool("broadcast_buffers", "DDP buffer broadcast",
+                        "Copy rank 0's buffers (BatchNorm statistics) to every rank before each forward: one more "
+                        "collective per step",
+                        "on", "off", {}, "several ranks, models with buffers", false,
+                        "DistributedDataParallel(model, broadcast_buffers=False)",
+                        "// skip c10d::broadcast_coalesced(pg, buffers, 256 << 10) before forward"));
+  c.push_back(make_bool("static_graph", "DDP static graph",
+                        "Declare that every step uses the same parameters in the same order, so the Reducer keeps "
+                        "its bucket plan and skips per-step bookkeeping",
+                        "off", "on", {}, "several ranks", false, "DistributedDataParallel(model, static_graph=True)",
+                        "reducer.set_static_graph();"));
   return c;
 }
 

@@ -70,6 +70,18 @@ SessionImpl::SessionImpl(const SessionOptions& o) : opts_(o), device_(resolve_de
   scale_ = torch::full({1}, 65536.0, torch::TensorOptions().dtype(torch::kFloat).device(device_));
   growth_ = torch::zeros({1}, torch::TensorOptions().dtype(torch::kInt).device(device_));
   params_ = model_->trainable_parameters();
+  if (o.dist.enabled()) {
+    try {
+      group_ = std::make_shared<dist::Group>(o.dist);
+      // DDP's _sync_module_states: every rank starts from rank 0's parameters and buffers.
+      group_->broadcast(model_->state_tensors());
+    } catch (const std::exception& e) {
+      throw EngineError(first_line(e.what()));
+    }
+    for (const auto& t : model_->state_tensors())
+      if (!t.requires_grad()) ++ddp_buffer_count_;
+    opts_.max_warmup_steps = opts_.warmup_steps;  // the same number of warm-up steps on every rank
+  }
   // Start from the defaults, then apply the requested config like a live change (same code path,
   // same probes, the drift guard for numerics knobs).
   // The batch size is part of the start state (no probe at the default size first); every other
@@ -190,6 +202,7 @@ nlohmann::json SessionImpl::describe() const {
   j["cpu_allocator"] = active_cpu_allocator();
   j["intra_op_threads"] = static_cast<int64_t>(torch::get_num_threads());
   j["loader_workers"] = applicability("workers").applicable ? num(config_, "workers") : int64_t{0};
+  if (ddp_) j["distributed"] = ddp_->describe();
   j["warmup"] = {{"min_steps", opts_.warmup_steps}, {"max_steps", opts_.max_warmup_steps}, {"tolerance", 0.10},
                  {"block", warmup_block()}};
   return j;
@@ -210,6 +223,14 @@ SessionInternals SessionImpl::internals() {
 }
 
 Applicability SessionImpl::applicability(const std::string& id) const {
+  if (is_ddp_knob(id) && group_) {
+    Applicability a;
+    if (id == "broadcast_buffers" && !ddp_buffer_count_) {
+      a.applicable = false;
+      a.reason = "this model has no buffers to broadcast";
+    }
+    return a;
+  }
   Applicability a = base_applicability(id, device_.is_cuda());
   if (!a.applicable) return a;
   auto no = [&](std::string why) {
@@ -222,6 +243,8 @@ Applicability SessionImpl::applicability(const std::string& id) const {
     if (auto r = model_->fused_pointwise_reason(); !r.empty()) no(r);
   } else if (id == "checkpointing") {
     if (auto r = model_->checkpointing_reason(); !r.empty()) no(r);
+  } else if (id == "cuda_graphs" && group_) {
+    no("not with data parallel here: the Reducer's hooks launch the all-reduce from the host during backward");
   } else if (id == "workers" || id == "prefetch" || id == "fp32_preprocess" || id == "fast_decode") {
     if (dataset_->is_synthetic()) no("synthetic data is made once and costs nothing to load");
   }
@@ -252,6 +275,10 @@ LoaderOptions SessionImpl::loader_options(const Config& c) const {
   lo.seed = opts_.seed;
   lo.deterministic = true;
   lo.device = device_;
+  if (group_) {
+    lo.rank = group_->rank();
+    lo.world_size = group_->size();
+  }
   return lo;
 }
 
@@ -274,7 +301,8 @@ void SessionImpl::realize(const Config& c, const Config* prev, bool touch_loader
   // Intra-op threads: the knob, or (0 = auto) the cores the loader workers leave. Process-wide, but set
   // from the training thread, whose OpenMP setting the ops of the step use.
   {
-    const int cores = std::max(1, compat::cpu_cores());
+    // Ranks on one machine share its cores (torchrun sets OMP_NUM_THREADS=1 for the same reason).
+    const int cores = std::max(1, compat::cpu_cores() / (group_ ? group_->options().local_world_size : 1));
     const int64_t want_knob = num(c, "intra_op_threads");
     const int64_t workers = applicability("workers").applicable ? num(c, "workers") : 0;
     const int want = int(want_knob > 0 ? want_knob : std::max<int64_t>(1, cores - workers));
@@ -329,6 +357,7 @@ void SessionImpl::realize(const Config& c, const Config* prev, bool touch_loader
         lo.channels_last != cur.channels_last || lo.batch_size != cur.batch_size)
       loader_->reconfigure(lo);
   }
+  if (group_) realize_ddp(c);
 }
 
 }  // namespace session_detail

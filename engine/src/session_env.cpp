@@ -58,6 +58,9 @@ Applicability base_applicability(const std::string& id, bool on_cuda) {
       a.unavailable_values.push_back(v);
       a.reason += (a.reason.empty() ? "" : "; ") + why;
     }
+  } else if (is_ddp_knob(id)) {
+    // The session says yes when it is one rank of several (SessionImpl::applicability).
+    no("acts only with several ranks: run --ranks N, or start the run under torchrun");
   } else if (id == "fused_optimizer") {
     if (!compat::has_foreach_ops(on_cuda ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU)))
       no("this LibTorch has no multi-tensor (_foreach) kernels for the device");

@@ -14,6 +14,7 @@
 
 #include "compat.h"
 #include "data/data.h"
+#include "dist/ddp.h"
 #include "engine/session.h"
 #include "measure/warmup.h"
 #include "models.h"
@@ -45,6 +46,8 @@ inline std::string val(const Config& c, const char* id) {
   return it == c.end() ? "" : it->second;
 }
 
+// The data-parallel knobs (bucket_cap_mb, gradient_as_bucket_view, comm_hook, broadcast_buffers, static_graph).
+bool is_ddp_knob(const std::string& id);
 // Applicability that the device and build decide (no model/dataset) (session_env.cpp).
 Applicability base_applicability(const std::string& id, bool on_cuda);
 // "auto", "cpu" or "cuda" as a torch device; EngineError when unknown or unavailable (session_env.cpp).
@@ -87,6 +90,9 @@ class SessionImpl final : public Session {
   std::vector<KnobState> knobs() const override;
   std::vector<std::string> take_warnings() override;
   nlohmann::json describe() const override;
+  std::vector<std::string> gather(const std::string& key, const std::string& mine) override;
+  bool barrier(const std::string& key) override;
+  std::string parameter_digest() const override;
 
   SessionInternals internals();
 
@@ -97,6 +103,8 @@ class SessionImpl final : public Session {
   void restart_warmup();
   LoaderOptions loader_options(const Config& c) const;
   void realize(const Config& c, const Config* prev, bool touch_loader = true);
+  // session_dist.cpp: the Reducer follows the parameter list and the DDP knobs.
+  void realize_ddp(const Config& c);
 
   // session_step.cpp
   double graph_or_eager_step(Batch& b, StepRecord& rec, bool read_loss);
@@ -137,6 +145,12 @@ class SessionImpl final : public Session {
   torch::Tensor static_x_, static_y_, static_loss_, graph_step_t_;
   std::optional<c10::cuda::CUDAStream> graph_stream_;  // warm-up and capture stream, made once
 #endif
+  // Data parallel (null in a single process). `ddp_in_step_`: only the training step's micro-batches arm the
+  // Reducer; the probe and the drift guard's side runs train locally.
+  std::shared_ptr<dist::Group> group_;
+  std::unique_ptr<dist::Ddp> ddp_;
+  bool ddp_in_step_ = false;
+  int64_t ddp_buffer_count_ = 0;
   std::vector<std::string> warnings_;
   nlohmann::json drift_checks_ = nlohmann::json::array();
 };

@@ -41,17 +41,22 @@ StepRecord SessionImpl::step() {
     rec.data_wait_ns = b.data_wait_ns;
     rec.h2d_ns = b.h2d_ns;
     rec.samples = b.samples;
+    ddp_in_step_ = ddp_ != nullptr;
     rec.loss = graph_or_eager_step(b, rec, read_loss);
+    ddp_in_step_ = false;
   } catch (const EngineError&) {
+    ddp_in_step_ = false;
     throw;
   } catch (const std::exception& e) {
-    if (compat::is_oom(e) && last_good_batch_ > 0 && num(config_, "batch_size") > last_good_batch_) {
+    ddp_in_step_ = false;
+    if (compat::is_oom(e) && !group_ && last_good_batch_ > 0 && num(config_, "batch_size") > last_good_batch_) {
       warnings_.push_back("out of memory at batch_size " + val(config_, "batch_size") + "; reverted to " +
                           std::to_string(last_good_batch_));
       apply({{"batch_size", std::to_string(last_good_batch_)}});
       rec.skipped = true;
     } else {
-      throw EngineError("training step " + std::to_string(step_index_) + " failed: " + first_line(e.what()));
+      throw EngineError((group_ ? "rank " + std::to_string(group_->rank()) + ": " : std::string()) + "training step " +
+                        std::to_string(step_index_) + " failed: " + first_line(e.what()));
     }
   }
   rec.wall_ns = tb::prof::now_ns() - rec.start_ns;
@@ -189,6 +194,10 @@ double SessionImpl::train_micro_batch(torch::Tensor x, const torch::Tensor& y, S
   const bool fp16 = flags_.amp == Flags::Amp::Fp16;
   const bool autocast = flags_.amp != Flags::Amp::Off;
   const auto dtype = fp16 ? torch::kHalf : torch::kBFloat16;
+  // DDP: the micro-batch that ends an accumulation window reduces; the others accumulate locally (no_sync).
+  dist::Ddp* ddp = ddp_in_step_ ? ddp_.get() : nullptr;
+  const bool sync = micro_ + 1 >= flags_.grad_accumulation;
+  if (ddp) ddp->before_forward(sync);
   torch::Tensor loss;
   {
     TB_RANGE(tb::prof::names::kForward);
@@ -199,7 +208,9 @@ double SessionImpl::train_micro_batch(torch::Tensor x, const torch::Tensor& y, S
     TB_RANGE(tb::prof::names::kBackward);
     torch::Tensor l = flags_.grad_accumulation > 1 ? loss / double(flags_.grad_accumulation) : loss;
     if (fp16) l = l * scale_;
+    if (ddp) ddp->before_backward(sync);
     l.backward();
+    if (ddp) ddp->after_backward(sync);
   }
   ++micro_;
   rec.optimizer_step = micro_ >= flags_.grad_accumulation;

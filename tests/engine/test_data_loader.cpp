@@ -301,5 +301,43 @@ TEST(DataLoader, BadOptionsAreDataErrors) {
   EXPECT_EQ(ok.next().samples, 2);
 }
 
+
+// DistributedSampler's contract: with 3 ranks over 10 samples each epoch is padded to 12 (4 per rank); the
+// ranks' shards of one epoch are disjoint except for the 2 padding positions, which repeat the epoch's
+// first samples, and together they cover all 10.
+TEST(DataLoader, RanksReadDisjointShardsThatCoverTheEpoch) {
+  auto ds = std::make_shared<FakeDataset>(10);
+  std::vector<std::vector<int64_t>> shard(3);
+  for (int r = 0; r < 3; ++r) {
+    LoaderOptions o;
+    o.batch_size = 2;
+    o.workers = r == 1 ? 2 : 0;  // the shard does not depend on the loader's threads
+    o.rank = r;
+    o.world_size = 3;
+    Loader loader(ds, o);
+    for (int i = 0; i < 2; ++i) {  // 4 samples: this rank's whole epoch 0
+      Batch b = loader.next();
+      for (int k = 0; k < 2; ++k) shard[size_t(r)].push_back(int64_t(b.input[k][0][0][0].item<float>()));
+    }
+  }
+  std::multiset<int64_t> all;
+  for (const auto& s : shard) all.insert(s.begin(), s.end());
+  ASSERT_EQ(all.size(), 12u);
+  std::set<int64_t> distinct(all.begin(), all.end());
+  EXPECT_EQ(distinct.size(), 10u) << "the shards cover every sample";
+  // Padded positions 10 and 11 are the last of ranks 1 (1 + 3 * 3) and 2 (2 + 3 * 3); they wrap to the epoch's
+  // positions 0 and 1, which ranks 0 and 1 read first.
+  EXPECT_EQ(shard[1][3], shard[0][0]);
+  EXPECT_EQ(shard[2][3], shard[1][0]);
+  int repeated = 0;
+  for (int64_t v : distinct) repeated += all.count(v) > 1;
+  EXPECT_EQ(repeated, 2);
+  // One process reads the same epoch in full, and a rank outside the world is refused.
+  LoaderOptions bad;
+  bad.rank = 2;
+  bad.world_size = 2;
+  EXPECT_THROW(Loader(ds, bad), DataError);
+}
+
 }  // namespace
 }  // namespace tb::engine

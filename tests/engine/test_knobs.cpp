@@ -14,7 +14,10 @@ TEST(Knobs, CatalogHasEveryDesignKnobWithEveryFieldFilled) {
                                       "amp", "tf32", "channels_last", "batch_size", "zero_grad_none",
                                       "conv_bias_before_bn", "anomaly_detection", "fused_pointwise",
                                       "grad_accumulation", "checkpointing", "cuda_graphs", "cpu_allocator", "intra_op_threads", "sync_free_logging",
-                                      "fused_optimizer", "fp32_preprocess", "fast_decode"};
+                                      "fused_optimizer", "fp32_preprocess", "fast_decode",
+                                      // data parallel (docs/distributed.md)
+                                      "bucket_cap_mb", "gradient_as_bucket_view", "comm_hook", "broadcast_buffers",
+                                      "static_graph"};
   std::set<std::string> got;
   for (const auto& k : knob_catalog()) {
     got.insert(k.id);

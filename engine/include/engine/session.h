@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/distributed.h"
 #include "engine/knobs.h"
 
 namespace tb::engine {
@@ -48,6 +49,11 @@ struct SessionOptions {
   int threads = 0;
   // Test hook: the batch-size probe reports out-of-memory for batch sizes above this (0 = off).
   int64_t simulate_oom_above_batch = 0;
+  // This process is one rank of a data-parallel group (engine/distributed.h): the session joins the Gloo
+  // group, takes rank 0's weights, reduces gradients with DDP's Reducer and loads its own shard of the data.
+  // The warm-up is then exactly `warmup_steps` steps on every rank (an until-stable rule could end it at
+  // different steps on different ranks, and the ranks must take the same number of steps).
+  DistOptions dist;
 };
 
 struct StepRecord {
@@ -101,6 +107,15 @@ class Session {
 
   // {"device":..., "versions":{"libtorch":..., "cuda":..., "cudnn":...}, "model":..., "data":..., "input":[C,H,W]}
   virtual nlohmann::json describe() const = 0;
+
+  // Data-parallel runs (SessionOptions::dist). gather: rank 0 gets every rank's `mine` in rank order (an
+  // empty string for a rank that did not answer within the collective timeout), the other ranks get {}; a
+  // single process gets {mine}. barrier: false when some rank did not arrive in time. Both go through the
+  // rendezvous store, so they still work after a collective failed (a rank died).
+  virtual std::vector<std::string> gather(const std::string& key, const std::string& mine) = 0;
+  virtual bool barrier(const std::string& key) = 0;
+  // A digest of the bytes of every trainable parameter: equal on all ranks while DDP keeps them in step.
+  virtual std::string parameter_digest() const = 0;
 };
 
 // Knob applicability without building a session (for `tunebench-cli knobs`): device and build decide.

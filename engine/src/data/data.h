@@ -79,6 +79,12 @@ struct LoaderOptions {
   int64_t batch_size = 32;
   uint64_t seed = 0;
   torch::Device device = torch::kCPU;
+  // Data parallel: this loader reads shard `rank` of `world_size`, as torch's DistributedSampler does: every
+  // epoch's permutation (the same on all ranks) padded to a multiple of world_size by wrapping, then rank r
+  // takes positions r, r + W, r + 2W, ... So the ranks' shards of an epoch are disjoint (but for the padding)
+  // and together cover the dataset. Fixed at construction (a reconfigure keeps the loader's shard).
+  int rank = 0;
+  int world_size = 1;
 };
 
 struct Batch {

@@ -145,10 +145,24 @@ struct Loader::Impl {
   }
   uint64_t opts_seed = 0;  // seed the stream was built with (fixed at construction: order must not change)
 
+  // Data parallel shard (LoaderOptions::rank / world_size), fixed at construction.
+  int64_t rank = 0, world = 1;
+  int64_t shard_len() const { return (n + world - 1) / world; }  // per epoch, padded as DistributedSampler
+
+  // The position in the whole (all ranks') sample stream of this loader's stream position `pos`: epoch e,
+  // slot i of this rank's shard -> e * padded + rank + i * world. One process: `pos` itself.
+  int64_t global_pos(int64_t pos) const {
+    if (world == 1) return pos;
+    const int64_t m = shard_len();
+    return (pos / m) * m * world + rank + (pos % m) * world;
+  }
+
   int64_t index_at(int64_t pos) {
-    if (dataset->is_synthetic()) return pos % n;  // nominal size, no order to shuffle
-    const auto perm = permutation(pos / n);
-    return (*perm)[size_t(pos % n)];
+    const int64_t g = global_pos(pos);
+    const int64_t padded = world == 1 ? n : shard_len() * world;
+    if (dataset->is_synthetic()) return g % n;  // nominal size, no order to shuffle
+    const auto perm = permutation(g / padded);
+    return (*perm)[size_t((g % padded) % n)];  // the padding wraps to the epoch's first samples
   }
 
   std::shared_ptr<Slot> acquire_slot(const LoaderOptions& o) {
@@ -192,7 +206,7 @@ struct Loader::Impl {
 
   // Fills one sample at stream position `pos`; substitutes the next readable sample for a corrupt one.
   void load_sample(int64_t pos, const LoaderOptions& o, float* out, int64_t& label, float* scratch) {
-    std::mt19937_64 rng(splitmix64(opts_seed ^ splitmix64(uint64_t(pos))));
+    std::mt19937_64 rng(splitmix64(opts_seed ^ splitmix64(uint64_t(global_pos(pos)))));
     const int64_t first = index_at(pos);
     SampleOptions so;
     so.fp32_preprocess = o.fp32_preprocess;
@@ -383,6 +397,11 @@ Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderOptions options) : 
   for (int64_t i = 0; i < m.n; ++i) m.bad[size_t(i)].store(0);
   m.opts = options;
   m.opts_seed = options.seed;
+  if (options.world_size < 1 || options.rank < 0 || options.rank >= options.world_size)
+    throw DataError("loader: rank " + std::to_string(options.rank) + " is outside world size " +
+                    std::to_string(options.world_size));
+  m.rank = options.rank;
+  m.world = options.world_size;
   try {
     m.start_workers();
   } catch (const std::exception& e) {  // e.g. the system refused another thread: join what started

@@ -1,0 +1,41 @@
+// Distributed data parallel (DDP) over PyTorch's c10d: which rank this process is, as torchrun says it.
+// Torch-free: the CLI's launcher (`run --ranks N`) and the session both read it; the process group and the
+// gradient Reducer live in engine/src/dist/.
+//
+// The environment contract is torchrun's (torch.distributed.run / env:// rendezvous): RANK, WORLD_SIZE,
+// LOCAL_RANK, MASTER_ADDR, MASTER_PORT, and TORCHELASTIC_USE_AGENT_STORE / TORCHELASTIC_RESTART_COUNT when
+// the elastic agent hosts the store. `run --ranks N` sets exactly these for its children, so one code path
+// serves both launchers.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace tb::engine {
+
+struct DistOptions {
+  int rank = 0;
+  int world_size = 1;  // 1: a single process, no process group
+  int local_rank = 0;
+  int local_world_size = 1;  // ranks on this machine (LOCAL_WORLD_SIZE): they share its cores
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;
+  // torchrun's agent hosts the TCPStore (TORCHELASTIC_USE_AGENT_STORE=True): every rank connects as a client
+  // under the prefix /worker/attempt_<restart count>. Otherwise rank 0 hosts it, as env:// does.
+  bool agent_store = false;
+  int restart_count = 0;
+  // Every collective and every store wait gives up after this: a dead rank ends the others, never a hang.
+  int timeout_s = 60;
+  bool enabled() const { return world_size > 1; }
+};
+
+// Reads torchrun's variables. nullopt when WORLD_SIZE is unset (not launched as a rank); `error` is set (and
+// nullopt returned) when they are present but inconsistent: RANK outside [0, WORLD_SIZE), a missing
+// MASTER_PORT, a non-numeric value. TUNEBENCH_DIST_TIMEOUT (seconds) overrides the collective timeout.
+std::optional<DistOptions> dist_from_env(std::string& error);
+
+// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0 and released). 0 when none.
+int free_tcp_port();
+
+}  // namespace tb::engine

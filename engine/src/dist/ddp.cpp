@@ -1,0 +1,216 @@
+// c10d process group, module sync and the Reducer (dist/ddp.h).
+#include "dist/ddp.h"
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/csrc/distributed/c10d/comm.hpp>
+#include <torch/csrc/distributed/c10d/reducer.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
+#include <stdexcept>
+#include <thread>
+
+#include "profiler/recorder.h"
+
+namespace tb::engine::dist {
+namespace {
+
+constexpr size_t kBroadcastBytes = 256 * 1024;  // DDP's broadcast_bucket_size
+
+std::string one_line(const std::string& s) {
+  auto nl = s.find('\n');
+  return nl == std::string::npos ? s : s.substr(0, nl);
+}
+
+std::vector<uint8_t> bytes(const std::string& s) { return {s.begin(), s.end()}; }
+
+// The Gloo device: an interface named by GLOO_SOCKET_IFNAME (as PyTorch reads it), loopback for a local
+// group, else the interface the host name resolves to.
+std::shared_ptr<::gloo::transport::Device> gloo_device(const std::string& master_addr) {
+  if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname)
+    return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
+  if (master_addr == "localhost" || master_addr.rfind("127.", 0) == 0)
+    return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+  return c10d::ProcessGroupGloo::createDefaultDevice();
+}
+
+// All-reduce (mean) of one gradient bucket, optionally in fp16 (PyTorch's allreduce_hook and
+// fp16_compress_hook), recorded as one range per bucket on the thread that completes it.
+// (CommHookInterface directly: CppCommHookInterface's parseHookResult calls a function Debian's libtorch does
+// not export.)
+class RecordedAllReduceHook : public c10d::CommHookInterface {
+ public:
+  RecordedAllReduceHook(const c10::intrusive_ptr<c10d::ProcessGroup>& pg, bool fp16) : state_(pg), fp16_(fp16) {}
+
+  at::Tensor parseHookResult(const c10::IValue& result) override {
+    return result.isTensor() ? result.toTensor() : result.toTensorVector().at(0);
+  }
+
+  c10::intrusive_ptr<c10::ivalue::Future> runHook(c10d::GradBucket& bucket) override {
+    const int64_t t0 = prof::Recorder::timestamp();
+    at::Tensor buffer = bucket.getBufferRef();
+    const int64_t bytes = int64_t(buffer.numel()) * (fp16_ ? 2 : int64_t(buffer.element_size()));
+    std::vector<at::Tensor> tensors{fp16_ ? buffer.to(torch::kHalf) : buffer};
+    tensors[0].div_(state_->getSize());  // divide first: the fp16 sum cannot overflow
+    auto fut = state_->allreduce(tensors)->getFuture();
+    const bool fp16 = fp16_;
+    return fut->then(
+        [t0, bytes, buffer, fp16](c10::ivalue::Future& done) mutable {
+          // value() rethrows the collective's error (a dead peer, the timeout): then() calls us either way,
+          // and returning the buffer without asking would train on with gradients nobody reduced.
+          const auto reduced = done.value().toTensorVector();
+          if (fp16) buffer.copy_(reduced.at(0));
+          record(t0, bytes);
+          return c10::IValue(buffer);
+        },
+        c10::TensorType::get());
+  }
+
+ private:
+  // Consecutive collectives complete on the same Gloo thread: each range starts no earlier than the last
+  // one ended there, so a queued bucket shows its transfer, not its wait behind the previous one.
+  static void record(int64_t t0, int64_t bytes) {
+    thread_local int64_t last_end = INT64_MIN;
+    thread_local bool named = false;
+    if (!prof::Recorder::instance().enabled()) return;
+    if (!named) {
+      prof::set_thread_name("comm (gloo)");
+      named = true;
+    }
+    prof::Recorder::range_since("gloo:allreduce", std::max(t0, last_end), bytes);
+    last_end = prof::Recorder::timestamp();
+  }
+  c10::intrusive_ptr<c10d::ProcessGroup> state_;
+  bool fp16_;
+};
+
+}  // namespace
+
+Group::Group(const DistOptions& o) : opts_(o) {
+  const auto timeout = std::chrono::milliseconds(int64_t(o.timeout_s) * 1000);
+  try {
+    c10d::TCPStoreOptions so;
+    so.port = uint16_t(o.master_port);
+    so.isServer = !o.agent_store && o.rank == 0;
+    if (!o.agent_store) so.numWorkers = size_t(o.world_size);
+    so.waitWorkers = false;  // the process group's own rendezvous waits (with the timeout) below
+    so.timeout = timeout;
+    so.multiTenant = true;
+    auto tcp = c10::make_intrusive<c10d::TCPStore>(o.master_addr, so);
+    if (o.agent_store)
+      store_ = c10::make_intrusive<c10d::PrefixStore>("/worker/attempt_" + std::to_string(o.restart_count), tcp);
+    else
+      store_ = tcp;
+  } catch (const std::exception& e) {
+    throw std::runtime_error("rank " + std::to_string(o.rank) + ": cannot reach the rendezvous store at " +
+                             o.master_addr + ":" + std::to_string(o.master_port) + " (" + one_line(e.what()) + ")");
+  }
+  try {
+    auto go = c10d::ProcessGroupGloo::Options::create(timeout);
+    go->devices.push_back(gloo_device(o.master_addr));
+    pg_ = c10::make_intrusive<c10d::ProcessGroupGloo>(c10::make_intrusive<c10d::PrefixStore>("tunebench/pg", store_),
+                                                      o.rank, o.world_size, go);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("rank " + std::to_string(o.rank) + ": the Gloo process group of " +
+                             std::to_string(o.world_size) + " ranks did not form within " + std::to_string(o.timeout_s) +
+                             " s (" + one_line(e.what()) + ")");
+  }
+}
+
+Group::~Group() = default;
+
+void Group::broadcast(const std::vector<torch::Tensor>& tensors) {
+  if (tensors.empty()) return;
+  torch::NoGradGuard ng;
+  c10d::broadcast_coalesced(pg_, tensors, kBroadcastBytes, 0);
+}
+
+std::vector<std::string> Group::gather(const std::string& key, const std::string& mine, std::chrono::seconds timeout) {
+  store_->set(key + "/" + std::to_string(opts_.rank), bytes(mine));
+  if (opts_.rank != 0) return {};
+  std::vector<std::string> out(size_t(opts_.world_size));
+  out[0] = mine;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (int r = 1; r < opts_.world_size; ++r) {
+    const std::string k = key + "/" + std::to_string(r);
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    try {
+      store_->wait({k}, std::max(std::chrono::milliseconds(1), left));
+      auto v = store_->get(k);
+      out[size_t(r)].assign(v.begin(), v.end());
+    } catch (const std::exception&) {
+      // That rank is gone or late: its entry stays empty and the caller says so.
+    }
+  }
+  return out;
+}
+
+bool Group::barrier(const std::string& key, std::chrono::seconds timeout) {
+  try {
+    store_->add(key, 1);
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (store_->add(key, 0) < opts_.world_size) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+Ddp::Ddp(std::shared_ptr<Group> group, std::vector<torch::Tensor> params, std::vector<torch::Tensor> buffers,
+         const DdpSettings& settings)
+    : group_(std::move(group)), params_(std::move(params)), buffers_(std::move(buffers)), settings_(settings) {
+  // As DDP 1.13 without find_unused_parameters: one bucket for the first iteration; the Reducer rebuilds the
+  // buckets (bucket_cap_mb each, the first 1 MiB) in the order gradients became ready, before the second.
+  const size_t n = params_.size();
+  auto [indices, limits] = c10d::compute_bucket_assignment_by_size(params_, {std::numeric_limits<size_t>::max()},
+                                                                   std::vector<bool>(n, false));
+  std::reverse(indices.begin(), indices.end());
+  std::reverse(limits.begin(), limits.end());
+  reducer_ = std::make_unique<c10d::Reducer>(params_, indices, limits, group_->pg(), std::vector<bool>(n, false),
+                                             settings_.bucket_cap_mb * 1024 * 1024, /*find_unused_parameters=*/false,
+                                             settings_.gradient_as_bucket_view, std::unordered_map<size_t, std::string>{},
+                                             int64_t(c10d::kDefaultFirstBucketBytes));
+  if (settings_.static_graph) reducer_->set_static_graph();
+  reducer_->register_comm_hook(std::make_unique<RecordedAllReduceHook>(group_->pg(), settings_.comm_hook == "fp16"));
+}
+
+Ddp::~Ddp() = default;
+
+void Ddp::before_forward(bool sync) {
+  if (sync) {
+    ++iterations_;
+    reducer_->prepare_for_forward();
+  }
+  if (reducer_->rebuild_buckets()) rebuilt_ = true;
+  // DDP's _sync_buffers: BatchNorm statistics follow rank 0 before every synchronized forward.
+  if (sync && settings_.broadcast_buffers) group_->broadcast(buffers_);
+}
+
+void Ddp::before_backward(bool sync) {
+  if (sync) reducer_->prepare_for_backward({});
+}
+
+void Ddp::after_backward(bool sync) {
+  if (sync && settings_.static_graph && iterations_ == 1) reducer_->delay_all_reduce();
+}
+
+nlohmann::json Ddp::describe() const {
+  return {{"backend", "gloo"},
+          {"world_size", group_->size()},
+          {"rank", group_->rank()},
+          {"iterations", iterations_},
+          {"buckets_rebuilt", rebuilt_},
+          {"bucket_cap_mb", settings_.bucket_cap_mb},
+          {"gradient_as_bucket_view", settings_.gradient_as_bucket_view},
+          {"comm_hook", settings_.comm_hook},
+          {"broadcast_buffers", settings_.broadcast_buffers},
+          {"static_graph", settings_.static_graph}};
+}
+
+}  // namespace tb::engine::dist

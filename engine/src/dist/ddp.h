@@ -1,0 +1,95 @@
+// DistributedDataParallel in LibTorch, as PyTorch's torch.nn.parallel.DistributedDataParallel does it
+// (torch/nn/parallel/distributed.py, 1.13): c10d's Gloo process group over a TCPStore rendezvous, the
+// module state broadcast from rank 0 at start, and c10d::Reducer, which all-reduces gradient buckets from
+// autograd hooks *during* backward, so communication overlaps the rest of backward. Private to the engine.
+//
+// Why not a hand-written all-reduce after backward: it would serialize communication after compute and
+// measure a different program from the one users run; the Reducer is PyTorch's own (bucketing, bucket
+// rebuild in gradient-ready order after the first iteration, gradient_as_bucket_view, static_graph).
+//
+// Our comm hook replaces the Reducer's built-in one for two reasons: every bucket's all-reduce is recorded
+// as a range on a "comm" track (the Gloo worker threads are not ours to instrument), and fp16 compression
+// is the same hook with a cast (PyTorch's fp16_compress_hook).
+#pragma once
+
+#include <torch/torch.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/distributed.h"
+
+namespace c10d {
+class Reducer;  // reducer.hpp only in ddp.cpp: it needs the shim of a header Debian does not ship
+}
+
+namespace tb::engine::dist {
+
+// Rendezvous + process group. Throws std::runtime_error with one line (the session turns it into EngineError).
+class Group {
+ public:
+  explicit Group(const DistOptions& o);
+  ~Group();
+  int rank() const { return opts_.rank; }
+  int size() const { return opts_.world_size; }
+  const DistOptions& options() const { return opts_; }
+  const c10::intrusive_ptr<c10d::ProcessGroup>& pg() const { return pg_; }
+
+  // Rank 0's values of `tensors` everywhere (coalesced into 256 KiB messages, as DDP's module sync).
+  void broadcast(const std::vector<torch::Tensor>& tensors);
+  // Every rank's `mine` on rank 0, in rank order; ranks that did not post within `timeout` are empty
+  // strings. Other ranks get an empty vector. Goes through the store, so it works after a collective failed.
+  std::vector<std::string> gather(const std::string& key, const std::string& mine, std::chrono::seconds timeout);
+  // All ranks reach this point or `timeout` passes (false). Store based, like gather.
+  bool barrier(const std::string& key, std::chrono::seconds timeout);
+
+ private:
+  DistOptions opts_;
+  c10::intrusive_ptr<c10d::Store> store_;
+  c10::intrusive_ptr<c10d::ProcessGroup> pg_;
+};
+
+struct DdpSettings {
+  int64_t bucket_cap_mb = 25;
+  bool gradient_as_bucket_view = false;
+  std::string comm_hook = "none";  // none | fp16
+  bool broadcast_buffers = true;
+  bool static_graph = false;
+  bool operator==(const DdpSettings&) const = default;
+};
+
+// One Reducer over the current parameter list. Rebuilt (not patched) when the parameters or the settings
+// change: every rank does the same at the same step boundary, so the ranks stay in step.
+class Ddp {
+ public:
+  Ddp(std::shared_ptr<Group> group, std::vector<torch::Tensor> params, std::vector<torch::Tensor> buffers,
+      const DdpSettings& settings);
+  ~Ddp();
+  // Before the forward of a micro-batch. `sync`: this micro-batch's backward reduces (false inside a
+  // no_sync accumulation window: gradients accumulate locally, nothing is sent).
+  void before_forward(bool sync);
+  // After the loss, before backward: arms the Reducer's hooks when `sync`.
+  void before_backward(bool sync);
+  // After backward. static_graph's first iteration only counts hook firings (PyTorch's _DDPSink then calls
+  // _delay_all_reduce at the end of backward); we make that call here, on the same thread, after backward.
+  void after_backward(bool sync);
+  const DdpSettings& settings() const { return settings_; }
+  const std::vector<torch::Tensor>& params() const { return params_; }
+  nlohmann::json describe() const;
+
+ private:
+  std::shared_ptr<Group> group_;
+  std::vector<torch::Tensor> params_, buffers_;
+  DdpSettings settings_;
+  std::unique_ptr<c10d::Reducer> reducer_;
+  int64_t iterations_ = 0;
+  bool rebuilt_ = false;
+};
+
+}  // namespace tb::engine::dist

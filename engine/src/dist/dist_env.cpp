@@ -1,0 +1,85 @@
+// torchrun's environment contract (engine/distributed.h).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "engine/distributed.h"
+
+namespace tb::engine {
+namespace {
+
+bool read_int(const char* name, int& out, std::string& error, bool required) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) {
+    if (required) error = std::string(name) + " is not set (torchrun sets RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT)";
+    return !required;
+  }
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  if (*end != '\0' || n < 0 || n > 1 << 20) {
+    error = std::string(name) + "='" + v + "' is not a non-negative integer";
+    return false;
+  }
+  out = int(n);
+  return true;
+}
+
+}  // namespace
+
+std::optional<DistOptions> dist_from_env(std::string& error) {
+  error.clear();
+  const char* ws = std::getenv("WORLD_SIZE");
+  if (!ws || !*ws) return std::nullopt;
+  DistOptions d;
+  if (!read_int("WORLD_SIZE", d.world_size, error, true)) return std::nullopt;
+  if (d.world_size < 1) {
+    error = "WORLD_SIZE=0: at least one rank is needed";
+    return std::nullopt;
+  }
+  if (d.world_size == 1) return d;  // torchrun --nproc-per-node 1: a single process
+  if (!read_int("RANK", d.rank, error, true)) return std::nullopt;
+  if (d.rank >= d.world_size) {
+    error = "RANK=" + std::to_string(d.rank) + " is outside WORLD_SIZE=" + std::to_string(d.world_size);
+    return std::nullopt;
+  }
+  d.local_rank = d.rank;
+  if (!read_int("LOCAL_RANK", d.local_rank, error, false)) return std::nullopt;
+  d.local_world_size = d.world_size;
+  if (!read_int("LOCAL_WORLD_SIZE", d.local_world_size, error, false)) return std::nullopt;
+  if (d.local_world_size < 1) d.local_world_size = 1;
+  if (!read_int("MASTER_PORT", d.master_port, error, true)) return std::nullopt;
+  if (d.master_port <= 0 || d.master_port > 65535) {
+    error = "MASTER_PORT=" + std::to_string(d.master_port) + " is not a TCP port";
+    return std::nullopt;
+  }
+  if (const char* a = std::getenv("MASTER_ADDR"); a && *a) d.master_addr = a;
+  if (const char* s = std::getenv("TORCHELASTIC_USE_AGENT_STORE"); s && std::string(s) == "True") {
+    d.agent_store = true;
+    if (!read_int("TORCHELASTIC_RESTART_COUNT", d.restart_count, error, false)) return std::nullopt;
+  }
+  if (!read_int("TUNEBENCH_DIST_TIMEOUT", d.timeout_s, error, false)) return std::nullopt;
+  if (d.timeout_s < 1) d.timeout_s = 1;
+  return d;
+}
+
+int free_tcp_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  int port = 0;
+  socklen_t len = sizeof a;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  ::close(fd);
+  return port;
+}
+
+}  // namespace tb::engine

@@ -1,0 +1,68 @@
+// The data-parallel part of the Session (session_impl.h): the Reducer follows the parameters and the DDP
+// knobs, and the store-based gather/barrier the run uses to collect every rank's results.
+#include <chrono>
+#include <cstring>
+
+#include "session_impl.h"
+
+namespace tb::engine::session_detail {
+
+bool is_ddp_knob(const std::string& id) {
+  return id == "bucket_cap_mb" || id == "gradient_as_bucket_view" || id == "comm_hook" ||
+         id == "broadcast_buffers" || id == "static_graph";
+}
+
+void SessionImpl::realize_ddp(const Config& c) {
+  dist::DdpSettings s;
+  s.bucket_cap_mb = std::max<int64_t>(1, num(c, "bucket_cap_mb"));
+  s.gradient_as_bucket_view = on(c, "gradient_as_bucket_view");
+  s.comm_hook = val(c, "comm_hook");
+  s.broadcast_buffers = on(c, "broadcast_buffers");
+  s.static_graph = on(c, "static_graph");
+  // The same parameters (same tensors, same order) and settings: keep the Reducer and its bucket plan.
+  bool same = ddp_ && ddp_->settings() == s && ddp_->params().size() == params_.size();
+  for (size_t i = 0; same && i < params_.size(); ++i)
+    same = ddp_->params()[i].unsafeGetTensorImpl() == params_[i].unsafeGetTensorImpl();
+  if (same) return;
+  std::vector<torch::Tensor> buffers;
+  for (const auto& t : model_->state_tensors())
+    if (!t.requires_grad()) buffers.push_back(t);
+  try {
+    ddp_.reset();  // the old Reducer removes its autograd hooks first
+    ddp_ = std::make_unique<dist::Ddp>(group_, params_, std::move(buffers), s);
+  } catch (const std::exception& e) {
+    throw EngineError("rank " + std::to_string(group_->rank()) + ": cannot set up DDP's Reducer: " + first_line(e.what()));
+  }
+}
+
+std::vector<std::string> SessionImpl::gather(const std::string& key, const std::string& mine) {
+  if (!group_) return {mine};
+  try {
+    return group_->gather(key, mine, std::chrono::seconds(group_->options().timeout_s));
+  } catch (const std::exception& e) {
+    warnings_.push_back("rank " + std::to_string(group_->rank()) + ": could not post '" + key +
+                        "' to the rendezvous store: " + first_line(e.what()));
+    return {};
+  }
+}
+
+bool SessionImpl::barrier(const std::string& key) {
+  return !group_ || group_->barrier(key, std::chrono::seconds(group_->options().timeout_s));
+}
+
+std::string SessionImpl::parameter_digest() const {
+  // FNV-1a over every trainable parameter's values (contiguous fp32 copies on the CPU): cheap, and any
+  // difference of a single bit between ranks shows.
+  uint64_t h = 1469598103934665603ull;
+  for (const auto& p : params_) {
+    auto t = p.detach().to(torch::kCPU).contiguous();
+    const auto* b = static_cast<const unsigned char*>(t.data_ptr());
+    const size_t len = size_t(t.numel()) * t.element_size();
+    for (size_t i = 0; i < len; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+}  // namespace tb::engine::session_detail
