@@ -1,7 +1,11 @@
 // tunebench-cli run --model M --data D [--set k=v,...] [--steps N | --measured-steps N] [--warmup N] [--seed S]
 //                   [--trace T.json] [--json OUT.json] [--device D] [--input C,H,W] [--classes K] [--drift-steps N]
+//                   [--ranks N] [--dist-timeout S]
 // Trains for N steps (or until N steps were measured after the warm-up) and reports an honest throughput:
 // samples over wall time of the measured steps, including loading, warm-up excluded, with a noise verdict.
+// Data parallel (docs/distributed.md): --ranks N starts N ranks (run_ranks.cpp); a process started by torchrun
+// (WORLD_SIZE etc. set) is one rank. Rank 0 collects every rank's results and trace and writes them.
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,7 +17,9 @@
 
 #include "commands.h"
 #include "engine/cpu_allocator.h"
+#include "engine/distributed.h"
 #include "engine_cli_common.h"
+#include "run_ranks.h"
 
 namespace tb::cli {
 namespace {
@@ -35,7 +41,7 @@ int cmd_run(int argc, char** argv) {
   engine::SessionOptions opts;
   opts.model.clear();
   opts.data.clear();
-  int64_t steps = 20, measured_steps = 0;
+  int64_t steps = 20, measured_steps = 0, ranks = 0, dist_timeout = 0;
   std::string trace_path, json_path;
   for (int i = 1; i < argc; ++i) {
     bool matched = false;
@@ -54,12 +60,42 @@ int cmd_run(int argc, char** argv) {
     } else if (a == "--json") {
       if (i + 1 >= argc) return usage_error("--json needs a file path");
       json_path = argv[++i];
+    } else if (a == "--ranks") {
+      if (i + 1 >= argc || !parse_int(argv[++i], ranks, 1) || ranks > 64)
+        return usage_error("--ranks needs an integer from 1 to 64");
+    } else if (a == "--dist-timeout") {
+      if (i + 1 >= argc || !parse_int(argv[++i], dist_timeout, 1))
+        return usage_error("--dist-timeout needs a positive number of seconds");
     } else {
       return usage_error("unknown option '" + a + "' (see tunebench-cli --help)");
     }
   }
   if (opts.model.empty()) return usage_error("--model is required (mnist_cnn, resnet18, resnet50, vit_tiny, torchscript:PATH)");
   if (opts.data.empty()) return usage_error("--data is required (synthetic, imagefolder:DIR, mnist:DIR)");
+  {
+    std::string env_err;
+    auto env = engine::dist_from_env(env_err);
+    if (!env_err.empty()) return usage_error("bad torchrun environment: " + env_err);
+    if (env && ranks > 0 && ranks != env->world_size)
+      return usage_error("--ranks " + std::to_string(ranks) + " but this process is one of WORLD_SIZE=" +
+                         std::to_string(env->world_size) + " ranks (drop --ranks under torchrun)");
+    if (!env && ranks > 1) return launch_ranks(argc, argv, int(ranks), int(dist_timeout > 0 ? dist_timeout : 60), json_path);
+    if (env && env->enabled()) {
+      opts.dist = *env;
+      if (dist_timeout > 0) opts.dist.timeout_s = int(dist_timeout);
+    }
+  }
+  const int rank = opts.dist.rank;
+  const bool distributed = opts.dist.enabled();
+  if (distributed) opts.max_warmup_steps = opts.warmup_steps;  // what the session does: the same on every rank
+  // Test hook (tests/cli): TUNEBENCH_TEST_KILL_RANK=R:S makes rank R kill itself (SIGKILL) before step S, a
+  // rank that dies without a word, as after the OOM killer.
+  int64_t kill_step = -1;
+  if (const char* k = std::getenv("TUNEBENCH_TEST_KILL_RANK"); k && distributed) {
+    int kr = -1;
+    long long ks = -1;
+    if (std::sscanf(k, "%d:%lld", &kr, &ks) == 2 && kr == rank) kill_step = ks;
+  }
   opts.profile = !trace_path.empty();
   if (opts.profile) {
     prof::set_thread_name("train");
@@ -81,11 +117,17 @@ int cmd_run(int argc, char** argv) {
   print_warnings(*session, warnings);
   const nlohmann::json desc0 = session->describe();
   if (measured_steps > 0) steps = measured_steps + opts.warmup_steps;
-  std::fprintf(stderr, "run: %s on %s, %s, %s %lld steps (warm-up: at least %d, until stable, at most %d), allocator %s\n",
-               desc0["model"].get<std::string>().c_str(), desc0["data"].get<std::string>().c_str(),
-               desc0["device"].value("kind", "cpu").c_str(), measured_steps > 0 ? "measuring" : "",
-               static_cast<long long>(measured_steps > 0 ? measured_steps : steps), opts.warmup_steps,
-               std::max(opts.max_warmup_steps, opts.warmup_steps), engine::active_cpu_allocator().c_str());
+  const std::string warm_text =
+      distributed ? std::to_string(opts.warmup_steps) + " steps on every rank"
+                  : "at least " + std::to_string(opts.warmup_steps) + ", until stable, at most " +
+                        std::to_string(std::max(opts.max_warmup_steps, opts.warmup_steps));
+  if (rank == 0)
+    std::fprintf(stderr, "run: %s on %s, %s, %s %lld steps (warm-up: %s), allocator %s%s\n",
+                 desc0["model"].get<std::string>().c_str(), desc0["data"].get<std::string>().c_str(),
+                 desc0["device"].value("kind", "cpu").c_str(), measured_steps > 0 ? "measuring" : "",
+                 static_cast<long long>(measured_steps > 0 ? measured_steps : steps), warm_text.c_str(),
+                 engine::active_cpu_allocator().c_str(),
+                 distributed ? (", rank 0 of " + std::to_string(opts.dist.world_size)).c_str() : "");
 
   const bool tty = isatty(STDERR_FILENO);
   std::vector<engine::StepRecord> records;
@@ -101,6 +143,7 @@ int cmd_run(int argc, char** argv) {
   const int64_t cap = measured_steps > 0 ? measured_steps + std::max(opts.max_warmup_steps, opts.warmup_steps) + 1 : steps;
   for (int64_t i = 0; i < cap; ++i) {
     if (measured_steps > 0 && measured >= measured_steps) break;
+    if (i == kill_step) ::raise(SIGKILL);
     if (window_start < 0 && !session->warming_up()) {
       session->synchronize();
       window_start = clock_s();
@@ -121,7 +164,7 @@ int cmd_run(int argc, char** argv) {
     print_warnings(*session, warnings);
     auto now = std::chrono::steady_clock::now();
     const bool last = measured_steps > 0 ? measured >= measured_steps : i + 1 == steps;
-    if (now - last_print > std::chrono::milliseconds(tty ? 250 : 5000) || last) {
+    if (rank == 0 && (now - last_print > std::chrono::milliseconds(tty ? 250 : 5000) || last)) {
       last_print = now;
       auto tp = throughput_json(records);
       std::fprintf(stderr, "%sstep %lld/%lld  %.1f samples/s  loss %s%s", tty ? "\r" : "",
@@ -171,6 +214,11 @@ int cmd_run(int argc, char** argv) {
                      {"optimizer_steps", desc["optimizer_steps"]},
                      {"loader", desc["loader"]}};
   out["drift_checks"] = desc["drift_checks"];
+  if (distributed) {
+    out["distributed"] = desc["distributed"];
+    out["rank"] = rank;
+    out["parameter_digest"] = session->parameter_digest();
+  }
   nlohmann::json knob_states = nlohmann::json::array();
   for (const auto& k : session->knobs())
     if (!k.applicability.applicable) knob_states.push_back({{"id", k.info.id}, {"reason", k.applicability.reason}});
@@ -181,7 +229,48 @@ int cmd_run(int argc, char** argv) {
   out["warnings"] = warnings;
   if (!failure.empty()) out["error"] = failure;
 
-  if (!trace_path.empty()) {
+  if (distributed) {
+    // Every rank's document (and trace) meets on rank 0 through the rendezvous store, which outlives a failed
+    // collective; a rank that never posts is named, not waited for beyond the timeout.
+    nlohmann::json mine = out;
+    if (!trace_path.empty()) {
+      session->synchronize();
+      if (auto t = collect_recorded_trace(desc)) mine["trace_json"] = prof::to_chrome_trace_json(*t);
+    }
+    auto all = session->gather("tunebench/run", mine.dump());
+    print_warnings(*session, warnings);
+    if (rank != 0) {
+      if (!failure.empty()) std::fprintf(stderr, "tunebench-cli: error: %s\n", failure.c_str());
+      return failure.empty() ? 0 : 1;
+    }
+    std::vector<std::unique_ptr<prof::Trace>> traces;
+    for (auto& s : all) {
+      if (s.empty()) continue;
+      auto d = nlohmann::json::parse(s, nullptr, false);
+      if (!d.is_object()) continue;
+      if (d.contains("trace_json")) {
+        auto parsed = prof::parse_trace(d["trace_json"].get<std::string>(), "rank trace");
+        if (parsed.ok()) traces.push_back(std::move(parsed.value()));
+        d.erase("trace_json");
+      }
+      s = d.dump();
+    }
+    out = merge_rank_results(all);
+    if (out.contains("error") && failure.empty()) failure = out["error"].get<std::string>();
+    if (!trace_path.empty() && !traces.empty()) {
+      // One file, one process per rank (their own pids); the analysis scopes to one and names the others.
+      for (size_t i = 1; i < traces.size(); ++i) traces[0]->merge(*traces[i]);
+      traces[0]->finalize();
+      auto st = prof::write_chrome_trace(*traces[0], trace_path);
+      if (!st.ok()) {
+        std::fprintf(stderr, "tunebench-cli: error: cannot write trace '%s': %s\n", trace_path.c_str(),
+                     st.error().to_string().c_str());
+        return 1;
+      }
+      out["trace"] = trace_path;
+      std::fprintf(stderr, "run: trace of %zu ranks written to %s\n", traces.size(), trace_path.c_str());
+    }
+  } else if (!trace_path.empty()) {
     session->synchronize();  // the device's queued work belongs in this trace (the collector flushes after it)
     std::string err = write_recorded_trace(trace_path, desc);
     if (!err.empty()) {
@@ -200,9 +289,11 @@ int cmd_run(int argc, char** argv) {
     f << out.dump(2) << "\n";
   }
   const auto& tp = out["throughput"];
-  std::printf("%s %s: %.1f samples/s over %zu measured steps after %d warm-up; %s; %.0f page faults/step\n",
+  std::printf("%s %s: %.1f samples/s%s over %zu measured steps after %d warm-up; %s; %.0f page faults/step\n",
               out["model"].get<std::string>().c_str(), out["data"].get<std::string>().c_str(),
-              tp["samples_per_s"].get<double>(), tp["measured_steps"].get<size_t>(), warmup_seen,
+              tp["samples_per_s"].get<double>(),
+              distributed ? (" (" + std::to_string(opts.dist.world_size) + " ranks)").c_str() : "",
+              tp["measured_steps"].get<size_t>(), warmup_seen,
               tp["noise"]["text"].get<std::string>().c_str(), tp["page_faults_per_step"].get<double>());
   // The allocator-bound hint (engine/cpu_allocator.h): at ~2 us per fault (a lower bound), thousands of faults
   // per step are a visible share of the step.

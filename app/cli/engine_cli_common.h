@@ -198,9 +198,11 @@ inline std::pair<bool, std::string> collector_plan(bool cuda, bool tracing) {
   return {true, ""};
 }
 
-inline std::string write_recorded_trace(const std::string& path, const nlohmann::json& describe) {
+// The recorder's trace (and the CUPTI collector's, when running) with the run's description in its metadata;
+// null when the recorder returned none.
+inline std::unique_ptr<prof::Trace> collect_recorded_trace(const nlohmann::json& describe) {
   auto trace = prof::Recorder::instance().collect();
-  if (!trace) return "the recorder returned no trace";
+  if (!trace) return nullptr;
   // GPU side: flushed at this chunk boundary. The training step reads the loss (a device sync) unless
   // sync_free_logging defers it, so at most the last step's tail can land in the next chunk.
   auto& collector = prof::CuptiCollector::instance();
@@ -223,7 +225,15 @@ inline std::string write_recorded_trace(const std::string& path, const nlohmann:
     if (describe.contains(k))
       m.extra[std::strcmp(k, "loader_workers") == 0 ? "workers" : k] =
           describe[k].is_string() ? describe[k].get<std::string>() : describe[k].dump();
+  if (describe.contains("distributed"))
+    m.extra["rank"] = std::to_string(describe["distributed"].value("rank", 0));
   trace->finalize();
+  return trace;
+}
+
+inline std::string write_recorded_trace(const std::string& path, const nlohmann::json& describe) {
+  auto trace = collect_recorded_trace(describe);
+  if (!trace) return "the recorder returned no trace";
   auto st = prof::write_chrome_trace(*trace, path);
   if (!st.ok()) return st.error().to_string();
   return "";

@@ -1,0 +1,215 @@
+// `run --ranks N`: the local launcher, and rank 0's merge of the ranks' results (run_ranks.h).
+#include "run_ranks.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include "engine/distributed.h"
+
+extern char** environ;
+
+namespace tb::cli {
+namespace {
+
+std::string self_exe() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return {};
+  buf[n] = '\0';
+  return buf;
+}
+
+std::string describe_status(int status) {
+  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    const char* name = sigabbrev_np(sig);
+    return "was killed by signal " + std::to_string(sig) + (name ? std::string(" (SIG") + name + ")" : "");
+  }
+  return "ended (status " + std::to_string(status) + ")";
+}
+
+}  // namespace
+
+int launch_ranks(int argc, char** argv, int ranks, int timeout_s, const std::string& json_path) {
+  const std::string exe = self_exe();
+  if (exe.empty()) {
+    std::fprintf(stderr, "tunebench-cli: error: run --ranks: cannot find this program's path\n");
+    return 1;
+  }
+  std::vector<std::string> args{exe, "run"};
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--ranks") == 0) {
+      ++i;
+      continue;
+    }
+    args.emplace_back(argv[i]);
+  }
+  const int port = engine::free_tcp_port();
+  if (port == 0) {
+    std::fprintf(stderr, "tunebench-cli: error: run --ranks: no free TCP port on 127.0.0.1 for the rendezvous\n");
+    return 1;
+  }
+  std::vector<std::string> base_env;
+  for (char** e = environ; *e; ++e) {
+    const std::string kv = *e;
+    const std::string key = kv.substr(0, kv.find('='));
+    if (key == "RANK" || key == "WORLD_SIZE" || key == "LOCAL_RANK" || key == "LOCAL_WORLD_SIZE" ||
+        key == "MASTER_ADDR" || key == "MASTER_PORT" || key == "TUNEBENCH_DIST_TIMEOUT" ||
+        key == "TORCHELASTIC_USE_AGENT_STORE")
+      continue;
+    base_env.push_back(kv);
+  }
+  std::fprintf(stderr, "run: starting %d ranks (Gloo over 127.0.0.1:%d, collective timeout %d s)\n", ranks, port,
+               timeout_s);
+  std::vector<pid_t> pids(size_t(ranks), -1);
+  for (int r = 0; r < ranks; ++r) {
+    std::vector<std::string> env = base_env;
+    env.push_back("RANK=" + std::to_string(r));
+    env.push_back("LOCAL_RANK=" + std::to_string(r));
+    env.push_back("WORLD_SIZE=" + std::to_string(ranks));
+    env.push_back("LOCAL_WORLD_SIZE=" + std::to_string(ranks));
+    env.push_back("MASTER_ADDR=127.0.0.1");
+    env.push_back("MASTER_PORT=" + std::to_string(port));
+    env.push_back("TUNEBENCH_DIST_TIMEOUT=" + std::to_string(timeout_s));
+    std::vector<char*> av, ev;
+    for (auto& a : args) av.push_back(a.data());
+    av.push_back(nullptr);
+    for (auto& e : env) ev.push_back(e.data());
+    ev.push_back(nullptr);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::execve(exe.c_str(), av.data(), ev.data());
+      std::fprintf(stderr, "tunebench-cli: error: cannot start rank %d: %s\n", r, std::strerror(errno));
+      ::_exit(127);
+    }
+    if (pid < 0) {
+      std::fprintf(stderr, "tunebench-cli: error: cannot start rank %d: %s\n", r, std::strerror(errno));
+      for (pid_t p : pids)
+        if (p > 0) ::kill(p, SIGKILL);
+      for (pid_t p : pids)
+        if (p > 0) ::waitpid(p, nullptr, 0);
+      return 1;
+    }
+    pids[size_t(r)] = pid;
+  }
+  // Wait for every rank; after the first failure the rest get the collective timeout (they notice a dead
+  // peer at their next collective, or time out) plus a grace period, then are stopped.
+  std::vector<int> status(size_t(ranks), 0);
+  std::vector<bool> done(size_t(ranks), false), stopped(size_t(ranks), false);
+  int left = ranks, first_failed = -1;
+  std::chrono::steady_clock::time_point deadline{};
+  bool termed = false;
+  while (left > 0) {
+    for (int r = 0; r < ranks; ++r) {
+      if (done[size_t(r)]) continue;
+      int st = 0;
+      const pid_t w = ::waitpid(pids[size_t(r)], &st, WNOHANG);
+      if (w != pids[size_t(r)]) continue;
+      done[size_t(r)] = true;
+      status[size_t(r)] = st;
+      --left;
+      const bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+      if (!ok && !stopped[size_t(r)])
+        std::fprintf(stderr, "run: rank %d %s\n", r, describe_status(st).c_str());
+      if (!ok && first_failed < 0 && !stopped[size_t(r)]) {
+        first_failed = r;
+        deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s + 15);
+      }
+    }
+    if (left == 0) break;
+    const auto now = std::chrono::steady_clock::now();
+    if (first_failed >= 0 && now > deadline) {
+      for (int r = 0; r < ranks; ++r)
+        if (!done[size_t(r)]) {
+          if (!termed)
+            std::fprintf(stderr, "run: rank %d did not end %d s after rank %d failed: stopping it\n", r,
+                         timeout_s + 15, first_failed);
+          ::kill(pids[size_t(r)], termed ? SIGKILL : SIGTERM);
+          stopped[size_t(r)] = true;
+        }
+      termed = true;
+      deadline = now + std::chrono::seconds(3);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  // What the launcher saw goes into rank 0's document (which rank ended how), when it wrote one.
+  if (!json_path.empty()) {
+    std::ifstream in(json_path);
+    nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (!doc.is_discarded() && doc.is_object()) {
+      nlohmann::json exits = nlohmann::json::array();
+      for (int r = 0; r < ranks; ++r) {
+        const int st = status[size_t(r)];
+        exits.push_back({{"rank", r},
+                         {"ok", WIFEXITED(st) && WEXITSTATUS(st) == 0},
+                         {"stopped_by_launcher", bool(stopped[size_t(r)])},
+                         {"how", describe_status(st)}});
+      }
+      doc["exits"] = exits;
+      std::ofstream out(json_path);
+      out << doc.dump(2) << "\n";
+    }
+  }
+  if (first_failed < 0) return 0;
+  const int st = status[size_t(first_failed)];
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
+nlohmann::json merge_rank_results(const std::vector<std::string>& per_rank) {
+  std::vector<nlohmann::json> docs;
+  for (const auto& s : per_rank) {
+    nlohmann::json d = s.empty() ? nlohmann::json() : nlohmann::json::parse(s, nullptr, false);
+    docs.push_back(d.is_object() ? d : nlohmann::json());
+  }
+  nlohmann::json out = docs.empty() || docs[0].is_null() ? nlohmann::json::object() : docs[0];
+  out["world_size"] = per_rank.size();
+  nlohmann::json ranks = nlohmann::json::array(), missing = nlohmann::json::array();
+  double sps = 0, window_sps = 0;
+  bool all_windows = true;
+  std::string first_error;
+  for (size_t r = 0; r < docs.size(); ++r) {
+    const auto& d = docs[r];
+    if (d.is_null()) {
+      missing.push_back(r);
+      all_windows = false;
+      continue;
+    }
+    nlohmann::json e = {{"rank", r}};
+    for (const char* k : {"throughput", "window", "steps", "parameter_digest", "error", "warnings", "distributed"})
+      if (d.contains(k)) e[k] = d[k];
+    sps += d.value(nlohmann::json::json_pointer("/throughput/samples_per_s"), 0.0);
+    if (d.contains("window")) window_sps += d["window"].value("samples_per_s", 0.0);
+    else all_windows = false;
+    if (d.contains("error") && first_error.empty()) first_error = "rank " + std::to_string(r) + ": " + d["error"].get<std::string>();
+    ranks.push_back(std::move(e));
+  }
+  out["ranks"] = ranks;
+  out["missing_ranks"] = missing;
+  // Every rank trains on its own shard at the same time: the group's rate is the sum of the ranks' rates.
+  if (out.contains("throughput") && out["throughput"].is_object()) {
+    out["throughput"]["rank0_samples_per_s"] = out["throughput"].value("samples_per_s", 0.0);
+    out["throughput"]["samples_per_s"] = sps;
+    out["throughput"]["aggregate"] = "sum over " + std::to_string(ranks.size()) + " ranks";
+  }
+  if (all_windows && out.contains("window")) out["window"]["samples_per_s"] = window_sps;
+  else if (out.contains("window")) out.erase("window");  // a partial group has no group window
+  if (!missing.empty()) {
+    std::string list;
+    for (const auto& m : missing) list += (list.empty() ? "" : ", ") + std::to_string(m.get<size_t>());
+    const std::string msg = "rank(s) " + list + " did not report within the collective timeout";
+    out["error"] = out.contains("error") ? out["error"].get<std::string>() + "; " + msg : msg;
+  } else if (!first_error.empty() && !out.contains("error")) {
+    out["error"] = first_error;
+  }
+  return out;
+}
+
+}  // namespace tb::cli
