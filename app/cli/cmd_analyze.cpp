@@ -55,6 +55,8 @@ void print_gpu_time(const prof::AnalysisResult& r, FILE* out) {
   line(out, "  host late to launch (launch gap)", r.launch_gap_ns, W, b);
   std::snprintf(b, sizeof b, "(gaps < %.1f us)", static_cast<double>(r.min_gap_ns) / 1000.0);
   line(out, "  launch overhead", r.launch_overhead_ns, W, b);
+  std::snprintf(b, sizeof b, "(%u intervals)", r.event_wait_count);
+  line(out, "  waiting on another stream (event wait)", r.event_wait_ns, W, r.event_wait_count ? b : "");
   line(out, "  other (no named cause)", r.other_idle_ns, W);
 }
 
@@ -70,14 +72,14 @@ void print_steps(const prof::AnalysisResult& r, FILE* out) {
     return;
   }
   std::fprintf(out, "%8s %9s %9s %8s %8s %8s %9s %8s %8s %8s %8s %8s %8s %7s\n", "step", "duration", "data_wait",
-               "forward", "backward", "optim", "gpu_busy", "comm_exp", "stall", "sync", "launch", "other", "edge",
+               "forward", "backward", "optim", "gpu_busy", "comm_exp", "stall", "sync", "launch", "wait+other", "edge",
                "kernels");
   for (const auto& s : r.steps) {
     std::fprintf(out, "%8lld %9.3f %9.3f %8.3f %8.3f %8.3f %9.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %7u\n",
                  static_cast<long long>(s.index), ms(s.duration_ns()), ms(s.data_wait_ns), ms(s.forward_ns),
                  ms(s.backward_ns), ms(s.optimizer_ns), ms(s.gpu_busy_ns), ms(s.comm_exposed_ns), ms(s.loader_stall_ns),
                  ms(s.sync_idle_ns), ms(s.launch_gap_ns + s.launch_overhead_ns),
-                 ms(s.other_idle_ns + s.runtime_idle_ns), ms(s.edge_idle_ns), s.kernel_count);
+                 ms(s.event_wait_ns + s.other_idle_ns + s.runtime_idle_ns), ms(s.edge_idle_ns), s.kernel_count);
   }
 }
 

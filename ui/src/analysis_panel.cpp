@@ -27,6 +27,7 @@ std::vector<TimeSlice> timeSlices(const tb::prof::AnalysisResult& r) {
   s.push_back({QObject::tr("launch gap"), r.launch_gap_ns, QColor(0xf0, 0xc0, 0x30)});
   s.push_back({QObject::tr("launch overhead"), r.launch_overhead_ns, QColor(0xe8, 0xdc, 0x8a)});
   s.push_back({QObject::tr("before/after kernels"), r.lead_in_ns + r.tail_ns, QColor(0xbb, 0xbb, 0xbb)});
+  s.push_back({QObject::tr("waiting on another stream"), r.event_wait_ns, QColor(0x9a, 0x8f, 0xb8)});
   s.push_back({QObject::tr("other idle"), r.other_idle_ns, QColor(0x70, 0x70, 0x70)});
   return s;
 }
@@ -216,7 +217,7 @@ void AnalysisPanel::setAnalysis(std::shared_ptr<const tb::prof::AnalysisResult> 
                            st.optimizer_ns / 1e6, st.gpu_busy_ns / 1e6, st.comm_exposed_ns / 1e6,
                            st.loader_stall_ns / 1e6, st.sync_idle_ns / 1e6,
                            (st.launch_gap_ns + st.launch_overhead_ns) / 1e6,
-                           (st.other_idle_ns + st.runtime_idle_ns + st.edge_idle_ns) / 1e6};
+                           (st.event_wait_ns + st.other_idle_ns + st.runtime_idle_ns + st.edge_idle_ns) / 1e6};
     steps_->setItem(i, 0, idx);
     for (int c = 0; c < 11; ++c) steps_->setItem(i, c + 1, num(cols[c]));
     steps_->setItem(i, 12, num(st.kernel_count, 0));

@@ -352,7 +352,9 @@ class SessionWorkload : public Workload {
       const double busy = mean(&tb::prof::StepBreakdown::gpu_busy_ns);
       const double stall = mean(&tb::prof::StepBreakdown::loader_stall_ns);
       const double gap = mean(&tb::prof::StepBreakdown::launch_gap_ns);
-      const double other = mean(&tb::prof::StepBreakdown::other_idle_ns);
+      // Idle with no loader or launch cause: after syncs, runtime calls, cross-stream waits, unexplained.
+      const double other = mean(&tb::prof::StepBreakdown::other_idle_ns) + mean(&tb::prof::StepBreakdown::event_wait_ns) +
+                           mean(&tb::prof::StepBreakdown::sync_idle_ns) + mean(&tb::prof::StepBreakdown::runtime_idle_ns);
       const double sync = mean(&tb::prof::StepBreakdown::sync_ns);
       s.breakdown_ms = {{"GPU busy", busy}, {"loader stall", stall}, {"launch gaps", gap}, {"other idle", other}};
       if (busy >= 0.85 * dur) s.bottleneck = "compute";
