@@ -5,6 +5,7 @@ set -euo pipefail
 pkgs=(
   build-essential cmake ninja-build ccache pkg-config git
   libtorch-dev                          # LibTorch 1.13.1, CPU only
+  libgloo-dev                           # Gloo headers: c10d's ProcessGroupGloo.hpp includes them (data parallel)
   libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev zlib1g-dev
   libsimdjson-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -3,6 +3,7 @@
 // optionally the analysis as JSON ("-" = stdout). Exit 0 ok, 1 cannot write the output, 2 bad input.
 #include <cerrno>
 #include <cmath>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -63,12 +64,18 @@ void print_gpu_time(const prof::AnalysisResult& r, FILE* out) {
 void print_steps(const prof::AnalysisResult& r, FILE* out) {
   std::fprintf(out, "\nper step (ms; host phases on the step's CPU time, GPU columns on the GPU work it launched)\n");
   if (!r.has_gpu) {
-    std::fprintf(out, "%8s %9s %9s %8s %8s %8s %8s %8s\n", "step", "duration", "data_wait", "h2d", "forward", "backward",
+    const bool comm = r.comm_ns > 0;  // data parallel: the all-reduce and the part backward waited for
+    std::fprintf(out, "%8s %9s %9s %8s %8s %8s %8s %8s", "step", "duration", "data_wait", "h2d", "forward", "backward",
                  "optim", "sync");
-    for (const auto& s : r.steps)
-      std::fprintf(out, "%8lld %9.3f %9.3f %8.3f %8.3f %8.3f %8.3f %8.3f\n", static_cast<long long>(s.index),
+    if (comm) std::fprintf(out, " %9s %9s", "allreduce", "comm_wait");
+    std::fputc('\n', out);
+    for (const auto& s : r.steps) {
+      std::fprintf(out, "%8lld %9.3f %9.3f %8.3f %8.3f %8.3f %8.3f %8.3f", static_cast<long long>(s.index),
                    ms(s.duration_ns()), ms(s.data_wait_ns), ms(s.h2d_ns), ms(s.forward_ns), ms(s.backward_ns),
                    ms(s.optimizer_ns), ms(s.sync_ns));
+      if (comm) std::fprintf(out, " %9.3f %9.3f", ms(s.comm_ns), ms(s.comm_exposed_ns));
+      std::fputc('\n', out);
+    }
     return;
   }
   std::fprintf(out, "%8s %9s %9s %8s %8s %8s %9s %8s %8s %8s %8s %8s %8s %7s\n", "step", "duration", "data_wait",
@@ -133,6 +140,12 @@ void print_summary(const prof::Trace& trace, const prof::AnalysisResult& r, FILE
     char b[64];
     std::snprintf(b, sizeof b, "(%u intervals)", r.loader_stall_count);
     line(out, "training thread waiting for data", r.loader_stall_ns, W, b);
+    if (r.comm_ns > 0) {
+      // Host collectives (Gloo, data parallel): what backward did not hide.
+      std::snprintf(b, sizeof b, "(of %.3f ms all-reduce, %.0f%% overlapped)", ms(r.comm_ns),
+                    std::max(0.0, r.comm_overlap) * 100);
+      line(out, "training thread waiting for all-reduce", r.comm_exposed_ns, W, b);
+    }
   }
   char b[64];
   std::snprintf(b, sizeof b, "(%u calls)", r.sync_count);

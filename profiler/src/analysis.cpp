@@ -56,6 +56,7 @@ HostSide collect_host(const Trace& trace, const detail::Scope& sc, const Analysi
       const std::string_view n = trace.name(e.name);
       if (nc::is_data_wait(n)) h.data_wait.push_back({e.start_ns, e.end_ns});
       else if (n == names::kH2D) h.h2d.push_back({e.start_ns, e.end_ns});
+      else if (n == names::kCommWait) h.comm_wait.push_back({e.start_ns, e.end_ns});
     }
   }
   bool any_runtime = false, any_driver = false;
@@ -66,7 +67,8 @@ HostSide collect_host(const Trace& trace, const detail::Scope& sc, const Analysi
       any_driver |= e.kind == EventKind::Driver;
       if (e.kind == EventKind::Range) {
         const std::string_view n = trace.name(e.name);
-        if (nc::is_forward(n)) h.fwd.push_back({e.start_ns, e.end_ns});
+        if (n == names::kGlooAllReduce) h.comm_host.push_back({e.start_ns, e.end_ns});
+        else if (nc::is_forward(n)) h.fwd.push_back({e.start_ns, e.end_ns});
         else if (nc::is_backward(n)) h.bwd.push_back({e.start_ns, e.end_ns});
         else if (nc::is_optimizer(n)) h.optim.push_back({e.start_ns, e.end_ns});
       }
@@ -109,8 +111,12 @@ HostSide collect_host(const Trace& trace, const detail::Scope& sc, const Analysi
   }
   std::sort(r.sync_points.begin(), r.sync_points.end(),
             [](const SyncPoint& a, const SyncPoint& b) { return a.interval.t0 < b.interval.t0; });
-  for (Intervals* v : {&h.data_wait, &h.h2d, &h.fwd, &h.bwd, &h.optim, &h.sync_calls, &h.slow_runtime})
+  for (Intervals* v : {&h.data_wait, &h.h2d, &h.fwd, &h.bwd, &h.optim, &h.sync_calls, &h.slow_runtime, &h.comm_host,
+                       &h.comm_wait})
     *v = iv::merge(std::move(*v));
+  // Exposed communication is waiting while a collective runs: the wait's tail after the last result came
+  // back (the Reducer copying it out) is not communication.
+  h.comm_wait = iv::subtract(h.comm_wait, iv::subtract(h.comm_wait, h.comm_host));
   return h;
 }
 
@@ -244,6 +250,8 @@ void per_step(const GpuSide& g, const HostSide& h, const IdlePieces& p, Analysis
     if (!r.has_gpu) {
       s.gpu_idle_ns = b - a;
       s.loader_stall_ns = s.data_wait_ns;
+      s.comm_ns = iv::measure(h.comm_host, a, b);
+      s.comm_exposed_ns = iv::measure(h.comm_wait, a, b);
       s.other_idle_ns = s.gpu_idle_ns - s.loader_stall_ns;
       continue;
     }
@@ -473,6 +481,11 @@ AnalysisResult analyze(const Trace& trace, const AnalysisOptions& opt) {
     r.loader_stall_ns = iv::total(pieces.stall);
     r.loader_stall_count = static_cast<uint32_t>(pieces.stall.size());
     r.other_idle_ns = window_len - r.loader_stall_ns;
+    // Host collectives (Gloo): exposed = the training thread's recorded wait for them after backward.
+    r.comm_ns = iv::measure(h.comm_host, W0, W1);
+    r.comm_exposed_ns = iv::measure(h.comm_wait, W0, W1);
+    r.comm_overlap =
+        r.comm_ns > 0 ? std::max(0.0, 1.0 - static_cast<double>(r.comm_exposed_ns) / static_cast<double>(r.comm_ns)) : -1;
     if (r.launches == 0)
       r.notes.push_back("no GPU activity in this trace: CPU-only analysis (loader stall = data-wait time)");
   }
@@ -492,6 +505,11 @@ AnalysisResult analyze(const Trace& trace, const AnalysisOptions& opt) {
     Intervals comm_pieces;
     iv::clip(g.comm, W0, W1, comm_pieces);
     ev.comm = iv::largest(iv::subtract(comm_pieces, g.compute));
+    if (!r.has_gpu) {
+      Intervals waits;
+      iv::clip(h.comm_wait, W0, W1, waits);
+      ev.comm = iv::largest(waits);
+    }
   }
   detail::add_findings(trace, opt, ev, r);
 

@@ -49,6 +49,9 @@ GpuSide collect_gpu(const Trace& trace, const Scope& sc, AnalysisResult& r);
 // Host-side ranges and calls of the analysed process.
 struct HostSide {
   iv::Intervals data_wait, h2d, fwd, bwd, optim, sync_calls, slow_runtime;
+  // Host-side collectives (Gloo) on any thread of the process, and the training thread's wait for them
+  // (only while one runs: comm_wait within comm_host).
+  iv::Intervals comm_host, comm_wait;
   // Per track of the trace (empty for others): cudaStreamWaitEvent / cuStreamWaitEvent calls, by time.
   std::vector<std::vector<WaitRecord>> wait_calls;
 };

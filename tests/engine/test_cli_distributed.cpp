@@ -107,6 +107,17 @@ TEST_F(CliDistributed, TwoRanksStayInStepOnDisjointShardsAndShareOneTrace) {
   }
   EXPECT_EQ(step_pids.size(), 2u);
   EXPECT_EQ(comm_pids, step_pids);
+  // The analysis reads the all-reduce and the part backward did not hide (rank 0's process).
+  const std::string aj = tmp("two_analysis.json");
+  Out a = cli("", "analyze " + tr + " --json " + aj);
+  ASSERT_EQ(a.code, 0) << a.err;
+  EXPECT_NE(a.out.find("training thread waiting for all-reduce"), std::string::npos) << a.out;
+  auto an = read_json(aj);
+  const double total = an["communication"]["total_us"].get<double>();
+  const double exposed = an["communication"]["exposed_us"].get<double>();
+  EXPECT_GT(total, 0);
+  EXPECT_GE(exposed, 0);
+  EXPECT_LE(exposed, total) << "exposed = waiting while an all-reduce runs";
 }
 
 TEST_F(CliDistributed, DdpKnobsChangeTheWorkAndKeepTheInvariant) {

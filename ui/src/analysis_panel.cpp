@@ -14,7 +14,11 @@ std::vector<TimeSlice> timeSlices(const tb::prof::AnalysisResult& r) {
   std::vector<TimeSlice> s;
   if (!r.has_gpu) {
     s.push_back({QObject::tr("waiting for data"), r.loader_stall_ns, QColor(0xd9, 0x53, 0x4f)});
-    s.push_back({QObject::tr("training thread busy / other"), r.window.length() - r.loader_stall_ns, QColor(0x88, 0x88, 0x88)});
+    // Data parallel on the CPU: the gradient all-reduce backward did not hide (Gloo).
+    if (r.comm_exposed_ns > 0)
+      s.push_back({QObject::tr("waiting for all-reduce"), r.comm_exposed_ns, QColor(0x8e, 0x6c, 0xd8)});
+    s.push_back({QObject::tr("training thread busy / other"), r.window.length() - r.loader_stall_ns - r.comm_exposed_ns,
+                 QColor(0x88, 0x88, 0x88)});
     return s;
   }
   const int64_t memory = r.gpu_busy_ns - r.compute_ns - r.comm_exposed_ns;  // memcpy/memset alone

@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "profiler/range_names.h"
 #include "profiler/recorder.h"
 
 namespace tb::engine::dist {
@@ -43,7 +44,9 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(const std::string& master
 // not export.)
 class RecordedAllReduceHook : public c10d::CommHookInterface {
  public:
-  RecordedAllReduceHook(const c10::intrusive_ptr<c10d::ProcessGroup>& pg, bool fp16) : state_(pg), fp16_(fp16) {}
+  RecordedAllReduceHook(const c10::intrusive_ptr<c10d::ProcessGroup>& pg, bool fp16,
+                        std::shared_ptr<std::atomic<int64_t>> last_launch)
+      : state_(pg), fp16_(fp16), last_launch_(std::move(last_launch)) {}
 
   at::Tensor parseHookResult(const c10::IValue& result) override {
     return result.isTensor() ? result.toTensor() : result.toTensorVector().at(0);
@@ -51,6 +54,7 @@ class RecordedAllReduceHook : public c10d::CommHookInterface {
 
   c10::intrusive_ptr<c10::ivalue::Future> runHook(c10d::GradBucket& bucket) override {
     const int64_t t0 = prof::Recorder::timestamp();
+    last_launch_->store(t0, std::memory_order_relaxed);
     at::Tensor buffer = bucket.getBufferRef();
     const int64_t bytes = int64_t(buffer.numel()) * (fp16_ ? 2 : int64_t(buffer.element_size()));
     std::vector<at::Tensor> tensors{fp16_ ? buffer.to(torch::kHalf) : buffer};
@@ -80,11 +84,12 @@ class RecordedAllReduceHook : public c10d::CommHookInterface {
       prof::set_thread_name("comm (gloo)");
       named = true;
     }
-    prof::Recorder::range_since("gloo:allreduce", std::max(t0, last_end), bytes);
+    prof::Recorder::range_since(prof::names::kGlooAllReduce, std::max(t0, last_end), bytes);
     last_end = prof::Recorder::timestamp();
   }
   c10::intrusive_ptr<c10d::ProcessGroup> state_;
   bool fp16_;
+  std::shared_ptr<std::atomic<int64_t>> last_launch_;
 };
 
 }  // namespace
@@ -177,7 +182,7 @@ Ddp::Ddp(std::shared_ptr<Group> group, std::vector<torch::Tensor> params, std::v
                                              settings_.gradient_as_bucket_view, std::unordered_map<size_t, std::string>{},
                                              int64_t(c10d::kDefaultFirstBucketBytes));
   if (settings_.static_graph) reducer_->set_static_graph();
-  reducer_->register_comm_hook(std::make_unique<RecordedAllReduceHook>(group_->pg(), settings_.comm_hook == "fp16"));
+  reducer_->register_comm_hook(std::make_unique<RecordedAllReduceHook>(group_->pg(), settings_.comm_hook == "fp16", last_launch_));
 }
 
 Ddp::~Ddp() = default;
@@ -197,7 +202,12 @@ void Ddp::before_backward(bool sync) {
 }
 
 void Ddp::after_backward(bool sync) {
-  if (sync && settings_.static_graph && iterations_ == 1) reducer_->delay_all_reduce();
+  if (!sync) return;
+  if (settings_.static_graph && iterations_ == 1) reducer_->delay_all_reduce();
+  // backward returned when the last bucket's result was back: from that bucket's hand-over until now the
+  // training thread only waited (the Reducer's finalize). Recorded inside the step's backward range.
+  const int64_t t = last_launch_->exchange(INT64_MIN, std::memory_order_relaxed);
+  if (t != INT64_MIN) prof::Recorder::range_since(prof::names::kCommWait, t);
 }
 
 nlohmann::json Ddp::describe() const {

@@ -16,6 +16,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -88,6 +89,9 @@ class Ddp {
   std::vector<torch::Tensor> params_, buffers_;
   DdpSettings settings_;
   std::unique_ptr<c10d::Reducer> reducer_;
+  // When the comm hook last handed a bucket to Gloo (recorder timestamp): after backward, the training thread's
+  // wait from then on is the communication backward did not hide.
+  std::shared_ptr<std::atomic<int64_t>> last_launch_ = std::make_shared<std::atomic<int64_t>>(INT64_MIN);
   int64_t iterations_ = 0;
   bool rebuilt_ = false;
 };

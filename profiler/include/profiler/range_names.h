@@ -15,6 +15,11 @@ inline constexpr const char* kDecode = "decode";        // a worker decoding one
 inline constexpr const char* kAugment = "augment";      // crop/flip/normalize of one sample
 inline constexpr const char* kConfigChange = "config_change";  // instant, arg: config revision
 inline constexpr const char* kGraphCapture = "cuda_graph_capture";
+// Data parallel on the CPU (Gloo): one gradient bucket's all-reduce on the communication thread (arg: bytes),
+// and the training thread waiting, after its last gradient was ready, for the all-reduces still in flight:
+// the communication backward did not hide (exposed).
+inline constexpr const char* kGlooAllReduce = "gloo:allreduce";
+inline constexpr const char* kCommWait = "comm_wait";
 // Counter: minor page faults of the process during one training step (the allocator-bound finding).
 inline constexpr const char* kPageFaults = "page_faults";
 }  // namespace tb::prof::names
