@@ -14,33 +14,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_runner.h"
 #include "engine/make_dataset.h"
 
 namespace {
 
-struct Out {
-  int code = -1;
-  std::string out, err;
-  double seconds = 0;
-};
+using Out = tb::test_util::CliOut;
 
-Out cli(const std::string& env, const std::string& args) {
-  const auto dir = std::filesystem::temp_directory_path();
-  const std::string o = (dir / ("tb_cli_dist_" + std::to_string(::getpid()))).string(), e = o + ".err";
-  Out r;
-  const auto t0 = std::chrono::steady_clock::now();
-  // `timeout` is the test's own guard: a hang fails the test instead of blocking CTest.
-  const int status =
-      std::system((env + " timeout 240 " + std::string(TB_CLI_PATH) + " " + args + " >" + o + " 2>" + e).c_str());
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream fo(o), fe(e);
-  r.out.assign(std::istreambuf_iterator<char>(fo), {});
-  r.err.assign(std::istreambuf_iterator<char>(fe), {});
-  std::filesystem::remove(o);
-  std::filesystem::remove(e);
-  return r;
-}
+// 240 s: the test's own guard against a hang.
+Out cli(const std::string& env, const std::string& args) { return tb::test_util::run_cli_shell(env, args, 240); }
 
 nlohmann::json read_json(const std::string& path) {
   std::ifstream f(path);

@@ -12,30 +12,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_runner.h"
 #include "engine/make_dataset.h"
 #include "engine/report.h"
 #include "tuner/report_script.h"
 
 namespace {
 
-struct Out {
-  int code = -1;
-  std::string out, err;
-};
+using Out = tb::test_util::CliOut;
 
-Out cli(const std::string& args) {
-  const auto dir = std::filesystem::temp_directory_path();
-  const std::string o = (dir / ("tb_cli_script_" + std::to_string(::getpid()))).string(), e = o + ".err";
-  Out r;
-  const int status = std::system((std::string(TB_CLI_PATH) + " " + args + " >" + o + " 2>" + e).c_str());
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream fo(o), fe(e);
-  r.out.assign(std::istreambuf_iterator<char>(fo), {});
-  r.err.assign(std::istreambuf_iterator<char>(fe), {});
-  std::filesystem::remove(o);
-  std::filesystem::remove(e);
-  return r;
-}
+Out cli(const std::string& args) { return tb::test_util::run_cli_shell("", args); }
 
 class CliScript : public testing::Test {
  protected:

@@ -6,6 +6,7 @@
 #include "profiler/analysis.h"
 #include "profiler/trace.h"
 #include "profiler/trace_io.h"
+#include "analysis_test_util.h"
 #include "trace_builder.h"
 
 namespace tb::prof {
@@ -13,12 +14,8 @@ namespace {
 
 using test_util::Builder;
 using test_util::us;
-
-const Finding* find(const AnalysisResult& r, FindingKind k) {
-  for (const auto& f : r.findings)
-    if (f.kind == k) return &f;
-  return nullptr;
-}
+using test_util::find;
+using test_util::load;
 
 void steps(Builder& b, int n, int64_t len) {
   for (int i = 0; i < n; ++i) b.range("ProfilerStep#1", i * len, (i + 1) * len, i);
@@ -343,12 +340,6 @@ TEST(AnalysisClasses, LaunchOutliersAreNamed) {
   EXPECT_FALSE(r.launch_outliers[1].slow_call);
   EXPECT_EQ(r.launch_outliers[1].kernel, "late");
   EXPECT_EQ(r.launch_outliers[1].delay_ns, 3010 * us);
-}
-
-std::unique_ptr<Trace> load(const char* name) {
-  auto t = load_trace(std::string(TB_TESTDATA_DIR) + "/" + name);
-  EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().to_string());
-  return t.ok() ? std::move(t.value()) : nullptr;
 }
 
 // train_step_rank0 (V100, 5 ProfilerSteps, 4350 kernels): every step launches 870 kernels; the profiler's

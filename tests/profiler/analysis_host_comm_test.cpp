@@ -6,6 +6,7 @@
 #include "profiler/analysis.h"
 #include "profiler/range_names.h"
 #include "profiler/trace.h"
+#include "analysis_test_util.h"
 #include "trace_builder.h"
 
 namespace tb::prof {
@@ -46,9 +47,7 @@ TEST(AnalysisHostComm, GlooAllReduceAndTheWaitBackwardDidNotHide) {
   EXPECT_EQ(r.comm_exposed_ns, 54 * us);
   EXPECT_NEAR(r.comm_overlap, 1.0 - 54.0 / 99.0, 1e-9);  // 45/99 hidden
   // 54 of 300 us = 18% of the window: the exposed-communication finding, its evidence the longest wait.
-  const Finding* f = nullptr;
-  for (const auto& x : r.findings)
-    if (x.kind == FindingKind::ExposedComm) f = &x;
+  const Finding* f = test_util::find(r, FindingKind::ExposedComm);
   ASSERT_NE(f, nullptr);
   EXPECT_NEAR(f->share, 0.18, 1e-9);
   EXPECT_EQ(f->evidence.length(), 18 * us);

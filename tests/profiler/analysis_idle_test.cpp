@@ -8,6 +8,7 @@
 #include "profiler/analysis.h"
 #include "profiler/trace.h"
 #include "profiler/trace_io.h"
+#include "analysis_test_util.h"
 #include "trace_builder.h"
 
 namespace tb::prof {
@@ -15,18 +16,9 @@ namespace {
 
 using test_util::Builder;
 using test_util::us;
-
-const Finding* find(const AnalysisResult& r, FindingKind k) {
-  for (const auto& f : r.findings)
-    if (f.kind == k) return &f;
-  return nullptr;
-}
-
-bool has_note(const AnalysisResult& r, const std::string& part) {
-  for (const auto& n : r.notes)
-    if (n.find(part) != std::string::npos) return true;
-  return false;
-}
+using test_util::find;
+using test_util::has_note;
+using test_util::load;
 
 // Three steps of 100 us. In each, A (stream 20) runs [s, s+40]; the host calls cudaStreamWaitEvent at s+2
 // and launches B to stream 7 at s+5; B starts only at s+50, when stream 20's work is long queued: idle
@@ -192,12 +184,6 @@ TEST(AnalysisIdle, LaunchGapWithNoHostTimeRecorded) {
       << f->message;
   EXPECT_TRUE(has_note(r, "host time not recorded: 0.031 ms of the 0.060 ms launch gap (51.7%, 1 gaps)"));
   EXPECT_NE(to_json(r).find("\"unrecorded_us\":31"), std::string::npos);
-}
-
-std::unique_ptr<Trace> load(const char* name) {
-  auto t = load_trace(std::string(TB_TESTDATA_DIR) + "/" + name);
-  EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().to_string());
-  return t.ok() ? std::move(t.value()) : nullptr;
 }
 
 // nccl_sampled_rank0 holds 2402 of the 238287 events Kineto numbered (Ev Idx 27169..265455): ~1% of the
