@@ -1,5 +1,5 @@
 // The data-parallel part of the Session (session_impl.h): the Reducer follows the parameters and the DDP
-// knobs, and the store-based gather/barrier the run uses to collect every rank's results.
+// knobs, and the store-based gather the run uses to collect every rank's results.
 #include <chrono>
 #include <cstring>
 
@@ -44,10 +44,6 @@ std::vector<std::string> SessionImpl::gather(const std::string& key, const std::
                         "' to the rendezvous store: " + first_line(e.what()));
     return {};
   }
-}
-
-bool SessionImpl::barrier(const std::string& key) {
-  return !group_ || group_->barrier(key, std::chrono::seconds(group_->options().timeout_s));
 }
 
 std::string SessionImpl::parameter_digest() const {

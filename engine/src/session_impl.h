@@ -91,7 +91,6 @@ class SessionImpl final : public Session {
   std::vector<std::string> take_warnings() override;
   nlohmann::json describe() const override;
   std::vector<std::string> gather(const std::string& key, const std::string& mine) override;
-  bool barrier(const std::string& key) override;
   std::string parameter_digest() const override;
 
   SessionInternals internals();

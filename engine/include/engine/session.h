@@ -108,12 +108,10 @@ class Session {
   // {"device":..., "versions":{"libtorch":..., "cuda":..., "cudnn":...}, "model":..., "data":..., "input":[C,H,W]}
   virtual nlohmann::json describe() const = 0;
 
-  // Data-parallel runs (SessionOptions::dist). gather: rank 0 gets every rank's `mine` in rank order (an
-  // empty string for a rank that did not answer within the collective timeout), the other ranks get {}; a
-  // single process gets {mine}. barrier: false when some rank did not arrive in time. Both go through the
-  // rendezvous store, so they still work after a collective failed (a rank died).
+  // Data-parallel runs (SessionOptions::dist): rank 0 gets every rank's `mine` in rank order (an empty string
+  // for a rank that did not answer within the collective timeout), the other ranks get {}; a single process
+  // gets {mine}. Goes through the rendezvous store, so it still works after a collective failed (a rank died).
   virtual std::vector<std::string> gather(const std::string& key, const std::string& mine) = 0;
-  virtual bool barrier(const std::string& key) = 0;
   // A digest of the bytes of every trainable parameter: equal on all ranks while DDP keeps them in step.
   virtual std::string parameter_digest() const = 0;
 };

@@ -11,7 +11,6 @@
 #include <cstdlib>
 #include <limits>
 #include <stdexcept>
-#include <thread>
 
 #include "profiler/range_names.h"
 #include "profiler/recorder.h"
@@ -151,20 +150,6 @@ std::vector<std::string> Group::gather(const std::string& key, const std::string
     }
   }
   return out;
-}
-
-bool Group::barrier(const std::string& key, std::chrono::seconds timeout) {
-  try {
-    store_->add(key, 1);
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (store_->add(key, 0) < opts_.world_size) {
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return true;
-  } catch (const std::exception&) {
-    return false;
-  }
 }
 
 Ddp::Ddp(std::shared_ptr<Group> group, std::vector<torch::Tensor> params, std::vector<torch::Tensor> buffers,

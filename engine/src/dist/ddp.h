@@ -47,8 +47,6 @@ class Group {
   // Every rank's `mine` on rank 0, in rank order; ranks that did not post within `timeout` are empty
   // strings. Other ranks get an empty vector. Goes through the store, so it works after a collective failed.
   std::vector<std::string> gather(const std::string& key, const std::string& mine, std::chrono::seconds timeout);
-  // All ranks reach this point or `timeout` passes (false). Store based, like gather.
-  bool barrier(const std::string& key, std::chrono::seconds timeout);
 
  private:
   DistOptions opts_;
