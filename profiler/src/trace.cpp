@@ -1,8 +1,12 @@
 #include "profiler/trace.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
-#include <map>
 #include <deque>
+#include <map>
+#include <new>
 #include <unordered_map>
 
 namespace tb::prof {
@@ -31,6 +35,44 @@ const char* to_string(TrackKind k) {
   }
   return "?";
 }
+
+// ---- memory ----
+
+namespace detail {
+
+namespace {
+size_t mapped_length(size_t bytes) {
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return (bytes + page - 1) / page * page;
+}
+}  // namespace
+
+void* big_allocate(size_t bytes) {
+  if (bytes >= kBigBytes) {
+    // Huge pages need 2 MiB-aligned addresses: map 2 MiB more, keep the aligned part, give the rest back.
+    constexpr size_t kHuge = size_t(2) << 20;
+    const size_t len = mapped_length(bytes);
+    void* m = mmap(nullptr, len + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) throw std::bad_alloc();
+    const auto raw = reinterpret_cast<uintptr_t>(m);
+    const uintptr_t aligned = (raw + kHuge - 1) / kHuge * kHuge;
+    if (aligned > raw) munmap(m, aligned - raw);
+    if (aligned + len < raw + len + kHuge) munmap(reinterpret_cast<void*>(aligned + len), raw + kHuge - aligned);
+#ifdef MADV_HUGEPAGE
+    madvise(reinterpret_cast<void*>(aligned), len, MADV_HUGEPAGE);  // a hint, where THP is allowed
+#endif
+    return reinterpret_cast<void*>(aligned);
+  }
+  return ::operator new(bytes);
+}
+
+void big_deallocate(void* p, size_t bytes) {
+  if (!p) return;
+  if (bytes >= kBigBytes) munmap(p, mapped_length(bytes));
+  else ::operator delete(p);
+}
+
+}  // namespace detail
 
 // ---- Track ----
 
@@ -133,7 +175,7 @@ void Trace::reserve_events(uint32_t track, size_t n) {
   if (track < tracks_.size()) tracks_[track].events_.reserve(n);
 }
 
-std::vector<Event>& Trace::mutable_events(uint32_t track) {
+EventVector& Trace::mutable_events(uint32_t track) {
   dirty_ = true;
   tracks_[track].sorted_ = false;
   return tracks_[track].events_;

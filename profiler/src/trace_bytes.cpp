@@ -17,8 +17,6 @@ namespace tb::prof::bytes {
 namespace {
 
 constexpr size_t kMapMin = size_t(1) << 20;  // smaller files are read: mapping costs more than it saves
-constexpr size_t kHugeMin = size_t(4) << 20;  // smaller buffers come from the heap
-
 size_t page_size() {
   static const size_t p = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   return p;
@@ -28,23 +26,11 @@ size_t page_size() {
 
 void Release::operator()(char* p) const {
   if (!p) return;
-  if (mapped) munmap(p, mapped);
-  else delete[] p;
+  if (file_mapping) munmap(p, bytes);
+  else detail::big_deallocate(p, bytes);
 }
 
-Buffer allocate(size_t n) {
-  if (n >= kHugeMin) {
-    const size_t len = (n + page_size() - 1) / page_size() * page_size();
-    void* m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m != MAP_FAILED) {
-#ifdef MADV_HUGEPAGE
-      madvise(m, len, MADV_HUGEPAGE);  // a hint: fewer, larger page faults where THP is allowed
-#endif
-      return Buffer(static_cast<char*>(m), Release{len});
-    }
-  }
-  return Buffer(std::make_unique_for_overwrite<char[]>(n).release(), Release{0});
-}
+Buffer allocate(size_t n) { return Buffer(static_cast<char*>(detail::big_allocate(n)), Release{n, false}); }
 
 Status read_file(const std::string& path, FileBytes& out, size_t max_bytes) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -66,7 +52,7 @@ Status read_file(const std::string& path, FileBytes& out, size_t max_bytes) {
     const size_t len = (size + kBytesPad + page_size() - 1) / page_size() * page_size();
     void* base = mmap(nullptr, len, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (base != MAP_FAILED) {
-      Buffer keep(static_cast<char*>(base), Release{len});
+      Buffer keep(static_cast<char*>(base), Release{len, true});
       if (mmap(base, size, PROT_READ, MAP_PRIVATE | MAP_FIXED | MAP_POPULATE, fd, 0) != MAP_FAILED) {
         out.data = std::move(keep);
         out.size = size;

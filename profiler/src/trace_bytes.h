@@ -12,20 +12,21 @@
 #include <string_view>
 
 #include "profiler/result.h"
+#include "profiler/trace.h"
 
 namespace tb::prof::bytes {
 
 inline constexpr size_t kBytesPad = 64;  // >= simdjson's SIMDJSON_PADDING (checked where the parser is)
 
-// Frees a buffer: munmap when it was mapped (`mapped` bytes), else delete[].
+// Frees a buffer of `bytes` bytes: a mapped file is unmapped, anything else came from allocate().
 struct Release {
-  size_t mapped = 0;
+  size_t bytes = 0;
+  bool file_mapping = false;
   void operator()(char* p) const;
 };
 using Buffer = std::unique_ptr<char, Release>;
 
-// A writable buffer of n bytes, not zero-filled (100+ MB traces): heap when small, else an anonymous mapping
-// advised for huge pages.
+// A writable buffer of n bytes, not zero-filled (100+ MB traces), from detail::big_allocate (trace.h).
 Buffer allocate(size_t n);
 
 // A trace's bytes with kBytesPad zero bytes after them.

@@ -10,8 +10,10 @@
 #include <cstdio>
 #include <cstring>
 #include <unordered_map>
+#include <vector>
 
 #include "trace_bytes.h"
+#include "trace_chunks.h"
 #include "trace_importer.h"
 
 #if __has_include(<simdjson.h>)
@@ -34,8 +36,8 @@ using bytes::read_file;
 constexpr size_t kPad = bytes::kBytesPad;
 static_assert(kPad >= sj::SIMDJSON_PADDING, "the input buffers must carry simdjson's padding");
 
-// `data` holds `len` bytes of JSON followed by at least SIMDJSON_PADDING readable bytes (capacity `cap`).
-Status parse_into(Trace& trace, const char* data, size_t len, size_t cap) {
+// Checks of the whole text that give a better message than the parser's first complaint.
+Status check_text(const char* data, size_t len) {
   size_t first = 0;
   while (first < len && (data[first] == ' ' || data[first] == '\n' || data[first] == '\r' || data[first] == '\t'))
     ++first;
@@ -50,12 +52,56 @@ Status parse_into(Trace& trace, const char* data, size_t len, size_t cap) {
     --last;
   if (last > first && data[last - 1] != '}' && data[last - 1] != ']')
     return Error{"truncated trace: the JSON stops mid-document at the end of the file", static_cast<int64_t>(last)};
-  od::parser parser;
+  return Status::Ok();
+}
+
+// Kineto's deviceProperties: the first device's name and compute capability (the analyses need the
+// architecture: TF32 needs 8.x, Tensor Cores 7.x). Fields are read in order and the first parse error ends the
+// document: simdjson's lookup by key must not run on an iterator an error has abandoned (it crashes).
+Status device_properties(od::value v, TraceMetadata& meta, Importer& im) {
+  od::array arr;
+  if (v.get_array().get(arr)) return Status::Ok();
+  for (auto d_r : arr) {
+    od::object d;
+    if (auto err = d_r.get_object().get(d); err) {
+      if (err == sj::INCORRECT_TYPE) return Status::Ok();
+      return Error{std::string("invalid JSON: ") + sj::error_message(err), im.offset_of(arr)};
+    }
+    std::string_view name;
+    int64_t major = -1, minor = -1;
+    for (auto f_r : d) {
+      od::field f;
+      std::string_view key;
+      if (auto err = std::move(f_r).get(f); err)
+        return Error{std::string("invalid JSON: ") + sj::error_message(err), im.offset_of(d)};
+      if (auto err = f.unescaped_key().get(key); err)
+        return Error{std::string("invalid JSON: ") + sj::error_message(err), im.offset_of(d)};
+      od::value fv = f.value();
+      if (key == "name") {
+        if (fv.get_string().get(name)) name = {};
+      } else if (key == "computeMajor") {
+        if (fv.get_int64().get(major)) major = -1;
+      } else if (key == "computeMinor") {
+        if (fv.get_int64().get(minor)) minor = -1;
+      }
+    }
+    if (!name.empty() && meta.device.empty()) meta.device = std::string(name);
+    if (major >= 0 && minor >= 0) meta.extra["compute_capability"] = std::to_string(major) + "." + std::to_string(minor);
+    break;  // the first device describes the trace
+  }
+  return Status::Ok();
+}
+
+// Imports one complete document: `data` holds `len` bytes of JSON followed by at least SIMDJSON_PADDING
+// readable bytes (capacity `cap`). Offsets in errors are into `data`.
+Status parse_document(Importer& im, od::parser& parser, const char* data, size_t len, size_t cap) {
   sj::padded_string_view view(data, len, cap);
   od::document doc;
   if (auto err = parser.iterate(view).get(doc); err)
     return Error{std::string("invalid JSON: ") + sj::error_message(err), -1};
-  Importer im{trace, data, len};
+  im.base = data;
+  im.len = len;
+  Trace& trace = im.trace;
   od::json_type top;
   if (auto err = doc.type().get(top); err) {
     return Error{std::string("invalid JSON: ") + sj::error_message(err), im.offset_of(doc)};
@@ -96,19 +142,7 @@ Status parse_into(Trace& trace, const char* data, size_t len, size_t cap) {
       } else if (k == "tunebench") {
         if (Status s = im.tunebench_meta(v); !s) return s;
       } else if (k == "deviceProperties") {
-        od::array arr;
-        if (v.get_array().get(arr)) continue;
-        for (auto d_r : arr) {
-          od::object d;
-          if (d_r.get_object().get(d)) break;
-          std::string_view n;
-          if (!d["name"].get_string().get(n) && trace.meta().device.empty()) trace.meta().device = std::string(n);
-          // The analyses need the architecture (TF32 needs compute capability 8, Tensor Cores 7).
-          int64_t major = 0, minor = 0;
-          if (!d["computeMajor"].get_int64().get(major) && !d["computeMinor"].get_int64().get(minor))
-            trace.meta().extra["compute_capability"] = std::to_string(major) + "." + std::to_string(minor);
-          break;
-        }
+        if (Status s = device_properties(v, trace.meta(), im); !s) return s;
         im.saw_kineto = true;
       } else if (k == "schemaVersion") {
         int64_t sv;
@@ -124,6 +158,51 @@ Status parse_into(Trace& trace, const char* data, size_t len, size_t cap) {
     }
     if (!have_events) return Error{"not a trace: no \"traceEvents\" array"};
   }
+  return Status::Ok();
+}
+
+Status parse_pieces(Trace& trace, const char* data, const chunks::Cutter::WaitFn& wait_for, size_t piece_bytes,
+                    size_t& pieces) {
+  chunks::Cutter cutter(data, wait_for, piece_bytes);
+  od::parser parser;
+  std::vector<char> buf;
+  Importer im{trace, nullptr, 0};
+  while (auto p = cutter.next()) {
+    const size_t body = p->end - p->begin;
+    const size_t n = p->prefix.size() + body + p->suffix.size();
+    if (buf.size() < n + kPad) buf.resize(n + n / 4 + kPad);
+    char* out = buf.data();
+    std::copy(p->prefix.begin(), p->prefix.end(), out);
+    std::memcpy(out + p->prefix.size(), data + p->begin, body);
+    std::copy(p->suffix.begin(), p->suffix.end(), out + p->prefix.size() + body);
+    std::memset(out + n, 0, kPad);
+    pieces = cutter.pieces();
+    if (Status s = parse_document(im, parser, out, n, n + kPad); !s) return s;
+  }
+  im.finish();
+  return Status::Ok();
+}
+
+// Parses `len` bytes at `data` (followed by kPad zero bytes) into `trace`. A big text goes in pieces; if a
+// piece fails, the whole text is parsed again in one go into a fresh trace, so an error names its offset in
+// the file as it always did.
+Status parse_into(std::unique_ptr<Trace>& trace, const char* data, size_t len, const LoadOptions& options) {
+  if (Status s = check_text(data, len); !s) return s;
+  if (options.piece_min > 0 && len >= options.piece_min) {
+    const std::string path = trace->meta().source_path;
+    size_t pieces = 0;
+    if (parse_pieces(*trace, data, [len](size_t) { return len; }, options.piece_bytes, pieces)) {
+      if (options.stats) *options.stats = ParseStats{pieces, false};
+      return Status::Ok();
+    }
+    if (options.stats) options.stats->fell_back = true;
+    trace = std::make_unique<Trace>();
+    trace->meta().source_path = path;
+  }
+  od::parser parser;
+  Importer im{*trace, data, len};
+  if (options.stats) options.stats->pieces = 1;
+  if (Status s = parse_document(im, parser, data, len, len + kPad); !s) return s;
   im.finish();
   return Status::Ok();
 }
@@ -145,7 +224,7 @@ Result<std::unique_ptr<Trace>> parse_trace(std::string_view bytes, std::string_v
   }
   auto trace = std::make_unique<Trace>();
   trace->meta().source_path = std::string(source_name);
-  if (Status s = parse_into(*trace, text.data.get(), text.size, text.size + kPad); !s) return s.error();
+  if (Status s = parse_into(trace, text.data.get(), text.size, options); !s) return s.error();
   trace->finalize();
   return trace;
 }
@@ -159,9 +238,9 @@ Result<std::unique_ptr<Trace>> load_trace(const std::string& path, const LoadOpt
     FileBytes text;
     if (Status s = gunzip(raw.view(), text, options.max_bytes); !s) return s.error();
     raw = FileBytes{};
-    if (Status s = parse_into(*trace, text.data.get(), text.size, text.size + kPad); !s) return s.error();
+    if (Status s = parse_into(trace, text.data.get(), text.size, options); !s) return s.error();
   } else {
-    if (Status s = parse_into(*trace, raw.data.get(), raw.size, raw.size + kPad); !s) return s.error();
+    if (Status s = parse_into(trace, raw.data.get(), raw.size, options); !s) return s.error();
   }
   trace->finalize();
   return trace;
