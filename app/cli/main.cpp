@@ -3,6 +3,7 @@
 // signals and exit code), so a trace is analysed without loading LibTorch.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -60,6 +61,23 @@ int exec_engine(char** argv) {
 // variable back as it was at once, so nothing started later inherits it. Any failure: go on as we are.
 constexpr const char* kSavedTunables = "TUNEBENCH_SAVED_GLIBC_TUNABLES";
 
+// Size of the JSON text in a file: a gzip file's trailer says it (mod 4 GiB); 0 when not a readable file.
+size_t text_size(const char* path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return 0;
+  const size_t size = std::filesystem::file_size(path, ec);
+  if (ec) return 0;
+  std::FILE* f = std::fopen(path, "rb");
+  if (!f) return 0;
+  unsigned char head[2] = {0, 0}, tail[4] = {0, 0, 0, 0};
+  size_t text = size;
+  if (size >= 18 && std::fread(head, 1, 2, f) == 2 && head[0] == 0x1f && head[1] == 0x8b &&
+      std::fseek(f, -4, SEEK_END) == 0 && std::fread(tail, 1, 4, f) == 4)
+    text = std::max(size, size_t(tail[0]) | size_t(tail[1]) << 8 | size_t(tail[2]) << 16 | size_t(tail[3]) << 24);
+  std::fclose(f);
+  return text;
+}
+
 void restart_with_huge_pages(int argc, char** argv) {
   if (const char* saved = std::getenv(kSavedTunables)) {  // the second start
     const std::string was = saved;
@@ -71,10 +89,7 @@ void restart_with_huge_pages(int argc, char** argv) {
   const char* current = std::getenv("GLIBC_TUNABLES");
   if (current && std::strstr(current, "glibc.malloc.hugetlb")) return;  // the user chose
   bool big = false;
-  for (int i = 2; i < argc && !big; ++i) {
-    std::error_code ec;
-    big = std::filesystem::is_regular_file(argv[i], ec) && std::filesystem::file_size(argv[i], ec) >= (size_t(8) << 20);
-  }
+  for (int i = 2; i < argc && !big; ++i) big = text_size(argv[i]) >= (size_t(8) << 20);
   if (!big) return;
   const std::string saved = current ? "set:" + std::string(current) : "unset";
   const std::string tunables = (current && *current ? std::string(current) + ":" : "") + "glibc.malloc.hugetlb=1";

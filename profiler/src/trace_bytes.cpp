@@ -138,4 +138,126 @@ Status gunzip(std::string_view in, FileBytes& out, size_t max_bytes) {
   return Status::Ok();
 }
 
+namespace {
+// The trailer's ISIZE: the uncompressed size mod 2^32 (of the last member).
+size_t gzip_isize(std::string_view in) {
+  if (in.size() < 18) return 0;
+  const auto* t = reinterpret_cast<const unsigned char*>(in.data() + in.size() - 4);
+  return size_t(t[0]) | size_t(t[1]) << 8 | size_t(t[2]) << 16 | size_t(t[3]) << 24;
+}
+}  // namespace
+
+TextStream::TextStream(size_t cap) : buf_(allocate(cap + kBytesPad)), cap_(cap) {}
+
+std::unique_ptr<TextStream> TextStream::inflate(std::string_view in, size_t max_bytes) {
+  const size_t isize = gzip_isize(in);
+  if (isize < in.size() / 2 || (max_bytes && isize > max_bytes)) return nullptr;
+  std::unique_ptr<TextStream> s(new TextStream(isize + 1));  // +1: the end is seen before the buffer is full
+  TextStream* self = s.get();
+  s->thread_ = std::thread([self, in] { self->run_inflate(in); });
+  return s;
+}
+
+std::unique_ptr<TextStream> TextStream::read(int fd, size_t size, std::string path) {
+  std::unique_ptr<TextStream> s(new TextStream(size + 1));
+  TextStream* self = s.get();
+  s->thread_ = std::thread([self, fd, p = std::move(path)]() mutable { self->run_read(fd, std::move(p)); });
+  return s;
+}
+
+TextStream::~TextStream() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void TextStream::publish(size_t produced) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    produced_ = produced;
+  }
+  cv_.notify_all();
+}
+
+void TextStream::end(Status status, bool streamed) {
+  std::lock_guard<std::mutex> lock(mu_);
+  streamed_ = streamed && status;
+  status_ = std::move(status);
+  ended_ = true;
+  cv_.notify_all();
+}
+
+constexpr size_t kStreamStep = size_t(1) << 20;  // progress is published every MiB
+
+void TextStream::run_read(int fd, std::string path) {
+  size_t produced = 0;
+  Status status = Status::Ok();
+  const size_t size = cap_ - 1;
+  while (produced < size) {
+    const ssize_t n = ::read(fd, buf_.get() + produced, std::min(size - produced, kStreamStep));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      status = Error{"cannot read '" + path + "': " + (n < 0 ? std::strerror(errno) : "the file got shorter")};
+      break;
+    }
+    produced += static_cast<size_t>(n);
+    publish(produced);
+  }
+  ::close(fd);
+  end(std::move(status), true);
+}
+
+void TextStream::run_inflate(std::string_view in) {
+  z_stream zs{};
+  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) return end(Error{"corrupt gzip: zlib init failed"}, false);
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  size_t remaining = in.size(), produced = 0;
+  bool streamed = false;
+  Status status = Status::Ok();
+  for (;;) {
+    const size_t room = std::min(cap_ - produced, kStreamStep);
+    if (room == 0) break;  // bigger than the trailer said: gunzip grows its buffer
+    const uInt avail_in = static_cast<uInt>(std::min<size_t>(remaining, UINT32_MAX / 2));
+    zs.avail_in = avail_in;
+    zs.next_out = reinterpret_cast<Bytef*>(buf_.get() + produced);
+    zs.avail_out = static_cast<uInt>(room);
+    const int rc = ::inflate(&zs, Z_NO_FLUSH);
+    produced += room - zs.avail_out;
+    remaining -= avail_in - zs.avail_in;
+    publish(produced);
+    if (rc == Z_STREAM_END) {
+      streamed = remaining == 0;  // another member follows: gunzip reads those
+      break;
+    }
+    if (rc != Z_OK && rc != Z_BUF_ERROR) {
+      status = Error{std::string("corrupt gzip: ") + (zs.msg ? zs.msg : "inflate failed"),
+                     static_cast<int64_t>(in.size() - remaining)};
+      break;
+    }
+    if (rc == Z_BUF_ERROR && remaining == 0 && zs.avail_out > 0) {
+      status = Error{"corrupt gzip: truncated stream", static_cast<int64_t>(in.size())};
+      break;
+    }
+  }
+  inflateEnd(&zs);
+  end(std::move(status), streamed);
+}
+
+size_t TextStream::wait_for(size_t n) {
+  std::unique_lock<std::mutex> lock(mu_);
+  // No timeout: the thread always ends (a finite input; zlib and read make progress or fail).
+  cv_.wait(lock, [&] { return produced_ >= n || ended_; });
+  return produced_;
+}
+
+Status TextStream::finish(FileBytes& out, bool& streamed) {
+  if (thread_.joinable()) thread_.join();
+  streamed = streamed_;
+  if (!status_) return status_;
+  if (streamed) {
+    std::memset(buf_.get() + produced_, 0, kBytesPad);
+    out.data = std::move(buf_);
+    out.size = produced_;
+  }
+  return Status::Ok();
+}
+
 }  // namespace tb::prof::bytes

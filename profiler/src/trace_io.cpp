@@ -4,6 +4,10 @@
 // is C).
 #include "profiler/trace_io.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -207,38 +211,100 @@ Status parse_into(std::unique_ptr<Trace>& trace, const char* data, size_t len, c
   return Status::Ok();
 }
 
+// Parses the pieces of a text as it arrives (bytes::TextStream). Returns false when the stream could not hold
+// the text (then `trace` is fresh and the caller reads the text another way); a failed piece is parsed again
+// in one go from the whole text, so an error names its offset as it always did.
+Result<bool> parse_stream(std::unique_ptr<Trace>& trace, bytes::TextStream& stream, const LoadOptions& options) {
+  size_t pieces = 0;
+  const Status parsed = parse_pieces(*trace, stream.data(), [&stream](size_t n) { return stream.wait_for(n); },
+                                     options.piece_bytes, pieces);
+  FileBytes text;
+  bool streamed = false;
+  if (Status s = stream.finish(text, streamed); !s) return s.error();
+  if (streamed && parsed) {
+    if (options.stats) *options.stats = ParseStats{pieces, false, true};
+    return true;
+  }
+  const std::string path = trace->meta().source_path;
+  trace = std::make_unique<Trace>();
+  trace->meta().source_path = path;
+  if (!streamed) return false;
+  LoadOptions whole = options;
+  whole.piece_min = 0;
+  if (options.stats) options.stats->fell_back = true;
+  if (Status s = parse_into(trace, text.data.get(), text.size, whole); !s) return s.error();
+  return true;
+}
+
+// A gzip text of piece_min bytes or more inflates on a thread while its pieces are parsed; a stream that
+// cannot (several members, a wrong trailer) is inflated first, as is a small one.
+Status parse_gzip(std::unique_ptr<Trace>& trace, std::string_view gz, const LoadOptions& options) {
+  if (options.piece_min > 0) {
+    auto stream = bytes::TextStream::inflate(gz, options.max_bytes);
+    if (stream && stream->expected_size() >= options.piece_min) {
+      auto done = parse_stream(trace, *stream, options);
+      if (!done) return done.error();
+      if (done.value()) return Status::Ok();
+    }
+  }
+  FileBytes text;
+  if (Status s = gunzip(gz, text, options.max_bytes); !s) return s;
+  return parse_into(trace, text.data.get(), text.size, options);
+}
+
+// A big plain file is read on a thread while its pieces are parsed. Returns false when the file is not one
+// (small, gzip, not a regular file, over the limit): the caller reads it whole.
+Result<bool> load_plain_in_pieces(std::unique_ptr<Trace>& trace, const std::string& path, const LoadOptions& options) {
+  if (options.piece_min == 0) return false;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;  // read_file says why
+  struct stat st {};
+  unsigned char magic[2] = {0, 0};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<size_t>(st.st_size) < options.piece_min ||
+      (options.max_bytes && static_cast<size_t>(st.st_size) > options.max_bytes) || ::pread(fd, magic, 2, 0) != 2 ||
+      is_gzip(std::string_view(reinterpret_cast<char*>(magic), 2))) {
+    ::close(fd);
+    return false;
+  }
+  auto stream = bytes::TextStream::read(fd, static_cast<size_t>(st.st_size), path);
+  return parse_stream(trace, *stream, options);
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Trace>> parse_trace(std::string_view bytes, std::string_view source_name,
                                            const LoadOptions& options) {
-  FileBytes text;
+  auto trace = std::make_unique<Trace>();
+  trace->meta().source_path = std::string(source_name);
   if (is_gzip(bytes)) {
-    if (Status s = gunzip(bytes, text, options.max_bytes); !s) return s.error();
+    if (Status s = parse_gzip(trace, bytes, options); !s) return s.error();
   } else {
     if (options.max_bytes && bytes.size() > options.max_bytes)
       return Error{"trace is too large (" + std::to_string(bytes.size()) + " bytes)"};
+    FileBytes text;
     text.size = bytes.size();
     text.data = bytes::allocate(text.size + kPad);
     std::memcpy(text.data.get(), bytes.data(), bytes.size());
     std::memset(text.data.get() + text.size, 0, kPad);
+    if (Status s = parse_into(trace, text.data.get(), text.size, options); !s) return s.error();
   }
-  auto trace = std::make_unique<Trace>();
-  trace->meta().source_path = std::string(source_name);
-  if (Status s = parse_into(trace, text.data.get(), text.size, options); !s) return s.error();
   trace->finalize();
   return trace;
 }
 
 Result<std::unique_ptr<Trace>> load_trace(const std::string& path, const LoadOptions& options) {
-  FileBytes raw;
-  if (Status s = read_file(path, raw, options.max_bytes); !s) return s.error();
   auto trace = std::make_unique<Trace>();
   trace->meta().source_path = path;
+  auto streamed = load_plain_in_pieces(trace, path, options);
+  if (!streamed) return streamed.error();
+  if (streamed.value()) {
+    trace->finalize();
+    return trace;
+  }
+  FileBytes raw;
+  if (Status s = read_file(path, raw, options.max_bytes); !s) return s.error();
   if (is_gzip(raw.view())) {
-    FileBytes text;
-    if (Status s = gunzip(raw.view(), text, options.max_bytes); !s) return s.error();
-    raw = FileBytes{};
-    if (Status s = parse_into(trace, text.data.get(), text.size, options); !s) return s.error();
+    if (Status s = parse_gzip(trace, raw.view(), options); !s) return s.error();
   } else {
     if (Status s = parse_into(trace, raw.data.get(), raw.size, options); !s) return s.error();
   }

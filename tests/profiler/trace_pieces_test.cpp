@@ -5,6 +5,10 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
 #include <random>
 #include <sstream>
 #include <string>
@@ -14,6 +18,20 @@
 
 namespace tb::prof {
 namespace {
+
+std::string gzip(const std::string& text) {
+  z_stream zs{};
+  deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
+  std::string out(deflateBound(&zs, text.size()) + 64, '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  zs.avail_in = static_cast<uInt>(text.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  deflate(&zs, Z_FINISH);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return out;
+}
 
 std::string read_gz(const std::string& path) {
   gzFile f = gzopen(path.c_str(), "rb");
@@ -112,6 +130,56 @@ TEST(TracePieces, RealKinetoTracesAreTheSameInPieces) {
     ASSERT_GT(json.size(), 1000u);
     expect_same_in_pieces(json, 4096, 3);
   }
+}
+
+TEST(TracePieces, GzipInflatesWhileItsPiecesAreParsed) {
+  // The gzip bytes themselves: inflated on a thread while the pieces are parsed, the same trace as in one go.
+  const std::string json = read_gz(std::string(TB_TESTDATA_DIR) + "/kineto_train_step_rank0.json.gz");
+  const std::string gz = gzip(json);
+  expect_same_in_pieces(gz, 4096, 100);
+  EXPECT_TRUE(parse(gz, 4096).stats.streamed);
+  // A cut-off stream: the same error either way ("corrupt gzip: truncated stream" and where).
+  const std::string cut = gz.substr(0, gz.size() / 2) + gz.substr(gz.size() - 8);
+  const Parsed whole = parse(cut, 0), pieces = parse(cut, 4096);
+  EXPECT_EQ(whole.text.rfind("error: corrupt gzip", 0), 0u) << whole.text;
+  EXPECT_EQ(pieces.text, whole.text);
+  // Two gzip members (allowed; the trailer then tells the last one's size): inflated first, then in pieces.
+  const std::string two = gzip(json.substr(0, 100)) + gzip(json.substr(100));
+  expect_same_in_pieces(two, 4096, 100);
+  EXPECT_FALSE(parse(two, 4096).stats.streamed);
+}
+
+TEST(TracePieces, APlainFileIsReadWhileItsPiecesAreParsed) {
+  const std::string json = read_gz(std::string(TB_TESTDATA_DIR) + "/kineto_train_step_rank0.json.gz");
+  const std::string path = ::testing::TempDir() + "tb_pieces_" + std::to_string(::getpid()) + ".json";
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << json;
+  }
+  ParseStats stats;
+  LoadOptions o;
+  o.piece_min = 1;
+  o.piece_bytes = 4096;
+  o.stats = &stats;
+  auto streamed = load_trace(path, o);
+  ASSERT_TRUE(streamed.ok()) << streamed.error().to_string();
+  EXPECT_TRUE(stats.streamed);
+  EXPECT_GE(stats.pieces, 100u);
+  LoadOptions one;
+  one.piece_min = 0;
+  auto whole = load_trace(path, one);
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(dump(*streamed.value()), dump(*whole.value()));
+  // Cut off mid-event: the same error as read whole.
+  {
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    f << json.substr(0, json.size() / 2);
+  }
+  auto cut_pieces = load_trace(path, o), cut_whole = load_trace(path, one);
+  ASSERT_FALSE(cut_pieces.ok());
+  ASSERT_FALSE(cut_whole.ok());
+  EXPECT_EQ(cut_pieces.error().to_string(), cut_whole.error().to_string());
+  std::remove(path.c_str());
 }
 
 // Every event its own piece (piece_bytes 1), in a text written to trip a cutter that guessed.

@@ -41,6 +41,7 @@ inline constexpr const char* kGlobalMarkersTrack = "global markers";
 struct ParseStats {
   size_t pieces = 0;  // 1: in one go
   bool fell_back = false;
+  bool streamed = false;  // the pieces were parsed as the text arrived (read or inflated on a thread)
 };
 
 struct LoadOptions {
