@@ -161,6 +161,11 @@ class LaunchTest(unittest.TestCase):
         loader = c.until(lambda m: m["type"] == "loader")
         self.assertTrue(loader["persistent_workers"])
         self.assertEqual(loader["num_workers"], 2)
+        # ...so hello says it is live: the tuner sends a live change only to knobs that are not process-scope.
+        hello = next(m for m in c.messages if m["type"] == "hello")
+        scope = {k["id"]: k["process_scope"] for k in hello["knobs"]}
+        self.assertFalse(scope["persistent_workers"])
+        self.assertFalse(scope["workers"])
         c.send(type="set", knob="batch_size", value=64)
         err = c.until(lambda m: m["type"] == "error")
         self.assertTrue(err["recoverable"])

@@ -308,6 +308,65 @@ TEST(TunerSearch, ProcessKnobSkippedWithoutFreshProcesses) {
   for (const auto& t : r.trials) EXPECT_NE(t.knob, "cpu_allocator");
 }
 
+// In-process windows that run under another allocator than the user's start (a script's live child runs
+// glibc_tuned) can credit a knob that a fresh start under glibc loses: loader workers whose processes
+// re-fault their memory. The headline is then measured in fresh processes, and the allocator is kept with
+// the knobs when it is what makes them pay.
+namespace {
+SimOptions workers_need_the_allocator() {
+  SimOptions so;
+  so.glibc_fresh = 1.0;        // the allocator alone does nothing at the baseline (workers 0)...
+  so.glibc_worker_load = 8.0;  // ...but under glibc, a fresh process's workers load 8x slower
+  so.measurement_allocator = "glibc_tuned";
+  return so;
+}
+}  // namespace
+
+TEST(TunerSearch, FreshHeadlineKeepsTheAllocatorTheKnobsNeed) {
+  SimulatedWorkload w(5, workers_need_the_allocator());
+  const Config base = w.baseline();
+  Config w1 = base;
+  w1["workers"] = "1";
+  ASSERT_GT(w.throughput(w1) / w.throughput(base), 1.2);         // in this process: faster
+  ASSERT_LT(w.fresh_throughput(w1) / w.fresh_throughput(base), 0.8);  // fresh under glibc: slower
+  TuneOptions o;
+  o.budget_s = 400;
+  o.only_knobs = {"workers", "cpu_allocator"};
+  TuneResult r = run_tune(w, o);
+  EXPECT_NE(r.final_config.at("workers"), "0");
+  EXPECT_EQ(r.final_config.at("cpu_allocator"), "glibc_tuned");
+  EXPECT_TRUE(r.speedup_fresh_processes);
+  EXPECT_TRUE(r.speedup.faster()) << r.speedup.ratio;
+  // The fresh-process headline under glibc is recorded, and it lost.
+  bool lost = false, rescued = false;
+  for (const auto& t : r.trials) {
+    if (t.value == "all kept knobs (fresh processes)") lost = t.outcome != "gain";
+    if (t.value.find("+ cpu_allocator=glibc_tuned (fresh processes)") != std::string::npos) rescued = t.outcome == "gain";
+  }
+  EXPECT_TRUE(lost);
+  EXPECT_TRUE(rescued);
+  std::string notes;
+  for (const auto& n : r.notes) notes += n + "\n";
+  EXPECT_NE(notes.find("in fresh processes under glibc"), std::string::npos) << notes;
+}
+
+TEST(TunerSearch, FreshHeadlineTellsWhenTheGainDoesNotCarryOver) {
+  SimulatedWorkload w(5, workers_need_the_allocator());
+  TuneOptions o;
+  o.budget_s = 300;
+  o.only_knobs = {"workers"};  // the allocator is not the tuner's to change
+  TuneResult r = run_tune(w, o);
+  // Measured slower in a fresh start: not recommended, and the report says why.
+  EXPECT_EQ(r.final_config, w.baseline());
+  bool slower = false;
+  for (const auto& t : r.trials) slower |= t.value == "all kept knobs (fresh processes)" && t.outcome == "slower";
+  EXPECT_TRUE(slower);
+  std::string notes;
+  for (const auto& n : r.notes) notes += n + "\n";
+  EXPECT_NE(notes.find("cpu_allocator is not tuned here"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("They are not kept"), std::string::npos) << notes;
+}
+
 TEST(TunerSearch, ChangedKnobs) {
   Config a = {{"x", "1"}, {"y", "2"}};
   Config b = {{"x", "1"}, {"y", "3"}, {"z", "4"}};

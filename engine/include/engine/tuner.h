@@ -122,6 +122,11 @@ class Workload {
   // {"device", "versions", "model", "data", ...} for the report; "measurement_allocator" says which steady
   // allocator the in-process windows ran under.
   virtual nlohmann::json describe() = 0;
+  // The cpu_allocator value the in-process windows run under, "" when it is whatever the configuration
+  // says. When it differs from the baseline's, in-process ratios are not what a user who starts the training
+  // gets (a script's loader workers re-fault their memory under glibc's defaults), so the tuner measures its
+  // headline again in fresh processes.
+  virtual std::string measurement_allocator() const { return ""; }
 };
 
 // ---------------------------------------------------------------------------------------------------------

@@ -94,7 +94,14 @@ class ScriptWorkload : public Workload {
     ensure_running();
     for (const auto& [k, v] : config) {
       auto it = current_.find(k);
-      if (it == current_.end() || it->second == v || process_knob(k)) continue;  // fresh processes only
+      if (it == current_.end() || it->second == v) continue;
+      // The live child keeps its measurement allocator; cpu_allocator is measured in fresh processes. Any
+      // other process knob here would be a trial measuring a configuration it does not run: refuse it
+      // (persistent_workers, once process-scope, was dropped from the workers rung without a word).
+      if (k == "cpu_allocator") continue;
+      if (process_knob(k))
+        throw TrialFailure(k + "=" + v + " takes effect when the script starts: it cannot be changed in the "
+                           "running script", false);
       runner_->send({{"type", "set"}, {"knob", k}, {"value", v}});
       // Wait for its answer; steps that arrive meanwhile belong to neither configuration.
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -187,6 +194,7 @@ class ScriptWorkload : public Workload {
   double now_s() override {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
   }
+  std::string measurement_allocator() const override { return live_allocator_; }
   int cpu_cores() override {
     return std::max(1, runner_->hello().value(nlohmann::json::json_pointer("/device/cores"), 1));
   }

@@ -68,6 +68,17 @@ class Tuner {
     return it != knobs_.end() && it->second.info.process_scope;
   }
   bool has_knob(const std::string& id) { return knobs_.count(id) && eligible(knobs_[id], false); }
+  // The in-process windows ran under another allocator than the one the baseline starts with.
+  bool measured_under_other_allocator() {
+    const std::string m = w_.measurement_allocator();
+    return !m.empty() && knobs_.count("cpu_allocator") && m != value_in(baseline_, "cpu_allocator");
+  }
+  // Whether the headline is measured in fresh processes: a process knob is kept, or the in-process windows
+  // ran under another allocator than the user's start.
+  bool fresh_headline() {
+    return !process_choice_.empty() ||
+           (!no_fresh_processes_ && measured_under_other_allocator() && final_config() != baseline_);
+  }
   bool eligible(const KnobState& k, bool record_skip);
 
   static std::string value_in(const Config& c, const std::string& k) {
@@ -125,6 +136,7 @@ class Tuner {
   void revisit();
   // search_final.cpp
   void final_phase();
+  bool fresh_headline_phase();
   void summarize();
 
   Workload& w_;

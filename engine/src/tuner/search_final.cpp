@@ -1,6 +1,7 @@
 // The end of the tuner's search (search.h): the final alternation that confirms the kept knobs, the
 // fresh-process headline, and the summary (waterfall, baselines by phase, drift, noise).
 #include <cmath>
+#include <limits>
 
 #include "tuner/search.h"
 
@@ -168,35 +169,95 @@ void Tuner::final_phase() {
     }
   }
 
-  // The headline in fresh processes when a process knob changed: what a user gets who starts the training
-  // with these settings, against the naive start.
-  if (!process_choice_.empty()) {
-    Change all;
-    all.delta = changed_delta(baseline_, final_config());
-    all.value = "";
-    Trial t = trial(phase_, baseline_, "baseline", all, final_config(), /*fresh=*/true);
-    t.value = "all kept knobs (fresh processes)";
-    if (t.estimate.valid()) {
-      res_.speedup = t.estimate;
-      res_.speedup_fresh_processes = true;
-      res_.baseline_throughput = t.before;
-      res_.final_throughput = t.after;
-    }
-    if (t.outcome == "failed" || t.outcome == "oom") {
-      res_.notes.push_back("the final configuration failed in a fresh process (" + t.reason + "); the allocator is not kept");
-      process_choice_.clear();
-    }
-    t.accepted = false;
-    record(std::move(t));
-  }
+  const bool dropped = fresh_headline_phase();
 
   if (final_config() == baseline_) {
-    res_.notes.push_back("no change beat the baseline: the final configuration is the baseline");
+    if (!dropped) res_.notes.push_back("no change beat the baseline: the final configuration is the baseline");
     // The headline is the baseline as measured last (the final arm or the A/A), never the calibration.
     const auto& last = baseline_phase_.count("final") ? baseline_phase_["final"] : baseline_phase_["start"];
     res_.baseline_throughput = res_.final_throughput = measure::pooled_throughput(last);
     res_.speedup = measure::RatioInterval{};
+    res_.speedup_fresh_processes = false;
   }
+}
+
+// The headline in fresh processes, when a process knob changed or the in-process windows ran under another
+// allocator than the user's: what a user gets who starts the training with these settings, against the
+// naive start. Where the kept knobs lose their gain under the user's allocator (a script's loader worker
+// processes under glibc's defaults), the allocator the windows ran under is tried with them; where they are
+// slower even so, they are dropped (returns true).
+bool Tuner::fresh_headline_phase() {
+  if (!fresh_headline()) {
+    if (!no_fresh_processes_ && measured_under_other_allocator() && final_config() != baseline_)
+      res_.notes.push_back("the headline was measured in this process, under " + w_.measurement_allocator());
+    return false;
+  }
+  auto headline = [&](const Config& cand, const std::string& what) {
+    Change all;
+    all.delta = changed_delta(baseline_, cand);
+    Trial t = trial(phase_, baseline_, "baseline", all, cand, /*fresh=*/true);
+    t.value = what;
+    t.accepted = false;
+    return t;
+  };
+  auto take = [&](const Trial& t) {
+    res_.speedup = t.estimate;
+    res_.speedup_fresh_processes = true;
+    res_.baseline_throughput = t.before;
+    res_.final_throughput = t.after;
+  };
+  const bool had_process_knob = !process_choice_.empty();
+  Trial t = headline(final_config(), "all kept knobs (fresh processes)");
+  if (t.estimate.valid()) take(t);
+  const bool lost = t.outcome != "gain";
+  if (t.outcome == "failed" || t.outcome == "oom") {
+    res_.notes.push_back("the final configuration failed in a fresh process (" + t.reason + ")" +
+                         (had_process_knob ? "; the allocator is not kept" : ""));
+    process_choice_.clear();
+  }
+  const std::string meas = w_.measurement_allocator();
+  const std::string user = value_in(baseline_, "cpu_allocator");
+  const std::string in_process = res_.speedup_in_process.valid() ? fmt(res_.speedup_in_process.ratio, 2) + "x" : "a gain";
+  const bool slower = t.outcome == "slower";
+  record(std::move(t));
+  if (!lost || had_process_knob || !measured_under_other_allocator()) return false;
+  // Faster in this process, not in a fresh one under the user's allocator: the allocator is part of the fix.
+  const std::string why = "the kept knobs measured " + in_process + " in this process (under " + meas + ") but " +
+                          res_.trials.back().reason + " in fresh processes under " + user;
+  // Never recommend what a fresh start measured slower: back to the baseline, and say how to keep them.
+  auto give_up = [&](const std::string& what) {
+    if (!slower) {
+      res_.notes.push_back(why + "; " + what);
+      return false;
+    }
+    res_.notes.push_back(why + "; " + what + ". They are not kept: a training started with them runs slower " +
+                         "(tune with cpu_allocator, or set it, to keep them)");
+    current_ = baseline_;
+    kept_.clear();
+    kept_trial_.clear();
+    kept_ratio_.clear();
+    process_choice_.clear();
+    return true;
+  };
+  if (!has_knob("cpu_allocator")) return give_up("cpu_allocator is not tuned here");
+  if (left() < fresh_trial_cost_s()) return give_up("no budget left to try them with cpu_allocator=" + meas);
+  Config with_alloc = final_config();
+  with_alloc["cpu_allocator"] = meas;
+  Trial u = headline(with_alloc, "all kept knobs + cpu_allocator=" + meas + " (fresh processes)");
+  const bool held = u.outcome == "gain";
+  const std::string u_reason = u.reason;
+  if (held) {
+    take(u);
+    process_choice_["cpu_allocator"] = meas;
+    kept_.insert(kept_.begin(), {{{"cpu_allocator", meas}}, "cpu_allocator", meas, ""});
+    kept_trial_.insert(kept_trial_.begin(), res_.trials.size());
+    kept_ratio_.insert(kept_ratio_.begin(), std::numeric_limits<double>::quiet_NaN());
+    u.accepted = true;
+    res_.notes.push_back(why + "; with cpu_allocator=" + meas + " they hold (" + u_reason + "): kept with them");
+  }
+  record(std::move(u));
+  if (held) return false;
+  return give_up("with cpu_allocator=" + meas + " too: " + u_reason);
 }
 
 void Tuner::summarize() {

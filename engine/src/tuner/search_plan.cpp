@@ -153,7 +153,7 @@ double Tuner::trial_cost_s(const std::string& knob) {
 double Tuner::final_cost_s(int extra_arms) {
   const int arms = 2 + static_cast<int>(kept_.size()) + extra_arms;
   double c = arms * o_.rounds * window_cost_s();
-  if (!process_choice_.empty()) c += fresh_trial_cost_s();
+  if (fresh_headline()) c += fresh_trial_cost_s();
   return c;
 }
 

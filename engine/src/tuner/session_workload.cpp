@@ -298,6 +298,7 @@ class SessionWorkload : public Workload {
   }
   int cpu_cores() override { return std::max(1u, std::thread::hardware_concurrency()); }
 
+  std::string measurement_allocator() const override { return measurement_allocator_; }
   nlohmann::json describe() override {
     nlohmann::json j = session_->describe();
     // The report wants one readable device line; the details stay under device_info.

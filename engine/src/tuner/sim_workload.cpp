@@ -255,7 +255,11 @@ double SimulatedWorkload::throughput(const Config& config) const {
 
 double SimulatedWorkload::fresh_throughput(const Config& config) const {
   Config c = full(config);
-  return throughput(c) * (c.at("cpu_allocator") == "glibc" ? 0.5 : 1.0);
+  if (c.at("cpu_allocator") != "glibc") return throughput(c);
+  const Parts p = parts(c);
+  double step = p.step;
+  if (p.workers > 0) step = std::max(p.load_per_worker * opt_.glibc_worker_load, p.h2d + p.device) + 0.5;
+  return 1000.0 * to_int(c, "batch_size") / step * opt_.glibc_fresh;
 }
 
 Config SimulatedWorkload::best_config() const {

@@ -11,7 +11,8 @@
 //           = max(load / W', h2d + device) + 0.5 (workers > 0)
 //   batch_size >= 128 runs out of memory; tf32 makes the loss 25% worse (to exercise the drift guard).
 //   cpu_allocator (a process knob): a fresh process under glibc runs every step 2x slower than under
-//   glibc_tuned; windows in this (simulated) process always run steady, as the real workload's do.
+//   glibc_tuned (SimOptions::glibc_fresh), its workers optionally slower (glibc_worker_load); windows in this
+//   (simulated) process always run steady, as the real workload's do.
 // Step noise is AR(1) (lag-1 correlation 0.5, marginal CV `noise`) on a slow sinusoidal drift; the first
 // steps after a change are slow (3x, 1.2x) and the warm-up ends by measure/warmup.h's rule, as for real.
 // SimOptions add a one-way jump (the whole process gets faster at a given moment, like glibc's allocator
@@ -37,6 +38,13 @@ struct SimOptions {
   double jump = 1.0;
   double drift_per_s = 0.0;     // relative speed-up per second of virtual time (linear)
   bool fresh_processes = true;  // measure_fresh() supported
+  // A fresh process under glibc runs at this share of the steady speed.
+  double glibc_fresh = 0.5;
+  // ...and its loader workers load this many times slower (a script's worker processes re-fault their
+  // memory under glibc's defaults). 1 = no such effect.
+  double glibc_worker_load = 1.0;
+  // What measurement_allocator() says ("" = the configuration's own).
+  std::string measurement_allocator;
 };
 
 class SimulatedWorkload : public Workload {
@@ -54,6 +62,7 @@ class SimulatedWorkload : public Workload {
   double now_s() override { return now_s_; }
   int cpu_cores() override { return 4; }
   nlohmann::json describe() override;
+  std::string measurement_allocator() const override { return opt_.measurement_allocator; }
 
   // Noise-free milliseconds per step and samples/s of a configuration (missing knobs = baseline).
   double step_ms(const Config& config) const;
