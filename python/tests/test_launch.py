@@ -131,6 +131,27 @@ class LaunchTest(unittest.TestCase):
         self.assertEqual(srcs[1]["kind"], "optimizer")
         self.assertEqual(srcs[1]["class"], "SGD")
 
+    def test_trace_chunks_hold_the_steps_and_the_cores(self):
+        tdir = os.path.join(self.dir.name, "trace")
+        c = Child(self.script, launcher_args=["--steps", "7", "--trace-dir", tdir, "--trace-every", "3"])
+        code, _, err = c.finish()
+        self.assertEqual(code, 0, err)
+        hello = next(m for m in c.messages if m["type"] == "hello")
+        # Tracing, but a CPU-only torch: no GPU collector, and the reason says why.
+        import torch
+        if not torch.cuda.is_available():
+            self.assertFalse(hello["collector"]["enabled"])
+            self.assertIn("no CUDA device", hello["collector"]["reason"])
+        chunks = [m for m in c.messages if m["type"] == "trace"]
+        self.assertEqual([(m["first_step"], m["last_step"]) for m in chunks], [(0, 2), (3, 5), (6, 6)])
+        for m in chunks:
+            with open(m["path"]) as f:
+                doc = json.load(f)  # still valid JSON after the cores were added
+            self.assertEqual(doc["cpu_cores"], str(os.cpu_count()))
+            names = {e.get("name") for e in doc["traceEvents"]}
+            for i in range(m["first_step"], m["last_step"] + 1):
+                self.assertIn("ProfilerStep#%d" % i, names)
+
     def test_set_at_start_is_read_back_from_the_dataloader(self):
         c = Child(self.script, launcher_args=["--steps", "3", "--set", "workers=2,intra_op_threads=1"])
         code, _, err = c.finish()

@@ -53,6 +53,16 @@ def _device():
     return {"kind": "cpu", "name": name, "cores": os.cpu_count() or 1}
 
 
+def _collector(tracing):
+    """What records the GPU: torch.profiler's CUDA activity, only with a CUDA device and a trace directory
+    (the GUI's status bar shows it as the GPU collector; CPU ops are traced either way with a directory)."""
+    if not tracing:
+        return {"enabled": False, "reason": "not tracing (no --trace-dir)"}
+    if not torch.cuda.is_available():
+        return {"enabled": False, "reason": "no CUDA device: torch.profiler records CPU ops only"}
+    return {"enabled": True, "reason": "", "kind": "torch.profiler (CUDA activity)"}
+
+
 class Launcher:
     def __init__(self, opts):
         self.opts = opts
@@ -85,8 +95,7 @@ class Launcher:
                                         "torch": torch.__version__},
                      device=_device(), knobs=[k.describe(run) for k in knobs.CATALOG],
                      script=self.opts.script, python=sys.executable,
-                     collector={"enabled": bool(self.opts.trace_dir),
-                                "reason": "" if self.opts.trace_dir else "not tracing (no --trace-dir)"})
+                     collector=_collector(bool(self.opts.trace_dir)))
         self.ch.send("started", model="script:" + self.opts.script, data=" ".join(self.opts.args),
                      script=self.opts.script, args=self.opts.args, config=dict(run.config), rev=run.rev)
         run.hello_sent = True

@@ -50,6 +50,7 @@ class Tracer:
         path = os.path.join(self.dir, "chunk-%05d.json" % self.chunk)
         try:
             prof.export_chrome_trace(path)
+            _add_cores(path)
         except Exception as e:  # a failed export loses a chunk, not the run
             self.run.ch.send("warning", message="trace chunk not written: %s" % e)
             return
@@ -65,3 +66,21 @@ class Tracer:
             self.start(i + 1)
         else:
             self._open_step(i + 1)
+
+
+def _add_cores(path):
+    """Records the machine's cores in the chunk, as the engine's traces do (a top-level "cpu_cores" string):
+    the loader-stall finding suggests workers up to the cores, not a guess of 4 on a 2-core machine. torch
+    1.13's legacy export is a bare event array: it becomes the object form's traceEvents."""
+    with open(path, "rb") as f:
+        text = f.read()
+    at = len(text) - len(text.lstrip())
+    cores = b'"cpu_cores": "%d"' % (os.cpu_count() or 1)
+    if text[at:at + 1] == b"{":
+        text = text[:at + 1] + cores + b", " + text[at + 1:]
+    elif text[at:at + 1] == b"[":
+        text = b"{" + cores + b', "traceEvents": ' + text[at:].rstrip() + b"}\n"
+    else:
+        return
+    with open(path, "wb") as f:
+        f.write(text)

@@ -75,6 +75,41 @@ class TestRunController : public QObject {
     QVERIFY(!rc.record().done.isEmpty());
   }
 
+  // Two knobs set at one step boundary are two revisions with no step between them: the next segment is
+  // compared as the change of both (it was labelled with the last one only), and a knob set and set back
+  // in between is no change.
+  void changesBetweenTwoStepsAreOneSegment() {
+    RunRecord rec;
+    auto config = [](int rev, QJsonObject knobs, QJsonObject changed) {
+      ConfigChange c;
+      c.rev = rev;
+      c.knobs = knobs;
+      c.changed = changed;
+      return c;
+    };
+    rec.configs.push_back(config(0, {{"workers", "0"}, {"persistent_workers", "off"}, {"amp", "off"}}, {}));
+    rec.configs.push_back(config(1, {{"workers", "2"}, {"persistent_workers", "off"}, {"amp", "off"}}, {{"workers", "2"}}));
+    rec.configs.push_back(config(2, {{"workers", "2"}, {"persistent_workers", "on"}, {"amp", "off"}}, {{"persistent_workers", "on"}}));
+    rec.configs.push_back(config(3, {{"workers", "2"}, {"persistent_workers", "on"}, {"amp", "bf16"}}, {{"amp", "bf16"}}));
+    rec.configs.push_back(config(4, {{"workers", "2"}, {"persistent_workers", "on"}, {"amp", "off"}}, {{"amp", "off"}}));
+    for (int i = 0; i < 20; ++i) {
+      StepSample s;
+      s.i = i;
+      s.samples = 32;
+      s.wall_ns = 100000000;
+      s.config_rev = i < 10 ? 0 : 4;
+      rec.steps.push_back(s);
+    }
+    const auto segs = segmentRun(rec);
+    QCOMPARE(int(segs.size()), 2);
+    QCOMPARE(segs[1].changed.size(), 2);
+    QCOMPARE(segs[1].changed.value("workers").toString(), QString("2"));
+    QCOMPARE(segs[1].changed.value("persistent_workers").toString(), QString("on"));
+    QCOMPARE(segs[1].previous.value("workers").toString(), QString("0"));
+    QVERIFY(!segs[1].changed.contains("amp"));
+    QCOMPARE(compareSegments(segs)[0].change, QString("persistent_workers off → on, workers 0 → 2"));
+  }
+
   void killedChildKeepsDataAndReportsError() {
     RunController rc;
     QSignalSpy fin(&rc, &RunController::finished);

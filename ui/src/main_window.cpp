@@ -277,8 +277,10 @@ void MainWindow::buildUi() {
   auto* form = new QFormLayout(md);
   model_ = new QComboBox(md);
   model_->setObjectName("model");
-  model_->addItems({"mnist_cnn", "resnet18", "resnet50", "vit_tiny", "torchscript"});
+  model_->addItems({"mnist_cnn", "resnet18", "resnet50", "vit_tiny", "torchscript", "script"});
+  model_->setItemData(5, tr("A PyTorch training script (.py), run unmodified"), Qt::ToolTipRole);
   model_path_ = new QLineEdit(md);
+  model_path_->setObjectName("model_path");
   model_path_->setPlaceholderText(tr("TorchScript file (.pt)"));
   auto* model_browse = new QPushButton(tr("…"), md);
   model_browse->setMaximumWidth(32);
@@ -301,11 +303,13 @@ void MainWindow::buildUi() {
   steps_->setRange(0, 1000000);
   steps_->setSpecialValueText(tr("until Stop"));
   trace_every_ = new QSpinBox(md);
+  trace_every_->setObjectName("trace_every");
   trace_every_->setRange(0, 10000);
   trace_every_->setValue(20);
   trace_every_->setSpecialValueText(tr("off"));
   trace_every_->setSuffix(tr(" steps"));
   start_btn_ = new QPushButton(QIcon::fromTheme("media-playback-start"), tr("Start"), md);
+  start_btn_->setObjectName("start_button");
   stop_btn_ = new QPushButton(QIcon::fromTheme("media-playback-stop"), tr("Stop"), md);
   auto* brow = new QHBoxLayout;
   brow->addWidget(start_btn_);
@@ -315,13 +319,31 @@ void MainWindow::buildUi() {
   form->addRow(tr("Data"), data_);
   form->addRow(QString(), drow);
   form->addRow(QString(), make_demo);
+  script_args_ = new QLineEdit(md);
+  script_args_->setObjectName("script_args");
+  script_args_->setPlaceholderText(tr("its arguments, e.g. --data DIR"));
+  form->addRow(tr("Arguments"), script_args_);
+  // A script brings its own data: the data rows give way to its command line, and Start runs the script.
+  auto show_model = [this, form, mrow, drow, make_demo](const QString& m) {
+    const bool script = m == "script";
+    model_path_->setPlaceholderText(script ? tr("training script (.py)") : tr("TorchScript file (.pt)"));
+    form->setRowVisible(mrow, script || m == "torchscript");
+    form->setRowVisible(data_, !script);
+    form->setRowVisible(drow, !script);
+    form->setRowVisible(make_demo, !script);
+    form->setRowVisible(script_args_, script);
+  };
+  connect(model_, &QComboBox::currentTextChanged, this, show_model);
+  show_model(model_->currentText());
   form->addRow(tr("Steps"), steps_);
   form->addRow(tr("Trace every"), trace_every_);
   form->addRow(brow);
   connect(model_browse, &QPushButton::clicked, this, [this] {
-    const QString f = QFileDialog::getOpenFileName(this, tr("TorchScript model"), {}, tr("TorchScript (*.pt *.pth *.ts *.zip);;All files (*)"));
+    const bool script = model_->currentText() == "script";
+    const QString f = script ? QFileDialog::getOpenFileName(this, tr("Training script"), {}, tr("Python (*.py);;All files (*)"))
+                             : QFileDialog::getOpenFileName(this, tr("TorchScript model"), {}, tr("TorchScript (*.pt *.pth *.ts *.zip);;All files (*)"));
     if (!f.isEmpty()) {
-      model_->setCurrentText("torchscript");
+      if (!script) model_->setCurrentText("torchscript");
       model_path_->setText(f);
     }
   });
@@ -369,6 +391,8 @@ void MainWindow::buildUi() {
   // Status bar.
   device_label_ = new QLabel(tr("no run"));
   collector_label_ = new QLabel;
+  device_label_->setObjectName("device_label");
+  collector_label_->setObjectName("collector_label");
   run_label_ = new QLabel;
   perf_label_ = new QLabel;
   progress_ = new QProgressBar;
@@ -402,7 +426,10 @@ void MainWindow::setStatusFromHello(const QJsonObject& m) {
   if (d.value("kind").toString() == "cpu" && d.contains("cores")) dev += tr(" (%1 cores)").arg(d.value("cores").toInt());
   if (d.value("kind").toString() == "cuda" && d.contains("sm")) dev += tr(" (sm %1)").arg(knobValueText(d.value("sm")));
   QString cuda = v.value("cuda").toString();
-  device_label_->setText(tr("%1 · LibTorch %2 · CUDA %3").arg(dev, v.value("libtorch").toString("?"), cuda.isEmpty() ? tr("none") : cuda));
+  // A script run reports its interpreter's torch, an engine run its LibTorch.
+  const QString torch = v.contains("torch") ? tr("PyTorch %1").arg(v.value("torch").toString())
+                                            : tr("LibTorch %1").arg(v.value("libtorch").toString("?"));
+  device_label_->setText(tr("%1 · %2 · CUDA %3").arg(dev, torch, cuda.isEmpty() ? tr("none") : cuda));
   // CPU throughput depends on which GEMM path the engine's dense layers took (reference BLAS vs oneDNN).
   const QString dense = m.value("cpu_dense").toString();
   device_label_->setToolTip(dense.isEmpty() ? QString() : tr("CPU dense layers: %1").arg(dense));

@@ -161,6 +161,7 @@ void MainWindow::restoreSettings() {
   data_->setCurrentText(s.value("run/data", "synthetic").toString());
   data_path_->setText(s.value("run/data_path").toString());
   model_path_->setText(s.value("run/model_path").toString());
+  script_args_->setText(s.value("run/script_args").toString());
   rebuildRecentMenu();
 }
 
@@ -172,6 +173,7 @@ void MainWindow::closeEvent(QCloseEvent* e) {
   s.setValue("run/data", data_->currentText());
   s.setValue("run/data_path", data_path_->text());
   s.setValue("run/model_path", model_path_->text());
+  s.setValue("run/script_args", script_args_->text());
   stopRun();
   e->accept();
 }

@@ -25,8 +25,24 @@
 
 namespace tb::ui {
 
+namespace {
+// Arguments back into one line that QProcess::splitCommand reads the same (quotes where needed).
+QString joinCommand(const QStringList& args) {
+  QStringList out;
+  for (QString a : args) {
+    if (a.isEmpty() || a.contains(QRegularExpression(R"([\s"'])"))) a = '"' + a.replace('"', R"(""")") + '"';
+    out << a;
+  }
+  return out.join(' ');
+}
+}  // namespace
+
 RunOptions MainWindow::optionsFromPanel() const {
   RunOptions o;
+  if (model_->currentText() == "script") {
+    o.script = QFileInfo(model_path_->text()).absoluteFilePath();
+    o.script_args = QProcess::splitCommand(script_args_->text());
+  }
   o.model = model_->currentText() == "torchscript" ? "torchscript:" + model_path_->text() : model_->currentText();
   o.data = data_->currentText() == "synthetic" ? QStringLiteral("synthetic") : data_->currentText() + ":" + data_path_->text();
   o.knobs = pending_knobs_;
@@ -36,6 +52,10 @@ RunOptions MainWindow::optionsFromPanel() const {
 }
 
 bool MainWindow::startRun(const RunOptions& opt, const QString& program) {
+  if (model_->currentText() == "script" && opt.script.isEmpty() && program.isEmpty()) {
+    showError(tr("Cannot run the script"), tr("Model is \"script\": choose a training script (.py) first."));
+    return false;
+  }
   const QString cli = program.isEmpty() ? findCli() : program;
   QStringList args{"serve"};
   if (opt.script.isEmpty()) args << "--model" << opt.model << "--data" << opt.data;
@@ -64,6 +84,10 @@ bool MainWindow::openScript(const QString& path, const QStringList& script_args)
   o.script = QFileInfo(path).absoluteFilePath();
   o.script_args = script_args;
   o.trace_every = trace_every_->value();
+  // The panel shows what runs, so that Start runs it again.
+  model_->setCurrentText("script");
+  model_path_->setText(o.script);
+  script_args_->setText(joinCommand(script_args));
   addRecent(path);
   log(tr("script %1 %2 (run unmodified under python -m tunebench.launch)").arg(o.script, script_args.join(' ')));
   return startRun(o);

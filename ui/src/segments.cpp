@@ -23,16 +23,28 @@ std::vector<Segment> segmentRun(const RunRecord& rec) {
       Segment seg;
       seg.rev = s.config_rev;
       seg.first_step = s.i;
+      // Every change since the previous segment: two knobs set at one step boundary are two revisions with
+      // no step between them, and the comparison is about both.
+      const int64_t from = segs.empty() ? -1 : segs.back().rev;
       for (const ConfigChange& c : rec.configs) {
-        if (c.rev != s.config_rev || segs.empty()) continue;
-        seg.changed = c.changed;
-        if (seg.changed.isEmpty()) {  // older children: diff the full configs
+        if (c.rev <= from || c.rev > s.config_rev) continue;
+        QJsonObject changed = c.changed;
+        if (changed.isEmpty()) {  // older children: diff the full configs
           for (auto it = c.knobs.begin(); it != c.knobs.end(); ++it)
-            if (knobValueText(current.value(it.key())) != knobValueText(it.value())) seg.changed.insert(it.key(), it.value());
+            if (knobValueText(current.value(it.key())) != knobValueText(it.value())) changed.insert(it.key(), it.value());
         }
-        for (auto it = seg.changed.begin(); it != seg.changed.end(); ++it) seg.previous.insert(it.key(), current.value(it.key()));
+        if (!segs.empty())
+          for (auto it = changed.begin(); it != changed.end(); ++it) {
+            if (!seg.previous.contains(it.key())) seg.previous.insert(it.key(), current.value(it.key()));
+            seg.changed.insert(it.key(), it.value());
+          }
         current = c.knobs.isEmpty() ? current : c.knobs;
       }
+      for (const QString& k : seg.changed.keys())  // set and set back between two steps: no change
+        if (knobValueText(seg.changed.value(k)) == knobValueText(seg.previous.value(k))) {
+          seg.changed.remove(k);
+          seg.previous.remove(k);
+        }
       segs.push_back(seg);
     }
     Segment& seg = segs.back();

@@ -152,6 +152,7 @@ class MainWindow : public QMainWindow {
   QLineEdit* model_path_ = nullptr;
   QComboBox* data_ = nullptr;
   QLineEdit* data_path_ = nullptr;
+  QLineEdit* script_args_ = nullptr;  // the script's own arguments, when Model is "script"
   QSpinBox* steps_ = nullptr;
   QSpinBox* trace_every_ = nullptr;
   QPushButton *start_btn_ = nullptr, *stop_btn_ = nullptr;
