@@ -67,12 +67,14 @@ def main():
     torch.manual_seed(0)
     ds = ImageFolder(args.data)
     loader = DataLoader(ds, batch_size=args.batch_size, shuffle=True)
-    model = Net(len(ds.classes))
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = Net(len(ds.classes)).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
     criterion = nn.CrossEntropyLoss()
     step = 0
     for epoch in range(args.epochs):
         for x, y in loader:
+            x, y = x.to(device), y.to(device)
             opt.zero_grad()
             loss = criterion(model(x), y)
             loss.backward()

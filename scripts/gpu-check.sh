@@ -4,6 +4,8 @@
 #   TB_GPU_STAGES=test      bash scripts/gpu-check.sh     # ctest (600 s overall cap)
 #   TB_GPU_STAGES=scenarios bash scripts/gpu-check.sh     # the GPU scenarios of issue 19, each run under `timeout`
 #   TB_GPU_STAGES=tune      bash scripts/gpu-check.sh     # the auto-tuner on ResNet-50 (TB_GPU_TUNE_BUDGET, 300 s)
+#   TB_GPU_STAGES=script    bash scripts/gpu-check.sh     # examples/train_folder.py unmodified on the box's torch:
+#                                                         # one run per knob, a trace, a script tune (~8 min)
 # Builds the headless parts against the LibTorch inside the PyTorch wheel (DESIGN.md "Two LibTorch builds").
 # A later call on a warm machine finds build-gpu/ still there; on a cold one, run `build` again first.
 # Results land under $OUT as each stage finishes (the device tool returns at most 8 files): summary.txt
@@ -76,7 +78,7 @@ for h in cublas_v2.h cublasLt.h cusparse.h cusolverDn.h cuda_runtime.h; do
 done
 # The wheel's CUDA libraries first (the LibTorch was built against them), then the toolkit's.
 export LD_LIBRARY_PATH="$py_site/nvidia/cu13/lib:$cudnn_dir/lib:$root/usr/lib/x86_64-linux-gnu:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64:${LD_LIBRARY_PATH:-}"
-build=build-gpu
+build="${TB_GPU_BUILD_DIR:-build-gpu}"  # another build dir only for a dry run off the GPU box
 {
   log "host: $(hostname) $(nproc) cores"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv || true
   python3 -c 'import torch;print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())'
@@ -162,5 +164,36 @@ if [[ " $stages " == *" tune "* ]]; then
     --report "$work/runs/tune-report.html" --json "$work/runs/tune.json" > "$work/logs/tune.txt" 2>&1
   log "tune rc=$? $(python3 -c "import json;j=json.load(open('$work/runs/tune.json'));print('speedup', j['speedup'], j['speedup_ci'], j['noise']['text'])" 2>/dev/null)"
   pack tune
+fi
+# The user's-script path (issue 11) on the box's own torch (a pip/conda 2.x with CUDA): the example script
+# unmodified, one run per knob, traced once; then a short script tune.
+if [[ " $stages " == *" script "* ]]; then
+  if python3 -c 'import PIL, numpy' 2>/dev/null; then
+    sdata=/tmp/tb-script-data
+    [[ -d $sdata ]] || timeout 300 $cli make-dataset --out $sdata --images 1024 --size 640x480 --classes 10 \
+      > "$work/logs/script-dataset.txt" 2>&1
+    srun() {
+      local name=$1 set=$2; shift 2
+      timeout "$run_timeout" $cli run --script examples/train_folder.py ${set:+--set "$set"} --measured-steps 60 \
+        --json "$work/runs/$name.run.json" "$@" -- --data $sdata --epochs 1000 > "$work/logs/$name.txt" 2>&1
+      local rc=$?
+      log "$name rc=$rc $(tail -1 "$work/logs/$name.txt") [$set]"
+    }
+    srun sc_naive "" --trace "$work/runs/sc_naive.trace.json"
+    timeout 120 $cli analyze "$work/runs/sc_naive.trace.json" > "$work/logs/sc_naive.analysis.txt" 2>&1
+    log "sc_naive analysis: $(grep -m3 -E 'GPU|waiting|kernels' "$work/logs/sc_naive.analysis.txt" | tr '\n' ' ')"
+    gzip -f "$work/runs/sc_naive.trace.json"
+    for k in amp=bf16 amp=fp16 "cudnn_benchmark=on,tf32=on" channels_last=on pin_memory=on \
+             "workers=8,persistent_workers=on" "workers=8,persistent_workers=on,cpu_allocator=glibc_tuned" compile=on; do
+      srun "sc_${k//[=,]/_}" "$k"
+    done
+    timeout 400 $cli tune --script examples/train_folder.py --budget "${TB_GPU_SCRIPT_TUNE_BUDGET:-240}" \
+      --report "$work/runs/script-tune.html" --json "$work/runs/script-tune.json" -- --data $sdata --epochs 1000 \
+      > "$work/logs/script-tune.txt" 2>&1
+    log "script tune rc=$? $(grep -m1 -E '^speedup|^no change' "$work/logs/script-tune.txt")"
+  else
+    log "script stage skipped: this python3 lacks PIL or numpy (the example script decodes with PIL)"
+  fi
+  pack script
 fi
 log "done: stages [$stages] -> $out"

@@ -1,5 +1,6 @@
 // tunebench-cli run --script train.py [--python PY] [--set k=v,...] [--steps N | --measured-steps N]
-//                   [--json OUT.json] [--first-step-timeout S] [--quiet] [-- SCRIPT ARGS]
+//                   [--trace T.json] [--trace-every N] [--json OUT.json] [--first-step-timeout S] [--quiet]
+//                   [-- SCRIPT ARGS]
 // Runs the user's script unmodified under python -m tunebench.launch and reports its throughput exactly as an
 // engine run (same JSON document: config, throughput, steps, warnings), plus where the DataLoader and the
 // optimizer were made (the lines a tuning report tells the user to edit).
@@ -12,8 +13,11 @@
 #include <string>
 #include <vector>
 
+#include <filesystem>
+
 #include "commands.h"
 #include "engine/cpu_allocator.h"
+#include "profiler/trace_io.h"
 #include "engine_cli_common.h"
 #include "script_common.h"
 
@@ -25,6 +29,22 @@ int usage_error(const std::string& msg) {
 }
 }  // namespace
 
+// The launcher's torch.profiler chunks, in order, as one trace at `path` (TuneBench's Chrome trace JSON,
+// what `run --trace` writes for the engine). "" or the error.
+std::string merge_chunks(const std::vector<std::string>& chunks, const std::string& path) {
+  if (chunks.empty()) return "the script wrote no trace chunk (no step was traced)";
+  prof::Trace merged;
+  for (const auto& c : chunks) {
+    auto t = prof::load_trace(c);
+    if (!t) return "trace chunk " + c + ": " + t.error().to_string();
+    if (merged.event_count() == 0) merged.meta() = t.value()->meta();
+    merged.merge(*t.value());
+  }
+  merged.finalize();
+  if (auto st = prof::write_chrome_trace(merged, path); !st) return st.error().to_string();
+  return "";
+}
+
 int cmd_run_script(int argc, char** argv) {
   client::ScriptOptions so;
   std::vector<std::string> script_args;
@@ -32,7 +52,7 @@ int cmd_run_script(int argc, char** argv) {
   so.args = script_args;
   int64_t measured_steps = 0;
   double first_step_timeout = 120;
-  std::string json_path;
+  std::string json_path, trace_path;
   bool quiet = false;
   for (int i = 1; i < end; ++i) {
     const std::string a = argv[i];
@@ -64,6 +84,11 @@ int cmd_run_script(int argc, char** argv) {
       measured_steps = n;
     } else if (a == "--json") {
       if (!value(json_path)) return usage_error("--json needs a file path");
+    } else if (a == "--trace") {
+      if (!value(trace_path)) return usage_error("--trace needs a file path");
+    } else if (a == "--trace-every") {
+      if (!value(v) || !parse_int(v, n, 1)) return usage_error("--trace-every needs a positive integer");
+      so.trace_every = int(n);
     } else if (a == "--first-step-timeout") {
       if (!value(v) || !parse_int(v, n, 1)) return usage_error("--first-step-timeout needs seconds");
       first_step_timeout = double(n);
@@ -93,6 +118,22 @@ int cmd_run_script(int argc, char** argv) {
       ++it;
     }
   so.output = script_output_to_stderr(quiet);
+  // --trace: the launcher writes torch.profiler chunks into a private directory; they become one file.
+  std::filesystem::path chunk_dir;
+  if (!trace_path.empty()) {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "tunebench-script-trace-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) return usage_error("cannot make a directory for the trace chunks");
+    chunk_dir = tmpl;
+    so.trace_dir = chunk_dir.string();
+  }
+  struct RemoveDir {
+    std::filesystem::path p;
+    ~RemoveDir() {
+      std::error_code ec;
+      if (!p.empty()) std::filesystem::remove_all(p, ec);
+    }
+  } remove_chunks{chunk_dir};
+  std::vector<std::string> chunks;
 
   client::ScriptRunner runner;
   if (std::string err = runner.start(so, first_step_timeout); !err.empty()) {
@@ -136,6 +177,8 @@ int cmd_run_script(int argc, char** argv) {
       if (m->contains("knobs")) config = (*m)["knobs"];
     } else if (type == "source") {
       sources.push_back(*m);
+    } else if (type == "trace") {
+      chunks.push_back(m->value("path", std::string()));
     } else if (type == "warning") {
       warnings.push_back(m->value("message", std::string()));
       std::fprintf(stderr, "tunebench-cli: warning: %s\n", m->value("message", std::string()).c_str());
@@ -180,6 +223,14 @@ int cmd_run_script(int argc, char** argv) {
       return 1;
     }
     f << out.dump(2) << "\n";
+  }
+  if (!trace_path.empty()) {
+    if (std::string err = merge_chunks(chunks, trace_path); !err.empty()) {
+      std::fprintf(stderr, "tunebench-cli: error: --trace: %s\n", err.c_str());
+      if (failure.empty()) failure = "--trace: " + err;
+    } else {
+      std::fprintf(stderr, "trace: %s (%zu chunks of %d steps)\n", trace_path.c_str(), chunks.size(), so.trace_every);
+    }
   }
   const auto& tp = out["throughput"];
   std::printf("%s: %.1f samples/s over %zu measured steps (%zu in all); %s\n", so.script.c_str(),

@@ -151,6 +151,14 @@ class LaunchTest(unittest.TestCase):
             names = {e.get("name") for e in doc["traceEvents"]}
             for i in range(m["first_step"], m["last_step"] + 1):
                 self.assertIn("ProfilerStep#%d" % i, names)
+        # Chunks follow each other in time (merged into one trace, they must not all start at 0).
+        spans = []
+        for m in chunks:
+            with open(m["path"]) as f:
+                ts = [e["ts"] for e in json.load(f)["traceEvents"] if e.get("name", "").startswith("ProfilerStep")]
+            spans.append((min(ts), max(ts)))
+        for a, b in zip(spans, spans[1:]):
+            self.assertLess(a[1], b[0])
 
     def test_set_at_start_is_read_back_from_the_dataloader(self):
         c = Child(self.script, launcher_args=["--steps", "3", "--set", "workers=2,intra_op_threads=1"])

@@ -2,7 +2,9 @@
 (Debian's torch 1.13 has no Kineto: its legacy format, which TuneBench's importer reads). Each step is a
 `ProfilerStep#N` range so the analyses find steps as in any PyTorch profiler trace."""
 
+import json
 import os
+import time
 
 import torch
 
@@ -26,6 +28,7 @@ class Tracer:
             acts.append(torch.profiler.ProfilerActivity.CUDA)
         self.prof = torch.profiler.profile(activities=acts)
         self.prof.__enter__()
+        self.base_us = time.monotonic_ns() // 1000  # the legacy export counts from here
         self.first = at_step
         self._open_step(at_step)
 
@@ -50,7 +53,7 @@ class Tracer:
         path = os.path.join(self.dir, "chunk-%05d.json" % self.chunk)
         try:
             prof.export_chrome_trace(path)
-            _add_cores(path)
+            _finish_chunk(path, self.base_us)
         except Exception as e:  # a failed export loses a chunk, not the run
             self.run.ch.send("warning", message="trace chunk not written: %s" % e)
             return
@@ -68,19 +71,21 @@ class Tracer:
             self._open_step(i + 1)
 
 
-def _add_cores(path):
-    """Records the machine's cores in the chunk, as the engine's traces do (a top-level "cpu_cores" string):
-    the loader-stall finding suggests workers up to the cores, not a guess of 4 on a 2-core machine. torch
-    1.13's legacy export is a bare event array: it becomes the object form's traceEvents."""
-    with open(path, "rb") as f:
-        text = f.read()
-    at = len(text) - len(text.lstrip())
-    cores = b'"cpu_cores": "%d"' % (os.cpu_count() or 1)
-    if text[at:at + 1] == b"{":
-        text = text[:at + 1] + cores + b", " + text[at + 1:]
-    elif text[at:at + 1] == b"[":
-        text = b"{" + cores + b', "traceEvents": ' + text[at:].rstrip() + b"}\n"
-    else:
+def _finish_chunk(path, base_us):
+    """Makes a chunk self-describing and placeable: the machine's cores as a top-level "cpu_cores" string (as
+    the engine's traces have: the loader-stall finding suggests workers up to the cores, not a guess of 4 on
+    a 2-core machine), and, for torch 1.13's legacy export (a bare event array whose timestamps count from
+    the profiler's start), the events moved onto the monotonic clock, so that chunks merged into one trace
+    follow each other instead of all starting at 0. Kineto's object form keeps its own absolute times."""
+    with open(path) as f:
+        doc = json.load(f)
+    if isinstance(doc, list):
+        for e in doc:
+            if isinstance(e, dict) and isinstance(e.get("ts"), (int, float)):
+                e["ts"] += base_us
+        doc = {"traceEvents": doc}
+    if not isinstance(doc, dict):
         return
-    with open(path, "wb") as f:
-        f.write(text)
+    doc["cpu_cores"] = str(os.cpu_count() or 1)
+    with open(path, "w") as f:
+        json.dump(doc, f)

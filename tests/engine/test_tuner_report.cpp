@@ -172,6 +172,36 @@ TEST(TunerReport, HtmlIsWellFormedSelfContainedAndComplete) {
   EXPECT_NE(html.find("session-&gt;apply"), std::string::npos);
 }
 
+// The review's report defects (reviews/gui.md #8): a zero stall drawn as a full-width bar, the waterfall's
+// caption cut, two baselines with nothing to tie them, "no effect no effect: ...".
+TEST(TunerReport, NoZeroBarsOneBaselineNoRepeatedVerdict) {
+  TuneResult r = simulated_result();
+  ASSERT_FALSE(r.snapshots.empty());
+  for (auto& sn : r.snapshots) sn.worst_stall_ms = 0.01;  // "0.0 ms" at both ends
+  std::string html = report_html(r);
+  EXPECT_NE(html.find("No stall at the baseline or the final configuration"), std::string::npos);
+  EXPECT_EQ(html.find("the worst single stall before and after tuning"), std::string::npos);  // no chart
+  // A real stall is drawn to a scale of at least 1 ms: 0.2 ms is a short bar, not the full width.
+  r.snapshots.front().worst_stall_ms = 0.2;
+  html = report_html(r);
+  const size_t chart = html.find("the worst single stall before and after tuning");
+  ASSERT_NE(chart, std::string::npos);
+  const size_t w = html.find("width=\"", html.find("<rect ", chart)) + 7;
+  EXPECT_LT(std::stod(html.substr(w, 12)), 60.0) << html.substr(chart, 400);  // of 280 px for 1 ms
+  // The waterfall's caption starts at the picture's left edge (at the bars' start it ran past the end).
+  EXPECT_NE(html.find("<text x=\"6.0\" y="), std::string::npos);
+  // The headline's baseline is one row of the trust table, said so.
+  char head[64];
+  std::snprintf(head, sizeof head, "%.1f samples/s", r.baseline_throughput);
+  EXPECT_NE(html.find(head), std::string::npos);
+  EXPECT_TRUE(html.find("the headline&#39;s baseline") != std::string::npos ||
+              html.find("the headline's baseline") != std::string::npos ||
+              html.find("baseline, headline") != std::string::npos);
+  // A verdict is said once per row.
+  for (const char* v : {"no effect", "slower", "kept", "gain"})
+    EXPECT_EQ(html.find(std::string("<strong>") + v + "</strong> " + v), std::string::npos) << v;
+}
+
 TEST(TunerReport, JsonHoldsEveryTrialWithTheSchema) {
   TuneResult r = simulated_result();
   const std::string text = report_json(r).dump();
