@@ -53,7 +53,7 @@ class Tracer:
         path = os.path.join(self.dir, "chunk-%05d.json" % self.chunk)
         try:
             prof.export_chrome_trace(path)
-            _finish_chunk(path, self.base_us)
+            _finish_chunk(path, self.base_us, last_step)
         except Exception as e:  # a failed export loses a chunk, not the run
             self.run.ch.send("warning", message="trace chunk not written: %s" % e)
             return
@@ -71,14 +71,18 @@ class Tracer:
             self._open_step(i + 1)
 
 
-def _finish_chunk(path, base_us):
+def _finish_chunk(path, base_us, last_step):
     """Makes a chunk self-describing and placeable: the machine's cores as a top-level "cpu_cores" string (as
     the engine's traces have: the loader-stall finding suggests workers up to the cores, not a guess of 4 on
     a 2-core machine), and, for torch 1.13's legacy export (a bare event array whose timestamps count from
     the profiler's start), the events moved onto the monotonic clock, so that chunks merged into one trace
-    follow each other instead of all starting at 0. Kineto's object form keeps its own absolute times."""
+    follow each other instead of all starting at 0. Kineto's object form keeps its own absolute times. The
+    range of a step that never ended (the one open when the run stopped) is dropped: it is no step."""
     with open(path) as f:
         doc = json.load(f)
+    events = doc if isinstance(doc, list) else doc.get("traceEvents") if isinstance(doc, dict) else None
+    if isinstance(events, list):
+        events[:] = [e for e in events if not _step_after(e, last_step)]
     if isinstance(doc, list):
         for e in doc:
             if isinstance(e, dict) and isinstance(e.get("ts"), (int, float)):
@@ -89,3 +93,14 @@ def _finish_chunk(path, base_us):
     doc["cpu_cores"] = str(os.cpu_count() or 1)
     with open(path, "w") as f:
         json.dump(doc, f)
+
+
+def _step_after(event, last_step):
+    name = event.get("name") if isinstance(event, dict) else None
+    if not isinstance(name, str) or not name.startswith("ProfilerStep#"):
+        return False
+    try:
+        return int(name[len("ProfilerStep#"):]) > last_step
+    except ValueError:
+        return False
+

@@ -68,6 +68,32 @@ TEST_F(CliScript, RunsTheExampleUnmodifiedAndReadsWorkersBack) {
   EXPECT_NE(r.err.find("  | epoch 0 step 0 loss"), std::string::npos);  // the script's own prints, marked
 }
 
+// --trace: the launcher's chunks become one trace that `analyze` reads as one run, its steps in order.
+TEST_F(CliScript, TraceMergesTheChunksIntoOneRun) {
+  const std::string tr = tmp("script.trace.json");
+  Out r = cli("run --script " + example() + " --steps 9 --trace " + tr + " --trace-every 4 -- --data " + data() +
+              " --epochs 20 --batch-size 8");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("3 chunks of 4 steps"), std::string::npos) << r.err;
+  Out a = cli("analyze " + tr + " --json " + tmp("script.analysis.json"));
+  ASSERT_EQ(a.code, 0) << a.err;
+  std::ifstream f(tmp("script.analysis.json"));
+  auto j = nlohmann::json::parse(f);
+  const auto& items = j["steps"]["items"];
+  ASSERT_EQ(items.size(), 9u) << a.out;  // the range open when the run stopped is no step
+  for (size_t i = 0; i < 9; ++i) {
+    EXPECT_EQ(items[i]["index"].get<int64_t>(), int64_t(i)) << a.out;
+    // Chunks one after another, not overlaid at 0.
+    if (i > 0) EXPECT_GT(items[i]["start_us"].get<int64_t>(), items[i - 1]["start_us"].get<int64_t>()) << a.out;
+  }
+  // A bad path is one line, and the run's numbers are still printed.
+  Out bad = cli("run --script " + example() + " --steps 3 --trace /nonexistent/dir/t.json -- --data " + data() +
+                " --epochs 20 --batch-size 8");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("tunebench-cli: error: --trace:"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.out.find("samples/s"), std::string::npos) << bad.out;
+}
+
 TEST_F(CliScript, BadInputIsOneClearLine) {
   Out missing = cli("run --script /no/such/train.py --steps 2");
   EXPECT_EQ(missing.code, 2);
