@@ -358,10 +358,7 @@ int cmd_serve(int argc, char** argv) {
       const std::string html = (dir / (stem + ".html")).string(), md = (dir / (stem + ".md")).string(),
                         json = (dir / (stem + ".json")).string();
       engine::write_report(result, html, md, json);
-      nlohmann::json done = {{"type", "tune_done"}, {"report_html", html}, {"report_json", json},
-                             {"report_markdown", md}, {"final_config", config_json(result.final_config)}};
-      done["speedup"] = result.speedup.valid() ? nlohmann::json(result.speedup.ratio) : nlohmann::json(nullptr);
-      out.send(done);
+      out.send(engine::tune_done_message(result, html, md, json));
       engine::Config changes;
       for (const auto& [k, v] : result.final_config) {
         if (!session->config().count(k) || session->config().at(k) == v) continue;
@@ -380,7 +377,7 @@ int cmd_serve(int argc, char** argv) {
       if (!changes.empty()) {
         int64_t rev = session->apply(changes);
         out.send({{"type", "config_applied"}, {"rev", rev}, {"knobs", config_json(session->config())},
-                  {"changed", config_json(changes)}});
+                  {"changed", config_json(changes)}, {"source", "auto-tune"}});
       }
     } catch (const std::exception& e) {
       out.error(std::string("auto-tune failed: ") + e.what(), true);

@@ -154,11 +154,7 @@ int cmd_serve_script(int argc, char** argv) {
             std::filesystem::create_directories(dir);
             const std::string stem = (dir / ("tune-" + std::to_string(tune_index++))).string();
             engine::write_report(r, stem + ".html", stem + ".md", stem + ".json");
-            nlohmann::json final_config = nlohmann::json::object();
-            for (const auto& [k, v] : r.final_config) final_config[k] = v;
-            send({{"type", "tune_done"}, {"report_html", stem + ".html"}, {"report_json", stem + ".json"},
-                  {"report_markdown", stem + ".md"}, {"final_config", final_config},
-                  {"speedup", r.speedup.valid() ? nlohmann::json(r.speedup.ratio) : nlohmann::json()}});
+            send(engine::tune_done_message(r, stem + ".html", stem + ".md", stem + ".json"));
             so.set.clear();
             for (const auto& k : engine::changed_knobs(r.baseline, r.final_config)) so.set.push_back({k, r.final_config.at(k)});
           } catch (const std::exception& e) {

@@ -315,6 +315,12 @@ TEST(Cli, ServeTuneStreamsProgressAndWritesReport) {
       html = m["report_html"].get<std::string>();
       EXPECT_TRUE(m.contains("speedup"));
       EXPECT_TRUE(m["final_config"].is_object());
+      // What the GUI's dialog says: the budget used, the trials, why it ended (or that the budget ran out).
+      EXPECT_EQ(m["budget_s"].get<double>(), 12.0);
+      EXPECT_GT(m["elapsed_s"].get<double>(), 0.0);
+      EXPECT_GT(m["trials"].get<int>(), 0);
+      EXPECT_TRUE(m["kept"].is_array());
+      EXPECT_TRUE(m["ended"].is_string());
     } else if (type == "error") {
       ADD_FAILURE() << "unexpected error: " << m.dump();
     } else if (type == "step" && tune_done && ++steps_after == 1) {

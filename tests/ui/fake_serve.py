@@ -72,7 +72,17 @@ while True:
                 stop = True
             elif m.get("type") == "tune":
                 send(type="tune_progress", phase="measure", message="baseline", fraction=0.5)
-                send(type="tune_done", report_html="", report_json="", speedup=1.5)
+                # As the real serve: the tune_done message (engine tune_done_message), then the result applied.
+                send(type="tune_done", report_html="", report_json="", speedup=1.5, speedup_ci=[1.4, 1.6],
+                     fresh_processes=False, kept=["workers=4"], final_config=dict(config, workers="4"),
+                     baseline_throughput=1000.0, final_throughput=1500.0, budget_s=60.0, elapsed_s=17.0, trials=9,
+                     skipped=11, noise="quiet: ±2.0%",
+                     ended="every applicable knob was tried (9 trials; 11 knobs or values skipped, 1 of them not "
+                           "applicable here) and the final alternation confirmed the result")
+                rev += 1
+                config["workers"] = "4"
+                warm_left = 2
+                send(type="config_applied", rev=rev, knobs=config, changed={"workers": "4"}, source="auto-tune")
     if stop:
         send(type="done", summary={"steps": i, "throughput_median": 1000.0, "unit": "samples/s", "reason": "stopped"})
         sys.exit(0)

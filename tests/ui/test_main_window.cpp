@@ -3,6 +3,7 @@
 // export, and a killed child that keeps its data and shows the error.
 #include <QCheckBox>
 #include <QComboBox>
+#include <QJsonArray>
 #include <QLabel>
 #include <QLineEdit>
 #include <QProcess>
@@ -23,6 +24,7 @@
 #include "ui/throughput_chart.h"
 #include "ui/timeline_widget.h"
 #include "ui/toggles_panel.h"
+#include "ui/tune_summary.h"
 #include "ui_test_util.h"
 
 using namespace tb::ui;
@@ -204,6 +206,45 @@ class TestMainWindow : public QObject {
     QVERIFY(cell);
     QVERIFY(!cell->findChild<QToolButton*>("keep_0")->isEnabled());
     QVERIFY(!cell->findChild<QToolButton*>("revert_0")->isEnabled());
+    QSignalSpy fin(w.run(), &RunController::finished);
+    w.stopRun();
+    QVERIFY(waitFor([&] { return fin.count() == 1; }, 3000));
+  }
+
+  // Auto-tune in the GUI (reviews/gui.md #1): the dialog's text carries the interval, what to keep, the
+  // budget used and why the tune ended early; the tuner's result is its own Compare row, named as such.
+  void autoTuneSaysWhatItFoundAndWhyItEnded() {
+    if (tbtest::python().isEmpty()) QSKIP("python3 not found");
+    MainWindow w;
+    w.setQuiet(true);
+    QVERIFY(w.startProcess(tbtest::python(), {tbtest::fakeChild(), "--step-ms", "5"}));
+    QVERIFY(waitFor([&] { return w.run()->record().steps.size() >= 20; }, 15000));
+    QSignalSpy done(w.run(), &RunController::tuneDone);
+    w.run()->sendTune(60);
+    QVERIFY(done.wait(10000));
+    const TuneSummary& t = w.lastTuneSummary();
+    QCOMPARE(t.title, QString("×1.50 faster"));
+    QVERIFY2(t.detail.contains("interval ×1.40–1.60"), qPrintable(t.detail));
+    QVERIFY2(t.detail.contains("Keep: workers=4"), qPrintable(t.detail));
+    QVERIFY2(t.detail.contains("Used 17 of 60 s, 9 trials: every applicable knob was tried"), qPrintable(t.detail));
+    QVERIFY(waitFor([&] {
+      const auto& s = w.run()->record().steps;
+      int after = 0;
+      for (const auto& x : s) after += x.config_rev == 1 && !x.warmup;
+      return after >= 15;
+    }, 15000));
+    QTest::qWait(300);
+    const auto& cmp = w.compare()->comparisons();
+    QCOMPARE(int(cmp.size()), 1);
+    QCOMPARE(cmp[0].change, QString("auto-tune: workers 0 → 4"));
+    // No knob kept: said, not "Speed-up ×1.00".
+    const TuneSummary none = tuneSummary(QJsonObject{{"speedup", QJsonValue()}, {"kept", QJsonArray()},
+                                                     {"baseline_throughput", 250.0}, {"budget_s", 60.0},
+                                                     {"elapsed_s", 61.0}, {"trials", 12},
+                                                     {"ended", "the budget ran out"}});
+    QCOMPARE(none.title, QString("No change beat the baseline"));
+    QVERIFY2(none.detail.contains("Baseline 250.0 samples/s") && none.detail.contains("the budget ran out"),
+             qPrintable(none.detail));
     QSignalSpy fin(w.run(), &RunController::finished);
     w.stopRun();
     QVERIFY(waitFor([&] { return fin.count() == 1; }, 3000));

@@ -32,6 +32,7 @@
 #include "ui/throughput_chart.h"
 #include "ui/timeline_widget.h"
 #include "ui/toggles_panel.h"
+#include "ui/tune_summary.h"
 
 static void initTbResources() { Q_INIT_RESOURCE(tunebench); }
 
@@ -159,11 +160,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(run_, &RunController::tuneDone, this, [this](const QJsonObject& m) {
     progress_->hide();
     const QString html = m.value("report_html").toString();
-    log(tr("auto-tune done: ×%1, report %2").arg(m.value("speedup").toDouble(), 0, 'f', 2).arg(html));
+    last_tune_ = tuneSummary(m);
+    log(tr("auto-tune done: %1; %2; report %3").arg(last_tune_.title, QString(last_tune_.detail).replace('\n', "; "), html));
     if (!quiet_ && !html.isEmpty()) {
       auto* box = new QMessageBox(QMessageBox::Information, tr("Auto-tune done"),
-                                  tr("Speed-up ×%1.\nReport: %2").arg(m.value("speedup").toDouble(), 0, 'f', 2).arg(html),
+                                  last_tune_.title + "\n\n" + last_tune_.detail + tr("\n\nReport: %1").arg(html),
                                   QMessageBox::Open | QMessageBox::Close, this);
+      box->setObjectName("tune_dialog");
       box->setAttribute(Qt::WA_DeleteOnClose);
       connect(box, &QMessageBox::finished, this, [html](int r) {
         if (r == QMessageBox::Open) QDesktopServices::openUrl(QUrl::fromLocalFile(html));

@@ -176,6 +176,7 @@ void RunController::handleLine(const QByteArray& line) {
     c.rev = int(toInt(m.value("rev")));
     c.knobs = m.value("knobs").toObject();
     c.changed = m.value("changed").toObject();
+    c.source = m.value("source").toString();
     c.at_step = -1;
     rec_.configs.push_back(c);
     for (auto& k : rec_.knobs)

@@ -11,7 +11,7 @@ QString Segment::label() const {
   if (changed.isEmpty()) return QStringLiteral("baseline");
   QStringList parts;
   for (auto it = changed.begin(); it != changed.end(); ++it) parts << it.key() + "=" + knobValueText(it.value());
-  return parts.join(", ");
+  return (source.isEmpty() ? QString() : source + ": ") + parts.join(", ");
 }
 
 std::vector<Segment> segmentRun(const RunRecord& rec) {
@@ -39,6 +39,7 @@ std::vector<Segment> segmentRun(const RunRecord& rec) {
             seg.changed.insert(it.key(), it.value());
           }
         current = c.knobs.isEmpty() ? current : c.knobs;
+        if (!c.source.isEmpty()) seg.source = c.source;
       }
       for (const QString& k : seg.changed.keys())  // set and set back between two steps: no change
         if (knobValueText(seg.changed.value(k)) == knobValueText(seg.previous.value(k))) {
@@ -89,6 +90,7 @@ std::vector<Comparison> compareSegments(const std::vector<Segment>& segs) {
     for (auto it = c.changed.begin(); it != c.changed.end(); ++it)
       parts << QStringLiteral("%1 %2 → %3").arg(it.key(), knobValueText(c.previous.value(it.key())), knobValueText(it.value()));
     c.change = parts.isEmpty() ? QStringLiteral("config rev %1").arg(segs[k].rev) : parts.join(", ");
+    if (!segs[k].source.isEmpty()) c.change = segs[k].source + ": " + c.change;  // the tuner's result, not a toggle
     c.stats = compareWindows(segs[k - 1].windows(), segs[k].windows());
     c.wait_before = segs[k - 1].wait_share.empty() ? 0.0 : median(segs[k - 1].wait_share);
     c.wait_after = segs[k].wait_share.empty() ? 0.0 : median(segs[k].wait_share);

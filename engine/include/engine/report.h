@@ -40,6 +40,12 @@ nlohmann::json report_json(const TuneResult& result);
 std::string final_code_pytorch(const TuneResult& result);
 std::string final_code_libtorch(const TuneResult& result);
 
+// What `serve` sends the GUI when an Auto-tune ends (protocol message "tune_done", docs/protocol.md): the
+// headline with its interval and how it was measured, the knobs kept, the budget used, and when the tune
+// ended well before its budget, why ("every applicable knob was tried ..."), so a dialog can say it.
+nlohmann::json tune_done_message(const TuneResult& result, const std::string& html_path,
+                                 const std::string& markdown_path, const std::string& json_path);
+
 // Writes whichever paths are non-empty. Throws std::runtime_error with a one-line message when a file
 // cannot be written.
 void write_report(const TuneResult& result, const std::string& html_path, const std::string& markdown_path,

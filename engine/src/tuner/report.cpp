@@ -792,6 +792,38 @@ std::string report_markdown(const TuneResult& r) {
   return m.str();
 }
 
+nlohmann::json tune_done_message(const TuneResult& r, const std::string& html_path, const std::string& markdown_path,
+                                 const std::string& json_path) {
+  json m = {{"type", "tune_done"}, {"report_html", html_path}, {"report_markdown", markdown_path},
+            {"report_json", json_path}, {"budget_s", r.budget_s}, {"elapsed_s", r.elapsed_s},
+            {"trials", r.trials.size()}, {"skipped", r.skipped.size()}, {"noise", r.noise.text}};
+  json fc = json::object(), kept = json::array();
+  for (const auto& [k, v] : r.final_config) fc[k] = v;
+  for (const auto& k : changed_knobs(r.baseline, r.final_config)) kept.push_back(k + "=" + value_in(r.final_config, k));
+  m["final_config"] = fc;
+  m["kept"] = kept;
+  const bool gain = r.speedup.valid() && !kept.empty();
+  m["speedup"] = gain ? json(r.speedup.ratio) : json(nullptr);
+  m["speedup_ci"] = gain ? json::array({r.speedup.lo, r.speedup.hi}) : json(nullptr);
+  m["fresh_processes"] = gain && r.speedup_fresh_processes;
+  m["baseline_throughput"] = num(r.baseline_throughput);
+  m["final_throughput"] = num(r.final_throughput);
+  // A tune that stops at 17 of 60 s must say why (reviews/gui.md #1). The search ends when every phase is
+  // done; the budget only cuts it short.
+  std::string ended;
+  if (r.budget_s > 0 && r.elapsed_s < 0.9 * r.budget_s) {
+    size_t not_here = 0;
+    for (const auto& sk : r.skipped) not_here += sk.reason.rfind("not applicable", 0) == 0 || sk.reason.rfind("needs", 0) == 0;
+    ended = "every applicable knob was tried (" + std::to_string(r.trials.size()) + " trials; " +
+            std::to_string(r.skipped.size()) + " knobs or values skipped, " + std::to_string(not_here) +
+            " of them not applicable here) and the final alternation confirmed the result";
+  } else if (r.elapsed_s >= r.budget_s) {
+    ended = "the budget ran out; knobs not tried are listed as skipped in the report";
+  }
+  m["ended"] = ended;
+  return m;
+}
+
 void write_report(const TuneResult& r, const std::string& html_path, const std::string& markdown_path,
                   const std::string& json_path) {
   auto write = [](const std::string& path, const std::string& content) {

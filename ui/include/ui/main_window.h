@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "ui/run_controller.h"
+#include "ui/tune_summary.h"
 #include "ui/trace_loader.h"
 
 class QAction;
@@ -99,6 +100,7 @@ class MainWindow : public QMainWindow {
   void compareFiles(const QString& a, const QString& b);
   QString lastComparisonHtml() const { return last_compare_html_; }
   QString lastError() const { return last_error_; }
+  const TuneSummary& lastTuneSummary() const { return last_tune_; }
   const LoadedTrace& currentTrace() const { return trace_; }
   QStringList recentFiles() const;
   // Tests and scripted use: errors go to lastError()/the log only, no dialog.
@@ -152,7 +154,8 @@ class MainWindow : public QMainWindow {
   QLineEdit* model_path_ = nullptr;
   QComboBox* data_ = nullptr;
   QLineEdit* data_path_ = nullptr;
-  QLineEdit* script_args_ = nullptr;  // the script's own arguments, when Model is "script"
+  QLineEdit* script_args_ = nullptr;
+  TuneSummary last_tune_;  // what the last Auto-tune's dialog said (tests read it)  // the script's own arguments, when Model is "script"
   QSpinBox* steps_ = nullptr;
   QSpinBox* trace_every_ = nullptr;
   QPushButton *start_btn_ = nullptr, *stop_btn_ = nullptr;

@@ -36,6 +36,7 @@ struct ConfigChange {
   int rev = 0;
   qint64 at_step = 0;          // first step index measured under this revision (known once it arrives)
   QJsonObject knobs, changed;  // full config and the delta
+  QString source;              // who changed it: "" (a toggle, a set) or "auto-tune" (the tuner's result)
 };
 
 // Everything a run sent, in arrival order.

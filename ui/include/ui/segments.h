@@ -23,7 +23,8 @@ struct Segment {
   int warmup_steps = 0;
   QJsonObject changed;            // knobs changed at the start of this segment ({} for the first)
   QJsonObject previous;           // their values in the segment before (what "revert" sends)
-  QString label() const;          // "workers=4, pin_memory=on" or "baseline"
+  QString source;                 // "auto-tune" when the tuner's result started it (ConfigChange::source)
+  QString label() const;          // "workers=4, pin_memory=on", "auto-tune: workers=4" or "baseline"
 };
 
 struct Comparison {

@@ -1,0 +1,43 @@
+#include "ui/tune_summary.h"
+
+#include <QJsonArray>
+#include <QStringList>
+
+namespace tb::ui {
+
+TuneSummary tuneSummary(const QJsonObject& m) {
+  TuneSummary s;
+  QStringList kept;
+  for (const auto& k : m.value("kept").toArray()) kept << k.toString();
+  const QJsonArray ci = m.value("speedup_ci").toArray();
+  const bool gain = m.value("speedup").isDouble() && !kept.isEmpty();
+  QStringList lines;
+  if (gain) {
+    s.title = QObject::tr("×%1 faster").arg(m.value("speedup").toDouble(), 0, 'f', 2);
+    QString line = QObject::tr("%1 → %2 samples/s")
+                       .arg(m.value("baseline_throughput").toDouble(), 0, 'f', 1)
+                       .arg(m.value("final_throughput").toDouble(), 0, 'f', 1);
+    if (ci.size() == 2)
+      line += QObject::tr(", 95% interval ×%1–%2").arg(ci[0].toDouble(), 0, 'f', 2).arg(ci[1].toDouble(), 0, 'f', 2);
+    line += m.value("fresh_processes").toBool() ? QObject::tr(" (fresh processes: what a new start gets)")
+                                                : QObject::tr(" (baseline and final alternating at the end)");
+    lines << line << QObject::tr("Keep: %1").arg(kept.join(", "));
+  } else {
+    s.title = QObject::tr("No change beat the baseline");
+    if (m.value("baseline_throughput").isDouble())
+      lines << QObject::tr("Baseline %1 samples/s.").arg(m.value("baseline_throughput").toDouble(), 0, 'f', 1);
+  }
+  if (m.contains("elapsed_s") && m.contains("budget_s")) {
+    QString used = QObject::tr("Used %1 of %2 s, %3 trials")
+                       .arg(m.value("elapsed_s").toDouble(), 0, 'f', 0)
+                       .arg(m.value("budget_s").toDouble(), 0, 'f', 0)
+                       .arg(m.value("trials").toInt());
+    const QString ended = m.value("ended").toString();
+    lines << (ended.isEmpty() ? used + "." : used + QObject::tr(": ") + ended + ".");
+  }
+  if (!m.value("noise").toString().isEmpty()) lines << QObject::tr("Measurement: %1").arg(m.value("noise").toString());
+  s.detail = lines.join('\n');
+  return s;
+}
+
+}  // namespace tb::ui
