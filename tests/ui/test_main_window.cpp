@@ -190,6 +190,7 @@ class TestMainWindow : public QObject {
     QCOMPARE(cmp[0].change, QString("workers 0 → 4"));
     QCOMPARE(QString::fromStdString(cmp[0].stats.verdict()), QString("faster"));
     QVERIFY(w.chart()->segmentLabelCount() >= 3);  // 2 medians + 1 marker
+    QCOMPARE(w.compare()->errorBarCount(), 1);        // the after bar with its interval
     QVERIFY(w.exportComparisons(tmp_.filePath("cmp.md")));
     QVERIFY(w.exportComparisons(tmp_.filePath("cmp.html")));
     QVERIFY(w.exportComparisons(tmp_.filePath("cmp.json")));

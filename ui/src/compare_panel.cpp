@@ -7,6 +7,8 @@
 #include <QChartView>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QLegendMarker>
+#include <QLineSeries>
 #include <QPushButton>
 #include <QToolButton>
 #include <QSplitter>
@@ -133,6 +135,23 @@ void ComparePanel::refresh() {
     if (c.stats.valid) label += QStringLiteral("\n×%1").arg(c.stats.ratio, 0, 'f', 2);
     cats << label;
   }
+  // Error bars on "after": the ratio's 95% interval times "before" (what the verdict rests on). Whiskers
+  // are line series on a hidden x axis laid over the categories: bar sets of width 0.5 put the second set's
+  // centre at i + 0.125.
+  std::vector<QLineSeries*> whiskers;
+  for (size_t i = 0; i < cmp_.size(); ++i) {
+    const auto& c = cmp_[i];
+    if (!c.stats.valid || !std::isfinite(c.stats.before) || !std::isfinite(c.stats.lo) || !std::isfinite(c.stats.hi)) continue;
+    const double x = double(i) + 0.125, lo = c.stats.before * c.stats.lo, hi = c.stats.before * c.stats.hi;
+    auto* w = new QLineSeries;
+    w->setName(whiskers.empty() ? tr("95% interval") : QString());
+    w->append({{x, lo}, {x, hi}, {x, hi}, {x - 0.05, hi}, {x + 0.05, hi}, {x, hi}, {x, lo}, {x - 0.05, lo}, {x + 0.05, lo}});
+    QPen pen(palette().color(QPalette::WindowText));
+    pen.setWidthF(1.5);
+    w->setPen(pen);
+    whiskers.push_back(w);
+    ymax = std::max(ymax, hi);
+  }
   auto* series = new QBarSeries;
   series->append(before);
   series->append(after);
@@ -146,6 +165,22 @@ void ComparePanel::refresh() {
   chart_->addAxis(ay, Qt::AlignLeft);
   series->attachAxis(ax);
   series->attachAxis(ay);
+  if (!whiskers.empty()) {
+    auto* wx = new QValueAxis;
+    wx->setRange(-0.5, double(cmp_.size()) - 0.5);
+    wx->setVisible(false);
+    chart_->addAxis(wx, Qt::AlignBottom);
+    for (auto* w : whiskers) {
+      chart_->addSeries(w);
+      w->attachAxis(wx);
+      w->attachAxis(ay);
+    }
+    // One legend entry for all whiskers.
+    const auto markers = chart_->legend()->markers();
+    for (auto* m : markers)
+      if (m->series() != series && m->series() != whiskers.front()) m->setVisible(false);
+  }
+  whisker_count_ = int(whiskers.size());
 }
 
 }  // namespace tb::ui

@@ -387,6 +387,9 @@ void MainWindow::buildUi() {
   splitDockWidget(d3, d5, Qt::Horizontal);
   tabifyDockWidget(d5, d7);
   d5->raise();
+  // Model & data needs its rows only; the Toggles list (27 knobs) gets the rest of the column.
+  md->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Maximum);
+  resizeDocks({d1, d2}, {md->sizeHint().height(), 2000}, Qt::Vertical);
   resizeDocks({d1, d4}, {270, 330}, Qt::Horizontal);
   resizeDocks({d3}, {260}, Qt::Vertical);
   resizeDocks({d3, d5}, {760, 640}, Qt::Horizontal);

@@ -23,6 +23,7 @@ class ComparePanel : public QWidget {
   void refresh();
   const std::vector<Comparison>& comparisons() const { return cmp_; }
   QTableWidget* table() const { return table_; }
+  int errorBarCount() const { return whisker_count_; }  // "after" bars drawn with their interval
 
  signals:
   void revertRequested(const QJsonObject& previous);  // knob -> value to send back
@@ -36,6 +37,7 @@ class ComparePanel : public QWidget {
   QChart* chart_ = nullptr;
   QChartView* view_ = nullptr;
   QHash<QString, QString> decisions_;  // change -> "kept"/"reverted"
+  int whisker_count_ = 0;
 };
 
 }  // namespace tb::ui
