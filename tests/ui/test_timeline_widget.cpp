@@ -50,6 +50,26 @@ class TestTimelineWidget : public QObject {
     QVERIFY(w.hasSelection());
     QVERIFY(w.mapper().start() <= d->t_min + 1000000 && w.mapper().end() >= d->t_min + 1500000);
   }
+  // A live view rolls over the last steps: each step range is named with its absolute index.
+  void stepsAreNamedWithTheirIndex() {
+    auto d = std::make_shared<TimelineData>();
+    d->names = {"", "step", "forward"};
+    d->args = {"", "arg: 1234"};
+    Track t;
+    t.name = "train";
+    t.lanes.resize(1);
+    t.lanes[0].push(1000, 5000, 1, EventCat::Step, 0, 1);
+    t.lanes[0].push(1200, 2000, 2, EventCat::Range, 0, 0);
+    t.lanes[0].finalize();
+    d->tracks.push_back(t);
+    d->t_min = 1000;
+    d->t_max = 5000;
+    TimelineWidget w;
+    w.setData(d);
+    QCOMPARE(w.eventLabel(0, 0, 0), QString("step 1234"));
+    QCOMPARE(w.eventLabel(0, 0, 1), QString("forward"));
+    QCOMPARE(w.eventLabel(0, 0, 7), QString());
+  }
   void asyncBuildLandsAndPaints() {
     TimelineWidget w;
     w.resize(1000, 400);

@@ -359,7 +359,7 @@ void TimelineWidget::paintAll(QPainter& p, const QRect& r) {
       p.fillRect(box, c);
     }
     if (it.count == 1 && box.width() > 36 && it.name < data_->names.size()) {
-      QString text = QString::fromStdString(data_->names[it.name]) + "  " + fmtDuration(double(it.end - it.start));
+      QString text = eventLabel(it.track, it.lane, it.index) + "  " + fmtDuration(double(it.end - it.start));
       // Elide only when the cheap estimate says it might not fit (elidedText is the costly part of a frame).
       if (text.size() * avg_char > box.width() - 6) text = fm.elidedText(text, Qt::ElideRight, int(box.width()) - 6);
       if (text.size() > 1) {
@@ -531,13 +531,25 @@ TimelineWidget::Hit TimelineWidget::hitTest(const QPoint& pos) const {
   return h;
 }
 
+QString TimelineWidget::eventLabel(uint32_t track, uint32_t lane, uint32_t index) const {
+  if (!data_ || track >= data_->tracks.size() || lane >= data_->tracks[track].lanes.size()) return {};
+  const Lane& L = data_->tracks[track].lanes[lane];
+  if (index >= L.size() || L.name[index] >= data_->names.size()) return {};
+  QString name = QString::fromStdString(data_->names[L.name[index]]);
+  if (L.cat[index] == EventCat::Step && L.args[index] != 0 && L.args[index] < data_->args.size()) {
+    const std::string& a = data_->args[L.args[index]];
+    if (a.rfind("arg: ", 0) == 0) name += QStringLiteral(" %1").arg(QString::fromStdString(a.substr(5)));
+  }
+  return name;
+}
+
 QString TimelineWidget::describe(const Hit& h) const {
   if (!h.ok) return {};
   const Track& tr = data_->tracks[h.track];
   const Lane& L = tr.lanes[h.lane];
   const size_t i = h.index;
   QString s = QStringLiteral("<b>%1</b><br>%2 · %3<br>start %4 · duration <b>%5</b>")
-                  .arg(QString::fromStdString(data_->names[L.name[i]]).toHtmlEscaped(), eventCatName(L.cat[i]),
+                  .arg(eventLabel(h.track, h.lane, h.index).toHtmlEscaped(), eventCatName(L.cat[i]),
                        QString::fromStdString(tr.name).toHtmlEscaped(), fmtDuration(double(L.start[i] - data_->t_min)),
                        fmtDuration(double(L.end[i] - L.start[i])));
   if (L.corr[i]) s += QStringLiteral("<br>correlation %1").arg(L.corr[i]);

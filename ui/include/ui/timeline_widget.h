@@ -62,6 +62,10 @@ class TimelineWidget : public QWidget {
   double lastBuildMs() const { return build_ms_; }
   double lastPaintMs() const { return paint_ms_; }
 
+  // An event's name as drawn and in its tooltip. Our step ranges carry their absolute index ("arg: 1234"),
+  // so a live view that rolls over the last steps names them "step 1234", as the throughput chart counts.
+  QString eventLabel(uint32_t track, uint32_t lane, uint32_t index) const;
+
  signals:
   void viewChanged(double t0, double t1);
   void eventSelected(const QString& description);
