@@ -161,8 +161,10 @@ class TestMainWindow : public QObject {
     if (tbtest::python().isEmpty()) QSKIP("python3 not found");
     MainWindow w;
     w.setQuiet(true);
+    QVERIFY(w.chart()->showsNoData());  // an empty chart says so instead of drawing a made-up axis
     QVERIFY(w.startProcess(tbtest::python(), {tbtest::fakeChild(), "--step-ms", "5"}));
     QVERIFY(waitFor([&] { return w.toggles()->editorFor("workers") && w.run()->record().steps.size() >= 15; }, 15000));
+    QVERIFY(waitFor([&] { return !w.chart()->showsNoData(); }, 3000));
     QVERIFY(!w.toggles()->editorFor("pin_memory")->isEnabled());
     // Findings are safe to click: "Try workers=4" runs here, "Try pin_memory=on" cannot (no CUDA device).
     auto row_of = [&](const QString& knob) {

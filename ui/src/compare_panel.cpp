@@ -118,6 +118,8 @@ void ComparePanel::refresh() {
     chart_->removeAxis(ax);
     delete ax;
   }
+  whisker_count_ = 0;
+  chart_->setTitle(cmp_.empty() ? tr("samples/s before → after<br/><i>no change measured yet</i>") : tr("samples/s before → after"));
   if (cmp_.empty()) return;
   auto* before = new QBarSet(tr("before"));
   auto* after = new QBarSet(tr("after"));

@@ -151,8 +151,13 @@ void MainWindow::startDemo(bool start_run) {
     RunOptions o;
     o.model = "mnist_cnn";
     o.data = "imagefolder:" + dir;
-    o.knobs = {{"workers", "0"}};
+    // The demo shows the loader stall and its fix. Under glibc's default malloc this 2-core demo spends
+    // its time in page faults (7968 per step) and loader threads make that worse (workers=2 measured 0.83x;
+    // with pinned thresholds 1.62x), so it runs with the steady allocator the tuner measures with; the
+    // allocator's own effect is the tuner's first finding on a run without it (docs/cpu-results.md).
+    o.knobs = {{"workers", "0"}, {"cpu_allocator", "glibc_tuned"}};
     o.trace_every = 20;
+    log(tr("demo: mnist_cnn on 256 JPEGs, workers=0, cpu_allocator=glibc_tuned (steady malloc; docs/protocol.md)"));
     startRun(o);
   };
   if (QFileInfo::exists(marker)) {

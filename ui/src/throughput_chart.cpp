@@ -61,6 +61,8 @@ void ThroughputChart::setRecord(const RunRecord* rec) {
   refresh();
 }
 
+bool ThroughputChart::showsNoData() const { return no_data_ && no_data_->isVisible(); }
+
 void ThroughputChart::refresh() {
   for (auto* s : extra_) {
     chart_->removeSeries(s);
@@ -85,9 +87,22 @@ void ThroughputChart::refresh() {
   }
   line_->replace(pts);
   warm_->replace(warm);
-  ymax *= 1.18;  // head room for labels
+  ymax *= 1.3;  // head room for the two label rows above the data
   ax_->setRange(xmin, xmax);
   ay_->setRange(0, ymax);
+  // No steps: no made-up axis ("1 1 1 0 0" on an empty chart), a sentence instead.
+  const bool empty = pts.isEmpty() && warm.isEmpty();
+  ax_->setVisible(!empty);
+  ay_->setVisible(!empty);
+  if (!no_data_) {
+    no_data_ = new QGraphicsSimpleTextItem(tr("No data yet: start a run (Run ▸ Start)"), chart_);
+    no_data_->setBrush(palette().color(QPalette::PlaceholderText));
+  }
+  no_data_->setVisible(empty);
+  if (empty) {
+    const QRectF area = chart_->plotArea();
+    no_data_->setPos(area.center() - no_data_->boundingRect().center());
+  }
   if (!rec_) return;
 
   const auto segs = segmentRun(*rec_);
@@ -127,7 +142,7 @@ void ThroughputChart::refresh() {
       addSeries(m);
       auto* t = new QGraphicsSimpleTextItem(seg.label(), chart_);
       t->setBrush(QColor(0xff, 0xb3, 0x47));
-      labels_.push_back({t, double(seg.first_step), ymax * 0.97});
+      labels_.push_back({t, double(seg.first_step), 0});
     }
     // Segment throughput: samples over wall time of its measured steps.
     if (!seg.sps.empty()) {
@@ -145,11 +160,11 @@ void ThroughputChart::refresh() {
         text += QStringLiteral("  ×%1 [%2–%3]").arg(st.ratio, 0, 'f', 2).arg(st.lo, 0, 'f', 2).arg(st.hi, 0, 'f', 2);
       }
       auto* t = new QGraphicsSimpleTextItem(text, chart_);
-      t->setBrush(QColor(0x76, 0xd2, 0x75));
+      t->setBrush(QColor(0x76, 0xd2, 0x75).darker(dark ? 100 : 130));
       QFont f = t->font();
       f.setBold(true);
       t->setFont(f);
-      labels_.push_back({t, double(seg.first_step + seg.warmup_steps), med});
+      labels_.push_back({t, double(seg.first_step + seg.warmup_steps), 1});
     }
   }
   placeLabels();
@@ -158,10 +173,10 @@ void ThroughputChart::refresh() {
 void ThroughputChart::placeLabels() {
   const QRectF area = chart_->plotArea();
   for (auto& l : labels_) {
-    QPointF p = chart_->mapToPosition(QPointF(l.x, l.y), line_);
-    p.ry() -= l.item->boundingRect().height() + 1;
+    QPointF p = chart_->mapToPosition(QPointF(l.x, 0), line_);
+    const double h = l.item->boundingRect().height();
     p.rx() = std::clamp(p.x() + 3, area.left(), std::max(area.left(), area.right() - l.item->boundingRect().width()));
-    p.ry() = std::max(p.y(), area.top());
+    p.ry() = area.top() + 1 + l.row * (h + 1);
     l.item->setPos(p);
   }
 }

@@ -27,6 +27,7 @@ class ThroughputChart : public QWidget {
   void refresh();                        // re-reads the record (call on step / config_applied)
   QChartView* view() const { return view_; }
   int segmentLabelCount() const { return int(labels_.size()); }
+  bool showsNoData() const;  // the empty chart's sentence is shown (no step yet)
 
  private:
   void placeLabels();
@@ -37,11 +38,15 @@ class ThroughputChart : public QWidget {
   QScatterSeries* warm_ = nullptr;
   QValueAxis *ax_ = nullptr, *ay_ = nullptr;
   std::vector<QAbstractSeries*> extra_;  // medians, markers, shading edges (rebuilt on refresh)
+  // A label on the chart, at step x. Rows sit in bands at the top of the plot, off the data line (the
+  // medians were drawn over the per-step line and unreadable): row 0 the config markers, row 1 the medians.
   struct Label {
     QGraphicsSimpleTextItem* item;
-    double x, y;
+    double x;
+    int row;
   };
   std::vector<Label> labels_;
+  QGraphicsSimpleTextItem* no_data_ = nullptr;  // "No data yet" while the run has no step
 };
 
 }  // namespace tb::ui
