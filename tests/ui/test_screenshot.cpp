@@ -62,6 +62,7 @@ class TestScreenshot : public QObject {
       const TimeMapper& m = w.timeline()->mapper();
       bool clicked = false;
       for (size_t r = 0; r < rows.size() && !clicked; ++r) {
+        if (rows[r].group) continue;  // a device's header row has no events
         const Lane& L = d->tracks[rows[r].track].lanes[rows[r].lane];
         for (size_t i = L.firstEndingAtOrAfter(int64_t(m.start())); i < L.size() && L.start[i] < m.end(); ++i) {
           if (L.cat[i] != EventCat::Runtime || !L.corr[i] || m.toPx(double(L.end[i])) - m.toPx(double(L.start[i])) < 20) continue;

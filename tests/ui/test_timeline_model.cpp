@@ -83,7 +83,8 @@ class TestTimelineModel : public QObject {
     d.tracks.push_back(std::move(t));
     d.finalize();
     const auto rows = layoutRows(d);
-    QCOMPARE(rows.size(), size_t(1));
+    QCOMPARE(rows.size(), size_t(2));  // the GPU 0 group's header row, then the stream
+    QVERIFY(rows[0].group && !rows[1].group);
     TimeMapper m;
     m.setWidth(1000);
     m.fit(d.t_min, d.t_max, 0.0);  // 3000 ns per px: every tiny kernel is sub-pixel

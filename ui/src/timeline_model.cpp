@@ -191,10 +191,22 @@ void TimeMapper::clampTo(int64_t t0, int64_t t1) {
   if (end_ > hi) panPx((end_ - hi) / nsPerPx());
 }
 
+std::string gpuGroupOf(const std::string& name) {
+  if (name.rfind("GPU ", 0) != 0) return {};
+  size_t i = 4;
+  while (i < name.size() && std::isdigit(static_cast<unsigned char>(name[i]))) ++i;
+  return i > 4 ? name.substr(0, i) : std::string();
+}
+
 std::vector<RowInfo> layoutRows(const TimelineData& data) {
   std::vector<RowInfo> rows;
+  std::string group;  // the GPU whose streams the rows are in
   for (uint32_t t = 0; t < data.tracks.size(); ++t) {
     const auto& tr = data.tracks[t];
+    // A row group per device: a header row before the first stream of each GPU.
+    const std::string g = tr.kind == TrackKind::GpuStream ? gpuGroupOf(tr.name) : std::string();
+    if (!g.empty() && g != group) rows.push_back({t, RowInfo::kGroupLane, false, true});
+    group = g;
     if (tr.lanes.empty()) {
       rows.push_back({t, 0, true});
       continue;

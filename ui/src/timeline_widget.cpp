@@ -480,6 +480,20 @@ void TimelineWidget::paintAll(QPainter& p, const QRect& r) {
              tr("%1 events").arg(QLocale().toString(qulonglong(data_->eventCount()))));
   p.setClipRect(QRect(0, top, r.width(), r.height() - top));
   for (size_t i = 0; i < rows_.size(); ++i) {
+    if (rows_[i].group) {  // a device's header row: its name across the gutter, a rule across the data
+      const int y = top + int(i) * kRowHeight - scroll_y_;
+      if (y > r.height()) break;
+      p.fillRect(QRect(0, y, r.width(), kRowHeight), kRuler.darker(115));
+      p.setPen(QColor(0x8b, 0xd4, 0x6a));
+      QFont bold = p.font();
+      bold.setBold(true);
+      p.setFont(bold);
+      const QString name = QString::fromStdString(gpuGroupOf(data_->tracks[rows_[i].track].name));
+      p.drawText(QRect(8, y, x0 - 12, kRowHeight), Qt::AlignVCenter | Qt::AlignLeft, name);
+      bold.setBold(false);
+      p.setFont(bold);
+      continue;
+    }
     if (!rows_[i].header) continue;
     const int y = top + int(i) * kRowHeight - scroll_y_;
     if (y > r.height()) break;

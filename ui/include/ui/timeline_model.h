@@ -167,8 +167,13 @@ std::vector<NameSummary> summarizeRange(const TimelineData& d, int64_t t0, int64
 
 struct RowInfo {
   uint32_t track, lane;
-  bool header;  // first lane of its track
+  bool header;         // first lane of its track
+  bool group = false;  // a device's header row ("GPU 0") above its streams: no events, lane = kGroupLane
+  static constexpr uint32_t kGroupLane = 0xffffffffu;
 };
+
+// "GPU 0" for a GPU track named "GPU 0 stream 7" / "GPU 0 device-wide" / "GPU 0 stream 7 memcpy", else "".
+std::string gpuGroupOf(const std::string& track_name);
 
 struct DrawList {
   std::vector<DrawItem> items;
