@@ -14,6 +14,7 @@ pkgs=(
   python3                               # the fake serve child of the GUI tests
   libjemalloc2 libtcmalloc-minimal4     # the cpu_allocator knob's jemalloc / tcmalloc values (LD_PRELOAD)
   python3-torch python3-pil python3-numpy  # a user's script run unmodified (run/tune/serve --script), its tests
+  chromium                              # the tuning report looked at in a browser (tests/report)
 )
 if [[ "${1:-}" == "--bench" ]]; then pkgs+=(clang); fi  # libFuzzer
 missing=()

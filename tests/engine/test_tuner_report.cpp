@@ -188,8 +188,27 @@ TEST(TunerReport, NoZeroBarsOneBaselineNoRepeatedVerdict) {
   ASSERT_NE(chart, std::string::npos);
   const size_t w = html.find("width=\"", html.find("<rect ", chart)) + 7;
   EXPECT_LT(std::stod(html.substr(w, 12)), 60.0) << html.substr(chart, 400);  // of 280 px for 1 ms
-  // The waterfall's caption starts at the picture's left edge (at the bars' start it ran past the end).
-  EXPECT_NE(html.find("<text x=\"6.0\" y="), std::string::npos);
+  // No text runs out of its picture (the waterfall's caption, started at the bars, was cut at the right):
+  // each <text>'s extent, estimated at 0.55 em per character, stays inside its SVG's viewBox.
+  for (size_t svg = html.find("<svg "); svg != std::string::npos; svg = html.find("<svg ", svg + 1)) {
+    const size_t vb = html.find("viewBox=\"0 0 ", svg) + 13;
+    const double W = std::stod(html.substr(vb, 8));
+    const size_t end = html.find("</svg>", svg);
+    for (size_t t = html.find("<text ", svg); t < end; t = html.find("<text ", t + 1)) {
+      const std::string tag = html.substr(t, html.find('>', t) - t);
+      const double x = std::stod(tag.substr(tag.find("x=\"") + 3));
+      double fs = 12;
+      if (auto f = tag.find("font-size=\""); f != std::string::npos) fs = std::stod(tag.substr(f + 11));
+      const size_t a = html.find('>', t) + 1;
+      const std::string body = html.substr(a, html.find("</text>", a) - a);
+      const double w = 0.55 * fs * double(body.size());
+      const bool end_anchor = tag.find("text-anchor=\"end\"") != std::string::npos;
+      const bool mid = tag.find("text-anchor=\"middle\"") != std::string::npos;
+      const double lo = end_anchor ? x - w : mid ? x - w / 2 : x, hi = end_anchor ? x : mid ? x + w / 2 : x + w;
+      EXPECT_GE(lo, -1.0) << body;
+      EXPECT_LE(hi, W + 1.0) << body << " (viewBox width " << W << ")";
+    }
+  }
   // The headline's baseline is one row of the trust table, said so.
   char head[64];
   std::snprintf(head, sizeof head, "%.1f samples/s", r.baseline_throughput);

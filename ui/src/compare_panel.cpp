@@ -26,7 +26,8 @@ ComparePanel::ComparePanel(QWidget* parent) : QWidget(parent) {
   table_ = new QTableWidget(0, 6, split);
   table_->setHorizontalHeaderLabels({tr("Change"), tr("Before /s"), tr("After /s"), tr("Ratio [95% CI]"), tr("Verdict"), tr("")});
   table_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
-  table_->verticalHeader()->setVisible(false);
+  // Row numbers: the bar chart names its bars "#1", "#2" (a change's text does not fit under a bar).
+  table_->verticalHeader()->setVisible(true);
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
   chart_ = new QChart;
@@ -132,8 +133,8 @@ void ComparePanel::refresh() {
     *after << (std::isfinite(c.stats.after) ? c.stats.after : 0);
     ymax = std::max({ymax, std::isfinite(c.stats.before) ? c.stats.before : 0.0,
                      std::isfinite(c.stats.after) ? c.stats.after : 0.0});
-    QString label = c.change;
-    if (label.size() > 22) label = label.left(20) + "…";
+    // The table's row number, not the change cut to fit ("worke…"): the table beside it has the full text.
+    QString label = QStringLiteral("#%1").arg(cats.size() + 1);
     if (c.stats.valid) label += QStringLiteral("\n×%1").arg(c.stats.ratio, 0, 'f', 2);
     cats << label;
   }

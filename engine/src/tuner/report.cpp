@@ -383,7 +383,16 @@ std::string svg_forest(const TuneResult& r) {
     const Trial& t = *ts[i];
     const double y = top + rh * static_cast<double>(i) + rh / 2.0;
     const std::string c = color_of_outcome(t);
-    s += text(left - 6, y + 4, trial_label(t) + " (" + t.phase + ")", "end", " font-size=\"11\"");
+    // Long labels ("all kept knobs + cpu_allocator=... (fresh processes)") ran out at the left: shortened to
+    // the room there (about 0.55 em a character); the table below has them whole.
+    std::string lbl = trial_label(t) + " (" + t.phase + ")";
+    const size_t room = static_cast<size_t>((left - 8) / (0.55 * 11));
+    if (lbl.size() > room) {
+      size_t cut = room - 3;
+      while (cut > 0 && (static_cast<unsigned char>(lbl[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
+      lbl = lbl.substr(0, cut) + "...";
+    }
+    s += text(left - 6, y + 4, lbl, "end", " font-size=\"11\"");
     s += line(X(t.estimate.lo), y, X(t.estimate.hi), y, c, 2);
     s += "<circle cx=\"" + fmt(X(t.estimate.ratio), 1) + "\" cy=\"" + fmt(y, 1) + "\" r=\"4\" fill=\"" + c +
          "\"><title>" + esc(trial_label(t) + ": " + interval_text(t.estimate) + ", " + t.outcome) + "</title></circle>\n";
