@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -111,6 +112,8 @@ int cmd_run(int argc, char** argv) {
     session = engine::Session::create(opts);
   } catch (const engine::EngineError& e) {
     std::fprintf(stderr, "tunebench-cli: error: %s\n", e.what());
+    // Rank 0 could not listen on the rendezvous port: the launcher (run --ranks) tries another.
+    if (distributed && rank == 0 && std::strstr(e.what(), "Address already in use")) return kExitPortInUse;
     return 2;
   }
   nlohmann::json warnings = nlohmann::json::array();

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <thread>
@@ -38,35 +39,10 @@ std::string describe_status(int status) {
 
 }  // namespace
 
-int launch_ranks(int argc, char** argv, int ranks, int timeout_s, const std::string& json_path) {
-  const std::string exe = self_exe();
-  if (exe.empty()) {
-    std::fprintf(stderr, "tunebench-cli: error: run --ranks: cannot find this program's path\n");
-    return 1;
-  }
-  std::vector<std::string> args{exe, "run"};
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--ranks") == 0) {
-      ++i;
-      continue;
-    }
-    args.emplace_back(argv[i]);
-  }
-  const int port = engine::free_tcp_port();
-  if (port == 0) {
-    std::fprintf(stderr, "tunebench-cli: error: run --ranks: no free TCP port on 127.0.0.1 for the rendezvous\n");
-    return 1;
-  }
-  std::vector<std::string> base_env;
-  for (char** e = environ; *e; ++e) {
-    const std::string kv = *e;
-    const std::string key = kv.substr(0, kv.find('='));
-    if (key == "RANK" || key == "WORLD_SIZE" || key == "LOCAL_RANK" || key == "LOCAL_WORLD_SIZE" ||
-        key == "MASTER_ADDR" || key == "MASTER_PORT" || key == "TUNEBENCH_DIST_TIMEOUT" ||
-        key == "TORCHELASTIC_USE_AGENT_STORE")
-      continue;
-    base_env.push_back(kv);
-  }
+// One start of the group on `port`. Returns the launcher's exit code, or -1 when rank 0 could not listen on
+// the port (another process took it): the others are stopped and nothing is recorded.
+static int launch_once(const std::string& exe, std::vector<std::string> args, const std::vector<std::string>& base_env,
+                int ranks, int timeout_s, int port, const std::string& json_path) {
   std::fprintf(stderr, "run: starting %d ranks (Gloo over 127.0.0.1:%d, collective timeout %d s)\n", ranks, port,
                timeout_s);
   std::vector<pid_t> pids(size_t(ranks), -1);
@@ -116,6 +92,13 @@ int launch_ranks(int argc, char** argv, int ranks, int timeout_s, const std::str
       done[size_t(r)] = true;
       status[size_t(r)] = st;
       --left;
+      if (r == 0 && WIFEXITED(st) && WEXITSTATUS(st) == kExitPortInUse) {
+        for (int o = 1; o < ranks; ++o)
+          if (!done[size_t(o)]) ::kill(pids[size_t(o)], SIGKILL);
+        for (int o = 1; o < ranks; ++o)
+          if (!done[size_t(o)]) ::waitpid(pids[size_t(o)], nullptr, 0);
+        return -1;
+      }
       const bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
       if (!ok && !stopped[size_t(r)])
         std::fprintf(stderr, "run: rank %d %s\n", r, describe_status(st).c_str());
@@ -161,6 +144,46 @@ int launch_ranks(int argc, char** argv, int ranks, int timeout_s, const std::str
   if (first_failed < 0) return 0;
   const int st = status[size_t(first_failed)];
   return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
+int launch_ranks(int argc, char** argv, int ranks, int timeout_s, const std::string& json_path) {
+  const std::string exe = self_exe();
+  if (exe.empty()) {
+    std::fprintf(stderr, "tunebench-cli: error: run --ranks: cannot find this program's path\n");
+    return 1;
+  }
+  std::vector<std::string> args{exe, "run"};
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--ranks") == 0) {
+      ++i;
+      continue;
+    }
+    args.emplace_back(argv[i]);
+  }
+  std::vector<std::string> base_env;
+  for (char** e = environ; *e; ++e) {
+    const std::string kv = *e;
+    const std::string key = kv.substr(0, kv.find('='));
+    if (key == "RANK" || key == "WORLD_SIZE" || key == "LOCAL_RANK" || key == "LOCAL_WORLD_SIZE" ||
+        key == "MASTER_ADDR" || key == "MASTER_PORT" || key == "TUNEBENCH_DIST_TIMEOUT" ||
+        key == "TORCHELASTIC_USE_AGENT_STORE")
+      continue;
+    base_env.push_back(kv);
+  }
+  const char* forced = std::getenv("TUNEBENCH_RANKS_FIRST_PORT");
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const int port = attempt == 0 && forced && std::atoi(forced) > 0 ? std::atoi(forced) : engine::free_tcp_port();
+    if (port == 0) {
+      std::fprintf(stderr, "tunebench-cli: error: run --ranks: no free TCP port on 127.0.0.1 for the rendezvous\n");
+      return 1;
+    }
+    const int code = launch_once(exe, args, base_env, ranks, timeout_s, port, json_path);
+    if (code >= 0) return code;
+    std::fprintf(stderr, "run: port %d was taken before rank 0 could listen on it; starting the ranks again on another\n",
+                 port);
+  }
+  std::fprintf(stderr, "tunebench-cli: error: run --ranks: the rendezvous port was taken 3 times in a row\n");
+  return 1;
 }
 
 nlohmann::json merge_rank_results(const std::vector<std::string>& per_rank) {

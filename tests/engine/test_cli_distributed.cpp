@@ -1,7 +1,9 @@
 // Data-parallel runs (issue 12): `run --ranks N`, a rank that dies, torchrun's environment. Real processes,
 // a real Gloo process group over 127.0.0.1 and PyTorch's own Reducer.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
-
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -143,6 +145,34 @@ TEST_F(CliDistributed, AKilledRankEndsTheGroupWithinTheTimeoutAndRankZeroKeepsIt
   EXPECT_EQ(j["ranks"][0]["steps"].size(), 3u);
   ASSERT_EQ(j["exits"].size(), 2u);
   EXPECT_NE(j["exits"][1]["how"].get<std::string>().find("signal 9"), std::string::npos);
+}
+
+// The launcher's free port can be taken before rank 0 listens on it: rank 0 says so and the group starts
+// again on another port instead of failing (or its other ranks talking to whatever holds the port).
+TEST_F(CliDistributed, APortTakenBeforeRankZeroListensIsRetriedOnAnother) {
+  const int held = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(held, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_ANY);
+  a.sin_port = 0;
+  ASSERT_EQ(::bind(held, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(held, 1), 0);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::getsockname(held, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const int port = ntohs(a.sin_port);
+  const std::string js = tmp("retry.json");
+  Out r = cli("TUNEBENCH_RANKS_FIRST_PORT=" + std::to_string(port), run_args(js) + " --ranks 2");
+  ::close(held);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("rank 0: cannot open the rendezvous store on port " + std::to_string(port)), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("run: port " + std::to_string(port) + " was taken before rank 0 could listen on it"),
+            std::string::npos) << r.err;
+  std::ifstream f(js);
+  auto j = nlohmann::json::parse(f, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r.err;
+  EXPECT_EQ(j["world_size"], 2);
 }
 
 TEST_F(CliDistributed, TorchrunEnvironmentIsJoinedAndMismatchesAreClearErrors) {

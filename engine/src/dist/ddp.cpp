@@ -95,10 +95,11 @@ class RecordedAllReduceHook : public c10d::CommHookInterface {
 
 Group::Group(const DistOptions& o) : opts_(o) {
   const auto timeout = std::chrono::milliseconds(int64_t(o.timeout_s) * 1000);
+  const bool server = !o.agent_store && o.rank == 0;
   try {
     c10d::TCPStoreOptions so;
     so.port = uint16_t(o.master_port);
-    so.isServer = !o.agent_store && o.rank == 0;
+    so.isServer = server;
     if (!o.agent_store) so.numWorkers = size_t(o.world_size);
     so.waitWorkers = false;  // the process group's own rendezvous waits (with the timeout) below
     so.timeout = timeout;
@@ -109,8 +110,12 @@ Group::Group(const DistOptions& o) : opts_(o) {
     else
       store_ = tcp;
   } catch (const std::exception& e) {
-    throw std::runtime_error("rank " + std::to_string(o.rank) + ": cannot reach the rendezvous store at " +
-                             o.master_addr + ":" + std::to_string(o.master_port) + " (" + one_line(e.what()) + ")");
+    // Rank 0 serves the store: it did not reach it, it could not listen (a port in use, say).
+    throw std::runtime_error("rank " + std::to_string(o.rank) +
+                             (server ? ": cannot open the rendezvous store on port " + std::to_string(o.master_port)
+                                          : ": cannot reach the rendezvous store at " + o.master_addr + ":" +
+                                                std::to_string(o.master_port)) +
+                             " (" + one_line(e.what()) + ")");
   }
   try {
     auto go = c10d::ProcessGroupGloo::Options::create(timeout);
