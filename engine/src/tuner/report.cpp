@@ -1,7 +1,8 @@
-// The report writer of engine/report.h: HTML with inline SVG, Markdown, JSON.
+// The report writer of engine/report.h: HTML (its SVG charts in report_svg.cpp), Markdown, JSON.
 #include "engine/report.h"
 
 #include "engine/cpu_allocator.h"
+#include "tuner/report_parts.h"
 #include "tuner/report_script.h"
 
 #include <algorithm>
@@ -17,36 +18,10 @@ namespace tb::engine {
 namespace {
 
 using nlohmann::json;
-
-std::string fmt(double v, int prec = 2) {
-  if (!std::isfinite(v)) return "n/a";
-  std::ostringstream s;
-  s.setf(std::ios::fixed);
-  s.precision(prec);
-  s << v;
-  return s.str();
-}
+using namespace report_detail;
 
 json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
-std::string esc(const std::string& s) {
-  std::string o;
-  o.reserve(s.size() + 8);
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      case '\'': o += "&#39;"; break;
-      default:
-        // Control characters are not allowed in XML 1.0 text.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') o += ' ';
-        else o += c;
-    }
-  }
-  return o;
-}
 
 // Markdown table cell: no pipes or newlines.
 std::string md(const std::string& s) {
@@ -121,21 +96,12 @@ std::string config_text(const Config& base, const Config& c) {
   return s.empty() ? "(the baseline)" : s;
 }
 
-std::string trial_label(const Trial& t) {
-  if (t.phase == "noise floor") return "A/A (baseline vs baseline)";
-  if (t.knob.empty()) return std::string("final vs baseline") + (t.fresh_processes ? " (fresh processes)" : "");
-  return t.knob + "=" + t.value + (t.also.empty() ? "" : " + " + t.also);
-}
 
 std::string change_text(const Trial& t) {
   if (t.knob.empty()) return t.value;
   return t.from + " → " + t.value + (t.also.empty() ? "" : " (" + t.also + ")");
 }
 
-std::string interval_text(const RatioEstimate& e) {
-  if (!e.valid()) return e.ratio == e.ratio ? fmt(e.ratio, 3) + "x [no interval]" : "n/a";
-  return fmt(e.ratio, 3) + "x [" + fmt(e.lo, 3) + ", " + fmt(e.hi, 3) + "]";
-}
 
 std::string result_text(const Trial& t) {
   if (t.phase == "noise floor") return "noise floor";
@@ -274,195 +240,6 @@ std::string join_lines(const std::vector<std::string>& v, const std::string& emp
   if (v.empty()) return empty;
   std::string s;
   for (const auto& l : v) s += l + "\n";
-  return s;
-}
-
-// ----- SVG ----------------------------------------------------------------------------------------------
-
-const char* kColors[] = {"#4e79a7", "#e15759", "#f28e2b", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#9c755f", "#bab0ac"};
-
-std::string color_of_outcome(const Trial& t) {
-  if (t.accepted) return "#2e7d32";
-  if (t.outcome == "slower") return "#c62828";
-  if (t.outcome == "drift") return "#ef6c00";
-  if (t.outcome == "dropped") return "#ad1457";
-  if (t.outcome == "held") return "#2e7d32";
-  if (t.outcome == "oom" || t.outcome == "failed") return "#6d4c41";
-  return "#757575";
-}
-
-std::string svg_open(int w, int h, const std::string& label) {
-  return "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " + std::to_string(w) + " " + std::to_string(h) +
-         "\" width=\"100%\" role=\"img\" aria-label=\"" + esc(label) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
-}
-
-std::string text(double x, double y, const std::string& s, const std::string& anchor = "start",
-                 const std::string& extra = "") {
-  return "<text x=\"" + fmt(x, 1) + "\" y=\"" + fmt(y, 1) + "\" text-anchor=\"" + anchor + "\"" + extra + ">" + esc(s) +
-         "</text>\n";
-}
-
-std::string rect(double x, double y, double w, double h, const std::string& fill, const std::string& title = "") {
-  std::string s = "<rect x=\"" + fmt(x, 1) + "\" y=\"" + fmt(y, 1) + "\" width=\"" + fmt(std::max(0.0, w), 1) +
-                  "\" height=\"" + fmt(h, 1) + "\" fill=\"" + fill + "\"";
-  if (title.empty()) return s + "/>\n";
-  return s + "><title>" + esc(title) + "</title></rect>\n";
-}
-
-std::string line(double x1, double y1, double x2, double y2, const std::string& stroke, double width = 1,
-                 const std::string& extra = "") {
-  return "<line x1=\"" + fmt(x1, 1) + "\" y1=\"" + fmt(y1, 1) + "\" x2=\"" + fmt(x2, 1) + "\" y2=\"" + fmt(y2, 1) +
-         "\" stroke=\"" + stroke + "\" stroke-width=\"" + fmt(width, 1) + "\"" + extra + "/>\n";
-}
-
-// Waterfall: baseline, each accepted change (cumulative estimate), final measured.
-std::string svg_waterfall(const TuneResult& r) {
-  struct Row {
-    std::string label;
-    double from, to;
-    bool total;
-  };
-  std::vector<Row> rows;
-  const double base = r.baseline_throughput;
-  if (!std::isfinite(base)) return "<p>No baseline measurement.</p>\n";
-  rows.push_back({"baseline", 0, base, true});
-  double prev = base;
-  for (const auto& [label, tp] : r.waterfall) {
-    rows.push_back({"+ " + label, prev, tp, false});
-    prev = tp;
-  }
-  if (std::isfinite(r.final_throughput)) rows.push_back({"final (measured)", 0, r.final_throughput, true});
-  double maxv = 0;
-  for (const auto& row : rows) maxv = std::max({maxv, row.from, row.to});
-  const int W = 640, left = 190, right = 80, rh = 26, top = 10;
-  const int H = top + rh * static_cast<int>(rows.size()) + 24;
-  const double sx = (W - left - right) / std::max(maxv, 1e-9);
-  std::string s = svg_open(W, H, "throughput waterfall from the baseline to the final configuration");
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const auto& row = rows[i];
-    const double y = top + rh * static_cast<double>(i);
-    s += text(left - 6, y + 17, row.label, "end");
-    const double a = std::min(row.from, row.to), b = std::max(row.from, row.to);
-    const std::string fill = row.total ? "#4e79a7" : (row.to >= row.from ? "#59a14f" : "#e15759");
-    s += rect(left + a * sx, y + 4, (b - a) * sx, rh - 8, fill, row.label + ": " + fmt(row.to, 1) + " samples/s");
-    s += text(left + b * sx + 4, y + 17, fmt(row.to, 1));
-    if (!row.total && i + 1 < rows.size())
-      s += line(left + row.to * sx, y + rh - 4, left + row.to * sx, y + rh + 4, "#999999", 1, " stroke-dasharray=\"2,2\"");
-  }
-  // From the left edge: at the bars' start the caption ran past the picture and was cut.
-  s += text(6, H - 6, "samples/s; middle rows: the measured baseline x each kept knob's ratio (estimates); final: measured",
-            "start", " fill=\"#555555\" font-size=\"11\"");
-  s += "</svg>\n";
-  return s;
-}
-
-// Every trial's ratio with its interval on a log axis, 1 marked.
-std::string svg_forest(const TuneResult& r) {
-  std::vector<const Trial*> ts;
-  for (const auto& t : r.trials)
-    if (t.estimate.valid()) ts.push_back(&t);
-  if (ts.empty()) return "<p>No trial produced a measurement.</p>\n";
-  double lo = 0.8, hi = 1.25;
-  for (auto* t : ts) {
-    lo = std::min(lo, t->estimate.lo);
-    hi = std::max(hi, t->estimate.hi);
-  }
-  lo = std::max(lo * 0.95, 0.05);
-  hi = hi * 1.05;
-  const int W = 640, left = 230, right = 20, rh = 20, top = 10;
-  const int H = top + rh * static_cast<int>(ts.size()) + 36;
-  const double l0 = std::log(lo), l1 = std::log(hi);
-  auto X = [&](double v) { return left + (std::log(std::max(v, 1e-9)) - l0) / (l1 - l0) * (W - left - right); };
-  std::string s = svg_open(W, H, "each trial: ratio after/before with its 95% interval");
-  for (double tick : {0.25, 0.5, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 8.0, 12.0}) {
-    if (tick < lo || tick > hi) continue;
-    s += line(X(tick), top, X(tick), H - 26, tick == 1.0 ? "#333333" : "#dddddd", tick == 1.0 ? 1.5 : 1);
-    s += text(X(tick), H - 12, fmt(tick, tick < 1 ? 2 : 2) + "x", "middle", " font-size=\"10\"");
-  }
-  for (size_t i = 0; i < ts.size(); ++i) {
-    const Trial& t = *ts[i];
-    const double y = top + rh * static_cast<double>(i) + rh / 2.0;
-    const std::string c = color_of_outcome(t);
-    // Long labels ("all kept knobs + cpu_allocator=... (fresh processes)") ran out at the left: shortened to
-    // the room there (about 0.55 em a character); the table below has them whole.
-    std::string lbl = trial_label(t) + " (" + t.phase + ")";
-    const size_t room = static_cast<size_t>((left - 8) / (0.55 * 11));
-    if (lbl.size() > room) {
-      size_t cut = room - 3;
-      while (cut > 0 && (static_cast<unsigned char>(lbl[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
-      lbl = lbl.substr(0, cut) + "...";
-    }
-    s += text(left - 6, y + 4, lbl, "end", " font-size=\"11\"");
-    s += line(X(t.estimate.lo), y, X(t.estimate.hi), y, c, 2);
-    s += "<circle cx=\"" + fmt(X(t.estimate.ratio), 1) + "\" cy=\"" + fmt(y, 1) + "\" r=\"4\" fill=\"" + c +
-         "\"><title>" + esc(trial_label(t) + ": " + interval_text(t.estimate) + ", " + t.outcome) + "</title></circle>\n";
-  }
-  s += "</svg>\n";
-  return s;
-}
-
-// Per-step breakdown of each snapshot, stacked.
-std::string svg_breakdown(const TuneResult& r) {
-  if (r.snapshots.empty()) return "<p>No trace was analysed.</p>\n";
-  std::vector<std::string> parts;
-  double maxv = 0;
-  for (const auto& sn : r.snapshots) {
-    double sum = 0;
-    for (const auto& [p, v] : sn.breakdown_ms) {
-      if (std::find(parts.begin(), parts.end(), p) == parts.end()) parts.push_back(p);
-      sum += std::max(0.0, v);
-    }
-    maxv = std::max({maxv, sum, sn.step_ms});
-  }
-  const int W = 640, left = 190, right = 70, rh = 26, top = 10;
-  const int legend_rows = (static_cast<int>(parts.size()) + 3) / 4;
-  const int H = top + rh * static_cast<int>(r.snapshots.size()) + 20 + 18 * legend_rows;
-  const double sx = (W - left - right) / std::max(maxv, 1e-9);
-  std::string s = svg_open(W, H, "per-step time breakdown at the baseline and after each accepted change");
-  for (size_t i = 0; i < r.snapshots.size(); ++i) {
-    const auto& sn = r.snapshots[i];
-    const double y = top + rh * static_cast<double>(i);
-    s += text(left - 6, y + 17, sn.label, "end");
-    double x = left;
-    for (const auto& [p, v] : sn.breakdown_ms) {
-      size_t ci = std::find(parts.begin(), parts.end(), p) - parts.begin();
-      const double w = std::max(0.0, v) * sx;
-      s += rect(x, y + 4, w, rh - 8, kColors[ci % 9], sn.label + ": " + p + " " + fmt(v, 2) + " ms");
-      x += w;
-    }
-    s += text(x + 4, y + 17, fmt(sn.step_ms, 1) + " ms");
-  }
-  const double ly = top + rh * static_cast<double>(r.snapshots.size()) + 8;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    const double x = left + 110.0 * static_cast<double>(i % 4);
-    const double y = ly + 18.0 * static_cast<double>(i / 4);
-    s += rect(x, y, 10, 10, kColors[i % 9]);
-    s += text(x + 14, y + 9, parts[i], "start", " font-size=\"11\"");
-  }
-  s += "</svg>\n";
-  return s;
-}
-
-std::string svg_stall(const TuneResult& r) {
-  if (r.snapshots.empty()) return "";
-  const Snapshot& a = r.snapshots.front();
-  const Snapshot& b = r.snapshots.back();
-  // Nothing to draw for stalls below what the text shows (a "0.0 ms" bar drawn full width, as it was, reads
-  // as the biggest stall); the scale starts at 1 ms so that sub-millisecond stalls stay short.
-  if (a.worst_stall_ms < 0.05 && b.worst_stall_ms < 0.05)
-    return "<p>No stall at the baseline or the final configuration (under 0.05 ms).</p>\n";
-  const double maxv = std::max({a.worst_stall_ms, b.worst_stall_ms, 1.0});
-  const int W = 640, left = 190, right = 170, top = 10, rh = 28;
-  std::string s = svg_open(W, top + 2 * rh + 8, "the worst single stall before and after tuning");
-  int i = 0;
-  for (const Snapshot* sn : {&a, &b}) {
-    const double y = top + rh * i++;
-    s += text(left - 6, y + 18, i == 1 ? "baseline" : "final (" + sn->label + ")", "end");
-    const double w = sn->worst_stall_ms / maxv * (W - left - right);
-    s += rect(left, y + 4, w, rh - 8, i == 1 ? "#e15759" : "#59a14f");
-    s += text(left + w + 4, y + 18, fmt(sn->worst_stall_ms, 1) + " ms " + sn->worst_stall_kind);
-  }
-  s += "</svg>\n";
   return s;
 }
 

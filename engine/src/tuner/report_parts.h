@@ -1,0 +1,59 @@
+// The tuning report's shared pieces (private to the tuner): number and text formatting used by the HTML,
+// Markdown and JSON writers (report.cpp) and the SVG charts (report_svg.cpp), and the charts themselves.
+#pragma once
+
+#include <cmath>
+#include <sstream>
+#include <string>
+
+#include "engine/tuner.h"
+
+namespace tb::engine::report_detail {
+
+inline std::string fmt(double v, int prec = 2) {
+  if (!std::isfinite(v)) return "n/a";
+  std::ostringstream s;
+  s.setf(std::ios::fixed);
+  s.precision(prec);
+  s << v;
+  return s.str();
+}
+
+// Escaped for XML text and attribute values.
+inline std::string esc(const std::string& s) {
+  std::string o;
+  o.reserve(s.size() + 8);
+  for (char c : s) {
+    switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      case '\'': o += "&#39;"; break;
+      default:
+        // Control characters are not allowed in XML 1.0 text.
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') o += ' ';
+        else o += c;
+    }
+  }
+  return o;
+}
+
+inline std::string trial_label(const Trial& t) {
+  if (t.phase == "noise floor") return "A/A (baseline vs baseline)";
+  if (t.knob.empty()) return std::string("final vs baseline") + (t.fresh_processes ? " (fresh processes)" : "");
+  return t.knob + "=" + t.value + (t.also.empty() ? "" : " + " + t.also);
+}
+
+inline std::string interval_text(const RatioEstimate& e) {
+  if (!e.valid()) return e.ratio == e.ratio ? fmt(e.ratio, 3) + "x [no interval]" : "n/a";
+  return fmt(e.ratio, 3) + "x [" + fmt(e.lo, 3) + ", " + fmt(e.hi, 3) + "]";
+}
+
+// The report's charts, each one self-contained <svg> (or a one-line <p> when there is nothing to draw).
+std::string svg_waterfall(const TuneResult& r);  // baseline, each kept knob (estimated), final (measured)
+std::string svg_forest(const TuneResult& r);     // every trial's ratio with its interval, log axis
+std::string svg_breakdown(const TuneResult& r);  // per-step time split of each snapshot
+std::string svg_stall(const TuneResult& r);      // the worst stall at the baseline and the final
+
+}  // namespace tb::engine::report_detail
