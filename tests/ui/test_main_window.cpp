@@ -33,6 +33,13 @@ class TestMainWindow : public QObject {
   Q_OBJECT
   QTemporaryDir tmp_;
 
+  // Steps measured (past the warm-up) under config revision `rev` of the window's run.
+  static int measuredSteps(const MainWindow& w, int rev) {
+    int n = 0;
+    for (const auto& x : w.run()->record().steps) n += x.config_rev == rev && !x.warmup;
+    return n;
+  }
+
   static bool waitFor(const std::function<bool()>& cond, int ms) {
     QElapsedTimer t;
     t.start();
@@ -178,12 +185,7 @@ class TestMainWindow : public QObject {
     QVERIFY2(w.findings()->tryBlockedReason(row_of("pin_memory")).contains("no CUDA device"),
              qPrintable(w.findings()->tryBlockedReason(row_of("pin_memory"))));
     qobject_cast<QSpinBox*>(w.toggles()->editorFor("workers"))->setValue(4);  // a user edit -> live set
-    QVERIFY(waitFor([&] {
-      const auto& s = w.run()->record().steps;
-      int after = 0;
-      for (const auto& x : s) after += x.config_rev == 1 && !x.warmup;
-      return after >= 15;
-    }, 15000));
+    QVERIFY(waitFor([&] { return measuredSteps(w, 1) >= 15; }, 15000));
     QTest::qWait(300);  // the coalesced chart/compare refresh
     QCOMPARE(row_of("workers"), -1);  // its fix is in place: no stale finding
     QVERIFY(row_of("pin_memory") >= 0);
@@ -230,12 +232,7 @@ class TestMainWindow : public QObject {
     QVERIFY2(t.detail.contains("interval ×1.40–1.60"), qPrintable(t.detail));
     QVERIFY2(t.detail.contains("Keep: workers=4"), qPrintable(t.detail));
     QVERIFY2(t.detail.contains("Used 17 of 60 s, 9 trials: every applicable knob was tried"), qPrintable(t.detail));
-    QVERIFY(waitFor([&] {
-      const auto& s = w.run()->record().steps;
-      int after = 0;
-      for (const auto& x : s) after += x.config_rev == 1 && !x.warmup;
-      return after >= 15;
-    }, 15000));
+    QVERIFY(waitFor([&] { return measuredSteps(w, 1) >= 15; }, 15000));
     QTest::qWait(300);
     const auto& cmp = w.compare()->comparisons();
     QCOMPARE(int(cmp.size()), 1);
