@@ -21,6 +21,8 @@ import statistics
 import subprocess
 import tempfile
 
+from bench_data import cached_dataset
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -46,10 +48,7 @@ def main():
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--rounds", type=int, default=3)
     a = p.parse_args()
-    data = os.path.join(tempfile.gettempdir(), "tunebench-bench-ranks-%d-%s" % (a.images, a.size))
-    if not os.path.isdir(data):
-        subprocess.run([a.cli, "make-dataset", "--out", data, "--images", str(a.images), "--size", a.size,
-                        "--classes", "10"], check=True, stdout=subprocess.DEVNULL)
+    data = cached_dataset(a.cli, "ranks", a.images, a.size)
     out = os.path.join(tempfile.gettempdir(), "tunebench-bench-ranks.json")
     ratios = []
     print("cores: %d; %s, batch %d per rank, %d steps, %s" % (os.cpu_count(), a.model, a.batch, a.steps, data))

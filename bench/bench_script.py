@@ -19,6 +19,8 @@ import sys
 import tempfile
 import time
 
+from bench_data import cached_dataset
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -33,10 +35,7 @@ def main():
     p.add_argument("--budget", type=int, default=200)
     p.add_argument("--skip-tune", action="store_true")
     a = p.parse_args()
-    data = os.path.join(tempfile.gettempdir(), "tunebench-bench-script-%d-%s" % (a.images, a.size))
-    if not os.path.isdir(data):
-        subprocess.run([a.cli, "make-dataset", "--out", data, "--images", str(a.images), "--size", a.size,
-                        "--classes", "10"], check=True, stdout=subprocess.DEVNULL)
+    data = cached_dataset(a.cli, "script", a.images, a.size)
     example = os.path.join(ROOT, "examples", "train_folder.py")
     args = ["--data", data, "--epochs", str(a.epochs)]
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))

@@ -15,7 +15,8 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
+
+from bench_data import cached_dataset
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TUNED = "glibc.malloc.mmap_threshold=268435456:glibc.malloc.trim_threshold=268435456"  # engine/src/cpu_allocator.cpp
@@ -50,10 +51,7 @@ def main():
     p.add_argument("--batches", type=int, default=6)
     p.add_argument("--rounds", type=int, default=3)
     a = p.parse_args()
-    data = os.path.join(tempfile.gettempdir(), "tunebench-bench-script-%d-%s" % (a.images, a.size))
-    if not os.path.isdir(data):
-        subprocess.run([a.cli, "make-dataset", "--out", data, "--images", str(a.images), "--size", a.size,
-                        "--classes", "10"], check=True, stdout=subprocess.DEVNULL)
+    data = cached_dataset(a.cli, "script", a.images, a.size)
     examples = os.path.join(ROOT, "examples")
 
     def one(tuned):
