@@ -15,6 +15,7 @@ pkgs=(
   libjemalloc2 libtcmalloc-minimal4     # the cpu_allocator knob's jemalloc / tcmalloc values (LD_PRELOAD)
   python3-torch python3-pil python3-numpy  # a user's script run unmodified (run/tune/serve --script), its tests
   chromium                              # the tuning report looked at in a browser (tests/report)
+  openssh-client openssh-server         # --remote runs over ssh; its tests start their own sshd (tests/remote)
 )
 if [[ "${1:-}" == "--bench" ]]; then pkgs+=(clang); fi  # libFuzzer
 missing=()

@@ -12,5 +12,7 @@ int cmd_make_dataset(int argc, char** argv);  // cmd_make_dataset.cpp (engine da
 int cmd_tune(int argc, char** argv);          // cmd_tune.cpp         (engine tuner)
 int cmd_analyze(int argc, char** argv);       // cmd_analyze.cpp      (profiler; tunebench-cli itself)
 int cmd_diff(int argc, char** argv);          // cmd_diff.cpp         (profiler; tunebench-cli itself)
+int cmd_remote(int argc, char** argv);        // cmd_remote.cpp       (run|tune|knobs|make-dataset --remote; client/)
+bool wants_remote(int argc, char** argv);     // --remote before any "--"
 // argv[0] is the subcommand name in every cmd_*.
 }  // namespace tb::cli

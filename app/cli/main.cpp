@@ -26,6 +26,10 @@ void usage(FILE* out) {
       "  tune --model M --data D [--budget S] [--report R.html] [--json OUT.json]\n"
       "  make-dataset --out DIR [--images N] [--size WxH] [--classes K]\n"
       "  serve                                           run protocol on stdin/stdout (used by the GUI)\n"
+      "  run|tune|knobs|make-dataset --remote [user@]host[:port] [--remote-cli PATH] ...\n"
+      "                                                  the same on another machine over ssh; --data, --script\n"
+      "                                                  are its paths; --json/--trace/--report files come here\n"
+      "  --version\n"
       "models: mnist_cnn resnet18 resnet50 vit_tiny torchscript:PATH   data: synthetic imagefolder:DIR mnist:DIR\n",
       out);
 }
@@ -108,6 +112,11 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string cmd = argv[1];
+  if (cmd == "--version") {  // the remote side is checked with it (cmd_remote.cpp): keep "(protocol N)" last
+    std::printf("tunebench-cli %s (protocol 1)\n", TUNEBENCH_VERSION);
+    return 0;
+  }
+  if (tb::cli::wants_remote(argc - 1, argv + 1)) return tb::cli::cmd_remote(argc - 1, argv + 1);
   if (cmd == "analyze" || cmd == "diff") restart_with_huge_pages(argc, argv);
   if (cmd == "analyze") return tb::cli::cmd_analyze(argc - 1, argv + 1);
   if (cmd == "diff") return tb::cli::cmd_diff(argc - 1, argv + 1);

@@ -1,0 +1,232 @@
+// `tunebench-cli run|tune --remote` through a real sshd (sshd_fixture.h): the same results as a local run, the
+// files brought back, one clear line for each way a connection fails, and no training left on the server when
+// the client or its ssh dies.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "../engine/cli_runner.h"
+#include "sshd_fixture.h"
+
+namespace fs = std::filesystem;
+using tb::test_util::run_cli_shell;
+
+namespace {
+
+class RemoteCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string why = sshd_.start();
+    if (!why.empty()) GTEST_SKIP() << "cannot start a private sshd: " << why;
+    ::setenv("TUNEBENCH_SSH_COMMAND", sshd_.ssh_command().c_str(), 1);
+    out_ = sshd_.dir() + "/local";
+    fs::create_directories(out_);
+  }
+  // The remote side runs this build's CLI: a non-interactive ssh shell's PATH does not have it.
+  static std::string remote(const std::string& host = "tbtest") {
+    return std::string("--remote ") + host + " --remote-cli " + TB_CLI_PATH;
+  }
+  bool remote_tmp_empty() const { return fs::is_empty(sshd_.remote_tmp()); }
+
+  tb::test_util::SshdFixture sshd_;
+  std::string out_;
+};
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream f(path);
+  return nlohmann::json::parse(f, nullptr, false);
+}
+
+// Every /proc/<pid> whose command line holds `needle` (argv joined by spaces).
+std::vector<pid_t> processes_with(const std::string& needle) {
+  std::vector<pid_t> pids;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream f(e.path() / "cmdline");
+    std::string cmd(std::istreambuf_iterator<char>(f), {});
+    for (char& c : cmd)
+      if (c == '\0') c = ' ';
+    if (cmd.find(needle) != std::string::npos) pids.push_back(pid_t(std::stoi(name)));
+  }
+  return pids;
+}
+
+template <class Pred>
+bool wait_for(Pred pred, double seconds) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return pred();
+}
+
+// Starts `tunebench-cli ARGS` in the background (output to `log`); returns its pid.
+pid_t start_cli(const std::string& args, const std::string& log) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const std::string cmd = std::string("exec ") + TB_CLI_PATH + " " + args + " >" + log + " 2>&1";
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), (char*)nullptr);
+    ::_exit(127);
+  }
+  return pid;
+}
+
+TEST_F(RemoteCli, RunGivesTheSameJsonAsALocalRunAndBringsTheTraceBack) {
+  const std::string common = " --model mnist_cnn --data synthetic --steps 6 --warmup 2 --seed 3";
+  const auto local = run_cli_shell("", "run" + common + " --json " + out_ + "/local.json", 300);
+  ASSERT_EQ(local.code, 0) << local.err;
+  const auto r = run_cli_shell("", "run " + remote() + common + " --json " + out_ + "/remote.json --trace " + out_ + "/t.json", 300);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto a = read_json(out_ + "/local.json"), b = read_json(out_ + "/remote.json");
+  ASSERT_TRUE(a.is_object());
+  ASSERT_TRUE(b.is_object()) << "no JSON came back";
+  for (const auto& [key, value] : a.items()) EXPECT_TRUE(b.contains(key)) << key;
+  EXPECT_EQ(a["steps"].size(), b["steps"].size());
+  EXPECT_EQ(b["model"], "mnist_cnn");
+  // Same seed, same data, same model: the first loss is the same computation on the same machine.
+  EXPECT_EQ(a["steps"][0]["loss"], b["steps"][0]["loss"]);
+  const auto trace = read_json(out_ + "/t.json");
+  ASSERT_TRUE(trace.is_object());
+  EXPECT_FALSE(trace["traceEvents"].empty());
+  // The messages name the local paths, not the server's working directory.
+  EXPECT_NE(r.err.find("trace written to " + out_ + "/t.json"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("tunebench-remote-"), std::string::npos) << r.err;
+  EXPECT_EQ(b["trace"], out_ + "/t.json");
+  EXPECT_TRUE(remote_tmp_empty()) << "the remote working directory was left behind";
+}
+
+TEST_F(RemoteCli, TuneBringsTheReportAndItsMarkdownBack) {
+  const auto r = run_cli_shell("", "tune " + remote() + " --simulate --budget 6 -q --report " + out_ +
+                                       "/r.html --json " + out_ + "/tune.json", 300);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(fs::file_size(out_ + "/r.html") > 1000);
+  EXPECT_TRUE(fs::exists(out_ + "/r.md"));
+  const auto j = read_json(out_ + "/tune.json");
+  ASSERT_TRUE(j.is_object());
+  EXPECT_TRUE(j.contains("baseline_throughput"));
+  EXPECT_NE(r.out.find("report    " + out_ + "/r.html"), std::string::npos) << r.out;
+  EXPECT_TRUE(remote_tmp_empty());
+}
+
+TEST_F(RemoteCli, EachConnectionFailureIsOneClearLine) {
+  struct Case {
+    std::string host, says;
+  };
+  const Case cases[] = {
+      {"nosuch.invalid", "cannot resolve the host name"},
+      {"127.0.0.1:1", "refused the connection"},
+      {"tbbadkey", "refused the authentication"},
+  };
+  for (const auto& c : cases) {
+    const auto r = run_cli_shell("", "knobs " + remote(c.host), 120);
+    EXPECT_EQ(r.code, 1) << c.host << ": " << r.err;
+    EXPECT_NE(r.err.find("tunebench-cli: error: "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << c.host << ": " << r.err;
+  }
+  const auto bad = run_cli_shell("", "run --remote -oProxyCommand=x --model mnist_cnn --data synthetic", 30);
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("starts with '-'"), std::string::npos) << bad.err;
+}
+
+TEST_F(RemoteCli, AMissingOrForeignRemoteCliIsNamed) {
+  auto r = run_cli_shell("", "knobs --remote tbtest --remote-cli /nonexistent/tunebench-cli", 60);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("has no '/nonexistent/tunebench-cli'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--remote-cli"), std::string::npos) << r.err;
+  // Another version of the protocol.
+  const std::string fake = sshd_.dir() + "/old-cli";
+  std::ofstream(fake) << "#!/bin/sh\necho 'tunebench-cli 0.0.1 (protocol 0)'\n";
+  fs::permissions(fake, fs::perms::owner_all);
+  r = run_cli_shell("", "knobs --remote tbtest --remote-cli " + fake, 60);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("does not speak (protocol 1)"), std::string::npos) << r.err;
+}
+
+TEST_F(RemoteCli, AnOutputIntoAMissingLocalDirectoryIsRefusedBeforeAnythingRuns) {
+  const auto r = run_cli_shell("", "run " + remote() + " --model mnist_cnn --data synthetic --json /nonexistent/x.json", 30);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("no directory /nonexistent here"), std::string::npos) << r.err;
+}
+
+// The markers the remote runs carry in their command lines: one per test (CTest runs them side by side).
+constexpr const char* kClientKilled = "--steps 987651";
+constexpr const char* kSshKilled = "--steps 987652";
+
+// The remote run: this machine's tunebench-cli with the marker and without --remote (that is the local client;
+// the shells and the ssh carrying the remote script are no tunebench-cli).
+int remote_runs(const std::string& marker) {
+  int n = 0;
+  for (pid_t p : processes_with(marker)) {
+    std::ifstream f("/proc/" + std::to_string(p) + "/cmdline");
+    std::string argv0, cmd;
+    std::getline(f, argv0, '\0');
+    cmd.assign(std::istreambuf_iterator<char>(f), {});
+    const bool cli = argv0.size() >= 13 && argv0.compare(argv0.size() - 13, 13, "tunebench-cli") == 0;
+    if (cli && cmd.find("--remote") == std::string::npos) ++n;
+  }
+  return n;
+}
+
+// Kills the local client when a test ends early.
+struct KillAtExit {
+  pid_t pid;
+  ~KillAtExit() {
+    if (pid > 0 && ::kill(pid, SIGKILL) == 0) ::waitpid(pid, nullptr, 0);
+  }
+};
+
+TEST_F(RemoteCli, AKilledClientLeavesNoTrainingOnTheServer) {
+  const pid_t cli = start_cli("run " + remote() + " --model mnist_cnn --data synthetic " + kClientKilled + " --json " +
+                                  out_ + "/never.json",
+                              out_ + "/log");
+  KillAtExit guard{cli};
+  ASSERT_TRUE(wait_for([&] { return remote_runs(kClientKilled) > 0; }, 60)) << "the remote run never started";
+  ::kill(cli, SIGKILL);
+  ::waitpid(cli, nullptr, 0);
+  EXPECT_TRUE(wait_for([&] { return remote_runs(kClientKilled) == 0; }, 20)) << "the remote run outlived its client";
+  EXPECT_TRUE(wait_for([&] { return remote_tmp_empty(); }, 5)) << "its working directory was left behind";
+}
+
+TEST_F(RemoteCli, AKilledSshEndsTheClientWithAMessageAndStopsTheRun) {
+  const std::string log = out_ + "/log";
+  const pid_t cli = start_cli("run " + remote() + " --model mnist_cnn --data synthetic " + kSshKilled, log);
+  KillAtExit guard{cli};
+  ASSERT_TRUE(wait_for([&] { return remote_runs(kSshKilled) > 0; }, 60)) << "the remote run never started";
+  // The client's ssh: its child with argv[0] "ssh" (another test's ssh may be running beside it).
+  pid_t ssh = -1;
+  ASSERT_TRUE(wait_for([&] {
+    for (pid_t p : processes_with("tunebench-remote-")) {
+      std::ifstream f("/proc/" + std::to_string(p) + "/cmdline"), st("/proc/" + std::to_string(p) + "/stat");
+      std::string argv0, stat;
+      std::getline(f, argv0, '\0');
+      std::getline(st, stat);
+      const size_t paren = stat.rfind(')');  // "pid (comm) state ppid ..."
+      const pid_t ppid = paren == std::string::npos ? 0 : pid_t(std::atoi(stat.c_str() + paren + 4));
+      if (argv0 == "ssh" && ppid == cli) ssh = p;
+    }
+    return ssh > 0;
+  }, 10));
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  ::kill(ssh, SIGKILL);
+  int status = 0;
+  ASSERT_TRUE(wait_for([&] { return ::waitpid(cli, &status, WNOHANG) == cli; }, 30)) << "the client hung";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+  std::ifstream f(log);
+  const std::string err(std::istreambuf_iterator<char>(f), {});
+  EXPECT_NE(err.find("was killed (signal 9)"), std::string::npos) << err;
+  EXPECT_TRUE(wait_for([&] { return remote_runs(kSshKilled) == 0; }, 20))
+      << "the remote run outlived its ssh";
+}
+
+}  // namespace
