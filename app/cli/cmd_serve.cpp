@@ -1,4 +1,5 @@
 // tunebench-cli serve [--model M] [--data D] [--set k=v,...] [--steps N] [--trace-dir DIR] [--trace-every N]
+//                     [--inline-files]   (trace chunks and reports travel in the stream: a remote GUI)
 // The run protocol of docs/protocol.md on stdin/stdout (JSON lines, "v": 1). stdout carries only protocol
 // lines; logs go to stderr.
 //
@@ -19,6 +20,7 @@
 #include <string>
 #include <thread>
 
+#include "client/inline_files.h"
 #include "commands.h"
 #include "engine_cli_common.h"
 #include "engine/cpu_allocator.h"
@@ -32,8 +34,10 @@ constexpr int kProtocolVersion = 1;
 
 class Channel {
  public:
+  bool inline_files = false;  // --inline-files: client/inline_files.h
   void send(nlohmann::json msg) {
     msg["v"] = kProtocolVersion;
+    if (inline_files) client::inline_files(msg);
     std::string line = msg.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     std::lock_guard<std::mutex> lock(mu_);
     if (closed_) return;
@@ -133,6 +137,7 @@ int cmd_serve(int argc, char** argv) {
   opts.data = "synthetic";
   int64_t steps = 0, trace_every = 50;
   std::string trace_dir;
+  bool inline_files = false;
   for (int i = 1; i < argc; ++i) {
     bool matched = false;
     std::string err = parse_session_option(argc, argv, i, opts, matched);
@@ -149,6 +154,8 @@ int cmd_serve(int argc, char** argv) {
       }
     } else if (a == "--trace-dir" && i + 1 < argc) {
       trace_dir = argv[++i];
+    } else if (a == "--inline-files") {
+      inline_files = true;
     } else if (a == "--trace-every") {
       if (i + 1 >= argc || !parse_int(argv[++i], trace_every, 1)) {
         std::fprintf(stderr, "tunebench-cli: error: serve: --trace-every needs a positive integer\n");
@@ -170,6 +177,7 @@ int cmd_serve(int argc, char** argv) {
   }
 
   static Channel out;  // static: the watchdog may use it while main unwinds
+  out.inline_files = inline_files;
   static Inbox inbox;
   static Progress progress;
 

@@ -18,6 +18,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "client/inline_files.h"
 #include "commands.h"
 #include "engine/report.h"
 #include "engine/tuner.h"
@@ -28,8 +29,10 @@ namespace tb::cli {
 namespace {
 
 std::mutex g_out_mu;
+bool g_inline_files = false;  // --inline-files: client/inline_files.h
 void send(nlohmann::json m) {
   m["v"] = 1;
+  if (g_inline_files) client::inline_files(m);
   const std::string line = m.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::lock_guard<std::mutex> lock(g_out_mu);
   std::fwrite(line.data(), 1, line.size(), stdout);
@@ -78,6 +81,8 @@ int cmd_serve_script(int argc, char** argv) {
     } else if (a == "--steps" && value(v) && parse_int(v, n)) {
       so.steps = n;
     } else if (a == "--trace-dir" && value(so.trace_dir)) {
+    } else if (a == "--inline-files") {
+      g_inline_files = true;
     } else if (a == "--trace-every" && value(v) && parse_int(v, n, 1)) {
       so.trace_every = int(n);
     } else {

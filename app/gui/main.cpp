@@ -27,6 +27,10 @@ int main(int argc, char** argv) {
   QCommandLineOption screenshot("screenshot", "Save a PNG of the window (and FILE.timeline.png) before quitting.", "file");
   QCommandLineOption quit_after("quit-after", "Quit after SECONDS.", "seconds");
   QCommandLineOption export_after("export", "Export the measured comparisons (.html/.md/.json) before quitting.", "file");
+  QCommandLineOption remote("remote", "Run on [user@]host[:port] over ssh (your ~/.ssh/config, keys, agent).", "host");
+  QCommandLineOption remote_cli("remote-cli", "The tunebench-cli on the server (default: on its PATH).", "path");
+  cli.addOption(remote);
+  cli.addOption(remote_cli);
   cli.addOption(set_after);
   cli.addOption(screenshot);
   cli.addOption(quit_after);
@@ -37,6 +41,7 @@ int main(int argc, char** argv) {
 
   tb::ui::MainWindow w;
   w.show();
+  if (cli.isSet(remote) && !w.connectTo(cli.value(remote), cli.value(remote_cli))) return 2;
   const QStringList files = cli.positionalArguments();
   QTimer::singleShot(0, &w, [&] {
     if (!files.isEmpty() && files.front().endsWith(".py", Qt::CaseInsensitive)) {

@@ -40,12 +40,7 @@ class TestMainWindow : public QObject {
     return n;
   }
 
-  static bool waitFor(const std::function<bool()>& cond, int ms) {
-    QElapsedTimer t;
-    t.start();
-    while (!cond() && t.elapsed() < ms) QTest::qWait(20);
-    return cond();
-  }
+  static bool waitFor(const std::function<bool()>& cond, int ms) { return tbtest::waitFor(cond, ms); }
 
  private slots:
   void initTestCase() {

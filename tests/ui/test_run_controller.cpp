@@ -13,12 +13,7 @@ using namespace tb::ui;
 class TestRunController : public QObject {
   Q_OBJECT
 
-  static bool waitFor(const std::function<bool()>& cond, int ms) {
-    QElapsedTimer t;
-    t.start();
-    while (!cond() && t.elapsed() < ms) QTest::qWait(20);
-    return cond();
-  }
+  static bool waitFor(const std::function<bool()>& cond, int ms) { return tbtest::waitFor(cond, ms); }
 
  private slots:
   void initTestCase() {

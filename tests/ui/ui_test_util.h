@@ -2,12 +2,23 @@
 #pragma once
 
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFileInfo>
 #include <QProcess>
 #include <QStandardPaths>
 #include <QString>
+#include <QTest>
+#include <functional>
 
 namespace tbtest {
+
+// Spins the event loop until `cond` holds or `ms` pass; returns `cond` at the end.
+inline bool waitFor(const std::function<bool()>& cond, int ms) {
+  QElapsedTimer t;
+  t.start();
+  while (!cond() && t.elapsed() < ms) QTest::qWait(20);
+  return cond();
+}
 
 inline QString python() { return QStandardPaths::findExecutable("python3"); }
 inline QString fakeChild() { return QStringLiteral(TB_FAKE_CHILD); }

@@ -435,7 +435,8 @@ void MainWindow::setStatusFromHello(const QJsonObject& m) {
   // A script run reports its interpreter's torch, an engine run its LibTorch.
   const QString torch = v.contains("torch") ? tr("PyTorch %1").arg(v.value("torch").toString())
                                             : tr("LibTorch %1").arg(v.value("libtorch").toString("?"));
-  device_label_->setText(tr("%1 · %2 · CUDA %3").arg(dev, torch, cuda.isEmpty() ? tr("none") : cuda));
+  const QString where = run_->isRemote() ? tr("on %1: ").arg(run_->remoteDisplay()) : QString();
+  device_label_->setText(where + tr("%1 · %2 · CUDA %3").arg(dev, torch, cuda.isEmpty() ? tr("none") : cuda));
   // CPU throughput depends on which GEMM path the engine's dense layers took (reference BLAS vs oneDNN).
   const QString dense = m.value("cpu_dense").toString();
   device_label_->setToolTip(dense.isEmpty() ? QString() : tr("CPU dense layers: %1").arg(dense));

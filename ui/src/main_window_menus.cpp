@@ -44,6 +44,19 @@ void MainWindow::buildMenus() {
     const QString f = QFileDialog::getOpenFileName(this, tr("Knobs JSON (tunebench-cli knobs --json)"), {}, tr("JSON (*.json)"));
     if (!f.isEmpty()) loadKnobsFile(f);
   });
+  file->addAction(tr("Connect to &server…"), this, [this] {
+    // Runs on another machine over ssh: the user's ~/.ssh/config, keys and agent, never a password prompt.
+    QStringList items = recentHosts();
+    items.prepend(tr("(this machine)"));
+    bool ok = false;
+    const QString current = run_->isRemote() ? run_->remoteDisplay() : items.front();
+    const QString host = QInputDialog::getItem(
+        this, tr("Connect to server"),
+        tr("Run on [user@]host[:port] over ssh (keys or agent; no password prompts).\n"
+           "Data, model and script paths are then paths on that server."),
+        items, std::max<qsizetype>(0, items.indexOf(current)), true, &ok);
+    if (ok) connectTo(host == items.front() ? QString() : host);
+  });
   file->addAction(tr("&Compare with…"), this, [this] {
     if (!trace_.ok || trace_.sources.isEmpty()) {
       showError(tr("Compare"), tr("Open a trace first: it is A, the file you pick is B"));
@@ -179,6 +192,28 @@ void MainWindow::closeEvent(QCloseEvent* e) {
 }
 
 QStringList MainWindow::recentFiles() const { return QSettings().value("recent").toStringList(); }
+
+QStringList MainWindow::recentHosts() const { return QSettings().value("remote/recent").toStringList(); }
+
+bool MainWindow::connectTo(const QString& spec, const QString& remote_cli) {
+  if (const QString why = run_->setRemote(spec, remote_cli); !why.isEmpty()) {
+    showError(tr("Cannot connect"), why);
+    return false;
+  }
+  const QString where = run_->isRemote() ? run_->remoteDisplay() : QString();
+  setWindowTitle(where.isEmpty() ? tr("TuneBench") : tr("TuneBench — runs on %1").arg(where));
+  device_label_->setText(where.isEmpty() ? tr("this machine") : tr("on %1 (connects at the next start)").arg(where));
+  if (!where.isEmpty()) {
+    QStringList r = recentHosts();
+    r.removeAll(spec.trimmed());
+    r.prepend(spec.trimmed());
+    QSettings().setValue("remote/recent", r.mid(0, 8));
+    log(tr("runs go to %1 over ssh; paths in Data, Model and script are that server's").arg(where));
+  } else {
+    log(tr("runs on this machine"));
+  }
+  return true;
+}
 
 void MainWindow::addRecent(const QString& path) {
   QStringList r = recentFiles();

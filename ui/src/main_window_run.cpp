@@ -40,7 +40,8 @@ QString joinCommand(const QStringList& args) {
 RunOptions MainWindow::optionsFromPanel() const {
   RunOptions o;
   if (model_->currentText() == "script") {
-    o.script = QFileInfo(model_path_->text()).absoluteFilePath();
+    // A server's path stays as typed (relative to the remote home); a local one is made absolute.
+    o.script = run_->isRemote() ? model_path_->text() : QFileInfo(model_path_->text()).absoluteFilePath();
     o.script_args = QProcess::splitCommand(script_args_->text());
   }
   o.model = model_->currentText() == "torchscript" ? "torchscript:" + model_path_->text() : model_->currentText();
@@ -98,7 +99,10 @@ bool MainWindow::startProcess(const QString& program, const QStringList& args) {
   current_knobs_.clear();
   first_live_trace_ = true;
   findings_->clearRunFindings();
-  log(tr("$ %1 %2").arg(program, args.join(' ')));
+  if (run_->isRemote())  // the trace directory is moved to the server (RunController::start)
+    log(tr("$ ssh %1 %2 %3").arg(run_->remoteDisplay(), QString::fromStdString(run_->remoteCli()), args.join(' ')));
+  else
+    log(tr("$ %1 %2").arg(program, args.join(' ')));
   const bool ok = run_->start(program, args);
   if (ok) {
     run_label_->setText(tr("starting…"));
@@ -137,8 +141,11 @@ void MainWindow::startDemo(bool start_run) {
     showError(tr("Cannot start the demo"), tr("tunebench-cli not found (set TUNEBENCH_CLI or install it next to tunebench)"));
     return;
   }
-  const QString dir = QStandardPaths::writableLocation(QStandardPaths::CacheLocation) + "/demo-images-640x480";
-  const QString marker = dir + "/.tunebench-demo-complete";
+  // On a server: the images are made there, under its home (make-dataset --remote), every time (seconds).
+  const bool remote = run_->isRemote();
+  const QString dir = remote ? QStringLiteral(".cache/tunebench/demo-images-640x480")
+                             : QStandardPaths::writableLocation(QStandardPaths::CacheLocation) + "/demo-images-640x480";
+  const QString marker = remote ? QString() : dir + "/.tunebench-demo-complete";
   auto launch = [this, dir, start_run] {
     emit demoDatasetReady(dir);
     data_->setCurrentText("imagefolder");
@@ -160,11 +167,11 @@ void MainWindow::startDemo(bool start_run) {
     log(tr("demo: mnist_cnn on 256 JPEGs, workers=0, cpu_allocator=glibc_tuned (steady malloc; docs/protocol.md)"));
     startRun(o);
   };
-  if (QFileInfo::exists(marker)) {
+  if (!remote && QFileInfo::exists(marker)) {
     launch();
     return;
   }
-  QDir().mkpath(dir);
+  if (!remote) QDir().mkpath(dir);
   auto* proc = new QProcess(this);
   progress_->show();
   progress_->setRange(0, 0);
@@ -192,11 +199,15 @@ void MainWindow::startDemo(bool start_run) {
                 tr("tunebench-cli make-dataset exited with status %1\n\n%2").arg(code).arg(proc->property("err").toString().trimmed()));
       return;
     }
-    QFile f(marker);
-    if (f.open(QIODevice::WriteOnly)) f.write("ok\n");
+    if (!marker.isEmpty()) {
+      QFile f(marker);
+      if (f.open(QIODevice::WriteOnly)) f.write("ok\n");
+    }
     launch();
   });
-  proc->start(cli, {"make-dataset", "--out", dir, "--images", "256", "--size", "640x480", "--classes", "10"});
+  QStringList args{"make-dataset", "--out", dir, "--images", "256", "--size", "640x480", "--classes", "10"};
+  if (remote) args << "--remote" << run_->remoteDisplay() << "--remote-cli" << QString::fromStdString(run_->remoteCli());
+  proc->start(cli, args);
 }
 
 void MainWindow::loadKnobsFile(const QString& path) {

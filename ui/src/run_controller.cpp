@@ -6,8 +6,67 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QStandardPaths>
+#include <nlohmann/json.hpp>
+
+#include "client/inline_files.h"
 
 namespace tb::ui {
+
+namespace {
+constexpr int kExitNoRemoteCli = 127;
+constexpr const char* kNoCliMarker = "tunebench-remote: no program";
+constexpr int kProtocol = 1;
+
+// The remote shell's command: checks the CLI is there, runs serve with its trace directory on the server
+// (removed when serve ends; serve ends when the channel's stdin closes, so a lost GUI leaves nothing running).
+std::string remoteServeCommand(const client::RemoteTarget& t, const QStringList& args) {
+  const std::string cli = client::shell_quote(t.cli);
+  std::string s = "d=\"${TMPDIR:-/tmp}/tunebench-serve-$$\"\n";
+  s += "command -v " + cli + " >/dev/null 2>&1 || { echo \"" + std::string(kNoCliMarker) + " " + t.cli + "\" >&2; exit " +
+       std::to_string(kExitNoRemoteCli) + "; }\n";
+  s += cli;
+  for (qsizetype i = 0; i < args.size(); ++i) {
+    if (args[i] == "--trace-dir" && i + 1 < args.size()) {
+      s += " --trace-dir \"$d\"";
+      ++i;
+      continue;
+    }
+    if (args[i] == "--" ) {  // the script's own arguments follow: --inline-files goes before them
+      s += " --inline-files";
+      for (; i < args.size(); ++i) s += " " + client::shell_quote(args[i].toStdString());
+      break;
+    }
+    s += " " + client::shell_quote(args[i].toStdString());
+    if (i + 1 == args.size()) s += " --inline-files";
+  }
+  s += "\nrc=$?\nrm -rf \"$d\"\nexit $rc\n";
+  return "sh -c " + client::shell_quote(s);
+}
+}  // namespace
+
+QJsonObject restoreInlineFiles(const QByteArray& line, const QString& dir, const QString& prefix, QString* error) {
+  auto m = nlohmann::json::parse(line.constData(), line.constData() + line.size(), nullptr, false);
+  if (m.is_discarded() || !m.is_object()) {
+    if (error) *error = QStringLiteral("not a JSON object");
+    return {};
+  }
+  const std::string why = client::restore_files(m, dir.toStdString(), prefix.toStdString());
+  if (!why.empty() && error) *error = QString::fromStdString(why);
+  return QJsonDocument::fromJson(QByteArray::fromStdString(m.dump())).object();
+}
+
+QString RunController::setRemote(const QString& spec, const QString& remote_cli) {
+  if (spec.trimmed().isEmpty()) {
+    remote_.reset();
+    return {};
+  }
+  std::string error;
+  auto t = client::parse_remote(spec.trimmed().toStdString(), &error);
+  if (!t) return QString::fromStdString(error);
+  if (!remote_cli.isEmpty()) t->cli = remote_cli.toStdString();
+  remote_ = *t;
+  return {};
+}
 
 QString findCli() {
   const QString env = qEnvironmentVariable("TUNEBENCH_CLI");
@@ -55,7 +114,22 @@ bool RunController::start(const QString& program, const QStringList& args) {
   buf_.clear();
   stderr_tail_.clear();
   stopping_ = got_done_ = false;
-  if (program.isEmpty() || !QFileInfo(program).isExecutable()) {
+  fetched_.reset();
+  fetched_count_ = 0;
+  QString prog = program;
+  QStringList argv = args;
+  if (remote_) {  // ssh ... HOST 'sh -c ...'
+    const auto ssh = client::ssh_argv(*remote_, remoteServeCommand(*remote_, args));
+    prog = QStandardPaths::findExecutable(QString::fromStdString(ssh[0]));
+    if (prog.isEmpty() && QFileInfo(QString::fromStdString(ssh[0])).isExecutable()) prog = QString::fromStdString(ssh[0]);
+    argv.clear();
+    for (size_t i = 1; i < ssh.size(); ++i) argv << QString::fromStdString(ssh[i]);
+    if (prog.isEmpty()) {
+      rec_.failure = QStringLiteral("remote runs need OpenSSH's ssh, which is not on PATH (install openssh-client)");
+      emit failed(rec_.failure);
+      return false;
+    }
+  } else if (program.isEmpty() || !QFileInfo(program).isExecutable()) {
     const QString msg = program.isEmpty()
                             ? QStringLiteral("tunebench-cli not found (set TUNEBENCH_CLI or put it next to tunebench)")
                             : QStringLiteral("cannot run %1: not an executable file").arg(program);
@@ -64,8 +138,8 @@ bool RunController::start(const QString& program, const QStringList& args) {
     return false;
   }
   proc_ = new QProcess(this);
-  proc_->setProgram(program);
-  proc_->setArguments(args);
+  proc_->setProgram(prog);
+  proc_->setArguments(argv);
   connect(proc_, &QProcess::readyReadStandardOutput, this, [this] { feed(proc_->readAllStandardOutput()); });
   connect(proc_, &QProcess::readyReadStandardError, this, [this] {
     stderr_tail_ += proc_->readAllStandardError();
@@ -137,8 +211,31 @@ void RunController::handleLine(const QByteArray& line) {
     emit badLine(QString::fromUtf8(line.left(300)));
     return;
   }
-  const QJsonObject m = d.object();
+  QJsonObject m = d.object();
   const QString type = m.value("type").toString();
+  if (m.contains("data") || m.contains("files")) {  // a remote run's file, carried in the stream
+    if (!fetched_) fetched_ = std::make_unique<QTemporaryDir>(QDir::tempPath() + "/tunebench-remote-XXXXXX");
+    QString why;
+    const QJsonObject local =
+        restoreInlineFiles(line, fetched_->path(), QStringLiteral("%1-").arg(fetched_count_++), &why);
+    if (!why.isEmpty()) {
+      rec_.warnings << QStringLiteral("a file of the remote run could not be kept: %1").arg(why);
+      emit warning(rec_.warnings.last());
+      return;
+    }
+    m = local;
+  }
+  if (type == "hello" && m.value("v").toInt(kProtocol) != kProtocol) {
+    // Another protocol: nothing it sends can be trusted to mean what we think. Stop it, say so.
+    rec_.failure = QStringLiteral("the run speaks protocol %1, this TuneBench speaks %2: install the same TuneBench "
+                                  "version %3")
+                       .arg(m.value("v").toInt())
+                       .arg(kProtocol)
+                       .arg(remote_ ? QStringLiteral("on ") + remoteDisplay() : QStringLiteral("here"));
+    emit protocolError(rec_.failure, false);
+    stop();
+    return;
+  }
   if (type == "hello") {
     rec_.hello = m;
     rec_.knobs = parseKnobs(m);
@@ -229,6 +326,11 @@ void RunController::onFinished(int code, QProcess::ExitStatus status) {
     if (lines.size() > 12) tail = lines.mid(lines.size() - 12).join('\n');
     QString why = crashed ? QStringLiteral("the run crashed (killed by a signal; out of memory?)")
                           : QStringLiteral("the run exited with status %1").arg(code);
+    if (crashed && remote_)
+      why = QStringLiteral("the connection to %1 ended (ssh was killed); the run there stops as its channel closed")
+                .arg(remoteDisplay());
+    else if (const QString remote = crashed ? QString() : remoteFailure(code); !remote.isEmpty())
+      why = remote;
     if (!rec_.errors.isEmpty()) why += QStringLiteral(": ") + rec_.errors.last();
     msg = why + QStringLiteral(" — %1 steps received and kept").arg(rec_.steps.size());
     if (!tail.isEmpty()) msg += QStringLiteral("\n\nstderr (last lines):\n") + tail;
@@ -236,6 +338,18 @@ void RunController::onFinished(int code, QProcess::ExitStatus status) {
   }
   emit finished(ok || stopped_by_us, msg);
   emit runningChanged(false);
+}
+
+QString RunController::remoteFailure(int code) const {
+  if (!remote_) return {};
+  std::vector<std::string> lines;
+  for (const QByteArray& l : stderr_tail_.split('\n')) lines.push_back(l.toStdString());
+  if (code == 255) return QString::fromStdString(client::explain_ssh_failure(*remote_, lines));
+  if (code == kExitNoRemoteCli && stderr_tail_.contains(kNoCliMarker))
+    return QStringLiteral("%1 has no '%2' on the PATH of a non-interactive ssh shell: install it there "
+                          "(docs/remote.md) or give its path (tunebench --remote-cli PATH)")
+        .arg(remoteDisplay(), QString::fromStdString(remote_->cli));
+  return {};
 }
 
 }  // namespace tb::ui

@@ -103,6 +103,10 @@ class MainWindow : public QMainWindow {
   const TuneSummary& lastTuneSummary() const { return last_tune_; }
   const LoadedTrace& currentTrace() const { return trace_; }
   QStringList recentFiles() const;
+  // Runs go to [user@]host[:port] over ssh from now on ("" = this machine again); remembered in the recent
+  // hosts. False (with a message shown) on a bad spec. Paths in Data / Model / script are the server's then.
+  bool connectTo(const QString& spec, const QString& remote_cli = {});
+  QStringList recentHosts() const;
   // Tests and scripted use: errors go to lastError()/the log only, no dialog.
   void setQuiet(bool quiet) { quiet_ = quiet; }
 

@@ -13,8 +13,13 @@
 #include <QProcess>
 #include <QString>
 #include <QStringList>
+#include <QTemporaryDir>
 #include <QTimer>
+#include <memory>
+#include <optional>
 #include <vector>
+
+#include "client/remote.h"
 
 #include "ui/knob_spec.h"
 
@@ -62,6 +67,10 @@ struct RunRecord {
 // Where tunebench-cli is: $TUNEBENCH_CLI, then next to this executable, then the build tree's app/, then PATH.
 QString findCli();
 
+// The files a remote serve sends in the stream (client/inline_files.h), written under `dir` with `prefix`:
+// the message with local paths, or the error. Exposed for tests.
+QJsonObject restoreInlineFiles(const QByteArray& line, const QString& dir, const QString& prefix, QString* error);
+
 class RunController : public QObject {
   Q_OBJECT
  public:
@@ -74,7 +83,16 @@ class RunController : public QObject {
 
   // Starts `program args` (program "" = findCli() + "serve" is prepended by the caller). Returns false and
   // emits failed() when the program is missing. A previous child is stopped first.
+  // Remote target set: `program` is ignored; `args` (serve ...) run as the remote CLI over ssh, with
+  // --trace-dir moved to a directory on the server and --inline-files added; files come back in the stream.
   bool start(const QString& program, const QStringList& args);
+
+  // "[user@]host[:port]" (empty: local runs again) and the CLI there ("" = tunebench-cli on its PATH).
+  // Returns "" or why the spec is bad. Takes effect at the next start().
+  QString setRemote(const QString& spec, const QString& remote_cli = {});
+  bool isRemote() const { return remote_.has_value(); }
+  QString remoteDisplay() const { return remote_ ? QString::fromStdString(remote_->display()) : QString(); }
+  std::string remoteCli() const { return remote_ ? remote_->cli : std::string(); }
   bool isRunning() const;
   void stop();
   void sendSet(const QString& knob, const QString& value);
@@ -111,6 +129,10 @@ class RunController : public QObject {
  private:
   void handleLine(const QByteArray& line);
   void onFinished(int code, QProcess::ExitStatus status);
+  QString remoteFailure(int code) const;  // ssh's or the remote script's failure, "" if neither
+  std::optional<client::RemoteTarget> remote_;
+  std::unique_ptr<QTemporaryDir> fetched_;  // the remote run's files, here
+  int fetched_count_ = 0;
   QProcess* proc_ = nullptr;
   QByteArray buf_, stderr_tail_;
   RunRecord rec_;

@@ -1,0 +1,146 @@
+// The GUI on a remote target (issue 17): a real sshd on this machine (tests/remote/sshd_fixture.h), the window
+// connected to it, a real `serve` on the other side. Steps and trace chunks arrive (the chunks' bytes in the
+// stream, written here), a toggle applies, a killed ssh leaves the window with what it had and nothing
+// running on the server, and each connection failure is one clear line.
+#include <signal.h>
+#include <unistd.h>
+
+#include <QFileInfo>
+#include <QLabel>
+#include <QSignalSpy>
+#include <QTest>
+#include <filesystem>
+#include <fstream>
+
+#include "../remote/sshd_fixture.h"
+#include "ui/main_window.h"
+#include "ui/run_controller.h"
+#include "ui/timeline_widget.h"
+#include "ui_test_util.h"
+
+using namespace tb::ui;
+using tbtest::waitFor;
+
+namespace {
+// Our child ssh (argv[0] "ssh", parent this process), or -1.
+pid_t childSsh() {
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream cmd(e.path() / "cmdline"), st(e.path() / "stat");
+    std::string argv0, stat;
+    std::getline(cmd, argv0, '\0');
+    std::getline(st, stat);
+    const size_t paren = stat.rfind(')');
+    const bool ssh = argv0 == "ssh" || (argv0.size() > 4 && argv0.compare(argv0.size() - 4, 4, "/ssh") == 0);
+    if (ssh && paren != std::string::npos && std::atoi(stat.c_str() + paren + 4) == ::getpid())
+      return pid_t(std::stoi(name));
+  }
+  return -1;
+}
+
+// Remote serves of this test: their command line has --inline-files, only a remote serve's has.
+int remoteServes() {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream cmd(e.path() / "cmdline");
+    std::string c(std::istreambuf_iterator<char>(cmd), {});
+    for (char& ch : c)
+      if (ch == '\0') ch = ' ';
+    if (c.rfind(TB_CLI_PATH " serve", 0) == 0 && c.find("--inline-files") != std::string::npos) ++n;
+  }
+  return n;
+}
+}  // namespace
+
+class TestRemoteWindow : public QObject {
+  Q_OBJECT
+  tb::test_util::SshdFixture sshd_;
+  QString skip_;
+
+ private slots:
+  void initTestCase() {
+    if (tbtest::realCliWithEngine().isEmpty()) {
+      skip_ = "no tunebench-cli with the engine";
+      return;
+    }
+    skip_ = QString::fromStdString(sshd_.start());
+    if (skip_.isEmpty()) qputenv("TUNEBENCH_SSH_COMMAND", QByteArray::fromStdString(sshd_.ssh_command()));
+  }
+
+  void aRemoteRunFillsTheWindowAndALostConnectionKeepsWhatArrived() {
+    if (!skip_.isEmpty()) QSKIP(qPrintable("cannot start a private sshd: " + skip_));
+    MainWindow w;
+    w.setQuiet(true);
+    QVERIFY(w.connectTo("tbtest", TB_CLI_PATH));
+    QVERIFY(w.windowTitle().contains("tbtest"));
+    RunOptions o;
+    o.model = "mnist_cnn";
+    o.data = "synthetic";
+    o.trace_every = 4;
+    QVERIFY(w.startRun(o));
+    QVERIFY2(waitFor([&] { return w.timeline()->data() != nullptr || !w.run()->isRunning(); }, 60000),
+             qPrintable(w.run()->stderrTail()));
+    QVERIFY2(w.timeline()->data(), qPrintable(w.lastError() + w.run()->record().failure + w.run()->stderrTail()));
+    QVERIFY(w.timeline()->data()->eventCount() > 0);
+    // The chunk is a file here, not the server's path.
+    const auto& chunk = w.run()->record().chunks.front();
+    QVERIFY2(QFileInfo::exists(chunk.path), qPrintable(chunk.path));
+    QVERIFY2(!chunk.path.startsWith(QString::fromStdString(sshd_.remote_tmp())), qPrintable(chunk.path));
+    auto* device = w.findChild<QLabel*>("device_label");
+    if (device) QVERIFY2(device->text().contains("on tbtest"), qPrintable(device->text()));
+    // A toggle reaches the remote run.
+    QSignalSpy applied(w.run(), &RunController::configApplied);
+    w.run()->sendSet("zero_grad_none", "on");
+    QVERIFY2(waitFor([&] { return applied.count() >= 1; }, 30000), qPrintable(w.run()->stderrTail()));
+    // The link dies: the window keeps every step, says so, and the server runs nothing more.
+    const size_t steps = w.run()->record().steps.size();
+    const pid_t ssh = childSsh();
+    QVERIFY(ssh > 0);
+    QSignalSpy fin(w.run(), &RunController::finished);
+    ::kill(ssh, SIGKILL);
+    QVERIFY(waitFor([&] { return fin.count() == 1; }, 10000));
+    QVERIFY(!fin.at(0).at(0).toBool());
+    QVERIFY(w.run()->record().steps.size() >= steps);
+    QVERIFY2(w.run()->record().failure.contains("steps received and kept"), qPrintable(w.run()->record().failure));
+    QVERIFY2(w.run()->record().failure.startsWith("the connection to tbtest ended"), qPrintable(w.run()->record().failure));
+    QVERIFY2(waitFor([&] { return remoteServes() == 0; }, 20000), "the remote serve outlived its connection");
+    QVERIFY(waitFor([&] { return std::filesystem::is_empty(sshd_.remote_tmp()); }, 5000));
+  }
+
+  void eachConnectionFailureIsOneClearLine() {
+    if (!skip_.isEmpty()) QSKIP(qPrintable("cannot start a private sshd: " + skip_));
+    struct Case {
+      QString host, cli, says;
+    };
+    const Case cases[] = {
+        {"127.0.0.1:1", TB_CLI_PATH, "refused the connection"},
+        {"tbbadkey", TB_CLI_PATH, "refused the authentication"},
+        {"tbtest", "/nonexistent/tunebench-cli", "has no '/nonexistent/tunebench-cli'"},
+    };
+    for (const auto& c : cases) {
+      RunController rc;
+      QVERIFY(rc.setRemote(c.host, c.cli).isEmpty());
+      QSignalSpy fin(&rc, &RunController::finished);
+      QVERIFY(rc.start({}, {"serve", "--model", "mnist_cnn", "--data", "synthetic"}));
+      QVERIFY2(waitFor([&] { return fin.count() == 1; }, 30000), qPrintable(c.host));
+      QVERIFY(!fin.at(0).at(0).toBool());
+      const QString msg = fin.at(0).at(1).toString();
+      QVERIFY2(msg.section('\n', 0, 0).contains(c.says), qPrintable(c.host + ": " + msg));
+    }
+    RunController rc;
+    QVERIFY(rc.setRemote("-oProxyCommand=x").contains("starts with '-'"));
+  }
+
+  void aCorruptCarriedFileIsAWarningNotACrash() {
+    QTemporaryDir dir;
+    QString why;
+    restoreInlineFiles(R"({"type":"trace","path":"/srv/c.json","data":"@@@"})", dir.path(), "0-", &why);
+    QVERIFY(why.contains("not base64"));
+    restoreInlineFiles(R"({"type":"trace","path":"/srv/c.json","data":"H4sIAAAA"})", dir.path(), "0-", &why);
+    QVERIFY2(why.contains("corrupt"), qPrintable(why));
+  }
+};
+
+QTEST_MAIN(TestRemoteWindow)
+#include "test_remote_window.moc"
