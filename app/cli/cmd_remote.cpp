@@ -266,7 +266,13 @@ int cmd_remote(int argc, char** argv) {
   if (!remote_cli.empty()) target->cli = remote_cli;
 
   const std::string id = random_id();
-  const auto local_paths = [&](std::string line) { return localize(std::move(line), id, outputs); };
+  // Shown lines: the server's paths named as the local ones; its errors say where they happened.
+  const std::string error_prefix = "tunebench-cli: error: ";
+  const auto rewrite = [&](std::string line) {
+    line = localize(std::move(line), id, outputs);
+    if (line.rfind(error_prefix, 0) == 0) line.insert(error_prefix.size(), "on " + target->display() + ": ");
+    return line;
+  };
   int in[2], out[2], err[2];
   if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
     return fail("pipe failed", 1);
@@ -275,7 +281,7 @@ int cmd_remote(int argc, char** argv) {
       spawn(client::ssh_argv(*target, run_script(*target, id, args, outputs.size())), in[0], out[1], err[1]);
   ::close(in[0]), ::close(out[1]), ::close(err[1]);
   if (ssh < 0) return fail(std::string("cannot start ssh: ") + std::strerror(errno), 1);
-  const auto ssh_err = pump_lines({{out[0], STDOUT_FILENO}, {err[0], STDERR_FILENO}}, local_paths);
+  const auto ssh_err = pump_lines({{out[0], STDOUT_FILENO}, {err[0], STDERR_FILENO}}, rewrite);
   ::close(out[0]), ::close(err[0]);
   const int rc = wait_exit(ssh);
   ::close(in[1]);

@@ -153,6 +153,14 @@ TEST_F(RemoteCli, AMissingOrForeignRemoteCliIsNamed) {
   EXPECT_NE(r.err.find("does not speak (protocol 1)"), std::string::npos) << r.err;
 }
 
+TEST_F(RemoteCli, TheServersErrorsSayWhereTheyHappened) {
+  // A CPU-only server asked for CUDA (on a CUDA server with a GPU the run just works).
+  const auto r = run_cli_shell("", "run " + remote() + " --model mnist_cnn --data synthetic --steps 3 --device cuda", 120);
+  if (r.code == 0) GTEST_SKIP() << "this server has CUDA";
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("tunebench-cli: error: on tbtest: device 'cuda' requested"), std::string::npos) << r.err;
+}
+
 TEST_F(RemoteCli, AnOutputIntoAMissingLocalDirectoryIsRefusedBeforeAnythingRuns) {
   const auto r = run_cli_shell("", "run " + remote() + " --model mnist_cnn --data synthetic --json /nonexistent/x.json", 30);
   EXPECT_EQ(r.code, 2);

@@ -17,6 +17,8 @@
 #include "ui/run_controller.h"
 #include "ui/timeline_widget.h"
 #include "ui_test_util.h"
+#include "client/inline_files.h"
+#include <nlohmann/json.hpp>
 
 using namespace tb::ui;
 using tbtest::waitFor;
@@ -130,6 +132,33 @@ class TestRemoteWindow : public QObject {
     }
     RunController rc;
     QVERIFY(rc.setRemote("-oProxyCommand=x").contains("starts with '-'"));
+  }
+
+  // A carried chunk is unpacked off the UI thread; the messages after it wait, so the order holds.
+  void aCarriedChunkIsUnpackedOffTheUiThreadInOrder() {
+    RunController rc;
+    QStringList order;
+    QString chunk_path;
+    connect(&rc, &RunController::traceChunk, [&](const QString& p, qint64, qint64) {
+      order << "trace";
+      chunk_path = p;
+    });
+    connect(&rc, &RunController::step, [&](const StepSample&) { order << "step"; });
+    std::string big = R"({"traceEvents":[)";
+    for (int i = 0; i < 20000; ++i) big += R"({"name":"aten::add","ph":"X","ts":)" + std::to_string(i) + R"(,"dur":1},)";
+    big += R"({"name":"end","ph":"X","ts":0,"dur":1}]})";
+    const nlohmann::json trace = {{"v", 1}, {"type", "trace"}, {"path", "/srv/tunebench-serve-1/chunk-0.json"},
+                                  {"first_step", 0}, {"last_step", 3}, {"data", tb::client::pack_bytes(big)}};
+    const nlohmann::json step = {{"v", 1}, {"type", "step"}, {"i", 4}, {"samples", 32}, {"wall_ns", 1000}};
+    rc.feed(QByteArray::fromStdString(trace.dump() + "\n" + step.dump() + "\n"));
+    QVERIFY2(order.isEmpty(), qPrintable(order.join(',')));  // nothing handled inside feed()
+    QVERIFY(waitFor([&] { return order.size() == 2; }, 10000));
+    QCOMPARE(order, QStringList({"trace", "step"}));
+    QVERIFY(QFileInfo(chunk_path).fileName().endsWith("chunk-0.json"));
+    QFile f(chunk_path);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    QCOMPARE(f.readAll().toStdString(), big);
+    QCOMPARE(rc.record().chunks.front().path, chunk_path);
   }
 
   void aCorruptCarriedFileIsAWarningNotACrash() {

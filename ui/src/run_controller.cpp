@@ -5,7 +5,9 @@
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QFutureWatcher>
 #include <QStandardPaths>
+#include <QtConcurrent/QtConcurrent>
 #include <nlohmann/json.hpp>
 
 #include "client/inline_files.h"
@@ -112,6 +114,10 @@ bool RunController::start(const QString& program, const QStringList& args) {
   if (proc_) proc_->deleteLater();
   rec_.clear();
   buf_.clear();
+  pending_.clear();
+  unpacking_ = false;
+  deferred_finish_ = {};
+  ++generation_;
   stderr_tail_.clear();
   stopping_ = got_done_ = false;
   fetched_.reset();
@@ -198,7 +204,58 @@ void RunController::feed(const QByteArray& bytes) {
   while ((nl = buf_.indexOf('\n')) >= 0) {
     const QByteArray line = buf_.left(nl).trimmed();
     buf_.remove(0, nl + 1);
-    if (!line.isEmpty()) handleLine(line);
+    if (!line.isEmpty()) pending_.push_back(line);
+  }
+  drainPending();
+}
+
+namespace {
+// Cheap test before parsing: only a remote serve's trace / tune_done lines carry files.
+bool carriesFile(const QByteArray& line) {
+  return line.contains("\"data\":\"") || line.contains("\"files\":{");
+}
+}  // namespace
+
+void RunController::drainPending() {
+  struct FinishWhenDrained {  // runs a deferred `finished` once nothing is left to handle
+    RunController* rc;
+    ~FinishWhenDrained() {
+      if (!rc->unpacking_ && rc->pending_.empty() && rc->deferred_finish_) {
+        auto f = std::move(rc->deferred_finish_);
+        rc->deferred_finish_ = {};
+        f();
+      }
+    }
+  } finish_when_drained{this};
+  while (!unpacking_ && !pending_.empty()) {
+    QByteArray line = std::move(pending_.front());
+    pending_.pop_front();
+    if (!carriesFile(line)) {
+      handleLine(line);
+      continue;
+    }
+    if (!fetched_) fetched_ = std::make_unique<QTemporaryDir>(QDir::tempPath() + "/tunebench-remote-XXXXXX");
+    unpacking_ = true;
+    const QString dir = fetched_->path(), prefix = QStringLiteral("%1-").arg(fetched_count_++);
+    auto* watcher = new QFutureWatcher<std::pair<QByteArray, QString>>(this);
+    connect(watcher, &QFutureWatcher<std::pair<QByteArray, QString>>::finished, this, [this, watcher, gen = generation_] {
+      const auto [local, why] = watcher->result();
+      watcher->deleteLater();
+      if (gen != generation_) return;  // a file of a run that has been replaced since
+      unpacking_ = false;
+      if (!why.isEmpty()) {
+        rec_.warnings << QStringLiteral("a file of the remote run could not be kept: %1").arg(why);
+        emit warning(rec_.warnings.last());
+      } else {
+        handleLine(local);
+      }
+      if (gen == generation_) drainPending();
+    });
+    watcher->setFuture(QtConcurrent::run([line, dir, prefix] {
+      QString why;
+      const QJsonObject m = restoreInlineFiles(line, dir, prefix, &why);
+      return std::make_pair(QJsonDocument(m).toJson(QJsonDocument::Compact), why);
+    }));
   }
 }
 
@@ -211,20 +268,8 @@ void RunController::handleLine(const QByteArray& line) {
     emit badLine(QString::fromUtf8(line.left(300)));
     return;
   }
-  QJsonObject m = d.object();
+  const QJsonObject m = d.object();
   const QString type = m.value("type").toString();
-  if (m.contains("data") || m.contains("files")) {  // a remote run's file, carried in the stream
-    if (!fetched_) fetched_ = std::make_unique<QTemporaryDir>(QDir::tempPath() + "/tunebench-remote-XXXXXX");
-    QString why;
-    const QJsonObject local =
-        restoreInlineFiles(line, fetched_->path(), QStringLiteral("%1-").arg(fetched_count_++), &why);
-    if (!why.isEmpty()) {
-      rec_.warnings << QStringLiteral("a file of the remote run could not be kept: %1").arg(why);
-      emit warning(rec_.warnings.last());
-      return;
-    }
-    m = local;
-  }
   if (type == "hello" && m.value("v").toInt(kProtocol) != kProtocol) {
     // Another protocol: nothing it sends can be trusted to mean what we think. Stop it, say so.
     rec_.failure = QStringLiteral("the run speaks protocol %1, this TuneBench speaks %2: install the same TuneBench "
@@ -310,11 +355,17 @@ void RunController::onFinished(int code, QProcess::ExitStatus status) {
   kill_timer_.stop();
   feed(proc_->readAllStandardOutput());
   if (!buf_.trimmed().isEmpty()) {
-    handleLine(buf_.trimmed());
+    pending_.push_back(buf_.trimmed());
     buf_.clear();
   }
   stderr_tail_ += proc_->readAllStandardError();
   if (stderr_tail_.size() > kStderrTailBytes) stderr_tail_ = stderr_tail_.right(kStderrTailBytes);
+  // `finished` comes after every message the run sent, a file still being unpacked included.
+  deferred_finish_ = [this, code, status] { finishRun(code, status); };
+  drainPending();
+}
+
+void RunController::finishRun(int code, QProcess::ExitStatus status) {
   const bool crashed = status == QProcess::CrashExit;
   const bool ok = !crashed && code == 0;
   const bool stopped_by_us = stopping_ && (ok || crashed);

@@ -15,6 +15,8 @@
 #include <QStringList>
 #include <QTemporaryDir>
 #include <QTimer>
+#include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -105,7 +107,9 @@ class RunController : public QObject {
   RunRecord& record() { return rec_; }
   QString stderrTail() const { return QString::fromUtf8(stderr_tail_); }
 
-  // Feeds raw stdout bytes (exposed so tests can drive the parser without a process).
+  // Feeds raw stdout bytes (exposed so tests can drive the parser without a process). A message that
+  // carries a file (a remote run's) is unpacked on a worker thread; it and the lines after it are handled
+  // when that is done, in order.
   void feed(const QByteArray& bytes);
 
  signals:
@@ -130,6 +134,14 @@ class RunController : public QObject {
   void handleLine(const QByteArray& line);
   void onFinished(int code, QProcess::ExitStatus status);
   QString remoteFailure(int code) const;  // ssh's or the remote script's failure, "" if neither
+  // Lines wait here while a carried file is unpacked off the UI thread (a trace chunk of megabytes), so
+  // that messages keep their order; `unpacking_` while one is.
+  void drainPending();
+  std::deque<QByteArray> pending_;
+  bool unpacking_ = false;
+  int generation_ = 0;                     // start() count: an unpack of an older run is dropped
+  std::function<void()> deferred_finish_;  // onFinished's end, once pending_ is drained
+  void finishRun(int code, QProcess::ExitStatus status);
   std::optional<client::RemoteTarget> remote_;
   std::unique_ptr<QTemporaryDir> fetched_;  // the remote run's files, here
   int fetched_count_ = 0;
