@@ -70,15 +70,19 @@ std::string python_package_dir() {
   std::error_code ec;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) return "";
+  // Installed (cmake --install, the .deb): <prefix>/bin/<exe> and <prefix>/share/tunebench/python. First, so an
+  // installed copy uses its own package even on the machine that built it.
+  if (const auto p = (exe.parent_path() / "../share/tunebench/python").lexically_normal();
+      std::filesystem::exists(p / "tunebench" / "launch.py", ec))
+    return p.string();
   // Build tree: <source>/build/app/<exe>; the CMake build records the source dir for this case too.
 #ifdef TUNEBENCH_SOURCE_DIR
   if (std::filesystem::exists(std::string(TUNEBENCH_SOURCE_DIR) + "/python/tunebench/launch.py"))
     return std::string(TUNEBENCH_SOURCE_DIR) + "/python";
 #endif
-  for (const auto& rel : {"../../python", "../share/tunebench/python"}) {
-    const auto p = (exe.parent_path() / rel).lexically_normal();
-    if (std::filesystem::exists(p / "tunebench" / "launch.py", ec)) return p.string();
-  }
+  if (const auto p = (exe.parent_path() / "../../python").lexically_normal();
+      std::filesystem::exists(p / "tunebench" / "launch.py", ec))
+    return p.string();
   return "";
 }
 
