@@ -119,6 +119,28 @@ TEST_F(RemoteCli, TuneBringsTheReportAndItsMarkdownBack) {
   EXPECT_TRUE(remote_tmp_empty());
 }
 
+TEST_F(RemoteCli, AUsersScriptRunsOnTheServerAndItsTraceComesBack) {
+  if (std::system("python3 -c 'import torch' >/dev/null 2>&1 || /usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "no Python with torch";
+  const std::string script = out_ + "/train.py";  // the server's path (the server is this machine)
+  std::ofstream(script) << "import torch\n"
+                           "model = torch.nn.Linear(8, 2)\n"
+                           "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+                           "data = torch.utils.data.TensorDataset(torch.randn(256, 8), torch.randint(0, 2, (256,)))\n"
+                           "for x, y in torch.utils.data.DataLoader(data, batch_size=8):\n"
+                           "    opt.zero_grad()\n"
+                           "    torch.nn.functional.cross_entropy(model(x), y).backward()\n"
+                           "    opt.step()\n";
+  const auto r = run_cli_shell("", "run " + remote() + " --script " + script + " --steps 12 --json " + out_ +
+                                       "/script.json --trace " + out_ + "/script_trace.json", 300);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = read_json(out_ + "/script.json");
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["steps"].size(), 12u);
+  EXPECT_FALSE(read_json(out_ + "/script_trace.json")["traceEvents"].empty());
+  EXPECT_TRUE(remote_tmp_empty());
+}
+
 TEST_F(RemoteCli, EachConnectionFailureIsOneClearLine) {
   struct Case {
     std::string host, says;
