@@ -1,4 +1,6 @@
-// tunebench-cli analyze TRACE [--json OUT.json] [--min-gap-us N] [--device N]
+// tunebench-cli analyze TRACE [TRACE ...] [--json OUT.json] [--min-gap-us N] [--device N]
+// Several files, or one file holding several processes with steps: the ranks of a data-parallel job, compared
+// after the first one's analysis (profiler/ranks.h: each rank's step time, the straggler).
 // Reads our traces, Chrome trace JSON and Kineto traces (.json / .json.gz), prints a readable summary and
 // optionally the analysis as JSON ("-" = stdout). Exit 0 ok, 1 cannot write the output, 2 bad input.
 #include <cerrno>
@@ -8,9 +10,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "commands.h"
 #include "profiler/analysis.h"
+#include "profiler/ranks.h"
 #include "profiler/trace_io.h"
 
 namespace tb::cli {
@@ -18,7 +22,7 @@ namespace {
 
 int usage_error(const std::string& msg) {
   std::fprintf(stderr, "tunebench-cli: error: %s\n", msg.c_str());
-  std::fprintf(stderr, "usage: tunebench-cli analyze TRACE [--json OUT.json] [--min-gap-us N] [--device N]\n");
+  std::fprintf(stderr, "usage: tunebench-cli analyze TRACE [TRACE...] [--json OUT.json] [--min-gap-us N] [--device N]\n");
   return 2;
 }
 
@@ -182,10 +186,32 @@ void print_summary(const prof::Trace& trace, const prof::AnalysisResult& r, FILE
   for (const auto& n : r.notes) std::fprintf(out, "  - %s\n", n.c_str());
 }
 
+void print_ranks(const prof::RankAnalysis& ra, FILE* out) {
+  std::fprintf(out, "\nranks (%zu step numbers common to all)\n", ra.matched_steps);
+  std::fprintf(out, "  %-34s %6s %12s %12s %12s %12s %10s\n", "rank", "steps", "step ms", "work ms", "comm wait",
+               "data wait", "late in");
+  for (const auto& r : ra.ranks)
+    std::fprintf(out, "  %-34s %6zu %12.2f %12.2f %12.2f %12.2f %10zu\n", shorten(r.label, 34).c_str(), r.steps,
+                 ms(r.step_median_ns), ms(r.work_median_ns), ms(r.comm_wait_median_ns), ms(r.data_wait_median_ns),
+                 r.straggler_steps);
+  if (ra.straggler >= 0)
+    std::fprintf(out, "  straggler: %s, the others wait %.2f ms per step for it (%.1f%% of a step; cause: %s)\n",
+                 ra.ranks[size_t(ra.straggler)].label.c_str(), ms(ra.wait_per_step_ns), 100 * ra.wait_share,
+                 ra.cause.c_str());
+  for (const auto& f : ra.findings) std::fprintf(out, "  finding: %s\n", f.message.c_str());
+  for (const auto& n : ra.notes) std::fprintf(out, "  - %s\n", n.c_str());
+}
+
+std::string basename_of(const std::string& p) {
+  const size_t slash = p.find_last_of('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
 }  // namespace
 
 int cmd_analyze(int argc, char** argv) {
   std::string path, json_out;
+  std::vector<std::string> more;  // the other ranks' files
   prof::AnalysisOptions opt;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -211,14 +237,14 @@ int cmd_analyze(int argc, char** argv) {
         return usage_error(std::string("--device: not a device number: '") + v + "'");
       opt.device = d;
     } else if (a == "--help" || a == "-h") {
-      std::printf("usage: tunebench-cli analyze TRACE [--json OUT.json] [--min-gap-us N] [--device N]\n");
+      std::printf("usage: tunebench-cli analyze TRACE [TRACE...] [--json OUT.json] [--min-gap-us N] [--device N]\n");
       return 0;
     } else if (!a.empty() && a[0] == '-' && a != "-") {
       return usage_error("unknown option '" + a + "'");
     } else if (path.empty()) {
       path = a;
     } else {
-      return usage_error("more than one trace given ('" + path + "', '" + a + "')");
+      more.push_back(a);
     }
   }
   if (path.empty()) return usage_error("no trace given");
@@ -231,8 +257,38 @@ int cmd_analyze(int argc, char** argv) {
   const prof::AnalysisResult r = prof::analyze(trace, opt);
   const bool json_stdout = json_out == "-";
   print_summary(trace, r, json_stdout ? stderr : stdout);
+  // The ranks: other files, else the other processes of this one.
+  std::vector<prof::AnalysisResult> per_rank;
+  std::vector<std::string> labels;
+  if (!more.empty()) {
+    per_rank.push_back(r);
+    labels.push_back(basename_of(path));
+    for (const std::string& p : more) {
+      auto other = prof::load_trace(p);
+      if (!other.ok()) {
+        std::fprintf(stderr, "tunebench-cli: error: %s: %s\n", p.c_str(), other.error().to_string().c_str());
+        return 2;
+      }
+      per_rank.push_back(prof::analyze(*other.value(), opt));
+      labels.push_back(basename_of(p));
+    }
+  } else if (const auto pids = prof::processes_with_steps(trace); pids.size() > 1) {
+    for (int64_t pid : pids) {
+      prof::AnalysisOptions o = opt;
+      o.pid = pid;
+      per_rank.push_back(prof::analyze(trace, o));
+      labels.push_back("pid " + std::to_string(pid));
+    }
+  }
+  std::string ranks_json;
+  if (!per_rank.empty()) {
+    const prof::RankAnalysis ra = prof::analyze_ranks(per_rank, labels, opt);
+    print_ranks(ra, json_stdout ? stderr : stdout);
+    ranks_json = prof::to_json(ra);
+  }
   if (!json_out.empty()) {
-    const std::string json = prof::to_json(r, &trace.meta());
+    std::string json = prof::to_json(r, &trace.meta());
+    if (!ranks_json.empty() && !json.empty() && json.back() == '}') json.insert(json.size() - 1, ",\"ranks\":" + ranks_json);
     if (json_stdout) {
       std::fwrite(json.data(), 1, json.size(), stdout);
       std::fputc('\n', stdout);

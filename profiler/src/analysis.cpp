@@ -28,6 +28,7 @@ const char* to_string(FindingKind k) {
     case FindingKind::GpuNotRecorded: return "gpu_not_recorded";
     case FindingKind::RuntimeCalls: return "runtime_calls";
     case FindingKind::EventWait: return "event_wait";
+    case FindingKind::Straggler: return "straggler";
   }
   return "?";
 }
@@ -412,7 +413,7 @@ int32_t training_thread_without_steps(const Trace& trace, const detail::Scope& s
 AnalysisResult analyze(const Trace& trace, const AnalysisOptions& opt) {
   AnalysisResult r;
   r.min_gap_ns = opt.min_gap_ns;
-  const detail::Scope sc = detail::pick_scope(trace, opt.device, r.notes);
+  const detail::Scope sc = detail::pick_scope(trace, opt.device, opt.pid, r.notes);
   r.device = sc.device;
   r.pid = sc.pid;
   r.devices = sc.devices;

@@ -23,7 +23,7 @@ std::string join(const std::vector<int64_t>& v) {
 
 }  // namespace
 
-Scope pick_scope(const Trace& trace, int64_t wanted_device, std::vector<std::string>& notes) {
+Scope pick_scope(const Trace& trace, int64_t wanted_device, int64_t wanted_pid, std::vector<std::string>& notes) {
   Scope sc;
   const auto& tracks = trace.tracks();
   std::map<int64_t, size_t> activity_per_device;
@@ -46,7 +46,10 @@ Scope pick_scope(const Trace& trace, int64_t wanted_device, std::vector<std::str
   for (const auto& [d, n] : activity_per_device) sc.devices.push_back(d);
   // The step track: the most steps, within the process that launches to the wanted device if one is given.
   int64_t want_pid = -1;
-  if (wanted_device >= 0) {
+  if (wanted_pid >= 0) {  // one rank of a merged trace, asked for by pid
+    if (std::find(sc.pids.begin(), sc.pids.end(), wanted_pid) != sc.pids.end()) want_pid = wanted_pid;
+    else notes.push_back("pid " + std::to_string(wanted_pid) + " is not in this trace (pids " + join(sc.pids) + ")");
+  } else if (wanted_device >= 0) {
     std::map<int64_t, size_t> launches;
     for (const Flow& f : trace.flows())
       if (tracks[f.dst_track].pid() == wanted_device) ++launches[tracks[f.src_track].pid()];
@@ -102,7 +105,9 @@ Scope pick_scope(const Trace& trace, int64_t wanted_device, std::vector<std::str
   if (sc.pids.size() > 1)
     notes.push_back("this trace holds " + std::to_string(sc.pids.size()) + " processes (pids " + join(sc.pids) +
                     "): analysed pid " + std::to_string(sc.pid) +
-                    (want_pid >= 0 ? ", the one launching to that device" : ", the one holding the steps"));
+                    (wanted_pid >= 0 && want_pid >= 0 ? ", as asked"
+                     : want_pid >= 0                   ? ", the one launching to that device"
+                                                       : ", the one holding the steps"));
   return sc;
 }
 

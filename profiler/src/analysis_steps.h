@@ -18,7 +18,7 @@ struct Scope {
 
 // Picks the step track (the CPU track with the most step ranges), its process and the device that process
 // launches to (or `wanted_device`). Notes go to `notes`.
-Scope pick_scope(const Trace& trace, int64_t wanted_device, std::vector<std::string>& notes);
+Scope pick_scope(const Trace& trace, int64_t wanted_device, int64_t wanted_pid, std::vector<std::string>& notes);
 
 // The steps of `track`: sorted, adjacent overlaps up to `tolerance_ns` clamped, nested steps folded into the
 // outer one, unclosed steps kept; everything it had to do is said in `notes`. Host fields are left 0.

@@ -71,6 +71,17 @@ TEST(CliDiff, TwoRealTracesTextAndJson) {
   EXPECT_EQ(run("diff '" + a + "' '" + b + "' --top 0").code, 2);
 }
 
+// Two ranks of a real NCCL job, one file each: every rank's step time and communication wait, side by side.
+TEST(CliAnalyze, TwoRankFilesAreComparedAsRanks) {
+  CliRun r = run("analyze '" + testdata("kineto_nccl_sampled_rank0.json.gz") + "' '" +
+                 testdata("kineto_nccl_sampled_rank1.json.gz") + "' --json -");
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (const char* k : {"ranks (2 step numbers common to all)", "kineto_nccl_sampled_rank1.json.gz", "comm wait",
+                        "\"ranks\":{\"matched_steps\":2", "\"comm_wait_median_us\"", "too few to name a straggler"})
+    EXPECT_NE(r.out.find(k), std::string::npos) << k << "\n" << r.out;
+  EXPECT_EQ(run("analyze '" + testdata("kineto_nccl_sampled_rank0.json.gz") + "' /nonexistent.json").code, 2);
+}
+
 TEST(CliAnalyze, BadInputExitsTwoWithOneLine) {
   CliRun missing = run("analyze /nonexistent/trace.json");
   EXPECT_EQ(missing.code, 2);

@@ -57,6 +57,7 @@ struct AnalysisOptions {
   size_t max_intervals = 100000;  // cap on the intervals kept for highlighting (totals are never capped)
   double finding_min_share = 0.02;  // a class under this share of the window gives no finding
   int64_t device = -1;               // GPU device to analyse; -1: the one the analysed process launches to
+  int64_t pid = -1;                  // process to analyse (one rank of a merged trace); -1: the one with the steps
   int64_t step_overlap_tolerance_ns = 10000;  // adjacent steps overlapping by at most this are clamped (10 us)
   size_t min_trusted_steps = 3;      // fewer steps: findings say so and promise no gain
 };
@@ -167,6 +168,7 @@ enum class FindingKind {
   GpuNotRecorded,  // kernel launches on the host, no GPU activity in the trace
   RuntimeCalls,    // GPU idle while the host sits in allocation / setup runtime calls
   EventWait,       // GPU idle while queued work waited on another stream (cross-stream event waits)
+  Straggler,       // across ranks (profiler/ranks.h): the others wait for one rank at the collectives
 };
 const char* to_string(FindingKind k);
 
