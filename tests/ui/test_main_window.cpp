@@ -11,6 +11,8 @@
 #include <QFile>
 #include <QMessageBox>
 #include <QSettings>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTableWidget>
@@ -278,6 +280,52 @@ class TestMainWindow : public QObject {
     QSignalSpy fin(w.run(), &RunController::finished);
     w.stopRun();
     QVERIFY(waitFor([&] { return fin.count() == 1; }, 3000));
+  }
+
+  // Two ranks of a data-parallel job in one trace: a row group per process on the timeline, and the Ranks tab
+  // names the one the other waits for (rank 2 loads 30 ms longer; rank 1 waits 25 ms for it in every step).
+  void ranksOfAMergedTraceAreGroupedAndCompared() {
+    QJsonArray ev;
+    auto x = [&](int pid, int tid, const char* name, double ts_ms, double dur_ms, int arg = -1) {
+      QJsonObject args{{"tb_kind", "range"}};
+      if (arg >= 0) args.insert("arg", arg);
+      ev.append(QJsonObject{{"ph", "X"}, {"cat", "tunebench"}, {"name", name}, {"pid", pid}, {"tid", tid},
+                            {"ts", ts_ms * 1000}, {"dur", dur_ms * 1000}, {"args", args}});
+    };
+    for (int s = 0; s < 6; ++s) {
+      const double t = s * 100;
+      for (int pid : {1, 2}) {
+        const double data = pid == 1 ? 5 : 35, wait = pid == 1 ? 30 : 5, bwd_end = t + 95 - wait;
+        x(pid, pid, "step", t, 100, s);
+        x(pid, pid, "data_wait", t, data);
+        x(pid, pid, "forward", t + data, 20);
+        x(pid, pid, "backward", t + data + 20, bwd_end - (t + data + 20));
+        x(pid, pid, "comm_wait", bwd_end, wait);
+        x(pid, pid + 10, "gloo:allreduce", bwd_end - 5, wait + 5, 4096);
+        x(pid, pid, "optimizer", t + 95, 5);
+      }
+    }
+    const QString path = tmp_.filePath("ranks.json");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(QJsonDocument(QJsonObject{{"traceEvents", ev}, {"displayTimeUnit", "ns"}}).toJson());
+    f.close();
+    MainWindow w;
+    w.setQuiet(true);
+    QSignalSpy spy(&w, &MainWindow::traceOpenFinished);
+    w.openTrace(path);
+    QVERIFY(spy.wait(30000));
+    QVERIFY2(spy.at(0).at(0).toBool(), qPrintable(spy.at(0).at(1).toString()));
+    QStringList groups;
+    for (const auto& row : layoutRows(*w.timeline()->data()))
+      if (row.group) groups << QString::fromStdString(rowGroupOf(w.timeline()->data()->tracks[row.track]));
+    QCOMPARE(groups, QStringList({"process 1", "process 2"}));
+    auto* ranks = w.findChild<QTableWidget*>("analysis_ranks");
+    QVERIFY(ranks);
+    QCOMPARE(ranks->rowCount(), 2);
+    const QString text = w.findChild<QLabel*>("analysis_ranks_label")->text();
+    QVERIFY2(text.contains("Straggler: process 2") && text.contains("25.00 ms per step") && text.contains("loader"),
+             qPrintable(text));
   }
 
   // A user's script opened in the GUI: the panel shows it (Start runs it again, not the built-in model),

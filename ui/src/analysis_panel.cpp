@@ -142,6 +142,19 @@ AnalysisPanel::AnalysisPanel(QWidget* parent) : QWidget(parent) {
   connect(selection_, &QTableWidget::cellDoubleClicked, this, [this](int row, int) {
     emit findRequested(selection_->item(row, 0)->data(Qt::UserRole).toString());
   });
+  ranks_page_ = new QWidget;
+  auto* rv = new QVBoxLayout(ranks_page_);
+  rv->setContentsMargins(0, 0, 0, 0);
+  ranks_label_ = new QLabel;
+  ranks_label_->setWordWrap(true);
+  ranks_label_->setObjectName("analysis_ranks_label");
+  ranks_ = table({tr("rank"), tr("steps"), tr("step ms"), tr("work ms"), tr("comm wait ms"), tr("data wait ms"),
+                  tr("late in")});
+  ranks_->setObjectName("analysis_ranks");
+  ranks_->setToolTip(tr("Medians over the step numbers every rank has. work = step − communication wait.\n"
+                        "late in: steps in which the other ranks waited for this one at the all-reduce."));
+  rv->addWidget(ranks_label_);
+  rv->addWidget(ranks_, 1);
   v->addWidget(summary_);
   v->addWidget(bar_);
   v->addWidget(tabs_, 1);
@@ -197,6 +210,43 @@ void AnalysisPanel::clear() {
   bar_->setSlices({}, 0);
   summary_->setText(tr("No trace."));
 }
+
+void AnalysisPanel::setRanks(std::shared_ptr<const tb::prof::RankAnalysis> ra) {
+  const int at = tabs_->indexOf(ranks_page_);
+  if (!ra || ra->ranks.size() < 2) {
+    if (at >= 0) tabs_->removeTab(at);
+    ranks_->setRowCount(0);
+    ranks_label_->clear();
+    return;
+  }
+  if (at < 0) tabs_->insertTab(1, ranks_page_, tr("Ranks"));
+  QString text = tr("%1 ranks, %2 step numbers in common.").arg(ra->ranks.size()).arg(ra->matched_steps);
+  if (ra->straggler >= 0)
+    text += " " + tr("Straggler: %1 — the others wait %2 ms per step for it (%3% of a step; cause: %4).")
+                      .arg(QString::fromStdString(ra->ranks[size_t(ra->straggler)].label))
+                      .arg(ra->wait_per_step_ns / 1e6, 0, 'f', 2)
+                      .arg(100 * ra->wait_share, 0, 'f', 1)
+                      .arg(QString::fromStdString(ra->cause));
+  for (const auto& n : ra->notes) text += " " + QString::fromStdString(n) + ".";
+  ranks_label_->setText(text);
+  ranks_->setSortingEnabled(false);
+  ranks_->setRowCount(int(ra->ranks.size()));
+  for (int i = 0; i < int(ra->ranks.size()); ++i) {
+    const auto& r = ra->ranks[size_t(i)];
+    auto* name = new QTableWidgetItem(QString::fromStdString(r.label));
+    if (i == ra->straggler) name->setForeground(QColor(0xd2, 0x99, 0x22));
+    ranks_->setItem(i, 0, name);
+    ranks_->setItem(i, 1, num(double(r.steps), 0));
+    ranks_->setItem(i, 2, num(r.step_median_ns / 1e6));
+    ranks_->setItem(i, 3, num(r.work_median_ns / 1e6));
+    ranks_->setItem(i, 4, num(r.comm_wait_median_ns / 1e6));
+    ranks_->setItem(i, 5, num(r.data_wait_median_ns / 1e6));
+    ranks_->setItem(i, 6, num(double(r.straggler_steps), 0));
+  }
+  ranks_->setSortingEnabled(true);
+}
+
+QString AnalysisPanel::ranksText() const { return ranks_label_->text(); }
 
 void AnalysisPanel::setAnalysis(std::shared_ptr<const tb::prof::AnalysisResult> r) {
   r_ = std::move(r);

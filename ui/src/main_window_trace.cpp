@@ -104,6 +104,7 @@ void MainWindow::onTraceLoaded(LoadedTrace t, bool live) {
   findings_->setTraceFindings(trace_.analysis ? trace_.analysis->findings : std::vector<tb::prof::Finding>{});
   if (live) findings_->applyKnobValues(current_knobs_);  // chunks from before a fix do not bring it back
   analysis_->setAnalysis(trace_.analysis);
+  analysis_->setRanks(trace_.ranks);
   if (!live) {
     showStaticTracePanels(!run_->isRunning());
     // Open on a few steps, not the whole file: the first three steps with their GPU work.

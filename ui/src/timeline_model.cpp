@@ -115,6 +115,7 @@ void TimelineData::finalize() {
   if (args.empty()) args.emplace_back();
   std::stable_sort(tracks.begin(), tracks.end(), [](const Track& a, const Track& b) {
     if (a.kind != b.kind) return a.kind < b.kind;
+    if (a.group_order != b.group_order) return a.group_order < b.group_order;
     return a.sort_key < b.sort_key;
   });
   int64_t lo = INT64_MAX, hi = INT64_MIN;
@@ -198,13 +199,18 @@ std::string gpuGroupOf(const std::string& name) {
   return i > 4 ? name.substr(0, i) : std::string();
 }
 
+std::string rowGroupOf(const Track& tr) {
+  if (!tr.group.empty()) return tr.group;
+  return tr.kind == TrackKind::GpuStream ? gpuGroupOf(tr.name) : std::string();
+}
+
 std::vector<RowInfo> layoutRows(const TimelineData& data) {
   std::vector<RowInfo> rows;
-  std::string group;  // the GPU whose streams the rows are in
+  std::string group;  // the group (a GPU, a rank's process) the rows are in
   for (uint32_t t = 0; t < data.tracks.size(); ++t) {
     const auto& tr = data.tracks[t];
-    // A row group per device: a header row before the first stream of each GPU.
-    const std::string g = tr.kind == TrackKind::GpuStream ? gpuGroupOf(tr.name) : std::string();
+    // A row group per device and per process of a multi-process trace: a header row before its first track.
+    const std::string g = rowGroupOf(tr);
     if (!g.empty() && g != group) rows.push_back({t, RowInfo::kGroupLane, false, true});
     group = g;
     if (tr.lanes.empty()) {

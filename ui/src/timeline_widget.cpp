@@ -480,7 +480,7 @@ void TimelineWidget::paintAll(QPainter& p, const QRect& r) {
              tr("%1 events").arg(QLocale().toString(qulonglong(data_->eventCount()))));
   p.setClipRect(QRect(0, top, r.width(), r.height() - top));
   for (size_t i = 0; i < rows_.size(); ++i) {
-    if (rows_[i].group) {  // a device's header row: its name across the gutter, a rule across the data
+    if (rows_[i].group) {  // a group's header row: its name across the gutter, a rule across the data
       const int y = top + int(i) * kRowHeight - scroll_y_;
       if (y > r.height()) break;
       p.fillRect(QRect(0, y, r.width(), kRowHeight), kRuler.darker(115));
@@ -488,7 +488,7 @@ void TimelineWidget::paintAll(QPainter& p, const QRect& r) {
       QFont bold = p.font();
       bold.setBold(true);
       p.setFont(bold);
-      const QString name = QString::fromStdString(gpuGroupOf(data_->tracks[rows_[i].track].name));
+      const QString name = QString::fromStdString(rowGroupOf(data_->tracks[rows_[i].track]));
       p.drawText(QRect(8, y, x0 - 12, kRowHeight), Qt::AlignVCenter | Qt::AlignLeft, name);
       bold.setBold(false);
       p.setFont(bold);

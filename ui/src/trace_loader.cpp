@@ -1,5 +1,6 @@
 #include "ui/trace_loader.h"
 
+#include <algorithm>
 #include <string_view>
 
 #if defined(__GLIBC__)
@@ -53,6 +54,14 @@ std::shared_ptr<TimelineData> toTimeline(const tb::prof::Trace& trace, const tb:
   // Same string table order as the trace so name ids map 1:1 (entry 0 is "" in both).
   for (size_t i = 0; i < trace.name_count(); ++i) d->intern(std::string(trace.name(tb::prof::NameId(i))));
   d->args.emplace_back();
+  // Several processes with threads (the ranks of a data-parallel job, merged): a row group per process, in
+  // pid order. Kineto's pseudo processes (negative pids) stay ungrouped.
+  std::vector<int64_t> cpu_pids;
+  for (const tb::prof::Track& pt : trace.tracks())
+    if (pt.kind() == tb::prof::TrackKind::CpuThread && !pt.empty() && pt.pid() >= 0 &&
+        std::find(cpu_pids.begin(), cpu_pids.end(), pt.pid()) == cpu_pids.end())
+      cpu_pids.push_back(pt.pid());
+  std::sort(cpu_pids.begin(), cpu_pids.end());
   for (const tb::prof::Track& pt : trace.tracks()) {
     if (pt.kind() == tb::prof::TrackKind::Counter || pt.empty()) continue;
     Track t;
@@ -62,6 +71,10 @@ std::shared_ptr<TimelineData> toTimeline(const tb::prof::Trace& trace, const tb:
       t.name = t.kind == TrackKind::GpuStream ? "GPU " + std::to_string(pt.pid()) + " stream " + std::to_string(pt.tid())
                                               : "thread " + std::to_string(pt.tid());
     t.sort_key = (pt.sort_index() * 1'000'000 + pt.tid()) * 2;
+    if (t.kind == TrackKind::CpuThread && cpu_pids.size() > 1 && pt.pid() >= 0) {
+      t.group = "process " + std::to_string(pt.pid());
+      t.group_order = int(std::find(cpu_pids.begin(), cpu_pids.end(), pt.pid()) - cpu_pids.begin()) + 1;
+    }
     t.lanes.resize(size_t(pt.max_depth()) + 1);
     // memcpy/memset get their own row under their stream (as in Nsight Systems): copies overlapping kernels
     // would otherwise hide in the kernel row.
@@ -118,6 +131,18 @@ LoadedTrace analyzeAndConvert(const tb::prof::Trace& trace, const QStringList& s
   out.meta = trace.meta();
   out.source_events = trace.event_count();
   out.analysis = std::make_shared<tb::prof::AnalysisResult>(tb::prof::analyze(trace));
+  // The ranks of a data-parallel job in one file: each analysed on its own, then compared (profiler/ranks.h).
+  if (const auto pids = tb::prof::processes_with_steps(trace); pids.size() > 1) {
+    std::vector<tb::prof::AnalysisResult> per_rank;
+    std::vector<std::string> labels;
+    for (int64_t pid : pids) {
+      tb::prof::AnalysisOptions o;
+      o.pid = pid;
+      per_rank.push_back(tb::prof::analyze(trace, o));
+      labels.push_back("process " + std::to_string(pid));
+    }
+    out.ranks = std::make_shared<tb::prof::RankAnalysis>(tb::prof::analyze_ranks(per_rank, labels));
+  }
   out.timeline = toTimeline(trace, out.analysis.get());
   out.ok = true;
   return out;

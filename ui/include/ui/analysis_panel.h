@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "profiler/analysis.h"
+#include "profiler/ranks.h"
 #include "ui/timeline_model.h"
 
 class QLabel;
@@ -45,6 +46,11 @@ class AnalysisPanel : public QWidget {
  public:
   explicit AnalysisPanel(QWidget* parent = nullptr);
   void setAnalysis(std::shared_ptr<const tb::prof::AnalysisResult> r);
+  // The "Ranks" tab (a trace holding several ranks' processes): each rank's step, work, communication wait
+  // and data wait, and the straggler line. nullptr removes the tab.
+  void setRanks(std::shared_ptr<const tb::prof::RankAnalysis> ranks);
+  QTableWidget* ranksTable() const { return ranks_; }
+  QString ranksText() const;
   void clear();
   QTableWidget* stepsTable() const { return steps_; }
   QTableWidget* kernelsTable() const { return kernels_; }
@@ -68,6 +74,9 @@ class AnalysisPanel : public QWidget {
   QTableWidget* ops_ = nullptr;
   QTableWidget* selection_ = nullptr;
   QLabel* selection_label_ = nullptr;
+  QWidget* ranks_page_ = nullptr;
+  QTableWidget* ranks_ = nullptr;
+  QLabel* ranks_label_ = nullptr;
 };
 
 }  // namespace tb::ui

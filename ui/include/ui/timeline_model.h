@@ -64,6 +64,10 @@ struct Lane {
 struct Track {
   std::string name;        // "CPU thread 1234 (main)", "GPU 0 stream 7"
   TrackKind kind = TrackKind::CpuThread;
+  // The row group it is drawn under: "process 4242" for the threads of one rank of a multi-process trace
+  // (ranks of a data-parallel job), "" for none; GPU streams group by device (rowGroupOf).
+  std::string group;
+  int group_order = 0;     // CPU groups in this order (then sort_key inside a group)
   int64_t sort_key = 0;    // CPU threads first, then GPU streams
   std::vector<Lane> lanes; // index = nesting depth
 };
@@ -168,12 +172,14 @@ std::vector<NameSummary> summarizeRange(const TimelineData& d, int64_t t0, int64
 struct RowInfo {
   uint32_t track, lane;
   bool header;         // first lane of its track
-  bool group = false;  // a device's header row ("GPU 0") above its streams: no events, lane = kGroupLane
+  bool group = false;  // a group's header row ("GPU 0", "process 4242") above its tracks: no events, lane = kGroupLane
   static constexpr uint32_t kGroupLane = 0xffffffffu;
 };
 
 // "GPU 0" for a GPU track named "GPU 0 stream 7" / "GPU 0 device-wide" / "GPU 0 stream 7 memcpy", else "".
 std::string gpuGroupOf(const std::string& track_name);
+// The header a track's rows sit under: its `group`, else its GPU ("GPU 0"), else "" (no header).
+std::string rowGroupOf(const Track& track);
 
 struct DrawList {
   std::vector<DrawItem> items;

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "profiler/analysis.h"
+#include "profiler/ranks.h"
 #include "profiler/trace.h"
 #include "ui/timeline_model.h"
 
@@ -24,6 +25,7 @@ struct LoadedTrace {
   tb::prof::TraceMetadata meta;
   size_t source_events = 0;                       // events of the profiler trace (to notice changed files)
   std::shared_ptr<tb::prof::AnalysisResult> analysis;
+  std::shared_ptr<tb::prof::RankAnalysis> ranks;  // several processes with steps: the ranks compared
   std::shared_ptr<TimelineData> timeline;
 };
 
