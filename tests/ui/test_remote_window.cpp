@@ -7,6 +7,7 @@
 
 #include <QFileInfo>
 #include <QLabel>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QTest>
 #include <filesystem>
@@ -76,6 +77,8 @@ class TestRemoteWindow : public QObject {
     w.setQuiet(true);
     QVERIFY(w.connectTo("tbtest", TB_CLI_PATH));
     QVERIFY(w.windowTitle().contains("tbtest"));
+    // The paths are the server's: no local file dialogs.
+    QVERIFY(!w.findChild<QPushButton*>("data_browse")->isEnabled());
     RunOptions o;
     o.model = "mnist_cnn";
     o.data = "synthetic";
@@ -107,6 +110,33 @@ class TestRemoteWindow : public QObject {
     QVERIFY2(w.run()->record().failure.contains("steps received and kept"), qPrintable(w.run()->record().failure));
     QVERIFY2(w.run()->record().failure.startsWith("the connection to tbtest ended"), qPrintable(w.run()->record().failure));
     QVERIFY2(waitFor([&] { return remoteServes() == 0; }, 20000), "the remote serve outlived its connection");
+    QVERIFY(waitFor([&] { return std::filesystem::is_empty(sshd_.remote_tmp()); }, 5000));
+  }
+
+  // The serve on the server dies (OOM killer, a crash): the window keeps its steps and shows why.
+  void aCrashedRemoteServeKeepsWhatArrived() {
+    if (!skip_.isEmpty()) QSKIP(qPrintable("cannot start a private sshd: " + skip_));
+    RunController rc;
+    QVERIFY(rc.setRemote("tbtest", TB_CLI_PATH).isEmpty());
+    QSignalSpy fin(&rc, &RunController::finished);
+    QVERIFY(rc.start({}, {"serve", "--model", "mnist_cnn", "--data", "synthetic"}));
+    QVERIFY2(waitFor([&] { return rc.record().steps.size() >= 3 || fin.count() > 0; }, 60000), qPrintable(rc.stderrTail()));
+    QVERIFY(fin.count() == 0);
+    int killed = 0;
+    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+      std::ifstream cmd(e.path() / "cmdline");
+      std::string c(std::istreambuf_iterator<char>(cmd), {});
+      for (char& ch : c)
+        if (ch == '\0') ch = ' ';
+      if (c.rfind(TB_CLI_PATH " serve", 0) == 0 && c.find("--inline-files") != std::string::npos)
+        killed += ::kill(std::stoi(e.path().filename().string()), SIGKILL) == 0;
+    }
+    QCOMPARE(killed, 1);
+    QVERIFY(waitFor([&] { return fin.count() == 1; }, 15000));
+    QVERIFY(!fin.at(0).at(0).toBool());
+    const QString msg = fin.at(0).at(1).toString();
+    QVERIFY2(msg.contains("steps received and kept") && msg.contains("137"), qPrintable(msg));
+    QVERIFY(rc.record().steps.size() >= 3);
     QVERIFY(waitFor([&] { return std::filesystem::is_empty(sshd_.remote_tmp()); }, 5000));
   }
 

@@ -286,6 +286,7 @@ void MainWindow::buildUi() {
   model_path_->setObjectName("model_path");
   model_path_->setPlaceholderText(tr("TorchScript file (.pt)"));
   auto* model_browse = new QPushButton(tr("…"), md);
+  model_browse->setObjectName("model_browse");
   model_browse->setMaximumWidth(32);
   auto* mrow = new QHBoxLayout;
   mrow->addWidget(model_path_);
@@ -296,6 +297,7 @@ void MainWindow::buildUi() {
   data_path_ = new QLineEdit(md);
   data_path_->setPlaceholderText(tr("folder (image folder / MNIST IDX files)"));
   auto* data_browse = new QPushButton(tr("…"), md);
+  data_browse->setObjectName("data_browse");
   data_browse->setMaximumWidth(32);
   auto* drow = new QHBoxLayout;
   drow->addWidget(data_path_);

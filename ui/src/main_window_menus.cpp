@@ -17,6 +17,7 @@
 #include <QMessageBox>
 #include <QMimeData>
 #include <QProgressBar>
+#include <QPushButton>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStatusBar>
@@ -202,6 +203,16 @@ bool MainWindow::connectTo(const QString& spec, const QString& remote_cli) {
   }
   const QString where = run_->isRemote() ? run_->remoteDisplay() : QString();
   setWindowTitle(where.isEmpty() ? tr("TuneBench") : tr("TuneBench — runs on %1").arg(where));
+  // The paths are the server's then: a file dialog would show this machine's files.
+  for (const char* name : {"model_browse", "data_browse"})
+    if (auto* b = findChild<QPushButton*>(name)) {
+      b->setEnabled(where.isEmpty());
+      b->setToolTip(where.isEmpty() ? QString() : tr("Runs go to %1: type a path on that server").arg(where));
+    }
+  model_path_->setPlaceholderText(where.isEmpty() ? tr("TorchScript file (.pt)")
+                                                  : tr("TorchScript file (.pt) on %1").arg(where));
+  data_path_->setPlaceholderText(where.isEmpty() ? tr("folder (image folder / MNIST IDX files)")
+                                                 : tr("folder on %1 (image folder / MNIST IDX files)").arg(where));
   device_label_->setText(where.isEmpty() ? tr("this machine") : tr("on %1 (connects at the next start)").arg(where));
   if (!where.isEmpty()) {
     QStringList r = recentHosts();
