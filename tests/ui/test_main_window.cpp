@@ -326,6 +326,9 @@ class TestMainWindow : public QObject {
     const QString text = w.findChild<QLabel*>("analysis_ranks_label")->text();
     QVERIFY2(text.contains("Straggler: process 2") && text.contains("25.00 ms per step") && text.contains("loader"),
              qPrintable(text));
+    // The straggler is a finding too, first.
+    QVERIFY(!w.findings()->entries().empty());
+    QCOMPARE(w.findings()->entries().front().id, QString("straggler"));
   }
 
   // A user's script opened in the GUI: the panel shows it (Start runs it again, not the built-in model),

@@ -101,7 +101,9 @@ void MainWindow::onTraceLoaded(LoadedTrace t, bool live) {
   }
   timeline_->setData(trace_.timeline, keep_view);
   trace_live_ = live;
-  findings_->setTraceFindings(trace_.analysis ? trace_.analysis->findings : std::vector<tb::prof::Finding>{});
+  std::vector<tb::prof::Finding> found = trace_.analysis ? trace_.analysis->findings : std::vector<tb::prof::Finding>{};
+  if (trace_.ranks) found.insert(found.begin(), trace_.ranks->findings.begin(), trace_.ranks->findings.end());
+  findings_->setTraceFindings(found);
   if (live) findings_->applyKnobValues(current_knobs_);  // chunks from before a fix do not bring it back
   analysis_->setAnalysis(trace_.analysis);
   analysis_->setRanks(trace_.ranks);
