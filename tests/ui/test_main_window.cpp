@@ -22,6 +22,7 @@
 
 #include "ui/compare_panel.h"
 #include "ui/findings_panel.h"
+#include "ui/analysis_panel.h"
 #include "ui/main_window.h"
 #include "ui/throughput_chart.h"
 #include "ui/timeline_widget.h"
@@ -326,6 +327,7 @@ class TestMainWindow : public QObject {
     const QString text = w.findChild<QLabel*>("analysis_ranks_label")->text();
     QVERIFY2(text.contains("Straggler: process 2") && text.contains("25.00 ms per step") && text.contains("loader"),
              qPrintable(text));
+    QVERIFY2(w.analysis()->summaryText().contains("process 1, one of 2 ranks"), qPrintable(w.analysis()->summaryText()));
     // The straggler is a finding too, first.
     QVERIFY(!w.findings()->entries().empty());
     QCOMPARE(w.findings()->entries().front().id, QString("straggler"));
