@@ -8,7 +8,9 @@
 #include <QFileInfo>
 #include <QLabel>
 #include <QPushButton>
+#include <QSettings>
 #include <QSignalSpy>
+#include <QTemporaryDir>
 #include <QTest>
 #include <filesystem>
 #include <fstream>
@@ -59,10 +61,15 @@ int remoteServes() {
 class TestRemoteWindow : public QObject {
   Q_OBJECT
   tb::test_util::SshdFixture sshd_;
+  QTemporaryDir settings_;
   QString skip_;
 
  private slots:
   void initTestCase() {
+    // The recent hosts go to this test's own settings file, not the user's.
+    QCoreApplication::setOrganizationName("TuneBenchTest");
+    QSettings::setDefaultFormat(QSettings::IniFormat);
+    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, settings_.path());
     if (tbtest::realCliWithEngine().isEmpty()) {
       skip_ = "no tunebench-cli with the engine";
       return;
@@ -77,6 +84,12 @@ class TestRemoteWindow : public QObject {
     w.setQuiet(true);
     QVERIFY(w.connectTo("tbtest", TB_CLI_PATH));
     QVERIFY(w.windowTitle().contains("tbtest"));
+    QCOMPARE(w.recentHosts().value(0), QString("tbtest"));
+    // The host's CLI path is remembered: connecting by name alone (the dialog) finds it again.
+    QVERIFY(w.connectTo(""));
+    QVERIFY(!w.run()->isRemote());
+    QVERIFY(w.connectTo("tbtest"));
+    QCOMPARE(QString::fromStdString(w.run()->remoteCli()), QString(TB_CLI_PATH));
     // The paths are the server's: no local file dialogs.
     QVERIFY(!w.findChild<QPushButton*>("data_browse")->isEnabled());
     RunOptions o;

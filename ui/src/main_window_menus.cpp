@@ -197,7 +197,12 @@ QStringList MainWindow::recentFiles() const { return QSettings().value("recent")
 QStringList MainWindow::recentHosts() const { return QSettings().value("remote/recent").toStringList(); }
 
 bool MainWindow::connectTo(const QString& spec, const QString& remote_cli) {
-  if (const QString why = run_->setRemote(spec, remote_cli); !why.isEmpty()) {
+  // A host's CLI path (--remote-cli) is remembered with it: File > Connect to server... finds it again.
+  const QString host = spec.trimmed();
+  const QString cli_key = "remote/cli/" + QString::fromUtf8(host.toUtf8().toHex());
+  QString cli = remote_cli;
+  if (!host.isEmpty() && cli.isEmpty()) cli = QSettings().value(cli_key).toString();
+  if (const QString why = run_->setRemote(spec, cli); !why.isEmpty()) {
     showError(tr("Cannot connect"), why);
     return false;
   }
@@ -219,6 +224,7 @@ bool MainWindow::connectTo(const QString& spec, const QString& remote_cli) {
     r.removeAll(spec.trimmed());
     r.prepend(spec.trimmed());
     QSettings().setValue("remote/recent", r.mid(0, 8));
+    if (!remote_cli.isEmpty()) QSettings().setValue(cli_key, remote_cli);
     log(tr("runs go to %1 over ssh; paths in Data, Model and script are that server's").arg(where));
   } else {
     log(tr("runs on this machine"));
