@@ -15,10 +15,12 @@
 #include <thread>
 
 #include "../engine/cli_runner.h"
+#include "processes.h"
 #include "sshd_fixture.h"
 
 namespace fs = std::filesystem;
 using tb::test_util::run_cli_shell;
+using tb::test_util::processes_with;
 
 namespace {
 
@@ -44,21 +46,6 @@ class RemoteCli : public ::testing::Test {
 nlohmann::json read_json(const std::string& path) {
   std::ifstream f(path);
   return nlohmann::json::parse(f, nullptr, false);
-}
-
-// Every /proc/<pid> whose command line holds `needle` (argv joined by spaces).
-std::vector<pid_t> processes_with(const std::string& needle) {
-  std::vector<pid_t> pids;
-  for (const auto& e : fs::directory_iterator("/proc")) {
-    const std::string name = e.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream f(e.path() / "cmdline");
-    std::string cmd(std::istreambuf_iterator<char>(f), {});
-    for (char& c : cmd)
-      if (c == '\0') c = ' ';
-    if (cmd.find(needle) != std::string::npos) pids.push_back(pid_t(std::stoi(name)));
-  }
-  return pids;
 }
 
 template <class Pred>
@@ -198,12 +185,9 @@ constexpr const char* kSshKilled = "--steps 987652";
 int remote_runs(const std::string& marker) {
   int n = 0;
   for (pid_t p : processes_with(marker)) {
-    std::ifstream f("/proc/" + std::to_string(p) + "/cmdline");
-    std::string argv0, cmd;
-    std::getline(f, argv0, '\0');
-    cmd.assign(std::istreambuf_iterator<char>(f), {});
-    const bool cli = argv0.size() >= 13 && argv0.compare(argv0.size() - 13, 13, "tunebench-cli") == 0;
-    if (cli && cmd.find("--remote") == std::string::npos) ++n;
+    const std::string a = tb::test_util::argv0(p);
+    const bool cli = a.size() >= 13 && a.compare(a.size() - 13, 13, "tunebench-cli") == 0;
+    if (cli && tb::test_util::command_line(p).find("--remote") == std::string::npos) ++n;
   }
   return n;
 }
@@ -233,20 +217,9 @@ TEST_F(RemoteCli, AKilledSshEndsTheClientWithAMessageAndStopsTheRun) {
   const pid_t cli = start_cli("run " + remote() + " --model mnist_cnn --data synthetic " + kSshKilled, log);
   KillAtExit guard{cli};
   ASSERT_TRUE(wait_for([&] { return remote_runs(kSshKilled) > 0; }, 60)) << "the remote run never started";
-  // The client's ssh: its child with argv[0] "ssh" (another test's ssh may be running beside it).
+  // The client's ssh (another test's ssh may be running beside it).
   pid_t ssh = -1;
-  ASSERT_TRUE(wait_for([&] {
-    for (pid_t p : processes_with("tunebench-remote-")) {
-      std::ifstream f("/proc/" + std::to_string(p) + "/cmdline"), st("/proc/" + std::to_string(p) + "/stat");
-      std::string argv0, stat;
-      std::getline(f, argv0, '\0');
-      std::getline(st, stat);
-      const size_t paren = stat.rfind(')');  // "pid (comm) state ppid ..."
-      const pid_t ppid = paren == std::string::npos ? 0 : pid_t(std::atoi(stat.c_str() + paren + 4));
-      if (argv0 == "ssh" && ppid == cli) ssh = p;
-    }
-    return ssh > 0;
-  }, 10));
+  ASSERT_TRUE(wait_for([&] { return (ssh = tb::test_util::ssh_child_of(cli)) > 0; }, 10));
   std::this_thread::sleep_for(std::chrono::seconds(1));
   ::kill(ssh, SIGKILL);
   int status = 0;

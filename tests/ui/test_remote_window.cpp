@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "../remote/processes.h"
 #include "../remote/sshd_fixture.h"
 #include "ui/main_window.h"
 #include "ui/run_controller.h"
@@ -27,34 +28,12 @@ using namespace tb::ui;
 using tbtest::waitFor;
 
 namespace {
-// Our child ssh (argv[0] "ssh", parent this process), or -1.
-pid_t childSsh() {
-  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = e.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream cmd(e.path() / "cmdline"), st(e.path() / "stat");
-    std::string argv0, stat;
-    std::getline(cmd, argv0, '\0');
-    std::getline(st, stat);
-    const size_t paren = stat.rfind(')');
-    const bool ssh = argv0 == "ssh" || (argv0.size() > 4 && argv0.compare(argv0.size() - 4, 4, "/ssh") == 0);
-    if (ssh && paren != std::string::npos && std::atoi(stat.c_str() + paren + 4) == ::getpid())
-      return pid_t(std::stoi(name));
-  }
-  return -1;
-}
-
 // Remote serves of this test: their command line has --inline-files, only a remote serve's has.
-int remoteServes() {
-  int n = 0;
-  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-    std::ifstream cmd(e.path() / "cmdline");
-    std::string c(std::istreambuf_iterator<char>(cmd), {});
-    for (char& ch : c)
-      if (ch == '\0') ch = ' ';
-    if (c.rfind(TB_CLI_PATH " serve", 0) == 0 && c.find("--inline-files") != std::string::npos) ++n;
-  }
-  return n;
+std::vector<pid_t> remoteServes() {
+  std::vector<pid_t> out;
+  for (pid_t p : tb::test_util::processes_with("--inline-files"))
+    if (tb::test_util::command_line(p).rfind(TB_CLI_PATH " serve", 0) == 0) out.push_back(p);
+  return out;
 }
 }  // namespace
 
@@ -113,7 +92,7 @@ class TestRemoteWindow : public QObject {
     QVERIFY2(waitFor([&] { return applied.count() >= 1; }, 30000), qPrintable(w.run()->stderrTail()));
     // The link dies: the window keeps every step, says so, and the server runs nothing more.
     const size_t steps = w.run()->record().steps.size();
-    const pid_t ssh = childSsh();
+    const pid_t ssh = tb::test_util::ssh_child_of(::getpid());
     QVERIFY(ssh > 0);
     QSignalSpy fin(w.run(), &RunController::finished);
     ::kill(ssh, SIGKILL);
@@ -122,7 +101,7 @@ class TestRemoteWindow : public QObject {
     QVERIFY(w.run()->record().steps.size() >= steps);
     QVERIFY2(w.run()->record().failure.contains("steps received and kept"), qPrintable(w.run()->record().failure));
     QVERIFY2(w.run()->record().failure.startsWith("the connection to tbtest ended"), qPrintable(w.run()->record().failure));
-    QVERIFY2(waitFor([&] { return remoteServes() == 0; }, 20000), "the remote serve outlived its connection");
+    QVERIFY2(waitFor([&] { return remoteServes().empty(); }, 20000), "the remote serve outlived its connection");
     QVERIFY(waitFor([&] { return std::filesystem::is_empty(sshd_.remote_tmp()); }, 5000));
   }
 
@@ -136,14 +115,7 @@ class TestRemoteWindow : public QObject {
     QVERIFY2(waitFor([&] { return rc.record().steps.size() >= 3 || fin.count() > 0; }, 60000), qPrintable(rc.stderrTail()));
     QVERIFY(fin.count() == 0);
     int killed = 0;
-    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-      std::ifstream cmd(e.path() / "cmdline");
-      std::string c(std::istreambuf_iterator<char>(cmd), {});
-      for (char& ch : c)
-        if (ch == '\0') ch = ' ';
-      if (c.rfind(TB_CLI_PATH " serve", 0) == 0 && c.find("--inline-files") != std::string::npos)
-        killed += ::kill(std::stoi(e.path().filename().string()), SIGKILL) == 0;
-    }
+    for (pid_t p : remoteServes()) killed += ::kill(p, SIGKILL) == 0;
     QCOMPARE(killed, 1);
     QVERIFY(waitFor([&] { return fin.count() == 1; }, 15000));
     QVERIFY(!fin.at(0).at(0).toBool());
