@@ -333,6 +333,27 @@ class TestMainWindow : public QObject {
     QCOMPARE(w.findings()->entries().front().id, QString("straggler"));
   }
 
+  // Run ▸ Data-parallel run: two real ranks (Gloo), and their merged trace opens with a row group each and
+  // the Ranks tab.
+  void dataParallelRunOpensItsRanks() {
+    const QString cli = tbtest::realCliWithEngine();
+    if (cli.isEmpty()) QSKIP("no tunebench-cli with the engine (set TUNEBENCH_CLI to one)");
+    qputenv("TUNEBENCH_CLI", cli.toUtf8());
+    MainWindow w;
+    w.setQuiet(true);
+    w.findChild<QComboBox*>("model")->setCurrentText("mnist_cnn");
+    w.findChild<QComboBox*>("data")->setCurrentText("synthetic");
+    QSignalSpy loaded(&w, &MainWindow::traceOpenFinished);
+    QVERIFY(w.startRanksRun(2, 6));
+    QVERIFY2(loaded.wait(180000), qPrintable(w.lastError()));
+    QVERIFY2(loaded.at(0).at(0).toBool(), qPrintable(loaded.at(0).at(1).toString()));
+    int groups = 0;
+    for (const auto& row : layoutRows(*w.timeline()->data())) groups += row.group;
+    QCOMPARE(groups, 2);
+    QCOMPARE(w.findChild<QTableWidget*>("analysis_ranks")->rowCount(), 2);
+    QCOMPARE(w.findChild<QTableWidget*>("analysis_ranks")->item(0, 1)->text().toInt(), 6);  // steps per rank
+  }
+
   // A user's script opened in the GUI: the panel shows it (Start runs it again, not the built-in model),
   // its torch.profiler chunks reach the timeline, and the status bar says what traced it.
   void liveScriptFromRealCli() {

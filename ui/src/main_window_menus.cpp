@@ -83,6 +83,13 @@ void MainWindow::buildMenus() {
   act_start_->setShortcut(QKeySequence(tr("F5")));
   act_stop_ = runm->addAction(QIcon::fromTheme("media-playback-stop"), tr("S&top"), this, &MainWindow::stopRun);
   act_stop_->setShortcut(QKeySequence(tr("Shift+F5")));
+  runm->addAction(tr("&Data-parallel run…"), this, [this] {
+    // DDP over c10d (docs/distributed.md): N processes of the panel's model and data; its merged trace opens.
+    bool ok = false;
+    const int n = QInputDialog::getInt(this, tr("Data-parallel run"),
+                                       tr("Ranks (processes, one model replica each; Gloo on the CPU):"), 2, 2, 64, 1, &ok);
+    if (ok) startRanksRun(n);
+  });
   runm->addAction(tr("Start the &demo"), this, [this] { startDemo(); })->setShortcut(QKeySequence(tr("Ctrl+D")));
   runm->addSeparator();
   act_trace_ = runm->addAction(tr("Record &trace"), this, [this](bool on) { run_->sendTrace(on); });

@@ -72,6 +72,10 @@ class MainWindow : public QMainWindow {
   // The newcomer's demo: a demo image folder in the cache (made once, with progress), then a mnist_cnn run
   // with workers=0 and tracing on.
   void startDemo(bool start_run = true);
+  // A data-parallel run of the panel's model and data on `ranks` processes (`tunebench-cli run --ranks N
+  // --trace`, on the connected server when there is one). Not live: when it ends its merged trace opens,
+  // one row group per rank and the Ranks tab. False when it cannot start (a message says why).
+  bool startRanksRun(int ranks, int steps = 0);
   void loadKnobsFile(const QString& path);
 
   bool exportComparisons(const QString& path);  // .html / .md / .json by suffix
@@ -179,6 +183,7 @@ class MainWindow : public QMainWindow {
   QHash<QString, QString> pending_knobs_;  // toggles changed while no run is going
   QString last_error_;
   std::unique_ptr<QTemporaryDir> tmp_;  // trace chunks of the current run
+  std::unique_ptr<QTemporaryDir> ranks_tmp_;  // the merged trace of the last data-parallel run
   bool quiet_ = false;
   bool first_live_trace_ = true;
 };
