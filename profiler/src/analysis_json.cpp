@@ -1,4 +1,5 @@
 // to_json(AnalysisResult): the CLI contract's fields (DESIGN.md) plus the classes, steps and kernels.
+#include "finding_json.h"
 #include "json_writer.h"
 #include "profiler/analysis.h"
 
@@ -162,17 +163,7 @@ std::string to_json(const AnalysisResult& r, const TraceMetadata* meta) {
   }
   w.end_array().end_object();
   w.key("findings").begin_array();
-  for (const auto& f : r.findings) {
-    w.begin_object();
-    w.key("kind").value(f.id).key("message").value(f.message).key("knob").value(f.knob).key("value").value(f.value);
-    w.key("also").strings(f.also);
-    w.key("share").value(f.share);
-    if (f.bounded) w.key("max_speedup").value(f.max_speedup);
-    else w.key("max_speedup").null();
-    w.key("bounded").value(f.bounded);
-    w.key("evidence_us").begin_array().value(us(f.evidence.t0)).value(us(f.evidence.t1)).end_array();
-    w.end_object();
-  }
+  for (const auto& f : r.findings) write_finding(w, f);
   w.end_array();
   w.key("notes").strings(r.notes);
   w.end_object();

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "analysis_names.h"
+#include "finding_json.h"
 #include "json_writer.h"
 
 namespace tb::prof {
@@ -161,12 +162,7 @@ std::string to_json(const RankAnalysis& ra) {
   }
   w.end_array();
   w.key("findings").begin_array();
-  for (const Finding& f : ra.findings) {
-    w.begin_object();
-    w.key("id").value(f.id).key("message").value(f.message).key("knob").value(f.knob).key("value").value(f.value);
-    w.key("share").value(f.share).key("max_speedup").value(f.max_speedup);
-    w.end_object();
-  }
+  for (const Finding& f : ra.findings) write_finding(w, f);
   w.end_array();
   w.key("notes").strings(ra.notes);
   w.end_object();

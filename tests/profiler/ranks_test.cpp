@@ -27,6 +27,18 @@ void rank_step(Builder& b, uint32_t train, uint32_t comm, int64_t t, int64_t ind
   b.range(names::kOptimizer, t + 95, t + 100, kNoArg, train);
 }
 
+// Rank A: pid 1 (the builder's training thread, a Gloo thread); rank B: pid 2 (its own two threads).
+struct TwoRanks : Builder {
+  const uint32_t a_comm = t.track_for(TrackKind::CpuThread, 1, 2, "comm (gloo)");
+  const uint32_t b_train = t.track_for(TrackKind::CpuThread, 2, 20, "train");
+  const uint32_t b_comm = t.track_for(TrackKind::CpuThread, 2, 21, "comm (gloo)");
+  // One step of each rank: A's and B's data wait and communication wait.
+  void step(int64_t s, int64_t a_data, int64_t a_wait, int64_t b_data, int64_t b_wait) {
+    rank_step(*this, cpu, a_comm, s * 100, s, a_data, a_wait);
+    rank_step(*this, b_train, b_comm, s * 100, s, b_data, b_wait);
+  }
+};
+
 std::vector<AnalysisResult> per_pid(Builder& b) {
   b.t.finalize();
   std::vector<AnalysisResult> out;
@@ -39,16 +51,10 @@ std::vector<AnalysisResult> per_pid(Builder& b) {
 }
 
 TEST(Ranks, ARankWithASlowLoaderIsTheStragglerAndTheFindingSaysWorkers) {
-  Builder b;
-  const uint32_t a_comm = b.t.track_for(TrackKind::CpuThread, 1, 2, "comm (gloo)");
-  const uint32_t b_train = b.t.track_for(TrackKind::CpuThread, 2, 20, "train");
-  const uint32_t b_comm = b.t.track_for(TrackKind::CpuThread, 2, 21, "comm (gloo)");
+  TwoRanks b;
   // Rank A (pid 1) loads in 5 us and then waits 30 us for the all-reduce; rank B (pid 2) loads in 35 us and
   // waits 5: A loses 25 us per step to B, a quarter of the step, and B's loader is 30 us slower (>= 25/2).
-  for (int s = 0; s < 6; ++s) {
-    rank_step(b, b.cpu, a_comm, s * 100, s, 5, 30);
-    rank_step(b, b_train, b_comm, s * 100, s, 35, 5);
-  }
+  for (int s = 0; s < 6; ++s) b.step(s, 5, 30, 35, 5);
   ASSERT_EQ(processes_with_steps(b.t), (std::vector<int64_t>{1, 2}));
   const auto results = per_pid(b);
   ASSERT_EQ(results.size(), 2u);
@@ -75,15 +81,9 @@ TEST(Ranks, ARankWithASlowLoaderIsTheStragglerAndTheFindingSaysWorkers) {
 }
 
 TEST(Ranks, ARankThatComputesLongerIsACauseNoKnobFixes) {
-  Builder b;
-  const uint32_t a_comm = b.t.track_for(TrackKind::CpuThread, 1, 2, "comm (gloo)");
-  const uint32_t b_train = b.t.track_for(TrackKind::CpuThread, 2, 20, "train");
-  const uint32_t b_comm = b.t.track_for(TrackKind::CpuThread, 2, 21, "comm (gloo)");
+  TwoRanks b;
   // Same loaders (5 us); B's backward is 30 us longer, so A waits 35 us and B 5.
-  for (int s = 0; s < 5; ++s) {
-    rank_step(b, b.cpu, a_comm, s * 100, s, 5, 35);
-    rank_step(b, b_train, b_comm, s * 100, s, 5, 5);
-  }
+  for (int s = 0; s < 5; ++s) b.step(s, 5, 35, 5, 5);
   const RankAnalysis ra = analyze_ranks(per_pid(b));
   ASSERT_EQ(ra.straggler, 1);
   EXPECT_EQ(ra.wait_per_step_ns, 30 * us);
@@ -94,15 +94,9 @@ TEST(Ranks, ARankThatComputesLongerIsACauseNoKnobFixes) {
 }
 
 TEST(Ranks, BalancedRanksHaveNoStragglerAndFewStepsNameNone) {
-  Builder b;
-  const uint32_t a_comm = b.t.track_for(TrackKind::CpuThread, 1, 2, "comm (gloo)");
-  const uint32_t b_train = b.t.track_for(TrackKind::CpuThread, 2, 20, "train");
-  const uint32_t b_comm = b.t.track_for(TrackKind::CpuThread, 2, 21, "comm (gloo)");
+  TwoRanks b;
   // The late rank alternates: A late in even steps, B in odd ones.
-  for (int s = 0; s < 6; ++s) {
-    rank_step(b, b.cpu, a_comm, s * 100, s, 5, s % 2 ? 20 : 5);
-    rank_step(b, b_train, b_comm, s * 100, s, 5, s % 2 ? 5 : 20);
-  }
+  for (int s = 0; s < 6; ++s) b.step(s, 5, s % 2 ? 20 : 5, 5, s % 2 ? 5 : 20);
   const auto results = per_pid(b);
   const RankAnalysis ra = analyze_ranks(results);
   EXPECT_EQ(ra.straggler, -1);

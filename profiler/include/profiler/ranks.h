@@ -59,7 +59,7 @@ std::vector<int64_t> processes_with_steps(const Trace& trace);
 
 // JSON object: {"matched_steps", "straggler": label|null, "wait_per_step_us", "wait_share", "cause",
 // "ranks": [{label, pid, steps, step_median_us, work_median_us, comm_wait_median_us, data_wait_median_us,
-// straggler_steps}], "notes": [...]}.
+// straggler_steps}], "findings": [as in the analysis's findings], "notes": [...]}.
 std::string to_json(const RankAnalysis& ranks);
 
 }  // namespace tb::prof
