@@ -67,7 +67,8 @@ ChildResult run_child(const std::vector<std::string>& argv, const std::vector<st
     return r;
   }
   r.started = true;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  const auto started = std::chrono::steady_clock::now();
+  const auto deadline = started + std::chrono::duration<double>(timeout_s);
   int status = 0;
   for (;;) {
     const pid_t w = waitpid(pid, &status, WNOHANG);
@@ -81,12 +82,17 @@ ChildResult run_child(const std::vector<std::string>& argv, const std::vector<st
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (!r.timed_out && WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
   std::ifstream f(err_path);
-  std::string line, last;
-  while (std::getline(f, line))
-    if (!line.empty()) last = line;
-  r.stderr_tail = last;
+  // The reason, not the epilogue: a launcher's last line says which rank failed, its error line why.
+  std::string line, last, last_error;
+  while (std::getline(f, line)) {
+    if (line.empty()) continue;
+    last = line;
+    if (const auto at = line.find("error: "); at != std::string::npos) last_error = line.substr(at + 7);
+  }
+  r.stderr_tail = last_error.empty() ? last : last_error;
   unlink(err_path);
   return r;
 }

@@ -11,8 +11,9 @@ struct ChildResult {
   bool started = false;
   bool timed_out = false;
   int exit_code = -1;      // -1 when killed by a signal or not started
-  std::string stderr_tail; // the last lines the child wrote on stderr (for the error message)
+  std::string stderr_tail; // the child's last "error: " line on stderr (what follows it), else its last line
   std::string error;       // why it could not start
+  double seconds = 0;      // wall time from start to exit (or to the kill)
 };
 
 // argv[0] is the program path. `env` is the complete environment ("K=V"). stdout is discarded.

@@ -14,7 +14,8 @@
 #include "engine/session.h"
 #include "engine/tuner.h"
 #include "measure/stats.h"
-#include "tuner/child_process.h"
+#include "tuner/fresh_run.h"
+#include "tuner/snapshot_fill.h"
 #include "profiler/analysis.h"
 #include "profiler/cupti_collector.h"
 #include "profiler/recorder.h"
@@ -22,10 +23,6 @@
 
 namespace tb::engine {
 namespace {
-
-bool mentions_oom(const std::string& s) {
-  return s.find("out of memory") != std::string::npos || s.find("can't allocate memory") != std::string::npos;
-}
 
 // Process knobs never reach the in-process session: they are measured in fresh processes.
 Config without_process_knobs(Config c, const Config& current) {
@@ -37,12 +34,6 @@ Config without_process_knobs(Config c, const Config& current) {
     }
   }
   return c;
-}
-
-std::string config_arg(const Config& c) {
-  std::string s;
-  for (const auto& [k, v] : c) s += (s.empty() ? "" : ",") + k + "=" + v;
-  return s;
 }
 
 class SessionWorkload : public Workload {
@@ -146,58 +137,17 @@ class SessionWorkload : public Workload {
   }
 
   std::optional<measure::Window> measure_fresh(const Config& config, int steps) override {
-    char exe[4096];
-    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) throw TrialFailure("cannot find this program to start a fresh process", false);
-    exe[n] = 0;
-    // Only tunebench-cli can run `run`: a test binary embedding the engine cannot start fresh processes.
-    const std::string self(exe);
-    const std::string cli = std::getenv("TUNEBENCH_CLI") ? std::getenv("TUNEBENCH_CLI")
-                            : self.size() >= 13 && self.substr(self.size() - 13) == "tunebench-cli" ? self
-                                                                                                    : "";
+    const std::string cli = tunebench_cli_path();
     if (cli.empty()) return std::nullopt;
-    char json_path[] = "/tmp/tunebench-fresh-XXXXXX";
-    const int fd = mkstemp(json_path);
-    if (fd < 0) throw TrialFailure("cannot create a temporary file", false);
-    close(fd);
-    std::vector<std::string> argv = {cli, "run", "--model", opts_.model, "--data", opts_.data, "--device", opts_.device,
-                                     "--seed", std::to_string(opts_.seed), "--warmup", std::to_string(opts_.warmup_steps),
-                                     "--drift-steps", "0", "--measured-steps", std::to_string(steps), "--json", json_path,
-                                     "--set", config_arg(config)};
-    if (opts_.input_channels > 0)
-      argv.insert(argv.end(), {"--input", std::to_string(opts_.input_channels) + "," + std::to_string(opts_.input_height) +
-                                              "," + std::to_string(opts_.input_width)});
-    if (opts_.num_classes > 0) argv.insert(argv.end(), {"--classes", std::to_string(opts_.num_classes)});
+    FreshRun spec;
+    spec.measured_steps = steps;
     // Deadline: start-up plus generous room for the warm-up and the window at the slowest rate seen.
     const double per_step = last_step_s_ > 0 ? last_step_s_ : 1.0;
-    const double timeout = 120 + 20 * per_step * (steps + opts_.max_warmup_steps);
-    const double started = now_s();
-    ChildResult r = run_child(argv, environment_without_allocator(), timeout);
+    spec.timeout_s = 120 + 20 * per_step * (steps + opts_.max_warmup_steps);
+    const nlohmann::json doc = run_fresh(cli, opts_, config, spec);
     const double ended = now_s();
-    nlohmann::json j;
-    {
-      std::ifstream f(json_path);
-      if (f) try {
-          f >> j;
-        } catch (...) {
-        }
-    }
-    unlink(json_path);
-    if (!r.started) throw TrialFailure("fresh process: " + r.error, false);
-    if (r.timed_out) throw TrialFailure("fresh process: no result within " + std::to_string(int(timeout)) + " s", false);
-    if (r.exit_code != 0 || !j.contains("window")) {
-      const std::string why = r.stderr_tail.empty() ? "exit code " + std::to_string(r.exit_code) : r.stderr_tail;
-      throw TrialFailure("fresh process: " + why, mentions_oom(why));
-    }
-    const auto& jw = j["window"];
-    measure::Window w;
-    w.steps = jw.value("steps", 0);
-    w.samples = jw.value("samples", int64_t(0));
-    w.wall_s = jw.value("wall_s", 0.0);
-    w.warmup_steps = jw.value("warmup_steps", 0);
-    w.minor_faults = jw.value("minor_faults", int64_t(0));
-    w.start_s = std::max(started, ended - w.wall_s);
-    (void)started;
+    measure::Window w = window_of_run(doc);
+    w.start_s = ended - w.wall_s;
     return w;
   }
 
@@ -280,7 +230,7 @@ class SessionWorkload : public Workload {
       extra["workers"] = d.value("loader_workers", nlohmann::json(0)).dump();
       extra["cpu_allocator"] = d.value("cpu_allocator", std::string());
       const tb::prof::AnalysisResult a = tb::prof::analyze(*trace);
-      if (!a.steps.empty()) fill_from_analysis(s, a);
+      if (!a.steps.empty()) fill_snapshot(s, a);
     }
     if (s.breakdown_ms.empty()) {
       // No analysed steps: the step records still split data wait, copy and the rest.
@@ -300,19 +250,7 @@ class SessionWorkload : public Workload {
 
   std::string measurement_allocator() const override { return measurement_allocator_; }
   nlohmann::json describe() override {
-    nlohmann::json j = session_->describe();
-    // The report wants one readable device line; the details stay under device_info.
-    if (j.contains("device") && j["device"].is_object()) {
-      const auto d = j["device"];
-      std::string kind = d.value("kind", std::string("?")), name = d.value("name", std::string());
-      std::string line = kind + (name.empty() ? "" : ": " + name);
-      if (d.contains("cores")) line += " (" + d["cores"].dump() + " cores)";
-      if (d.contains("sm")) line += " (sm " + d["sm"].dump() + ")";
-      j["device_info"] = d;
-      j["device"] = line;
-    }
-    for (const char* k : {"loader", "skipped_steps", "nan_losses", "optimizer_steps", "drift_checks", "parameters"})
-      j.erase(k);
+    nlohmann::json j = report_environment(session_->describe());
     if (!notes_.empty()) j["engine_warnings"] = notes_;
     j["measurement_allocator"] = measurement_allocator_ +
                                  (measurement_allocator_ == "glibc_tuned" && !opts_.knobs.count("cpu_allocator")
@@ -337,59 +275,6 @@ class SessionWorkload : public Workload {
     } catch (const EngineError&) {
     }
     session_->take_warnings();
-  }
-
-  void fill_from_analysis(Snapshot& s, const tb::prof::AnalysisResult& a) {
-    const double n = static_cast<double>(a.steps.size());
-    auto mean = [&](int64_t tb::prof::StepBreakdown::*f) {
-      double t = 0;
-      for (const auto& st : a.steps) t += static_cast<double>(st.*f);
-      return t / n / 1e6;
-    };
-    double dur = 0;
-    for (const auto& st : a.steps) dur += static_cast<double>(st.duration_ns());
-    dur = dur / n / 1e6;
-    if (a.has_gpu) {
-      const double busy = mean(&tb::prof::StepBreakdown::gpu_busy_ns);
-      const double stall = mean(&tb::prof::StepBreakdown::loader_stall_ns);
-      const double gap = mean(&tb::prof::StepBreakdown::launch_gap_ns);
-      // Idle with no loader or launch cause: after syncs, runtime calls, cross-stream waits, unexplained.
-      const double other = mean(&tb::prof::StepBreakdown::other_idle_ns) + mean(&tb::prof::StepBreakdown::event_wait_ns) +
-                           mean(&tb::prof::StepBreakdown::sync_idle_ns) + mean(&tb::prof::StepBreakdown::runtime_idle_ns);
-      const double sync = mean(&tb::prof::StepBreakdown::sync_ns);
-      s.breakdown_ms = {{"GPU busy", busy}, {"loader stall", stall}, {"launch gaps", gap}, {"other idle", other}};
-      if (busy >= 0.85 * dur) s.bottleneck = "compute";
-      else if (stall >= gap && stall >= other) s.bottleneck = "loader";
-      else if (gap >= other) s.bottleneck = "launch";
-      else s.bottleneck = sync > 0.5 * other ? "sync" : "compute";
-      int64_t worst = 0;
-      std::string kind;
-      for (const auto& iv : a.loader_stall_intervals)
-        if (iv.length() > worst) { worst = iv.length(); kind = "loader stall"; }
-      for (const auto& iv : a.launch_gap_intervals)
-        if (iv.length() > worst) { worst = iv.length(); kind = "launch gap"; }
-      s.worst_stall_ms = worst / 1e6;
-      s.worst_stall_kind = kind.empty() ? "none" : kind;
-    } else {
-      const double dw = mean(&tb::prof::StepBreakdown::data_wait_ns);
-      const double hd = mean(&tb::prof::StepBreakdown::h2d_ns);
-      const double fw = mean(&tb::prof::StepBreakdown::forward_ns);
-      const double bw = mean(&tb::prof::StepBreakdown::backward_ns);
-      const double op = mean(&tb::prof::StepBreakdown::optimizer_ns);
-      s.breakdown_ms = {{"data wait", dw}, {"h2d", hd},        {"forward", fw},
-                        {"backward", bw},  {"optimizer", op}, {"other", std::max(0.0, dur - dw - hd - fw - bw - op)}};
-      s.bottleneck = dw > 0.15 * dur ? "loader" : "compute";
-      int64_t worst = 0;
-      for (const auto& st : a.steps) worst = std::max(worst, st.data_wait_ns);
-      s.worst_stall_ms = worst / 1e6;
-      s.worst_stall_kind = "data wait";
-    }
-    if (s.step_ms <= 0) s.step_ms = dur;
-    for (const auto& f : a.findings) {
-      if (s.findings.size() >= 3) break;
-      s.findings.push_back(f.message + (f.knob.empty() ? "" : " (try " + f.knob + "=" + f.value + ")"));
-    }
-    if (s.findings.empty()) s.findings.push_back("the analyses found no stall worth a finding");
   }
 
   SessionOptions opts_;

@@ -1,0 +1,63 @@
+#include "tuner/snapshot_fill.h"
+
+#include <algorithm>
+#include <string>
+
+namespace tb::engine {
+
+void fill_snapshot(Snapshot& s, const prof::AnalysisResult& a) {
+  const double n = static_cast<double>(a.steps.size());
+  auto mean = [&](int64_t prof::StepBreakdown::*f) {
+    double t = 0;
+    for (const auto& st : a.steps) t += static_cast<double>(st.*f);
+    return t / n / 1e6;
+  };
+  double dur = 0;
+  for (const auto& st : a.steps) dur += static_cast<double>(st.duration_ns());
+  dur = dur / n / 1e6;
+  if (a.has_gpu) {
+    const double busy = mean(&prof::StepBreakdown::gpu_busy_ns);
+    const double stall = mean(&prof::StepBreakdown::loader_stall_ns);
+    const double gap = mean(&prof::StepBreakdown::launch_gap_ns);
+    // Idle with no loader or launch cause: after syncs, runtime calls, cross-stream waits, unexplained.
+    const double other = mean(&prof::StepBreakdown::other_idle_ns) + mean(&prof::StepBreakdown::event_wait_ns) +
+                         mean(&prof::StepBreakdown::sync_idle_ns) + mean(&prof::StepBreakdown::runtime_idle_ns);
+    const double sync = mean(&prof::StepBreakdown::sync_ns);
+    s.breakdown_ms = {{"GPU busy", busy}, {"loader stall", stall}, {"launch gaps", gap}, {"other idle", other}};
+    if (busy >= 0.85 * dur) s.bottleneck = "compute";
+    else if (stall >= gap && stall >= other) s.bottleneck = "loader";
+    else if (gap >= other) s.bottleneck = "launch";
+    else s.bottleneck = sync > 0.5 * other ? "sync" : "compute";
+    int64_t worst = 0;
+    std::string kind;
+    for (const auto& iv : a.loader_stall_intervals)
+      if (iv.length() > worst) { worst = iv.length(); kind = "loader stall"; }
+    for (const auto& iv : a.launch_gap_intervals)
+      if (iv.length() > worst) { worst = iv.length(); kind = "launch gap"; }
+    s.worst_stall_ms = worst / 1e6;
+    s.worst_stall_kind = kind.empty() ? "none" : kind;
+  } else {
+    const double dw = mean(&prof::StepBreakdown::data_wait_ns);
+    const double hd = mean(&prof::StepBreakdown::h2d_ns);
+    const double fw = mean(&prof::StepBreakdown::forward_ns);
+    const double bw = mean(&prof::StepBreakdown::backward_ns);
+    const double op = mean(&prof::StepBreakdown::optimizer_ns);
+    const double comm = mean(&prof::StepBreakdown::comm_exposed_ns);
+    s.breakdown_ms = {{"data wait", dw}, {"h2d", hd}, {"forward", fw}, {"backward", bw}, {"optimizer", op}};
+    if (comm > 0) s.breakdown_ms.push_back({"comm wait", comm});
+    s.breakdown_ms.push_back({"other", std::max(0.0, dur - dw - hd - fw - bw - op - comm)});
+    s.bottleneck = dw > 0.15 * dur ? "loader" : comm > 0.15 * dur ? "comm" : "compute";
+    int64_t worst = 0;
+    for (const auto& st : a.steps) worst = std::max(worst, st.data_wait_ns);
+    s.worst_stall_ms = worst / 1e6;
+    s.worst_stall_kind = "data wait";
+  }
+  if (s.step_ms <= 0) s.step_ms = dur;
+  for (const auto& f : a.findings) {
+    if (s.findings.size() >= 3) break;
+    s.findings.push_back(f.message + (f.knob.empty() ? "" : " (try " + f.knob + "=" + f.value + ")"));
+  }
+  if (s.findings.empty()) s.findings.push_back("the analyses found no stall worth a finding");
+}
+
+}  // namespace tb::engine

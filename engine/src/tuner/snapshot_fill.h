@@ -1,0 +1,17 @@
+// The tuner's Snapshot (engine/tuner.h) from an analysed trace: where a step's time went, the bottleneck in
+// one word and the top findings. Shared by the in-process workload (its own recorder) and the multi-rank one
+// (rank 0 of the group's merged trace). Torch-free, private to the engine.
+#pragma once
+
+#include "engine/tuner.h"
+#include "profiler/analysis.h"
+
+namespace tb::engine {
+
+// Fills breakdown_ms, bottleneck, worst stall, findings (and step_ms when unset) from `a`, which has steps.
+// On the CPU a data-parallel rank's wait for its all-reduces (exposed communication) is its own part,
+// "comm wait", and the bottleneck "comm" when it takes more than 15% of the step; without communication the
+// parts are those of a single process.
+void fill_snapshot(Snapshot& s, const prof::AnalysisResult& a);
+
+}  // namespace tb::engine
