@@ -220,6 +220,7 @@ int cmd_run(int argc, char** argv) {
   if (distributed) {
     out["distributed"] = desc["distributed"];
     out["rank"] = rank;
+    out["pid"] = static_cast<int64_t>(::getpid());  // its process in the merged trace
     out["parameter_digest"] = session->parameter_digest();
   }
   nlohmann::json knob_states = nlohmann::json::array();

@@ -2,6 +2,7 @@
 #include "run_ranks.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -60,8 +61,13 @@ static int launch_once(const std::string& exe, std::vector<std::string> args, co
     av.push_back(nullptr);
     for (auto& e : env) ev.push_back(e.data());
     ev.push_back(nullptr);
+    const pid_t parent = ::getpid();
     const pid_t pid = ::fork();
     if (pid == 0) {
+      // A rank must not outlive its launcher (killed at a tuner's deadline, by the GUI, by a terminal): it
+      // would go on training, holding the cores the next measurement needs.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(1);
       ::execve(exe.c_str(), av.data(), ev.data());
       std::fprintf(stderr, "tunebench-cli: error: cannot start rank %d: %s\n", r, std::strerror(errno));
       ::_exit(127);
@@ -206,7 +212,7 @@ nlohmann::json merge_rank_results(const std::vector<std::string>& per_rank) {
       continue;
     }
     nlohmann::json e = {{"rank", r}};
-    for (const char* k : {"throughput", "window", "steps", "parameter_digest", "error", "warnings", "distributed"})
+    for (const char* k : {"pid", "throughput", "window", "steps", "parameter_digest", "error", "warnings", "distributed"})
       if (d.contains(k)) e[k] = d[k];
     sps += d.value(nlohmann::json::json_pointer("/throughput/samples_per_s"), 0.0);
     if (d.contains("window")) window_sps += d["window"].value("samples_per_s", 0.0);

@@ -1,6 +1,8 @@
 // Data-parallel runs (issue 12): `run --ranks N`, a rank that dies, torchrun's environment. Real processes,
 // a real Gloo process group over 127.0.0.1 and PyTorch's own Reducer.
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -13,9 +15,12 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "../remote/processes.h"
 #include "cli_runner.h"
 #include "engine/make_dataset.h"
 
@@ -145,6 +150,42 @@ TEST_F(CliDistributed, AKilledRankEndsTheGroupWithinTheTimeoutAndRankZeroKeepsIt
   EXPECT_EQ(j["ranks"][0]["steps"].size(), 3u);
   ASSERT_EQ(j["exits"].size(), 2u);
   EXPECT_NE(j["exits"][1]["how"].get<std::string>().find("signal 9"), std::string::npos);
+}
+
+// A launcher killed without a word (SIGKILL: a tuner's deadline, the OOM killer) takes its ranks with it:
+// left alone they would train on, holding the cores of whatever is measured next.
+TEST_F(CliDistributed, RanksDieWithTheirLauncher) {
+  const std::string marker = tmp("orphans.json"), data = "imagefolder:" + dir_ + "/images";
+  const pid_t launcher = ::fork();
+  if (launcher == 0) {
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, 1);
+    ::dup2(null, 2);
+    ::execl(TB_CLI_PATH, TB_CLI_PATH, "run", "--model", "mnist_cnn", "--data", data.c_str(), "--input", "1,28,28",
+            "--steps", "100000", "--warmup", "0", "--set", "batch_size=4", "--json", marker.c_str(), "--ranks", "2",
+            "--dist-timeout", "15", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ASSERT_GT(launcher, 0);
+  std::vector<pid_t> ranks;
+  for (int i = 0; i < 1200 && ranks.size() < 2; ++i) {
+    ranks.clear();
+    for (pid_t p : tb::test_util::processes_with(marker))
+      if (p != launcher && tb::test_util::parent_of(p) == launcher) ranks.push_back(p);
+    if (ranks.size() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(ranks.size(), 2u) << "the launcher did not start its two ranks within 60 s";
+  ::kill(launcher, SIGKILL);
+  ::waitpid(launcher, nullptr, 0);
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {
+    gone = true;
+    for (pid_t p : ranks) gone = gone && tb::test_util::command_line(p).find(marker) == std::string::npos;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  for (pid_t p : ranks)
+    if (!gone) ::kill(p, SIGKILL);  // leave nothing behind even when the test fails
+  EXPECT_TRUE(gone) << "the ranks outlived their launcher by 10 s";
 }
 
 // The launcher's free port can be taken before rank 0 listens on it: rank 0 says so and the group starts
