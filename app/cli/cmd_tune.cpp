@@ -1,6 +1,7 @@
 // tunebench-cli tune: the auto-tuner (engine/tuner.h) with its report (engine/report.h).
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <sstream>
 #include <string>
@@ -19,13 +20,15 @@ void usage(FILE* out) {
   std::fputs(
       "usage: tunebench-cli tune --model M --data D [--budget S] [--report R.html] [--json OUT.json] [--set k=v,...]\n"
       "       [--knobs k1,k2,...] [--rounds N] [--warmup N] [--seed N] [--device auto|cpu|cuda] [--input C,H,W]\n"
-      "       [--classes K] [--quiet] [--simulate]\n"
+      "       [--classes K] [--ranks N [--dist-timeout S]] [--quiet] [--simulate]\n"
       "       tunebench-cli tune --script train.py [--python PY] [--budget S] [--report R.html] [--json OUT.json]\n"
       "       [--set k=v,...] [--knobs ...] [-- SCRIPT ARGS]   (a user's PyTorch script, run unmodified)\n"
       "  Measures the noise floor (A/A), every applicable knob before/after (paired windows AB, BA, ..., t interval),\n"
       "  process knobs (cpu_allocator) in fresh processes, accumulates the winners, revisits the rest on top,\n"
       "  re-measures every kept knob in a final alternation and reports the speedup. --report R.html also writes R.md.\n"
       "  --set pins knobs (the baseline uses them and the tuner leaves them alone); --knobs tunes only these.\n"
+      "  --ranks N tunes a data-parallel run of N ranks: every window is a fresh group (run --ranks N), all ranks\n"
+      "  change together and the throughput is the group's (docs/distributed.md).\n"
       "  --simulate tunes the built-in deterministic simulation instead of a model (a demo of the report).\n",
       out);
 }
@@ -64,6 +67,7 @@ int cmd_tune(int argc, char** argv) {
   engine::TuneOptions to;
   std::string report, json_out, knobs_list;
   bool quiet = false, simulate = false;
+  int ranks = 1, dist_timeout = 0;
   client::ScriptOptions script;
   std::vector<std::string> script_args;
   const int end = script_args_split(argc, argv, script_args);
@@ -115,6 +119,12 @@ int cmd_tune(int argc, char** argv) {
     } else if (a == "--rounds") {
       if (!value(v) || !parse_int(v, n, 1) || n > 20) return fail("--rounds needs an integer in [1, 20]", 2);
       to.rounds = static_cast<int>(n);
+    } else if (a == "--ranks") {
+      if (!value(v) || !parse_int(v, n, 1) || n > 64) return fail("--ranks needs an integer from 1 to 64", 2);
+      ranks = static_cast<int>(n);
+    } else if (a == "--dist-timeout") {
+      if (!value(v) || !parse_int(v, n, 1)) return fail("--dist-timeout needs a positive number of seconds", 2);
+      dist_timeout = static_cast<int>(n);
     } else if (a == "--quiet" || a == "-q") {
       quiet = true;
     } else if (a == "--simulate") {
@@ -131,6 +141,12 @@ int cmd_tune(int argc, char** argv) {
     return fail("--script replaces --model/--data/--simulate", 2);
   if (!simulate && script.script.empty() && so.model.empty()) return fail("tune needs --model (mnist_cnn, resnet18, resnet50, vit_tiny, torchscript:PATH)", 2);
   if (!simulate && script.script.empty() && so.data.empty()) return fail("tune needs --data (synthetic, imagefolder:DIR, mnist:DIR)", 2);
+  if (ranks > 1 && (simulate || !script.script.empty()))
+    return fail("--ranks tunes the engine's own data-parallel run (--model/--data), not " +
+                    std::string(simulate ? "--simulate" : "a script"),
+                2);
+  if (ranks > 1 && std::getenv("WORLD_SIZE"))
+    return fail("tune --ranks starts its own groups of ranks: run it outside torchrun (WORLD_SIZE is set)", 2);
   // Knobs pinned with --set are part of the baseline and are not tuned.
   for (const auto& [k, v] : so.knobs) to.skip_knobs.push_back(k);
   // Fail on an unwritable output before spending the budget; files the probe created are removed again if
@@ -163,6 +179,8 @@ int cmd_tune(int argc, char** argv) {
     else if (!script.script.empty()) {
       script.output = script_output_to_stderr(true);  // the script's prints would drown the progress lines
       workload = engine::make_script_workload(script);
+    } else if (ranks > 1) {
+      workload = engine::make_group_workload(so, ranks, dist_timeout);
     } else workload = engine::make_session_workload(so);
   } catch (const engine::EngineError& e) {
     return fail_clean(e.what(), 2);

@@ -127,6 +127,10 @@ class Workload {
   // gets (a script's loader workers re-fault their memory under glibc's defaults), so the tuner measures its
   // headline again in fresh processes.
   virtual std::string measurement_allocator() const { return ""; }
+  // Non-empty when every measure() runs in a fresh process or group of them, saying which ("a fresh group of
+  // 2 ranks"): the tuner then counts the start-up in each window's cost, and the final alternation is
+  // already what a user who starts the training gets (no separate fresh-process headline).
+  virtual std::string fresh_windows() const { return ""; }
 };
 
 // ---------------------------------------------------------------------------------------------------------
@@ -241,6 +245,13 @@ std::vector<std::string> changed_knobs(const Config& baseline, const Config& con
 // A real training session (engine/session.h). `options.knobs` is the baseline; options.seed seeds the loss
 // probes. Throws EngineError when the session cannot be created.
 std::unique_ptr<Workload> make_session_workload(const SessionOptions& options);
+
+// A data-parallel run of `ranks` processes on this machine (DDP over Gloo, docs/distributed.md): every
+// window, loss probe and snapshot is a fresh `tunebench-cli run --ranks N` group, so all ranks change
+// together and the protocol's alternation applies to the group; a window's throughput is the group's.
+// Snapshots analyse rank 0 of the group's merged trace and add the straggler finding (profiler/ranks.h).
+// Throws EngineError when this program cannot start tunebench-cli or the group cannot run its baseline.
+std::unique_ptr<Workload> make_group_workload(const SessionOptions& options, int ranks, int dist_timeout_s = 0);
 
 // A deterministic simulation of a GPU training step with a known best configuration (tests, demos,
 // `tunebench-cli tune --simulate`). `noise` is the relative per-step jitter (autocorrelated); same seed,

@@ -76,6 +76,7 @@ class Tuner {
   // Whether the headline is measured in fresh processes: a process knob is kept, or the in-process windows
   // ran under another allocator than the user's start.
   bool fresh_headline() {
+    if (!w_.fresh_windows().empty()) return false;  // the final alternation already ran in fresh processes
     return !process_choice_.empty() ||
            (!no_fresh_processes_ && measured_under_other_allocator() && final_config() != baseline_);
   }

@@ -142,8 +142,11 @@ void Tuner::final_phase() {
         head.estimate = measure::paired_ratio(head.a, head.b, &res_.noise_floor, o_.confidence);
         classify(head, true);
         head.accepted = false;
-        head.value = "all kept knobs (in this process)";
-        head.reason = "final vs baseline (in this process): " + head.reason;
+        const std::string where = w_.fresh_windows().empty() ? "in this process" : "each window " + w_.fresh_windows();
+        head.value = "all kept knobs (" + where + ")";
+        head.reason = "final vs baseline (" + where + "): " + head.reason;
+        head.fresh_processes = !w_.fresh_windows().empty();
+        res_.speedup_fresh_processes = head.fresh_processes;
         res_.speedup_in_process = head.estimate;
         res_.baseline_throughput = head.before;
         res_.final_throughput = head.after;

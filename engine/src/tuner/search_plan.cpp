@@ -13,6 +13,8 @@ const std::map<std::string, std::vector<std::string>>& remedies() {
       {"h2d", {"pin_memory", "non_blocking", "prefetch"}},
       {"launch", {"cuda_graphs", "batch_size", "fused_pointwise", "fused_optimizer", "zero_grad_none"}},
       {"sync", {"sync_free_logging", "cuda_graphs"}},
+      {"comm", {"bucket_cap_mb", "comm_hook", "gradient_as_bucket_view", "grad_accumulation", "static_graph",
+                "broadcast_buffers"}},
       {"compute", {"amp", "tf32", "channels_last", "cudnn_benchmark", "anomaly_detection", "fused_pointwise",
                    "conv_bias_before_bn", "batch_size", "intra_op_threads"}},
   };
@@ -102,6 +104,17 @@ std::vector<std::string> Tuner::plain_values(const KnobState& k, const std::stri
     for (int t : {1, cores / 2, cores}) {
       const std::string v = std::to_string(t);
       if (t >= 1 && v != from && v != auto_eq && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+    }
+    return out;
+  }
+  if (info.id == "bucket_cap_mb") {
+    // No size is right for every model and link: a fifth (communication starts earlier in backward) and four
+    // times (fewer, bigger messages) of the current one.
+    int64_t v = 0;
+    if (!parse_int(from, v)) return out;
+    for (int64_t t : {v / 5, v * 4}) {
+      t = std::clamp<int64_t>(t, info.min, info.max);
+      if (t != v && std::find(out.begin(), out.end(), std::to_string(t)) == out.end()) out.push_back(std::to_string(t));
     }
     return out;
   }
