@@ -354,6 +354,24 @@ class TestMainWindow : public QObject {
     QCOMPARE(w.findChild<QTableWidget*>("analysis_ranks")->item(0, 1)->text().toInt(), 6);  // steps per rank
   }
 
+  // Run ▸ Data-parallel auto-tune: a real tune of two ranks (every window a fresh group) reports like a live
+  // Auto-tune: progress, the summary the dialog shows, the report.
+  void dataParallelTuneShowsItsSummary() {
+    const QString cli = tbtest::realCliWithEngine();
+    if (cli.isEmpty()) QSKIP("no tunebench-cli with the engine (set TUNEBENCH_CLI to one)");
+    qputenv("TUNEBENCH_CLI", cli.toUtf8());
+    MainWindow w;
+    w.setQuiet(true);
+    w.findChild<QComboBox*>("model")->setCurrentText("mnist_cnn");
+    w.findChild<QComboBox*>("data")->setCurrentText("synthetic");
+    QSignalSpy done(&w, &MainWindow::ranksTuneFinished);
+    QVERIFY(w.startRanksTune(2, 20));
+    QVERIFY2(done.wait(300000), qPrintable(w.lastError()));
+    QVERIFY2(done.at(0).at(0).toBool(), qPrintable(w.lastError()));
+    const TuneSummary& s = w.lastTuneSummary();
+    QVERIFY2(!s.title.isEmpty() && s.detail.contains("Measurement"), qPrintable(s.title + "\n" + s.detail));
+  }
+
   // A user's script opened in the GUI: the panel shows it (Start runs it again, not the built-in model),
   // its torch.profiler chunks reach the timeline, and the status bar says what traced it.
   void liveScriptFromRealCli() {

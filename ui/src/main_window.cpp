@@ -157,23 +157,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     progress_->setFormat(phase + ": %p%");
     log(tr("tune %1: %2").arg(phase, msg));
   });
-  connect(run_, &RunController::tuneDone, this, [this](const QJsonObject& m) {
-    progress_->hide();
-    const QString html = m.value("report_html").toString();
-    last_tune_ = tuneSummary(m);
-    log(tr("auto-tune done: %1; %2; report %3").arg(last_tune_.title, QString(last_tune_.detail).replace('\n', "; "), html));
-    if (!quiet_ && !html.isEmpty()) {
-      auto* box = new QMessageBox(QMessageBox::Information, tr("Auto-tune done"),
-                                  last_tune_.title + "\n\n" + last_tune_.detail + tr("\n\nReport: %1").arg(html),
-                                  QMessageBox::Open | QMessageBox::Close, this);
-      box->setObjectName("tune_dialog");
-      box->setAttribute(Qt::WA_DeleteOnClose);
-      connect(box, &QMessageBox::finished, this, [html](int r) {
-        if (r == QMessageBox::Open) QDesktopServices::openUrl(QUrl::fromLocalFile(html));
-      });
-      box->open();
-    }
-  });
+  connect(run_, &RunController::tuneDone, this, &MainWindow::showTuneDone);
   connect(run_, &RunController::done, this, [this](const QJsonObject& s) {
     log(tr("done: %1 steps, median %2 %3 (%4)")
             .arg(s.value("steps").toInt())
@@ -448,6 +432,24 @@ void MainWindow::setStatusFromHello(const QJsonObject& m) {
   collector_label_->setToolTip(on ? QString() : c.value("reason").toString());
   collector_label_->setStyleSheet(on ? "color:#2ea043" : "color:#d29922");
   if (!on && !c.value("reason").toString().isEmpty()) collector_label_->setText(tr("GPU collector off: %1").arg(c.value("reason").toString()));
+}
+
+void MainWindow::showTuneDone(const QJsonObject& m) {
+  progress_->hide();
+  const QString html = m.value("report_html").toString();
+  last_tune_ = tuneSummary(m);
+  log(tr("auto-tune done: %1; %2; report %3").arg(last_tune_.title, QString(last_tune_.detail).replace('\n', "; "), html));
+  if (!quiet_ && !html.isEmpty()) {
+    auto* box = new QMessageBox(QMessageBox::Information, tr("Auto-tune done"),
+                                last_tune_.title + "\n\n" + last_tune_.detail + tr("\n\nReport: %1").arg(html),
+                                QMessageBox::Open | QMessageBox::Close, this);
+    box->setObjectName("tune_dialog");
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    connect(box, &QMessageBox::finished, this, [html](int r) {
+      if (r == QMessageBox::Open) QDesktopServices::openUrl(QUrl::fromLocalFile(html));
+    });
+    box->open();
+  }
 }
 
 }  // namespace tb::ui

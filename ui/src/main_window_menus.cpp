@@ -90,6 +90,14 @@ void MainWindow::buildMenus() {
                                        tr("Ranks (processes, one model replica each; Gloo on the CPU):"), 2, 2, 64, 1, &ok);
     if (ok) startRanksRun(n);
   });
+  runm->addAction(tr("Data-parallel auto-&tune…"), this, [this] {
+    // The tuner over fresh groups of N ranks (tune --ranks N): the DDP knobs, every rank changing together.
+    bool ok = false;
+    const int n = QInputDialog::getInt(this, tr("Data-parallel auto-tune"),
+                                       tr("Ranks (each window is a fresh group; budget from the Auto-tune box):"), 2,
+                                       2, 64, 1, &ok);
+    if (ok) startRanksTune(n);
+  });
   runm->addAction(tr("Start the &demo"), this, [this] { startDemo(); })->setShortcut(QKeySequence(tr("Ctrl+D")));
   runm->addSeparator();
   act_trace_ = runm->addAction(tr("Record &trace"), this, [this](bool on) { run_->sendTrace(on); });

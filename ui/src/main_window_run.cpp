@@ -135,58 +135,6 @@ void MainWindow::scheduleRefresh() {
   if (!refresh_timer_->isActive()) refresh_timer_->start();
 }
 
-bool MainWindow::startRanksRun(int ranks, int steps) {
-  const RunOptions o = optionsFromPanel();
-  if (!o.script.isEmpty()) {
-    showError(tr("Cannot start a data-parallel run"), tr("A script's ranks are its own launcher's (torchrun): "
-                                                         "choose a built-in model or TorchScript."));
-    return false;
-  }
-  const QString cli = findCli();
-  if (cli.isEmpty()) {
-    showError(tr("Cannot start a data-parallel run"), tr("tunebench-cli not found (set TUNEBENCH_CLI)"));
-    return false;
-  }
-  ranks_tmp_ = std::make_unique<QTemporaryDir>(QDir::tempPath() + "/tunebench-ranks-XXXXXX");
-  const QString trace = ranks_tmp_->filePath("ranks.json");
-  QStringList args{"run", "--model", o.model, "--data", o.data, "--ranks", QString::number(ranks), "--steps",
-                   QString::number(steps > 0 ? steps : (o.steps > 0 ? o.steps : 20)), "--trace", trace};
-  if (!o.knobs.isEmpty()) {
-    QStringList kv;
-    for (auto it = o.knobs.begin(); it != o.knobs.end(); ++it) kv << it.key() + "=" + it.value();
-    kv.sort();
-    args << "--set" << kv.join(",");
-  }
-  if (run_->isRemote())
-    args << "--remote" << run_->remoteDisplay() << "--remote-cli" << QString::fromStdString(run_->remoteCli());
-  auto* proc = new QProcess(this);
-  proc->setProcessChannelMode(QProcess::MergedChannels);
-  progress_->show();
-  progress_->setRange(0, 0);
-  progress_->setFormat(tr("%1 ranks…").arg(ranks));
-  run_label_->setText(tr("data-parallel run on %1 ranks…").arg(ranks));
-  log(tr("$ %1 %2").arg(cli, args.join(' ')));
-  connect(proc, &QProcess::readyRead, this, [proc] {
-    proc->setProperty("out", (proc->property("out").toString() + QString::fromUtf8(proc->readAll())).right(3000));
-  });
-  connect(proc, &QProcess::finished, this, [this, proc, trace, ranks](int code, QProcess::ExitStatus st) {
-    progress_->hide();
-    proc->deleteLater();
-    const QString out = proc->property("out").toString().trimmed();
-    if (st != QProcess::NormalExit || code != 0 || !QFileInfo::exists(trace)) {
-      run_label_->setText(tr("data-parallel run failed"));
-      showError(tr("The data-parallel run failed"),
-                tr("tunebench-cli run --ranks %1 exited with status %2\n\n%3").arg(ranks).arg(code).arg(out));
-      return;
-    }
-    run_label_->setText(tr("data-parallel run done: %1 ranks").arg(ranks));
-    log(out.section('\n', -3));
-    openTrace(trace);
-  });
-  proc->start(cli, args);
-  return true;
-}
-
 void MainWindow::startDemo(bool start_run) {
   const QString cli = findCli();
   if (cli.isEmpty()) {

@@ -313,6 +313,11 @@ json report_json(const TuneResult& r) {
   j["budget_s"] = r.budget_s;
   j["elapsed_s"] = r.elapsed_s;
   j["window"] = r.window;
+  // What the GUI's dialog says (the protocol's tune_done without the file names): a tune run as a child
+  // process (`tune --ranks N` from the GUI) is summed up from this file the same way as a live one.
+  json summary = tune_done_message(r, "", "", "");
+  for (const char* k : {"type", "report_html", "report_markdown", "report_json"}) summary.erase(k);
+  j["summary"] = summary;
   json trials = json::array();
   for (const auto& t : r.trials) {
     trials.push_back({{"phase", t.phase},

@@ -9,6 +9,7 @@
 #include <QHash>
 #include <QMainWindow>
 #include <QStringList>
+#include <functional>
 #include <memory>
 
 #include "ui/run_controller.h"
@@ -76,6 +77,10 @@ class MainWindow : public QMainWindow {
   // --trace`, on the connected server when there is one). Not live: when it ends its merged trace opens,
   // one row group per rank and the Ranks tab. False when it cannot start (a message says why).
   bool startRanksRun(int ranks, int steps = 0);
+  // The auto-tune of such a run (`tunebench-cli tune --ranks N`, every window a fresh group; budget 0: the
+  // panel's). Progress on the progress bar; at the end the same summary and report as a live Auto-tune, and
+  // ranksTuneFinished. False when it cannot start (a message says why).
+  bool startRanksTune(int ranks, int budget_s = 0);
   void loadKnobsFile(const QString& path);
 
   bool exportComparisons(const QString& path);  // .html / .md / .json by suffix
@@ -120,6 +125,7 @@ class MainWindow : public QMainWindow {
   void demoDatasetReady(const QString& dir);
   void chromeTraceExported(bool ok, const QString& error);
   void compareFinished(bool ok, const QString& html_or_error);
+  void ranksTuneFinished(bool ok);
 
  protected:
   void closeEvent(QCloseEvent*) override;
@@ -133,6 +139,12 @@ class MainWindow : public QMainWindow {
   void addRecent(const QString& path);
   void rebuildRecentMenu();
   void showError(const QString& title, const QString& message);
+  // The end of an auto-tune (the protocol's tune_done, or a data-parallel tune's summary): log, dialog.
+  void showTuneDone(const QJsonObject& tune_done);
+  // main_window_ranks.cpp: the arguments of a data-parallel `verb` of the panel, and a tunebench-cli child.
+  QStringList ranksArgs(const QString& verb, int ranks, const QString& what);
+  bool startCliChild(QStringList args, const std::function<void(const QString&)>& line,
+                     const std::function<void(int, const QString&)>& done);
   void log(const QString& line);
   void setStatusFromHello(const QJsonObject& hello);
   void onTraceLoaded(LoadedTrace t, bool live);
@@ -184,6 +196,7 @@ class MainWindow : public QMainWindow {
   QString last_error_;
   std::unique_ptr<QTemporaryDir> tmp_;  // trace chunks of the current run
   std::unique_ptr<QTemporaryDir> ranks_tmp_;  // the merged trace of the last data-parallel run
+  std::unique_ptr<QTemporaryDir> ranks_tune_tmp_;  // the report of the last data-parallel auto-tune
   bool quiet_ = false;
   bool first_live_trace_ = true;
 };

@@ -1,0 +1,146 @@
+// MainWindow (main_window.h): data-parallel work on the panel's model and data, run as a tunebench-cli child
+// (`run --ranks N`, `tune --ranks N`; on the connected server when there is one). Neither is live: a group
+// of ranks is not a serve session, so the window shows progress and, at the end, the merged trace or the
+// tune's summary and report.
+#include "ui/main_window.h"
+
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLabel>
+#include <QProcess>
+#include <QProgressBar>
+#include <QRegularExpression>
+#include <QSpinBox>
+#include <QTemporaryDir>
+
+namespace tb::ui {
+
+// `verb` (run / tune) of the panel's model and data on `ranks` processes, with the panel's knobs pinned.
+// Empty (and a message shown) when it cannot run.
+QStringList MainWindow::ranksArgs(const QString& verb, int ranks, const QString& what) {
+  const RunOptions o = optionsFromPanel();
+  if (!o.script.isEmpty()) {
+    showError(tr("Cannot start a data-parallel %1").arg(what),
+              tr("A script's ranks are its own launcher's (torchrun): choose a built-in model or TorchScript."));
+    return {};
+  }
+  QStringList args{verb, "--model", o.model, "--data", o.data, "--ranks", QString::number(ranks)};
+  if (!o.knobs.isEmpty()) {
+    QStringList kv;
+    for (auto it = o.knobs.begin(); it != o.knobs.end(); ++it) kv << it.key() + "=" + it.value();
+    kv.sort();
+    args << "--set" << kv.join(",");
+  }
+  return args;
+}
+
+// Starts `cli args` (over ssh when connected), keeps the tail of its output, calls `line` for each line it
+// writes and `done` with its exit code and that tail when it ends.
+bool MainWindow::startCliChild(QStringList args, const std::function<void(const QString&)>& line,
+                               const std::function<void(int, const QString&)>& done) {
+  const QString cli = findCli();
+  if (cli.isEmpty()) {
+    showError(tr("Cannot start"), tr("tunebench-cli not found (set TUNEBENCH_CLI)"));
+    return false;
+  }
+  if (run_->isRemote())
+    args << "--remote" << run_->remoteDisplay() << "--remote-cli" << QString::fromStdString(run_->remoteCli());
+  auto* proc = new QProcess(this);
+  proc->setProcessChannelMode(QProcess::MergedChannels);
+  log(tr("$ %1 %2").arg(cli, args.join(' ')));
+  connect(proc, &QProcess::readyRead, this, [proc, line] {
+    QString buf = proc->property("partial").toString() + QString::fromUtf8(proc->readAll());
+    const int cut = buf.lastIndexOf('\n');
+    const QString complete = cut < 0 ? QString() : buf.left(cut);
+    proc->setProperty("partial", cut < 0 ? buf : buf.mid(cut + 1));
+    if (complete.isEmpty()) return;
+    proc->setProperty("out", (proc->property("out").toString() + complete + '\n').right(3000));
+    for (const QString& l : complete.split('\n', Qt::SkipEmptyParts)) line(l);
+  });
+  connect(proc, &QProcess::finished, this, [proc, done](int code, QProcess::ExitStatus st) {
+    proc->deleteLater();
+    const QString out = (proc->property("out").toString() + proc->property("partial").toString()).trimmed();
+    done(st == QProcess::NormalExit ? code : -1, out);
+  });
+  proc->start(cli, args);
+  return true;
+}
+
+bool MainWindow::startRanksRun(int ranks, int steps) {
+  QStringList args = ranksArgs("run", ranks, tr("run"));
+  if (args.isEmpty()) return false;
+  const RunOptions o = optionsFromPanel();
+  ranks_tmp_ = std::make_unique<QTemporaryDir>(QDir::tempPath() + "/tunebench-ranks-XXXXXX");
+  const QString trace = ranks_tmp_->filePath("ranks.json");
+  args << "--steps" << QString::number(steps > 0 ? steps : (o.steps > 0 ? o.steps : 20)) << "--trace" << trace;
+  const bool ok = startCliChild(
+      args, [](const QString&) {},
+      [this, trace, ranks](int code, const QString& out) {
+        progress_->hide();
+        if (code != 0 || !QFileInfo::exists(trace)) {
+          run_label_->setText(tr("data-parallel run failed"));
+          showError(tr("The data-parallel run failed"),
+                    tr("tunebench-cli run --ranks %1 exited with status %2\n\n%3").arg(ranks).arg(code).arg(out));
+          return;
+        }
+        run_label_->setText(tr("data-parallel run done: %1 ranks").arg(ranks));
+        log(out.section('\n', -3));
+        openTrace(trace);
+      });
+  if (!ok) return false;
+  progress_->show();
+  progress_->setRange(0, 0);
+  progress_->setFormat(tr("%1 ranks…").arg(ranks));
+  run_label_->setText(tr("data-parallel run on %1 ranks…").arg(ranks));
+  return true;
+}
+
+bool MainWindow::startRanksTune(int ranks, int budget_s) {
+  QStringList args = ranksArgs("tune", ranks, tr("auto-tune"));
+  if (args.isEmpty()) return false;
+  ranks_tune_tmp_ = std::make_unique<QTemporaryDir>(QDir::tempPath() + "/tunebench-ranks-tune-XXXXXX");
+  const QString html = ranks_tune_tmp_->filePath("report.html"), json = ranks_tune_tmp_->filePath("report.json");
+  args << "--budget" << QString::number(budget_s > 0 ? budget_s : tune_budget_->value()) << "--report" << html
+       << "--json" << json;
+  // The tuner's progress lines: "[tune  42%] screen     bucket_cap_mb=5 vs baseline".
+  static const QRegularExpression progress_line(R"(^\[tune\s+(\d+)%\]\s+(\S+)\s+(.*)$)");
+  const bool ok = startCliChild(
+      args,
+      [this](const QString& l) {
+        const auto m = progress_line.match(l);
+        if (!m.hasMatch()) return;
+        progress_->setRange(0, 100);
+        progress_->setValue(m.captured(1).toInt());
+        progress_->setFormat(m.captured(2) + ": %p%");
+        log(tr("tune %1: %2").arg(m.captured(2), m.captured(3)));
+      },
+      [this, html, json, ranks](int code, const QString& out) {
+        progress_->hide();
+        QFile f(json);
+        const QJsonObject doc = f.open(QIODevice::ReadOnly) ? QJsonDocument::fromJson(f.readAll()).object() : QJsonObject();
+        if (code != 0 || !doc.value("summary").isObject()) {
+          run_label_->setText(tr("data-parallel auto-tune failed"));
+          showError(tr("The data-parallel auto-tune failed"),
+                    tr("tunebench-cli tune --ranks %1 exited with status %2\n\n%3").arg(ranks).arg(code).arg(out));
+          emit ranksTuneFinished(false);
+          return;
+        }
+        QJsonObject m = doc.value("summary").toObject();
+        m["report_html"] = html;
+        m["report_json"] = json;
+        run_label_->setText(tr("data-parallel auto-tune done: %1 ranks").arg(ranks));
+        showTuneDone(m);
+        emit ranksTuneFinished(true);
+      });
+  if (!ok) return false;
+  progress_->show();
+  progress_->setRange(0, 0);
+  progress_->setFormat(tr("auto-tune of %1 ranks…").arg(ranks));
+  run_label_->setText(tr("data-parallel auto-tune on %1 ranks…").arg(ranks));
+  return true;
+}
+
+}  // namespace tb::ui
