@@ -73,6 +73,14 @@ int cmd_run(int argc, char** argv) {
   }
   if (opts.model.empty()) return usage_error("--model is required (mnist_cnn, resnet18, resnet50, vit_tiny, torchscript:PATH)");
   if (opts.data.empty()) return usage_error("--data is required (synthetic, imagefolder:DIR, mnist:DIR)");
+  // `--set ranks=N` is --ranks N: the tuner's fresh-process trials and a report's settings say it that way.
+  if (auto it = opts.knobs.find("ranks"); it != opts.knobs.end()) {
+    int64_t n = 0;
+    if (!parse_int(it->second, n, 1) || n > 64) return usage_error("ranks needs an integer from 1 to 64");
+    if (ranks > 0 && ranks != n)
+      return usage_error("--ranks " + std::to_string(ranks) + " disagrees with --set ranks=" + it->second);
+    ranks = n;
+  }
   {
     std::string env_err;
     auto env = engine::dist_from_env(env_err);

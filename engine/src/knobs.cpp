@@ -177,7 +177,19 @@ std::vector<KnobInfo> build_catalog() {
                        "minus the loader workers, at least 1",
                        0, 0, 0, 256, {}, "cpu+cuda", false, "torch.set_num_threads(os.cpu_count() - num_workers)",
                        "at::set_num_threads(cores - workers);"));
-  // Data parallel (DDP over c10d, engine/src/dist/): they act only in a run of several ranks.
+  // Data parallel (DDP over c10d, engine/src/dist/). `ranks` starts the group; the others act only in one.
+  {
+    KnobInfo k = make_int("ranks", "Data-parallel ranks",
+                          "Processes that train the model together (DistributedDataParallel): each reads its own shard "
+                          "with its share of the cores, gradients are all-reduced; the global batch is ranks x "
+                          "batch_size",
+                          1, 2, 1, 64, {"003"}, "cpu (at process start; a GPU rank needs NCCL)", false,
+                          "torchrun --standalone --nproc-per-node 2 train.py  # with DistributedDataParallel and "
+                          "DistributedSampler; scale the learning rate with the global batch",
+                          "tunebench-cli run --ranks 2 ...  // c10d::ProcessGroupGloo + c10d::Reducer per process");
+    k.process_scope = true;
+    c.push_back(std::move(k));
+  }
   c.push_back(make_int("bucket_cap_mb", "DDP bucket size (MB)",
                        "Gradients are all-reduced in buckets of this size as backward produces them: smaller buckets "
                        "start communicating earlier, bigger ones send fewer messages",

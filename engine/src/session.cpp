@@ -31,6 +31,13 @@ SessionImpl::SessionImpl(const SessionOptions& o) : opts_(o), device_(resolve_de
   // A process knob is a fact about this process: unless one was asked for, the config says what runs.
   if (!o.knobs.count("cpu_allocator")) initial["cpu_allocator"] = active_cpu_allocator();
   else if (auto why = switch_cpu_allocator_live(initial["cpu_allocator"]); !why.empty()) throw EngineError(why);
+  // So is the group this process belongs to: `ranks` says it, a session cannot become one.
+  const std::string world = std::to_string(std::max(1, o.dist.world_size));
+  if (o.knobs.count("ranks") && initial["ranks"] != world)
+    throw EngineError("ranks=" + initial["ranks"] + " but this process is " +
+                      (world == "1" ? std::string("a single one") : "one of " + world + " ranks") +
+                      ": a group is started with tunebench-cli run --ranks N (or torchrun)");
+  initial["ranks"] = world;
   ModelOptions mo;
   mo.input_channels = o.input_channels;
   mo.input_height = o.input_height;
@@ -86,7 +93,9 @@ SessionImpl::SessionImpl(const SessionOptions& o) : opts_(o), device_(resolve_de
   // same probes, the drift guard for numerics knobs).
   // The batch size is part of the start state (no probe at the default size first); every other
   // requested knob is then applied like a live change.
-  config_ = default_config({{"batch_size", initial.at("batch_size")}, {"cpu_allocator", initial.at("cpu_allocator")}});
+  config_ = default_config({{"batch_size", initial.at("batch_size")},
+                            {"cpu_allocator", initial.at("cpu_allocator")},
+                            {"ranks", initial.at("ranks")}});
   try {
     loader_ = std::make_unique<Loader>(dataset_, loader_options(config_));
     realize(config_, nullptr);
@@ -127,6 +136,9 @@ int64_t SessionImpl::apply(const Config& changes) {
   // changes and the caller is told how to start a process with it.
   if (auto it = changed.find("cpu_allocator"); it != changed.end())
     if (auto why = switch_cpu_allocator_live(it->second); !why.empty()) throw EngineError(why);
+  if (auto it = changed.find("ranks"); it != changed.end())
+    throw EngineError("ranks=" + it->second + " takes effect when a run starts: tunebench-cli run --ranks " +
+                      it->second + " (in the GUI: Run > Data-parallel run)");
   if (auto it = changed.find("cudnn_benchmark");
       it != changed.end() && it->second == "off" && g_cudnn_benchmarked.load() && applicability("cudnn_benchmark").applicable)
     throw EngineError("cudnn_benchmark=off after it was on changes nothing for the shapes already benchmarked "

@@ -58,6 +58,9 @@ Applicability base_applicability(const std::string& id, bool on_cuda) {
       a.unavailable_values.push_back(v);
       a.reason += (a.reason.empty() ? "" : "; ") + why;
     }
+  } else if (id == "ranks") {
+    if (on_cuda) no("data parallel on a GPU needs NCCL, which this build does not have yet (Gloo is CPU-only here)");
+    else if (compat::cpu_cores() < 2) no("one CPU core: the ranks would share it");
   } else if (is_ddp_knob(id)) {
     // The session says yes when it is one rank of several (SessionImpl::applicability).
     no("acts only with several ranks: run --ranks N, or start the run under torchrun");

@@ -93,7 +93,7 @@ TEST(Cli, KnobsJsonListsTheCatalog) {
   auto r = run_cli({"knobs", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
-  ASSERT_EQ(j["knobs"].size(), 27u);
+  ASSERT_EQ(j["knobs"].size(), 28u);
   for (const auto& k : j["knobs"]) {
     EXPECT_TRUE(k.contains("applicable"));
     if (!k["applicable"].get<bool>()) EXPECT_FALSE(k["reason"].get<std::string>().empty());
@@ -197,7 +197,7 @@ TEST(Cli, ServeRoundTripWithLiveSet) {
     const std::string type = m["type"];
     if (type == "hello") {
       hello = true;
-      EXPECT_EQ(m["knobs"].size(), 27u);
+      EXPECT_EQ(m["knobs"].size(), 28u);
       EXPECT_TRUE(m["versions"].contains("libtorch"));
       if (m["device"]["kind"] == "cpu") {
         // CPU: the dense-layer path is named, and the collector line says why the timeline is CPU-only.

@@ -152,6 +152,20 @@ TEST_F(CliDistributed, AKilledRankEndsTheGroupWithinTheTimeoutAndRankZeroKeepsIt
   EXPECT_NE(j["exits"][1]["how"].get<std::string>().find("signal 9"), std::string::npos);
 }
 
+// `--set ranks=2` is --ranks 2 (what the tuner's fresh trials and a report's settings pass); a disagreeing
+// --ranks is a one-line error.
+TEST_F(CliDistributed, RanksAsAKnobStartsTheGroup) {
+  const std::string js = tmp("ranks_knob.json");
+  Out r = cli("", run_args(js, "batch_size=4,ranks=2"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = read_json(js);
+  EXPECT_EQ(j["world_size"], 2);
+  EXPECT_EQ(j["config"]["ranks"], "2");
+  r = cli("", run_args(tmp("ranks_bad.json"), "batch_size=4,ranks=2") + " --ranks 3");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--ranks 3 disagrees with --set ranks=2"), std::string::npos) << r.err;
+}
+
 // A launcher killed without a word (SIGKILL: a tuner's deadline, the OOM killer) takes its ranks with it:
 // left alone they would train on, holding the cores of whatever is measured next.
 TEST_F(CliDistributed, RanksDieWithTheirLauncher) {

@@ -147,6 +147,27 @@ TEST_F(CliTuneRanks, GroupWindowsCountEveryRankAndTheLossProbeTrainsTheGroup) {
   EXPECT_NEAR(plain[2], compressed[2], 0.05 * std::abs(plain[2]));
 }
 
+// A one-process tune on a machine with cores to share tries `ranks` like the other process knobs: in fresh
+// processes, the candidate a group of 2 (run --ranks 2), against the baseline.
+TEST_F(CliTuneRanks, ASingleProcessTuneTriesTwoRanksInFreshProcesses) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one core: ranks does not apply";
+  const std::string js = tmp("ranks_knob_tune.json");
+  Out r = tb::test_util::run_cli_shell(
+      "", "tune " + model_args() + " --set batch_size=4 --knobs ranks --budget 40 --rounds 2 --json " + js, 600);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = read_json(js);
+  bool tried = false;
+  for (const auto& t : j["trials"])
+    if (t["knob"] == "ranks") {
+      tried = true;
+      EXPECT_EQ(t["phase"], "process");
+      EXPECT_EQ(t["value"], "2");
+      EXPECT_TRUE(t["fresh_processes"].get<bool>());
+      EXPECT_NE(t["outcome"], "failed") << t["reason"];
+    }
+  EXPECT_TRUE(tried) << r.out;
+}
+
 TEST_F(CliTuneRanks, BadRequestsAreOneLineErrors) {
   Out r = tb::test_util::run_cli_shell("", "tune --simulate --ranks 2", 60);
   EXPECT_EQ(r.code, 2);

@@ -16,7 +16,7 @@ TEST(Knobs, CatalogHasEveryDesignKnobWithEveryFieldFilled) {
                                       "grad_accumulation", "checkpointing", "cuda_graphs", "cpu_allocator", "intra_op_threads", "sync_free_logging",
                                       "fused_optimizer", "fp32_preprocess", "fast_decode",
                                       // data parallel (docs/distributed.md)
-                                      "bucket_cap_mb", "gradient_as_bucket_view", "comm_hook", "broadcast_buffers",
+                                      "ranks", "bucket_cap_mb", "gradient_as_bucket_view", "comm_hook", "broadcast_buffers",
                                       "static_graph"};
   std::set<std::string> got;
   for (const auto& k : knob_catalog()) {
@@ -37,9 +37,9 @@ TEST(Knobs, CatalogHasEveryDesignKnobWithEveryFieldFilled) {
   EXPECT_TRUE(find_knob("amp")->changes_numerics);
   EXPECT_TRUE(find_knob("batch_size")->changes_numerics);
   EXPECT_FALSE(find_knob("workers")->changes_numerics);
-  // The allocator and the cuDNN autotuner take effect at process start; nothing else does.
+  // The allocator, the cuDNN autotuner and the ranks take effect at process start; nothing else does.
   for (const auto& k : knob_catalog())
-    EXPECT_EQ(k.process_scope, k.id == "cpu_allocator" || k.id == "cudnn_benchmark") << k.id;
+    EXPECT_EQ(k.process_scope, k.id == "cpu_allocator" || k.id == "cudnn_benchmark" || k.id == "ranks") << k.id;
 }
 
 TEST(Knobs, NormalizeAcceptsSynonymsAndRejectsBadValues) {

@@ -104,6 +104,25 @@ TEST(Session, BadInputIsAnEngineError) {
   EXPECT_EQ(s->config().at("amp"), "off");
 }
 
+// `ranks` is a fact about the process: the config says what runs, and neither a start nor a live change can
+// make one process a group; the message says how to start one.
+TEST(Session, RanksSaysWhatRunsAndIsNeverChangedLive) {
+  auto s = Session::create(tiny());
+  EXPECT_EQ(s->config().at("ranks"), "1");
+  try {
+    s->apply({{"ranks", "2"}});
+    FAIL() << "a live ranks change must be refused";
+  } catch (const EngineError& e) {
+    EXPECT_NE(std::string(e.what()).find("run --ranks 2"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(s->config().at("ranks"), "1");
+  auto o = tiny();
+  o.knobs["ranks"] = "2";
+  EXPECT_THROW(Session::create(o), EngineError);
+  o.knobs["ranks"] = "1";
+  EXPECT_EQ(Session::create(o)->config().at("ranks"), "1");
+}
+
 TEST(Session, ChannelsLastConvertsWeightsAndInputs) {
   auto s = Session::create(tiny("mnist_cnn", {{"channels_last", "on"}}));
   auto in = session_internals(*s);

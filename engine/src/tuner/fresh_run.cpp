@@ -41,12 +41,15 @@ nlohmann::json run_fresh(const std::string& cli, const SessionOptions& o, const 
   if (fd < 0) throw TrialFailure("cannot create a temporary file", false);
   close(fd);
   const int warmup = spec.warmup >= 0 ? spec.warmup : o.warmup_steps;
+  // A configuration with ranks=N is a group (run reads --set ranks=N as --ranks N).
+  int ranks = spec.ranks;
+  if (auto it = config.find("ranks"); it != config.end()) ranks = std::max(ranks, std::atoi(it->second.c_str()));
   std::vector<std::string> argv = {cli, "run", "--model", o.model, "--data", o.data, "--device", o.device,
                                    "--seed", std::to_string(o.seed), "--warmup", std::to_string(warmup),
                                    "--drift-steps", "0", "--json", json_path, "--set", config_arg(config)};
   if (spec.measured_steps > 0) argv.insert(argv.end(), {"--measured-steps", std::to_string(spec.measured_steps)});
   else argv.insert(argv.end(), {"--steps", std::to_string(std::max(1, spec.steps))});
-  if (spec.ranks > 1) argv.insert(argv.end(), {"--ranks", std::to_string(spec.ranks)});
+  if (ranks > 1) argv.insert(argv.end(), {"--ranks", std::to_string(ranks)});
   if (spec.dist_timeout_s > 0) argv.insert(argv.end(), {"--dist-timeout", std::to_string(spec.dist_timeout_s)});
   if (!spec.trace_path.empty()) argv.insert(argv.end(), {"--trace", spec.trace_path});
   if (o.input_channels > 0)
@@ -61,7 +64,7 @@ nlohmann::json run_fresh(const std::string& cli, const SessionOptions& o, const 
     if (f) j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
   }
   unlink(json_path);
-  const std::string what = spec.ranks > 1 ? "fresh group of " + std::to_string(spec.ranks) + " ranks" : "fresh process";
+  const std::string what = ranks > 1 ? "fresh group of " + std::to_string(ranks) + " ranks" : "fresh process";
   if (!r.started) throw TrialFailure(what + ": " + r.error, false);
   if (r.timed_out)
     throw TrialFailure(what + ": no result within " + std::to_string(int(spec.timeout_s)) + " s (stopped)", false);
