@@ -131,6 +131,9 @@ class Workload {
   // 2 ranks"): the tuner then counts the start-up in each window's cost, and the final alternation is
   // already what a user who starts the training gets (no separate fresh-process headline).
   virtual std::string fresh_windows() const { return ""; }
+  // Knobs this workload exists for, screened before the others (in this order) so that a tight budget
+  // spends itself on them: the DDP knobs of a data-parallel tune. Empty: catalog order.
+  virtual std::vector<std::string> first_knobs() const { return {}; }
 };
 
 // ---------------------------------------------------------------------------------------------------------

@@ -182,6 +182,10 @@ class GroupWorkload : public Workload {
     if (!notes_.empty()) j["engine_warnings"] = notes_;
     return j;
   }
+  // What --ranks is about: the communication knobs first, the bucket size before the rest.
+  std::vector<std::string> first_knobs() const override {
+    return {"bucket_cap_mb", "comm_hook", "static_graph", "gradient_as_bucket_view", "broadcast_buffers"};
+  }
   std::string fresh_windows() const override { return "a fresh group of " + std::to_string(ranks_) + " ranks"; }
 
  private:

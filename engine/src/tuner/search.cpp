@@ -60,8 +60,12 @@ TuneResult Tuner::run() {
   res_.budget_s = o_.budget_s;
   res_.environment = w_.describe();
   res_.knobs = w_.knobs();
+  const std::vector<std::string> first = w_.first_knobs();
+  for (const auto& id : first)
+    for (const auto& k : res_.knobs)
+      if (k.info.id == id) order_.push_back(id);
   for (const auto& k : res_.knobs) {
-    order_.push_back(k.info.id);
+    if (std::find(first.begin(), first.end(), k.info.id) == first.end()) order_.push_back(k.info.id);
     knobs_[k.info.id] = k;
   }
   baseline_ = w_.baseline();
