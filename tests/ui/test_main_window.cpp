@@ -13,6 +13,7 @@
 #include <QSettings>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QProgressBar>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTableWidget>
@@ -366,7 +367,15 @@ class TestMainWindow : public QObject {
     w.findChild<QComboBox*>("data")->setCurrentText("synthetic");
     QSignalSpy done(&w, &MainWindow::ranksTuneFinished);
     QVERIFY(w.startRanksTune(2, 20));
-    QVERIFY2(done.wait(300000), qPrintable(w.lastError()));
+    // TB_SCREENSHOT_DIR: the window while the tune runs, to look at (not a check).
+    if (const QString dir = qEnvironmentVariable("TB_SCREENSHOT_DIR"); !dir.isEmpty()) {
+      w.resize(1400, 900);
+      w.show();
+      auto* bar = w.findChild<QProgressBar*>();
+      for (int i = 0; i < 600 && done.isEmpty() && !(bar && bar->value() >= 20); ++i) QTest::qWait(100);
+      w.grab().save(dir + "/ranks_tune.png");
+    }
+    QVERIFY2(done.count() > 0 || done.wait(300000), qPrintable(w.lastError()));
     QVERIFY2(done.at(0).at(0).toBool(), qPrintable(w.lastError()));
     const TuneSummary& s = w.lastTuneSummary();
     QVERIFY2(!s.title.isEmpty() && s.detail.contains("Measurement"), qPrintable(s.title + "\n" + s.detail));

@@ -105,8 +105,8 @@ bool MainWindow::startRanksTune(int ranks, int budget_s) {
   const QString html = ranks_tune_tmp_->filePath("report.html"), json = ranks_tune_tmp_->filePath("report.json");
   args << "--budget" << QString::number(budget_s > 0 ? budget_s : tune_budget_->value()) << "--report" << html
        << "--json" << json;
-  // The tuner's progress lines: "[tune  42%] screen     bucket_cap_mb=5 vs baseline".
-  static const QRegularExpression progress_line(R"(^\[tune\s+(\d+)%\]\s+(\S+)\s+(.*)$)");
+  // The tuner's progress lines: "[tune  42%] screen     bucket_cap_mb=5 vs baseline"; one phase has a space.
+  static const QRegularExpression progress_line(R"(^\[tune\s+(\d+)%\]\s+(noise floor|\S+)\s+(.*)$)");
   const bool ok = startCliChild(
       args,
       [this](const QString& l) {

@@ -8,7 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <thread>
 

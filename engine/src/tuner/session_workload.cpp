@@ -1,13 +1,9 @@
 // The tuner's Workload over a real engine Session (engine/tuner.h make_session_workload). Torch-free: it
 // only uses the public Session API and the profiler's recorder, CUPTI collector and analyses.
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
-#include <fstream>
-#include <set>
 #include <thread>
 
 #include "engine/cpu_allocator.h"

@@ -55,6 +55,9 @@ void fill_snapshot(Snapshot& s, const prof::AnalysisResult& a) {
   if (s.step_ms <= 0) s.step_ms = dur;
   for (const auto& f : a.findings) {
     if (s.findings.size() >= 3) break;
+    // Where the time went, not how it was recorded: a CPU run's "GPU collector off" would take a slot of a
+    // stall that matters (the report names the device already).
+    if (f.kind == prof::FindingKind::CollectorOff) continue;
     s.findings.push_back(f.message + (f.knob.empty() ? "" : " (try " + f.knob + "=" + f.value + ")"));
   }
   if (s.findings.empty()) s.findings.push_back("the analyses found no stall worth a finding");
