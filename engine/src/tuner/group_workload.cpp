@@ -204,8 +204,7 @@ class GroupWorkload : public Workload {
   measure::Window window(const Config& config, int steps) {
     FreshRun spec = spec_for(steps, false);
     spec.measured_steps = steps;
-    double seconds = 0;
-    const nlohmann::json doc = run_fresh(cli_, opts_, config, spec, &seconds);
+    const nlohmann::json doc = run_fresh(cli_, opts_, config, spec);
     const double ended = now_s();
     measure::Window w = window_of_run(doc);
     w.start_s = ended - w.wall_s;
