@@ -22,7 +22,7 @@
 
 #include "../remote/processes.h"
 #include "cli_runner.h"
-#include "engine/make_dataset.h"
+#include "rank_test_data.h"
 
 namespace {
 
@@ -38,15 +38,7 @@ nlohmann::json read_json(const std::string& path) {
 
 class CliDistributed : public testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = (std::filesystem::temp_directory_path() / ("tb_dist_data_" + std::to_string(::getpid()))).string();
-    tb::engine::ImageFolderSpec spec;
-    spec.out = dir_ + "/images";
-    spec.images = 48;
-    spec.width = spec.height = 32;
-    spec.classes = 4;
-    tb::engine::generate_image_folder(spec);
-  }
+  static void SetUpTestSuite() { dir_ = tb::test_util::make_rank_test_images("tb_dist_data_"); }
   static void TearDownTestSuite() { std::filesystem::remove_all(dir_); }
   static std::string run_args(const std::string& json, const std::string& set = "batch_size=4") {
     return "run --model mnist_cnn --data imagefolder:" + dir_ + "/images --input 1,28,28 --steps 6 --warmup 2 --set " +

@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.h"
-#include "engine/make_dataset.h"
+#include "rank_test_data.h"
 #include "engine/tuner.h"
 #include "tuner/fresh_run.h"
 
@@ -36,15 +36,7 @@ std::string slurp(const std::string& path) {
 
 class CliTuneRanks : public testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = (std::filesystem::temp_directory_path() / ("tb_tune_ranks_" + std::to_string(::getpid()))).string();
-    tb::engine::ImageFolderSpec spec;
-    spec.out = dir_ + "/images";
-    spec.images = 48;
-    spec.width = spec.height = 32;
-    spec.classes = 4;
-    tb::engine::generate_image_folder(spec);
-  }
+  static void SetUpTestSuite() { dir_ = tb::test_util::make_rank_test_images("tb_tune_ranks_"); }
   static void TearDownTestSuite() { std::filesystem::remove_all(dir_); }
   static std::string model_args() {
     return "--model mnist_cnn --data imagefolder:" + dir_ + "/images --input 1,28,28 --warmup 2 --dist-timeout 20";

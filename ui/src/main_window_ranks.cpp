@@ -37,9 +37,11 @@ QStringList MainWindow::ranksArgs(const QString& verb, int ranks, const QString&
   return args;
 }
 
-// Starts `cli args` (over ssh when connected), keeps the tail of its output, calls `line` for each line it
-// writes and `done` with its exit code and that tail when it ends.
-bool MainWindow::startCliChild(QStringList args, const std::function<void(const QString&)>& line,
+// Starts `cli args` (over ssh when connected) with a busy progress bar (`busy`) and run label (`label`),
+// keeps the tail of its output, calls `line` for each line it writes and `done` with its exit code and that
+// tail when it ends.
+bool MainWindow::startCliChild(QStringList args, const QString& busy, const QString& label,
+                               const std::function<void(const QString&)>& line,
                                const std::function<void(int, const QString&)>& done) {
   const QString cli = findCli();
   if (cli.isEmpty()) {
@@ -66,6 +68,10 @@ bool MainWindow::startCliChild(QStringList args, const std::function<void(const 
     done(st == QProcess::NormalExit ? code : -1, out);
   });
   proc->start(cli, args);
+  progress_->show();
+  progress_->setRange(0, 0);
+  progress_->setFormat(busy);
+  run_label_->setText(label);
   return true;
 }
 
@@ -76,8 +82,8 @@ bool MainWindow::startRanksRun(int ranks, int steps) {
   ranks_tmp_ = std::make_unique<QTemporaryDir>(QDir::tempPath() + "/tunebench-ranks-XXXXXX");
   const QString trace = ranks_tmp_->filePath("ranks.json");
   args << "--steps" << QString::number(steps > 0 ? steps : (o.steps > 0 ? o.steps : 20)) << "--trace" << trace;
-  const bool ok = startCliChild(
-      args, [](const QString&) {},
+  return startCliChild(
+      args, tr("%1 ranks…").arg(ranks), tr("data-parallel run on %1 ranks…").arg(ranks), [](const QString&) {},
       [this, trace, ranks](int code, const QString& out) {
         progress_->hide();
         if (code != 0 || !QFileInfo::exists(trace)) {
@@ -90,12 +96,6 @@ bool MainWindow::startRanksRun(int ranks, int steps) {
         log(out.section('\n', -3));
         openTrace(trace);
       });
-  if (!ok) return false;
-  progress_->show();
-  progress_->setRange(0, 0);
-  progress_->setFormat(tr("%1 ranks…").arg(ranks));
-  run_label_->setText(tr("data-parallel run on %1 ranks…").arg(ranks));
-  return true;
 }
 
 bool MainWindow::startRanksTune(int ranks, int budget_s) {
@@ -107,8 +107,8 @@ bool MainWindow::startRanksTune(int ranks, int budget_s) {
        << "--json" << json;
   // The tuner's progress lines: "[tune  42%] screen     bucket_cap_mb=5 vs baseline"; one phase has a space.
   static const QRegularExpression progress_line(R"(^\[tune\s+(\d+)%\]\s+(noise floor|\S+)\s+(.*)$)");
-  const bool ok = startCliChild(
-      args,
+  return startCliChild(
+      args, tr("auto-tune of %1 ranks…").arg(ranks), tr("data-parallel auto-tune on %1 ranks…").arg(ranks),
       [this](const QString& l) {
         const auto m = progress_line.match(l);
         if (!m.hasMatch()) return;
@@ -135,12 +135,6 @@ bool MainWindow::startRanksTune(int ranks, int budget_s) {
         showTuneDone(m);
         emit ranksTuneFinished(true);
       });
-  if (!ok) return false;
-  progress_->show();
-  progress_->setRange(0, 0);
-  progress_->setFormat(tr("auto-tune of %1 ranks…").arg(ranks));
-  run_label_->setText(tr("data-parallel auto-tune on %1 ranks…").arg(ranks));
-  return true;
 }
 
 }  // namespace tb::ui

@@ -21,6 +21,16 @@ std::string config_arg(const Config& c) {
   return s;
 }
 
+Config loss_probe_config(const Config& baseline, const Config& config) {
+  Config probe = baseline;
+  for (const auto& [k, v] : config) {
+    const KnobInfo* info = find_knob(k);
+    if (info && info->changes_numerics) probe[k] = v;
+  }
+  probe["sync_free_logging"] = "1";
+  return probe;
+}
+
 std::string tunebench_cli_path() {
   if (const char* e = std::getenv("TUNEBENCH_CLI"); e && *e) return e;
   char exe[4096];

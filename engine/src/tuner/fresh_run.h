@@ -41,6 +41,10 @@ nlohmann::json run_fresh(const std::string& cli, const SessionOptions& options, 
 // Throws TrialFailure when the document has no window (the run failed before its measured steps).
 measure::Window window_of_run(const nlohmann::json& doc);
 
+// A loss probe's configuration (Workload::loss_probe): the baseline's loader settings (a seeded order) with
+// the numerics-changing knobs of `config`, the loss read every step.
+Config loss_probe_config(const Config& baseline, const Config& config);
+
 // "k=v,k=v" for --set.
 std::string config_arg(const Config& c);
 

@@ -86,14 +86,8 @@ class GroupWorkload : public Workload {
   }
 
   std::vector<double> loss_probe(const Config& config, int steps) override {
-    // The baseline's loader settings (a seeded order) with the numerics knobs of `config`, from the same
-    // initial weights (rank 0's, broadcast): rank 0's loss on its shard, every step.
-    Config probe = baseline_;
-    for (const auto& [k, v] : config) {
-      const KnobInfo* info = find_knob(k);
-      if (info && info->changes_numerics) probe[k] = v;
-    }
-    probe["sync_free_logging"] = "1";
+    // From the same initial weights (rank 0's, broadcast): rank 0's loss on its shard, every step.
+    const Config probe = loss_probe_config(baseline_, config);
     const std::string key = config_arg(probe) + ";" + std::to_string(steps);
     if (auto it = probe_cache_.find(key); it != probe_cache_.end()) return it->second;
     FreshRun spec = spec_for(steps, false);

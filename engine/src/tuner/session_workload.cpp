@@ -148,15 +148,8 @@ class SessionWorkload : public Workload {
   }
 
   std::vector<double> loss_probe(const Config& config, int steps) override {
-    // Same seed, same initial weights, same batches: the baseline's loader settings (deterministic order)
-    // with the numerics-changing knobs of `config`, the loss read every step.
-    Config probe = baseline_;
-    for (const auto& [k, v] : config) {
-      const KnobInfo* info = find_knob(k);
-      if (info && info->changes_numerics) probe[k] = v;
-    }
-    probe["sync_free_logging"] = "1";
-    probe = without_process_knobs(probe, session_->config());
+    // Same seed, same initial weights, same batches.
+    const Config probe = without_process_knobs(loss_probe_config(baseline_, config), session_->config());
     std::string key;
     for (const auto& [k, v] : probe) key += k + "=" + v + ";";
     if (auto it = probe_cache_.find(key); it != probe_cache_.end()) return it->second;

@@ -143,8 +143,8 @@ class MainWindow : public QMainWindow {
   void showTuneDone(const QJsonObject& tune_done);
   // main_window_ranks.cpp: the arguments of a data-parallel `verb` of the panel, and a tunebench-cli child.
   QStringList ranksArgs(const QString& verb, int ranks, const QString& what);
-  bool startCliChild(QStringList args, const std::function<void(const QString&)>& line,
-                     const std::function<void(int, const QString&)>& done);
+  bool startCliChild(QStringList args, const QString& busy, const QString& label,
+                     const std::function<void(const QString&)>& line, const std::function<void(int, const QString&)>& done);
   void log(const QString& line);
   void setStatusFromHello(const QJsonObject& hello);
   void onTraceLoaded(LoadedTrace t, bool live);
