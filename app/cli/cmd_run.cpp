@@ -269,18 +269,17 @@ int cmd_run(int argc, char** argv) {
     }
     out = merge_rank_results(all);
     if (out.contains("error") && failure.empty()) failure = out["error"].get<std::string>();
-    if (!trace_path.empty() && !traces.empty()) {
-      // One file, one process per rank (their own pids); the analysis scopes to one and names the others.
-      for (size_t i = 1; i < traces.size(); ++i) traces[0]->merge(*traces[i]);
-      traces[0]->finalize();
-      auto st = prof::write_chrome_trace(*traces[0], trace_path);
+    const size_t traced = traces.size();
+    if (!trace_path.empty() && traced > 0) {
+      auto merged = merge_traces(std::move(traces));
+      auto st = prof::write_chrome_trace(*merged, trace_path);
       if (!st.ok()) {
         std::fprintf(stderr, "tunebench-cli: error: cannot write trace '%s': %s\n", trace_path.c_str(),
                      st.error().to_string().c_str());
         return 1;
       }
       out["trace"] = trace_path;
-      std::fprintf(stderr, "run: trace of %zu ranks written to %s\n", traces.size(), trace_path.c_str());
+      std::fprintf(stderr, "run: trace of %zu ranks written to %s\n", traced, trace_path.c_str());
     }
   } else if (!trace_path.empty()) {
     session->synchronize();  // the device's queued work belongs in this trace (the collector flushes after it)

@@ -1,5 +1,6 @@
 // tunebench-cli serve [--model M] [--data D] [--set k=v,...] [--steps N] [--trace-dir DIR] [--trace-every N]
 //                     [--inline-files]   (trace chunks and reports travel in the stream: a remote GUI)
+//                     [--ranks N [--dist-timeout S]]   (a live data-parallel group: serve_group.h)
 // The run protocol of docs/protocol.md on stdin/stdout (JSON lines, "v": 1). stdout carries only protocol
 // lines; logs go to stderr.
 //
@@ -13,6 +14,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <iostream>
@@ -25,7 +27,10 @@
 #include "engine_cli_common.h"
 #include "engine/cpu_allocator.h"
 #include "engine/report.h"
+#include "engine/distributed.h"
 #include "engine/tuner.h"
+#include "run_ranks.h"
+#include "serve_group.h"
 
 namespace tb::cli {
 namespace {
@@ -135,7 +140,7 @@ int cmd_serve(int argc, char** argv) {
   engine::SessionOptions opts;
   opts.model.clear();
   opts.data = "synthetic";
-  int64_t steps = 0, trace_every = 50;
+  int64_t steps = 0, trace_every = 50, ranks = 0, dist_timeout = 0;
   std::string trace_dir;
   bool inline_files = false;
   for (int i = 1; i < argc; ++i) {
@@ -156,6 +161,16 @@ int cmd_serve(int argc, char** argv) {
       trace_dir = argv[++i];
     } else if (a == "--inline-files") {
       inline_files = true;
+    } else if (a == "--ranks") {
+      if (i + 1 >= argc || !parse_int(argv[++i], ranks, 1) || ranks > 64) {
+        std::fprintf(stderr, "tunebench-cli: error: serve: --ranks needs an integer from 1 to 64\n");
+        return 2;
+      }
+    } else if (a == "--dist-timeout") {
+      if (i + 1 >= argc || !parse_int(argv[++i], dist_timeout, 1)) {
+        std::fprintf(stderr, "tunebench-cli: error: serve: --dist-timeout needs a positive number of seconds\n");
+        return 2;
+      }
     } else if (a == "--trace-every") {
       if (i + 1 >= argc || !parse_int(argv[++i], trace_every, 1)) {
         std::fprintf(stderr, "tunebench-cli: error: serve: --trace-every needs a positive integer\n");
@@ -166,6 +181,47 @@ int cmd_serve(int argc, char** argv) {
       return 2;
     }
   }
+  // A live group: `--ranks N` or `--set ranks=N` (what the GUI's panel sends) starts N ranks of this command;
+  // each of them is one rank (torchrun's variables); rank 0 goes on below, the others follow it.
+  if (auto it = opts.knobs.find("ranks"); it != opts.knobs.end()) {
+    int64_t n = 0;
+    if (!parse_int(it->second, n, 1) || n > 64) {
+      std::fprintf(stderr, "tunebench-cli: error: serve: ranks needs an integer from 1 to 64\n");
+      return 2;
+    }
+    if (ranks > 0 && ranks != n) {
+      std::fprintf(stderr, "tunebench-cli: error: serve: --ranks %lld disagrees with --set ranks=%s\n",
+                   static_cast<long long>(ranks), it->second.c_str());
+      return 2;
+    }
+    ranks = n;
+  }
+  {
+    std::string env_err;
+    auto env = engine::dist_from_env(env_err);
+    if (!env_err.empty()) {
+      std::fprintf(stderr, "tunebench-cli: error: serve: bad torchrun environment: %s\n", env_err.c_str());
+      return 2;
+    }
+    if ((ranks > 1 || (env && env->enabled())) && opts.model.empty()) {
+      std::fprintf(stderr, "tunebench-cli: error: serve: a data-parallel group needs --model (and --data) on the "
+                           "command line: every rank starts with them\n");
+      return 2;
+    }
+    if (env && ranks > 0 && ranks != env->world_size) {
+      std::fprintf(stderr, "tunebench-cli: error: serve: --ranks %lld but this process is one of WORLD_SIZE=%d ranks\n",
+                   static_cast<long long>(ranks), env->world_size);
+      return 2;
+    }
+    if (!env && ranks > 1) return launch_serve_ranks(argc, argv, int(ranks), int(dist_timeout > 0 ? dist_timeout : 60));
+    if (env && env->enabled()) {
+      opts.dist = *env;
+      if (dist_timeout > 0) opts.dist.timeout_s = int(dist_timeout);
+      opts.max_warmup_steps = opts.warmup_steps;  // the same on every rank, as run
+      if (env->rank != 0) return serve_follower(opts);
+    }
+  }
+  const bool group = opts.dist.enabled();
   if (!trace_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(trace_dir, ec);
@@ -180,6 +236,21 @@ int cmd_serve(int argc, char** argv) {
   out.inline_files = inline_files;
   static Inbox inbox;
   static Progress progress;
+
+  // Rank 0 of a group joins it before it says hello: when its rendezvous port was taken in the meantime the
+  // launcher starts the group again on another, and the parent must not have heard a first hello.
+  std::unique_ptr<engine::Session> session;
+  std::unique_ptr<GroupLeader> leader;
+  std::string group_error;
+  if (group) {
+    try {
+      session = engine::Session::create(opts);
+      leader = std::make_unique<GroupLeader>(*session);
+    } catch (const engine::EngineError& e) {
+      if (std::strstr(e.what(), "Address already in use")) return kExitPortInUse;
+      group_error = e.what();
+    }
+  }
 
   // hello
   {
@@ -229,14 +300,29 @@ int cmd_serve(int argc, char** argv) {
   }).detach();
 
   auto finish = [&](const std::string& reason, int code) -> int {
-    out.send_done(progress.summary(reason));
+    nlohmann::json summary = progress.summary(reason);
+    if (leader) {
+      // Every rank's last state: the same configuration and, while DDP keeps them in step, the same weights.
+      // After a failure the ranks are told to end but not waited for (one may be dead).
+      int64_t n = 0;
+      {
+        std::lock_guard<std::mutex> lock(progress.mu);
+        n = int64_t(progress.records.size());
+      }
+      summary["ranks"] = leader->stop(n, /*gather=*/code == 0);
+      summary["world_size"] = opts.dist.world_size;
+    }
+    out.send_done(summary);
     std::fflush(stdout);
     std::fflush(stderr);
     std::_Exit(code);  // skip static destructors: the reader thread may still block on stdin
   };
 
+  if (!group_error.empty()) {
+    out.error(group_error, /*recoverable=*/false);
+    return finish("error", 2);
+  }
   // Wait for `start` when the command line did not name a model.
-  std::unique_ptr<engine::Session> session;
   const bool model_from_command_line = !opts.model.empty();
   while (!session) {
     if (opts.model.empty()) {
@@ -316,6 +402,7 @@ int cmd_serve(int argc, char** argv) {
   };
   if (tracing) {
     prof::set_thread_name("train");
+    if (leader) leader->trace(true);
     start_tracing();
   }
   auto write_chunk = [&](int64_t last_step) {
@@ -323,7 +410,15 @@ int cmd_serve(int argc, char** argv) {
     if (last_step < chunk_first) return;
     std::string path = (std::filesystem::path(trace_dir) / ("trace-" + std::to_string(chunk_index++) + ".json")).string();
     session->synchronize();  // kernels still running belong in this chunk, not lost to the forced flush
-    std::string err = write_recorded_trace(path, session->describe());
+    std::string err;
+    if (leader) {
+      // One chunk of the whole group: a process (row group) per rank.
+      auto merged = leader->chunk(collect_recorded_trace(session->describe()));
+      if (!merged) err = "the recorder returned no trace";
+      else if (auto st = prof::write_chrome_trace(*merged, path); !st.ok()) err = st.error().to_string();
+    } else {
+      err = write_recorded_trace(path, session->describe());
+    }
     if (!err.empty()) {
       out.send({{"type", "warning"}, {"message", "cannot write trace chunk '" + path + "': " + err}});
     } else {
@@ -336,6 +431,12 @@ int cmd_serve(int argc, char** argv) {
   // tuner builds its own sessions; recording is paused so its trace snapshots own the recorder. The best
   // configuration found is applied to the running session afterwards, so the chart shows it.
   auto run_tune_request = [&](const nlohmann::json& msg) {
+    if (leader) {
+      out.error("auto-tune of a running data-parallel group: use Run > Data-parallel auto-tune (tune --ranks " +
+                    std::to_string(opts.dist.world_size) + "), which measures every window in a fresh group",
+                true);
+      return;
+    }
     engine::TuneOptions topts;
     if (msg.contains("budget_s") && msg["budget_s"].is_number()) topts.budget_s = msg["budget_s"].get<double>();
     if (!(topts.budget_s >= 10 && topts.budget_s <= 24 * 3600)) {
@@ -406,6 +507,7 @@ int cmd_serve(int argc, char** argv) {
         std::string value = msg.contains("value") ? value_text(msg["value"]) : "";
         engine::Config before = session->config();
         try {
+          if (leader) leader->set(knob, value);  // every rank changes at this step boundary
           int64_t rev = session->apply({{knob, value}});
           nlohmann::json changed = nlohmann::json::object();
           for (const auto& [k, v] : session->config())
@@ -422,9 +524,11 @@ int cmd_serve(int argc, char** argv) {
         } else if (action == "start" && !tracing) {
           tracing = true;
           chunk_first = done_steps;
+          if (leader) leader->trace(true);
           start_tracing();
         } else if (action == "stop" && tracing) {
           write_chunk(done_steps - 1);
+          if (leader) leader->trace(false);
           prof::Recorder::instance().stop();
           tracing = false;
         }
@@ -438,7 +542,11 @@ int cmd_serve(int argc, char** argv) {
     if (inbox.stop) break;
     engine::StepRecord r;
     try {
+      if (leader) leader->step();
       r = session->step();
+      // Every rank took a batch of the same size (equal shards, padded as DistributedSampler; the same
+      // configuration at every step): the group's samples of this step.
+      if (leader) r.samples *= opts.dist.world_size;
     } catch (const engine::EngineError& e) {
       flush_warnings();
       out.error(e.what(), false);

@@ -1,6 +1,7 @@
-// `run --ranks N`: the local launcher, and rank 0's merge of the ranks' results (run_ranks.h).
+// `run --ranks N` and `serve --ranks N`: the local launchers, and rank 0's merge of the ranks' results (run_ranks.h).
 #include "run_ranks.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "engine/distributed.h"
@@ -40,12 +42,12 @@ std::string describe_status(int status) {
 
 }  // namespace
 
-// One start of the group on `port`. Returns the launcher's exit code, or -1 when rank 0 could not listen on
-// the port (another process took it): the others are stopped and nothing is recorded.
-static int launch_once(const std::string& exe, std::vector<std::string> args, const std::vector<std::string>& base_env,
-                int ranks, int timeout_s, int port, const std::string& json_path) {
-  std::fprintf(stderr, "run: starting %d ranks (Gloo over 127.0.0.1:%d, collective timeout %d s)\n", ranks, port,
-               timeout_s);
+// Starts rank 0..N-1 of `args` with torchrun's variables on `port`. A serve group's rank 0 speaks the run
+// protocol on the launcher's stdin/stdout; the others read nothing and write their stdout to stderr, so no
+// stray line reaches the parent. Empty when a fork failed (the ranks already started are stopped).
+static std::vector<pid_t> spawn_group(const std::string& exe, std::vector<std::string> args,
+                                      const std::vector<std::string>& base_env, int ranks, int timeout_s, int port,
+                                      bool serve) {
   std::vector<pid_t> pids(size_t(ranks), -1);
   for (int r = 0; r < ranks; ++r) {
     std::vector<std::string> env = base_env;
@@ -68,6 +70,11 @@ static int launch_once(const std::string& exe, std::vector<std::string> args, co
       // would go on training, holding the cores the next measurement needs.
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != parent) ::_exit(1);
+      if (serve && r > 0) {
+        const int null_fd = ::open("/dev/null", O_RDONLY);
+        if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
+        ::dup2(STDERR_FILENO, STDOUT_FILENO);
+      }
       ::execve(exe.c_str(), av.data(), ev.data());
       std::fprintf(stderr, "tunebench-cli: error: cannot start rank %d: %s\n", r, std::strerror(errno));
       ::_exit(127);
@@ -78,10 +85,28 @@ static int launch_once(const std::string& exe, std::vector<std::string> args, co
         if (p > 0) ::kill(p, SIGKILL);
       for (pid_t p : pids)
         if (p > 0) ::waitpid(p, nullptr, 0);
-      return 1;
+      return {};
     }
     pids[size_t(r)] = pid;
   }
+  return pids;
+}
+
+static void kill_and_reap(const std::vector<pid_t>& pids, const std::vector<bool>& done, int from) {
+  for (size_t o = size_t(from); o < pids.size(); ++o)
+    if (!done[o]) ::kill(pids[o], SIGKILL);
+  for (size_t o = size_t(from); o < pids.size(); ++o)
+    if (!done[o]) ::waitpid(pids[o], nullptr, 0);
+}
+
+// One start of a `run` group on `port`. Returns the launcher's exit code, or -1 when rank 0 could not listen
+// on the port (another process took it): the others are stopped and nothing is recorded.
+static int launch_once(const std::string& exe, std::vector<std::string> args, const std::vector<std::string>& base_env,
+                int ranks, int timeout_s, int port, const std::string& json_path) {
+  std::fprintf(stderr, "run: starting %d ranks (Gloo over 127.0.0.1:%d, collective timeout %d s)\n", ranks, port,
+               timeout_s);
+  const std::vector<pid_t> pids = spawn_group(exe, std::move(args), base_env, ranks, timeout_s, port, false);
+  if (pids.empty()) return 1;
   // Wait for every rank; after the first failure the rest get the collective timeout (they notice a dead
   // peer at their next collective, or time out) plus a grace period, then are stopped.
   std::vector<int> status(size_t(ranks), 0);
@@ -99,10 +124,7 @@ static int launch_once(const std::string& exe, std::vector<std::string> args, co
       status[size_t(r)] = st;
       --left;
       if (r == 0 && WIFEXITED(st) && WEXITSTATUS(st) == kExitPortInUse) {
-        for (int o = 1; o < ranks; ++o)
-          if (!done[size_t(o)]) ::kill(pids[size_t(o)], SIGKILL);
-        for (int o = 1; o < ranks; ++o)
-          if (!done[size_t(o)]) ::waitpid(pids[size_t(o)], nullptr, 0);
+        kill_and_reap(pids, done, 1);
         return -1;
       }
       const bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
@@ -152,13 +174,81 @@ static int launch_once(const std::string& exe, std::vector<std::string> args, co
   return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 }
 
-int launch_ranks(int argc, char** argv, int ranks, int timeout_s, const std::string& json_path) {
-  const std::string exe = self_exe();
-  if (exe.empty()) {
-    std::fprintf(stderr, "tunebench-cli: error: run --ranks: cannot find this program's path\n");
-    return 1;
+// A serve group (launch_serve_ranks): rank 0 is the run. The launcher says on stderr when another rank dies
+// (rank 0 then fails at its next collective, within the timeout, and reports it on the protocol), speaks for
+// rank 0 when it dies without a word (an error and `done` on stdout, which only rank 0 wrote to before), and
+// gives the other ranks 10 s after rank 0 to end before it stops them. -1: rank 0's port was taken.
+static int serve_once(const std::string& exe, std::vector<std::string> args, const std::vector<std::string>& base_env,
+                      int ranks, int timeout_s, int port) {
+  std::fprintf(stderr, "serve: starting %d ranks (Gloo over 127.0.0.1:%d, collective timeout %d s)\n", ranks, port,
+               timeout_s);
+  const std::vector<pid_t> pids = spawn_group(exe, std::move(args), base_env, ranks, timeout_s, port, true);
+  if (pids.empty()) return 1;
+  std::vector<bool> done(size_t(ranks), false);
+  int left = ranks, rank0_status = 0;
+  bool rank0_done = false, termed = false;
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  while (left > 0) {
+    for (int r = 0; r < ranks; ++r) {
+      if (done[size_t(r)]) continue;
+      int st = 0;
+      if (::waitpid(pids[size_t(r)], &st, WNOHANG) != pids[size_t(r)]) continue;
+      done[size_t(r)] = true;
+      --left;
+      const bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+      if (r > 0) {
+        if (!ok && !rank0_done) {
+          std::fprintf(stderr, "serve: rank %d %s; rank 0 ends the run at its next collective (within %d s)\n", r,
+                       describe_status(st).c_str(), timeout_s);
+          deadline = std::min(deadline, std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s + 15));
+        }
+        continue;
+      }
+      rank0_done = true;
+      rank0_status = st;
+      if (WIFEXITED(st) && WEXITSTATUS(st) == kExitPortInUse) {
+        kill_and_reap(pids, done, 1);
+        return -1;
+      }
+      if (!WIFEXITED(st)) {
+        // Rank 0 died between lines (a lost line ends with a newline first): the parent still gets why.
+        nlohmann::json err = {{"type", "error"}, {"v", 1}, {"recoverable", false},
+                              {"message", "rank 0 of the data-parallel group " + describe_status(st)}};
+        nlohmann::json fin = {{"type", "done"}, {"v", 1}, {"summary", {{"reason", "error"}}}};
+        std::printf("\n%s\n%s\n", err.dump().c_str(), fin.dump().c_str());
+        std::fflush(stdout);
+      }
+      deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    }
+    if (left == 0) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      // After rank 0 ended: the others had 10 s. Before: a rank died and rank 0 did not end in time.
+      const int from = rank0_done ? 1 : 0;
+      if (!rank0_done && !termed)
+        std::fprintf(stderr, "serve: rank 0 did not end %d s after a rank failed: stopping it\n", timeout_s + 15);
+      for (int r = from; r < ranks; ++r)
+        if (!done[size_t(r)]) ::kill(pids[size_t(r)], termed ? SIGKILL : SIGTERM);
+      termed = true;
+      deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  std::vector<std::string> args{exe, "run"};
+  if (WIFEXITED(rank0_status)) return WEXITSTATUS(rank0_status);
+  return 1;
+}
+
+namespace {
+
+// This program again with `verb` and the same options but --ranks, and the environment without torchrun's
+// variables (each rank gets its own). False when this program's path is unknown.
+bool group_command(int argc, char** argv, const char* verb, std::string& exe, std::vector<std::string>& args,
+                   std::vector<std::string>& base_env) {
+  exe = self_exe();
+  if (exe.empty()) {
+    std::fprintf(stderr, "tunebench-cli: error: %s --ranks: cannot find this program's path\n", verb);
+    return false;
+  }
+  args = {exe, verb};
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--ranks") == 0) {
       ++i;
@@ -166,7 +256,6 @@ int launch_ranks(int argc, char** argv, int ranks, int timeout_s, const std::str
     }
     args.emplace_back(argv[i]);
   }
-  std::vector<std::string> base_env;
   for (char** e = environ; *e; ++e) {
     const std::string kv = *e;
     const std::string key = kv.substr(0, kv.find('='));
@@ -176,20 +265,41 @@ int launch_ranks(int argc, char** argv, int ranks, int timeout_s, const std::str
       continue;
     base_env.push_back(kv);
   }
+  return true;
+}
+
+// Up to 3 starts, each on a port that was free a moment ago; `once` returns -1 when the port was taken.
+int with_free_port(const char* verb, const std::function<int(int)>& once) {
   const char* forced = std::getenv("TUNEBENCH_RANKS_FIRST_PORT");
   for (int attempt = 0; attempt < 3; ++attempt) {
     const int port = attempt == 0 && forced && std::atoi(forced) > 0 ? std::atoi(forced) : engine::free_tcp_port();
     if (port == 0) {
-      std::fprintf(stderr, "tunebench-cli: error: run --ranks: no free TCP port on 127.0.0.1 for the rendezvous\n");
+      std::fprintf(stderr, "tunebench-cli: error: %s --ranks: no free TCP port on 127.0.0.1 for the rendezvous\n", verb);
       return 1;
     }
-    const int code = launch_once(exe, args, base_env, ranks, timeout_s, port, json_path);
+    const int code = once(port);
     if (code >= 0) return code;
-    std::fprintf(stderr, "run: port %d was taken before rank 0 could listen on it; starting the ranks again on another\n",
-                 port);
+    std::fprintf(stderr, "%s: port %d was taken before rank 0 could listen on it; starting the ranks again on another\n",
+                 verb, port);
   }
-  std::fprintf(stderr, "tunebench-cli: error: run --ranks: the rendezvous port was taken 3 times in a row\n");
+  std::fprintf(stderr, "tunebench-cli: error: %s --ranks: the rendezvous port was taken 3 times in a row\n", verb);
   return 1;
+}
+
+}  // namespace
+
+int launch_ranks(int argc, char** argv, int ranks, int timeout_s, const std::string& json_path) {
+  std::string exe;
+  std::vector<std::string> args, base_env;
+  if (!group_command(argc, argv, "run", exe, args, base_env)) return 1;
+  return with_free_port("run", [&](int port) { return launch_once(exe, args, base_env, ranks, timeout_s, port, json_path); });
+}
+
+int launch_serve_ranks(int argc, char** argv, int ranks, int timeout_s) {
+  std::string exe;
+  std::vector<std::string> args, base_env;
+  if (!group_command(argc, argv, "serve", exe, args, base_env)) return 1;
+  return with_free_port("serve", [&](int port) { return serve_once(exe, args, base_env, ranks, timeout_s, port); });
 }
 
 nlohmann::json merge_rank_results(const std::vector<std::string>& per_rank) {
@@ -239,6 +349,13 @@ nlohmann::json merge_rank_results(const std::vector<std::string>& per_rank) {
     out["error"] = first_error;
   }
   return out;
+}
+
+std::unique_ptr<prof::Trace> merge_traces(std::vector<std::unique_ptr<prof::Trace>> traces) {
+  if (traces.empty()) return nullptr;
+  for (size_t i = 1; i < traces.size(); ++i) traces[0]->merge(*traces[i]);
+  traces[0]->finalize();
+  return std::move(traces[0]);
 }
 
 }  // namespace tb::cli

@@ -1,11 +1,14 @@
-// Data-parallel `run` (issue 12): `run --ranks N` starts N ranks of itself the way torchrun does, and every
+// Data-parallel `run` and `serve` (issue 12): `run --ranks N` starts N ranks of itself the way torchrun does, and every
 // rank's results come together on rank 0. Declared here, defined in run_ranks.cpp; app/cli only.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "profiler/trace.h"
 
 namespace tb::cli {
 
@@ -19,6 +22,12 @@ namespace tb::cli {
 // TUNEBENCH_RANKS_FIRST_PORT forces the first try's port (tests).
 int launch_ranks(int argc, char** argv, int ranks, int timeout_s, const std::string& json_path);
 
+// `serve --ranks N`: the same start, but the group is a live run (serve_group.h): rank 0 speaks the run
+// protocol on this process's stdin/stdout, the other ranks get /dev/null for stdin and stderr for stdout.
+// When a rank dies the launcher says so on stderr; when rank 0 dies without a word it writes the error and
+// `done` for it; the other ranks get 10 s after rank 0 ends. Returns rank 0's exit code.
+int launch_serve_ranks(int argc, char** argv, int ranks, int timeout_s);
+
 // Rank 0's exit code when its rendezvous port is in use (EX_TEMPFAIL): the launcher retries on another.
 inline constexpr int kExitPortInUse = 75;
 
@@ -26,5 +35,9 @@ inline constexpr int kExitPortInUse = 75;
 // rank 0's document plus world_size, the global throughput (sum over the ranks that reported), ranks[]
 // (each rank's throughput, window, steps, parameter digest, error) and missing_ranks.
 nlohmann::json merge_rank_results(const std::vector<std::string>& per_rank);
+
+// The ranks' traces as one (each keeps its own process, so the analysis can scope to one rank and name the
+// others); null when there are none.
+std::unique_ptr<prof::Trace> merge_traces(std::vector<std::unique_ptr<prof::Trace>> traces);
 
 }  // namespace tb::cli

@@ -46,6 +46,30 @@ std::vector<std::string> SessionImpl::gather(const std::string& key, const std::
   }
 }
 
+namespace {
+std::string order_key(int64_t n) { return "tunebench/order/" + std::to_string(n); }
+}  // namespace
+
+void SessionImpl::post_order(int64_t n, const std::string& order) {
+  if (!group_) return;
+  try {
+    group_->post(order_key(n), order);
+    if (n >= 1024) group_->drop(order_key(n - 1024));
+  } catch (const std::exception& e) {
+    throw EngineError("rank 0: cannot post order " + std::to_string(n) + " to the group: " + first_line(e.what()));
+  }
+}
+
+std::string SessionImpl::await_order(int64_t n, std::chrono::seconds timeout) {
+  if (!group_) throw EngineError("not a rank of a data-parallel group: there is no one to take orders from");
+  try {
+    return group_->await(order_key(n), timeout);
+  } catch (const std::exception& e) {
+    throw EngineError("rank " + std::to_string(group_->rank()) + ": no order " + std::to_string(n) +
+                      " from rank 0 (" + first_line(e.what()) + ")");
+  }
+}
+
 std::string SessionImpl::parameter_digest() const {
   // FNV-1a over every trainable parameter's values (contiguous fp32 copies on the CPU): cheap, and any
   // difference of a single bit between ranks shows.

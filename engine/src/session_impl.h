@@ -92,6 +92,8 @@ class SessionImpl final : public Session {
   nlohmann::json describe() const override;
   std::vector<std::string> gather(const std::string& key, const std::string& mine) override;
   std::string parameter_digest() const override;
+  void post_order(int64_t n, const std::string& order) override;
+  std::string await_order(int64_t n, std::chrono::seconds timeout) override;
 
   SessionInternals internals();
 

@@ -10,6 +10,7 @@
 #include <QPushButton>
 #include <QFile>
 #include <QMessageBox>
+#include <QPlainTextEdit>
 #include <QSettings>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -334,9 +335,10 @@ class TestMainWindow : public QObject {
     QCOMPARE(w.findings()->entries().front().id, QString("straggler"));
   }
 
-  // Run ▸ Data-parallel run: two real ranks (Gloo), and their merged trace opens with a row group each and
-  // the Ranks tab.
-  void dataParallelRunOpensItsRanks() {
+  // Run ▸ Data-parallel run: a live group of two real ranks (Gloo). Its trace chunks have a row group per rank
+  // and the Ranks tab; a toggle reaches both ranks at the same step (they end with the same configuration
+  // and weights, which the log says); stop ends the whole group.
+  void dataParallelRunIsLive() {
     const QString cli = tbtest::realCliWithEngine();
     if (cli.isEmpty()) QSKIP("no tunebench-cli with the engine (set TUNEBENCH_CLI to one)");
     qputenv("TUNEBENCH_CLI", cli.toUtf8());
@@ -344,15 +346,29 @@ class TestMainWindow : public QObject {
     w.setQuiet(true);
     w.findChild<QComboBox*>("model")->setCurrentText("mnist_cnn");
     w.findChild<QComboBox*>("data")->setCurrentText("synthetic");
-    QSignalSpy loaded(&w, &MainWindow::traceOpenFinished);
-    QVERIFY(w.startRanksRun(2, 6));
-    QVERIFY2(loaded.wait(180000), qPrintable(w.lastError()));
-    QVERIFY2(loaded.at(0).at(0).toBool(), qPrintable(loaded.at(0).at(1).toString()));
-    int groups = 0;
-    for (const auto& row : layoutRows(*w.timeline()->data())) groups += row.group;
-    QCOMPARE(groups, 2);
+    w.findChild<QSpinBox*>("trace_every")->setValue(4);
+    QVERIFY(w.startRanksRun(2));
+    auto groups = [&] {
+      int n = 0;
+      if (w.timeline()->data())
+        for (const auto& row : layoutRows(*w.timeline()->data())) n += row.group;
+      return n;
+    };
+    QVERIFY2(waitFor([&] { return groups() == 2 || !w.run()->isRunning(); }, 120000),
+             qPrintable(w.lastError() + w.run()->stderrTail()));
+    QCOMPARE(groups(), 2);
     QCOMPARE(w.findChild<QTableWidget*>("analysis_ranks")->rowCount(), 2);
-    QCOMPARE(w.findChild<QTableWidget*>("analysis_ranks")->item(0, 1)->text().toInt(), 6);  // steps per rank
+    QSignalSpy applied(w.run(), &RunController::configApplied);
+    w.run()->sendSet("bucket_cap_mb", "5");
+    QVERIFY2(applied.wait(60000), qPrintable(w.lastError() + w.run()->stderrTail()));
+    const int steps = int(w.run()->record().steps.size());
+    QVERIFY(waitFor([&] { return int(w.run()->record().steps.size()) >= steps + 3 || !w.run()->isRunning(); }, 60000));
+    QSignalSpy fin(w.run(), &RunController::finished);
+    w.stopRun();
+    QVERIFY(fin.count() == 1 || fin.wait(10000));
+    QVERIFY2(fin.at(0).at(0).toBool(), qPrintable(fin.at(0).at(1).toString()));
+    const QString log = w.findChild<QPlainTextEdit*>("log")->toPlainText();
+    QVERIFY2(log.contains("the 2 ranks ended in step") && log.contains("bucket_cap_mb=5"), qPrintable(log.right(2000)));
   }
 
   // Run ▸ Data-parallel auto-tune: a real tune of two ranks (every window a fresh group) reports like a live

@@ -163,6 +163,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
             .arg(s.value("steps").toInt())
             .arg(s.value("throughput_median").toDouble(), 0, 'f', 1)
             .arg(s.value("unit").toString("samples/s"), s.value("reason").toString()));
+    if (s.value("ranks").isArray()) logGroupEnd(s);
   });
   connect(run_, &RunController::failed, this, [this](const QString& msg) { showError(tr("Cannot start the run"), msg); });
   connect(run_, &RunController::finished, this, [this](bool ok, const QString& msg) {
@@ -354,6 +355,7 @@ void MainWindow::buildUi() {
   findings_ = new FindingsPanel;
   compare_ = new ComparePanel;
   log_ = new QPlainTextEdit;
+  log_->setObjectName("log");
   log_->setReadOnly(true);
   log_->setMaximumBlockCount(5000);
 

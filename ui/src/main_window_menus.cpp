@@ -84,7 +84,7 @@ void MainWindow::buildMenus() {
   act_stop_ = runm->addAction(QIcon::fromTheme("media-playback-stop"), tr("S&top"), this, &MainWindow::stopRun);
   act_stop_->setShortcut(QKeySequence(tr("Shift+F5")));
   runm->addAction(tr("&Data-parallel run…"), this, [this] {
-    // DDP over c10d (docs/distributed.md): N processes of the panel's model and data; its merged trace opens.
+    // DDP over c10d (docs/distributed.md): a live group of N processes of the panel's model and data.
     bool ok = false;
     const int n = QInputDialog::getInt(this, tr("Data-parallel run"),
                                        tr("Ranks (processes, one model replica each; Gloo on the CPU):"), 2, 2, 64, 1, &ok);

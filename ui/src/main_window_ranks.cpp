@@ -1,18 +1,19 @@
-// MainWindow (main_window.h): data-parallel work on the panel's model and data, run as a tunebench-cli child
-// (`run --ranks N`, `tune --ranks N`; on the connected server when there is one). Neither is live: a group
-// of ranks is not a serve session, so the window shows progress and, at the end, the merged trace or the
-// tune's summary and report.
+// MainWindow (main_window.h): data-parallel work on the panel's model and data. A run is a live group
+// (`serve --set ranks=N`, the normal run path); its auto-tune is a tunebench-cli child (`tune --ranks N`, on
+// the connected server when there is one) that shows progress and, at the end, the tune's summary and report.
 #include "ui/main_window.h"
 
+#include <QComboBox>
 #include <QDir>
 #include <QFile>
-#include <QFileInfo>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
 #include <QProcess>
 #include <QProgressBar>
 #include <QRegularExpression>
+#include <QSet>
 #include <QSpinBox>
 #include <QTemporaryDir>
 
@@ -76,26 +77,39 @@ bool MainWindow::startCliChild(QStringList args, const QString& busy, const QStr
 }
 
 bool MainWindow::startRanksRun(int ranks, int steps) {
-  QStringList args = ranksArgs("run", ranks, tr("run"));
-  if (args.isEmpty()) return false;
-  const RunOptions o = optionsFromPanel();
-  ranks_tmp_ = std::make_unique<QTemporaryDir>(QDir::tempPath() + "/tunebench-ranks-XXXXXX");
-  const QString trace = ranks_tmp_->filePath("ranks.json");
-  args << "--steps" << QString::number(steps > 0 ? steps : (o.steps > 0 ? o.steps : 20)) << "--trace" << trace;
-  return startCliChild(
-      args, tr("%1 ranks…").arg(ranks), tr("data-parallel run on %1 ranks…").arg(ranks), [](const QString&) {},
-      [this, trace, ranks](int code, const QString& out) {
-        progress_->hide();
-        if (code != 0 || !QFileInfo::exists(trace)) {
-          run_label_->setText(tr("data-parallel run failed"));
-          showError(tr("The data-parallel run failed"),
-                    tr("tunebench-cli run --ranks %1 exited with status %2\n\n%3").arg(ranks).arg(code).arg(out));
-          return;
-        }
-        run_label_->setText(tr("data-parallel run done: %1 ranks").arg(ranks));
-        log(out.section('\n', -3));
-        openTrace(trace);
-      });
+  if (model_->currentText() == "script") {
+    showError(tr("Cannot start a data-parallel run"),
+              tr("A script's ranks are its own launcher's (torchrun): choose a built-in model or TorchScript."));
+    return false;
+  }
+  pending_knobs_.insert("ranks", QString::number(ranks));  // the panel says what runs: Start repeats it
+  RunOptions o = optionsFromPanel();
+  if (steps > 0) o.steps = steps;
+  return startRun(o);
+}
+
+void MainWindow::logGroupEnd(const QJsonObject& summary) {
+  // Every rank's last state (serve's done): DDP's invariant, checked where the user can see it.
+  const QJsonArray ranks = summary.value("ranks").toArray();
+  if (ranks.isEmpty()) return;  // the group failed: the error says why
+  QSet<QString> configs, digests;
+  QStringList steps;
+  for (const auto& v : ranks) {
+    const QJsonObject r = v.toObject();
+    if (r.isEmpty()) {
+      log(tr("warning: a rank of the group did not report its end"));
+      return;
+    }
+    configs << QString::fromUtf8(QJsonDocument(r.value("config").toObject()).toJson(QJsonDocument::Compact));
+    digests << r.value("parameter_digest").toString();
+    steps << QString::number(r.value("steps").toInteger());
+  }
+  if (configs.size() == 1 && digests.size() == 1)
+    log(tr("the %1 ranks ended in step: %2 steps each, the same configuration and the same weights")
+            .arg(ranks.size()).arg(steps.front()));
+  else
+    log(tr("warning: the %1 ranks ended apart: steps %2, %3 configuration(s), %4 different weights")
+            .arg(ranks.size()).arg(steps.join("/")).arg(configs.size()).arg(digests.size()));
 }
 
 bool MainWindow::startRanksTune(int ranks, int budget_s) {

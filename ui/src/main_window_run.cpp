@@ -57,13 +57,10 @@ bool MainWindow::startRun(const RunOptions& opt, const QString& program) {
     showError(tr("Cannot run the script"), tr("Model is \"script\": choose a training script (.py) first."));
     return false;
   }
-  // A group of processes is not a live serve session: it runs to its end and its merged trace opens.
-  if (opt.script.isEmpty() && program.isEmpty() && opt.knobs.value("ranks", "1").toInt() > 1) {
-    const int n = opt.knobs.value("ranks").toInt();
-    log(tr("ranks=%1: a data-parallel run is a group of processes, not a live run: tunebench-cli run --ranks %1, "
-           "then its trace opens").arg(n));
-    return startRanksRun(n);
-  }
+  // ranks > 1: serve starts a live data-parallel group (serve --set ranks=N); the toggles reach every rank.
+  if (const int n = opt.knobs.value("ranks", "1").toInt(); n > 1 && opt.script.isEmpty())
+    log(tr("ranks=%1: a live data-parallel group of %1 processes (DDP over Gloo); a toggle changes every rank at "
+           "the same step, and the trace has a row group per rank").arg(n));
   const QString cli = program.isEmpty() ? findCli() : program;
   QStringList args{"serve"};
   if (opt.script.isEmpty()) args << "--model" << opt.model << "--data" << opt.data;

@@ -4,6 +4,7 @@
 // with a one-line message (DESIGN.md style rule 8).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -112,6 +113,15 @@ class Session {
   // for a rank that did not answer within the collective timeout), the other ranks get {}; a single process
   // gets {mine}. Goes through the rendezvous store, so it still works after a collective failed (a rank died).
   virtual std::vector<std::string> gather(const std::string& key, const std::string& mine) = 0;
+  // A live data-parallel group (`serve --ranks N`, app/cli/serve_group.cpp): rank 0 leads and the other ranks
+  // do what it orders, one order at a time, numbered from 0. Orders go through the rendezvous store, not a
+  // collective, so a follower can wait for the next one as long as rank 0 needs (a tune's fresh-process
+  // trials, an idle GUI) and still learns at once when rank 0 ends (the store closes). post_order forgets
+  // order n - 1024 (a follower is at most one synchronizing step, i.e. grad_accumulation micro-batches,
+  // behind). await_order throws EngineError on a timeout or a closed store. A single process: post does
+  // nothing, await throws.
+  virtual void post_order(int64_t n, const std::string& order) = 0;
+  virtual std::string await_order(int64_t n, std::chrono::seconds timeout) = 0;
   // A digest of the bytes of every trainable parameter: equal on all ranks while DDP keeps them in step.
   virtual std::string parameter_digest() const = 0;
 };

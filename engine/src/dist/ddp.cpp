@@ -150,11 +150,28 @@ std::vector<std::string> Group::gather(const std::string& key, const std::string
       store_->wait({k}, std::max(std::chrono::milliseconds(1), left));
       auto v = store_->get(k);
       out[size_t(r)].assign(v.begin(), v.end());
+      drop(k);  // a live group gathers a trace at every chunk: the store must not keep them all
     } catch (const std::exception&) {
       // That rank is gone or late: its entry stays empty and the caller says so.
     }
   }
+  drop(key + "/0");
   return out;
+}
+
+void Group::post(const std::string& key, const std::string& value) { store_->set(key, bytes(value)); }
+
+std::string Group::await(const std::string& key, std::chrono::seconds timeout) {
+  store_->wait({key}, timeout);
+  auto v = store_->get(key);
+  return {v.begin(), v.end()};
+}
+
+void Group::drop(const std::string& key) {
+  try {
+    store_->deleteKey(key);
+  } catch (const std::exception&) {
+  }
 }
 
 Ddp::Ddp(std::shared_ptr<Group> group, std::vector<torch::Tensor> params, std::vector<torch::Tensor> buffers,

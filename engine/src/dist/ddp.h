@@ -47,6 +47,13 @@ class Group {
   // Every rank's `mine` on rank 0, in rank order; ranks that did not post within `timeout` are empty
   // strings. Other ranks get an empty vector. Goes through the store, so it works after a collective failed.
   std::vector<std::string> gather(const std::string& key, const std::string& mine, std::chrono::seconds timeout);
+  // A value under `key` in the rendezvous store, for the ranks that wait for it (a live group's orders).
+  void post(const std::string& key, const std::string& value);
+  // The value under `key` once it is there. Throws std::runtime_error after `timeout`, or at once when the store
+  // went away (rank 0, which serves it, ended).
+  std::string await(const std::string& key, std::chrono::seconds timeout);
+  // Removes `key` (quietly: it may be gone already).
+  void drop(const std::string& key);
 
  private:
   DistOptions opts_;

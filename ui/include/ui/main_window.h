@@ -73,9 +73,10 @@ class MainWindow : public QMainWindow {
   // The newcomer's demo: a demo image folder in the cache (made once, with progress), then a mnist_cnn run
   // with workers=0 and tracing on.
   void startDemo(bool start_run = true);
-  // A data-parallel run of the panel's model and data on `ranks` processes (`tunebench-cli run --ranks N
-  // --trace`, on the connected server when there is one). Not live: when it ends its merged trace opens,
-  // one row group per rank and the Ranks tab. False when it cannot start (a message says why).
+  // A live data-parallel run of the panel's model and data on `ranks` processes (`serve --set ranks=N`, on
+  // the connected server when there is one): the panel's `ranks` becomes N, the toggles change every rank at
+  // the same step, the trace chunks have a row group per rank and the Ranks tab. `steps` 0: the panel's.
+  // False when it cannot start (a message says why).
   bool startRanksRun(int ranks, int steps = 0);
   // The auto-tune of such a run (`tunebench-cli tune --ranks N`, every window a fresh group; budget 0: the
   // panel's). Progress on the progress bar; at the end the same summary and report as a live Auto-tune, and
@@ -143,6 +144,8 @@ class MainWindow : public QMainWindow {
   void showTuneDone(const QJsonObject& tune_done);
   // main_window_ranks.cpp: the arguments of a data-parallel `verb` of the panel, and a tunebench-cli child.
   QStringList ranksArgs(const QString& verb, int ranks, const QString& what);
+  // The end of a live group (done's "ranks"): in step or apart, in the log.
+  void logGroupEnd(const QJsonObject& summary);
   bool startCliChild(QStringList args, const QString& busy, const QString& label,
                      const std::function<void(const QString&)>& line, const std::function<void(int, const QString&)>& done);
   void log(const QString& line);
@@ -195,7 +198,6 @@ class MainWindow : public QMainWindow {
   QHash<QString, QString> pending_knobs_;  // toggles changed while no run is going
   QString last_error_;
   std::unique_ptr<QTemporaryDir> tmp_;  // trace chunks of the current run
-  std::unique_ptr<QTemporaryDir> ranks_tmp_;  // the merged trace of the last data-parallel run
   std::unique_ptr<QTemporaryDir> ranks_tune_tmp_;  // the report of the last data-parallel auto-tune
   bool quiet_ = false;
   bool first_live_trace_ = true;

@@ -1,0 +1,139 @@
+// Rank 0's orders and the other ranks' loop of a live data-parallel run (serve_group.h).
+#include "serve_group.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "engine_cli_common.h"
+#include "run_ranks.h"
+
+namespace tb::cli {
+namespace {
+
+// A follower waits this long for rank 0's next order: longer than the longest auto-tune (24 h). Rank 0's end
+// closes the store, which ends the wait at once.
+constexpr std::chrono::seconds kOrderWait{25 * 3600};
+
+std::string chunk_key(int64_t k) { return "tunebench/chunk/" + std::to_string(k); }
+constexpr const char* kEndKey = "tunebench/serve_end";
+
+}  // namespace
+
+nlohmann::json rank_end_state(engine::Session& session, int64_t steps) {
+  const nlohmann::json d = session.describe();
+  return {{"rank", d.value(nlohmann::json::json_pointer("/distributed/rank"), 0)},
+          {"pid", static_cast<int64_t>(::getpid())},
+          {"steps", steps},
+          {"config_rev", session.revision()},
+          {"config", config_json(session.config())},
+          {"parameter_digest", session.parameter_digest()}};
+}
+
+void GroupLeader::order(const nlohmann::json& o) { session_.post_order(next_++, o.dump()); }
+
+void GroupLeader::step() { order({{"do", "step"}}); }
+
+void GroupLeader::set(const std::string& knob, const std::string& value) {
+  order({{"do", "set"}, {"knob", knob}, {"value", value}});
+}
+
+void GroupLeader::trace(bool start) { order({{"do", "trace"}, {"action", start ? "start" : "stop"}}); }
+
+std::unique_ptr<prof::Trace> GroupLeader::chunk(std::unique_ptr<prof::Trace> mine) {
+  const std::string key = chunk_key(chunks_++);
+  order({{"do", "chunk"}, {"key", key}});
+  std::vector<std::unique_ptr<prof::Trace>> traces;
+  if (mine) traces.push_back(std::move(mine));
+  auto all = session_.gather(key, "");
+  for (size_t r = 1; r < all.size(); ++r) {
+    if (all[r].empty()) continue;
+    auto parsed = prof::parse_trace(all[r], "rank " + std::to_string(r) + " trace");
+    if (parsed.ok()) traces.push_back(std::move(parsed.value()));
+  }
+  return merge_traces(std::move(traces));
+}
+
+nlohmann::json GroupLeader::stop(int64_t rank0_steps, bool gather) {
+  if (stopped_) return end_;
+  stopped_ = true;
+  end_ = nlohmann::json::array();
+  try {
+    order({{"do", "stop"}});
+  } catch (const engine::EngineError&) {
+    return end_;  // the store is gone: nobody is left to tell
+  }
+  if (!gather) return end_;
+  for (const auto& s : session_.gather(kEndKey, rank_end_state(session_, rank0_steps).dump())) {
+    nlohmann::json d = s.empty() ? nlohmann::json() : nlohmann::json::parse(s, nullptr, false);
+    end_.push_back(d.is_object() ? d : nlohmann::json());
+  }
+  return end_;
+}
+
+int serve_follower(const engine::SessionOptions& options) {
+  const int rank = options.dist.rank;
+  auto say = [rank](const char* what, const std::string& msg) {
+    const std::string who = msg.rfind("rank ", 0) == 0 ? "" : "rank " + std::to_string(rank) + ": ";
+    std::fprintf(stderr, "tunebench-cli: %s: %s%s\n", what, who.c_str(), msg.c_str());
+  };
+  std::unique_ptr<engine::Session> session;
+  try {
+    session = engine::Session::create(options);
+  } catch (const engine::EngineError& e) {
+    say("error", e.what());
+    return 2;
+  }
+  auto flush_warnings = [&] {
+    for (auto& w : session->take_warnings()) say("warning", w);
+  };
+  flush_warnings();
+  const bool cuda = session->describe().value(nlohmann::json::json_pointer("/device/kind"), std::string()) == "cuda";
+  int64_t steps = 0;
+  for (int64_t n = 0;; ++n) {
+    nlohmann::json o;
+    try {
+      o = nlohmann::json::parse(session->await_order(n, kOrderWait), nullptr, false);
+    } catch (const engine::EngineError& e) {
+      say("error", std::string(e.what()) + "; rank 0 is gone");
+      return 1;
+    }
+    const std::string what = o.is_object() ? o.value("do", std::string()) : std::string();
+    if (what == "step") {
+      try {
+        session->step();
+        ++steps;
+      } catch (const engine::EngineError& e) {
+        say("error", e.what());
+        return 1;
+      }
+    } else if (what == "set") {
+      // A change the session refuses is refused on rank 0 too (same build, same config), which reports it.
+      try {
+        session->apply({{o.value("knob", std::string()), o.value("value", std::string())}});
+      } catch (const engine::EngineError&) {
+      }
+    } else if (what == "trace") {
+      if (o.value("action", std::string()) == "start") {
+        if (std::string why = start_recording(cuda); !why.empty()) say("warning", why);
+      } else {
+        prof::Recorder::instance().stop();
+      }
+    } else if (what == "chunk") {
+      session->synchronize();
+      auto t = collect_recorded_trace(session->describe());
+      session->gather(o.value("key", std::string()), t ? prof::to_chrome_trace_json(*t) : std::string());
+    } else if (what == "stop") {
+      session->gather(kEndKey, rank_end_state(*session, steps).dump());
+      flush_warnings();
+      return 0;
+    } else {
+      say("error", "unknown order " + std::to_string(n) + " from rank 0: " + o.dump());
+      return 1;
+    }
+    flush_warnings();
+  }
+}
+
+}  // namespace tb::cli

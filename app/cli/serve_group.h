@@ -1,0 +1,55 @@
+// A live data-parallel run (`serve --ranks N`, issue 12): the GUI's toggles, trace chunks and stop reach every
+// rank of a running DDP group. Rank 0 speaks the run protocol (cmd_serve.cpp) and leads: before it does
+// anything that the ranks must do together (a step, a knob change, a trace chunk, the end) it posts that as
+// the next numbered order in the rendezvous store (Session::post_order). The other ranks follow: they wait
+// for each order and do it, nothing else. So every rank changes a knob at the same step boundary (the
+// Reducer is rebuilt everywhere or nowhere), and a follower can wait as long as rank 0 needs between steps.
+//
+// Why orders through the store and not one small all-reduce per step: a collective has the group's timeout
+// (60 s), and rank 0 may spend longer between steps (an auto-tune's fresh-process trials); a store wait can be
+// long and still ends at once when rank 0 dies, because rank 0 serves the store. Cost: one store round trip per
+// step on each rank (measured in docs/distributed.md).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/session.h"
+#include "profiler/trace.h"
+
+namespace tb::cli {
+
+class GroupLeader {
+ public:
+  explicit GroupLeader(engine::Session& session) : session_(session) {}
+  // Each is ordered to the other ranks first; rank 0 then does the same itself (the caller).
+  void step();
+  void set(const std::string& knob, const std::string& value);
+  void trace(bool start);
+  // Every rank's trace recorded since the last chunk, merged (one process per rank, their own pids) with
+  // rank 0's (`mine`). A rank that does not answer within the group's timeout is missing from it.
+  std::unique_ptr<prof::Trace> chunk(std::unique_ptr<prof::Trace> mine);
+  // Orders the end and, with `gather`, returns every rank's last state in rank order: {rank, pid, steps,
+  // config_rev, config, parameter_digest}; null for a rank that did not answer within the group's timeout.
+  // Without it (after a failure, when a rank may be dead) nobody is waited for. Idempotent.
+  nlohmann::json stop(int64_t rank0_steps, bool gather);
+
+ private:
+  void order(const nlohmann::json& o);
+  engine::Session& session_;
+  int64_t next_ = 0, chunks_ = 0;
+  bool stopped_ = false;
+  nlohmann::json end_;
+};
+
+// A rank's state at the end of a live group (what GroupLeader::stop gathers).
+nlohmann::json rank_end_state(engine::Session& session, int64_t steps);
+
+// A rank other than 0 of a live group: joins it, then does rank 0's orders until the stop order. Writes
+// nothing to stdout; errors and warnings go to stderr prefixed with the rank. Returns the exit code.
+int serve_follower(const engine::SessionOptions& options);
+
+}  // namespace tb::cli

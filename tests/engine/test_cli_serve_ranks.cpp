@@ -1,0 +1,291 @@
+// A live data-parallel run (issue 12): `serve --ranks N` speaks the run protocol for a group of real ranks
+// (Gloo over 127.0.0.1, PyTorch's Reducer). A toggle reaches every rank at the same step, the trace chunks
+// hold every rank, and a rank that dies ends the run with a reason, never a hang.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+// `tunebench-cli serve ...` with pipes on stdin/stdout/stderr and `env` ("K=V") added to its environment.
+struct Serve {
+  pid_t pid = -1;
+  int in = -1, out = -1, err = -1;
+  std::string partial, err_text;
+
+  Serve(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
+    int pin[2], pout[2], perr[2];
+    EXPECT_EQ(pipe(pin), 0);
+    EXPECT_EQ(pipe(pout), 0);
+    EXPECT_EQ(pipe(perr), 0);
+    pid = fork();
+    if (pid == 0) {
+      dup2(pin[0], 0);
+      dup2(pout[1], 1);
+      dup2(perr[1], 2);
+      for (int fd : {pin[0], pin[1], pout[0], pout[1], perr[0], perr[1]}) close(fd);
+      for (const auto& kv : env) putenv(const_cast<char*>(kv.c_str()));
+      std::vector<std::string> copy{TB_CLI_PATH, "serve"};
+      copy.insert(copy.end(), args.begin(), args.end());
+      std::vector<char*> argv;
+      for (auto& a : copy) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(TB_CLI_PATH, argv.data());
+      _exit(127);
+    }
+    close(pin[0]);
+    close(pout[1]);
+    close(perr[1]);
+    in = pin[1];
+    out = pout[0];
+    err = perr[0];
+  }
+  ~Serve() {
+    if (pid > 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+    for (int fd : {in, out, err})
+      if (fd >= 0) close(fd);
+  }
+  void send(const nlohmann::json& m) {
+    const std::string line = m.dump() + "\n";
+    ASSERT_EQ(write(in, line.data(), line.size()), ssize_t(line.size()));
+  }
+  // The next protocol message, or null at EOF or after `timeout_s` (stderr is drained meanwhile).
+  nlohmann::json next(double timeout_s = 120) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    for (;;) {
+      if (auto nl = partial.find('\n'); nl != std::string::npos) {
+        const std::string line = partial.substr(0, nl);
+        partial.erase(0, nl + 1);
+        if (line.find_first_not_of(" \r") == std::string::npos) continue;
+        auto m = nlohmann::json::parse(line, nullptr, false);
+        EXPECT_FALSE(m.is_discarded()) << line;
+        return m;
+      }
+      const int left = int(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
+      if (left <= 0) return nullptr;
+      pollfd fds[2] = {{out, POLLIN, 0}, {err, POLLIN, 0}};
+      if (poll(fds, 2, left) <= 0) continue;
+      char buf[65536];
+      if (fds[1].revents) {
+        const ssize_t n = read(err, buf, sizeof buf);
+        if (n > 0) err_text.append(buf, size_t(n));
+      }
+      if (fds[0].revents) {
+        const ssize_t n = read(out, buf, sizeof buf);
+        if (n <= 0) return nullptr;
+        partial.append(buf, size_t(n));
+      }
+    }
+  }
+  // Reads messages until `want` says stop (true) or the stream ends; false on a timeout or EOF.
+  bool until(const std::function<bool(const nlohmann::json&)>& want, double timeout_s = 120) {
+    for (;;) {
+      auto m = next(timeout_s);
+      if (m.is_null()) return false;
+      if (want(m)) return true;
+    }
+  }
+  int wait_exit() {
+    int status = 0;
+    // Drain stderr so the launcher never blocks on a full pipe.
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(err, buf, sizeof buf)) > 0) err_text.append(buf, size_t(n));
+    waitpid(pid, &status, 0);
+    pid = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  // The launcher's children in start order: rank 0, rank 1, ...
+  std::vector<pid_t> ranks() const {
+    std::ifstream f("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+    std::vector<pid_t> pids;
+    for (pid_t p; f >> p;) pids.push_back(p);
+    std::sort(pids.begin(), pids.end());
+    return pids;
+  }
+};
+
+const std::vector<std::string> kGroup = {"--model", "mnist_cnn", "--data", "synthetic", "--set", "batch_size=4",
+                                         "--warmup", "1", "--drift-steps", "0", "--ranks", "2", "--dist-timeout", "20"};
+
+std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& more) {
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+
+// Two knob changes in one live group: the samples of a step are the group's (2 x batch), both ranks end with
+// the same configuration and weights and as many steps, every trace chunk holds both ranks, and a tune of a
+// running group is refused with the way to tune one. The first port tried is taken: the group starts again on
+// another, and the parent hears one hello.
+TEST(ServeRanks, LiveChangesReachEveryRankAtTheSameStep) {
+  const int held = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(held, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(held, 1), 0);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::getsockname(held, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const std::string dir = (std::filesystem::temp_directory_path() / ("tb_serve_ranks_" + std::to_string(getpid()))).string();
+  std::filesystem::remove_all(dir);
+  Serve s(with(kGroup, {"--trace-dir", dir, "--trace-every", "3"}),
+          {"TUNEBENCH_RANKS_FIRST_PORT=" + std::to_string(ntohs(a.sin_port))});
+  int hellos = 0, steps = 0, applied = 0, tune_refused = 0;
+  std::vector<std::string> chunks;
+  nlohmann::json done;
+  const bool ended = s.until([&](const nlohmann::json& m) {
+    const std::string type = m.value("type", "");
+    if (type == "hello") ++hellos;
+    if (type == "started") {
+      EXPECT_EQ(m["config"]["ranks"], "2");
+      s.send({{"type", "tune"}, {"budget_s", 30}});
+    }
+    if (type == "error") {
+      EXPECT_TRUE(m["recoverable"].get<bool>()) << m.dump();
+      tune_refused += m["message"].get<std::string>().find("tune --ranks 2") != std::string::npos;
+    }
+    if (type == "trace") chunks.push_back(m["path"]);
+    if (type == "config_applied") ++applied;
+    if (type == "step") {
+      ++steps;
+      EXPECT_EQ(m["samples"], applied == 2 ? 12 : 8) << "step " << steps;
+      if (steps == 4) {
+        s.send({{"type", "set"}, {"knob", "bucket_cap_mb"}, {"value", 5}});
+        s.send({{"type", "set"}, {"knob", "batch_size"}, {"value", 6}});
+      }
+      if (applied == 2 && steps >= 12) s.send({{"type", "stop"}});
+    }
+    if (type == "done") done = m;
+    return type == "done";
+  });
+  ::close(held);
+  ASSERT_TRUE(ended) << s.err_text;
+  EXPECT_EQ(s.wait_exit(), 0) << s.err_text;
+  EXPECT_EQ(hellos, 1);
+  EXPECT_EQ(tune_refused, 1);
+  EXPECT_NE(s.err_text.find("serve: port " + std::to_string(ntohs(a.sin_port)) + " was taken"), std::string::npos)
+      << s.err_text;
+  const auto& summary = done["summary"];
+  EXPECT_EQ(summary["world_size"], 2);
+  ASSERT_EQ(summary["ranks"].size(), 2u) << summary.dump();
+  const auto& r0 = summary["ranks"][0];
+  const auto& r1 = summary["ranks"][1];
+  EXPECT_EQ(r1["rank"], 1);
+  EXPECT_EQ(r0["steps"], r1["steps"]);
+  EXPECT_EQ(r0["steps"].get<int>(), steps);
+  EXPECT_EQ(r1["config"]["bucket_cap_mb"], "5");
+  EXPECT_EQ(r1["config"]["batch_size"], "6");
+  EXPECT_EQ(r0["config"], r1["config"]);
+  EXPECT_EQ(r0["config_rev"], r1["config_rev"]);
+  EXPECT_EQ(r0["parameter_digest"], r1["parameter_digest"]) << "DDP keeps the ranks' weights equal";
+  // Every chunk: both ranks' processes, each with its steps.
+  ASSERT_GE(chunks.size(), 3u);
+  for (const auto& path : chunks) {
+    std::ifstream f(path);
+    auto j = nlohmann::json::parse(f, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << path;
+    std::set<int64_t> pids;
+    for (const auto& e : j.is_object() ? j["traceEvents"] : j)
+      if (e.value("ph", "") == "X" && e.value("name", "") == "step") pids.insert(e.value("pid", int64_t(-1)));
+    EXPECT_EQ(pids, std::set<int64_t>({r0["pid"].get<int64_t>(), r1["pid"].get<int64_t>()})) << path;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// Stop answers at once, and closing stdin (a GUI that went away) ends the whole group too.
+TEST(ServeRanks, StdinClosedEndsEveryRank) {
+  Serve s(kGroup);
+  int steps = 0;
+  ASSERT_TRUE(s.until([&](const nlohmann::json& m) { return m.value("type", "") == "step" && ++steps == 3; })) << s.err_text;
+  const std::vector<pid_t> ranks = s.ranks();
+  ASSERT_EQ(ranks.size(), 2u);
+  close(s.in);
+  s.in = -1;
+  nlohmann::json done;
+  ASSERT_TRUE(s.until([&](const nlohmann::json& m) { return m.value("type", "") == "done" && !(done = m).is_null(); }, 30));
+  EXPECT_EQ(done["summary"]["reason"], "stdin closed");
+  EXPECT_EQ(s.wait_exit(), 0) << s.err_text;
+  for (pid_t p : ranks) EXPECT_FALSE(std::filesystem::exists("/proc/" + std::to_string(p))) << "rank " << p << " left";
+}
+
+// A follower killed mid-run: rank 0 ends the run with a non-recoverable error within the collective timeout,
+// the launcher names the rank, the steps before are kept (done's summary counts them).
+TEST(ServeRanks, AFollowerThatDiesEndsTheRunWithItsName) {
+  Serve s(kGroup);
+  int steps = 0;
+  ASSERT_TRUE(s.until([&](const nlohmann::json& m) { return m.value("type", "") == "step" && ++steps == 4; })) << s.err_text;
+  const std::vector<pid_t> ranks = s.ranks();
+  ASSERT_EQ(ranks.size(), 2u);
+  const auto t0 = std::chrono::steady_clock::now();
+  kill(ranks[1], SIGKILL);
+  std::string error;
+  nlohmann::json done;
+  ASSERT_TRUE(s.until([&](const nlohmann::json& m) {
+    if (m.value("type", "") == "error") {
+      EXPECT_FALSE(m["recoverable"].get<bool>());
+      error = m["message"];
+    }
+    if (m.value("type", "") == "done") done = m;
+    return !done.is_null();
+  }, 60)) << s.err_text;
+  EXPECT_NE(s.wait_exit(), 0);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 40.0);
+  EXPECT_FALSE(error.empty());
+  EXPECT_GE(done["summary"]["steps"].get<int>(), 4);
+  EXPECT_NE(s.err_text.find("serve: rank 1 was killed by signal 9"), std::string::npos) << s.err_text;
+}
+
+// Rank 0 (the one that speaks) killed: the launcher still sends an error and `done`, and the follower ends.
+TEST(ServeRanks, ARankZeroThatDiesStillAnswers) {
+  Serve s(kGroup);
+  int steps = 0;
+  ASSERT_TRUE(s.until([&](const nlohmann::json& m) { return m.value("type", "") == "step" && ++steps == 3; })) << s.err_text;
+  const std::vector<pid_t> ranks = s.ranks();
+  ASSERT_EQ(ranks.size(), 2u);
+  kill(ranks[0], SIGKILL);
+  std::string error;
+  ASSERT_TRUE(s.until([&](const nlohmann::json& m) {
+    if (m.value("type", "") == "error") error = m["message"];
+    return m.value("type", "") == "done";
+  }, 30)) << s.err_text;
+  EXPECT_NE(error.find("rank 0 of the data-parallel group was killed by signal 9"), std::string::npos) << error;
+  EXPECT_NE(s.wait_exit(), 0);
+  EXPECT_FALSE(std::filesystem::exists("/proc/" + std::to_string(ranks[1])));
+}
+
+TEST(ServeRanks, BadRequestsAreOneLineErrors) {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--ranks", "2"},                                                      // no model
+           {"--model", "mnist_cnn", "--ranks", "2", "--set", "ranks=3"},          // disagreement
+           {"--model", "mnist_cnn", "--ranks", "0"}}) {
+    Serve s(args);
+    close(s.in);
+    s.in = -1;
+    EXPECT_EQ(s.wait_exit(), 2);
+    EXPECT_EQ(std::count(s.err_text.begin(), s.err_text.end(), '\n'), 1) << s.err_text;
+    EXPECT_NE(s.err_text.find("error: serve:"), std::string::npos) << s.err_text;
+  }
+}
+
+}  // namespace
