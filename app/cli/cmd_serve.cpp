@@ -240,12 +240,13 @@ int cmd_serve(int argc, char** argv) {
   // Rank 0 of a group joins it before it says hello: when its rendezvous port was taken in the meantime the
   // launcher starts the group again on another, and the parent must not have heard a first hello.
   std::unique_ptr<engine::Session> session;
-  std::unique_ptr<GroupLeader> leader;
+  GroupLeader* leader = nullptr;  // `session` itself in a group
   std::string group_error;
   if (group) {
     try {
-      session = engine::Session::create(opts);
-      leader = std::make_unique<GroupLeader>(*session);
+      auto owned = std::make_unique<GroupLeader>(engine::Session::create(opts));
+      leader = owned.get();
+      session = std::move(owned);
     } catch (const engine::EngineError& e) {
       if (std::strstr(e.what(), "Address already in use")) return kExitPortInUse;
       group_error = e.what();
@@ -304,12 +305,7 @@ int cmd_serve(int argc, char** argv) {
     if (leader) {
       // Every rank's last state: the same configuration and, while DDP keeps them in step, the same weights.
       // After a failure the ranks are told to end but not waited for (one may be dead).
-      int64_t n = 0;
-      {
-        std::lock_guard<std::mutex> lock(progress.mu);
-        n = int64_t(progress.records.size());
-      }
-      summary["ranks"] = leader->stop(n, /*gather=*/code == 0);
+      summary["ranks"] = leader->stop(/*gather=*/code == 0);
       summary["world_size"] = opts.dist.world_size;
     }
     out.send_done(summary);
@@ -431,12 +427,6 @@ int cmd_serve(int argc, char** argv) {
   // tuner builds its own sessions; recording is paused so its trace snapshots own the recorder. The best
   // configuration found is applied to the running session afterwards, so the chart shows it.
   auto run_tune_request = [&](const nlohmann::json& msg) {
-    if (leader) {
-      out.error("auto-tune of a running data-parallel group: use Run > Data-parallel auto-tune (tune --ranks " +
-                    std::to_string(opts.dist.world_size) + "), which measures every window in a fresh group",
-                true);
-      return;
-    }
     engine::TuneOptions topts;
     if (msg.contains("budget_s") && msg["budget_s"].is_number()) topts.budget_s = msg["budget_s"].get<double>();
     if (!(topts.budget_s >= 10 && topts.budget_s <= 24 * 3600)) {
@@ -449,6 +439,7 @@ int cmd_serve(int argc, char** argv) {
     const bool was_tracing = tracing;
     if (was_tracing) {
       write_chunk(done_steps_for_tune - 1);
+      if (leader) leader->trace(false);
       prof::Recorder::instance().stop();
       tracing = false;
     }
@@ -457,7 +448,9 @@ int cmd_serve(int argc, char** argv) {
       sopts.knobs = session->config();
       // The allocator is measured in fresh processes unless the user pinned it when starting serve.
       if (!opts.knobs.count("cpu_allocator")) sopts.knobs.erase("cpu_allocator");
-      auto workload = engine::make_session_workload(sopts);
+      // A group is tuned live: its windows are steps of the running group (no start-up per window).
+      auto workload = leader ? engine::make_live_group_workload(*session, sopts, leader->world_size(), int(dist_timeout))
+                             : engine::make_session_workload(sopts);
       engine::TuneResult result = engine::run_tune(*workload, topts);
       std::filesystem::path dir = trace_dir.empty()
           ? std::filesystem::temp_directory_path() / ("tunebench-tune-" + std::to_string(::getpid()))
@@ -472,11 +465,17 @@ int cmd_serve(int argc, char** argv) {
       for (const auto& [k, v] : result.final_config) {
         if (!session->config().count(k) || session->config().at(k) == v) continue;
         const engine::KnobInfo* info = engine::find_knob(k);
-        if (info && info->process_scope && !engine::switch_cpu_allocator_live(v).empty()) {
-          out.send({{"type", "warning"},
-                    {"message", "the tuner keeps " + k + "=" + v + ", which takes effect when a process starts: " +
-                                    "restart the run with --set " + k + "=" + v + " (" + engine::cpu_allocator_env(v) + ")"}});
-          continue;
+        if (info && info->process_scope) {
+          // The baseline's value is no change the tuner keeps: the allocator it pinned for steady windows
+          // stays, and the config says so (below).
+          if (auto b = result.baseline.find(k); b != result.baseline.end() && b->second == v) continue;
+          if (k != "cpu_allocator" || !engine::switch_cpu_allocator_live(v).empty()) {
+            out.send({{"type", "warning"},
+                      {"message", "the tuner keeps " + k + "=" + v + ", which takes effect when a process starts: " +
+                                      "restart the run with --set " + k + "=" + v +
+                                      (k == "cpu_allocator" ? " (" + engine::cpu_allocator_env(v) + ")" : "")}});
+            continue;
+          }
         }
         changes[k] = v;
       }
@@ -494,6 +493,7 @@ int cmd_serve(int argc, char** argv) {
     if (was_tracing) {
       tracing = true;
       chunk_first = done_steps_for_tune;
+      if (leader) leader->trace(true);
       start_tracing();
     }
   };
@@ -507,7 +507,6 @@ int cmd_serve(int argc, char** argv) {
         std::string value = msg.contains("value") ? value_text(msg["value"]) : "";
         engine::Config before = session->config();
         try {
-          if (leader) leader->set(knob, value);  // every rank changes at this step boundary
           int64_t rev = session->apply({{knob, value}});
           nlohmann::json changed = nlohmann::json::object();
           for (const auto& [k, v] : session->config())
@@ -542,11 +541,7 @@ int cmd_serve(int argc, char** argv) {
     if (inbox.stop) break;
     engine::StepRecord r;
     try {
-      if (leader) leader->step();
-      r = session->step();
-      // Every rank took a batch of the same size (equal shards, padded as DistributedSampler; the same
-      // configuration at every step): the group's samples of this step.
-      if (leader) r.samples *= opts.dist.world_size;
+      r = session->step();  // a group's: every rank's step, and the group's samples
     } catch (const engine::EngineError& e) {
       flush_warnings();
       out.error(e.what(), false);

@@ -31,12 +31,24 @@ nlohmann::json rank_end_state(engine::Session& session, int64_t steps) {
           {"parameter_digest", session.parameter_digest()}};
 }
 
-void GroupLeader::order(const nlohmann::json& o) { session_.post_order(next_++, o.dump()); }
+GroupLeader::GroupLeader(std::unique_ptr<engine::Session> rank0) : s_(std::move(rank0)) {
+  world_ = s_->describe().value(nlohmann::json::json_pointer("/distributed/world_size"), 1);
+}
 
-void GroupLeader::step() { order({{"do", "step"}}); }
+void GroupLeader::order(const nlohmann::json& o) { s_->post_order(next_++, o.dump()); }
 
-void GroupLeader::set(const std::string& knob, const std::string& value) {
-  order({{"do", "set"}, {"knob", knob}, {"value", value}});
+engine::StepRecord GroupLeader::step() {
+  order({{"do", "step"}});
+  engine::StepRecord r = s_->step();
+  ++steps_;
+  r.samples *= world_;
+  return r;
+}
+
+int64_t GroupLeader::apply(const engine::Config& changes) {
+  // A change the session refuses is refused on every rank alike (same build, same configuration).
+  order({{"do", "apply"}, {"changes", changes}});
+  return s_->apply(changes);
 }
 
 void GroupLeader::trace(bool start) { order({{"do", "trace"}, {"action", start ? "start" : "stop"}}); }
@@ -46,7 +58,7 @@ std::unique_ptr<prof::Trace> GroupLeader::chunk(std::unique_ptr<prof::Trace> min
   order({{"do", "chunk"}, {"key", key}});
   std::vector<std::unique_ptr<prof::Trace>> traces;
   if (mine) traces.push_back(std::move(mine));
-  auto all = session_.gather(key, "");
+  auto all = s_->gather(key, "");
   for (size_t r = 1; r < all.size(); ++r) {
     if (all[r].empty()) continue;
     auto parsed = prof::parse_trace(all[r], "rank " + std::to_string(r) + " trace");
@@ -55,7 +67,7 @@ std::unique_ptr<prof::Trace> GroupLeader::chunk(std::unique_ptr<prof::Trace> min
   return merge_traces(std::move(traces));
 }
 
-nlohmann::json GroupLeader::stop(int64_t rank0_steps, bool gather) {
+nlohmann::json GroupLeader::stop(bool gather) {
   if (stopped_) return end_;
   stopped_ = true;
   end_ = nlohmann::json::array();
@@ -65,7 +77,7 @@ nlohmann::json GroupLeader::stop(int64_t rank0_steps, bool gather) {
     return end_;  // the store is gone: nobody is left to tell
   }
   if (!gather) return end_;
-  for (const auto& s : session_.gather(kEndKey, rank_end_state(session_, rank0_steps).dump())) {
+  for (const auto& s : s_->gather(kEndKey, rank_end_state(*s_, steps_).dump())) {
     nlohmann::json d = s.empty() ? nlohmann::json() : nlohmann::json::parse(s, nullptr, false);
     end_.push_back(d.is_object() ? d : nlohmann::json());
   }
@@ -108,10 +120,10 @@ int serve_follower(const engine::SessionOptions& options) {
         say("error", e.what());
         return 1;
       }
-    } else if (what == "set") {
+    } else if (what == "apply") {
       // A change the session refuses is refused on rank 0 too (same build, same config), which reports it.
       try {
-        session->apply({{o.value("knob", std::string()), o.value("value", std::string())}});
+        session->apply(o.value("changes", engine::Config()));
       } catch (const engine::EngineError&) {
       }
     } else if (what == "trace") {

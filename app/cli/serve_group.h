@@ -12,8 +12,10 @@
 #pragma once
 
 #include <cstdint>
+#include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -22,12 +24,32 @@
 
 namespace tb::cli {
 
-class GroupLeader {
+// Rank 0's session as the group's: step() and apply() are ordered to the other ranks first, so whatever
+// drives it (the serve loop, the GUI's toggles, an auto-tune's workload) drives the whole group. A step's
+// samples are the group's: every rank takes a batch of the same size (equal shards, padded as PyTorch's
+// DistributedSampler pads them, and the same configuration at every step).
+class GroupLeader : public engine::Session {
  public:
-  explicit GroupLeader(engine::Session& session) : session_(session) {}
-  // Each is ordered to the other ranks first; rank 0 then does the same itself (the caller).
-  void step();
-  void set(const std::string& knob, const std::string& value);
+  explicit GroupLeader(std::unique_ptr<engine::Session> rank0);
+
+  engine::StepRecord step() override;
+  int64_t apply(const engine::Config& changes) override;
+  const engine::Config& config() const override { return s_->config(); }
+  int64_t revision() const override { return s_->revision(); }
+  std::vector<engine::KnobState> knobs() const override { return s_->knobs(); }
+  void synchronize() override { s_->synchronize(); }
+  bool warming_up() const override { return s_->warming_up(); }
+  std::vector<std::string> take_warnings() override { return s_->take_warnings(); }
+  nlohmann::json describe() const override { return s_->describe(); }
+  std::vector<std::string> gather(const std::string& key, const std::string& mine) override {
+    return s_->gather(key, mine);
+  }
+  std::string parameter_digest() const override { return s_->parameter_digest(); }
+  void post_order(int64_t n, const std::string& order) override { s_->post_order(n, order); }
+  std::string await_order(int64_t n, std::chrono::seconds timeout) override { return s_->await_order(n, timeout); }
+
+  int world_size() const { return world_; }
+  // Ordered to the other ranks; rank 0 starts or stops its own recorder itself (the caller).
   void trace(bool start);
   // Every rank's trace recorded since the last chunk, merged (one process per rank, their own pids) with
   // rank 0's (`mine`). A rank that does not answer within the group's timeout is missing from it.
@@ -35,12 +57,13 @@ class GroupLeader {
   // Orders the end and, with `gather`, returns every rank's last state in rank order: {rank, pid, steps,
   // config_rev, config, parameter_digest}; null for a rank that did not answer within the group's timeout.
   // Without it (after a failure, when a rank may be dead) nobody is waited for. Idempotent.
-  nlohmann::json stop(int64_t rank0_steps, bool gather);
+  nlohmann::json stop(bool gather);
 
  private:
   void order(const nlohmann::json& o);
-  engine::Session& session_;
-  int64_t next_ = 0, chunks_ = 0;
+  std::unique_ptr<engine::Session> s_;
+  int world_ = 1;
+  int64_t next_ = 0, chunks_ = 0, steps_ = 0;
   bool stopped_ = false;
   nlohmann::json end_;
 };

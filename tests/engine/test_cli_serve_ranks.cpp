@@ -135,9 +135,8 @@ std::vector<std::string> with(std::vector<std::string> a, const std::vector<std:
 }
 
 // Two knob changes in one live group: the samples of a step are the group's (2 x batch), both ranks end with
-// the same configuration and weights and as many steps, every trace chunk holds both ranks, and a tune of a
-// running group is refused with the way to tune one. The first port tried is taken: the group starts again on
-// another, and the parent hears one hello.
+// the same configuration and weights and as many steps, and every trace chunk holds both ranks. The first
+// port tried is taken: the group starts again on another, and the parent hears one hello.
 TEST(ServeRanks, LiveChangesReachEveryRankAtTheSameStep) {
   const int held = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
@@ -151,20 +150,14 @@ TEST(ServeRanks, LiveChangesReachEveryRankAtTheSameStep) {
   std::filesystem::remove_all(dir);
   Serve s(with(kGroup, {"--trace-dir", dir, "--trace-every", "3"}),
           {"TUNEBENCH_RANKS_FIRST_PORT=" + std::to_string(ntohs(a.sin_port))});
-  int hellos = 0, steps = 0, applied = 0, tune_refused = 0;
+  int hellos = 0, steps = 0, applied = 0;
   std::vector<std::string> chunks;
   nlohmann::json done;
   const bool ended = s.until([&](const nlohmann::json& m) {
     const std::string type = m.value("type", "");
     if (type == "hello") ++hellos;
-    if (type == "started") {
-      EXPECT_EQ(m["config"]["ranks"], "2");
-      s.send({{"type", "tune"}, {"budget_s", 30}});
-    }
-    if (type == "error") {
-      EXPECT_TRUE(m["recoverable"].get<bool>()) << m.dump();
-      tune_refused += m["message"].get<std::string>().find("tune --ranks 2") != std::string::npos;
-    }
+    if (type == "started") EXPECT_EQ(m["config"]["ranks"], "2");
+    if (type == "error") ADD_FAILURE() << m.dump();
     if (type == "trace") chunks.push_back(m["path"]);
     if (type == "config_applied") ++applied;
     if (type == "step") {
@@ -183,7 +176,6 @@ TEST(ServeRanks, LiveChangesReachEveryRankAtTheSameStep) {
   ASSERT_TRUE(ended) << s.err_text;
   EXPECT_EQ(s.wait_exit(), 0) << s.err_text;
   EXPECT_EQ(hellos, 1);
-  EXPECT_EQ(tune_refused, 1);
   EXPECT_NE(s.err_text.find("serve: port " + std::to_string(ntohs(a.sin_port)) + " was taken"), std::string::npos)
       << s.err_text;
   const auto& summary = done["summary"];
@@ -211,6 +203,45 @@ TEST(ServeRanks, LiveChangesReachEveryRankAtTheSameStep) {
     EXPECT_EQ(pids, std::set<int64_t>({r0["pid"].get<int64_t>(), r1["pid"].get<int64_t>()})) << path;
   }
   std::filesystem::remove_all(dir);
+}
+
+// The GUI's Auto-tune on a running group: the tuner's windows are steps of the live group (every rank
+// changes together), its DDP knobs are tried first, the report says how it measured, and the group trains on
+// afterwards in step.
+TEST(ServeRanks, AutoTuneRunsOnTheLiveGroup) {
+  Serve s(kGroup);
+  int steps = 0, after = 0;
+  bool tuned = false;
+  std::vector<std::string> screened;
+  nlohmann::json tune_done, done;
+  ASSERT_TRUE(s.until([&](const nlohmann::json& m) {
+    const std::string type = m.value("type", "");
+    if (type == "step" && ++steps == 2) s.send({{"type", "tune"}, {"budget_s", 25}});
+    if (type == "step" && tuned && ++after == 3) s.send({{"type", "stop"}});
+    if (type == "tune_progress" && m["phase"] == "screen" && m["message"].get<std::string>().rfind("screen: ", 0) == 0)
+      screened.push_back(m["message"]);
+    if (type == "tune_done") {
+      tuned = true;
+      tune_done = m;
+    }
+    if (type == "error") ADD_FAILURE() << m.dump();
+    if (type == "done") done = m;
+    return type == "done";
+  }, 240)) << s.err_text;
+  EXPECT_EQ(s.wait_exit(), 0) << s.err_text;
+  ASSERT_FALSE(screened.empty());
+  EXPECT_NE(screened.front().find("bucket_cap_mb"), std::string::npos) << screened.front();
+  EXPECT_GT(tune_done["trials"].get<int>(), 1);
+  std::ifstream f(tune_done["report_json"].get<std::string>());
+  const auto report = nlohmann::json::parse(f, nullptr, false);
+  ASSERT_TRUE(report.is_object());
+  EXPECT_NE(report.dump().find("the running group of 2 ranks"), std::string::npos);
+  const auto& ranks = done["summary"]["ranks"];
+  ASSERT_EQ(ranks.size(), 2u) << done.dump();
+  EXPECT_EQ(ranks[0]["config"], ranks[1]["config"]);
+  EXPECT_EQ(ranks[0]["parameter_digest"], ranks[1]["parameter_digest"]);
+  EXPECT_EQ(ranks[0]["steps"], ranks[1]["steps"]);
+  EXPECT_GT(ranks[1]["steps"].get<int>(), steps + 20) << "the tune's windows were the group's steps";
 }
 
 // Stop answers at once, and closing stdin (a GUI that went away) ends the whole group too.

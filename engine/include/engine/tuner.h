@@ -256,6 +256,13 @@ std::unique_ptr<Workload> make_session_workload(const SessionOptions& options);
 // Throws EngineError when this program cannot start tunebench-cli or the group cannot run its baseline.
 std::unique_ptr<Workload> make_group_workload(const SessionOptions& options, int ranks, int dist_timeout_s = 0);
 
+// A live data-parallel group led by this process (`serve --ranks N`): `live` is rank 0's running session,
+// which orders every step and change to all ranks (app/cli/serve_group.h); it must outlive the workload.
+// The windows run on the live group (no start-up per window, unlike make_group_workload); the loss probes
+// and the process knobs run in fresh groups of `ranks`. options.knobs is the baseline.
+std::unique_ptr<Workload> make_live_group_workload(Session& live, const SessionOptions& options, int ranks,
+                                                   int dist_timeout_s = 0);
+
 // A deterministic simulation of a GPU training step with a known best configuration (tests, demos,
 // `tunebench-cli tune --simulate`). `noise` is the relative per-step jitter (autocorrelated); same seed,
 // same numbers.

@@ -18,10 +18,15 @@ extern char** environ;
 
 namespace tb::engine {
 
-std::vector<std::string> environment_without_allocator() {
+std::vector<std::string> fresh_environment() {
   std::vector<std::string> out;
   for (char** e = environ; e && *e; ++e) {
     std::string kv = *e;
+    const std::string key = kv.substr(0, kv.find('='));
+    if (key == "RANK" || key == "WORLD_SIZE" || key == "LOCAL_RANK" || key == "LOCAL_WORLD_SIZE" ||
+        key == "MASTER_ADDR" || key == "MASTER_PORT" || key == "TUNEBENCH_DIST_TIMEOUT" ||
+        key.rfind("TORCHELASTIC_", 0) == 0)
+      continue;
     if (kv.rfind("TUNEBENCH_CPU_ALLOCATOR_REEXEC=", 0) == 0) continue;
     if (kv.rfind("GLIBC_TUNABLES=", 0) == 0 && kv.find("glibc.malloc.") != std::string::npos) continue;
     if (kv.rfind("LD_PRELOAD=", 0) == 0) {

@@ -19,9 +19,11 @@ struct ChildResult {
 // argv[0] is the program path. `env` is the complete environment ("K=V"). stdout is discarded.
 ChildResult run_child(const std::vector<std::string>& argv, const std::vector<std::string>& env, double timeout_s);
 
-// This process's environment without the allocator settings it may carry (LD_PRELOAD of jemalloc/tcmalloc,
-// GLIBC_TUNABLES malloc entries, the re-exec marker): a child then runs exactly the allocator its own
-// --set cpu_allocator asks for.
-std::vector<std::string> environment_without_allocator();
+// This process's environment for a fresh run: without the allocator settings it may carry (LD_PRELOAD of
+// jemalloc/tcmalloc, GLIBC_TUNABLES malloc entries, the re-exec marker), so a child runs exactly the allocator
+// its own --set cpu_allocator asks for; and without torchrun's rank variables (RANK, WORLD_SIZE, MASTER_PORT,
+// ...), so that a child of a rank (a live group's tune) is its own process or group, never a second rank 0
+// of this process's group.
+std::vector<std::string> fresh_environment();
 
 }  // namespace tb::engine

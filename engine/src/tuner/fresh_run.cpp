@@ -66,7 +66,7 @@ nlohmann::json run_fresh(const std::string& cli, const SessionOptions& o, const 
     argv.insert(argv.end(), {"--input", std::to_string(o.input_channels) + "," + std::to_string(o.input_height) + "," +
                                             std::to_string(o.input_width)});
   if (o.num_classes > 0) argv.insert(argv.end(), {"--classes", std::to_string(o.num_classes)});
-  ChildResult r = run_child(argv, environment_without_allocator(), spec.timeout_s);
+  ChildResult r = run_child(argv, fresh_environment(), spec.timeout_s);
   if (seconds) *seconds = r.seconds;
   nlohmann::json j;
   {

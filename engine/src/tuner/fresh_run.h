@@ -54,4 +54,10 @@ nlohmann::json report_environment(nlohmann::json describe);
 
 bool mentions_oom(const std::string& s);
 
+// What a data-parallel tune is about, screened first (Workload::first_knobs): the communication knobs, the
+// bucket size before the rest.
+inline std::vector<std::string> ddp_knobs_first() {
+  return {"bucket_cap_mb", "comm_hook", "static_graph", "gradient_as_bucket_view", "broadcast_buffers"};
+}
+
 }  // namespace tb::engine

@@ -177,9 +177,7 @@ class GroupWorkload : public Workload {
     return j;
   }
   // What --ranks is about: the communication knobs first, the bucket size before the rest.
-  std::vector<std::string> first_knobs() const override {
-    return {"bucket_cap_mb", "comm_hook", "static_graph", "gradient_as_bucket_view", "broadcast_buffers"};
-  }
+  std::vector<std::string> first_knobs() const override { return ddp_knobs_first(); }
   std::string fresh_windows() const override { return "a fresh group of " + std::to_string(ranks_) + " ranks"; }
 
  private:

@@ -1,5 +1,6 @@
-// The tuner's Workload over a real engine Session (engine/tuner.h make_session_workload). Torch-free: it
-// only uses the public Session API and the profiler's recorder, CUPTI collector and analyses.
+// The tuner's Workload over a real engine Session (tuner/session_workload.h). Torch-free: it only uses the
+// public Session API and the profiler's recorder, CUPTI collector and analyses.
+#include "tuner/session_workload.h"
 
 #include <algorithm>
 #include <chrono>
@@ -32,252 +33,237 @@ Config without_process_knobs(Config c, const Config& current) {
   return c;
 }
 
-class SessionWorkload : public Workload {
- public:
-  explicit SessionWorkload(const SessionOptions& options) : opts_(options) {
-    // The tuner runs its own loss-drift guard (on fresh sessions, see loss_probe); the session's guard would
-    // run again on every A/B switch of a numerics knob.
-    opts_.drift_guard_steps = 0;
-    session_ = Session::create(opts_);
-    baseline_ = session_->config();
-    // Unless the user pinned the allocator, the baseline is what a newcomer's process runs (glibc's
-    // defaults), measured in fresh processes; the in-process windows run under a steady allocator, because
-    // glibc's defaults change speed at unpredictable moments of a long process (engine/cpu_allocator.h).
-    if (!options.knobs.count("cpu_allocator")) {
-      baseline_["cpu_allocator"] = "glibc";
-      if (active_cpu_allocator() == "glibc") {
-        try {
-          session_->apply({{"cpu_allocator", "glibc_tuned"}});
-        } catch (const EngineError& e) {
-          notes_.push_back(std::string("could not pin the allocator for steady measurements: ") + e.what());
-        }
+}  // namespace
+
+SessionWorkload::SessionWorkload(const SessionOptions& options, Session* live) : opts_(options) {
+  // The tuner runs its own loss-drift guard (on fresh sessions, see loss_probe); the session's guard would
+  // run again on every A/B switch of a numerics knob.
+  opts_.drift_guard_steps = 0;
+  if (live) {
+    session_ = live;
+  } else {
+    owned_ = Session::create(opts_);
+    session_ = owned_.get();
+  }
+  baseline_ = session_->config();
+  // Unless the user pinned the allocator, the baseline is what a newcomer's process runs (glibc's
+  // defaults), measured in fresh processes; the in-process windows run under a steady allocator, because
+  // glibc's defaults change speed at unpredictable moments of a long process (engine/cpu_allocator.h).
+  if (!options.knobs.count("cpu_allocator")) {
+    baseline_["cpu_allocator"] = "glibc";
+    if (active_cpu_allocator() == "glibc") {
+      try {
+        session_->apply({{"cpu_allocator", "glibc_tuned"}});
+      } catch (const EngineError& e) {
+        notes_.push_back(std::string("could not pin the allocator for steady measurements: ") + e.what());
       }
     }
-    measurement_allocator_ = active_cpu_allocator();
-    for (auto& w : session_->take_warnings()) notes_.push_back(w);
-    t0_ = std::chrono::steady_clock::now();
   }
+  measurement_allocator_ = active_cpu_allocator();
+  for (auto& w : session_->take_warnings()) notes_.push_back(w);
+  t0_ = std::chrono::steady_clock::now();
+}
 
-  std::vector<KnobState> knobs() override { return session_->knobs(); }
-  Config baseline() override { return baseline_; }
-
-  void apply(const Config& requested) override {
-    Config changes;
-    const Config& cur = session_->config();
-    const Config config = without_process_knobs(requested, cur);
-    for (const auto& [k, v] : config) {
-      auto it = cur.find(k);
-      if (it == cur.end() || it->second != v) changes[k] = v;
+void SessionWorkload::apply(const Config& requested) {
+  Config changes;
+  const Config& cur = session_->config();
+  const Config config = without_process_knobs(requested, cur);
+  for (const auto& [k, v] : config) {
+    auto it = cur.find(k);
+    if (it == cur.end() || it->second != v) changes[k] = v;
+  }
+  if (changes.empty()) return;
+  try {
+    session_->apply(changes);
+  } catch (const EngineError& e) {
+    throw TrialFailure(e.what(), mentions_oom(e.what()));
+  }
+  std::string oom;
+  for (auto& w : session_->take_warnings()) {
+    if (mentions_oom(w)) oom = w;
+    else remember(w);
+  }
+  // The session reverts a batch size that does not fit (and says so); anything it did not take is a failure.
+  for (const auto& [k, v] : changes) {
+    std::string want = v;
+    normalize_knob_value(k, want);
+    if (session_->config().at(k) != want) {
+      if (!oom.empty() || k == "batch_size")
+        throw TrialFailure(oom.empty() ? "batch_size " + want + " does not fit in memory" : oom, true);
+      throw TrialFailure("the engine kept " + k + "=" + session_->config().at(k) + " instead of " + want, false);
     }
-    if (changes.empty()) return;
+  }
+  if (!oom.empty()) throw TrialFailure(oom, true);
+}
+
+measure::Window SessionWorkload::measure(int steps) {
+  measure::Window w;
+  last_records_.clear();
+  auto one = [&]() {
+    StepRecord r;
     try {
-      session_->apply(changes);
+      r = session_->step();
     } catch (const EngineError& e) {
       throw TrialFailure(e.what(), mentions_oom(e.what()));
     }
-    std::string oom;
-    for (auto& w : session_->take_warnings()) {
-      if (mentions_oom(w)) oom = w;
-      else remember(w);
+    for (auto& msg : session_->take_warnings()) {
+      if (mentions_oom(msg)) throw TrialFailure(msg, true);
+      remember(msg);
     }
-    // The session reverts a batch size that does not fit (and says so); anything it did not take is a failure.
-    for (const auto& [k, v] : changes) {
-      std::string want = v;
-      normalize_knob_value(k, want);
-      if (session_->config().at(k) != want) {
-        if (!oom.empty() || k == "batch_size")
-          throw TrialFailure(oom.empty() ? "batch_size " + want + " does not fit in memory" : oom, true);
-        throw TrialFailure("the engine kept " + k + "=" + session_->config().at(k) + " instead of " + want, false);
-      }
-    }
-    if (!oom.empty()) throw TrialFailure(oom, true);
+    return r;
+  };
+  // Warm-up: until the session says the step time is stable (it caps the count itself).
+  for (int guard = 0; session_->warming_up() && guard < 1000; ++guard) {
+    one();
+    ++w.warmup_steps;
   }
-
-  measure::Window measure(int steps) override {
-    measure::Window w;
-    last_records_.clear();
-    auto one = [&]() {
-      StepRecord r;
-      try {
-        r = session_->step();
-      } catch (const EngineError& e) {
-        throw TrialFailure(e.what(), mentions_oom(e.what()));
-      }
-      for (auto& msg : session_->take_warnings()) {
-        if (mentions_oom(msg)) throw TrialFailure(msg, true);
-        remember(msg);
-      }
-      return r;
-    };
-    // Warm-up: until the session says the step time is stable (it caps the count itself).
-    for (int guard = 0; session_->warming_up() && guard < 1000; ++guard) {
-      one();
-      ++w.warmup_steps;
-    }
-    // The window: device-synced at both ends, so queued work is inside it and not in the next one.
-    session_->synchronize();
-    const double t0 = now_s();
-    w.start_s = t0;
-    for (int i = 0; i < steps; ++i) {
-      StepRecord r = one();
-      last_records_.push_back(r);
-      ++w.steps;
-      w.samples += r.samples;
-      w.minor_faults += r.minor_faults;
-      w.data_wait_s += r.data_wait_ns * 1e-9;
-    }
-    session_->synchronize();
-    w.wall_s = now_s() - t0;
-    if (w.steps > 0) last_step_s_ = w.wall_s / w.steps;
-    return w;
+  // The window: device-synced at both ends, so queued work is inside it and not in the next one.
+  session_->synchronize();
+  const double t0 = now_s();
+  w.start_s = t0;
+  for (int i = 0; i < steps; ++i) {
+    StepRecord r = one();
+    last_records_.push_back(r);
+    ++w.steps;
+    w.samples += r.samples;
+    w.minor_faults += r.minor_faults;
+    w.data_wait_s += r.data_wait_ns * 1e-9;
   }
+  session_->synchronize();
+  w.wall_s = now_s() - t0;
+  if (w.steps > 0) last_step_s_ = w.wall_s / w.steps;
+  return w;
+}
 
-  std::optional<measure::Window> measure_fresh(const Config& config, int steps) override {
-    const std::string cli = tunebench_cli_path();
-    if (cli.empty()) return std::nullopt;
-    FreshRun spec;
-    spec.measured_steps = steps;
-    // Deadline: start-up plus generous room for the warm-up and the window at the slowest rate seen.
-    const double per_step = last_step_s_ > 0 ? last_step_s_ : 1.0;
-    spec.timeout_s = 120 + 20 * per_step * (steps + opts_.max_warmup_steps);
-    const nlohmann::json doc = run_fresh(cli, opts_, config, spec);
-    const double ended = now_s();
-    measure::Window w = window_of_run(doc);
-    w.start_s = ended - w.wall_s;
-    return w;
-  }
+std::optional<measure::Window> SessionWorkload::measure_fresh(const Config& config, int steps) {
+  const std::string cli = tunebench_cli_path();
+  if (cli.empty()) return std::nullopt;
+  FreshRun spec;
+  spec.measured_steps = steps;
+  // Deadline: start-up plus generous room for the warm-up and the window at the slowest rate seen.
+  const double per_step = last_step_s_ > 0 ? last_step_s_ : 1.0;
+  spec.timeout_s = 120 + 20 * per_step * (steps + opts_.max_warmup_steps);
+  const nlohmann::json doc = run_fresh(cli, opts_, config, spec);
+  const double ended = now_s();
+  measure::Window w = window_of_run(doc);
+  w.start_s = ended - w.wall_s;
+  return w;
+}
 
-  std::vector<double> loss_probe(const Config& config, int steps) override {
-    // Same seed, same initial weights, same batches.
-    const Config probe = without_process_knobs(loss_probe_config(baseline_, config), session_->config());
-    std::string key;
-    for (const auto& [k, v] : probe) key += k + "=" + v + ";";
-    if (auto it = probe_cache_.find(key); it != probe_cache_.end()) return it->second;
-    std::vector<double> losses;
-    try {
-      SessionOptions o = opts_;
-      o.knobs = probe;
-      o.warmup_steps = 0;
-      auto s = Session::create(o);
-      for (int i = 0; i < steps; ++i) losses.push_back(s->step().loss);
-    } catch (const EngineError& e) {
-      restore_globals();
-      throw TrialFailure(std::string("loss probe: ") + e.what(), mentions_oom(e.what()));
-    }
+std::vector<double> SessionWorkload::loss_probe(const Config& config, int steps) {
+  // Same seed, same initial weights, same batches.
+  const Config probe = without_process_knobs(loss_probe_config(baseline_, config), session_->config());
+  std::string key;
+  for (const auto& [k, v] : probe) key += k + "=" + v + ";";
+  if (auto it = probe_cache_.find(key); it != probe_cache_.end()) return it->second;
+  std::vector<double> losses;
+  try {
+    SessionOptions o = opts_;
+    o.knobs = probe;
+    o.warmup_steps = 0;
+    auto s = Session::create(o);
+    for (int i = 0; i < steps; ++i) losses.push_back(s->step().loss);
+  } catch (const EngineError& e) {
     restore_globals();
-    probe_cache_[key] = losses;
-    return losses;
+    throw TrialFailure(std::string("loss probe: ") + e.what(), mentions_oom(e.what()));
   }
+  restore_globals();
+  probe_cache_[key] = losses;
+  return losses;
+}
 
-  std::optional<Snapshot> snapshot(int steps) override {
-    Snapshot s;
-    auto& rec = tb::prof::Recorder::instance();
-    // Someone else is recording (the GUI asked serve for a trace): do not steal their records.
-    const bool record = !rec.enabled();
-    const bool cuda = session_->describe().value("/device/kind"_json_pointer, std::string()) == "cuda";
-    bool cupti = false;
-    if (record) {
-      if (cuda) cupti = tb::prof::CuptiCollector::instance().start().ok();
-      rec.start();
-    }
-    measure::Window window;
-    try {
-      window = measure(std::max(2, steps));
-    } catch (...) {
-      if (record) {
-        rec.stop();
-        rec.collect();
-        if (cupti) tb::prof::CuptiCollector::instance().stop();
-      }
-      throw;
-    }
-    std::unique_ptr<tb::prof::Trace> trace;
+std::optional<Snapshot> SessionWorkload::snapshot(int steps) {
+  Snapshot s;
+  auto& rec = tb::prof::Recorder::instance();
+  // Someone else is recording (the GUI asked serve for a trace): do not steal their records.
+  const bool record = !rec.enabled();
+  const bool cuda = session_->describe().value("/device/kind"_json_pointer, std::string()) == "cuda";
+  bool cupti = false;
+  if (record) {
+    if (cuda) cupti = tb::prof::CuptiCollector::instance().start().ok();
+    rec.start();
+  }
+  measure::Window window;
+  try {
+    window = measure(std::max(2, steps));
+  } catch (...) {
     if (record) {
       rec.stop();
-      trace = rec.collect();
-      if (cupti) {
-        auto gpu = tb::prof::CuptiCollector::instance().collect();
-        tb::prof::CuptiCollector::instance().stop();
-        if (gpu && trace) trace->merge(*gpu);
-      }
+      rec.collect();
+      if (cupti) tb::prof::CuptiCollector::instance().stop();
     }
-    std::vector<double> walls;
-    int64_t data_wait = 0, h2d = 0, max_wait = 0;
-    for (const auto& r : last_records_) {
-      walls.push_back(r.wall_ns / 1e6);
-      data_wait += r.data_wait_ns;
-      h2d += r.h2d_ns;
-      max_wait = std::max(max_wait, r.data_wait_ns);
+    throw;
+  }
+  std::unique_ptr<tb::prof::Trace> trace;
+  if (record) {
+    rec.stop();
+    trace = rec.collect();
+    if (cupti) {
+      auto gpu = tb::prof::CuptiCollector::instance().collect();
+      tb::prof::CuptiCollector::instance().stop();
+      if (gpu && trace) trace->merge(*gpu);
     }
-    const double n = std::max<size_t>(1, last_records_.size());
-    s.throughput = window.throughput();
-    s.step_ms = measure::median(walls);
-    if (trace) {
-      const nlohmann::json d = session_->describe();
-      auto& extra = trace->meta().extra;
-      extra["intra_op_threads"] = d.value("intra_op_threads", nlohmann::json(0)).dump();
-      extra["workers"] = d.value("loader_workers", nlohmann::json(0)).dump();
-      extra["cpu_allocator"] = d.value("cpu_allocator", std::string());
-      const tb::prof::AnalysisResult a = tb::prof::analyze(*trace);
-      if (!a.steps.empty()) fill_snapshot(s, a);
-    }
-    if (s.breakdown_ms.empty()) {
-      // No analysed steps: the step records still split data wait, copy and the rest.
-      const double dw = data_wait / n / 1e6, hd = h2d / n / 1e6;
-      s.breakdown_ms = {{"data wait", dw}, {"h2d", hd}, {"compute", std::max(0.0, s.step_ms - dw - hd)}};
-      s.bottleneck = dw > 0.15 * s.step_ms ? "loader" : "compute";
-      s.worst_stall_ms = max_wait / 1e6;
-      s.worst_stall_kind = "data wait";
-    }
-    return s;
   }
-
-  double now_s() override {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  std::vector<double> walls;
+  int64_t data_wait = 0, h2d = 0, max_wait = 0;
+  for (const auto& r : last_records_) {
+    walls.push_back(r.wall_ns / 1e6);
+    data_wait += r.data_wait_ns;
+    h2d += r.h2d_ns;
+    max_wait = std::max(max_wait, r.data_wait_ns);
   }
-  int cpu_cores() override { return std::max(1u, std::thread::hardware_concurrency()); }
-
-  std::string measurement_allocator() const override { return measurement_allocator_; }
-  nlohmann::json describe() override {
-    nlohmann::json j = report_environment(session_->describe());
-    if (!notes_.empty()) j["engine_warnings"] = notes_;
-    j["measurement_allocator"] = measurement_allocator_ +
-                                 (measurement_allocator_ == "glibc_tuned" && !opts_.knobs.count("cpu_allocator")
-                                      ? " (pinned by the tuner for steady in-process windows; cpu_allocator is "
-                                        "measured in fresh processes)"
-                                      : "");
-    return j;
+  const double n = std::max<size_t>(1, last_records_.size());
+  s.throughput = window.throughput();
+  s.step_ms = measure::median(walls);
+  if (trace) {
+    const nlohmann::json d = session_->describe();
+    auto& extra = trace->meta().extra;
+    extra["intra_op_threads"] = d.value("intra_op_threads", nlohmann::json(0)).dump();
+    extra["workers"] = d.value("loader_workers", nlohmann::json(0)).dump();
+    extra["cpu_allocator"] = d.value("cpu_allocator", std::string());
+    const tb::prof::AnalysisResult a = tb::prof::analyze(*trace);
+    if (!a.steps.empty()) fill_snapshot(s, a);
   }
-
- private:
-  void remember(const std::string& w) {
-    if (notes_.size() < 20 && std::find(notes_.begin(), notes_.end(), w) == notes_.end()) notes_.push_back(w);
+  if (s.breakdown_ms.empty()) {
+    // No analysed steps: the step records still split data wait, copy and the rest.
+    const double dw = data_wait / n / 1e6, hd = h2d / n / 1e6;
+    s.breakdown_ms = {{"data wait", dw}, {"h2d", hd}, {"compute", std::max(0.0, s.step_ms - dw - hd)}};
+    s.bottleneck = dw > 0.15 * s.step_ms ? "loader" : "compute";
+    s.worst_stall_ms = max_wait / 1e6;
+    s.worst_stall_kind = "data wait";
   }
+  return s;
+}
 
-  // A probe session set process-wide switches (anomaly mode, TF32, cuDNN autotuner) for itself and its
-  // destructor reset some; re-applying one knob and back makes the main session set all of them again.
-  void restore_globals() {
-    const std::string cur = session_->config().at("anomaly_detection");
-    try {
-      session_->apply({{"anomaly_detection", cur == "on" ? "off" : "on"}});
-      session_->apply({{"anomaly_detection", cur}});
-    } catch (const EngineError&) {
-    }
-    session_->take_warnings();
+double SessionWorkload::now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+}
+int SessionWorkload::cpu_cores() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+nlohmann::json SessionWorkload::describe() {
+  nlohmann::json j = report_environment(session_->describe());
+  if (!notes_.empty()) j["engine_warnings"] = notes_;
+  j["measurement_allocator"] = measurement_allocator_ +
+                               (measurement_allocator_ == "glibc_tuned" && !opts_.knobs.count("cpu_allocator")
+                                    ? " (pinned by the tuner for steady in-process windows; cpu_allocator is "
+                                      "measured in fresh processes)"
+                                    : "");
+  return j;
+}
+
+void SessionWorkload::remember(const std::string& w) {
+  if (notes_.size() < 20 && std::find(notes_.begin(), notes_.end(), w) == notes_.end()) notes_.push_back(w);
+}
+
+void SessionWorkload::restore_globals() {
+  const std::string cur = session_->config().at("anomaly_detection");
+  try {
+    session_->apply({{"anomaly_detection", cur == "on" ? "off" : "on"}});
+    session_->apply({{"anomaly_detection", cur}});
+  } catch (const EngineError&) {
   }
-
-  SessionOptions opts_;
-  std::unique_ptr<Session> session_;
-  Config baseline_;
-  std::vector<std::string> notes_;
-  std::vector<StepRecord> last_records_;
-  std::string measurement_allocator_;
-  double last_step_s_ = 0;
-  std::map<std::string, std::vector<double>> probe_cache_;
-  std::chrono::steady_clock::time_point t0_;
-};
-
-}  // namespace
+  session_->take_warnings();
+}
 
 std::unique_ptr<Workload> make_session_workload(const SessionOptions& options) {
   return std::make_unique<SessionWorkload>(options);

@@ -1,0 +1,61 @@
+// The tuner's Workload over a live data-parallel group (engine/tuner.h make_live_group_workload): the session
+// workload on rank 0's running session, whose steps and changes rank 0 orders to every rank
+// (app/cli/serve_group.h), so a window costs no group start-up. What needs a group of its own, the loss
+// probes and the process knobs (the allocator, the group size), runs in fresh groups (make_group_workload),
+// made the first time one is needed. Torch-free.
+#include <algorithm>
+#include <thread>
+
+#include "tuner/fresh_run.h"
+#include "tuner/session_workload.h"
+
+namespace tb::engine {
+namespace {
+
+class LiveGroupWorkload : public SessionWorkload {
+ public:
+  LiveGroupWorkload(Session& live, const SessionOptions& options, int ranks, int dist_timeout_s)
+      : SessionWorkload(options, &live), ranks_(ranks), dist_timeout_s_(dist_timeout_s) {}
+
+  std::optional<measure::Window> measure_fresh(const Config& config, int steps) override {
+    return fresh().measure_fresh(config, steps);
+  }
+  std::vector<double> loss_probe(const Config& config, int steps) override { return fresh().loss_probe(config, steps); }
+  // A rank's share of the cores: the ranks of a group on one machine divide them.
+  int cpu_cores() override { return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ranks_); }
+  std::vector<std::string> first_knobs() const override { return ddp_knobs_first(); }
+  nlohmann::json describe() override {
+    nlohmann::json j = SessionWorkload::describe();
+    j["ranks"] = ranks_;
+    j["measurement"] = "the running group of " + std::to_string(ranks_) +
+                       " ranks: rank 0 orders every step and change to all ranks at the same step boundary; a "
+                       "window is the samples of all ranks over rank 0's wall time; loss probes and process "
+                       "knobs in fresh groups";
+    return j;
+  }
+
+ private:
+  Workload& fresh() {
+    if (!fresh_) {
+      SessionOptions o = opts_;
+      o.dist = {};  // a group of its own (its ranks get their own torchrun variables)
+      o.knobs = baseline_;
+      fresh_ = make_group_workload(o, ranks_, dist_timeout_s_);
+    }
+    return *fresh_;
+  }
+
+  int ranks_;
+  int dist_timeout_s_;
+  std::unique_ptr<Workload> fresh_;
+};
+
+}  // namespace
+
+std::unique_ptr<Workload> make_live_group_workload(Session& live, const SessionOptions& options, int ranks,
+                                                   int dist_timeout_s) {
+  if (ranks < 2) throw EngineError("a data-parallel tune needs at least 2 ranks");
+  return std::make_unique<LiveGroupWorkload>(live, options, ranks, dist_timeout_s);
+}
+
+}  // namespace tb::engine
