@@ -213,7 +213,7 @@ int cmd_serve(int argc, char** argv) {
                    static_cast<long long>(ranks), env->world_size);
       return 2;
     }
-    if (!env && ranks > 1) return launch_serve_ranks(argc, argv, int(ranks), int(dist_timeout > 0 ? dist_timeout : 60));
+    if (!env && ranks > 1) return launch_led_group(argc, argv, "serve", int(ranks), int(dist_timeout > 0 ? dist_timeout : 60));
     if (env && env->enabled()) {
       opts.dist = *env;
       if (dist_timeout > 0) opts.dist.timeout_s = int(dist_timeout);

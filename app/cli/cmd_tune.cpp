@@ -2,16 +2,20 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "commands.h"
+#include "engine/distributed.h"
 #include "engine/report.h"
 #include "engine/tuner.h"
 #include "engine_cli_common.h"
+#include "run_ranks.h"
 #include "script_common.h"
+#include "serve_group.h"
 
 namespace tb::cli {
 namespace {
@@ -20,15 +24,17 @@ void usage(FILE* out) {
   std::fputs(
       "usage: tunebench-cli tune --model M --data D [--budget S] [--report R.html] [--json OUT.json] [--set k=v,...]\n"
       "       [--knobs k1,k2,...] [--rounds N] [--warmup N] [--seed N] [--device auto|cpu|cuda] [--input C,H,W]\n"
-      "       [--classes K] [--ranks N [--dist-timeout S]] [--quiet] [--simulate]\n"
+      "       [--classes K] [--ranks N [--dist-timeout S] [--fresh-groups]] [--quiet] [--simulate]\n"
       "       tunebench-cli tune --script train.py [--python PY] [--budget S] [--report R.html] [--json OUT.json]\n"
       "       [--set k=v,...] [--knobs ...] [-- SCRIPT ARGS]   (a user's PyTorch script, run unmodified)\n"
       "  Measures the noise floor (A/A), every applicable knob before/after (paired windows AB, BA, ..., t interval),\n"
       "  process knobs (cpu_allocator) in fresh processes, accumulates the winners, revisits the rest on top,\n"
       "  re-measures every kept knob in a final alternation and reports the speedup. --report R.html also writes R.md.\n"
       "  --set pins knobs (the baseline uses them and the tuner leaves them alone); --knobs tunes only these.\n"
-      "  --ranks N tunes a data-parallel run of N ranks: every window is a fresh group (run --ranks N), all ranks\n"
-      "  change together and the throughput is the group's (docs/distributed.md).\n"
+      "  --ranks N tunes a data-parallel run of N ranks: a live group whose rank 0 orders every step and change to\n"
+      "  all ranks, so they change together; the throughput is the group's; loss probes and process knobs run in\n"
+      "  fresh groups. --fresh-groups measures every window in a fresh group (run --ranks N) instead\n"
+      "  (docs/distributed.md).\n"
       "  --simulate tunes the built-in deterministic simulation instead of a model (a demo of the report).\n",
       out);
 }
@@ -66,7 +72,7 @@ int cmd_tune(int argc, char** argv) {
   so.data.clear();
   engine::TuneOptions to;
   std::string report, json_out, knobs_list;
-  bool quiet = false, simulate = false;
+  bool quiet = false, simulate = false, fresh_groups = false;
   int ranks = 1, dist_timeout = 0;
   client::ScriptOptions script;
   std::vector<std::string> script_args;
@@ -125,6 +131,8 @@ int cmd_tune(int argc, char** argv) {
     } else if (a == "--dist-timeout") {
       if (!value(v) || !parse_int(v, n, 1)) return fail("--dist-timeout needs a positive number of seconds", 2);
       dist_timeout = static_cast<int>(n);
+    } else if (a == "--fresh-groups") {
+      fresh_groups = true;
     } else if (a == "--quiet" || a == "-q") {
       quiet = true;
     } else if (a == "--simulate") {
@@ -145,8 +153,21 @@ int cmd_tune(int argc, char** argv) {
     return fail("--ranks tunes the engine's own data-parallel run (--model/--data), not " +
                     std::string(simulate ? "--simulate" : "a script"),
                 2);
+  // A led group (launch_led_group) starts this command again as its ranks: rank 0 tunes, the others follow.
+  std::string env_err;
+  const auto env = engine::dist_from_env(env_err);
+  const bool led_rank = env && env->enabled() && std::getenv("TUNEBENCH_LED_GROUP");
+  if (!env_err.empty() && std::getenv("TUNEBENCH_LED_GROUP")) return fail("bad group environment: " + env_err, 2);
   if (ranks > 1 && std::getenv("WORLD_SIZE"))
     return fail("tune --ranks starts its own groups of ranks: run it outside torchrun (WORLD_SIZE is set)", 2);
+  if (ranks > 1 && !fresh_groups) return launch_led_group(argc, argv, "tune", ranks, dist_timeout > 0 ? dist_timeout : 60);
+  if (led_rank) {
+    so.dist = *env;
+    if (dist_timeout > 0) so.dist.timeout_s = dist_timeout;
+    so.max_warmup_steps = so.warmup_steps;  // the same on every rank
+    ranks = env->world_size;
+    if (env->rank != 0) return serve_follower(so);
+  }
   // Knobs pinned with --set are part of the baseline and are not tuned.
   for (const auto& [k, v] : so.knobs) to.skip_knobs.push_back(k);
   // Fail on an unwritable output before spending the budget; files the probe created are removed again if
@@ -173,17 +194,35 @@ int cmd_tune(int argc, char** argv) {
                    p.message.c_str());
     };
 
-  std::unique_ptr<engine::Workload> workload;
+  // Rank 0 of a led group: its session orders every step and change to the other ranks, and at the end (any
+  // return) the order to stop, so no follower waits for a rank 0 that has gone.
+  std::unique_ptr<GroupLeader> leader;
+  struct EndGroup {
+    std::unique_ptr<GroupLeader>& leader;
+    bool ok = false;
+    ~EndGroup() {
+      if (leader) leader->stop(ok);
+    }
+  } end_group{leader};
+  std::unique_ptr<engine::Workload> workload;  // after the leader: it may hold the leader's session
   try {
     if (simulate) workload = engine::make_simulated_workload(so.seed ? so.seed : 7);
     else if (!script.script.empty()) {
       script.output = script_output_to_stderr(true);  // the script's prints would drown the progress lines
       workload = engine::make_script_workload(script);
+    } else if (led_rank) {
+      leader = std::make_unique<GroupLeader>(engine::Session::create(so));
+      workload = engine::make_live_group_workload(*leader, so, ranks, dist_timeout);
     } else if (ranks > 1) {
       workload = engine::make_group_workload(so, ranks, dist_timeout);
     } else workload = engine::make_session_workload(so);
   } catch (const engine::EngineError& e) {
-    return fail_clean(e.what(), 2);
+    // Rank 0 could not listen on the rendezvous port: the launcher starts the group again on another.
+    if (led_rank && std::strstr(e.what(), "Address already in use")) {
+      for (const auto& c : created) std::remove(c.c_str());
+      return kExitPortInUse;
+    }
+    return fail_clean(led_rank ? std::string("the baseline group cannot run: ") + e.what() : std::string(e.what()), 2);
   } catch (const engine::TrialFailure& e) {
     return fail_clean(e.what(), 2);
   } catch (const std::exception& e) {
@@ -204,6 +243,7 @@ int cmd_tune(int argc, char** argv) {
   } catch (const std::exception& e) {
     return fail(e.what(), 1);
   }
+  end_group.ok = true;
 
   // The summary on stdout: what to keep and by how much.
   const auto changed = engine::changed_knobs(result.baseline, result.final_config);

@@ -42,12 +42,13 @@ std::string describe_status(int status) {
 
 }  // namespace
 
-// Starts rank 0..N-1 of `args` with torchrun's variables on `port`. A serve group's rank 0 speaks the run
-// protocol on the launcher's stdin/stdout; the others read nothing and write their stdout to stderr, so no
-// stray line reaches the parent. Empty when a fork failed (the ranks already started are stopped).
+// Starts rank 0..N-1 of `args` with torchrun's variables on `port`. In a led group (serve, tune) rank 0 has
+// the launcher's stdin/stdout; the others read nothing and write their stdout to stderr, so no stray line
+// reaches the parent, and TUNEBENCH_LED_GROUP=1 tells each that its group is led. Empty when a fork failed
+// (the ranks already started are stopped).
 static std::vector<pid_t> spawn_group(const std::string& exe, std::vector<std::string> args,
                                       const std::vector<std::string>& base_env, int ranks, int timeout_s, int port,
-                                      bool serve) {
+                                      bool led) {
   std::vector<pid_t> pids(size_t(ranks), -1);
   for (int r = 0; r < ranks; ++r) {
     std::vector<std::string> env = base_env;
@@ -58,6 +59,7 @@ static std::vector<pid_t> spawn_group(const std::string& exe, std::vector<std::s
     env.push_back("MASTER_ADDR=127.0.0.1");
     env.push_back("MASTER_PORT=" + std::to_string(port));
     env.push_back("TUNEBENCH_DIST_TIMEOUT=" + std::to_string(timeout_s));
+    if (led) env.push_back("TUNEBENCH_LED_GROUP=1");
     std::vector<char*> av, ev;
     for (auto& a : args) av.push_back(a.data());
     av.push_back(nullptr);
@@ -70,7 +72,7 @@ static std::vector<pid_t> spawn_group(const std::string& exe, std::vector<std::s
       // would go on training, holding the cores the next measurement needs.
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != parent) ::_exit(1);
-      if (serve && r > 0) {
+      if (led && r > 0) {
         const int null_fd = ::open("/dev/null", O_RDONLY);
         if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
         ::dup2(STDERR_FILENO, STDOUT_FILENO);
@@ -174,14 +176,15 @@ static int launch_once(const std::string& exe, std::vector<std::string> args, co
   return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 }
 
-// A serve group (launch_serve_ranks): rank 0 is the run. The launcher says on stderr when another rank dies
-// (rank 0 then fails at its next collective, within the timeout, and reports it on the protocol), speaks for
-// rank 0 when it dies without a word (an error and `done` on stdout, which only rank 0 wrote to before), and
-// gives the other ranks 10 s after rank 0 to end before it stops them. -1: rank 0's port was taken.
-static int serve_once(const std::string& exe, std::vector<std::string> args, const std::vector<std::string>& base_env,
-                      int ranks, int timeout_s, int port) {
-  std::fprintf(stderr, "serve: starting %d ranks (Gloo over 127.0.0.1:%d, collective timeout %d s)\n", ranks, port,
-               timeout_s);
+// A led group (launch_led_group): rank 0 is the command. The launcher says on stderr when another rank dies
+// (rank 0 then fails at its next collective, within the timeout, and reports it), speaks for rank 0 when it
+// dies without a word (serve: an error and `done` on stdout, which only rank 0 wrote to before; else a line
+// on stderr), and gives the other ranks 10 s after rank 0 to end before it stops them. -1: rank 0's port was
+// taken.
+static int led_once(const std::string& verb, const std::string& exe, std::vector<std::string> args,
+                    const std::vector<std::string>& base_env, int ranks, int timeout_s, int port) {
+  std::fprintf(stderr, "%s: starting %d ranks (Gloo over 127.0.0.1:%d, collective timeout %d s)\n", verb.c_str(),
+               ranks, port, timeout_s);
   const std::vector<pid_t> pids = spawn_group(exe, std::move(args), base_env, ranks, timeout_s, port, true);
   if (pids.empty()) return 1;
   std::vector<bool> done(size_t(ranks), false);
@@ -198,8 +201,8 @@ static int serve_once(const std::string& exe, std::vector<std::string> args, con
       const bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
       if (r > 0) {
         if (!ok && !rank0_done) {
-          std::fprintf(stderr, "serve: rank %d %s; rank 0 ends the run at its next collective (within %d s)\n", r,
-                       describe_status(st).c_str(), timeout_s);
+          std::fprintf(stderr, "%s: rank %d %s; rank 0 ends the %s at its next collective (within %d s)\n",
+                       verb.c_str(), r, describe_status(st).c_str(), verb == "serve" ? "run" : verb.c_str(), timeout_s);
           deadline = std::min(deadline, std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s + 15));
         }
         continue;
@@ -211,12 +214,16 @@ static int serve_once(const std::string& exe, std::vector<std::string> args, con
         return -1;
       }
       if (!WIFEXITED(st)) {
-        // Rank 0 died between lines (a lost line ends with a newline first): the parent still gets why.
-        nlohmann::json err = {{"type", "error"}, {"v", 1}, {"recoverable", false},
-                              {"message", "rank 0 of the data-parallel group " + describe_status(st)}};
-        nlohmann::json fin = {{"type", "done"}, {"v", 1}, {"summary", {{"reason", "error"}}}};
-        std::printf("\n%s\n%s\n", err.dump().c_str(), fin.dump().c_str());
-        std::fflush(stdout);
+        const std::string why = "rank 0 of the data-parallel group " + describe_status(st);
+        if (verb == "serve") {
+          // Rank 0 died between lines (a lost line ends with a newline first): the parent still gets why.
+          nlohmann::json err = {{"type", "error"}, {"v", 1}, {"recoverable", false}, {"message", why}};
+          nlohmann::json fin = {{"type", "done"}, {"v", 1}, {"summary", {{"reason", "error"}}}};
+          std::printf("\n%s\n%s\n", err.dump().c_str(), fin.dump().c_str());
+          std::fflush(stdout);
+        } else {
+          std::fprintf(stderr, "tunebench-cli: error: %s\n", why.c_str());
+        }
       }
       deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     }
@@ -225,7 +232,8 @@ static int serve_once(const std::string& exe, std::vector<std::string> args, con
       // After rank 0 ended: the others had 10 s. Before: a rank died and rank 0 did not end in time.
       const int from = rank0_done ? 1 : 0;
       if (!rank0_done && !termed)
-        std::fprintf(stderr, "serve: rank 0 did not end %d s after a rank failed: stopping it\n", timeout_s + 15);
+        std::fprintf(stderr, "%s: rank 0 did not end %d s after a rank failed: stopping it\n", verb.c_str(),
+                     timeout_s + 15);
       for (int r = from; r < ranks; ++r)
         if (!done[size_t(r)]) ::kill(pids[size_t(r)], termed ? SIGKILL : SIGTERM);
       termed = true;
@@ -261,7 +269,7 @@ bool group_command(int argc, char** argv, const char* verb, std::string& exe, st
     const std::string key = kv.substr(0, kv.find('='));
     if (key == "RANK" || key == "WORLD_SIZE" || key == "LOCAL_RANK" || key == "LOCAL_WORLD_SIZE" ||
         key == "MASTER_ADDR" || key == "MASTER_PORT" || key == "TUNEBENCH_DIST_TIMEOUT" ||
-        key == "TORCHELASTIC_USE_AGENT_STORE")
+        key == "TORCHELASTIC_USE_AGENT_STORE" || key == "TUNEBENCH_LED_GROUP")
       continue;
     base_env.push_back(kv);
   }
@@ -295,11 +303,11 @@ int launch_ranks(int argc, char** argv, int ranks, int timeout_s, const std::str
   return with_free_port("run", [&](int port) { return launch_once(exe, args, base_env, ranks, timeout_s, port, json_path); });
 }
 
-int launch_serve_ranks(int argc, char** argv, int ranks, int timeout_s) {
+int launch_led_group(int argc, char** argv, const char* verb, int ranks, int timeout_s) {
   std::string exe;
   std::vector<std::string> args, base_env;
-  if (!group_command(argc, argv, "serve", exe, args, base_env)) return 1;
-  return with_free_port("serve", [&](int port) { return serve_once(exe, args, base_env, ranks, timeout_s, port); });
+  if (!group_command(argc, argv, verb, exe, args, base_env)) return 1;
+  return with_free_port(verb, [&](int port) { return led_once(verb, exe, args, base_env, ranks, timeout_s, port); });
 }
 
 nlohmann::json merge_rank_results(const std::vector<std::string>& per_rank) {

@@ -22,11 +22,12 @@ namespace tb::cli {
 // TUNEBENCH_RANKS_FIRST_PORT forces the first try's port (tests).
 int launch_ranks(int argc, char** argv, int ranks, int timeout_s, const std::string& json_path);
 
-// `serve --ranks N`: the same start, but the group is a live run (serve_group.h): rank 0 speaks the run
-// protocol on this process's stdin/stdout, the other ranks get /dev/null for stdin and stderr for stdout.
-// When a rank dies the launcher says so on stderr; when rank 0 dies without a word it writes the error and
-// `done` for it; the other ranks get 10 s after rank 0 ends. Returns rank 0's exit code.
-int launch_serve_ranks(int argc, char** argv, int ranks, int timeout_s);
+// `serve --ranks N` and `tune --ranks N`: the same start, but the group is led (serve_group.h): rank 0 is the
+// command and has this process's stdin/stdout; the other ranks get /dev/null for stdin, stderr for stdout,
+// and follow rank 0's orders (TUNEBENCH_LED_GROUP=1 in their environment says so). When a rank dies the
+// launcher says so on stderr; when rank 0 dies without a word it says why for it (serve: an error and `done`
+// on the protocol); the other ranks get 10 s after rank 0 ends. Returns rank 0's exit code.
+int launch_led_group(int argc, char** argv, const char* verb, int ranks, int timeout_s);
 
 // Rank 0's exit code when its rendezvous port is in use (EX_TEMPFAIL): the launcher retries on another.
 inline constexpr int kExitPortInUse = 75;

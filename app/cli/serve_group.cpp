@@ -128,6 +128,7 @@ int serve_follower(const engine::SessionOptions& options) {
       }
     } else if (what == "trace") {
       if (o.value("action", std::string()) == "start") {
+        prof::set_thread_name("train");  // as rank 0's: the timeline names the training thread alike on every rank
         if (std::string why = start_recording(cuda); !why.empty()) say("warning", why);
       } else {
         prof::Recorder::instance().stop();

@@ -1,6 +1,7 @@
-// Tuning a data-parallel run (issue 12): `tune --ranks N` measures every window in a fresh group of N real
-// ranks (Gloo over 127.0.0.1, PyTorch's Reducer), so all ranks change together; the group's throughput is
-// every rank's samples over the group's wall time; the snapshots show the ranks' wait for their all-reduces.
+// Tuning a data-parallel run (issue 12): `tune --ranks N` measures its windows on a live group of N real ranks
+// (Gloo over 127.0.0.1, PyTorch's Reducer) whose rank 0 orders every change, or with --fresh-groups every
+// window in a fresh group; either way all ranks change together, the group's throughput is every rank's
+// samples over the group's wall time, and the snapshots show the ranks' wait for their all-reduces.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -69,19 +70,23 @@ TEST(GroupWindow, SumsTheRanksSamplesOverTheLongestWall) {
   EXPECT_THROW(tb::engine::window_of_run(nlohmann::json{{"error", "rank 1 died"}}), tb::engine::TrialFailure);
 }
 
-// A real tune of two ranks: the DDP knobs are tried (they apply only in a group), every trial's windows are
-// group windows, the loss guard runs for gradient compression, and the baseline snapshot has the ranks'
-// communication wait. The report says how it measured.
+// A real tune of two ranks, live and in fresh groups: the DDP knobs are tried (they apply only in a group),
+// every trial's windows are group windows, the loss guard runs for gradient compression, and the baseline
+// snapshot has the ranks' communication wait. The report says how it measured.
 TEST_F(CliTuneRanks, TunesTheGroupWithTheDdpKnobsAndReportsTheCommunication) {
+  for (const bool fresh : {false, true}) {
+  SCOPED_TRACE(fresh ? "--fresh-groups" : "live group");
+  const std::string measured = fresh ? "fresh group of 2 ranks" : "the running group of 2 ranks";
   const std::string js = tmp("tune.json"), rep = tmp("tune.html");
   Out r = tb::test_util::run_cli_shell(
       "", "tune " + model_args() + " --ranks 2 --set batch_size=4 --knobs bucket_cap_mb,comm_hook,static_graph " +
-              "--budget 90 --rounds 2 --json " + js + " --report " + rep, 600);
+              (fresh ? "--fresh-groups --budget 70" : "--budget 40") + " --rounds 2 --json " + js + " --report " + rep,
+      600);
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = read_json(js);
   ASSERT_TRUE(j.is_object());
   EXPECT_EQ(j["environment"]["ranks"], 2);
-  EXPECT_NE(j["environment"]["measurement"].get<std::string>().find("fresh group of 2 ranks"), std::string::npos);
+  EXPECT_NE(j["environment"]["measurement"].get<std::string>().find(measured), std::string::npos);
   std::set<std::string> tried;
   for (const auto& t : j["trials"]) {
     tried.insert(t["knob"].get<std::string>());
@@ -101,7 +106,8 @@ TEST_F(CliTuneRanks, TunesTheGroupWithTheDdpKnobsAndReportsTheCommunication) {
     if (part == "comm wait") comm = ms.get<double>();
   EXPECT_GT(comm, 0) << j["snapshots"][0].dump();
   const std::string html = slurp(rep);
-  EXPECT_NE(html.find("fresh group of 2 ranks"), std::string::npos);
+  EXPECT_NE(html.find(measured), std::string::npos);
+  }
 }
 
 // The workload itself: a window holds both ranks' samples, and the loss probe trains the group with the
@@ -168,12 +174,15 @@ TEST_F(CliTuneRanks, BadRequestsAreOneLineErrors) {
                                    "tune " + model_args() + " --ranks 2", 60);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("outside torchrun"), std::string::npos) << r.err;
-  // A group that cannot start its baseline fails before the budget is spent, with the rank's reason.
-  r = tb::test_util::run_cli_shell("", "tune --model mnist_cnn --data imagefolder:" + tmp("nowhere") + " --ranks 2", 120);
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("the baseline group cannot run"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("nowhere"), std::string::npos) << r.err;
-  EXPECT_LT(std::count(r.err.begin(), r.err.end(), '\n'), 3) << r.err;
+  // A group that cannot start its baseline fails before the budget is spent, with the rank's reason (live:
+  // rank 0 says it, and the other rank its own; in fresh groups, the first group's rank).
+  for (const char* mode : {"", " --fresh-groups"}) {
+    r = tb::test_util::run_cli_shell("", "tune --model mnist_cnn --data imagefolder:" + tmp("nowhere") + " --ranks 2" + mode, 120);
+    EXPECT_EQ(r.code, 2) << mode;
+    EXPECT_NE(r.err.find("error: the baseline group cannot run"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("nowhere"), std::string::npos) << r.err;
+    EXPECT_LE(std::count(r.err.begin(), r.err.end(), '\n'), 4) << r.err;
+  }
 }
 
 }  // namespace

@@ -292,6 +292,26 @@ TEST(TunerSearch, AOneWayJumpIsNotCreditedAndIsReported) {
   EXPECT_EQ(credited, 0);
 }
 
+// A workload whose every window is a fresh process (a data-parallel group's tune): the process knob the tuner
+// keeps runs in the final arm, is checked there like the others, and is in the headline. Before, the final
+// arm ran without it and the headline missed the allocator's 2x.
+TEST(TunerSearch, EveryWindowFreshChecksProcessKnobsInTheFinalAlternation) {
+  SimOptions so;
+  so.every_window_fresh = true;
+  SimulatedWorkload w(7, so);
+  TuneOptions o;
+  o.budget_s = 900;
+  TuneResult r = run_tune(w, o);
+  EXPECT_EQ(r.final_config["cpu_allocator"], "glibc_tuned");
+  const double true_speedup = w.fresh_throughput(r.final_config) / w.fresh_throughput(r.baseline);
+  EXPECT_TRUE(r.speedup.faster());
+  EXPECT_NEAR(r.speedup.ratio, true_speedup, 0.05 * true_speedup);
+  std::string allocator_final;
+  for (const auto& t : r.trials)
+    if (t.phase == "final" && t.knob == "cpu_allocator") allocator_final = t.outcome;
+  EXPECT_EQ(allocator_final, "held");
+}
+
 // A process knob needs fresh processes; a workload that cannot start them skips it and says why.
 TEST(TunerSearch, ProcessKnobSkippedWithoutFreshProcesses) {
   SimOptions so;

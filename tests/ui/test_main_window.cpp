@@ -358,6 +358,13 @@ class TestMainWindow : public QObject {
              qPrintable(w.lastError() + w.run()->stderrTail()));
     QCOMPARE(groups(), 2);
     QCOMPARE(w.findChild<QTableWidget*>("analysis_ranks")->rowCount(), 2);
+    // TB_SCREENSHOT_DIR: the window with the live group on screen, to look at (not a check).
+    if (const QString dir = qEnvironmentVariable("TB_SCREENSHOT_DIR"); !dir.isEmpty()) {
+      w.resize(1400, 900);
+      w.show();
+      QTest::qWait(3000);
+      w.grab().save(dir + "/ranks_live.png");
+    }
     QSignalSpy applied(w.run(), &RunController::configApplied);
     w.run()->sendSet("bucket_cap_mb", "5");
     QVERIFY2(applied.wait(60000), qPrintable(w.lastError() + w.run()->stderrTail()));

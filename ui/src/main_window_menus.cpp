@@ -91,11 +91,12 @@ void MainWindow::buildMenus() {
     if (ok) startRanksRun(n);
   });
   runm->addAction(tr("Data-parallel auto-&tune…"), this, [this] {
-    // The tuner over fresh groups of N ranks (tune --ranks N): the DDP knobs, every rank changing together.
+    // The tuner on a group of N ranks (tune --ranks N): the DDP knobs, every rank changing together.
     bool ok = false;
     const int n = QInputDialog::getInt(this, tr("Data-parallel auto-tune"),
-                                       tr("Ranks (each window is a fresh group; budget from the Auto-tune box):"), 2,
-                                       2, 64, 1, &ok);
+                                       tr("Ranks (one group, every rank changing at the same step; budget from the "
+                                          "Auto-tune box):"),
+                                       2, 2, 64, 1, &ok);
     if (ok) startRanksTune(n);
   });
   runm->addAction(tr("Start the &demo"), this, [this] { startDemo(); })->setShortcut(QKeySequence(tr("Ctrl+D")));

@@ -97,6 +97,10 @@ void ThroughputChart::refresh() {
   if (!no_data_) {
     no_data_ = new QGraphicsSimpleTextItem(tr("No data yet: start a run (Run ▸ Start)"), chart_);
     no_data_->setBrush(palette().color(QPalette::PlaceholderText));
+    // Centred again when the plot area moves (a resized window): else it stays where the first layout put it,
+    // cut off at the corner.
+    connect(chart_, &QChart::plotAreaChanged, this,
+            [this](const QRectF& area) { no_data_->setPos(area.center() - no_data_->boundingRect().center()); });
   }
   no_data_->setVisible(empty);
   if (empty) {

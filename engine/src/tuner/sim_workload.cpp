@@ -139,8 +139,8 @@ void SimulatedWorkload::apply(const Config& config) {
     throw TrialFailure("CUDA out of memory (simulated: batch " + c.at("batch_size") + " needs more than 80 GiB)",
                        true);
   }
-  // The process knob does not change this process (it is measured in fresh ones).
-  c["cpu_allocator"] = current_.at("cpu_allocator");
+  // The process knob does not change this process (it is measured in fresh ones), unless every window is one.
+  if (!opt_.every_window_fresh) c["cpu_allocator"] = current_.at("cpu_allocator");
   if (c != current_) changed_ = true;
   current_ = c;
 }
@@ -179,6 +179,7 @@ measure::Window SimulatedWorkload::run_window(double ms, int64_t batch, int step
 }
 
 measure::Window SimulatedWorkload::measure(int steps) {
+  if (opt_.every_window_fresh) return *measure_fresh(current_, steps);
   const bool warm = changed_;
   changed_ = false;
   return run_window(parts(current_).step, to_int(current_, "batch_size"), steps, warm);

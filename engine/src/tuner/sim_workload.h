@@ -45,6 +45,9 @@ struct SimOptions {
   double glibc_worker_load = 1.0;
   // What measurement_allocator() says ("" = the configuration's own).
   std::string measurement_allocator;
+  // Every window is a fresh process (a data-parallel group's tune): measure() is measure_fresh() of the
+  // configuration applied last, process knobs included, and fresh_windows() says so.
+  bool every_window_fresh = false;
 };
 
 class SimulatedWorkload : public Workload {
@@ -63,6 +66,7 @@ class SimulatedWorkload : public Workload {
   int cpu_cores() override { return 4; }
   nlohmann::json describe() override;
   std::string measurement_allocator() const override { return opt_.measurement_allocator; }
+  std::string fresh_windows() const override { return opt_.every_window_fresh ? "a fresh simulated process" : ""; }
 
   // Noise-free milliseconds per step and samples/s of a configuration (missing knobs = baseline).
   double step_ms(const Config& config) const;

@@ -78,7 +78,7 @@ class MainWindow : public QMainWindow {
   // the same step, the trace chunks have a row group per rank and the Ranks tab. `steps` 0: the panel's.
   // False when it cannot start (a message says why).
   bool startRanksRun(int ranks, int steps = 0);
-  // The auto-tune of such a run (`tunebench-cli tune --ranks N`, every window a fresh group; budget 0: the
+  // The auto-tune of such a run (`tunebench-cli tune --ranks N`, a group led by its rank 0; budget 0: the
   // panel's). Progress on the progress bar; at the end the same summary and report as a live Auto-tune, and
   // ranksTuneFinished. False when it cannot start (a message says why).
   bool startRanksTune(int ranks, int budget_s = 0);
