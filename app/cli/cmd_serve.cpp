@@ -449,7 +449,8 @@ int cmd_serve(int argc, char** argv) {
       // The allocator is measured in fresh processes unless the user pinned it when starting serve.
       if (!opts.knobs.count("cpu_allocator")) sopts.knobs.erase("cpu_allocator");
       // A group is tuned live: its windows are steps of the running group (no start-up per window).
-      auto workload = leader ? engine::make_live_group_workload(*session, sopts, leader->world_size(), int(dist_timeout))
+      auto workload = leader ? engine::make_live_group_workload(*session, sopts, leader->world_size(), int(dist_timeout),
+                                                                leader->recording())
                              : engine::make_session_workload(sopts);
       engine::TuneResult result = engine::run_tune(*workload, topts);
       std::filesystem::path dir = trace_dir.empty()

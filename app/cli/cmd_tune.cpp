@@ -212,7 +212,7 @@ int cmd_tune(int argc, char** argv) {
       workload = engine::make_script_workload(script);
     } else if (led_rank) {
       leader = std::make_unique<GroupLeader>(engine::Session::create(so));
-      workload = engine::make_live_group_workload(*leader, so, ranks, dist_timeout);
+      workload = engine::make_live_group_workload(*leader, so, ranks, dist_timeout, leader->recording());
     } else if (ranks > 1) {
       workload = engine::make_group_workload(so, ranks, dist_timeout);
     } else workload = engine::make_session_workload(so);

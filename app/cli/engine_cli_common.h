@@ -2,6 +2,8 @@
 // SessionOptions, step records as JSON, throughput statistics, trace export. Header-only, app/cli only.
 #pragma once
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -219,6 +221,9 @@ inline std::unique_ptr<prof::Trace> collect_recorded_trace(const nlohmann::json&
     m.collector_reason = "no CUDA device: CPU-only timeline";
   }
   if (describe.contains("model")) m.extra["model"] = describe["model"].get<std::string>();
+  // A rank of a data-parallel group names its process: merged with the others, the timeline says "rank 1".
+  if (describe.contains("distributed") && describe["distributed"].contains("rank"))
+    m.process_names[static_cast<int64_t>(::getpid())] = "rank " + std::to_string(describe["distributed"]["rank"].get<int>());
   if (describe.contains("data")) m.extra["data"] = describe["data"].get<std::string>();
   // What the host findings read (profiler/src/analysis_cpu.cpp): threads against cores, the allocator.
   for (const char* k : {"intra_op_threads", "loader_workers", "cpu_allocator"})

@@ -53,6 +53,15 @@ int64_t GroupLeader::apply(const engine::Config& changes) {
 
 void GroupLeader::trace(bool start) { order({{"do", "trace"}, {"action", start ? "start" : "stop"}}); }
 
+engine::GroupRecording GroupLeader::recording() {
+  return {[this] { trace(true); },
+          [this](std::unique_ptr<prof::Trace> mine) {
+            auto merged = chunk(std::move(mine));
+            trace(false);
+            return merged;
+          }};
+}
+
 std::unique_ptr<prof::Trace> GroupLeader::chunk(std::unique_ptr<prof::Trace> mine) {
   const std::string key = chunk_key(chunks_++);
   order({{"do", "chunk"}, {"key", key}});

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/session.h"
+#include "engine/tuner.h"
 #include "profiler/trace.h"
 
 namespace tb::cli {
@@ -58,6 +59,9 @@ class GroupLeader : public engine::Session {
   // config_rev, config, parameter_digest}; null for a rank that did not answer within the group's timeout.
   // Without it (after a failure, when a rank may be dead) nobody is waited for. Idempotent.
   nlohmann::json stop(bool gather);
+  // The tuner's way to record every rank for a snapshot (engine/tuner.h GroupRecording): trace(true), then
+  // chunk() and trace(false).
+  engine::GroupRecording recording();
 
  private:
   void order(const nlohmann::json& o);

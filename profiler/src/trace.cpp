@@ -385,6 +385,7 @@ void Trace::merge(const Trace& other) {
   }
   for (const auto& [k, v] : other.meta_.versions) meta_.versions.emplace(k, v);
   for (const auto& [k, v] : other.meta_.extra) meta_.extra.emplace(k, v);
+  for (const auto& [pid, name] : other.meta_.process_names) meta_.process_names.emplace(pid, name);
   finalize();
 }
 

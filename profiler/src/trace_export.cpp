@@ -78,6 +78,8 @@ std::string to_chrome_trace_json(const Trace& trace, const std::vector<Finding>&
       write_meta_event(o, "thread_name", t.pid(), t.tid(), "name", "stream " + std::to_string(t.tid()));
     }
   }
+  for (const auto& [pid, name] : trace.meta().process_names)
+    if (!gpu_pids.count(pid)) write_meta_event(o, "process_name", pid, 0, "name", name);
   for (const auto& [pid, _] : gpu_pids) {
     write_meta_event(o, "process_name", pid, 0, "name", "GPU " + std::to_string(pid));
     write_meta_event(o, "process_labels", pid, 0, "labels", "GPU " + std::to_string(pid));

@@ -508,6 +508,8 @@ void Importer::finish() {
   for (uint32_t i = 0; i < trace.tracks().size(); ++i) {
     const Track& t = trace.track(i);
     if (t.kind() == TrackKind::CpuThread) {
+      if (auto pn = process_names.find(t.pid()); pn != process_names.end() && !pn->second.empty())
+        trace.meta().process_names[t.pid()] = pn->second;
       auto tn = thread_names.find({t.pid(), t.tid()});
       std::string name;
       if (tn != thread_names.end() && !tn->second.empty()) name = tn->second;

@@ -236,6 +236,8 @@ TEST(ServeRanks, AutoTuneRunsOnTheLiveGroup) {
   const auto report = nlohmann::json::parse(f, nullptr, false);
   ASSERT_TRUE(report.is_object());
   EXPECT_NE(report.dump().find("the running group of 2 ranks"), std::string::npos);
+  ASSERT_FALSE(report["snapshots"].empty());
+  EXPECT_EQ(report["snapshots"][0]["ranks"], 2) << "the snapshot recorded every rank";
   const auto& ranks = done["summary"]["ranks"];
   ASSERT_EQ(ranks.size(), 2u) << done.dump();
   EXPECT_EQ(ranks[0]["config"], ranks[1]["config"]);

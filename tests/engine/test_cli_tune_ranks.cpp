@@ -105,6 +105,7 @@ TEST_F(CliTuneRanks, TunesTheGroupWithTheDdpKnobsAndReportsTheCommunication) {
   for (const auto& [part, ms] : j["snapshots"][0]["breakdown_ms"].items())
     if (part == "comm wait") comm = ms.get<double>();
   EXPECT_GT(comm, 0) << j["snapshots"][0].dump();
+  EXPECT_EQ(j["snapshots"][0]["ranks"], 2) << "every rank's trace analysed (the straggler needs them)";
   const std::string html = slurp(rep);
   EXPECT_NE(html.find(measured), std::string::npos);
   }

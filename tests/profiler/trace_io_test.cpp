@@ -281,6 +281,25 @@ TEST(TraceIO, ChromeExportRoundTripPlainAndGzip) {
   EXPECT_NE(json.find("\"ts\":1000000.123"), std::string::npos);
 }
 
+// A process's name (a rank's "rank 1") goes out as Chrome's process_name metadata and comes back; merged
+// traces keep every process's.
+TEST(TraceIO, ProcessNamesRoundTripAndMerge) {
+  Trace a, b;
+  for (auto [t, pid] : {std::pair<Trace*, int64_t>{&a, 11}, {&b, 12}}) {
+    Event e;
+    e.start_ns = 1000 * pid;
+    e.end_ns = e.start_ns + 500;
+    e.name = t->intern("step");
+    t->add_event(t->track_for(TrackKind::CpuThread, pid, 1, "train"), e);
+    t->meta().process_names[pid] = "rank " + std::to_string(pid - 11);
+  }
+  a.merge(b);
+  a.finalize();
+  auto r = parse_trace(to_chrome_trace_json(a), "names");
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r.value()->meta().process_names, (std::map<int64_t, std::string>{{11, "rank 0"}, {12, "rank 1"}}));
+}
+
 void expect_error(const std::string& bytes, const char* what, bool want_offset = false) {
   auto r = parse_trace(bytes, what);
   ASSERT_FALSE(r.ok()) << what << ": parsed";

@@ -358,6 +358,13 @@ class TestMainWindow : public QObject {
              qPrintable(w.lastError() + w.run()->stderrTail()));
     QCOMPARE(groups(), 2);
     QCOMPARE(w.findChild<QTableWidget*>("analysis_ranks")->rowCount(), 2);
+    QStringList names;  // each rank names its process
+    for (const auto& row : layoutRows(*w.timeline()->data()))
+      if (row.group) names << QString::fromStdString(rowGroupOf(w.timeline()->data()->tracks[row.track]));
+    QCOMPARE(names.size(), 2);
+    QVERIFY2(names[0].startsWith("rank ") && names[1].startsWith("rank ") && names[0] != names[1] &&
+                 names.join(" ").contains("rank 0 (pid "),
+             qPrintable(names.join(", ")));
     // TB_SCREENSHOT_DIR: the window with the live group on screen, to look at (not a check).
     if (const QString dir = qEnvironmentVariable("TB_SCREENSHOT_DIR"); !dir.isEmpty()) {
       w.resize(1400, 900);

@@ -102,7 +102,9 @@ void FindingsPanel::rebuild() {
     it->setText(1, QStringLiteral("%1%").arg(e.share * 100, 0, 'f', 1));
     it->setText(2, e.max_speedup > 1.0005 ? QStringLiteral("×%1").arg(e.max_speedup, 0, 'f', 2) : QStringLiteral("–"));
     if (!e.knob.isEmpty()) {
-      auto* b = new QPushButton(tr("Try %1=%2").arg(e.knob, e.value.isEmpty() ? "?" : e.value), tree_);
+      // "Try" alone: "Try cpu_allocator=glibc_tuned" took the narrow dock's width from the finding's own text
+      // (cut to "the ..."); the setting is in the tooltip and in the finding.
+      auto* b = new QPushButton(tr("Try"), tree_);
       b->setObjectName(QStringLiteral("try_") + e.knob);
       b->setToolTip(tr("Apply %1=%2 (live when a run is going) and watch the chart").arg(e.knob, e.value));
       if (const QString why = gate_ ? gate_(e) : QString(); !why.isEmpty()) {

@@ -46,6 +46,13 @@ const char* memcpyKindName(tb::prof::MemcpyKind k) {
   }
 }
 
+// A process's label: its name with the pid ("rank 1 (pid 4242)"), or "process 4242".
+std::string processLabel(const tb::prof::Trace& trace, int64_t pid) {
+  const auto& names = trace.meta().process_names;
+  if (auto it = names.find(pid); it != names.end()) return it->second + " (pid " + std::to_string(pid) + ")";
+  return "process " + std::to_string(pid);
+}
+
 }  // namespace
 
 std::shared_ptr<TimelineData> toTimeline(const tb::prof::Trace& trace, const tb::prof::AnalysisResult* a) {
@@ -72,7 +79,7 @@ std::shared_ptr<TimelineData> toTimeline(const tb::prof::Trace& trace, const tb:
                                               : "thread " + std::to_string(pt.tid());
     t.sort_key = (pt.sort_index() * 1'000'000 + pt.tid()) * 2;
     if (t.kind == TrackKind::CpuThread && cpu_pids.size() > 1 && pt.pid() >= 0) {
-      t.group = "process " + std::to_string(pt.pid());
+      t.group = processLabel(trace, pt.pid());
       t.group_order = int(std::find(cpu_pids.begin(), cpu_pids.end(), pt.pid()) - cpu_pids.begin()) + 1;
     }
     t.lanes.resize(size_t(pt.max_depth()) + 1);
@@ -139,7 +146,7 @@ LoadedTrace analyzeAndConvert(const tb::prof::Trace& trace, const QStringList& s
       tb::prof::AnalysisOptions o;
       o.pid = pid;
       per_rank.push_back(tb::prof::analyze(trace, o));
-      labels.push_back("process " + std::to_string(pid));
+      labels.push_back(processLabel(trace, pid));
     }
     out.ranks = std::make_shared<tb::prof::RankAnalysis>(tb::prof::analyze_ranks(per_rank, labels));
   }

@@ -51,6 +51,7 @@
 #include "measure/interval.h"
 #include "measure/noise.h"
 #include "measure/window.h"
+#include "profiler/trace.h"
 
 namespace tb::engine {
 
@@ -82,6 +83,7 @@ struct Snapshot {
   std::string worst_stall_kind;  // "loader stall", "launch gap", ...
   std::string bottleneck;        // one word: "loader", "compute", "launch", "sync", "h2d"
   std::vector<std::string> findings;  // one line each, from the profiler's analyses
+  int ranks = 1;                      // processes whose traces were analysed (a group's ranks)
 };
 
 class Workload {
@@ -256,12 +258,21 @@ std::unique_ptr<Workload> make_session_workload(const SessionOptions& options);
 // Throws EngineError when this program cannot start tunebench-cli or the group cannot run its baseline.
 std::unique_ptr<Workload> make_group_workload(const SessionOptions& options, int ranks, int dist_timeout_s = 0);
 
-// A live data-parallel group led by this process (`serve --ranks N`): `live` is rank 0's running session,
-// which orders every step and change to all ranks (app/cli/serve_group.h); it must outlive the workload.
-// The windows run on the live group (no start-up per window, unlike make_group_workload); the loss probes
-// and the process knobs run in fresh groups of `ranks`. options.knobs is the baseline.
+// How a live group's snapshots record every rank (app/cli/serve_group.h does it with rank 0's orders):
+// `start` starts the other ranks' recorders; `collect` stops them and returns their traces merged with rank 0's
+// `mine`, each rank's process named "rank R" (TraceMetadata::process_names). Empty: rank 0 alone is analysed.
+struct GroupRecording {
+  std::function<void()> start;
+  std::function<std::unique_ptr<prof::Trace>(std::unique_ptr<prof::Trace> mine)> collect;
+};
+
+// A live data-parallel group led by this process (`serve --ranks N`, `tune --ranks N`): `live` is rank 0's
+// running session, which orders every step and change to all ranks (app/cli/serve_group.h); it must outlive
+// the workload. The windows run on the live group (no start-up per window, unlike make_group_workload); the
+// loss probes and the process knobs run in fresh groups of `ranks`; snapshots record every rank through
+// `recording` and lead with the straggler. options.knobs is the baseline.
 std::unique_ptr<Workload> make_live_group_workload(Session& live, const SessionOptions& options, int ranks,
-                                                   int dist_timeout_s = 0);
+                                                   int dist_timeout_s = 0, GroupRecording recording = {});
 
 // A deterministic simulation of a GPU training step with a known best configuration (tests, demos,
 // `tunebench-cli tune --simulate`). `noise` is the relative per-step jitter (autocorrelated); same seed,

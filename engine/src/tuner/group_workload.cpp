@@ -15,8 +15,6 @@
 #include "engine/session.h"
 #include "engine/tuner.h"
 #include "measure/stats.h"
-#include "profiler/analysis.h"
-#include "profiler/ranks.h"
 #include "profiler/trace_io.h"
 #include "tuner/fresh_run.h"
 #include "tuner/snapshot_fill.h"
@@ -135,28 +133,12 @@ class GroupWorkload : public Workload {
       s.findings.push_back("the group's trace could not be read: " + loaded.error().to_string());
       return s;
     }
-    const prof::Trace& trace = *loaded.value();
     // Each rank's process in the merged trace, in rank order (the run names its pid).
-    std::vector<prof::AnalysisResult> per_rank;
-    std::vector<std::string> labels;
-    for (const auto& r : doc.value("ranks", nlohmann::json::array())) {
-      prof::AnalysisOptions o;
-      o.pid = r.value("pid", int64_t(-1));
-      if (o.pid < 0) continue;
-      per_rank.push_back(prof::analyze(trace, o));
-      labels.push_back("rank " + std::to_string(r.value("rank", 0)));
-    }
-    if (per_rank.empty() || per_rank[0].steps.empty()) {
-      s.findings.push_back("the group's trace has no steps of rank 0");
-      return s;
-    }
-    fill_snapshot(s, per_rank[0]);
-    // The straggler first: every other rank's wait is its doing.
-    const prof::RankAnalysis ra = prof::analyze_ranks(per_rank, labels);
-    for (const auto& f : ra.findings) {
-      s.findings.insert(s.findings.begin(), f.message + (f.knob.empty() ? "" : " (try " + f.knob + "=" + f.value + ")"));
-      if (s.findings.size() > 3) s.findings.pop_back();
-    }
+    std::vector<std::pair<int64_t, std::string>> ranks;
+    for (const auto& r : doc.value("ranks", nlohmann::json::array()))
+      if (const int64_t pid = r.value("pid", int64_t(-1)); pid >= 0)
+        ranks.emplace_back(pid, "rank " + std::to_string(r.value("rank", 0)));
+    fill_group_snapshot(s, *loaded.value(), ranks);
     return s;
   }
 

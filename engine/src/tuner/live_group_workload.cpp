@@ -3,19 +3,64 @@
 // (app/cli/serve_group.h), so a window costs no group start-up. What needs a group of its own, the loss
 // probes and the process knobs (the allocator, the group size), runs in fresh groups (make_group_workload),
 // made the first time one is needed. Torch-free.
+#include <unistd.h>
+
 #include <algorithm>
 #include <thread>
 
+#include "measure/stats.h"
+#include "profiler/recorder.h"
 #include "tuner/fresh_run.h"
 #include "tuner/session_workload.h"
+#include "tuner/snapshot_fill.h"
 
 namespace tb::engine {
 namespace {
 
 class LiveGroupWorkload : public SessionWorkload {
  public:
-  LiveGroupWorkload(Session& live, const SessionOptions& options, int ranks, int dist_timeout_s)
-      : SessionWorkload(options, &live), ranks_(ranks), dist_timeout_s_(dist_timeout_s) {}
+  LiveGroupWorkload(Session& live, const SessionOptions& options, int ranks, int dist_timeout_s, GroupRecording rec)
+      : SessionWorkload(options, &live), ranks_(ranks), dist_timeout_s_(dist_timeout_s), rec_(std::move(rec)) {}
+
+  // Every rank's trace of the same steps: rank 0's step and the straggler, as a fresh group's snapshot has.
+  std::optional<Snapshot> snapshot(int steps) override {
+    auto& recorder = prof::Recorder::instance();
+    // No hooks, or someone else is recording (the GUI asked serve for a trace): rank 0's own snapshot.
+    if (!rec_.start || !rec_.collect || recorder.enabled()) return SessionWorkload::snapshot(steps);
+    recorder.start();
+    rec_.start();
+    measure::Window window;
+    std::unique_ptr<prof::Trace> mine;
+    try {
+      window = measure(std::max(2, steps));
+    } catch (...) {
+      recorder.stop();
+      rec_.collect(recorder.collect());  // the other ranks stop recording too
+      throw;
+    }
+    recorder.stop();
+    mine = recorder.collect();
+    if (mine) mine->meta().process_names[static_cast<int64_t>(::getpid())] = "rank 0";
+    auto merged = rec_.collect(std::move(mine));
+    Snapshot s;
+    s.throughput = window.throughput();
+    std::vector<double> walls;
+    for (const auto& r : last_records_) walls.push_back(r.wall_ns / 1e6);
+    s.step_ms = measure::median(walls);
+    if (!merged) {
+      s.findings.push_back("the group's trace could not be collected");
+      return s;
+    }
+    // Rank order from the names the ranks gave their processes.
+    std::vector<std::pair<int64_t, std::string>> ranks;
+    for (const auto& [pid, name] : merged->meta().process_names)
+      if (name.rfind("rank ", 0) == 0) ranks.emplace_back(pid, name);
+    std::sort(ranks.begin(), ranks.end(), [](const auto& a, const auto& b) {
+      return std::stoi(a.second.substr(5)) < std::stoi(b.second.substr(5));
+    });
+    fill_group_snapshot(s, *merged, ranks);
+    return s;
+  }
 
   std::optional<measure::Window> measure_fresh(const Config& config, int steps) override {
     return fresh().measure_fresh(config, steps);
@@ -47,15 +92,16 @@ class LiveGroupWorkload : public SessionWorkload {
 
   int ranks_;
   int dist_timeout_s_;
+  GroupRecording rec_;
   std::unique_ptr<Workload> fresh_;
 };
 
 }  // namespace
 
 std::unique_ptr<Workload> make_live_group_workload(Session& live, const SessionOptions& options, int ranks,
-                                                   int dist_timeout_s) {
+                                                   int dist_timeout_s, GroupRecording recording) {
   if (ranks < 2) throw EngineError("a data-parallel tune needs at least 2 ranks");
-  return std::make_unique<LiveGroupWorkload>(live, options, ranks, dist_timeout_s);
+  return std::make_unique<LiveGroupWorkload>(live, options, ranks, dist_timeout_s, std::move(recording));
 }
 
 }  // namespace tb::engine

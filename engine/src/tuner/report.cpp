@@ -362,7 +362,8 @@ json report_json(const TuneResult& r) {
                      {"worst_stall_ms", num(s.worst_stall_ms)},
                      {"worst_stall_kind", s.worst_stall_kind},
                      {"breakdown_ms", b},
-                     {"findings", s.findings}});
+                     {"findings", s.findings},
+                     {"ranks", s.ranks}});
   }
   j["snapshots"] = snaps;
   j["code"] = {{"pytorch", final_code_pytorch(r)}, {"libtorch", final_code_libtorch(r)}};

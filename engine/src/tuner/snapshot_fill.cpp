@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "profiler/ranks.h"
+
 namespace tb::engine {
 
 void fill_snapshot(Snapshot& s, const prof::AnalysisResult& a) {
@@ -61,6 +63,29 @@ void fill_snapshot(Snapshot& s, const prof::AnalysisResult& a) {
     s.findings.push_back(f.message + (f.knob.empty() ? "" : " (try " + f.knob + "=" + f.value + ")"));
   }
   if (s.findings.empty()) s.findings.push_back("the analyses found no stall worth a finding");
+}
+
+void fill_group_snapshot(Snapshot& s, const prof::Trace& trace, const std::vector<std::pair<int64_t, std::string>>& ranks) {
+  std::vector<prof::AnalysisResult> per_rank;
+  std::vector<std::string> labels;
+  for (const auto& [pid, label] : ranks) {
+    prof::AnalysisOptions o;
+    o.pid = pid;
+    per_rank.push_back(prof::analyze(trace, o));
+    labels.push_back(label);
+  }
+  if (per_rank.empty() || per_rank[0].steps.empty()) {
+    s.findings.push_back("the group's trace has no steps of rank 0");
+    return;
+  }
+  fill_snapshot(s, per_rank[0]);
+  s.ranks = int(per_rank.size());
+  // The straggler first: every other rank's wait is its doing.
+  const prof::RankAnalysis ra = prof::analyze_ranks(per_rank, labels);
+  for (const auto& f : ra.findings) {
+    s.findings.insert(s.findings.begin(), f.message + (f.knob.empty() ? "" : " (try " + f.knob + "=" + f.value + ")"));
+    if (s.findings.size() > 3) s.findings.pop_back();
+  }
 }
 
 }  // namespace tb::engine

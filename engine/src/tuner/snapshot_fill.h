@@ -14,4 +14,9 @@ namespace tb::engine {
 // parts are those of a single process. Findings about the recording itself (collector off) are left out.
 void fill_snapshot(Snapshot& s, const prof::AnalysisResult& a);
 
+// A group's snapshot from its merged trace: each rank's process (`ranks`: pid and label, rank 0 first)
+// analysed on its own, rank 0's step filled as above, and the straggler finding (profiler/ranks.h) first.
+// Says so in the findings when rank 0 has no steps.
+void fill_group_snapshot(Snapshot& s, const prof::Trace& trace, const std::vector<std::pair<int64_t, std::string>>& ranks);
+
 }  // namespace tb::engine

@@ -195,6 +195,9 @@ struct TraceMetadata {
   std::string collector_reason;
   uint64_t dropped_records = 0;    // recorder + CUPTI records lost to caps
   std::map<std::string, std::string> extra;  // anything else worth showing (host, rank, model, config)
+  // A CPU process's name by pid ("rank 1"): from the Chrome trace's process_name metadata, or set by whoever
+  // recorded it. Merged traces keep every process's; the GUI names a process's row group with it.
+  std::map<int64_t, std::string> process_names;
 };
 
 class Trace {
