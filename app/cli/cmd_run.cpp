@@ -74,29 +74,14 @@ int cmd_run(int argc, char** argv) {
   if (opts.model.empty()) return usage_error("--model is required (mnist_cnn, resnet18, resnet50, vit_tiny, torchscript:PATH)");
   if (opts.data.empty()) return usage_error("--data is required (synthetic, imagefolder:DIR, mnist:DIR)");
   // `--set ranks=N` is --ranks N: the tuner's fresh-process trials and a report's settings say it that way.
-  if (auto it = opts.knobs.find("ranks"); it != opts.knobs.end()) {
-    int64_t n = 0;
-    if (!parse_int(it->second, n, 1) || n > 64) return usage_error("ranks needs an integer from 1 to 64");
-    if (ranks > 0 && ranks != n)
-      return usage_error("--ranks " + std::to_string(ranks) + " disagrees with --set ranks=" + it->second);
-    ranks = n;
-  }
   {
-    std::string env_err;
-    auto env = engine::dist_from_env(env_err);
-    if (!env_err.empty()) return usage_error("bad torchrun environment: " + env_err);
-    if (env && ranks > 0 && ranks != env->world_size)
-      return usage_error("--ranks " + std::to_string(ranks) + " but this process is one of WORLD_SIZE=" +
-                         std::to_string(env->world_size) + " ranks (drop --ranks under torchrun)");
+    std::optional<engine::DistOptions> env;
+    if (std::string err = resolve_group(opts, ranks, env); !err.empty()) return usage_error(err);
     if (!env && ranks > 1) return launch_ranks(argc, argv, int(ranks), int(dist_timeout > 0 ? dist_timeout : 60), json_path);
-    if (env && env->enabled()) {
-      opts.dist = *env;
-      if (dist_timeout > 0) opts.dist.timeout_s = int(dist_timeout);
-    }
+    if (env && env->enabled()) join_group(opts, *env, dist_timeout);
   }
   const int rank = opts.dist.rank;
   const bool distributed = opts.dist.enabled();
-  if (distributed) opts.max_warmup_steps = opts.warmup_steps;  // what the session does: the same on every rank
   // Test hook (tests/cli): TUNEBENCH_TEST_KILL_RANK=R:S makes rank R kill itself (SIGKILL) before step S, a
   // rank that dies without a word, as after the OOM killer.
   int64_t kill_step = -1;

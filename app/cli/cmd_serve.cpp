@@ -183,41 +183,18 @@ int cmd_serve(int argc, char** argv) {
   }
   // A live group: `--ranks N` or `--set ranks=N` (what the GUI's panel sends) starts N ranks of this command;
   // each of them is one rank (torchrun's variables); rank 0 goes on below, the others follow it.
-  if (auto it = opts.knobs.find("ranks"); it != opts.knobs.end()) {
-    int64_t n = 0;
-    if (!parse_int(it->second, n, 1) || n > 64) {
-      std::fprintf(stderr, "tunebench-cli: error: serve: ranks needs an integer from 1 to 64\n");
-      return 2;
-    }
-    if (ranks > 0 && ranks != n) {
-      std::fprintf(stderr, "tunebench-cli: error: serve: --ranks %lld disagrees with --set ranks=%s\n",
-                   static_cast<long long>(ranks), it->second.c_str());
-      return 2;
-    }
-    ranks = n;
-  }
   {
-    std::string env_err;
-    auto env = engine::dist_from_env(env_err);
-    if (!env_err.empty()) {
-      std::fprintf(stderr, "tunebench-cli: error: serve: bad torchrun environment: %s\n", env_err.c_str());
-      return 2;
-    }
-    if ((ranks > 1 || (env && env->enabled())) && opts.model.empty()) {
-      std::fprintf(stderr, "tunebench-cli: error: serve: a data-parallel group needs --model (and --data) on the "
-                           "command line: every rank starts with them\n");
-      return 2;
-    }
-    if (env && ranks > 0 && ranks != env->world_size) {
-      std::fprintf(stderr, "tunebench-cli: error: serve: --ranks %lld but this process is one of WORLD_SIZE=%d ranks\n",
-                   static_cast<long long>(ranks), env->world_size);
+    std::optional<engine::DistOptions> env;
+    std::string err = resolve_group(opts, ranks, env);
+    if (err.empty() && (ranks > 1 || (env && env->enabled())) && opts.model.empty())
+      err = "a data-parallel group needs --model (and --data) on the command line: every rank starts with them";
+    if (!err.empty()) {
+      std::fprintf(stderr, "tunebench-cli: error: serve: %s\n", err.c_str());
       return 2;
     }
     if (!env && ranks > 1) return launch_led_group(argc, argv, "serve", int(ranks), int(dist_timeout > 0 ? dist_timeout : 60));
     if (env && env->enabled()) {
-      opts.dist = *env;
-      if (dist_timeout > 0) opts.dist.timeout_s = int(dist_timeout);
-      opts.max_warmup_steps = opts.warmup_steps;  // the same on every rank, as run
+      join_group(opts, *env, dist_timeout);
       if (env->rank != 0) return serve_follower(opts);
     }
   }
@@ -432,6 +409,14 @@ int cmd_serve(int argc, char** argv) {
     if (!(topts.budget_s >= 10 && topts.budget_s <= 24 * 3600)) {
       out.error("tune: budget_s must be between 10 and 86400 seconds", true);
       return;
+    }
+    // Only these knobs (as tune --knobs).
+    for (const auto& k : msg.value("knobs", nlohmann::json::array())) {
+      if (!k.is_string() || !engine::find_knob(k.get<std::string>())) {
+        out.error("tune: unknown knob " + k.dump() + " in knobs (see tunebench-cli knobs)", true);
+        return;
+      }
+      topts.only_knobs.push_back(k.get<std::string>());
     }
     topts.progress = [&](const engine::TuneProgress& p) {
       out.send({{"type", "tune_progress"}, {"phase", p.phase}, {"message", p.message}, {"fraction", p.fraction}});

@@ -162,9 +162,7 @@ int cmd_tune(int argc, char** argv) {
     return fail("tune --ranks starts its own groups of ranks: run it outside torchrun (WORLD_SIZE is set)", 2);
   if (ranks > 1 && !fresh_groups) return launch_led_group(argc, argv, "tune", ranks, dist_timeout > 0 ? dist_timeout : 60);
   if (led_rank) {
-    so.dist = *env;
-    if (dist_timeout > 0) so.dist.timeout_s = dist_timeout;
-    so.max_warmup_steps = so.warmup_steps;  // the same on every rank
+    join_group(so, *env, dist_timeout);
     ranks = env->world_size;
     if (env->rank != 0) return serve_follower(so);
   }

@@ -366,4 +366,28 @@ std::unique_ptr<prof::Trace> merge_traces(std::vector<std::unique_ptr<prof::Trac
   return std::move(traces[0]);
 }
 
+std::string resolve_group(const engine::SessionOptions& opts, int64_t& ranks, std::optional<engine::DistOptions>& env) {
+  if (auto it = opts.knobs.find("ranks"); it != opts.knobs.end()) {
+    char* end = nullptr;
+    const long long n = std::strtoll(it->second.c_str(), &end, 10);
+    if (it->second.empty() || *end != '\0' || n < 1 || n > 64) return "ranks needs an integer from 1 to 64";
+    if (ranks > 0 && ranks != n)
+      return "--ranks " + std::to_string(ranks) + " disagrees with --set ranks=" + it->second;
+    ranks = n;
+  }
+  std::string err;
+  env = engine::dist_from_env(err);
+  if (!err.empty()) return "bad torchrun environment: " + err;
+  if (env && ranks > 0 && ranks != env->world_size)
+    return "--ranks " + std::to_string(ranks) + " but this process is one of WORLD_SIZE=" +
+           std::to_string(env->world_size) + " ranks (drop --ranks under torchrun)";
+  return "";
+}
+
+void join_group(engine::SessionOptions& opts, const engine::DistOptions& env, int64_t dist_timeout_s) {
+  opts.dist = env;
+  if (dist_timeout_s > 0) opts.dist.timeout_s = int(dist_timeout_s);
+  opts.max_warmup_steps = opts.warmup_steps;
+}
+
 }  // namespace tb::cli

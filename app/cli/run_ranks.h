@@ -2,12 +2,16 @@
 // rank's results come together on rank 0. Declared here, defined in run_ranks.cpp; app/cli only.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "engine/distributed.h"
+#include "engine/session.h"
 #include "profiler/trace.h"
 
 namespace tb::cli {
@@ -28,6 +32,14 @@ int launch_ranks(int argc, char** argv, int ranks, int timeout_s, const std::str
 // launcher says so on stderr; when rank 0 dies without a word it says why for it (serve: an error and `done`
 // on the protocol); the other ranks get 10 s after rank 0 ends. Returns rank 0's exit code.
 int launch_led_group(int argc, char** argv, const char* verb, int ranks, int timeout_s);
+
+// How many ranks `run`/`serve` asks for and whether this process already is one: `ranks` from --ranks (0 when
+// not given) reconciled with --set ranks=N (the tuner's and the GUI's way to say it) and torchrun's
+// environment (`env`, set when WORLD_SIZE is). Returns "" or a one-line usage error.
+std::string resolve_group(const engine::SessionOptions& opts, int64_t& ranks, std::optional<engine::DistOptions>& env);
+// This process as the rank `env` says, with the collective timeout (0: the environment's) and the same
+// warm-up on every rank (an until-stable rule could end it at different steps).
+void join_group(engine::SessionOptions& opts, const engine::DistOptions& env, int64_t dist_timeout_s);
 
 // Rank 0's exit code when its rendezvous port is in use (EX_TEMPFAIL): the launcher retries on another.
 inline constexpr int kExitPortInUse = 75;

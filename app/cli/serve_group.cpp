@@ -19,8 +19,7 @@ constexpr std::chrono::seconds kOrderWait{25 * 3600};
 std::string chunk_key(int64_t k) { return "tunebench/chunk/" + std::to_string(k); }
 constexpr const char* kEndKey = "tunebench/serve_end";
 
-}  // namespace
-
+// A rank's state at the end of a live group (what GroupLeader::stop gathers).
 nlohmann::json rank_end_state(engine::Session& session, int64_t steps) {
   const nlohmann::json d = session.describe();
   return {{"rank", d.value(nlohmann::json::json_pointer("/distributed/rank"), 0)},
@@ -30,6 +29,8 @@ nlohmann::json rank_end_state(engine::Session& session, int64_t steps) {
           {"config", config_json(session.config())},
           {"parameter_digest", session.parameter_digest()}};
 }
+
+}  // namespace
 
 GroupLeader::GroupLeader(std::unique_ptr<engine::Session> rank0) : s_(std::move(rank0)) {
   world_ = s_->describe().value(nlohmann::json::json_pointer("/distributed/world_size"), 1);

@@ -72,9 +72,6 @@ class GroupLeader : public engine::Session {
   nlohmann::json end_;
 };
 
-// A rank's state at the end of a live group (what GroupLeader::stop gathers).
-nlohmann::json rank_end_state(engine::Session& session, int64_t steps);
-
 // A rank other than 0 of a live group: joins it, then does rank 0's orders until the stop order. Writes
 // nothing to stdout; errors and warnings go to stderr prefixed with the rank. Returns the exit code.
 int serve_follower(const engine::SessionOptions& options);

@@ -48,7 +48,7 @@ class LiveGroupWorkload : public SessionWorkload {
     for (const auto& r : last_records_) walls.push_back(r.wall_ns / 1e6);
     s.step_ms = measure::median(walls);
     if (!merged) {
-      s.findings.push_back("the group's trace could not be collected");
+      s.findings.emplace_back("the group's trace could not be collected");  // in place: GCC 12 warns on moving the temporary
       return s;
     }
     // Rank order from the names the ranks gave their processes.
