@@ -53,7 +53,7 @@ std::vector<Segment> segmentRun(const RunRecord& rec) {
     if (s.warmup) ++seg.warmup_steps;
     else if (s.wall_ns > 0) {
       seg.sps.push_back(s.samplesPerSec());
-      seg.timings.push_back({s.samples, s.t_ns, s.wall_ns, s.data_wait_ns, s.minor_faults});
+      seg.timings.push_back({static_cast<int64_t>(s.samples), s.t_ns, s.wall_ns, s.data_wait_ns, s.minor_faults});
       seg.wait_share.push_back(double(s.data_wait_ns) / double(s.wall_ns));
     }
   }

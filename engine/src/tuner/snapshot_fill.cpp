@@ -62,7 +62,7 @@ void fill_snapshot(Snapshot& s, const prof::AnalysisResult& a) {
     if (f.kind == prof::FindingKind::CollectorOff) continue;
     s.findings.push_back(f.message + (f.knob.empty() ? "" : " (try " + f.knob + "=" + f.value + ")"));
   }
-  if (s.findings.empty()) s.findings.push_back("the analyses found no stall worth a finding");
+  if (s.findings.empty()) s.findings.emplace_back("the analyses found no stall worth a finding");
 }
 
 void fill_group_snapshot(Snapshot& s, const prof::Trace& trace, const std::vector<std::pair<int64_t, std::string>>& ranks) {
@@ -75,7 +75,7 @@ void fill_group_snapshot(Snapshot& s, const prof::Trace& trace, const std::vecto
     labels.push_back(label);
   }
   if (per_rank.empty() || per_rank[0].steps.empty()) {
-    s.findings.push_back("the group's trace has no steps of rank 0");
+    s.findings.emplace_back("the group's trace has no steps of rank 0");
     return;
   }
   fill_snapshot(s, per_rank[0]);
