@@ -116,6 +116,12 @@ struct Serve {
     pid = -1;
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
+  // Waits for `n` steps, then returns the ranks' pids (rank 0 first); empty when the run ended first.
+  std::vector<pid_t> ranks_after_steps(int n) {
+    int steps = 0;
+    if (!until([&](const nlohmann::json& m) { return m.value("type", "") == "step" && ++steps == n; })) return {};
+    return ranks();
+  }
   // The launcher's children in start order: rank 0, rank 1, ...
   std::vector<pid_t> ranks() const {
     std::ifstream f("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
@@ -251,10 +257,8 @@ TEST(ServeRanks, AutoTuneRunsOnTheLiveGroup) {
 // Stop answers at once, and closing stdin (a GUI that went away) ends the whole group too.
 TEST(ServeRanks, StdinClosedEndsEveryRank) {
   Serve s(kGroup);
-  int steps = 0;
-  ASSERT_TRUE(s.until([&](const nlohmann::json& m) { return m.value("type", "") == "step" && ++steps == 3; })) << s.err_text;
-  const std::vector<pid_t> ranks = s.ranks();
-  ASSERT_EQ(ranks.size(), 2u);
+  const std::vector<pid_t> ranks = s.ranks_after_steps(3);
+  ASSERT_EQ(ranks.size(), 2u) << s.err_text;
   close(s.in);
   s.in = -1;
   nlohmann::json done;
@@ -268,10 +272,8 @@ TEST(ServeRanks, StdinClosedEndsEveryRank) {
 // the launcher names the rank, the steps before are kept (done's summary counts them).
 TEST(ServeRanks, AFollowerThatDiesEndsTheRunWithItsName) {
   Serve s(kGroup);
-  int steps = 0;
-  ASSERT_TRUE(s.until([&](const nlohmann::json& m) { return m.value("type", "") == "step" && ++steps == 4; })) << s.err_text;
-  const std::vector<pid_t> ranks = s.ranks();
-  ASSERT_EQ(ranks.size(), 2u);
+  const std::vector<pid_t> ranks = s.ranks_after_steps(4);
+  ASSERT_EQ(ranks.size(), 2u) << s.err_text;
   const auto t0 = std::chrono::steady_clock::now();
   kill(ranks[1], SIGKILL);
   std::string error;
@@ -294,10 +296,8 @@ TEST(ServeRanks, AFollowerThatDiesEndsTheRunWithItsName) {
 // Rank 0 (the one that speaks) killed: the launcher still sends an error and `done`, and the follower ends.
 TEST(ServeRanks, ARankZeroThatDiesStillAnswers) {
   Serve s(kGroup);
-  int steps = 0;
-  ASSERT_TRUE(s.until([&](const nlohmann::json& m) { return m.value("type", "") == "step" && ++steps == 3; })) << s.err_text;
-  const std::vector<pid_t> ranks = s.ranks();
-  ASSERT_EQ(ranks.size(), 2u);
+  const std::vector<pid_t> ranks = s.ranks_after_steps(3);
+  ASSERT_EQ(ranks.size(), 2u) << s.err_text;
   kill(ranks[0], SIGKILL);
   std::string error;
   ASSERT_TRUE(s.until([&](const nlohmann::json& m) {
