@@ -277,7 +277,7 @@ int cmd_analyze(int argc, char** argv) {
       prof::AnalysisOptions o = opt;
       o.pid = pid;
       per_rank.push_back(prof::analyze(trace, o));
-      labels.push_back("pid " + std::to_string(pid));
+      labels.push_back(prof::process_label(trace.meta(), pid));
     }
   }
   std::string ranks_json;

@@ -265,6 +265,14 @@ int cmd_run(int argc, char** argv) {
       }
       out["trace"] = trace_path;
       std::fprintf(stderr, "run: trace of %zu ranks written to %s\n", traced, trace_path.c_str());
+      // A rank records only when its own command has --trace: under torchrun each node's command is its own.
+      if (traced < all.size()) {
+        const std::string w = "the trace holds " + std::to_string(traced) + " of the " + std::to_string(all.size()) +
+                              " ranks: a rank records only with --trace in its own command (start every node with "
+                              "the same one)";
+        std::fprintf(stderr, "run: %s\n", w.c_str());
+        out["warnings"].push_back(w);
+      }
     }
   } else if (!trace_path.empty()) {
     session->synchronize();  // the device's queued work belongs in this trace (the collector flushes after it)

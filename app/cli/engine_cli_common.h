@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/distributed.h"
 #include "engine/session.h"
 #include "measure/noise.h"
 #include "measure/stats.h"
@@ -221,9 +222,18 @@ inline std::unique_ptr<prof::Trace> collect_recorded_trace(const nlohmann::json&
     m.collector_reason = "no CUDA device: CPU-only timeline";
   }
   if (describe.contains("model")) m.extra["model"] = describe["model"].get<std::string>();
-  // A rank of a data-parallel group names its process: merged with the others, the timeline says "rank 1".
-  if (describe.contains("distributed") && describe["distributed"].contains("rank"))
-    m.process_names[static_cast<int64_t>(::getpid())] = "rank " + std::to_string(describe["distributed"]["rank"].get<int>());
+  // A rank of a data-parallel group names its process: merged with the others, the timeline says "rank 1"
+  // ("rank 1 on node2" when the group spans hosts). On another host than rank 0's its events move to rank
+  // 0's clock (engine/src/dist/ddp.h, RankClock).
+  if (describe.contains("distributed") && describe["distributed"].contains("rank")) {
+    const auto& d = describe["distributed"];
+    m.process_names[static_cast<int64_t>(::getpid())] = engine::rank_process_name(d);
+    if (const int64_t offset = d.value("clock_offset_ns", int64_t(0)); offset != 0) {
+      trace->shift_time(offset);
+      m.extra["clock_offset_ns"] = std::to_string(offset);
+      m.extra["clock_error_ns"] = std::to_string(d.value("clock_error_ns", int64_t(0)));
+    }
+  }
   if (describe.contains("data")) m.extra["data"] = describe["data"].get<std::string>();
   // What the host findings read (profiler/src/analysis_cpu.cpp): threads against cores, the allocator.
   for (const char* k : {"intra_op_threads", "loader_workers", "cpu_allocator"})

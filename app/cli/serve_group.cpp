@@ -24,6 +24,7 @@ nlohmann::json rank_end_state(engine::Session& session, int64_t steps) {
   const nlohmann::json d = session.describe();
   return {{"rank", d.value(nlohmann::json::json_pointer("/distributed/rank"), 0)},
           {"pid", static_cast<int64_t>(::getpid())},
+          {"host", d.value(nlohmann::json::json_pointer("/distributed/host"), std::string())},
           {"steps", steps},
           {"config_rev", session.revision()},
           {"config", config_json(session.config())},

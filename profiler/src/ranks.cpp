@@ -1,9 +1,12 @@
 #include "profiler/ranks.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "analysis_names.h"
 #include "finding_json.h"
@@ -36,7 +39,25 @@ std::vector<int64_t> processes_with_steps(const Trace& trace) {
         break;
       }
   }
-  return {pids.begin(), pids.end()};
+  std::vector<int64_t> out(pids.begin(), pids.end());
+  sort_processes(trace.meta(), out);
+  return out;
+}
+
+std::string process_label(const TraceMetadata& meta, int64_t pid) {
+  const std::string os = std::to_string(os_pid(pid));
+  if (auto it = meta.process_names.find(pid); it != meta.process_names.end()) return it->second + " (pid " + os + ")";
+  return "process " + os;
+}
+
+void sort_processes(const TraceMetadata& meta, std::vector<int64_t>& pids) {
+  const auto rank_of = [&](int64_t pid) -> int64_t {
+    auto it = meta.process_names.find(pid);
+    if (it == meta.process_names.end() || it->second.rfind("rank ", 0) != 0) return INT64_MAX;
+    return std::strtoll(it->second.c_str() + 5, nullptr, 10);
+  };
+  std::sort(pids.begin(), pids.end(),
+            [&](int64_t a, int64_t b) { return std::make_pair(rank_of(a), a) < std::make_pair(rank_of(b), b); });
 }
 
 RankAnalysis analyze_ranks(const std::vector<AnalysisResult>& per_rank, const std::vector<std::string>& labels,

@@ -7,6 +7,7 @@
 #include <deque>
 #include <map>
 #include <new>
+#include <set>
 #include <unordered_map>
 
 namespace tb::prof {
@@ -387,6 +388,43 @@ void Trace::merge(const Trace& other) {
   for (const auto& [k, v] : other.meta_.extra) meta_.extra.emplace(k, v);
   for (const auto& [pid, name] : other.meta_.process_names) meta_.process_names.emplace(pid, name);
   finalize();
+}
+
+void Trace::shift_time(int64_t delta_ns) {
+  if (delta_ns == 0) return;
+  for (Track& t : tracks_)
+    for (Event& e : t.events_) {
+      e.start_ns += delta_ns;
+      e.end_ns += delta_ns;
+    }
+  dirty_ = true;
+  finalize();
+}
+
+void Trace::move_pids(int64_t offset) {
+  if (offset == 0) return;
+  track_index_.clear();
+  for (uint32_t i = 0; i < tracks_.size(); ++i) {
+    tracks_[i].pid_ += offset;
+    track_index_.emplace(std::make_tuple(static_cast<int>(tracks_[i].kind_), tracks_[i].pid_, tracks_[i].tid_), i);
+  }
+  std::map<int64_t, std::string> names;
+  for (auto& [pid, name] : meta_.process_names) names.emplace(pid + offset, std::move(name));
+  meta_.process_names = std::move(names);
+  dirty_ = true;
+  finalize();
+}
+
+bool Trace::shares_pids_with(const Trace& other) const {
+  // Processes and GPUs; counters (pid 0 in recorded traces) and Kineto's pseudo processes (negative) are not
+  // any one process's.
+  const auto own = [](const Track& t) { return t.kind_ != TrackKind::Counter && t.pid_ >= 0; };
+  std::set<std::pair<int, int64_t>> mine;
+  for (const Track& t : tracks_)
+    if (own(t)) mine.emplace(static_cast<int>(t.kind_), t.pid_);
+  for (const Track& t : other.tracks_)
+    if (own(t) && mine.count({static_cast<int>(t.kind_), t.pid_})) return true;
+  return false;
 }
 
 }  // namespace tb::prof

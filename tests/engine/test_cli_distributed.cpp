@@ -234,6 +234,16 @@ TEST_F(CliDistributed, TorchrunEnvironmentIsJoinedAndMismatchesAreClearErrors) {
   EXPECT_EQ(noport.code, 2);
   EXPECT_NE(noport.err.find("MASTER_PORT is not set"), std::string::npos) << noport.err;
 
+  // A rank told to find the store on loopback while the group spans nodes (torchrun's c10d rendezvous on a
+  // first node whose host name resolves to itself only): the error says what to change.
+  std::string two_nodes = run_args(tmp("bad.json"));
+  two_nodes.replace(two_nodes.find("--dist-timeout 15"), 17, "--dist-timeout 2");
+  Out lonely = cli("WORLD_SIZE=2 RANK=1 LOCAL_WORLD_SIZE=1 MASTER_ADDR=localhost MASTER_PORT=1", two_nodes);
+  EXPECT_NE(lonely.code, 0);
+  EXPECT_NE(lonely.err.find("cannot reach the rendezvous store at localhost:1"), std::string::npos) << lonely.err;
+  EXPECT_NE(lonely.err.find("only 1 of the 2 ranks run here"), std::string::npos) << lonely.err;
+  EXPECT_NE(lonely.err.find("--master_addr"), std::string::npos) << lonely.err;
+
   // PyTorch's own launcher, when installed (Debian's python3-torch ships it). Debian's torchrun 1.13 under
   // Python 3.11 cannot parse its default --redirects/--tee values (enum.Flag iteration skips 0): pass 1.
   if (!std::filesystem::exists("/usr/bin/torchrun")) GTEST_SKIP() << "torchrun is not installed";

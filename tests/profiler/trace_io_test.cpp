@@ -10,8 +10,10 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <tuple>
 
 #include "profiler/analysis.h"
+#include "profiler/ranks.h"
 #include "profiler/trace_io.h"
 
 namespace tb::prof {
@@ -298,6 +300,43 @@ TEST(TraceIO, ProcessNamesRoundTripAndMerge) {
   auto r = parse_trace(to_chrome_trace_json(a), "names");
   ASSERT_TRUE(r.ok()) << r.error().to_string();
   EXPECT_EQ(r.value()->meta().process_names, (std::map<int64_t, std::string>{{11, "rank 0"}, {12, "rank 1"}}));
+}
+
+// Ranks on two hosts: the same pid and each its GPU 0, and a second clock. Moved apart and shifted, the
+// merged trace keeps both processes (labelled with the pids they had), in rank order, on one clock.
+TEST(TraceIO, RanksFromTwoHostsMergeApartOnOneClock) {
+  Trace a, b;
+  for (auto [t, rank, start] : {std::tuple<Trace*, int, int64_t>{&a, 0, 5'000}, {&b, 1, 86'400'000'005'000}}) {
+    Event e;
+    e.start_ns = start;
+    e.end_ns = start + 500;
+    e.name = t->intern("step");
+    t->add_event(t->track_for(TrackKind::CpuThread, 7, 7, "train"), e);
+    e.kind = EventKind::Kernel;
+    t->add_event(t->track_for(TrackKind::GpuStream, 0, 7), e);
+    e.kind = EventKind::Counter;  // the recorder's counters are at pid 0 in every rank's trace
+    e.end_ns = e.start_ns;
+    t->add_event(t->track_for(TrackKind::Counter, 0, 0, "rss"), e);
+    t->meta().process_names[7] = "rank " + std::to_string(rank) + " on host" + std::to_string(rank);
+    t->finalize();
+  }
+  Trace c;
+  c.add_event(c.track_for(TrackKind::Counter, 0, 0, "rss"), Event{});
+  EXPECT_FALSE(a.shares_pids_with(c)) << "counters are no process";
+  ASSERT_TRUE(a.shares_pids_with(b));
+  b.shift_time(-86'400'000'000'000);
+  b.move_pids(kPidSpace);
+  EXPECT_FALSE(a.shares_pids_with(b));
+  a.merge(b);
+  EXPECT_EQ(a.tracks().size(), 6u) << "two processes, two GPUs, each its counter";
+  EXPECT_EQ(a.start_ns(), 5'000);
+  EXPECT_EQ(a.end_ns(), 5'500) << "rank 1 on rank 0's clock";
+  EXPECT_EQ(process_label(a.meta(), 7 + kPidSpace), "rank 1 on host1 (pid 7)");
+  std::vector<int64_t> pids{7 + kPidSpace, 3, 7};
+  a.meta().process_names[3] = "loader";
+  sort_processes(a.meta(), pids);
+  EXPECT_EQ(pids, (std::vector<int64_t>{7, 7 + kPidSpace, 3}));
+  EXPECT_EQ(processes_with_steps(a), (std::vector<int64_t>{7, 7 + kPidSpace}));
 }
 
 void expect_error(const std::string& bytes, const char* what, bool want_offset = false) {

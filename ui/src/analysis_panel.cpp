@@ -221,8 +221,12 @@ void AnalysisPanel::setRanks(std::shared_ptr<const tb::prof::RankAnalysis> ra) {
   }
   if (at < 0) tabs_->insertTab(1, ranks_page_, tr("Ranks"));
   // The summary above the tabs is one rank's: say which, and where the others are.
-  if (r_ && !summary_->text().contains(tr("Ranks tab")))
-    summary_->setText(summary_->text() + tr(" · process %1, one of %2 ranks (Ranks tab)").arg(r_->pid).arg(ra->ranks.size()));
+  if (r_ && !summary_->text().contains(tr("Ranks tab"))) {
+    QString which = tr("process %1").arg(tb::prof::os_pid(r_->pid));
+    for (const auto& rank : ra->ranks)
+      if (rank.pid == r_->pid) which = QString::fromStdString(rank.label);
+    summary_->setText(summary_->text() + tr(" · %1, one of %2 ranks (Ranks tab)").arg(which).arg(ra->ranks.size()));
+  }
   QString text = tr("%1 ranks, %2 step numbers in common.").arg(ra->ranks.size()).arg(ra->matched_steps);
   if (ra->straggler >= 0)
     text += " " + tr("Straggler: %1 — the others wait %2 ms per step for it (%3% of a step; cause: %4).")

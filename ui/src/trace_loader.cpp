@@ -46,13 +46,6 @@ const char* memcpyKindName(tb::prof::MemcpyKind k) {
   }
 }
 
-// A process's label: its name with the pid ("rank 1 (pid 4242)"), or "process 4242".
-std::string processLabel(const tb::prof::Trace& trace, int64_t pid) {
-  const auto& names = trace.meta().process_names;
-  if (auto it = names.find(pid); it != names.end()) return it->second + " (pid " + std::to_string(pid) + ")";
-  return "process " + std::to_string(pid);
-}
-
 }  // namespace
 
 std::shared_ptr<TimelineData> toTimeline(const tb::prof::Trace& trace, const tb::prof::AnalysisResult* a) {
@@ -61,14 +54,14 @@ std::shared_ptr<TimelineData> toTimeline(const tb::prof::Trace& trace, const tb:
   // Same string table order as the trace so name ids map 1:1 (entry 0 is "" in both).
   for (size_t i = 0; i < trace.name_count(); ++i) d->intern(std::string(trace.name(tb::prof::NameId(i))));
   d->args.emplace_back();
-  // Several processes with threads (the ranks of a data-parallel job, merged): a row group per process, in
-  // pid order. Kineto's pseudo processes (negative pids) stay ungrouped.
+  // Several processes with threads (the ranks of a data-parallel job, merged): a row group per process, ranks
+  // in rank order. Kineto's pseudo processes (negative pids) stay ungrouped.
   std::vector<int64_t> cpu_pids;
   for (const tb::prof::Track& pt : trace.tracks())
     if (pt.kind() == tb::prof::TrackKind::CpuThread && !pt.empty() && pt.pid() >= 0 &&
         std::find(cpu_pids.begin(), cpu_pids.end(), pt.pid()) == cpu_pids.end())
       cpu_pids.push_back(pt.pid());
-  std::sort(cpu_pids.begin(), cpu_pids.end());
+  tb::prof::sort_processes(trace.meta(), cpu_pids);
   for (const tb::prof::Track& pt : trace.tracks()) {
     if (pt.kind() == tb::prof::TrackKind::Counter || pt.empty()) continue;
     Track t;
@@ -79,7 +72,7 @@ std::shared_ptr<TimelineData> toTimeline(const tb::prof::Trace& trace, const tb:
                                               : "thread " + std::to_string(pt.tid());
     t.sort_key = (pt.sort_index() * 1'000'000 + pt.tid()) * 2;
     if (t.kind == TrackKind::CpuThread && cpu_pids.size() > 1 && pt.pid() >= 0) {
-      t.group = processLabel(trace, pt.pid());
+      t.group = tb::prof::process_label(trace.meta(), pt.pid());
       t.group_order = int(std::find(cpu_pids.begin(), cpu_pids.end(), pt.pid()) - cpu_pids.begin()) + 1;
     }
     t.lanes.resize(size_t(pt.max_depth()) + 1);
@@ -146,7 +139,7 @@ LoadedTrace analyzeAndConvert(const tb::prof::Trace& trace, const QStringList& s
       tb::prof::AnalysisOptions o;
       o.pid = pid;
       per_rank.push_back(tb::prof::analyze(trace, o));
-      labels.push_back(processLabel(trace, pid));
+      labels.push_back(tb::prof::process_label(trace.meta(), pid));
     }
     out.ranks = std::make_shared<tb::prof::RankAnalysis>(tb::prof::analyze_ranks(per_rank, labels));
   }

@@ -12,6 +12,8 @@
 #include <optional>
 #include <string>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace tb::engine {
 
 struct DistOptions {
@@ -34,6 +36,10 @@ struct DistOptions {
 // nullopt returned) when they are present but inconsistent: RANK outside [0, WORLD_SIZE), a missing
 // MASTER_PORT, a non-numeric value. TUNEBENCH_DIST_TIMEOUT (seconds) overrides the collective timeout.
 std::optional<DistOptions> dist_from_env(std::string& error);
+
+// The name a rank gives its process in traces: "rank 1", or "rank 1 on node2" when the group spans hosts.
+// `distributed`: a session's describe()["distributed"].
+std::string rank_process_name(const nlohmann::json& distributed);
 
 // A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0 and released). 0 when none.
 int free_tcp_port();

@@ -27,6 +27,17 @@ std::string one_line(const std::string& s) {
 
 std::vector<uint8_t> bytes(const std::string& s) { return {s.begin(), s.end()}; }
 
+// A rank on another machine told to reach the store on loopback: torchrun's c10d rendezvous sets MASTER_ADDR
+// to the first node's host name, and on a machine whose name resolves to itself only, that is "localhost".
+std::string loopback_hint(const DistOptions& o) {
+  const bool loopback = o.master_addr == "localhost" || o.master_addr.rfind("127.", 0) == 0 || o.master_addr == "::1";
+  if (!loopback || o.world_size <= o.local_world_size) return "";
+  return "; MASTER_ADDR=" + o.master_addr + " is this machine, but only " + std::to_string(o.local_world_size) +
+         " of the " + std::to_string(o.world_size) +
+         " ranks run here: give the first node a host name the others resolve, or start torchrun with "
+         "--master_addr <its address> --master_port <port>";
+}
+
 // The Gloo device: an interface named by GLOO_SOCKET_IFNAME (as PyTorch reads it), loopback for a local
 // group, else the interface the host name resolves to.
 std::shared_ptr<::gloo::transport::Device> gloo_device(const std::string& master_addr) {
@@ -115,7 +126,7 @@ Group::Group(const DistOptions& o) : opts_(o) {
                              (server ? ": cannot open the rendezvous store on port " + std::to_string(o.master_port)
                                           : ": cannot reach the rendezvous store at " + o.master_addr + ":" +
                                                 std::to_string(o.master_port)) +
-                             " (" + one_line(e.what()) + ")");
+                             " (" + one_line(e.what()) + ")" + loopback_hint(o));
   }
   try {
     auto go = c10d::ProcessGroupGloo::Options::create(timeout);
@@ -126,6 +137,12 @@ Group::Group(const DistOptions& o) : opts_(o) {
     throw std::runtime_error("rank " + std::to_string(o.rank) + ": the Gloo process group of " +
                              std::to_string(o.world_size) + " ranks did not form within " + std::to_string(o.timeout_s) +
                              " s (" + one_line(e.what()) + ")");
+  }
+  try {
+    sync_clocks();
+  } catch (const std::exception& e) {
+    throw std::runtime_error("rank " + std::to_string(o.rank) + ": the clock exchange with rank 0 failed (" +
+                             one_line(e.what()) + ")");
   }
 }
 
@@ -218,16 +235,18 @@ void Ddp::after_backward(bool sync) {
 }
 
 nlohmann::json Ddp::describe() const {
-  return {{"backend", "gloo"},
-          {"world_size", group_->size()},
-          {"rank", group_->rank()},
-          {"iterations", iterations_},
-          {"buckets_rebuilt", rebuilt_},
-          {"bucket_cap_mb", settings_.bucket_cap_mb},
-          {"gradient_as_bucket_view", settings_.gradient_as_bucket_view},
-          {"comm_hook", settings_.comm_hook},
-          {"broadcast_buffers", settings_.broadcast_buffers},
-          {"static_graph", settings_.static_graph}};
+  nlohmann::json j{{"backend", "gloo"},
+                   {"world_size", group_->size()},
+                   {"rank", group_->rank()},
+                   {"iterations", iterations_},
+                   {"buckets_rebuilt", rebuilt_},
+                   {"bucket_cap_mb", settings_.bucket_cap_mb},
+                   {"gradient_as_bucket_view", settings_.gradient_as_bucket_view},
+                   {"comm_hook", settings_.comm_hook},
+                   {"broadcast_buffers", settings_.broadcast_buffers},
+                   {"static_graph", settings_.static_graph}};
+  j.update(group_->clock().to_json());
+  return j;
 }
 
 }  // namespace tb::engine::dist

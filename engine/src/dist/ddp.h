@@ -32,6 +32,22 @@ class Reducer;  // reducer.hpp only in ddp.cpp: it needs the shim of a header De
 
 namespace tb::engine::dist {
 
+// Where a rank runs and how its clock relates to rank 0's. Traces are CLOCK_MONOTONIC, which counts from each
+// host's boot (and each time namespace's offset): a rank on another host puts its events on rank 0's clock
+// before they are merged, or the timeline would place it hours or days away.
+struct RankClock {
+  std::string host;  // gethostname()
+  int hosts = 1;     // distinct host names in the group: above 1, each rank names its host in its trace
+  // Same boot and time namespace as rank 0: the clocks are the same clock, the offset exactly 0.
+  bool same_clock = true;
+  // Otherwise measured as Cristian's algorithm does, over the process group: this rank sends, rank 0 answers
+  // with its clock, and rank 0's clock minus ours is estimated at the round trip's midpoint. The shortest of
+  // kClockExchanges round trips is kept; the true offset lies within +-error_ns of offset_ns.
+  int64_t offset_ns = 0;
+  int64_t error_ns = 0;
+  nlohmann::json to_json() const;
+};
+
 // Rendezvous + process group. Throws std::runtime_error with one line (the session turns it into EngineError).
 class Group {
  public:
@@ -41,6 +57,7 @@ class Group {
   int size() const { return opts_.world_size; }
   const DistOptions& options() const { return opts_; }
   const c10::intrusive_ptr<c10d::ProcessGroup>& pg() const { return pg_; }
+  const RankClock& clock() const { return clock_; }
 
   // Rank 0's values of `tensors` everywhere (coalesced into 256 KiB messages, as DDP's module sync).
   void broadcast(const std::vector<torch::Tensor>& tensors);
@@ -56,9 +73,14 @@ class Group {
   void drop(const std::string& key);
 
  private:
+  // Every rank, once the process group formed (group_clock.cpp): hosts and clock identities through the
+  // store, then the round trips with rank 0 for the ranks whose clock is not rank 0's.
+  void sync_clocks();
+
   DistOptions opts_;
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::ProcessGroup> pg_;
+  RankClock clock_;
 };
 
 struct DdpSettings {

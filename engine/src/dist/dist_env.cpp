@@ -9,6 +9,8 @@
 
 #include "engine/distributed.h"
 
+#include <nlohmann/json.hpp>
+
 namespace tb::engine {
 namespace {
 
@@ -80,6 +82,12 @@ int free_tcp_port() {
     port = ntohs(a.sin_port);
   ::close(fd);
   return port;
+}
+
+std::string rank_process_name(const nlohmann::json& distributed) {
+  std::string name = "rank " + std::to_string(distributed.value("rank", 0));
+  if (distributed.value("hosts", 1) > 1) name += " on " + distributed.value("host", std::string("?"));
+  return name;
 }
 
 }  // namespace tb::engine

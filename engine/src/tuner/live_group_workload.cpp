@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "engine/distributed.h"
 #include "measure/stats.h"
 #include "profiler/recorder.h"
 #include "tuner/fresh_run.h"
@@ -40,7 +41,9 @@ class LiveGroupWorkload : public SessionWorkload {
     }
     recorder.stop();
     mine = recorder.collect();
-    if (mine) mine->meta().process_names[static_cast<int64_t>(::getpid())] = "rank 0";
+    if (mine)
+      mine->meta().process_names[static_cast<int64_t>(::getpid())] =
+          rank_process_name(session_->describe().value("distributed", nlohmann::json::object()));
     auto merged = rec_.collect(std::move(mine));
     Snapshot s;
     s.throughput = window.throughput();

@@ -53,9 +53,16 @@ struct RankAnalysis {
 RankAnalysis analyze_ranks(const std::vector<AnalysisResult>& per_rank, const std::vector<std::string>& labels = {},
                            const AnalysisOptions& options = {});
 
-// The processes of one trace that hold steps, in pid order (the ranks of a merged trace; Kineto's pseudo
-// processes with negative pids left out).
+// The processes of one trace that hold steps (the ranks of a merged trace; Kineto's pseudo processes with
+// negative pids left out), in the order of sort_processes.
 std::vector<int64_t> processes_with_steps(const Trace& trace);
+
+// A process's label: its name with the pid it had on its host ("rank 1 on node2 (pid 4242)"), or
+// "process 4242".
+std::string process_label(const TraceMetadata& meta, int64_t pid);
+// Processes that named themselves "rank R ..." first, by R (ranks on several hosts have pids in no order),
+// then the others by pid.
+void sort_processes(const TraceMetadata& meta, std::vector<int64_t>& pids);
 
 // JSON object: {"matched_steps", "straggler": label|null, "wait_per_step_us", "wait_share", "cause",
 // "ranks": [{label, pid, steps, step_median_us, work_median_us, comm_wait_median_us, data_wait_median_us,

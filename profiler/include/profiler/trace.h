@@ -41,6 +41,12 @@ using NameId = uint32_t;
 inline constexpr NameId kNoName = 0;  // the string table's entry 0 is always ""
 inline constexpr int64_t kNoArg = std::numeric_limits<int64_t>::min();
 
+// Linux's PID_MAX_LIMIT: no real pid reaches it. A group trace merged from ranks on several hosts can hold
+// two processes with the same pid (or two ranks' GPU 0); the later rank's are moved up by rank * kPidSpace
+// (Trace::move_pids), and os_pid() gives the pid the process had on its host back.
+inline constexpr int64_t kPidSpace = int64_t(1) << 22;
+constexpr int64_t os_pid(int64_t trace_pid) { return trace_pid >= 0 ? trace_pid % kPidSpace : trace_pid; }
+
 enum class TrackKind : uint8_t {
   CpuThread = 0,  // a host thread: our ranges, Kineto cpu_op/user_annotation, runtime/driver API calls
   GpuStream = 1,  // one CUDA stream of one device: kernels, memcpy, memset, plus Kineto's gpu_user_annotation
@@ -226,6 +232,14 @@ class Trace {
   // Appends all tracks/events of `other` (re-interning names, merging tracks with the same key); then
   // finalize() again. Used to merge the recorder's CPU trace with the CUPTI collector's GPU trace.
   void merge(const Trace& other);
+  // Adds `delta_ns` to every event: a rank on another host puts its events on rank 0's clock before they are
+  // merged (CLOCK_MONOTONIC counts from each host's boot). finalize() again.
+  void shift_time(int64_t delta_ns);
+  // Adds `offset` to every track's pid (CPU processes, GPU devices, counters) and to process_names' keys.
+  void move_pids(int64_t offset);
+  // Whether a process or GPU of this trace has the same pid as one of `other`'s: merging them would mix two
+  // processes' rows.
+  bool shares_pids_with(const Trace& other) const;
 
   // --- reading ---
   std::string_view name(NameId id) const;

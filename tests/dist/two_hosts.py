@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+"""A data-parallel group across two hosts (issue 12), with PyTorch's own launcher.
+
+Two hosts made on this machine: each its own network namespace joined by a veth pair (10.77.0.1 and
+10.77.0.2), its own host name (UTS namespace), its own pids (PID namespace) and its own CLOCK_MONOTONIC (a time
+namespace one day ahead on the second host), which is what separates two real machines for the group. Then
+`torchrun --nnodes 2 --node_rank R --master_addr 10.77.0.1` on each host, as a user starts a two-node job:
+
+- `run --json --trace`: the ranks take the same steps and end with the same weights; each rank names its
+  host; the second host's clock offset is measured within its stated error (the true offset is one day); in
+  the merged trace every step of rank 1 overlaps the same step of rank 0 (DDP's all-reduce joins them), so
+  rank 1's events are on rank 0's clock, not a day later;
+- `serve`: a live group across the hosts: a knob set through rank 0's stdin reaches the other host, the end
+  report names both hosts, and a trace chunk holds both ranks on one clock.
+
+Needs root (network, PID, UTS and time namespaces), iproute2, util-linux's unshare and torchrun; exits 77
+(skipped) without them. Usage: two_hosts.py TUNEBENCH_CLI
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+DAY_NS = 86400 * 10**9
+
+
+def skip(why):
+    print("skipped: " + why)
+    sys.exit(77)
+
+
+def sh(*args, check=True):
+    return subprocess.run(list(args), check=check, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+class Hosts:
+    """Two network namespaces joined by a veth pair; removed on exit."""
+
+    def __init__(self):
+        tag = str(os.getpid() % 100000)
+        self.ns = ["tb%sh0" % tag, "tb%sh1" % tag]
+        self.ifs = ["tb%sv0" % tag, "tb%sv1" % tag]
+        self.addr = ["10.77.0.1", "10.77.0.2"]
+
+    def __enter__(self):
+        try:
+            for ns in self.ns:
+                sh("ip", "netns", "add", ns)
+            sh("ip", "link", "add", self.ifs[0], "type", "veth", "peer", "name", self.ifs[1])
+            for i in range(2):
+                sh("ip", "link", "set", self.ifs[i], "netns", self.ns[i])
+                sh("ip", "-n", self.ns[i], "addr", "add", self.addr[i] + "/24", "dev", self.ifs[i])
+                sh("ip", "-n", self.ns[i], "link", "set", self.ifs[i], "up")
+                sh("ip", "-n", self.ns[i], "link", "set", "lo", "up")
+        except subprocess.CalledProcessError as e:
+            self.__exit__()
+            skip("cannot make network namespaces here: " + (e.stdout or "").strip())
+        return self
+
+    def __exit__(self, *exc):
+        for ns in self.ns:
+            sh("ip", "netns", "del", ns, check=False)
+
+    def command(self, node, port, cli, args):
+        """torchrun on host `node` (a day ahead on host 1), running `cli args`."""
+        torchrun = " ".join(["torchrun", "--nnodes", "2", "--node_rank", str(node), "--nproc_per_node", "1",
+                             "--master_addr", self.addr[0], "--master_port", str(port),
+                             # Debian's torchrun 1.13 under Python 3.11 cannot parse its default 0 here.
+                             "--redirects", "2", "--tee", "2", "--no_python", cli] + args)
+        inner = "hostname tbhost%d && exec env GLOO_SOCKET_IFNAME=%s %s" % (node, self.ifs[node], torchrun)
+        return ["ip", "netns", "exec", self.ns[node], "unshare", "--pid", "--fork", "--mount-proc", "--uts",
+                "--time", "--monotonic", str(86400 * node), "sh", "-c", inner]
+
+
+def trace_events(path):
+    t = json.load(open(path))
+    return t["traceEvents"] if isinstance(t, dict) else t
+
+
+def steps_by_rank(events):
+    """{rank name: {step index: (start_us, end_us)}} from the merged trace's step ranges."""
+    names = {e["pid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"}
+    out = {}
+    for e in events:
+        if e.get("ph") == "X" and e.get("name") == "step" and e["pid"] in names:
+            idx = e.get("args", {}).get("step", e.get("args", {}).get("arg"))
+            out.setdefault(names[e["pid"]], {})[idx] = (e["ts"], e["ts"] + e["dur"])
+    return out
+
+
+def check_one_clock(events, failures, what):
+    """Every step both ranks recorded overlaps in time: the all-reduce ties them together."""
+    by = steps_by_rank(events)
+    if sorted(by) != ["rank 0 on tbhost0", "rank 1 on tbhost1"]:
+        failures.append("%s: processes %s, want 'rank 0 on tbhost0' and 'rank 1 on tbhost1'" % (what, sorted(by)))
+        return
+    r0, r1 = by["rank 0 on tbhost0"], by["rank 1 on tbhost1"]
+    common = sorted(set(r0) & set(r1))
+    if not common:
+        failures.append("%s: no step both ranks recorded" % what)
+    for i in common:
+        (a0, a1), (b0, b1) = r0[i], r1[i]
+        if max(a0, b0) > min(a1, b1):
+            failures.append("%s: step %s of rank 1 [%.0f, %.0f] us does not overlap rank 0's [%.0f, %.0f] us"
+                            % (what, i, b0, b1, a0, a1))
+            break
+
+
+def check_run(hosts, cli, work, failures):
+    args = ["run", "--model", "mnist_cnn", "--data", "synthetic", "--steps", "6", "--warmup", "2", "--set",
+            "batch_size=4", "--dist-timeout", "30"]
+    procs = []
+    for node in range(2):
+        out = open(os.path.join(work, "run%d.log" % node), "w")
+        # The same command on every node, as users start torchrun: rank 0 writes, the others post to it.
+        extra = ["--json", os.path.join(work, "run.json"), "--trace", os.path.join(work, "run.trace.json")]
+        procs.append(subprocess.Popen(hosts.command(node, 29431, cli, args + extra), stdout=out,
+                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL))
+    codes = [p.wait(timeout=240) for p in procs]
+    if codes != [0, 0]:
+        for node in range(2):
+            sys.stdout.write(open(os.path.join(work, "run%d.log" % node)).read()[-3000:])
+        failures.append("run: exit codes %s" % codes)
+        return
+    j = json.load(open(os.path.join(work, "run.json")))
+    ranks = j["ranks"]
+    if j.get("world_size") != 2 or len(ranks) != 2:
+        failures.append("run: world_size %s with %d ranks" % (j.get("world_size"), len(ranks)))
+        return
+    if ranks[0]["parameter_digest"] != ranks[1]["parameter_digest"]:
+        failures.append("run: the ranks' weights differ")
+    d0, d1 = ranks[0]["distributed"], ranks[1]["distributed"]
+    if (d0.get("host"), d1.get("host"), d1.get("hosts")) != ("tbhost0", "tbhost1", 2):
+        failures.append("run: hosts %s, %s (of %s)" % (d0.get("host"), d1.get("host"), d1.get("hosts")))
+    if d0.get("same_clock_as_rank0") is not True or d1.get("same_clock_as_rank0") is not False:
+        failures.append("run: same_clock_as_rank0 %s, %s" % (d0.get("same_clock_as_rank0"),
+                                                             d1.get("same_clock_as_rank0")))
+    offset, error = d1.get("clock_offset_ns"), d1.get("clock_error_ns")
+    print("rank 1's clock offset: %s ns (true -%d), error bound %s ns" % (offset, DAY_NS, error))
+    if offset is None or error is None or abs(offset + DAY_NS) > error:
+        failures.append("run: clock offset %s +- %s ns, the true one is -%d" % (offset, error, DAY_NS))
+    check_one_clock(trace_events(os.path.join(work, "run.trace.json")), failures, "run trace")
+
+
+def check_serve(hosts, cli, work, failures):
+    args = ["serve", "--model", "mnist_cnn", "--data", "synthetic", "--set", "batch_size=4", "--warmup", "1",
+            "--drift-steps", "0", "--dist-timeout", "30", "--trace-dir", os.path.join(work, "chunks"),
+            "--trace-every", "3"]
+    log1 = open(os.path.join(work, "serve1.log"), "w")
+    follower = subprocess.Popen(hosts.command(1, 29432, cli, args), stdout=log1, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL)
+    err0 = open(os.path.join(work, "serve0.log"), "w")
+    leader = subprocess.Popen(hosts.command(0, 29432, cli, args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=err0, text=True, bufsize=1)
+    steps, chunks, done, deadline = 0, [], None, time.time() + 240
+    try:
+        while time.time() < deadline:
+            line = leader.stdout.readline()
+            if not line:
+                break
+            m = json.loads(line)
+            kind = m.get("type")
+            if kind == "error":
+                failures.append("serve: error %s" % m.get("message"))
+            elif kind == "trace":
+                chunks.append(m["path"])
+            elif kind == "step":
+                steps += 1
+                if steps == 3:
+                    leader.stdin.write(json.dumps({"v": 1, "type": "set", "knob": "bucket_cap_mb", "value": 5}) + "\n")
+                if steps == 9:
+                    leader.stdin.write(json.dumps({"v": 1, "type": "stop"}) + "\n")
+                leader.stdin.flush()
+            elif kind == "done":
+                done = m
+                break
+        codes = [leader.wait(timeout=60), follower.wait(timeout=60)]
+    finally:
+        for p in (leader, follower):
+            if p.poll() is None:
+                p.kill()
+    if done is None or codes != [0, 0]:
+        for name in ("serve0.log", "serve1.log"):
+            sys.stdout.write(open(os.path.join(work, name)).read()[-3000:])
+        failures.append("serve: done %s, exit codes %s" % (done is not None, codes))
+        return
+    ranks = done["summary"].get("ranks", [])
+    if [r.get("host") for r in ranks] != ["tbhost0", "tbhost1"]:
+        failures.append("serve: done names hosts %s" % [r.get("host") for r in ranks])
+    elif ranks[0]["config"] != ranks[1]["config"] or ranks[1]["config"].get("bucket_cap_mb") != "5":
+        failures.append("serve: the set knob did not reach rank 1: %s" % ranks[1]["config"].get("bucket_cap_mb"))
+    elif ranks[0]["parameter_digest"] != ranks[1]["parameter_digest"] or ranks[0]["steps"] != ranks[1]["steps"]:
+        failures.append("serve: the ranks ended apart: %s" % ranks)
+    if not chunks:
+        failures.append("serve: no trace chunk")
+    else:
+        check_one_clock(trace_events(chunks[-1]), failures, "serve chunk")
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: two_hosts.py TUNEBENCH_CLI")
+    cli = os.path.abspath(sys.argv[1])
+    if os.geteuid() != 0:
+        skip("needs root for network, PID, UTS and time namespaces")
+    for tool in ("ip", "unshare", "torchrun"):
+        if not shutil.which(tool):
+            skip(tool + " is not installed")
+    probe = sh("unshare", "--time", "--monotonic", "1", "true", check=False)
+    if probe.returncode != 0:
+        skip("no time namespaces here: " + probe.stdout.strip())
+    work = tempfile.mkdtemp(prefix="tb_two_hosts_")
+    failures = []
+    with Hosts() as hosts:
+        check_run(hosts, cli, work, failures)
+        check_serve(hosts, cli, work, failures)
+    for f in failures:
+        print("FAIL: " + f)
+    if not failures:
+        print("ok: a run and a live group across two hosts, on one clock")
+        shutil.rmtree(work, ignore_errors=True)
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
