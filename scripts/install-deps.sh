@@ -16,6 +16,7 @@ pkgs=(
   python3-torch python3-pil python3-numpy  # a user's script run unmodified (run/tune/serve --script), its tests
   chromium                              # the tuning report looked at in a browser (tests/report)
   openssh-client openssh-server         # --remote runs over ssh; its tests start their own sshd (tests/remote)
+  iproute2 util-linux nftables          # two hosts made of namespaces, and a silent partition (tests/dist)
 )
 if [[ "${1:-}" == "--bench" ]]; then pkgs+=(clang); fi  # libFuzzer
 missing=()

@@ -5,6 +5,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <thread>
+#include <utility>
 
 #include "engine_cli_common.h"
 #include "run_ranks.h"
@@ -13,7 +16,8 @@ namespace tb::cli {
 namespace {
 
 // A follower waits this long for rank 0's next order: longer than the longest auto-tune (24 h). Rank 0's end
-// closes the store, which ends the wait at once.
+// closes the store, which ends the wait at once; a store host that stops answering ends it within twice the
+// group's timeout (dist::Group::await).
 constexpr std::chrono::seconds kOrderWait{25 * 3600};
 
 std::string chunk_key(int64_t k) { return "tunebench/chunk/" + std::to_string(k); }
@@ -37,7 +41,18 @@ GroupLeader::GroupLeader(std::unique_ptr<engine::Session> rank0) : s_(std::move(
   world_ = s_->describe().value(nlohmann::json::json_pointer("/distributed/world_size"), 1);
 }
 
-void GroupLeader::order(const nlohmann::json& o) { s_->post_order(next_++, o.dump()); }
+void GroupLeader::order(const nlohmann::json& o) {
+  // Test hook (tests/dist/two_hosts.py): TUNEBENCH_TEST_ORDER_DELAY=N:S holds order N back S seconds, as a
+  // long auto-tune trial does, so the followers are waiting for it when the test cuts the network.
+  static const std::pair<long long, int> delay = [] {
+    long long n = -1;
+    int secs = 0;
+    if (const char* d = std::getenv("TUNEBENCH_TEST_ORDER_DELAY")) std::sscanf(d, "%lld:%d", &n, &secs);
+    return std::make_pair(n, secs);
+  }();
+  if (next_ == delay.first) std::this_thread::sleep_for(std::chrono::seconds(delay.second));
+  s_->post_order(next_++, o.dump());
+}
 
 engine::StepRecord GroupLeader::step() {
   order({{"do", "step"}});

@@ -11,17 +11,22 @@ namespace one day ahead on the second host), which is what separates two real ma
   the merged trace every step of rank 1 overlaps the same step of rank 0 (DDP's all-reduce joins them), so
   rank 1's events are on rank 0's clock, not a day later;
 - `serve`: a live group across the hosts: a knob set through rank 0's stdin reaches the other host, the end
-  report names both hosts, and a trace chunk holds both ranks on one clock.
+  report names both hosts, and a trace chunk holds both ranks on one clock;
+- a silent network partition (host 0's firewall drops host 1's packets) while rank 1 waits for rank 0's next
+  order: rank 1 ends within twice the group's timeout, saying the store no longer answers (no reset and no
+  error ever reach it), and rank 0 reports the error.
 
-Needs root (network, PID, UTS and time namespaces), iproute2, util-linux's unshare and torchrun; exits 77
+Needs root (network, PID, UTS and time namespaces), iproute2, util-linux's unshare, nftables and torchrun; exits 77
 (skipped) without them. Usage: two_hosts.py TUNEBENCH_CLI
 """
 import json
 import os
+import queue
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 DAY_NS = 86400 * 10**9
@@ -63,6 +68,14 @@ class Hosts:
     def __exit__(self, *exc):
         for ns in self.ns:
             sh("ip", "netns", "del", ns, check=False)
+
+    def partition(self):
+        """A silent partition: host 0's firewall drops every packet from and to host 1."""
+        rules = ("table inet tbcut {\n"
+                 "  chain i { type filter hook input priority 0; ip saddr %s drop; }\n"
+                 "  chain o { type filter hook output priority 0; ip daddr %s drop; }\n"
+                 "}\n") % (self.addr[1], self.addr[1])
+        subprocess.run(["ip", "netns", "exec", self.ns[0], "nft", "-f", "-"], input=rules, text=True, check=True)
 
     def command(self, node, port, cli, args):
         """torchrun on host `node` (a day ahead on host 1), running `cli args`."""
@@ -200,13 +213,73 @@ def check_serve(hosts, cli, work, failures):
         check_one_clock(trace_events(chunks[-1]), failures, "serve chunk")
 
 
+def check_partition(hosts, cli, work, failures):
+    """The network between the hosts goes down while rank 1 waits for rank 0's next order (held back 25 s, as
+    a long auto-tune trial holds it): no reset ever reaches rank 1, yet it must end within twice the group's
+    timeout (5 s), saying why; rank 0 then fails its step at the collective timeout and reports it."""
+    args = ["serve", "--model", "mnist_cnn", "--data", "synthetic", "--set", "batch_size=4", "--warmup", "1",
+            "--drift-steps", "0", "--dist-timeout", "5"]
+    env = dict(os.environ, TUNEBENCH_TEST_ORDER_DELAY="10:25")
+    log1 = os.path.join(work, "part1.log")
+    follower = subprocess.Popen(hosts.command(1, 29433, cli, args), stdout=open(log1, "w"), stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, env=env)
+    leader = subprocess.Popen(hosts.command(0, 29433, cli, args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=open(os.path.join(work, "part0.log"), "w"), text=True, bufsize=1, env=env)
+    messages = queue.Queue()  # rank 0's protocol lines, read on a thread: a wait for the next has a timeout
+    threading.Thread(target=lambda: [messages.put(json.loads(line)) for line in leader.stdout] + [messages.put(None)],
+                     daemon=True).start()
+    try:
+        steps, cut = 0, None
+        while cut is None:
+            try:
+                m = messages.get(timeout=3)
+            except queue.Empty:
+                if steps >= 5:  # rank 0 holds order 10 back: rank 1 waits for it
+                    # Host 0 drops everything from and to host 1: packets vanish, no reset and no error come.
+                    hosts.partition()
+                    cut = time.time()
+                continue
+            if m is None:
+                break
+            steps += m.get("type") == "step"
+        if cut is None:
+            failures.append("partition: rank 0 ended before it held its order back (%d steps)" % steps)
+            return
+        said = ""
+        while time.time() < cut + 25:
+            said = open(log1).read()
+            if "no longer answers" in said:
+                break
+            time.sleep(0.5)
+        print("rank 1 ended %.1f s after the cut" % (time.time() - cut))
+        if "no longer answers" not in said:
+            failures.append("partition: rank 1 still waits 25 s after the cut (group timeout 5 s): " + said[-500:])
+        # Rank 0 posts the order when its 25 s are up, and its step's all-reduce times out.
+        error = done = None
+        while done is None:
+            try:
+                m = messages.get(timeout=max(0.1, cut + 60 - time.time()))
+            except queue.Empty:
+                break
+            if m is None:
+                break
+            error = m if m.get("type") == "error" else error
+            done = m if m.get("type") == "done" else done
+        if error is None or done is None or done["summary"].get("reason") != "error":
+            failures.append("partition: rank 0 sent error %s, done %s" % (error, done))
+    finally:
+        for p in (leader, follower):
+            if p.poll() is None:
+                p.kill()
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: two_hosts.py TUNEBENCH_CLI")
     cli = os.path.abspath(sys.argv[1])
     if os.geteuid() != 0:
         skip("needs root for network, PID, UTS and time namespaces")
-    for tool in ("ip", "unshare", "torchrun"):
+    for tool in ("ip", "unshare", "torchrun", "nft"):
         if not shutil.which(tool):
             skip(tool + " is not installed")
     probe = sh("unshare", "--time", "--monotonic", "1", "true", check=False)
@@ -217,6 +290,7 @@ def main():
     with Hosts() as hosts:
         check_run(hosts, cli, work, failures)
         check_serve(hosts, cli, work, failures)
+        check_partition(hosts, cli, work, failures)
     for f in failures:
         print("FAIL: " + f)
     if not failures:

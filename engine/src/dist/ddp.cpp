@@ -104,22 +104,24 @@ class RecordedAllReduceHook : public c10d::CommHookInterface {
 
 }  // namespace
 
+c10::intrusive_ptr<c10d::Store> Group::connect(bool server) const {
+  c10d::TCPStoreOptions so;
+  so.port = uint16_t(opts_.master_port);
+  so.isServer = server;
+  if (!opts_.agent_store) so.numWorkers = size_t(opts_.world_size);
+  so.waitWorkers = false;  // the process group's own rendezvous waits (with the timeout)
+  so.timeout = std::chrono::milliseconds(int64_t(opts_.timeout_s) * 1000);
+  so.multiTenant = true;
+  auto tcp = c10::make_intrusive<c10d::TCPStore>(opts_.master_addr, so);
+  if (!opts_.agent_store) return tcp;
+  return c10::make_intrusive<c10d::PrefixStore>("/worker/attempt_" + std::to_string(opts_.restart_count), tcp);
+}
+
 Group::Group(const DistOptions& o) : opts_(o) {
   const auto timeout = std::chrono::milliseconds(int64_t(o.timeout_s) * 1000);
   const bool server = !o.agent_store && o.rank == 0;
   try {
-    c10d::TCPStoreOptions so;
-    so.port = uint16_t(o.master_port);
-    so.isServer = server;
-    if (!o.agent_store) so.numWorkers = size_t(o.world_size);
-    so.waitWorkers = false;  // the process group's own rendezvous waits (with the timeout) below
-    so.timeout = timeout;
-    so.multiTenant = true;
-    auto tcp = c10::make_intrusive<c10d::TCPStore>(o.master_addr, so);
-    if (o.agent_store)
-      store_ = c10::make_intrusive<c10d::PrefixStore>("/worker/attempt_" + std::to_string(o.restart_count), tcp);
-    else
-      store_ = tcp;
+    store_ = connect(server);
   } catch (const std::exception& e) {
     // Rank 0 serves the store: it did not reach it, it could not listen (a port in use, say).
     throw std::runtime_error("rank " + std::to_string(o.rank) +
@@ -179,9 +181,32 @@ std::vector<std::string> Group::gather(const std::string& key, const std::string
 void Group::post(const std::string& key, const std::string& value) { store_->set(key, bytes(value)); }
 
 std::string Group::await(const std::string& key, std::chrono::seconds timeout) {
-  store_->wait({key}, timeout);
-  auto v = store_->get(key);
-  return {v.begin(), v.end()};
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto slice = std::chrono::milliseconds(int64_t(std::max(1, opts_.timeout_s)) * 1000);
+  for (;;) {
+    if (!waits_) waits_ = connect(false);
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) throw std::runtime_error("'" + key + "' did not come within " + std::to_string(timeout.count()) + " s");
+    try {
+      waits_->wait({key}, std::min(slice, left));
+      auto v = waits_->get(key);
+      return {v.begin(), v.end()};
+    } catch (const std::exception& e) {
+      // A closed connection (the store's process ended: rank 0, or torchrun's agent) ends the wait at once.
+      if (std::string(e.what()).find("Socket Timeout") == std::string::npos) throw;
+    }
+    // The slice ran out. That connection still owes the timed-out wait's answer, so it is dropped. A new one
+    // connects at once while the store's host is up, and gives up within the group's timeout when the host
+    // is gone or cut off without closing its sockets (no reset ever comes).
+    waits_.reset();
+    try {
+      waits_ = connect(false);
+    } catch (const std::exception& e) {
+      throw std::runtime_error("the rendezvous store at " + opts_.master_addr + ":" + std::to_string(opts_.master_port) +
+                               " no longer answers (" + one_line(e.what()) + ")");
+    }
+  }
 }
 
 void Group::drop(const std::string& key) {

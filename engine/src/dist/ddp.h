@@ -66,8 +66,10 @@ class Group {
   std::vector<std::string> gather(const std::string& key, const std::string& mine, std::chrono::seconds timeout);
   // A value under `key` in the rendezvous store, for the ranks that wait for it (a live group's orders).
   void post(const std::string& key, const std::string& value);
-  // The value under `key` once it is there. Throws std::runtime_error after `timeout`, or at once when the store
-  // went away (rank 0, which serves it, ended).
+  // The value under `key` once it is there. Throws std::runtime_error after `timeout`; at once when the store
+  // went away (the process that serves it ended); within twice the group's timeout when the store's host
+  // stops answering (a partition, a host that died): the wait goes in slices of the group's timeout on a
+  // connection of its own, and between slices a new connection must succeed.
   std::string await(const std::string& key, std::chrono::seconds timeout);
   // Removes `key` (quietly: it may be gone already).
   void drop(const std::string& key);
@@ -76,9 +78,12 @@ class Group {
   // Every rank, once the process group formed (group_clock.cpp): hosts and clock identities through the
   // store, then the round trips with rank 0 for the ranks whose clock is not rank 0's.
   void sync_clocks();
+  // A client (or, for rank 0 outside torchrun, the server) of the rendezvous store, as the options say.
+  c10::intrusive_ptr<c10d::Store> connect(bool server) const;
 
   DistOptions opts_;
   c10::intrusive_ptr<c10d::Store> store_;
+  c10::intrusive_ptr<c10d::Store> waits_;  // await()'s own connection: a timed-out wait spoils its connection
   c10::intrusive_ptr<c10d::ProcessGroup> pg_;
   RankClock clock_;
 };
