@@ -153,13 +153,18 @@ int cmd_tune(int argc, char** argv) {
     return fail("--ranks tunes the engine's own data-parallel run (--model/--data), not " +
                     std::string(simulate ? "--simulate" : "a script"),
                 2);
-  // A led group (launch_led_group) starts this command again as its ranks: rank 0 tunes, the others follow.
+  // A led group starts this command again as its ranks (launch_led_group), or torchrun does on every node:
+  // rank 0 tunes, the others follow.
   std::string env_err;
   const auto env = engine::dist_from_env(env_err);
-  const bool led_rank = env && env->enabled() && std::getenv("TUNEBENCH_LED_GROUP");
-  if (!env_err.empty() && std::getenv("TUNEBENCH_LED_GROUP")) return fail("bad group environment: " + env_err, 2);
+  if (!env_err.empty() && std::getenv("WORLD_SIZE")) return fail("bad group environment: " + env_err, 2);
   if (ranks > 1 && std::getenv("WORLD_SIZE"))
-    return fail("tune --ranks starts its own groups of ranks: run it outside torchrun (WORLD_SIZE is set)", 2);
+    return fail("tune --ranks starts its own groups of ranks: drop --ranks under torchrun (WORLD_SIZE is set)", 2);
+  const bool led_rank = env && env->enabled();
+  if (led_rank && (simulate || !script.script.empty()))
+    return fail(std::string("a data-parallel tune runs the engine's own data-parallel run (--model/--data), not ") +
+                    (simulate ? "--simulate" : "a script"),
+                2);
   if (ranks > 1 && !fresh_groups) return launch_led_group(argc, argv, "tune", ranks, dist_timeout > 0 ? dist_timeout : 60);
   if (led_rank) {
     join_group(so, *env, dist_timeout);

@@ -44,8 +44,7 @@ std::string describe_status(int status) {
 
 // Starts rank 0..N-1 of `args` with torchrun's variables on `port`. In a led group (serve, tune) rank 0 has
 // the launcher's stdin/stdout; the others read nothing and write their stdout to stderr, so no stray line
-// reaches the parent, and TUNEBENCH_LED_GROUP=1 tells each that its group is led. Empty when a fork failed
-// (the ranks already started are stopped).
+// reaches the parent. Empty when a fork failed (the ranks already started are stopped).
 static std::vector<pid_t> spawn_group(const std::string& exe, std::vector<std::string> args,
                                       const std::vector<std::string>& base_env, int ranks, int timeout_s, int port,
                                       bool led) {
@@ -59,7 +58,6 @@ static std::vector<pid_t> spawn_group(const std::string& exe, std::vector<std::s
     env.push_back("MASTER_ADDR=127.0.0.1");
     env.push_back("MASTER_PORT=" + std::to_string(port));
     env.push_back("TUNEBENCH_DIST_TIMEOUT=" + std::to_string(timeout_s));
-    if (led) env.push_back("TUNEBENCH_LED_GROUP=1");
     std::vector<char*> av, ev;
     for (auto& a : args) av.push_back(a.data());
     av.push_back(nullptr);
@@ -269,7 +267,7 @@ bool group_command(int argc, char** argv, const char* verb, std::string& exe, st
     const std::string key = kv.substr(0, kv.find('='));
     if (key == "RANK" || key == "WORLD_SIZE" || key == "LOCAL_RANK" || key == "LOCAL_WORLD_SIZE" ||
         key == "MASTER_ADDR" || key == "MASTER_PORT" || key == "TUNEBENCH_DIST_TIMEOUT" ||
-        key == "TORCHELASTIC_USE_AGENT_STORE" || key == "TUNEBENCH_LED_GROUP")
+        key == "TORCHELASTIC_USE_AGENT_STORE")
       continue;
     base_env.push_back(kv);
   }

@@ -12,6 +12,8 @@ namespace one day ahead on the second host), which is what separates two real ma
   rank 1's events are on rank 0's clock, not a day later;
 - `serve`: a live group across the hosts: a knob set through rank 0's stdin reaches the other host, the end
   report names both hosts, and a trace chunk holds both ranks on one clock;
+- `tune`: rank 0 tunes the live group across the hosts, rank 1 follows; a process knob is not tried, and the
+  report says why;
 - a silent network partition (host 0's firewall drops host 1's packets) while rank 1 waits for rank 0's next
   order: rank 1 ends within twice the group's timeout, saying the store no longer answers (no reset and no
   error ever reach it), and rank 0 reports the error.
@@ -213,6 +215,33 @@ def check_serve(hosts, cli, work, failures):
         check_one_clock(trace_events(chunks[-1]), failures, "serve chunk")
 
 
+def check_tune(hosts, cli, work, failures):
+    """`tune` under torchrun on both hosts: rank 0 tunes the live group, rank 1 follows; a process knob is not
+    tried (a fresh group would start on one host), and the report says why."""
+    out = os.path.join(work, "tune.json")
+    args = ["tune", "--model", "mnist_cnn", "--data", "synthetic", "--set", "batch_size=4", "--budget", "40",
+            "--knobs", "bucket_cap_mb,cpu_allocator", "--json", out, "--dist-timeout", "30"]
+    logs = [os.path.join(work, "tune%d.log" % node) for node in range(2)]
+    procs = [subprocess.Popen(hosts.command(node, 29434, cli, args), stdout=open(logs[node], "w"),
+                              stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL) for node in range(2)]
+    codes = [p.wait(timeout=400) for p in procs]
+    if codes != [0, 0] or not os.path.exists(out):
+        for log in logs:
+            sys.stdout.write(open(log).read()[-3000:])
+        failures.append("tune: exit codes %s" % codes)
+        return
+    j = json.load(open(out))
+    env = j.get("environment", {})
+    if env.get("ranks") != 2 or not any("spans 2 hosts" in w for w in env.get("engine_warnings", [])):
+        failures.append("tune: ranks %s, warnings %s" % (env.get("ranks"), env.get("engine_warnings")))
+    skipped = {s["knob"]: s["reason"] for s in j.get("skipped", [])}
+    if "cpu_allocator" not in skipped:  # not started (no fresh groups), or out of budget first
+        failures.append("tune: cpu_allocator was not skipped: %s" % [t for t in j.get("trials", [])
+                                                                      if t.get("knob") == "cpu_allocator"])
+    if not any(t.get("knob") == "bucket_cap_mb" for t in j.get("trials", [])):
+        failures.append("tune: no bucket_cap_mb trial in %s" % [t.get("knob") for t in j.get("trials", [])])
+
+
 def check_partition(hosts, cli, work, failures):
     """The network between the hosts goes down while rank 1 waits for rank 0's next order (held back 25 s, as
     a long auto-tune trial holds it): no reset ever reaches rank 1, yet it must end within twice the group's
@@ -290,6 +319,7 @@ def main():
     with Hosts() as hosts:
         check_run(hosts, cli, work, failures)
         check_serve(hosts, cli, work, failures)
+        check_tune(hosts, cli, work, failures)
         check_partition(hosts, cli, work, failures)
     for f in failures:
         print("FAIL: " + f)

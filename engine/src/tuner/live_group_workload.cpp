@@ -21,7 +21,13 @@ namespace {
 class LiveGroupWorkload : public SessionWorkload {
  public:
   LiveGroupWorkload(Session& live, const SessionOptions& options, int ranks, int dist_timeout_s, GroupRecording rec)
-      : SessionWorkload(options, &live), ranks_(ranks), dist_timeout_s_(dist_timeout_s), rec_(std::move(rec)) {}
+      : SessionWorkload(options, &live), ranks_(ranks), dist_timeout_s_(dist_timeout_s), rec_(std::move(rec)) {
+    hosts_ = live.describe().value(nlohmann::json::json_pointer("/distributed/hosts"), 1);
+    if (hosts_ > 1)
+      notes_.push_back("the group spans " + std::to_string(hosts_) +
+                       " hosts: no fresh group can be started from here, so process knobs are not tried and loss "
+                       "probes run in rank 0's process alone");
+  }
 
   // Every rank's trace of the same steps: rank 0's step and the straggler, as a fresh group's snapshot has.
   std::optional<Snapshot> snapshot(int steps) override {
@@ -65,10 +71,25 @@ class LiveGroupWorkload : public SessionWorkload {
     return s;
   }
 
+  // A fresh group starts on this host only (run --ranks N): across hosts it would measure another topology.
   std::optional<measure::Window> measure_fresh(const Config& config, int steps) override {
+    if (hosts_ > 1) return std::nullopt;
     return fresh().measure_fresh(config, steps);
   }
-  std::vector<double> loss_probe(const Config& config, int steps) override { return fresh().loss_probe(config, steps); }
+  std::vector<double> loss_probe(const Config& config, int steps) override {
+    if (hosts_ < 2) return fresh().loss_probe(config, steps);
+    // Numerics, not topology: a one-process probe of the same seeded batches and weights.
+    const DistOptions group = opts_.dist;
+    opts_.dist = {};
+    try {
+      auto losses = SessionWorkload::loss_probe(config, steps);
+      opts_.dist = group;
+      return losses;
+    } catch (...) {
+      opts_.dist = group;
+      throw;
+    }
+  }
   // A rank's share of the cores: the ranks of a group on one machine divide them.
   int cpu_cores() override { return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ranks_); }
   std::vector<std::string> first_knobs() const override { return ddp_knobs_first(); }
@@ -77,8 +98,9 @@ class LiveGroupWorkload : public SessionWorkload {
     j["ranks"] = ranks_;
     j["measurement"] = "the running group of " + std::to_string(ranks_) +
                        " ranks: rank 0 orders every step and change to all ranks at the same step boundary; a "
-                       "window is the samples of all ranks over rank 0's wall time; loss probes and process "
-                       "knobs in fresh groups";
+                       "window is the samples of all ranks over rank 0's wall time; " +
+                       std::string(hosts_ > 1 ? "across hosts: loss probes in rank 0's process, no process knobs"
+                                              : "loss probes and process knobs in fresh groups");
     return j;
   }
 
@@ -94,6 +116,7 @@ class LiveGroupWorkload : public SessionWorkload {
   }
 
   int ranks_;
+  int hosts_ = 1;
   int dist_timeout_s_;
   GroupRecording rec_;
   std::unique_ptr<Workload> fresh_;
