@@ -149,10 +149,6 @@ int cmd_tune(int argc, char** argv) {
     return fail("--script replaces --model/--data/--simulate", 2);
   if (!simulate && script.script.empty() && so.model.empty()) return fail("tune needs --model (mnist_cnn, resnet18, resnet50, vit_tiny, torchscript:PATH)", 2);
   if (!simulate && script.script.empty() && so.data.empty()) return fail("tune needs --data (synthetic, imagefolder:DIR, mnist:DIR)", 2);
-  if (ranks > 1 && (simulate || !script.script.empty()))
-    return fail("--ranks tunes the engine's own data-parallel run (--model/--data), not " +
-                    std::string(simulate ? "--simulate" : "a script"),
-                2);
   // A led group starts this command again as its ranks (launch_led_group), or torchrun does on every node:
   // rank 0 tunes, the others follow.
   std::string env_err;
@@ -161,8 +157,9 @@ int cmd_tune(int argc, char** argv) {
   if (ranks > 1 && std::getenv("WORLD_SIZE"))
     return fail("tune --ranks starts its own groups of ranks: drop --ranks under torchrun (WORLD_SIZE is set)", 2);
   const bool led_rank = env && env->enabled();
-  if (led_rank && (simulate || !script.script.empty()))
-    return fail(std::string("a data-parallel tune runs the engine's own data-parallel run (--model/--data), not ") +
+  if ((ranks > 1 || led_rank) && (simulate || !script.script.empty()))
+    return fail(std::string("a data-parallel tune (--ranks, or under torchrun) runs the engine's own data-parallel "
+                            "run (--model/--data), not ") +
                     (simulate ? "--simulate" : "a script"),
                 2);
   if (ranks > 1 && !fresh_groups) return launch_led_group(argc, argv, "tune", ranks, dist_timeout > 0 ? dist_timeout : 60);

@@ -28,9 +28,9 @@ int launch_ranks(int argc, char** argv, int ranks, int timeout_s, const std::str
 
 // `serve --ranks N` and `tune --ranks N`: the same start, but the group is led (serve_group.h): rank 0 is the
 // command and has this process's stdin/stdout; the other ranks get /dev/null for stdin, stderr for stdout,
-// and follow rank 0's orders (as under torchrun: a rank of serve or tune follows unless it is rank 0). When a rank dies the
-// launcher says so on stderr; when rank 0 dies without a word it says why for it (serve: an error and `done`
-// on the protocol); the other ranks get 10 s after rank 0 ends. Returns rank 0's exit code.
+// and follow rank 0's orders (as under torchrun: a rank of serve or tune follows unless it is rank 0). When a
+// rank dies the launcher says so on stderr; when rank 0 dies without a word it says why for it (serve: an
+// error and `done` on the protocol); the other ranks get 10 s after rank 0 ends. Returns rank 0's exit code.
 int launch_led_group(int argc, char** argv, const char* verb, int ranks, int timeout_s);
 
 // How many ranks `run`/`serve` asks for and whether this process already is one: `ranks` from --ranks (0 when
