@@ -124,21 +124,27 @@ def check_one_clock(events, failures, what):
             break
 
 
+def run_on_both(hosts, port, cli, args, work, what, timeout, failures):
+    """`cli args` under torchrun on both hosts (logs WHAT0.log, WHAT1.log); False, with the logs shown and a
+    failure added, unless both end with 0."""
+    logs = [os.path.join(work, "%s%d.log" % (what, node)) for node in range(2)]
+    procs = [subprocess.Popen(hosts.command(node, port, cli, args), stdout=open(logs[node], "w"),
+                              stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL) for node in range(2)]
+    codes = [p.wait(timeout=timeout) for p in procs]
+    if codes == [0, 0]:
+        return True
+    for log in logs:
+        sys.stdout.write(open(log).read()[-3000:])
+    failures.append("%s: exit codes %s" % (what, codes))
+    return False
+
+
 def check_run(hosts, cli, work, failures):
     args = ["run", "--model", "mnist_cnn", "--data", "synthetic", "--steps", "6", "--warmup", "2", "--set",
             "batch_size=4", "--dist-timeout", "30"]
-    procs = []
-    for node in range(2):
-        out = open(os.path.join(work, "run%d.log" % node), "w")
-        # The same command on every node, as users start torchrun: rank 0 writes, the others post to it.
-        extra = ["--json", os.path.join(work, "run.json"), "--trace", os.path.join(work, "run.trace.json")]
-        procs.append(subprocess.Popen(hosts.command(node, 29431, cli, args + extra), stdout=out,
-                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL))
-    codes = [p.wait(timeout=240) for p in procs]
-    if codes != [0, 0]:
-        for node in range(2):
-            sys.stdout.write(open(os.path.join(work, "run%d.log" % node)).read()[-3000:])
-        failures.append("run: exit codes %s" % codes)
+    # The same command on every node, as users start torchrun: rank 0 writes, the others post to it.
+    extra = ["--json", os.path.join(work, "run.json"), "--trace", os.path.join(work, "run.trace.json")]
+    if not run_on_both(hosts, 29431, cli, args + extra, work, "run", 240, failures):
         return
     j = json.load(open(os.path.join(work, "run.json")))
     ranks = j["ranks"]
@@ -219,16 +225,9 @@ def check_tune(hosts, cli, work, failures):
     """`tune` under torchrun on both hosts: rank 0 tunes the live group, rank 1 follows; a process knob is not
     tried (a fresh group would start on one host), and the report says why."""
     out = os.path.join(work, "tune.json")
-    args = ["tune", "--model", "mnist_cnn", "--data", "synthetic", "--set", "batch_size=4", "--budget", "40",
+    args = ["tune", "--model", "mnist_cnn", "--data", "synthetic", "--set", "batch_size=4", "--budget", "60",
             "--knobs", "bucket_cap_mb,cpu_allocator", "--json", out, "--dist-timeout", "30"]
-    logs = [os.path.join(work, "tune%d.log" % node) for node in range(2)]
-    procs = [subprocess.Popen(hosts.command(node, 29434, cli, args), stdout=open(logs[node], "w"),
-                              stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL) for node in range(2)]
-    codes = [p.wait(timeout=400) for p in procs]
-    if codes != [0, 0] or not os.path.exists(out):
-        for log in logs:
-            sys.stdout.write(open(log).read()[-3000:])
-        failures.append("tune: exit codes %s" % codes)
+    if not run_on_both(hosts, 29434, cli, args, work, "tune", 400, failures):
         return
     j = json.load(open(out))
     env = j.get("environment", {})

@@ -10,6 +10,7 @@
 
 #include "engine/distributed.h"
 #include "measure/stats.h"
+#include "profiler/ranks.h"
 #include "profiler/recorder.h"
 #include "tuner/fresh_run.h"
 #include "tuner/session_workload.h"
@@ -61,12 +62,13 @@ class LiveGroupWorkload : public SessionWorkload {
       return s;
     }
     // Rank order from the names the ranks gave their processes.
+    const auto& names = merged->meta().process_names;
+    std::vector<int64_t> pids;
+    for (const auto& [pid, name] : names)
+      if (name.rfind("rank ", 0) == 0) pids.push_back(pid);
+    prof::sort_processes(merged->meta(), pids);
     std::vector<std::pair<int64_t, std::string>> ranks;
-    for (const auto& [pid, name] : merged->meta().process_names)
-      if (name.rfind("rank ", 0) == 0) ranks.emplace_back(pid, name);
-    std::sort(ranks.begin(), ranks.end(), [](const auto& a, const auto& b) {
-      return std::stoi(a.second.substr(5)) < std::stoi(b.second.substr(5));
-    });
+    for (int64_t pid : pids) ranks.emplace_back(pid, names.at(pid));
     fill_group_snapshot(s, *merged, ranks);
     return s;
   }
@@ -77,18 +79,8 @@ class LiveGroupWorkload : public SessionWorkload {
     return fresh().measure_fresh(config, steps);
   }
   std::vector<double> loss_probe(const Config& config, int steps) override {
-    if (hosts_ < 2) return fresh().loss_probe(config, steps);
-    // Numerics, not topology: a one-process probe of the same seeded batches and weights.
-    const DistOptions group = opts_.dist;
-    opts_.dist = {};
-    try {
-      auto losses = SessionWorkload::loss_probe(config, steps);
-      opts_.dist = group;
-      return losses;
-    } catch (...) {
-      opts_.dist = group;
-      throw;
-    }
+    // Across hosts: a one-process probe in rank 0's process (the same seeded batches and weights).
+    return hosts_ < 2 ? fresh().loss_probe(config, steps) : SessionWorkload::loss_probe(config, steps);
   }
   // A rank's share of the cores: the ranks of a group on one machine divide them.
   int cpu_cores() override { return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ranks_); }

@@ -161,6 +161,7 @@ std::vector<double> SessionWorkload::loss_probe(const Config& config, int steps)
     SessionOptions o = opts_;
     o.knobs = probe;
     o.warmup_steps = 0;
+    o.dist = {};  // a process of its own, never a second rank 0 of a running group (numerics, not topology)
     auto s = Session::create(o);
     for (int i = 0; i < steps; ++i) losses.push_back(s->step().loss);
   } catch (const EngineError& e) {
