@@ -36,6 +36,26 @@ if(TUNEBENCH_ENGINE)
   if(CAFFE2_USE_CUDA OR TORCH_CUDA_LIBRARIES)
     set(TUNEBENCH_TORCH_CUDA ON)
   endif()
+  # NCCL (data parallel on GPUs): c10d's ProcessGroupNCCL from this LibTorch, which links libnccl itself; we
+  # need its header and nccl.h (the PyTorch wheel's nvidia/nccl/include: scripts/gpu-check.sh passes it as
+  # TUNEBENCH_NCCL_INCLUDE). Never on a CPU LibTorch: Debian's ships the header but no NCCL in its libraries.
+  set(TUNEBENCH_HAVE_NCCL OFF)
+  if(TUNEBENCH_TORCH_CUDA AND NOT TUNEBENCH_NCCL STREQUAL "OFF")
+    find_path(TUNEBENCH_C10D_NCCL_HEADER torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp
+      HINTS ${TORCH_INCLUDE_DIRS} NO_DEFAULT_PATH)
+    find_path(TUNEBENCH_NCCL_INCLUDE nccl.h HINTS $ENV{NCCL_HOME} ${CUDAToolkit_ROOT} /usr/local/cuda
+      PATH_SUFFIXES include)
+    if(TUNEBENCH_C10D_NCCL_HEADER AND TUNEBENCH_NCCL_INCLUDE)
+      set(TUNEBENCH_HAVE_NCCL ON)
+      # Linked too where found (the wheel's is libnccl.so.2 only), in case c10d's inline code calls NCCL.
+      find_library(TUNEBENCH_NCCL_LIBRARY NAMES nccl libnccl.so.2 HINTS ${TUNEBENCH_NCCL_INCLUDE}/../lib
+        ${TUNEBENCH_NCCL_INCLUDE}/../lib64)
+    endif()
+  endif()
+  if(TUNEBENCH_NCCL STREQUAL "ON" AND NOT TUNEBENCH_HAVE_NCCL)
+    message(FATAL_ERROR "TUNEBENCH_NCCL=ON needs a CUDA LibTorch with c10d/ProcessGroupNCCL.hpp and nccl.h "
+                        "(set TUNEBENCH_NCCL_INCLUDE to the directory of nccl.h)")
+  endif()
   find_package(PkgConfig REQUIRED)
   pkg_check_modules(TURBOJPEG REQUIRED IMPORTED_TARGET libturbojpeg)
   find_package(PNG REQUIRED)

@@ -117,13 +117,16 @@ int cmd_run(int argc, char** argv) {
       distributed ? std::to_string(opts.warmup_steps) + " steps on every rank"
                   : "at least " + std::to_string(opts.warmup_steps) + ", until stable, at most " +
                         std::to_string(std::max(opts.max_warmup_steps, opts.warmup_steps));
+  const std::string group =
+      distributed ? ", rank 0 of " + std::to_string(opts.dist.world_size) + " (" +
+                        (desc0.contains("distributed") ? desc0["distributed"].value("backend", "?") : "?") + ")"
+                  : "";
   if (rank == 0)
     std::fprintf(stderr, "run: %s on %s, %s, %s %lld steps (warm-up: %s), allocator %s%s\n",
                  desc0["model"].get<std::string>().c_str(), desc0["data"].get<std::string>().c_str(),
                  desc0["device"].value("kind", "cpu").c_str(), measured_steps > 0 ? "measuring" : "",
                  static_cast<long long>(measured_steps > 0 ? measured_steps : steps), warm_text.c_str(),
-                 engine::active_cpu_allocator().c_str(),
-                 distributed ? (", rank 0 of " + std::to_string(opts.dist.world_size)).c_str() : "");
+                 engine::active_cpu_allocator().c_str(), group.c_str());
 
   const bool tty = isatty(STDERR_FILENO);
   std::vector<engine::StepRecord> records;

@@ -103,7 +103,7 @@ static void kill_and_reap(const std::vector<pid_t>& pids, const std::vector<bool
 // on the port (another process took it): the others are stopped and nothing is recorded.
 static int launch_once(const std::string& exe, std::vector<std::string> args, const std::vector<std::string>& base_env,
                 int ranks, int timeout_s, int port, const std::string& json_path) {
-  std::fprintf(stderr, "run: starting %d ranks (Gloo over 127.0.0.1:%d, collective timeout %d s)\n", ranks, port,
+  std::fprintf(stderr, "run: starting %d ranks (rendezvous at 127.0.0.1:%d, collective timeout %d s)\n", ranks, port,
                timeout_s);
   const std::vector<pid_t> pids = spawn_group(exe, std::move(args), base_env, ranks, timeout_s, port, false);
   if (pids.empty()) return 1;
@@ -181,7 +181,7 @@ static int launch_once(const std::string& exe, std::vector<std::string> args, co
 // taken.
 static int led_once(const std::string& verb, const std::string& exe, std::vector<std::string> args,
                     const std::vector<std::string>& base_env, int ranks, int timeout_s, int port) {
-  std::fprintf(stderr, "%s: starting %d ranks (Gloo over 127.0.0.1:%d, collective timeout %d s)\n", verb.c_str(),
+  std::fprintf(stderr, "%s: starting %d ranks (rendezvous at 127.0.0.1:%d, collective timeout %d s)\n", verb.c_str(),
                ranks, port, timeout_s);
   const std::vector<pid_t> pids = spawn_group(exe, std::move(args), base_env, ranks, timeout_s, port, true);
   if (pids.empty()) return 1;

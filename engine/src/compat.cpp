@@ -10,6 +10,7 @@
 #if TUNEBENCH_TORCH_CUDA
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAFunctions.h>
 #endif
 
 #define TB_TORCH_AT_LEAST(maj, min) \
@@ -212,6 +213,14 @@ void synchronize(torch::Device device) {
   if (device.is_cuda()) torch::cuda::synchronize(device.index());
 #else
   (void)device;
+#endif
+}
+
+void set_cuda_device(int index) {
+#if TUNEBENCH_TORCH_CUDA
+  c10::cuda::set_device(static_cast<c10::DeviceIndex>(index));
+#else
+  (void)index;
 #endif
 }
 

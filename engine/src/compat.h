@@ -87,6 +87,9 @@ void amp_update_scale_(torch::Tensor& scale, torch::Tensor& growth_tracker, cons
 void set_tf32(bool enabled);  // cuBLAS + cuDNN TF32 (old setters; they warn but work after 2.9)
 void set_cudnn_benchmark(bool enabled);
 void synchronize(torch::Device device);  // cudaDeviceSynchronize on CUDA, nothing on CPU
+// Makes GPU `index` this thread's current device (c10::cuda::set_device): where a bare torch::kCUDA goes, and
+// the device NCCL's communicator binds to. Nothing on a CPU build.
+void set_cuda_device(int index);
 
 // Whether an exception is an out-of-memory error (c10::OutOfMemoryError on CUDA since 1.13; CPU
 // allocation failures are c10::Error with "DefaultCPUAllocator: can't allocate memory").

@@ -183,10 +183,10 @@ std::vector<KnobInfo> build_catalog() {
                           "Processes that train the model together (DistributedDataParallel): each reads its own shard "
                           "with its share of the cores, gradients are all-reduced; the global batch is ranks x "
                           "batch_size",
-                          1, 2, 1, 64, {"003"}, "cpu (at process start; a GPU rank needs NCCL)", false,
+                          1, 2, 1, 64, {"003"}, "cpu+cuda (at process start; on GPUs with NCCL, a GPU per rank)", false,
                           "torchrun --standalone --nproc-per-node 2 train.py  # with DistributedDataParallel and "
                           "DistributedSampler; scale the learning rate with the global batch",
-                          "tunebench-cli run --ranks 2 ...  // c10d::ProcessGroupGloo + c10d::Reducer per process");
+                          "tunebench-cli run --ranks 2 ...  // c10d Gloo (NCCL for CUDA tensors) + c10d::Reducer per process");
     k.process_scope = true;
     c.push_back(std::move(k));
   }

@@ -38,6 +38,22 @@ SessionImpl::SessionImpl(const SessionOptions& o) : opts_(o), device_(resolve_de
                       (world == "1" ? std::string("a single one") : "one of " + world + " ranks") +
                       ": a group is started with tunebench-cli run --ranks N (or torchrun)");
   initial["ranks"] = world;
+  // The group's backend, and a GPU rank's GPU: LOCAL_RANK's, as torchrun's convention is (ranks that share GPUs
+  // under Gloo take them in turn). Set before the model is built, so that it lands there.
+  std::string backend;
+  if (o.dist.enabled()) {
+    const int64_t gpus = device_.is_cuda() ? compat::cuda_device_count() : 0;
+    const DistBackend b = choose_dist_backend(o.dist.backend, device_.is_cuda(), nccl_built(), gpus,
+                                              o.dist.local_world_size);
+    if (!b.error.empty()) throw EngineError("rank " + std::to_string(o.dist.rank) + ": " + b.error);
+    if (!b.note.empty()) warnings_.push_back(b.note);
+    backend = b.name;
+    if (device_.is_cuda()) {
+      const int gpu = o.dist.local_rank % int(std::max<int64_t>(1, gpus));
+      device_ = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(gpu));
+      compat::set_cuda_device(gpu);
+    }
+  }
   ModelOptions mo;
   mo.input_channels = o.input_channels;
   mo.input_height = o.input_height;
@@ -79,7 +95,7 @@ SessionImpl::SessionImpl(const SessionOptions& o) : opts_(o), device_(resolve_de
   params_ = model_->trainable_parameters();
   if (o.dist.enabled()) {
     try {
-      group_ = std::make_shared<dist::Group>(o.dist);
+      group_ = std::make_shared<dist::Group>(o.dist, backend);
       // DDP's _sync_module_states: every rank starts from rank 0's parameters and buffers.
       group_->broadcast(model_->state_tensors());
     } catch (const std::exception& e) {

@@ -59,8 +59,10 @@ Applicability base_applicability(const std::string& id, bool on_cuda) {
       a.reason += (a.reason.empty() ? "" : "; ") + why;
     }
   } else if (id == "ranks") {
-    if (on_cuda) no("data parallel on a GPU needs NCCL, which this build does not have yet (Gloo is CPU-only here)");
-    else if (compat::cpu_cores() < 2) no("one CPU core: the ranks would share it");
+    // The tuner tries ranks where each rank gets a device of its own: its cores on a CPU, a GPU with NCCL.
+    if (on_cuda && !nccl_built()) no("data parallel on a GPU needs NCCL, which this build does not have");
+    else if (on_cuda && compat::cuda_device_count() < 2) no("one GPU: NCCL needs a GPU per rank");
+    else if (!on_cuda && compat::cpu_cores() < 2) no("one CPU core: the ranks would share it");
   } else if (is_ddp_knob(id)) {
     // The session says yes when it is one rank of several (SessionImpl::applicability).
     no("acts only with several ranks: run --ranks N, or start the run under torchrun");

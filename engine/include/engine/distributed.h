@@ -29,12 +29,33 @@ struct DistOptions {
   int restart_count = 0;
   // Every collective and every store wait gives up after this: a dead rank ends the others, never a hang.
   int timeout_s = 60;
+  // TUNEBENCH_DIST_BACKEND: auto (NCCL for a GPU run when there is a GPU per rank and the build has it, else
+  // Gloo), gloo or nccl. choose_dist_backend() turns it into the backend a rank uses.
+  std::string backend = "auto";
   bool enabled() const { return world_size > 1; }
 };
 
+// The collective backend of one rank, or why the group cannot run. `note`: what a user should know about an
+// automatic choice (Gloo on a GPU moves every gradient through host memory), for the run's warnings.
+struct DistBackend {
+  std::string name;  // "gloo" | "nccl"
+  std::string error;
+  std::string note;
+};
+// As PyTorch's init_process_group("cpu:gloo,cuda:nccl") would have it: CPU tensors always go through Gloo; a
+// GPU run's gradients through NCCL when `nccl_built` (this build has c10d's ProcessGroupNCCL) and each of the
+// `local_ranks` ranks on this machine has a GPU of its own (NCCL refuses two ranks on one GPU). `requested`
+// "gloo" or "nccl" is obeyed, or refused with the reason.
+DistBackend choose_dist_backend(const std::string& requested, bool on_cuda, bool nccl_built, int64_t gpus,
+                                int local_ranks);
+// This build's LibTorch has NCCL (CMake's TUNEBENCH_NCCL: a CUDA LibTorch >= 2.0 whose headers have
+// ProcessGroupNCCL, and nccl.h).
+bool nccl_built();
+
 // Reads torchrun's variables. nullopt when WORLD_SIZE is unset (not launched as a rank); `error` is set (and
 // nullopt returned) when they are present but inconsistent: RANK outside [0, WORLD_SIZE), a missing
-// MASTER_PORT, a non-numeric value. TUNEBENCH_DIST_TIMEOUT (seconds) overrides the collective timeout.
+// MASTER_PORT, a non-numeric value. TUNEBENCH_DIST_TIMEOUT (seconds) overrides the collective timeout;
+// TUNEBENCH_DIST_BACKEND (auto, gloo, nccl) picks the backend.
 std::optional<DistOptions> dist_from_env(std::string& error);
 
 // The name a rank gives its process in traces: "rank 1", or "rank 1 on node2" when the group spans hosts.

@@ -1,6 +1,8 @@
 // c10d process group, module sync and the Reducer (dist/ddp.h).
 #include "dist/ddp.h"
 
+#include "dist/c10d_compat.h"
+
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -54,9 +56,9 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(const std::string& master
 // not export.)
 class RecordedAllReduceHook : public c10d::CommHookInterface {
  public:
-  RecordedAllReduceHook(const c10::intrusive_ptr<c10d::ProcessGroup>& pg, bool fp16,
+  RecordedAllReduceHook(const c10::intrusive_ptr<c10d::ProcessGroup>& pg, bool fp16, bool record_range,
                         std::shared_ptr<std::atomic<int64_t>> last_launch)
-      : state_(pg), fp16_(fp16), last_launch_(std::move(last_launch)) {}
+      : state_(pg), fp16_(fp16), record_range_(record_range), last_launch_(std::move(last_launch)) {}
 
   at::Tensor parseHookResult(const c10::IValue& result) override {
     return result.isTensor() ? result.toTensor() : result.toTensorVector().at(0);
@@ -70,14 +72,14 @@ class RecordedAllReduceHook : public c10d::CommHookInterface {
     std::vector<at::Tensor> tensors{fp16_ ? buffer.to(torch::kHalf) : buffer};
     tensors[0].div_(state_->getSize());  // divide first: the fp16 sum cannot overflow
     auto fut = state_->allreduce(tensors)->getFuture();
-    const bool fp16 = fp16_;
+    const bool fp16 = fp16_, record_range = record_range_;
     return fut->then(
-        [t0, bytes, buffer, fp16](c10::ivalue::Future& done) mutable {
+        [t0, bytes, buffer, fp16, record_range](c10::ivalue::Future& done) mutable {
           // value() rethrows the collective's error (a dead peer, the timeout): then() calls us either way,
           // and returning the buffer without asking would train on with gradients nobody reduced.
           const auto reduced = done.value().toTensorVector();
           if (fp16) buffer.copy_(reduced.at(0));
-          record(t0, bytes);
+          if (record_range) record(t0, bytes);
           return c10::IValue(buffer);
         },
         c10::TensorType::get());
@@ -99,6 +101,7 @@ class RecordedAllReduceHook : public c10d::CommHookInterface {
   }
   c10::intrusive_ptr<c10d::ProcessGroup> state_;
   bool fp16_;
+  bool record_range_;  // Gloo: the callback runs when the transfer ended. NCCL: as soon as it is enqueued.
   std::shared_ptr<std::atomic<int64_t>> last_launch_;
 };
 
@@ -117,7 +120,7 @@ c10::intrusive_ptr<c10d::Store> Group::connect(bool server) const {
   return c10::make_intrusive<c10d::PrefixStore>("/worker/attempt_" + std::to_string(opts_.restart_count), tcp);
 }
 
-Group::Group(const DistOptions& o) : opts_(o) {
+Group::Group(const DistOptions& o, const std::string& backend) : opts_(o), backend_(backend) {
   const auto timeout = std::chrono::milliseconds(int64_t(o.timeout_s) * 1000);
   const bool server = !o.agent_store && o.rank == 0;
   try {
@@ -130,13 +133,19 @@ Group::Group(const DistOptions& o) : opts_(o) {
                                                 std::to_string(o.master_port)) +
                              " (" + one_line(e.what()) + ")" + loopback_hint(o));
   }
+  // Each backend rendezvouses under a prefix of its own, as init_process_group gives each device's backend.
+  auto pg_store = c10::make_intrusive<c10d::PrefixStore>("tunebench/pg", store_);
   try {
     auto go = c10d::ProcessGroupGloo::Options::create(timeout);
     go->devices.push_back(gloo_device(o.master_addr));
-    pg_ = c10::make_intrusive<c10d::ProcessGroupGloo>(c10::make_intrusive<c10d::PrefixStore>("tunebench/pg", store_),
-                                                      o.rank, o.world_size, go);
+    auto gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(pg_store, o.rank, o.world_size, go);
+    c10::intrusive_ptr<c10d::Backend> nccl;
+    if (backend_ == "nccl")
+      nccl = make_nccl_backend(c10::make_intrusive<c10d::PrefixStore>("tunebench/nccl", store_), o.rank, o.world_size,
+                               timeout);
+    pg_ = c10d_compat::make_process_group(pg_store, o.rank, o.world_size, timeout, gloo, nccl);
   } catch (const std::exception& e) {
-    throw std::runtime_error("rank " + std::to_string(o.rank) + ": the Gloo process group of " +
+    throw std::runtime_error("rank " + std::to_string(o.rank) + ": the " + backend_ + " process group of " +
                              std::to_string(o.world_size) + " ranks did not form within " + std::to_string(o.timeout_s) +
                              " s (" + one_line(e.what()) + ")");
   }
@@ -188,13 +197,21 @@ std::string Group::await(const std::string& key, std::chrono::seconds timeout) {
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) throw std::runtime_error("'" + key + "' did not come within " + std::to_string(timeout.count()) + " s");
+    const auto wait = std::min(slice, left);
+    const auto started = std::chrono::steady_clock::now();
     try {
-      waits_->wait({key}, std::min(slice, left));
+      waits_->wait({key}, wait);
       auto v = waits_->get(key);
       return {v.begin(), v.end()};
     } catch (const std::exception& e) {
       // A closed connection (the store's process ended: rank 0, or torchrun's agent) ends the wait at once.
-      if (std::string(e.what()).find("Socket Timeout") == std::string::npos) throw;
+      // A slice that ran out says "Socket Timeout" (1.13) or "wait timeout after" (2.x); whatever a LibTorch
+      // says, a wait that lasted its whole slice timed out.
+      const std::string what = e.what();
+      const bool timed_out = what.find("Socket Timeout") != std::string::npos ||
+                             what.find("wait timeout") != std::string::npos ||
+                             std::chrono::steady_clock::now() - started >= wait * 9 / 10;
+      if (!timed_out) throw;
     }
     // The slice ran out. That connection still owes the timed-out wait's answer, so it is dropped. A new one
     // connects at once while the store's host is up, and gives up within the group's timeout when the host
@@ -226,12 +243,13 @@ Ddp::Ddp(std::shared_ptr<Group> group, std::vector<torch::Tensor> params, std::v
                                                                    std::vector<bool>(n, false));
   std::reverse(indices.begin(), indices.end());
   std::reverse(limits.begin(), limits.end());
-  reducer_ = std::make_unique<c10d::Reducer>(params_, indices, limits, group_->pg(), std::vector<bool>(n, false),
-                                             settings_.bucket_cap_mb * 1024 * 1024, /*find_unused_parameters=*/false,
-                                             settings_.gradient_as_bucket_view, std::unordered_map<size_t, std::string>{},
-                                             int64_t(c10d::kDefaultFirstBucketBytes));
+  reducer_ = c10d_compat::make_reducer<c10d::Reducer>(params_, std::move(indices), std::move(limits), group_->pg(),
+                                                      settings_.bucket_cap_mb * 1024 * 1024,
+                                                      settings_.gradient_as_bucket_view,
+                                                      int64_t(c10d::kDefaultFirstBucketBytes));
   if (settings_.static_graph) reducer_->set_static_graph();
-  reducer_->register_comm_hook(std::make_unique<RecordedAllReduceHook>(group_->pg(), settings_.comm_hook == "fp16", last_launch_));
+  reducer_->register_comm_hook(std::make_unique<RecordedAllReduceHook>(
+      group_->pg(), settings_.comm_hook == "fp16", group_->backend() == "gloo", last_launch_));
 }
 
 Ddp::~Ddp() = default;
@@ -260,7 +278,7 @@ void Ddp::after_backward(bool sync) {
 }
 
 nlohmann::json Ddp::describe() const {
-  nlohmann::json j{{"backend", "gloo"},
+  nlohmann::json j{{"backend", group_->backend()},
                    {"world_size", group_->size()},
                    {"rank", group_->rank()},
                    {"iterations", iterations_},

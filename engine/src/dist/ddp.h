@@ -1,5 +1,6 @@
 // DistributedDataParallel in LibTorch, as PyTorch's torch.nn.parallel.DistributedDataParallel does it
-// (torch/nn/parallel/distributed.py, 1.13): c10d's Gloo process group over a TCPStore rendezvous, the
+// (torch/nn/parallel/distributed.py, 1.13): c10d's process group over a TCPStore rendezvous (Gloo; on GPUs
+// NCCL for the CUDA tensors where the build has it, as init_process_group("cpu:gloo,cuda:nccl")), the
 // module state broadcast from rank 0 at start, and c10d::Reducer, which all-reduces gradient buckets from
 // autograd hooks *during* backward, so communication overlaps the rest of backward. Private to the engine.
 //
@@ -7,12 +8,14 @@
 // measure a different program from the one users run; the Reducer is PyTorch's own (bucketing, bucket
 // rebuild in gradient-ready order after the first iteration, gradient_as_bucket_view, static_graph).
 //
-// Our comm hook replaces the Reducer's built-in one for two reasons: every bucket's all-reduce is recorded
-// as a range on a "comm" track (the Gloo worker threads are not ours to instrument), and fp16 compression
-// is the same hook with a cast (PyTorch's fp16_compress_hook).
+// Our comm hook replaces the Reducer's built-in one for two reasons: every bucket's Gloo all-reduce is
+// recorded as a range on a "comm" track (the Gloo worker threads are not ours to instrument), and fp16
+// compression is the same hook with a cast (PyTorch's fp16_compress_hook). An NCCL all-reduce is a kernel on
+// its own stream: CUPTI records it on the GPU's rows, and the host only enqueues it, so no range is recorded.
 #pragma once
 
 #include <torch/torch.h>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
@@ -49,15 +52,17 @@ struct RankClock {
 };
 
 // Rendezvous + process group. Throws std::runtime_error with one line (the session turns it into EngineError).
+// `backend`: "gloo", or "nccl" (choose_dist_backend) for a GPU rank whose CUDA device is already current.
 class Group {
  public:
-  explicit Group(const DistOptions& o);
+  Group(const DistOptions& o, const std::string& backend);
   ~Group();
   int rank() const { return opts_.rank; }
   int size() const { return opts_.world_size; }
   const DistOptions& options() const { return opts_; }
   const c10::intrusive_ptr<c10d::ProcessGroup>& pg() const { return pg_; }
   const RankClock& clock() const { return clock_; }
+  const std::string& backend() const { return backend_; }
 
   // Rank 0's values of `tensors` everywhere (coalesced into 256 KiB messages, as DDP's module sync).
   void broadcast(const std::vector<torch::Tensor>& tensors);
@@ -85,8 +90,14 @@ class Group {
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::Store> waits_;  // await()'s own connection: a timed-out wait spoils its connection
   c10::intrusive_ptr<c10d::ProcessGroup> pg_;
+  std::string backend_;
   RankClock clock_;
 };
+
+// NCCL for the CUDA tensors of a GPU group (nccl_backend.cpp, only in a build with TUNEBENCH_NCCL). Throws
+// std::runtime_error when this LibTorch cannot make one.
+c10::intrusive_ptr<c10d::Backend> make_nccl_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                                    std::chrono::milliseconds timeout);
 
 struct DdpSettings {
   int64_t bucket_cap_mb = 25;

@@ -11,6 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
+#ifndef TUNEBENCH_NCCL
+#define TUNEBENCH_NCCL 0
+#endif
+
 namespace tb::engine {
 namespace {
 
@@ -42,6 +46,13 @@ std::optional<DistOptions> dist_from_env(std::string& error) {
     error = "WORLD_SIZE=0: at least one rank is needed";
     return std::nullopt;
   }
+  if (const char* b = std::getenv("TUNEBENCH_DIST_BACKEND"); b && *b) {
+    d.backend = b;
+    if (d.backend != "auto" && d.backend != "gloo" && d.backend != "nccl") {
+      error = "TUNEBENCH_DIST_BACKEND='" + d.backend + "' is not auto, gloo or nccl";
+      return std::nullopt;
+    }
+  }
   if (d.world_size == 1) return d;  // torchrun --nproc-per-node 1: a single process
   if (!read_int("RANK", d.rank, error, true)) return std::nullopt;
   if (d.rank >= d.world_size) {
@@ -66,6 +77,41 @@ std::optional<DistOptions> dist_from_env(std::string& error) {
   if (!read_int("TUNEBENCH_DIST_TIMEOUT", d.timeout_s, error, false)) return std::nullopt;
   if (d.timeout_s < 1) d.timeout_s = 1;
   return d;
+}
+
+bool nccl_built() { return TUNEBENCH_NCCL; }
+
+DistBackend choose_dist_backend(const std::string& requested, bool on_cuda, bool nccl_built, int64_t gpus,
+                                int local_ranks) {
+  DistBackend b{"gloo", "", ""};
+  const std::string share = std::to_string(local_ranks) + " ranks on this machine and " + std::to_string(gpus) +
+                            (gpus == 1 ? " GPU" : " GPUs");
+  if (!on_cuda) {
+    if (requested == "nccl") b.error = "TUNEBENCH_DIST_BACKEND=nccl needs --device cuda: NCCL reduces CUDA tensors only";
+    return b;
+  }
+  const std::string via_host = "Gloo all-reduces the CUDA gradients through host memory";
+  if (requested == "gloo") {
+    b.note = "TUNEBENCH_DIST_BACKEND=gloo: " + via_host;
+    return b;
+  }
+  if (!nccl_built) {
+    if (requested == "nccl")
+      b.error = "TUNEBENCH_DIST_BACKEND=nccl, but this build has no NCCL (its LibTorch is CPU-only, older than 2.0, or "
+                "nccl.h was not found when it was configured: docs/distributed.md)";
+    else
+      b.note = "this build has no NCCL: " + via_host;
+    return b;
+  }
+  if (gpus < local_ranks) {
+    if (requested == "nccl")
+      b.error = "TUNEBENCH_DIST_BACKEND=nccl, but " + share + ": NCCL needs a GPU per rank (Gloo lets ranks share one)";
+    else
+      b.note = share + ": NCCL needs a GPU per rank, so " + via_host;
+    return b;
+  }
+  b.name = "nccl";
+  return b;
 }
 
 int free_tcp_port() {
