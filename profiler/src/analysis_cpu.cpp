@@ -31,21 +31,22 @@ std::string num(double v, const char* f) {
 
 void add_host_findings(const Trace& trace, const AnalysisOptions& opt, AnalysisResult& r) {
   // --- Allocator-bound steps: the page-fault counter our engine samples once per step.
+  // One counter per process: a group trace's ranks are pooled (every sample is one step of one rank).
   const int64_t w0 = r.window.t0, w1 = r.window.t1;
+  double faults = 0;
+  int samples = 0;
   for (const Track& t : trace.tracks()) {
     if (t.kind() != TrackKind::Counter || t.name() != names::kPageFaults) continue;
-    double faults = 0;
-    int samples = 0;
     t.for_each_in(w0, w1, [&](const Event& e, uint32_t) {
       faults += e.value;
       ++samples;
     });
-    if (samples == 0) break;
-    const double per_step = faults / samples;
-    const double step_ns = r.step_median_ns > 0 ? double(r.step_median_ns)
-                                                : double(std::max<int64_t>(1, w1 - w0)) / samples;
-    const double share = std::min(0.95, per_step * kFaultCostNs / step_ns);
-    if (share < std::max(0.05, opt.finding_min_share)) break;
+  }
+  const double per_step = samples > 0 ? faults / samples : 0.0;
+  const double step_ns = r.step_median_ns > 0 ? double(r.step_median_ns)
+                                              : double(std::max<int64_t>(1, w1 - w0)) / std::max(1, samples);
+  const double share = std::min(0.95, per_step * kFaultCostNs / step_ns);
+  if (samples > 0 && share >= std::max(0.05, opt.finding_min_share)) {
     Finding f;
     f.kind = FindingKind::AllocatorBound;
     f.id = to_string(f.kind);
@@ -62,7 +63,6 @@ void add_host_findings(const Trace& trace, const AnalysisOptions& opt, AnalysisR
                 " ms step -> cpu_allocator=" + f.value + " (applies at process start)";
     f.evidence = r.window;
     r.findings.push_back(std::move(f));
-    break;
   }
 
   // --- Oversubscription: loader threads and intra-op threads competing for the cores.

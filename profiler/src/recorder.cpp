@@ -468,7 +468,8 @@ std::unique_ptr<Trace> Recorder::collect() {
           case RecType::Counter: {
             auto [ct, inserted] = counter_tracks.try_emplace(rec.name, 0u);
             if (inserted) {
-              ct->second = trace->track_for(TrackKind::Counter, 0, static_cast<int64_t>(counter_tracks.size()),
+              // The process's own counter (its pid): the ranks of a merged group trace each keep theirs.
+              ct->second = trace->track_for(TrackKind::Counter, pid, static_cast<int64_t>(counter_tracks.size()),
                                             rec.name ? rec.name : "counter");
             }
             Event e;

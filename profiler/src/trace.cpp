@@ -416,8 +416,8 @@ void Trace::move_pids(int64_t offset) {
 }
 
 bool Trace::shares_pids_with(const Trace& other) const {
-  // Processes and GPUs; counters (pid 0 in recorded traces) and Kineto's pseudo processes (negative) are not
-  // any one process's.
+  // Processes and GPUs. A counter is not a process of its own (it is its process's, or at pid 0 in traces
+  // from before counters had one), nor are Kineto's pseudo processes (negative pids).
   const auto own = [](const Track& t) { return t.kind_ != TrackKind::Counter && t.pid_ >= 0; };
   std::set<std::pair<int, int64_t>> mine;
   for (const Track& t : tracks_)

@@ -80,14 +80,16 @@ TEST_F(CliDistributed, TwoRanksStayInStepOnDisjointShardsAndShareOneTrace) {
   // One trace, one process per rank, each with its bucket all-reduces on a communication thread.
   auto t = read_json(tr);
   ASSERT_TRUE(t.is_object());
-  std::set<int64_t> step_pids, comm_pids;
+  std::set<int64_t> step_pids, comm_pids, fault_pids;
   for (const auto& e : t["traceEvents"]) {
     const std::string name = e.value("name", "");
     if (name == "step") step_pids.insert(e["pid"].get<int64_t>());
     if (name == "gloo:allreduce") comm_pids.insert(e["pid"].get<int64_t>());
+    if (e.value("ph", "") == "C" && name == "page_faults") fault_pids.insert(e["pid"].get<int64_t>());
   }
   EXPECT_EQ(step_pids.size(), 2u);
   EXPECT_EQ(comm_pids, step_pids);
+  EXPECT_EQ(fault_pids, step_pids) << "each rank's counters under its own process, not one track of both";
   // The analysis reads the all-reduce and the part backward did not hide (rank 0's process).
   const std::string aj = tmp("two_analysis.json");
   Out a = cli("", "analyze " + tr + " --json " + aj);
@@ -233,6 +235,15 @@ TEST_F(CliDistributed, TorchrunEnvironmentIsJoinedAndMismatchesAreClearErrors) {
   Out noport = cli("WORLD_SIZE=2 RANK=0", run_args(tmp("bad.json")));
   EXPECT_EQ(noport.code, 2);
   EXPECT_NE(noport.err.find("MASTER_PORT is not set"), std::string::npos) << noport.err;
+
+  // The backend: a name c10d does not have here is refused up front; NCCL on a CPU run by every rank before
+  // any group forms.
+  Out mpi = cli("WORLD_SIZE=2 RANK=0 MASTER_PORT=29999 TUNEBENCH_DIST_BACKEND=mpi", run_args(tmp("bad.json")));
+  EXPECT_EQ(mpi.code, 2);
+  EXPECT_NE(mpi.err.find("TUNEBENCH_DIST_BACKEND='mpi' is not auto, gloo or nccl"), std::string::npos) << mpi.err;
+  Out cpu_nccl = cli("TUNEBENCH_DIST_BACKEND=nccl", run_args(tmp("nccl.json")) + " --ranks 2");
+  EXPECT_NE(cpu_nccl.code, 0);
+  EXPECT_NE(cpu_nccl.err.find("TUNEBENCH_DIST_BACKEND=nccl needs --device cuda"), std::string::npos) << cpu_nccl.err;
 
   // A rank told to find the store on loopback while the group spans nodes (torchrun's c10d rendezvous on a
   // first node whose host name resolves to itself only): the error says what to change.

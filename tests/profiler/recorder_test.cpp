@@ -61,6 +61,8 @@ TEST(Recorder, NestedRangesOnOneThread) {
   ASSERT_EQ(counter->events().size(), 1u);
   EXPECT_DOUBLE_EQ(counter->events()[0].value, 2.5);
   EXPECT_EQ(counter->name(), "queue_depth");
+  // The process's own: merged with other ranks' traces, each rank keeps its counters apart.
+  EXPECT_EQ(counter->pid(), train->pid());
 }
 
 TEST(Recorder, OffRecordsNothingAndStartClears) {

@@ -314,15 +314,15 @@ TEST(TraceIO, RanksFromTwoHostsMergeApartOnOneClock) {
     t->add_event(t->track_for(TrackKind::CpuThread, 7, 7, "train"), e);
     e.kind = EventKind::Kernel;
     t->add_event(t->track_for(TrackKind::GpuStream, 0, 7), e);
-    e.kind = EventKind::Counter;  // the recorder's counters are at pid 0 in every rank's trace
+    e.kind = EventKind::Counter;  // the recorder's counters are the process's
     e.end_ns = e.start_ns;
-    t->add_event(t->track_for(TrackKind::Counter, 0, 0, "rss"), e);
+    t->add_event(t->track_for(TrackKind::Counter, 7, 0, "rss"), e);
     t->meta().process_names[7] = "rank " + std::to_string(rank) + " on host" + std::to_string(rank);
     t->finalize();
   }
   Trace c;
-  c.add_event(c.track_for(TrackKind::Counter, 0, 0, "rss"), Event{});
-  EXPECT_FALSE(a.shares_pids_with(c)) << "counters are no process";
+  c.add_event(c.track_for(TrackKind::Counter, 7, 0, "rss"), Event{});
+  EXPECT_FALSE(a.shares_pids_with(c)) << "a counter alone is no process";
   ASSERT_TRUE(a.shares_pids_with(b));
   b.shift_time(-86'400'000'000'000);
   b.move_pids(kPidSpace);

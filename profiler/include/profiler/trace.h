@@ -150,7 +150,7 @@ class Track {
 
   TrackKind kind() const { return kind_; }
   const std::string& name() const { return name_; }
-  // CPU: process id / thread id. GPU: device / stream. Counter: 0 / counter index.
+  // CPU: process id / thread id. GPU: device / stream. Counter: its process (0 in older traces) / counter index.
   int64_t pid() const { return pid_; }
   int64_t tid() const { return tid_; }
   const EventVector& events() const { return events_; }
