@@ -179,6 +179,9 @@ int cmd_run(int argc, char** argv) {
   if (tty) std::fputc('\n', stderr);
   if (opts.profile) prof::Recorder::instance().stop();
 
+  // Every rank of a traced group, together: a rank on another host's clock measures its offset again, and its
+  // trace moves by the offset of the time of each event (the first one at the start, this one at the end).
+  if (distributed && !trace_path.empty()) session->resync_clock();
   const nlohmann::json desc = session->describe();
   nlohmann::json out;
   out["model"] = desc["model"];

@@ -229,7 +229,16 @@ inline std::unique_ptr<prof::Trace> collect_recorded_trace(const nlohmann::json&
     const auto& d = describe["distributed"];
     m.process_names[static_cast<int64_t>(::getpid())] = engine::rank_process_name(d);
     if (const int64_t offset = d.value("clock_offset_ns", int64_t(0)); offset != 0) {
-      trace->shift_time(offset);
+      // Between the first and the latest measurement the offset is taken to change at a constant rate.
+      const auto& samples = d.value("clock_samples", nlohmann::json::array());
+      if (samples.size() >= 2) {
+        const auto &a = samples.front(), &b = samples.back();
+        trace->shift_time(a.value("at_ns", int64_t(0)), a.value("offset_ns", int64_t(0)), b.value("at_ns", int64_t(0)),
+                          b.value("offset_ns", int64_t(0)));
+        m.extra["clock_offset_first_ns"] = std::to_string(a.value("offset_ns", int64_t(0)));
+      } else {
+        trace->shift_time(offset);
+      }
       m.extra["clock_offset_ns"] = std::to_string(offset);
       m.extra["clock_error_ns"] = std::to_string(d.value("clock_error_ns", int64_t(0)));
     }

@@ -82,6 +82,7 @@ engine::GroupRecording GroupLeader::recording() {
 std::unique_ptr<prof::Trace> GroupLeader::chunk(std::unique_ptr<prof::Trace> mine) {
   const std::string key = chunk_key(chunks_++);
   order({{"do", "chunk"}, {"key", key}});
+  s_->resync_clock();  // rank 0 answers the exchanges of the ranks on other clocks (they do it before collecting)
   std::vector<std::unique_ptr<prof::Trace>> traces;
   if (mine) traces.push_back(std::move(mine));
   auto all = s_->gather(key, "");
@@ -161,6 +162,7 @@ int serve_follower(const engine::SessionOptions& options) {
       }
     } else if (what == "chunk") {
       session->synchronize();
+      session->resync_clock();
       auto t = collect_recorded_trace(session->describe());
       session->gather(o.value("key", std::string()), t ? prof::to_chrome_trace_json(*t) : std::string());
     } else if (what == "stop") {

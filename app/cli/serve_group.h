@@ -46,6 +46,7 @@ class GroupLeader : public engine::Session {
     return s_->gather(key, mine);
   }
   std::string parameter_digest() const override { return s_->parameter_digest(); }
+  void resync_clock() override { s_->resync_clock(); }
   void post_order(int64_t n, const std::string& order) override { s_->post_order(n, order); }
   std::string await_order(int64_t n, std::chrono::seconds timeout) override { return s_->await_order(n, timeout); }
 

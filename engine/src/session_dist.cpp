@@ -70,6 +70,16 @@ std::string SessionImpl::await_order(int64_t n, std::chrono::seconds timeout) {
   }
 }
 
+void SessionImpl::resync_clock() {
+  if (!group_) return;
+  try {
+    group_->resync_clock();
+  } catch (const std::exception& e) {
+    warnings_.push_back("rank " + std::to_string(group_->rank()) + ": the clock exchange with rank 0 failed (" +
+                        first_line(e.what()) + "): traces keep the offset measured before");
+  }
+}
+
 std::string SessionImpl::parameter_digest() const {
   // FNV-1a over every trainable parameter's values (contiguous fp32 copies on the CPU): cheap, and any
   // difference of a single bit between ranks shows.

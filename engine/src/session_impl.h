@@ -94,6 +94,7 @@ class SessionImpl final : public Session {
   std::string parameter_digest() const override;
   void post_order(int64_t n, const std::string& order) override;
   std::string await_order(int64_t n, std::chrono::seconds timeout) override;
+  void resync_clock() override;
 
   SessionInternals internals();
 

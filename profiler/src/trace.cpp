@@ -401,6 +401,21 @@ void Trace::shift_time(int64_t delta_ns) {
   finalize();
 }
 
+void Trace::shift_time(int64_t at_a, int64_t delta_a, int64_t at_b, int64_t delta_b) {
+  if (at_a == at_b || delta_a == delta_b) return shift_time(delta_b);
+  // 128-bit products: an hour of nanoseconds times a drift of milliseconds overflows 64 bits.
+  const auto delta = [&](int64_t t) {
+    return delta_a + int64_t((__int128)(t - at_a) * (delta_b - delta_a) / (at_b - at_a));
+  };
+  for (Track& t : tracks_)
+    for (Event& e : t.events_) {
+      e.start_ns += delta(e.start_ns);
+      e.end_ns += delta(e.end_ns);
+    }
+  dirty_ = true;
+  finalize();
+}
+
 void Trace::move_pids(int64_t offset) {
   if (offset == 0) return;
   track_index_.clear();

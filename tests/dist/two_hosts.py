@@ -163,6 +163,15 @@ def check_run(hosts, cli, work, failures):
     print("rank 1's clock offset: %s ns (true -%d), error bound %s ns" % (offset, DAY_NS, error))
     if offset is None or error is None or abs(offset + DAY_NS) > error:
         failures.append("run: clock offset %s +- %s ns, the true one is -%d" % (offset, error, DAY_NS))
+    # Measured when the group formed and again before the trace was collected (the run's two ends).
+    samples = d1.get("clock_samples", [])
+    print("rank 1's clock samples: %s" % ["%+d ns +- %d at %d" % (s["offset_ns"] + DAY_NS, s["error_ns"], s["at_ns"])
+                                          for s in samples])
+    if len(samples) != 2 or samples[1]["at_ns"] <= samples[0]["at_ns"]:
+        failures.append("run: rank 1's clock samples %s: want one at the start and one at the end" % samples)
+    for s in samples:
+        if abs(s["offset_ns"] + DAY_NS) > s["error_ns"]:
+            failures.append("run: clock sample %s, the true offset is -%d" % (s, DAY_NS))
     check_one_clock(trace_events(os.path.join(work, "run.trace.json")), failures, "run trace")
 
 

@@ -339,6 +339,34 @@ TEST(TraceIO, RanksFromTwoHostsMergeApartOnOneClock) {
   EXPECT_EQ(processes_with_steps(a), (std::vector<int64_t>{7, 7 + kPidSpace}));
 }
 
+// A clock that runs 100 ppm fast against rank 0's: offsets measured at both ends of the run (-1 000 000 ns at
+// t = 0, -1 100 000 ns at t = 1 s) move each event by the offset of its own time, not by one of them.
+TEST(TraceIO, TwoOffsetsMoveEachEventByTheOffsetOfItsTime) {
+  Trace t;
+  const uint32_t track = t.track_for(TrackKind::CpuThread, 1, 1, "train");
+  for (int64_t at : {0LL, 500'000'000LL, 1'000'000'000LL, 2'000'000'000LL}) {
+    Event e;
+    e.start_ns = at;
+    e.end_ns = at + 10'000'000;
+    e.name = t.intern("step");
+    t.add_event(track, e);
+  }
+  t.finalize();
+  t.shift_time(0, -1'000'000, 1'000'000'000, -1'100'000);
+  const auto& ev = t.tracks()[track].events();
+  ASSERT_EQ(ev.size(), 4u);
+  EXPECT_EQ(ev[0].start_ns, -1'000'000);
+  EXPECT_EQ(ev[0].end_ns, 10'000'000 - 1'001'000) << "a 10 ms step on the fast clock lasts 1 us less";
+  EXPECT_EQ(ev[1].start_ns, 500'000'000 - 1'050'000);
+  EXPECT_EQ(ev[2].start_ns, 1'000'000'000 - 1'100'000);
+  EXPECT_EQ(ev[3].start_ns, 2'000'000'000 - 1'200'000) << "beyond the last measurement: the same rate";
+  // One measurement time (or one offset): the plain shift.
+  Trace u;
+  u.add_event(u.track_for(TrackKind::CpuThread, 1, 1, "train"), Event{});
+  u.shift_time(5, -7, 5, -9);
+  EXPECT_EQ(u.tracks()[0].events()[0].start_ns, -9);
+}
+
 void expect_error(const std::string& bytes, const char* what, bool want_offset = false) {
   auto r = parse_trace(bytes, what);
   ASSERT_FALSE(r.ok()) << what << ": parsed";

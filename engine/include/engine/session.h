@@ -122,6 +122,11 @@ class Session {
   // nothing, await throws.
   virtual void post_order(int64_t n, const std::string& order) = 0;
   virtual std::string await_order(int64_t n, std::chrono::seconds timeout) = 0;
+  // A group across hosts: every rank calls this together before it collects a trace, and a rank on another
+  // clock than rank 0's measures its offset again, so that its trace is moved by the offset of its own time
+  // (RankClock::samples in describe()'s "distributed"). A failed exchange is a warning (take_warnings): the
+  // earlier offsets stay and no later exchange is tried. Nothing in a single process or on one host.
+  virtual void resync_clock() = 0;
   // A digest of the bytes of every trainable parameter: equal on all ranks while DDP keeps them in step.
   virtual std::string parameter_digest() const = 0;
 };

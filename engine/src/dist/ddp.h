@@ -44,9 +44,17 @@ struct RankClock {
   // Same boot and time namespace as rank 0: the clocks are the same clock, the offset exactly 0.
   bool same_clock = true;
   // Otherwise measured as Cristian's algorithm does, over the process group: this rank sends, rank 0 answers
-  // with its clock, and rank 0's clock minus ours is estimated at the round trip's midpoint. The shortest of
-  // kClockExchanges round trips is kept; the true offset lies within +-error_ns of offset_ns.
-  int64_t offset_ns = 0;
+  // with its clock, and rank 0's clock minus ours is estimated at the round trip's midpoint (`at_ns`, on our
+  // clock). The shortest of kClockExchanges round trips is kept; the true offset lies within +-error_ns.
+  struct Sample {
+    int64_t at_ns = 0;
+    int64_t offset_ns = 0;
+    int64_t error_ns = 0;
+  };
+  // When the group formed, then each time a trace is collected (Group::resync_clock): two hosts' clocks run
+  // at rates NTP corrects only slowly (up to 500 ppm apart), so a long run's offset is not its first one.
+  std::vector<Sample> samples;
+  int64_t offset_ns = 0;  // the latest sample's
   int64_t error_ns = 0;
   nlohmann::json to_json() const;
 };
@@ -63,6 +71,9 @@ class Group {
   const c10::intrusive_ptr<c10d::ProcessGroup>& pg() const { return pg_; }
   const RankClock& clock() const { return clock_; }
   const std::string& backend() const { return backend_; }
+  // Measures the offsets again, together on every rank (a collective: all call it at the same point). Throws
+  // std::runtime_error when the exchange fails; the clock keeps its earlier samples.
+  void resync_clock();
 
   // Rank 0's values of `tensors` everywhere (coalesced into 256 KiB messages, as DDP's module sync).
   void broadcast(const std::vector<torch::Tensor>& tensors);
@@ -81,8 +92,9 @@ class Group {
 
  private:
   // Every rank, once the process group formed (group_clock.cpp): hosts and clock identities through the
-  // store, then the round trips with rank 0 for the ranks whose clock is not rank 0's.
+  // store, then the round trips with rank 0 for the ranks whose clock is not rank 0's (measure_offsets).
   void sync_clocks();
+  void measure_offsets();
   // A client (or, for rank 0 outside torchrun, the server) of the rendezvous store, as the options say.
   c10::intrusive_ptr<c10d::Store> connect(bool server) const;
 
@@ -92,6 +104,8 @@ class Group {
   c10::intrusive_ptr<c10d::ProcessGroup> pg_;
   std::string backend_;
   RankClock clock_;
+  std::vector<bool> off_clock_;  // per rank: not on rank 0's clock (the ranks that exchange with rank 0)
+  bool resync_failed_ = false;
 };
 
 // NCCL for the CUDA tensors of a GPU group (nccl_backend.cpp, only in a build with TUNEBENCH_NCCL). Throws

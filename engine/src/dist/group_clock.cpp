@@ -48,6 +48,8 @@ nlohmann::json RankClock::to_json() const {
   if (!same_clock) {
     j["clock_offset_ns"] = offset_ns;
     j["clock_error_ns"] = error_ns;
+    auto& a = j["clock_samples"] = nlohmann::json::array();
+    for (const Sample& s : samples) a.push_back({{"at_ns", s.at_ns}, {"offset_ns", s.offset_ns}, {"error_ns", s.error_ns}});
   }
   return j;
 }
@@ -68,16 +70,34 @@ void Group::sync_clocks() {
   std::set<std::string> hosts;
   for (const auto& id : ids) hosts.insert(before_newline(id));
   clock_.hosts = int(hosts.size());
-  const auto differs = [&](int r) {
+  off_clock_.assign(size_t(opts_.world_size), false);
+  for (int r = 1; r < opts_.world_size; ++r) {
     const std::string c = after_newline(ids[size_t(r)]);
-    return c.empty() || c != after_newline(ids[0]);
-  };
-  clock_.same_clock = opts_.rank == 0 || !differs(opts_.rank);
+    off_clock_[size_t(r)] = c.empty() || c != after_newline(ids[0]);
+  }
+  clock_.same_clock = !off_clock_[size_t(opts_.rank)];
+  measure_offsets();
+}
+
+void Group::resync_clock() {
+  if (resync_failed_ || std::none_of(off_clock_.begin(), off_clock_.end(), [](bool b) { return b; })) return;
+  try {
+    measure_offsets();
+  } catch (const std::exception&) {
+    // A timed-out receive stays posted in Gloo: a later exchange on the same tag could take its message.
+    resync_failed_ = true;
+    throw;
+  }
+}
+
+void Group::measure_offsets() {
+  const auto timeout = std::chrono::milliseconds(int64_t(opts_.timeout_s) * 1000);
   torch::Tensor t = torch::zeros({1}, torch::kInt64);
   std::vector<torch::Tensor> buf{t};
   for (int r = 1; r < opts_.world_size; ++r) {
-    if (!differs(r) || (opts_.rank != 0 && opts_.rank != r)) continue;
+    if (!off_clock_[size_t(r)] || (opts_.rank != 0 && opts_.rank != r)) continue;
     int64_t best_rtt = std::numeric_limits<int64_t>::max();
+    RankClock::Sample best;
     for (int i = 0; i < kClockExchanges; ++i) {
       if (opts_.rank == 0) {
         pg_->recv(buf, r, kClockTag)->wait(timeout);
@@ -92,10 +112,14 @@ void Group::sync_clocks() {
         // Rank 0 read its clock after our send and before our receive: at some instant in [t1, t3].
         if (t3 - t1 < best_rtt) {
           best_rtt = t3 - t1;
-          clock_.offset_ns = t.item<int64_t>() - (t1 + t3) / 2;
-          clock_.error_ns = (t3 - t1 + 1) / 2;
+          best = {(t1 + t3) / 2, t.item<int64_t>() - (t1 + t3) / 2, (t3 - t1 + 1) / 2};
         }
       }
+    }
+    if (opts_.rank == r) {
+      clock_.samples.push_back(best);
+      clock_.offset_ns = best.offset_ns;
+      clock_.error_ns = best.error_ns;
     }
   }
 }

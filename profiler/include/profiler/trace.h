@@ -235,6 +235,10 @@ class Trace {
   // Adds `delta_ns` to every event: a rank on another host puts its events on rank 0's clock before they are
   // merged (CLOCK_MONOTONIC counts from each host's boot). finalize() again.
   void shift_time(int64_t delta_ns);
+  // As above with a delta that changes linearly with time: `delta_a` at time `at_a`, `delta_b` at `at_b`
+  // (two measurements of the offset to rank 0's clock; clocks of two hosts run at slightly different rates),
+  // interpolated between them and extended beyond. at_a == at_b: delta_b everywhere.
+  void shift_time(int64_t at_a, int64_t delta_a, int64_t at_b, int64_t delta_b);
   // Adds `offset` to every track's pid (CPU processes, GPU devices, counters) and to process_names' keys.
   void move_pids(int64_t offset);
   // Whether a process or GPU of this trace has the same pid as one of `other`'s: merging them would mix two
