@@ -51,8 +51,9 @@ struct RankClock {
     int64_t offset_ns = 0;
     int64_t error_ns = 0;
   };
-  // When the group formed, then each time a trace is collected (Group::resync_clock): two hosts' clocks run
-  // at rates NTP corrects only slowly (up to 500 ppm apart), so a long run's offset is not its first one.
+  // The one taken when the group formed and the latest: another is taken each time a trace is collected
+  // (Group::resync_clock). Two hosts' clocks run at rates NTP corrects only slowly (up to 500 ppm apart), so
+  // a long run's offset is not its first one.
   std::vector<Sample> samples;
   int64_t offset_ns = 0;  // the latest sample's
   int64_t error_ns = 0;
