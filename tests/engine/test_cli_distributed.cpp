@@ -226,21 +226,19 @@ TEST_F(CliDistributed, APortTakenBeforeRankZeroListensIsRetriedOnAnother) {
 
 TEST_F(CliDistributed, TorchrunEnvironmentIsJoinedAndMismatchesAreClearErrors) {
   // Bad environments: one line, exit 2, nothing started.
-  Out bad = cli("WORLD_SIZE=2 RANK=5 MASTER_PORT=29999", run_args(tmp("bad.json")));
-  EXPECT_EQ(bad.code, 2);
-  EXPECT_NE(bad.err.find("RANK=5 is outside WORLD_SIZE=2"), std::string::npos) << bad.err;
-  Out mismatch = cli("WORLD_SIZE=2 RANK=0 MASTER_PORT=29999", run_args(tmp("bad.json")) + " --ranks 3");
-  EXPECT_EQ(mismatch.code, 2);
-  EXPECT_NE(mismatch.err.find("WORLD_SIZE=2"), std::string::npos) << mismatch.err;
-  Out noport = cli("WORLD_SIZE=2 RANK=0", run_args(tmp("bad.json")));
-  EXPECT_EQ(noport.code, 2);
-  EXPECT_NE(noport.err.find("MASTER_PORT is not set"), std::string::npos) << noport.err;
+  const auto refused = [&](const std::string& env, const std::string& extra, const std::string& message) {
+    Out o = cli(env, run_args(tmp("bad.json")) + extra);
+    EXPECT_EQ(o.code, 2) << env;
+    EXPECT_NE(o.err.find(message), std::string::npos) << o.err;
+  };
+  refused("WORLD_SIZE=2 RANK=5 MASTER_PORT=29999", "", "RANK=5 is outside WORLD_SIZE=2");
+  refused("WORLD_SIZE=2 RANK=0 MASTER_PORT=29999", " --ranks 3", "WORLD_SIZE=2");
+  refused("WORLD_SIZE=2 RANK=0", "", "MASTER_PORT is not set");
 
   // The backend: a name c10d does not have here is refused up front; NCCL on a CPU run by every rank before
   // any group forms.
-  Out mpi = cli("WORLD_SIZE=2 RANK=0 MASTER_PORT=29999 TUNEBENCH_DIST_BACKEND=mpi", run_args(tmp("bad.json")));
-  EXPECT_EQ(mpi.code, 2);
-  EXPECT_NE(mpi.err.find("TUNEBENCH_DIST_BACKEND='mpi' is not auto, gloo or nccl"), std::string::npos) << mpi.err;
+  refused("WORLD_SIZE=2 RANK=0 MASTER_PORT=29999 TUNEBENCH_DIST_BACKEND=mpi", "",
+          "TUNEBENCH_DIST_BACKEND='mpi' is not auto, gloo or nccl");
   Out cpu_nccl = cli("TUNEBENCH_DIST_BACKEND=nccl", run_args(tmp("nccl.json")) + " --ranks 2");
   EXPECT_NE(cpu_nccl.code, 0);
   EXPECT_NE(cpu_nccl.err.find("TUNEBENCH_DIST_BACKEND=nccl needs --device cuda"), std::string::npos) << cpu_nccl.err;
