@@ -390,6 +390,13 @@ void join_group(engine::SessionOptions& opts, const engine::DistOptions& env, in
   opts.dist = env;
   if (dist_timeout_s > 0) opts.dist.timeout_s = int(dist_timeout_s);
   opts.max_warmup_steps = opts.warmup_steps;
+  // Test hook (tests/engine/test_cli_ranks_oom.cpp): TUNEBENCH_TEST_OOM_ABOVE_BATCH=R:B makes rank R's
+  // memory probe fail above batch B, as one GPU of a group with less free memory than the others.
+  if (const char* v = std::getenv("TUNEBENCH_TEST_OOM_ABOVE_BATCH")) {
+    int r = -1;
+    long long b = 0;
+    if (std::sscanf(v, "%d:%lld", &r, &b) == 2 && r == env.rank) opts.simulate_oom_above_batch = b;
+  }
 }
 
 }  // namespace tb::cli

@@ -173,10 +173,12 @@ int64_t SessionImpl::apply(const Config& changes) {
     realize(config_, &prev);
     if (changed.count("batch_size")) {
       const int64_t want = num(config_, "batch_size");
-      if (!probe(want)) {
-        const int64_t back = std::min(num(prev, "batch_size"), last_good_batch_ > 0 ? last_good_batch_ : want);
-        warnings_.push_back("batch_size " + std::to_string(want) + " runs out of memory; reverted to " +
-                            std::to_string(back));
+      const bool fits = probe(want);
+      int64_t back = std::min(num(prev, "batch_size"), last_good_batch_ > 0 ? last_good_batch_ : want);
+      const std::string where = group_ ? ranks_without_room(fits, back) : std::string(fits ? "" : " runs out of memory");
+      if (!where.empty()) {
+        warnings_.push_back("batch_size " + std::to_string(want) + where + "; " + (group_ ? "every rank " : "") +
+                            "reverted to " + std::to_string(back));
         config_["batch_size"] = std::to_string(back);
         realize(config_, &prev);
       }

@@ -46,6 +46,26 @@ std::vector<std::string> SessionImpl::gather(const std::string& key, const std::
   }
 }
 
+std::string SessionImpl::ranks_without_room(bool fits, int64_t& back) {
+  const size_t n = size_t(group_->size()), me = size_t(group_->rank());
+  std::vector<int64_t> mine(2 * n, 0);
+  mine[me] = fits ? 0 : 1;
+  mine[n + me] = back;
+  std::vector<int64_t> all;
+  try {
+    all = group_->sum_over_ranks(mine);
+  } catch (const std::exception& e) {
+    throw EngineError("rank " + std::to_string(me) + ": the ranks could not agree on a batch size: " + first_line(e.what()));
+  }
+  std::string failed;
+  for (size_t r = 0; r < n; ++r) {
+    if (all[r] != 0) failed += (failed.empty() ? "" : ", ") + std::to_string(r);
+    back = std::min(back, all[n + r]);
+  }
+  if (failed.empty()) return "";
+  return std::string(" runs out of memory on rank") + (failed.find(',') == std::string::npos ? " " : "s ") + failed;
+}
+
 namespace {
 std::string order_key(int64_t n) { return "tunebench/order/" + std::to_string(n); }
 }  // namespace

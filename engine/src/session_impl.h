@@ -115,6 +115,10 @@ class SessionImpl final : public Session {
 #endif
   double train_micro_batch(torch::Tensor x, const torch::Tensor& y, StepRecord& rec, bool read_loss);
   bool probe(int64_t batch);
+  // A group decides a batch size together (a collective: every rank applies the same change at the same
+  // order): " runs out of memory on rank 1" naming every rank whose probe failed, or "" when it fit on all.
+  // `back` becomes the smallest fallback of any rank, so that every rank reverts to the same size.
+  std::string ranks_without_room(bool fits, int64_t& back);
 
   // session_drift_guard.cpp
   Snapshot snapshot();

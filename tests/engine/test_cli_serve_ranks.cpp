@@ -211,6 +211,36 @@ TEST(ServeRanks, LiveChangesReachEveryRankAtTheSameStep) {
   std::filesystem::remove_all(dir);
 }
 
+// A bigger batch that fits on rank 0 but not on rank 1 (a GPU with less free memory): the ranks decide
+// together, so every rank reverts, the warning names the rank, and the group trains on at the old size with
+// one configuration. Before, rank 1 alone reverted and the ranks trained on different batch sizes.
+TEST(ServeRanks, ABatchThatDoesNotFitOnOneRankRevertsOnEveryRank) {
+  Serve s(kGroup, {"TUNEBENCH_TEST_OOM_ABOVE_BATCH=1:4"});
+  int steps = 0;
+  std::string warning;
+  nlohmann::json done;
+  ASSERT_TRUE(s.until([&](const nlohmann::json& m) {
+    const std::string type = m.value("type", "");
+    if (type == "step") {
+      EXPECT_EQ(m["samples"], 8) << "two ranks at batch 4, step " << steps;
+      if (++steps == 3) s.send({{"type", "set"}, {"knob", "batch_size"}, {"value", 8}});
+      if (steps == 8) s.send({{"type", "stop"}});
+    }
+    if (type == "warning" && m["message"].get<std::string>().find("batch_size 8") != std::string::npos)
+      warning = m["message"];
+    if (type == "error") ADD_FAILURE() << m.dump();
+    if (type == "done") done = m;
+    return type == "done";
+  })) << s.err_text;
+  EXPECT_EQ(s.wait_exit(), 0) << s.err_text;
+  EXPECT_EQ(warning, "batch_size 8 runs out of memory on rank 1; every rank reverted to 4");
+  const auto& ranks = done["summary"]["ranks"];
+  ASSERT_EQ(ranks.size(), 2u) << done.dump();
+  EXPECT_EQ(ranks[0]["config"]["batch_size"], "4");
+  EXPECT_EQ(ranks[0]["config"], ranks[1]["config"]);
+  EXPECT_EQ(ranks[0]["parameter_digest"], ranks[1]["parameter_digest"]);
+}
+
 // The GUI's Auto-tune on a running group: the tuner's windows are steps of the live group (every rank
 // changes together), its DDP knobs are tried first, the report says how it measured, and the group trains on
 // afterwards in step.

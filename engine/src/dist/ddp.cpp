@@ -165,6 +165,16 @@ void Group::broadcast(const std::vector<torch::Tensor>& tensors) {
   c10d::broadcast_coalesced(pg_, tensors, kBroadcastBytes, 0);
 }
 
+std::vector<int64_t> Group::sum_over_ranks(const std::vector<int64_t>& mine) {
+  if (mine.empty()) return {};
+  std::vector<torch::Tensor> t{torch::tensor(mine, torch::dtype(torch::kLong)).clone()};
+  c10d::AllreduceOptions o;
+  o.reduceOp = c10d::ReduceOp::SUM;
+  pg_->allreduce(t, o)->wait();
+  const auto* v = t[0].data_ptr<int64_t>();
+  return std::vector<int64_t>(v, v + mine.size());
+}
+
 std::vector<std::string> Group::gather(const std::string& key, const std::string& mine, std::chrono::seconds timeout) {
   store_->set(key + "/" + std::to_string(opts_.rank), bytes(mine));
   if (opts_.rank != 0) return {};

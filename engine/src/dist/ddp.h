@@ -78,6 +78,9 @@ class Group {
 
   // Rank 0's values of `tensors` everywhere (coalesced into 256 KiB messages, as DDP's module sync).
   void broadcast(const std::vector<torch::Tensor>& tensors);
+  // The element-wise sum of every rank's `mine`, on every rank (a collective on CPU tensors: Gloo, also in
+  // a GPU group). Lets the ranks decide together, e.g. which of them a bigger batch does not fit on.
+  std::vector<int64_t> sum_over_ranks(const std::vector<int64_t>& mine);
   // Every rank's `mine` on rank 0, in rank order; ranks that did not post within `timeout` are empty
   // strings. Other ranks get an empty vector. Goes through the store, so it works after a collective failed.
   std::vector<std::string> gather(const std::string& key, const std::string& mine, std::chrono::seconds timeout);
