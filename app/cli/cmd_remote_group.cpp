@@ -1,0 +1,215 @@
+// `tunebench-cli run|tune --remote HOST1,HOST2,... [--ranks-per-host N|gpu] [--master-addr ADDR] ...`: one
+// data-parallel group across those hosts, started from here with PyTorch's own launcher on each
+// (docs/distributed.md, "Across hosts"): `torchrun --nnodes K --node_rank i --nproc_per_node N --master_addr A
+// --master_port P --no_python tunebench-cli ...`, the same command on every node, over one ssh each.
+//
+// The rendezvous: node 0's address is the one this machine's ssh reached it at (the server side of
+// SSH_CONNECTION, asked of node 0 before anything starts), which the other nodes of a cluster reach as well;
+// --master-addr names another (a fast interconnect's address). The port is one node 0 finds free then.
+// Rank 0 runs on node 0 and writes --json/--trace/--report, which come back from node 0 alone; the other
+// nodes' working directories go when their commands end.
+//
+// Never a hang, nothing orphaned: a node whose connection ends in failure while others run has the others'
+// ssh stdin closed, which stops their runs (run_script's watcher); so does a node still running 60 s after
+// node 0 ended.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client/remote.h"
+#include "commands.h"
+#include "remote_run.h"
+
+namespace tb::cli::remote {
+namespace {
+
+constexpr auto kGraceAfterNodeZero = std::chrono::seconds(60);
+
+struct Node {
+  client::RemoteTarget target;
+  std::string id;
+  int stdin_w = -1;  // kept open and never written: closing it stops the node's run
+  pid_t ssh = -1;
+  int rc = 0;
+  bool ended = false;
+  std::vector<std::string> err;
+};
+
+// Node 0's address as this machine's ssh reached it, and a port free there now ("ADDR PORT"); "" on
+// failure, with `why` set.
+std::string find_rendezvous(const client::RemoteTarget& node0, std::string& why) {
+  const std::string script =
+      "set -- $SSH_CONNECTION; "
+      "p=$(python3 -c 'import socket; s=socket.socket(); s.bind((\"\", 0)); print(s.getsockname()[1])' 2>/dev/null) "
+      "|| p=29500; echo \"tunebench-rendezvous $3 $p\"";
+  int out[2];
+  if (pipe2(out, O_CLOEXEC) != 0) {
+    why = "pipe failed";
+    return "";
+  }
+  // stdout and stderr in one stream: its lines are the answer, or ssh's complaint.
+  const pid_t ssh = spawn(client::ssh_argv(node0, "sh -c " + client::shell_quote(script)), -1, out[1], out[1]);
+  ::close(out[1]);
+  const auto lines = pump_lines({{out[0], -1}});
+  ::close(out[0]);
+  const int rc = ssh > 0 ? wait_exit(ssh) : 255;
+  const std::string mark = "tunebench-rendezvous ";
+  for (const auto& l : lines)
+    if (rc == 0 && l.rfind(mark, 0) == 0 && l.size() > mark.size() + 2 && l[mark.size()] != ' ') return l.substr(mark.size());
+  why = rc == 255 ? client::explain_ssh_failure(node0, lines)
+                  : "cannot learn " + node0.display() + "'s address (SSH_CONNECTION)" +
+                        (lines.empty() ? std::string() : ": " + lines.back()) + "; pass --master-addr ADDR";
+  return "";
+}
+
+bool valid_ranks_per_host(const std::string& n) {
+  if (n == "gpu") return true;
+  if (n.empty() || n.size() > 2 || n.find_first_not_of("0123456789") != std::string::npos) return false;
+  const int v = std::stoi(n);
+  return v >= 1 && v <= 64;
+}
+
+}  // namespace
+
+int run_on_hosts(const Command& c) {
+  if (c.name != "run" && c.name != "tune")
+    return fail("'" + c.name + " --remote' takes one host (a group across hosts is for run and tune)", 2);
+  const std::string per_host = c.ranks_per_host.empty() ? "1" : c.ranks_per_host;
+  if (!valid_ranks_per_host(per_host))
+    return fail("--ranks-per-host needs an integer from 1 to 64, or gpu (one rank per GPU), not '" + per_host + "'", 2);
+  std::vector<Node> nodes;
+  for (size_t at = 0;;) {
+    const size_t comma = c.hosts.find(',', at);
+    std::string error;
+    auto t = client::parse_remote(c.hosts.substr(at, comma == std::string::npos ? std::string::npos : comma - at), &error);
+    if (!t) return fail("--remote " + c.hosts + ": " + error, 2);
+    if (!c.remote_cli.empty()) t->cli = c.remote_cli;
+    nodes.push_back({*t});
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  if (nodes.size() > 64) return fail("--remote names " + std::to_string(nodes.size()) + " hosts: at most 64", 2);
+
+  std::string why;
+  const std::string found = find_rendezvous(nodes[0].target, why);
+  if (found.empty()) return fail(why, 1);
+  const std::string addr = c.master_addr.empty() ? found.substr(0, found.find(' ')) : c.master_addr;
+  const std::string port = found.substr(found.find(' ') + 1);
+  std::fprintf(stderr, "tunebench-cli: a group of %zu hosts x %s rank(s), rendezvous at %s:%s (node 0: %s)\n",
+               nodes.size(), per_host.c_str(), addr.c_str(), port.c_str(), nodes[0].target.display().c_str());
+
+  const std::string id = random_id();
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::thread> threads;
+  int first_failed = -1;  // the node whose failure ended the group
+  // Closes the stdin of every node still running: their watchers stop their runs. Under `mu`.
+  auto stop_others = [&](size_t except) {
+    for (size_t k = 0; k < nodes.size(); ++k)
+      if (k != except && !nodes[k].ended && nodes[k].stdin_w >= 0) {
+        ::close(nodes[k].stdin_w);
+        nodes[k].stdin_w = -1;
+      }
+  };
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    Node& n = nodes[i];
+    n.id = id + "-" + std::to_string(i);
+    const std::string torchrun = "--nnodes " + std::to_string(nodes.size()) + " --node_rank " + std::to_string(i) +
+                                 " --nproc_per_node " + per_host + " --master_addr " + client::shell_quote(addr) +
+                                 " --master_port " + client::shell_quote(port) +
+                                 // 2: only stderr goes through torchrun's log files, rank 0's stdout stays ours
+                                 // (Debian's torchrun 1.13 cannot parse its default 0).
+                                 " --redirects 2 --tee 2";
+    int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+    const bool piped = pipe2(in, O_CLOEXEC) == 0 && pipe2(out, O_CLOEXEC) == 0 && pipe2(err, O_CLOEXEC) == 0;
+    if (piped)
+      n.ssh = spawn(client::ssh_argv(n.target, run_script(n.target, n.id, c.args, c.outputs.size(), torchrun, i == 0)),
+                    in[0], out[1], err[1]);
+    const int spawn_errno = errno;
+    for (int fd : {in[0], out[1], err[1]})
+      if (fd >= 0) ::close(fd);
+    n.stdin_w = in[1];
+    if (n.ssh < 0) {  // this node and the ones after it never start; the ones before are stopped
+      for (int fd : {out[0], err[0]})
+        if (fd >= 0) ::close(fd);
+      std::lock_guard<std::mutex> lock(mu);
+      for (size_t k = i; k < nodes.size(); ++k) {
+        nodes[k].ended = true;
+        nodes[k].rc = 255;
+      }
+      n.err = {std::string(piped ? "cannot start ssh: " : "pipe failed: ") + std::strerror(spawn_errno)};
+      first_failed = int(i);
+      stop_others(i);
+      break;
+    }
+    threads.emplace_back([&, i, out0 = out[0], err0 = err[0]] {
+      Node& me = nodes[i];
+      const std::string where = me.target.display();
+      const std::string error_prefix = "tunebench-cli: error: ";
+      // Node 0's stdout is the run's; every other line says which host it came from.
+      const auto rewrite = [&](std::string line) {
+        if (i == 0) line = localize(std::move(line), me.id, c.outputs);
+        if (line.rfind(error_prefix, 0) == 0) return line.insert(error_prefix.size(), "on " + where + ": ");
+        return i == 0 ? line : "[" + where + "] " + line;
+      };
+      auto lines = pump_lines({{out0, i == 0 ? STDOUT_FILENO : STDERR_FILENO}, {err0, STDERR_FILENO}}, rewrite);
+      ::close(out0), ::close(err0);
+      const int rc = wait_exit(me.ssh);
+      std::lock_guard<std::mutex> lock(mu);
+      me.rc = rc;
+      me.err = std::move(lines);
+      me.ended = true;
+      if (rc != 0 && first_failed < 0) {  // one node failed: the group cannot go on
+        first_failed = int(i);
+        stop_others(i);
+      }
+      cv.notify_all();
+    });
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return nodes[0].ended; });
+    const bool all = cv.wait_for(lock, kGraceAfterNodeZero, [&] {
+      return std::all_of(nodes.begin(), nodes.end(), [](const Node& n) { return n.ended; });
+    });
+    if (!all) {
+      std::fprintf(stderr, "tunebench-cli: warning: node 0 ended %lld s ago and other nodes still run: stopping them\n",
+                   static_cast<long long>(kGraceAfterNodeZero.count()));
+      stop_others(0);
+    }
+  }
+  for (auto& t : threads) t.join();
+  for (auto& n : nodes)
+    if (n.stdin_w >= 0) ::close(n.stdin_w);
+
+  int rc = 0;
+  for (const Node& n : nodes) {
+    const std::string why = n.rc < 0 ? "ssh to " + n.target.display() + " was killed (signal " + std::to_string(-n.rc) + ")"
+                                     : explain_exit(n.target, n.rc, n.err);
+    if (!why.empty()) rc = fail(why, 1);
+  }
+  if (first_failed >= 0) {
+    const Node& n = nodes[size_t(first_failed)];
+    rc = fail("the group ended: node " + std::to_string(first_failed) + " (" + n.target.display() + ") " +
+                  (n.rc < 0 ? "lost its ssh" : "failed (exit status " + std::to_string(n.rc) + ")") +
+                  (nodes.size() > 1 ? ", and the other nodes were stopped" : ""),
+              first_failed == 0 && nodes[0].rc > 0 && nodes[0].rc < 124 ? nodes[0].rc : 1);
+  }
+  if (!c.outputs.empty() && nodes[0].rc >= 0 && explain_exit(nodes[0].target, nodes[0].rc, nodes[0].err).empty()) {
+    const int frc = fetch(nodes[0].target, nodes[0].id, c.outputs);
+    if (frc != 0 && rc == 0) rc = frc;
+  }
+  return rc;
+}
+
+}  // namespace tb::cli::remote
