@@ -74,18 +74,24 @@ bool wants_remote(int argc, char** argv) {
 int cmd_remote(int argc, char** argv) {
   Command c;
   c.name = argv[0];
-  if (c.name != "run" && c.name != "tune" && c.name != "knobs" && c.name != "make-dataset")
+  if (c.name != "run" && c.name != "tune" && c.name != "knobs" && c.name != "make-dataset" && c.name != "serve")
     return fail("'" + c.name + "' has no --remote (run, tune, knobs, make-dataset have; the GUI: tunebench --remote)", 2);
   c.args = {client::shell_quote(c.name)};
   bool after_dashes = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (!after_dashes && a == "--") after_dashes = true;
+    if (!after_dashes && a == "--") {
+      after_dashes = true;
+      if (c.name == "serve") c.args.push_back("--inline-files");  // before the script's own arguments
+    }
     const bool has_value = i + 1 < argc;
     if (!after_dashes && (a == "--remote" || a == "--remote-cli" || a == "--ranks-per-host" || a == "--master-addr")) {
       if (!has_value) return fail(a + " needs a value", 2);
       (a == "--remote" ? c.hosts : a == "--remote-cli" ? c.remote_cli : a == "--ranks-per-host" ? c.ranks_per_host
                                                                                                  : c.master_addr) = argv[++i];
+    } else if (!after_dashes && c.name == "serve" && a == "--trace-dir" && has_value) {
+      ++i;  // the chunks are written on the first host and travel inside the protocol (--inline-files)
+      c.args.insert(c.args.end(), {"--trace-dir", "\"$d\""});
     } else if (!after_dashes && (a == "--json" || a == "--trace" || a == "--report") && has_value) {
       const std::string local = argv[++i];
       const fs::path parent = fs::path(local).parent_path();
@@ -102,9 +108,25 @@ int cmd_remote(int argc, char** argv) {
       c.args.push_back(client::shell_quote(a));
     }
   }
+  if (c.name == "serve" && !after_dashes) c.args.push_back("--inline-files");
   const bool group = c.hosts.find(',') != std::string::npos;
+  if (c.name == "serve" && !group)
+    return fail("serve --remote takes a group's hosts (HOST1,HOST2,...); the GUI reaches one host with ssh itself", 2);
   if (!group && !(c.ranks_per_host.empty() && c.master_addr.empty()))
     return fail("--ranks-per-host and --master-addr are for a group across hosts: --remote HOST1,HOST2,...", 2);
+  if (group && (c.name == "knobs" || c.name == "make-dataset")) {
+    // What applies is asked of the first host (a group's hosts are alike); a dataset is made on every host,
+    // where each rank reads it.
+    const std::string all = c.hosts;
+    int rc = 0;
+    for (size_t at = 0; rc == 0 && at != std::string::npos;) {
+      const size_t comma = all.find(',', at);
+      c.hosts = all.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+      at = comma == std::string::npos || c.name == "knobs" ? std::string::npos : comma + 1;
+      rc = run_on_one_host(c);
+    }
+    return rc;
+  }
   return group ? run_on_hosts(c) : run_on_one_host(c);
 }
 

@@ -11,8 +11,9 @@
 //
 // Never a hang, nothing orphaned: a node whose connection ends in failure while others run has the others'
 // ssh stdin closed, which stops their runs (run_script's watcher); so does a node still running 60 s after
-// node 0 ended.
+// node 0 ended, and every node when this process gets SIGTERM, SIGINT or SIGHUP.
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,8 +21,10 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <csignal>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,11 +37,16 @@ namespace tb::cli::remote {
 namespace {
 
 constexpr auto kGraceAfterNodeZero = std::chrono::seconds(60);
+constexpr auto kStopWait = std::chrono::seconds(20);
+
+volatile std::sig_atomic_t g_stop_signal = 0;
+extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
 
 struct Node {
   client::RemoteTarget target;
   std::string id;
   int stdin_w = -1;  // kept open and never written: closing it stops the node's run
+  bool serves = false;  // a serve's first host: its stdin is ours, so it is stopped by ending its ssh
   pid_t ssh = -1;
   int rc = 0;
   bool ended = false;
@@ -82,8 +90,9 @@ bool valid_ranks_per_host(const std::string& n) {
 }  // namespace
 
 int run_on_hosts(const Command& c) {
-  if (c.name != "run" && c.name != "tune")
-    return fail("'" + c.name + " --remote' takes one host (a group across hosts is for run and tune)", 2);
+  // serve: rank 0 on the first host speaks the run protocol on this process's stdin/stdout (the GUI's pipes),
+  // which its ssh inherits.
+  const bool serve = c.name == "serve";
   const std::string per_host = c.ranks_per_host.empty() ? "1" : c.ranks_per_host;
   if (!valid_ranks_per_host(per_host))
     return fail("--ranks-per-host needs an integer from 1 to 64, or gpu (one rank per GPU), not '" + per_host + "'", 2);
@@ -108,6 +117,10 @@ int run_on_hosts(const Command& c) {
   std::fprintf(stderr, "tunebench-cli: a group of %zu hosts x %s rank(s), rendezvous at %s:%s (node 0: %s)\n",
                nodes.size(), per_host.c_str(), addr.c_str(), port.c_str(), nodes[0].target.display().c_str());
 
+  // SIGTERM, SIGINT, SIGHUP: stop every host before ending, so that none keeps a run or a directory.
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &sa, nullptr);
   const std::string id = random_id();
   std::mutex mu;
   std::condition_variable cv;
@@ -115,11 +128,13 @@ int run_on_hosts(const Command& c) {
   int first_failed = -1;  // the node whose failure ended the group
   // Closes the stdin of every node still running: their watchers stop their runs. Under `mu`.
   auto stop_others = [&](size_t except) {
-    for (size_t k = 0; k < nodes.size(); ++k)
-      if (k != except && !nodes[k].ended && nodes[k].stdin_w >= 0) {
-        ::close(nodes[k].stdin_w);
-        nodes[k].stdin_w = -1;
-      }
+    for (size_t k = 0; k < nodes.size(); ++k) {
+      Node& n = nodes[k];
+      if (k == except || n.ended) continue;
+      if (n.stdin_w >= 0) ::close(n.stdin_w);
+      n.stdin_w = -1;
+      if (n.serves && n.ssh > 0) ::kill(n.ssh, SIGTERM);  // its channel closes: serve sees its stdin end
+    }
   };
   for (size_t i = 0; i < nodes.size(); ++i) {
     Node& n = nodes[i];
@@ -130,11 +145,12 @@ int run_on_hosts(const Command& c) {
                                  // 2: only stderr goes through torchrun's log files, rank 0's stdout stays ours
                                  // (Debian's torchrun 1.13 cannot parse its default 0).
                                  " --redirects 2 --tee 2";
+    n.serves = serve && i == 0;
     int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
-    const bool piped = pipe2(in, O_CLOEXEC) == 0 && pipe2(out, O_CLOEXEC) == 0 && pipe2(err, O_CLOEXEC) == 0;
-    if (piped)
-      n.ssh = spawn(client::ssh_argv(n.target, run_script(n.target, n.id, c.args, c.outputs.size(), torchrun, i == 0)),
-                    in[0], out[1], err[1]);
+    const bool piped = (n.serves || pipe2(in, O_CLOEXEC) == 0) && pipe2(out, O_CLOEXEC) == 0 && pipe2(err, O_CLOEXEC) == 0;
+    const std::string script = n.serves ? serve_script(n.target, n.id, c.args, torchrun)
+                                        : run_script(n.target, n.id, c.args, c.outputs.size(), torchrun, i == 0);
+    if (piped) n.ssh = spawn(client::ssh_argv(n.target, script), in[0], out[1], err[1]);
     const int spawn_errno = errno;
     for (int fd : {in[0], out[1], err[1]})
       if (fd >= 0) ::close(fd);
@@ -177,15 +193,29 @@ int run_on_hosts(const Command& c) {
     });
   }
   {
+    // Waits for every node. A node still running 60 s after node 0 ended, or any when this process is told to
+    // stop (the GUI's Stop, Ctrl-C), is stopped; one that has not ended 20 s after that loses its ssh.
+    using Clock = std::chrono::steady_clock;
     std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return nodes[0].ended; });
-    const bool all = cv.wait_for(lock, kGraceAfterNodeZero, [&] {
-      return std::all_of(nodes.begin(), nodes.end(), [](const Node& n) { return n.ended; });
-    });
-    if (!all) {
-      std::fprintf(stderr, "tunebench-cli: warning: node 0 ended %lld s ago and other nodes still run: stopping them\n",
-                   static_cast<long long>(kGraceAfterNodeZero.count()));
-      stop_others(0);
+    std::optional<Clock::time_point> node0_ended, hard_stop;
+    auto all_ended = [&] { return std::all_of(nodes.begin(), nodes.end(), [](const Node& n) { return n.ended; }); };
+    auto stop_all = [&](const char* why) {
+      std::fprintf(stderr, "tunebench-cli: %s: stopping every host\n", why);
+      stop_others(nodes.size());
+      hard_stop = Clock::now() + kStopWait;
+    };
+    while (!all_ended()) {
+      cv.wait_for(lock, std::chrono::milliseconds(200));
+      const auto now = Clock::now();
+      if (nodes[0].ended && !node0_ended) node0_ended = now;
+      if (g_stop_signal != 0 && !hard_stop) stop_all(strsignal(g_stop_signal));
+      if (node0_ended && !hard_stop && now - *node0_ended > kGraceAfterNodeZero)
+        stop_all("node 0 ended a minute ago and other nodes still run");
+      if (hard_stop && now > *hard_stop) {
+        for (auto& n : nodes)
+          if (!n.ended && n.ssh > 0) ::kill(n.ssh, SIGKILL);
+        hard_stop = Clock::time_point::max();
+      }
     }
   }
   for (auto& t : threads) t.join();

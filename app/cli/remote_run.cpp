@@ -101,8 +101,12 @@ std::string random_id() {
   return id;
 }
 
-std::string run_script(const client::RemoteTarget& t, const std::string& id, const std::vector<std::string>& args,
-                       size_t outputs, const std::string& torchrun_args, bool keep_outputs) {
+namespace {
+// The script's start: its working directory's name in $d, the checks of the CLI (and of PyTorch's launcher,
+// with `torchrun_args`: the torchrun script, else the module of the python3 with torch), and the command line
+// that runs the CLI (its arguments not yet added).
+std::string prologue(const client::RemoteTarget& t, const std::string& id, const std::string& torchrun_args,
+                     std::string& command) {
   const std::string cli = client::shell_quote(t.cli);
   std::string s = "d=\"${TMPDIR:-/tmp}/tunebench-remote-" + id + "\"\n";
   s += "command -v " + cli + " >/dev/null 2>&1 || { echo \"tunebench-remote: no program " + t.cli +
@@ -110,15 +114,22 @@ std::string run_script(const client::RemoteTarget& t, const std::string& id, con
   s += "v=$(" + cli + " --version 2>/dev/null)\n";
   s += "case \"$v\" in *'" + std::string(kProtocol) + "'*) ;; *) echo \"tunebench-remote: version: $v\" >&2; exit " +
        std::to_string(kExitVersion) + ";; esac\n";
-  std::string command = cli;
+  command = cli;
   if (!torchrun_args.empty()) {
-    // PyTorch's launcher as the host has it: the torchrun script, else the module of the python3 with torch.
     s += "if command -v torchrun >/dev/null 2>&1; then tr=torchrun\n"
          "elif python3 -c 'import torch.distributed.run' >/dev/null 2>&1; then tr='python3 -m torch.distributed.run'\n"
          "else echo \"tunebench-remote: no torchrun\" >&2; exit " + std::to_string(kExitNoTorchrun) + "\nfi\n";
     command = "$tr " + torchrun_args + " --log_dir \"$d/torchrun\" --no_python " + cli;
   }
   s += "mkdir -m 700 \"$d\" || exit " + std::to_string(kExitNoDir) + "\n";
+  return s;
+}
+}  // namespace
+
+std::string run_script(const client::RemoteTarget& t, const std::string& id, const std::vector<std::string>& args,
+                       size_t outputs, const std::string& torchrun_args, bool keep_outputs) {
+  std::string command;
+  std::string s = prologue(t, id, torchrun_args, command);
   for (size_t i = 0; i < outputs; ++i) s += "mkdir \"$d/" + std::to_string(i) + "\"\n";
   // setsid: the command leads its own process group, which the watcher stops as a whole (tune's fresh
   // processes, the ranks of --ranks, torchrun's workers). A background job of a shell without job control is
@@ -134,6 +145,24 @@ std::string run_script(const client::RemoteTarget& t, const std::string& id, con
   s += "if [ -e \"$d/.lost\" ]; then rm -rf \"$d\"; exit $rc; fi\n";
   if (outputs == 0 || !keep_outputs) s += "rm -rf \"$d\"\n";
   s += "exit $rc\n";
+  return "sh -c " + client::shell_quote(s);
+}
+
+std::string serve_script(const client::RemoteTarget& t, const std::string& id, const std::vector<std::string>& args,
+                         const std::string& torchrun_args) {
+  std::string command;
+  std::string s = prologue(t, id, torchrun_args, command);
+  for (const auto& a : args) command += " " + a;
+  // serve reads the channel through a FIFO that `cat` fills: when the channel ends, serve sees its stdin end
+  // and stops its group; what is still running 10 s later (torchrun waiting at its exit barrier for a host
+  // that was stopped) is stopped as run_script's watcher does.
+  s += "mkfifo \"$d/stdin\" || exit " + std::to_string(kExitNoDir) + "\n";
+  // (An asynchronous list's stdin is /dev/null in a shell without job control: the channel goes through fd 3.)
+  s += "exec 3<&0\nif command -v setsid >/dev/null 2>&1; then setsid " + command + " <\"$d/stdin\" &\nelse " + command +
+       " <\"$d/stdin\" &\nfi\np=$!\n";
+  s += "{ cat >\"$d/stdin\"; [ -e \"$d/.done\" ] || { sleep 10; kill -TERM -$p || kill -TERM $p; sleep 10; "
+       "kill -KILL -$p || kill -KILL $p; }; } <&3 >/dev/null 2>&1 &\n";
+  s += "w=$!\nexec 3<&-\nwait $p\nrc=$?\ntouch \"$d/.done\"\nkill $w 2>/dev/null\nrm -rf \"$d\"\nexit $rc\n";
   return "sh -c " + client::shell_quote(s);
 }
 

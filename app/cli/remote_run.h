@@ -61,6 +61,12 @@ int run_on_hosts(const Command& c);
 std::string run_script(const client::RemoteTarget& t, const std::string& id, const std::vector<std::string>& args,
                        size_t outputs, const std::string& torchrun_args = "", bool keep_outputs = true);
 
+// The remote sh command of `serve` on a group's first host: rank 0 reads the run protocol from the channel's
+// stdin (through a FIFO: serve ends, and stops its group, when the channel's stdin ends, and whatever still
+// runs 10 s later is stopped); $d is its trace directory.
+std::string serve_script(const client::RemoteTarget& t, const std::string& id, const std::vector<std::string>& args,
+                         const std::string& torchrun_args);
+
 // Names the remote working directory's files by the local paths they get: "trace written to
 // /tmp/tunebench-remote-<id>/1/t.json" -> "trace written to results/t.json"; also inside a fetched run JSON.
 std::string localize(std::string text, const std::string& id, const std::vector<Output>& outputs);

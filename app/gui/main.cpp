@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
   QCommandLineOption screenshot("screenshot", "Save a PNG of the window (and FILE.timeline.png) before quitting.", "file");
   QCommandLineOption quit_after("quit-after", "Quit after SECONDS.", "seconds");
   QCommandLineOption export_after("export", "Export the measured comparisons (.html/.md/.json) before quitting.", "file");
-  QCommandLineOption remote("remote", "Run on [user@]host[:port] over ssh (your ~/.ssh/config, keys, agent).", "host");
+  QCommandLineOption remote("remote", "Run on [user@]host[:port] over ssh (your ~/.ssh/config, keys, agent); host1,host2,...: one data-parallel group across them.", "host");
   QCommandLineOption remote_cli("remote-cli", "The tunebench-cli on the server (default: on its PATH).", "path");
   cli.addOption(remote);
   cli.addOption(remote_cli);

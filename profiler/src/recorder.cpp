@@ -299,6 +299,15 @@ void set_thread_name(std::string_view name) {
 #endif
 }
 
+void name_thread_if_unnamed(std::string_view name) {
+  ThreadBuffer* b = buffer();
+  {
+    std::lock_guard<std::mutex> lock(registry().mu);
+    if (!b->name.empty()) return;
+  }
+  set_thread_name(name);
+}
+
 const char* intern(std::string_view name) {
   static std::mutex* mu = new std::mutex();
   static auto* set = new std::unordered_set<std::string>();  // node-based: element addresses are stable

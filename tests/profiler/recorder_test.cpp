@@ -105,6 +105,27 @@ TEST(Recorder, OpenRangeSurvivesCollectWhileRecordingAndClosesAtStop) {
   Recorder::end();  // after stop: ignored, must not crash
 }
 
+// A callback that names its thread (the Gloo all-reduce hook) may run inline on the training thread: that
+// thread keeps its name; a thread of its own gets the callback's.
+TEST(Recorder, NameIfUnnamedKeepsANameAndNamesANewThread) {
+  auto& r = Recorder::instance();
+  r.start();
+  set_thread_name("train");
+  name_thread_if_unnamed("comm (gloo)");
+  { TB_RANGE(names::kStep); }
+  std::thread([] {
+    name_thread_if_unnamed("comm (gloo)");
+    TB_RANGE(names::kGlooAllReduce);
+  }).join();
+  r.stop();
+  auto t = r.collect();
+  ASSERT_TRUE(t);
+  std::multiset<std::string> names;
+  for (const Track& tr : t->tracks())
+    if (tr.kind() == TrackKind::CpuThread && !tr.events().empty()) names.insert(tr.name());
+  EXPECT_EQ(names, (std::multiset<std::string>{"comm (gloo)", "train"}));
+}
+
 TEST(Recorder, ManyThreadsConcurrentWithCollect) {
   auto& r = Recorder::instance();
   r.start();

@@ -5,9 +5,11 @@
 
 #include <filesystem>
 #include <set>
+#include <utility>
 #include <string>
 
 #include "../engine/cli_runner.h"
+#include "../engine/serve_child.h"
 #include "processes.h"
 #include "remote_cli_fixture.h"
 
@@ -82,15 +84,51 @@ TEST_F(RemoteCli, AKilledClientLeavesNoRankOnAnyNode) {
   EXPECT_TRUE(wait_for([&] { return remote_tmp_empty(); }, 5));
 }
 
+// What the GUI runs for a group across hosts: `serve --remote HOST1,HOST2` here, rank 0's run protocol on
+// this process's stdin/stdout. A toggle reaches both ranks, the trace chunks travel inside the protocol with
+// both ranks in them, closing stdin ends the group, and no node keeps a working directory.
+TEST_F(RemoteCli, AServedGroupAcrossHostsSpeaksTheRunProtocolHere) {
+  if (!have_torchrun()) GTEST_SKIP() << "torchrun is not installed";
+  tb::test_util::ServeChild s({"--remote", "tbtest,tbtest", "--remote-cli", TB_CLI_PATH, "--model", "mnist_cnn",
+                               "--data", "synthetic", "--set", "batch_size=4", "--warmup", "1", "--drift-steps", "0",
+                               "--dist-timeout", "20", "--trace-dir", out_ + "/chunks", "--trace-every", "3"});
+  int steps = 0, applied = 0, chunks = 0;
+  nlohmann::json done;
+  ASSERT_TRUE(s.until([&](const nlohmann::json& m) {
+    const std::string type = m.value("type", "");
+    if (type == "error") ADD_FAILURE() << m.dump();
+    if (type == "config_applied") ++applied;
+    if (type == "trace") {
+      ++chunks;
+      EXPECT_TRUE(m.contains("data")) << "the chunk travels in the message: " << m.dump().substr(0, 300);
+    }
+    if (type == "step") {
+      EXPECT_EQ(m["samples"], applied ? 12 : 8) << "step " << steps;
+      if (++steps == 3) s.send({{"type", "set"}, {"knob", "batch_size"}, {"value", 6}});
+      if (applied && steps == 10) ::close(std::exchange(s.in, -1));  // the GUI went away
+    }
+    if (type == "done") done = m;
+    return type == "done";
+  }, 240)) << s.err_text;
+  EXPECT_EQ(s.wait_exit(), 0) << s.err_text;
+  EXPECT_GE(chunks, 2);
+  const auto& ranks = done["summary"]["ranks"];
+  ASSERT_EQ(ranks.size(), 2u) << done.dump();
+  EXPECT_EQ(ranks[1]["config"]["batch_size"], "6");
+  EXPECT_EQ(ranks[0]["config"], ranks[1]["config"]);
+  EXPECT_EQ(ranks[0]["parameter_digest"], ranks[1]["parameter_digest"]);
+  EXPECT_TRUE(wait_for([&] { return remote_tmp_empty(); }, 15)) << "a node kept its working directory";
+}
+
 TEST_F(RemoteCli, BadGroupRequestsAreRefusedBeforeAnythingRuns) {
   struct Case {
     std::string args, says;
   };
   const Case cases[] = {
-      {"knobs " + group("tbtest,tbtest"), "'knobs --remote' takes one host"},
       {"run " + group("tbtest,tbtest") + " --ranks-per-host 0 --model mnist_cnn", "--ranks-per-host needs an integer"},
       {"run " + group("tbtest,") + " --model mnist_cnn", "--remote tbtest,: "},
       {"run " + group("tbtest") + " --ranks-per-host 2 --model mnist_cnn", "are for a group across hosts"},
+      {"serve " + group("tbtest") + " --model mnist_cnn", "serve --remote takes a group's hosts"},
   };
   for (const auto& c : cases) {
     const auto r = run_cli_shell("", c.args, 30);

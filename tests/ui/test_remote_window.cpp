@@ -10,10 +10,12 @@
 #include <QPushButton>
 #include <QSettings>
 #include <QSignalSpy>
+#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "../remote/processes.h"
 #include "../remote/sshd_fixture.h"
@@ -103,6 +105,48 @@ class TestRemoteWindow : public QObject {
     QVERIFY2(w.run()->record().failure.startsWith("the connection to tbtest ended"), qPrintable(w.run()->record().failure));
     QVERIFY2(waitFor([&] { return remoteServes().empty(); }, 20000), "the remote serve outlived its connection");
     QVERIFY(waitFor([&] { return std::filesystem::is_empty(sshd_.remote_tmp()); }, 5000));
+  }
+
+  // Connected to two hosts (this machine twice): Start runs one live group across them, started by
+  // tunebench-cli here with torchrun on each host; the chunks hold both ranks, a toggle reaches them, and Stop
+  // ends the group with nothing left on either host.
+  void aGroupAcrossHostsRunsLiveInTheWindow() {
+    if (!skip_.isEmpty()) QSKIP(qPrintable("cannot start a private sshd: " + skip_));
+    if (QStandardPaths::findExecutable("torchrun").isEmpty()) QSKIP("torchrun is not installed");
+    MainWindow w;
+    w.setQuiet(true);
+    QVERIFY(w.connectTo("tbtest,tbtest", TB_CLI_PATH));
+    QVERIFY(w.run()->isGroup());
+    QVERIFY2(w.windowTitle().contains("tbtest,tbtest"), qPrintable(w.windowTitle()));
+    RunOptions o;
+    o.model = "mnist_cnn";
+    o.data = "synthetic";
+    o.knobs = {{"batch_size", "4"}};
+    o.trace_every = 3;
+    QVERIFY(w.startRun(o));
+    QVERIFY2(waitFor([&] { return !w.run()->record().chunks.empty() || !w.run()->isRunning(); }, 120000),
+             qPrintable(w.run()->stderrTail()));
+    QVERIFY2(!w.run()->record().chunks.empty(), qPrintable(w.run()->record().failure + w.run()->stderrTail()));
+    std::ifstream f(w.run()->record().chunks.front().path.toStdString());
+    const auto chunk = nlohmann::json::parse(f, nullptr, false);
+    QVERIFY(chunk.is_object());
+    std::set<int64_t> ranks;
+    for (const auto& e : chunk["traceEvents"])
+      if (e.value("name", "") == "step") ranks.insert(e.value("pid", int64_t(0)));
+    QCOMPARE(ranks.size(), size_t(2));
+    QCOMPARE(w.run()->record().steps.front().samples, 8.0);  // two ranks at batch 4
+    QSignalSpy applied(w.run(), &RunController::configApplied);
+    w.run()->sendSet("zero_grad_none", "on");
+    QVERIFY2(waitFor([&] { return applied.count() >= 1; }, 30000), qPrintable(w.run()->stderrTail()));
+    QSignalSpy fin(w.run(), &RunController::finished);
+    w.run()->stop();
+    QVERIFY2(waitFor([&] { return fin.count() == 1; }, 60000), qPrintable(w.run()->stderrTail()));
+    QVERIFY2(fin.at(0).at(0).toBool(), qPrintable(fin.at(0).at(1).toString() + w.run()->stderrTail()));
+    QVERIFY(waitFor([&] { return remoteServes().empty(); }, 20000));
+    const bool clean = waitFor([&] { return std::filesystem::is_empty(sshd_.remote_tmp()); }, 15000);
+    std::string left;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(sshd_.remote_tmp())) left += e.path().string() + " ";
+    QVERIFY2(clean, left.c_str());
   }
 
   // The serve on the server dies (OOM killer, a crash): the window keeps its steps and shows why.

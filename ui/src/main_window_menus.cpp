@@ -54,6 +54,7 @@ void MainWindow::buildMenus() {
     const QString host = QInputDialog::getItem(
         this, tr("Connect to server"),
         tr("Run on [user@]host[:port] over ssh (keys or agent; no password prompts).\n"
+           "Several hosts (host1,host2): one data-parallel group across them, torchrun on each.\n"
            "Data, model and script paths are then paths on that server."),
         items, std::max<qsizetype>(0, items.indexOf(current)), true, &ok);
     if (ok) connectTo(host == items.front() ? QString() : host);

@@ -28,7 +28,9 @@ QStringList MainWindow::ranksArgs(const QString& verb, int ranks, const QString&
               tr("A script's ranks are its own launcher's (torchrun): choose a built-in model or TorchScript."));
     return {};
   }
-  QStringList args{verb, "--model", o.model, "--data", o.data, "--ranks", QString::number(ranks)};
+  // Connected to a group of hosts: the ranks are per host, torchrun's --nproc_per_node on each.
+  QStringList args{verb, "--model", o.model, "--data", o.data, run_->isGroup() ? "--ranks-per-host" : "--ranks",
+                   QString::number(ranks)};
   if (!o.knobs.isEmpty()) {
     QStringList kv;
     for (auto it = o.knobs.begin(); it != o.knobs.end(); ++it) kv << it.key() + "=" + it.value();

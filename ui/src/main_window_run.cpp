@@ -57,17 +57,30 @@ bool MainWindow::startRun(const RunOptions& opt, const QString& program) {
     showError(tr("Cannot run the script"), tr("Model is \"script\": choose a training script (.py) first."));
     return false;
   }
+  if (run_->isGroup() && !opt.script.isEmpty()) {
+    showError(tr("Cannot run the script"), tr("A script's ranks are its own launcher's (torchrun): connect to one "
+                                              "host to run a script there."));
+    return false;
+  }
   // ranks > 1: serve starts a live data-parallel group (serve --set ranks=N); the toggles reach every rank.
-  if (const int n = opt.knobs.value("ranks", "1").toInt(); n > 1 && opt.script.isEmpty())
+  if (run_->isGroup() && opt.script.isEmpty())
+    log(tr("a live data-parallel group across %1, %2 rank(s) on each (torchrun on every host); a toggle changes "
+           "every rank at the same step, and the trace has a row group per rank")
+            .arg(run_->remoteDisplay(), opt.knobs.value("ranks", "1")));
+  else if (const int n = opt.knobs.value("ranks", "1").toInt(); n > 1 && opt.script.isEmpty())
     log(tr("ranks=%1: a live data-parallel group of %1 processes (DDP over Gloo); a toggle changes every rank at "
            "the same step, and the trace has a row group per rank").arg(n));
   const QString cli = program.isEmpty() ? findCli() : program;
   QStringList args{"serve"};
   if (opt.script.isEmpty()) args << "--model" << opt.model << "--data" << opt.data;
   else args << "--script" << opt.script;
-  if (!opt.knobs.isEmpty()) {
+  auto knobs = opt.knobs;
+  // A group across hosts: every host runs `ranks` ranks (torchrun's --nproc_per_node), so the group has
+  // hosts x ranks; the engine sees its size from torchrun, not from the knob.
+  if (run_->isGroup() && knobs.contains("ranks")) args << "--ranks-per-host" << knobs.take("ranks");
+  if (!knobs.isEmpty()) {
     QStringList kv;
-    for (auto it = opt.knobs.begin(); it != opt.knobs.end(); ++it) kv << it.key() + "=" + it.value();
+    for (auto it = knobs.begin(); it != knobs.end(); ++it) kv << it.key() + "=" + it.value();
     kv.sort();
     args << "--set" << kv.join(",");
   }
@@ -103,7 +116,9 @@ bool MainWindow::startProcess(const QString& program, const QStringList& args) {
   current_knobs_.clear();
   first_live_trace_ = true;
   findings_->clearRunFindings();
-  if (run_->isRemote())  // the trace directory is moved to the server (RunController::start)
+  if (run_->isGroup())  // tunebench-cli starts torchrun on every host over ssh (RunController::start)
+    log(tr("$ %1 %2 --remote %3 %4").arg(program, args.value(0), run_->remoteDisplay(), args.mid(1).join(' ')));
+  else if (run_->isRemote())  // the trace directory is moved to the server (RunController::start)
     log(tr("$ ssh %1 %2 %3").arg(run_->remoteDisplay(), QString::fromStdString(run_->remoteCli()), args.join(' ')));
   else
     log(tr("$ %1 %2").arg(program, args.join(' ')));

@@ -58,15 +58,21 @@ QJsonObject restoreInlineFiles(const QByteArray& line, const QString& dir, const
 }
 
 QString RunController::setRemote(const QString& spec, const QString& remote_cli) {
-  if (spec.trimmed().isEmpty()) {
-    remote_.reset();
-    return {};
+  remote_.reset();
+  group_.clear();
+  if (spec.trimmed().isEmpty()) return {};
+  QStringList hosts;
+  std::optional<client::RemoteTarget> first;
+  for (const QString& h : spec.split(',')) {
+    std::string error;
+    auto t = client::parse_remote(h.trimmed().toStdString(), &error);
+    if (!t) return QString::fromStdString(error) + (spec.contains(',') ? QStringLiteral(" (in %1)").arg(spec) : QString());
+    if (!remote_cli.isEmpty()) t->cli = remote_cli.toStdString();
+    if (!first) first = t;
+    hosts << QString::fromStdString(t->display());
   }
-  std::string error;
-  auto t = client::parse_remote(spec.trimmed().toStdString(), &error);
-  if (!t) return QString::fromStdString(error);
-  if (!remote_cli.isEmpty()) t->cli = remote_cli.toStdString();
-  remote_ = *t;
+  remote_ = first;
+  if (hosts.size() > 1) group_ = hosts.join(',');
   return {};
 }
 
@@ -124,7 +130,15 @@ bool RunController::start(const QString& program, const QStringList& args) {
   fetched_count_ = 0;
   QString prog = program;
   QStringList argv = args;
-  if (remote_) {  // ssh ... HOST 'sh -c ...'
+  if (remote_ && isGroup()) {  // tunebench-cli serve --remote HOST1,HOST2 ...: it starts and ends the group
+    if (program.isEmpty() || !QFileInfo(program).isExecutable()) {
+      rec_.failure = QStringLiteral("a group across hosts is started by tunebench-cli here, which was not found "
+                                    "(set TUNEBENCH_CLI or put it next to tunebench)");
+      emit failed(rec_.failure);
+      return false;
+    }
+    argv = args.mid(0, 1) + QStringList{"--remote", group_, "--remote-cli", QString::fromStdString(remote_->cli)} + args.mid(1);
+  } else if (remote_) {  // ssh ... HOST 'sh -c ...'
     const auto ssh = client::ssh_argv(*remote_, remoteServeCommand(*remote_, args));
     prog = QStandardPaths::findExecutable(QString::fromStdString(ssh[0]));
     if (prog.isEmpty() && QFileInfo(QString::fromStdString(ssh[0])).isExecutable()) prog = QString::fromStdString(ssh[0]);
@@ -169,8 +183,8 @@ void RunController::stop() {
   stopping_ = true;
   send(QJsonObject{{"type", "stop"}});
   proc_->closeWriteChannel();
-  term_timer_.start(kStopTermMs);
-  kill_timer_.start(kStopKillMs);
+  term_timer_.start(isGroup() ? kGroupStopTermMs : kStopTermMs);
+  kill_timer_.start(isGroup() ? kGroupStopKillMs : kStopKillMs);
 }
 
 void RunController::send(const QJsonObject& m) {
@@ -377,7 +391,7 @@ void RunController::finishRun(int code, QProcess::ExitStatus status) {
     if (lines.size() > 12) tail = lines.mid(lines.size() - 12).join('\n');
     QString why = crashed ? QStringLiteral("the run crashed (killed by a signal; out of memory?)")
                           : QStringLiteral("the run exited with status %1").arg(code);
-    if (crashed && remote_)
+    if (crashed && remote_ && !isGroup())
       why = QStringLiteral("the connection to %1 ended (ssh was killed); the run there stops as its channel closed")
                 .arg(remoteDisplay());
     else if (const QString remote = crashed ? QString() : remoteFailure(code); !remote.isEmpty())
@@ -392,7 +406,7 @@ void RunController::finishRun(int code, QProcess::ExitStatus status) {
 }
 
 QString RunController::remoteFailure(int code) const {
-  if (!remote_) return {};
+  if (!remote_ || isGroup()) return {};  // a group's client says what failed on stderr itself
   std::vector<std::string> lines;
   for (const QByteArray& l : stderr_tail_.split('\n')) lines.push_back(l.toStdString());
   if (code == 255) return QString::fromStdString(client::explain_ssh_failure(*remote_, lines));

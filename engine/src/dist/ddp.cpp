@@ -93,7 +93,9 @@ class RecordedAllReduceHook : public c10d::CommHookInterface {
     thread_local bool named = false;
     if (!prof::Recorder::instance().enabled()) return;
     if (!named) {
-      prof::set_thread_name("comm (gloo)");
+      // Gloo's thread, or the training thread when the all-reduce had already completed as the hook was
+      // attached (the callback then runs inline): that one stays "train".
+      prof::name_thread_if_unnamed("comm (gloo)");
       named = true;
     }
     prof::Recorder::range_since(prof::names::kGlooAllReduce, std::max(t0, last_end), bytes);

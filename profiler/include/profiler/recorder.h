@@ -35,6 +35,9 @@ int64_t now_ns();
 // Names the calling thread's track ("train", "loader-0", "copy"). The string is copied. May be called
 // before or after recording starts; a thread that never names itself is shown as "thread <tid>".
 void set_thread_name(std::string_view name);
+// Names the calling thread only when it has no name yet: for a callback that runs on a library's thread, or
+// inline on the thread that attached it (c10's Future::then on a completed future), which keeps its name.
+void name_thread_if_unnamed(std::string_view name);
 
 // Interns a dynamic string and returns a pointer valid for the life of the process (for names that are
 // not literals, e.g. model layer names). Not for the hot path: takes a lock.

@@ -4,7 +4,8 @@
 //
 // Threading: lives on the UI thread; QProcess delivers readyRead there. No blocking waits except in tests.
 // Stop: sends {"type":"stop"}, then terminate() after kStopTermMs and kill() after kStopKillMs, so a run ends
-// within 2 s even when the child hangs.
+// within 2 s even when the child hangs. A group across hosts gets kGroupStopTermMs / kGroupStopKillMs: its
+// client waits for every host's torchrun to end, and on SIGTERM stops them (at most 20 s) before it ends.
 #pragma once
 
 #include <QElapsedTimer>
@@ -78,6 +79,8 @@ class RunController : public QObject {
  public:
   static constexpr int kStopTermMs = 1200;
   static constexpr int kStopKillMs = 1800;
+  static constexpr int kGroupStopTermMs = 15000;
+  static constexpr int kGroupStopKillMs = 40000;
   static constexpr int kStderrTailBytes = 4000;
 
   explicit RunController(QObject* parent = nullptr);
@@ -87,13 +90,20 @@ class RunController : public QObject {
   // emits failed() when the program is missing. A previous child is stopped first.
   // Remote target set: `program` is ignored; `args` (serve ...) run as the remote CLI over ssh, with
   // --trace-dir moved to a directory on the server and --inline-files added; files come back in the stream.
+  // Several hosts: `program` (tunebench-cli here) runs `serve --remote HOST1,HOST2 ...`, which starts the
+  // group with torchrun on every host and passes rank 0's protocol through (cmd_remote_group.cpp).
   bool start(const QString& program, const QStringList& args);
 
-  // "[user@]host[:port]" (empty: local runs again) and the CLI there ("" = tunebench-cli on its PATH).
-  // Returns "" or why the spec is bad. Takes effect at the next start().
+  // "[user@]host[:port]", or several separated by commas (one data-parallel group across them; empty: local
+  // runs again), and the CLI there ("" = tunebench-cli on its PATH). Returns "" or why the spec is bad.
+  // Takes effect at the next start().
   QString setRemote(const QString& spec, const QString& remote_cli = {});
   bool isRemote() const { return remote_.has_value(); }
-  QString remoteDisplay() const { return remote_ ? QString::fromStdString(remote_->display()) : QString(); }
+  bool isGroup() const { return !group_.isEmpty(); }
+  // The host, or the group's hosts as "host1,host2" (what --remote takes back).
+  QString remoteDisplay() const {
+    return !group_.isEmpty() ? group_ : remote_ ? QString::fromStdString(remote_->display()) : QString();
+  }
   std::string remoteCli() const { return remote_ ? remote_->cli : std::string(); }
   bool isRunning() const;
   void stop();
@@ -142,7 +152,8 @@ class RunController : public QObject {
   int generation_ = 0;                     // start() count: an unpack of an older run is dropped
   std::function<void()> deferred_finish_;  // onFinished's end, once pending_ is drained
   void finishRun(int code, QProcess::ExitStatus status);
-  std::optional<client::RemoteTarget> remote_;
+  std::optional<client::RemoteTarget> remote_;  // the host, or a group's first host
+  QString group_;                                // a group's hosts, "host1,host2,..."; empty for one host
   std::unique_ptr<QTemporaryDir> fetched_;  // the remote run's files, here
   int fetched_count_ = 0;
   QProcess* proc_ = nullptr;
