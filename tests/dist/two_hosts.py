@@ -14,6 +14,8 @@ namespace one day ahead on the second host), which is what separates two real ma
   report names both hosts, and a trace chunk holds both ranks on one clock;
 - `tune`: rank 0 tunes the live group across the hosts, rank 1 follows; a process knob is not tried, and the
   report says why;
+- started from one machine over ssh (`run --remote h0,h1`, an sshd on each host): tunebench-cli starts
+  torchrun on each, with the rendezvous at host 0's address as ssh reached it; the same checks as `run`;
 - a silent network partition (host 0's firewall drops host 1's packets) while rank 1 waits for rank 0's next
   order: rank 1 ends within twice the group's timeout, saying the store no longer answers (no reset and no
   error ever reach it), and rank 0 reports the error.
@@ -310,6 +312,101 @@ def check_partition(hosts, cli, work, failures):
                 p.kill()
 
 
+class Sshd:
+    """An OpenSSH server on each host (in its namespaces: its address, host name, pids and clock), and an
+    ssh_config that reaches them as h0 and h1, as a user's ~/.ssh/config reaches two GPU servers. Each host's
+    sessions get GLOO_SOCKET_IFNAME (its interface) and a TMPDIR of the test's."""
+
+    def __init__(self, hosts, work):
+        self.hosts, self.dir, self.procs = hosts, os.path.join(work, "ssh"), []
+        self.tmp = os.path.join(work, "remote-tmp")
+
+    def __enter__(self):
+        os.makedirs(self.tmp)
+        os.makedirs(self.dir)
+        os.makedirs("/run/sshd", exist_ok=True)  # sshd's privilege-separation directory
+        for key in ("host_key", "user_key"):
+            sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", os.path.join(self.dir, key))
+        shutil.copy(os.path.join(self.dir, "user_key.pub"), os.path.join(self.dir, "authorized_keys"))
+        config = ""
+        for node in range(2):
+            cfg = os.path.join(self.dir, "sshd%d_config" % node)
+            with open(cfg, "w") as f:
+                f.write("ListenAddress %s\nPort 22\nHostKey %s/host_key\nAuthorizedKeysFile %s/authorized_keys\n"
+                        "PidFile none\nStrictModes no\nUsePAM no\nPermitRootLogin prohibit-password\n"
+                        "PasswordAuthentication no\nAcceptEnv TMPDIR GLOO_SOCKET_IFNAME\n"
+                        % (self.hosts.addr[node], self.dir, self.dir))
+            inner = "hostname tbhost%d && exec /usr/sbin/sshd -D -f %s -E %s/sshd%d.log" % (node, cfg, self.dir, node)
+            self.procs.append(subprocess.Popen(
+                ["ip", "netns", "exec", self.hosts.ns[node], "unshare", "--pid", "--fork", "--kill-child",
+                 "--mount-proc", "--uts", "--time", "--monotonic", str(86400 * node), "sh", "-c", inner],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            config += ("Host h%d\n  HostName %s\n  User root\n  IdentityFile %s/user_key\n  IdentitiesOnly yes\n"
+                       "  UserKnownHostsFile %s/known_hosts\n  StrictHostKeyChecking accept-new\n  LogLevel ERROR\n"
+                       "  SetEnv TMPDIR=%s GLOO_SOCKET_IFNAME=%s\n"
+                       % (node, self.hosts.addr[node], self.dir, self.dir, self.tmp, self.hosts.ifs[node]))
+        with open(os.path.join(self.dir, "ssh_config"), "w") as f:
+            f.write(config)
+        deadline = time.time() + 15
+        for node in range(2):
+            while sh(*self.client(["ssh", "-F", self.config(), "-o", "BatchMode=yes", "h%d" % node, "true"]),
+                     check=False).returncode != 0:
+                if time.time() > deadline:
+                    self.__exit__()
+                    skip("sshd did not answer on host %d" % node)
+                time.sleep(0.2)
+        return self
+
+    def __exit__(self, *exc):
+        for p in self.procs:
+            p.kill()
+            p.wait()
+
+    def config(self):
+        return os.path.join(self.dir, "ssh_config")
+
+    def client(self, argv):
+        """`argv` on host 0's network (the client machine of a cluster reaches both servers)."""
+        return ["ip", "netns", "exec", self.hosts.ns[0]] + argv
+
+
+def check_over_ssh(hosts, cli, work, failures):
+    """The group started from one machine (`run --remote h0,h1`): tunebench-cli starts torchrun on each host over
+    ssh, the rendezvous is host 0's address as ssh reached it (not loopback), and the run is the same as by hand:
+    two hosts, rank 1's clock a day ahead and measured, one clock in the trace, nothing left on either host."""
+    if not shutil.which("ssh") or not os.access("/usr/sbin/sshd", os.X_OK):
+        print("over ssh: skipped, no ssh or sshd")
+        return
+    with Sshd(hosts, work) as sshd:
+        out, trace = os.path.join(work, "ssh.json"), os.path.join(work, "ssh.trace.json")
+        r = subprocess.run(sshd.client(["env", "TUNEBENCH_SSH_COMMAND=ssh -F " + sshd.config(), cli, "run", "--remote",
+                                        "h0,h1", "--remote-cli", cli, "--model", "mnist_cnn", "--data", "synthetic",
+                                        "--steps", "6", "--warmup", "2", "--set", "batch_size=4", "--dist-timeout",
+                                        "30", "--json", out, "--trace", trace]),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+        said = [l for l in r.stdout.splitlines() if "rendezvous at" in l]
+        print("over ssh: " + (said[0] if said else "no rendezvous line"))
+        if r.returncode != 0:
+            sys.stdout.write(r.stdout[-3000:])
+            failures.append("over ssh: exit code %d" % r.returncode)
+            return
+        if not said or "rendezvous at %s:" % hosts.addr[0] not in said[0]:
+            failures.append("over ssh: the rendezvous is not host 0's address: %s" % said)
+        ranks = json.load(open(out))["ranks"]
+        d1 = ranks[1]["distributed"]
+        if [r["distributed"].get("host") for r in ranks] != ["tbhost0", "tbhost1"]:
+            failures.append("over ssh: hosts %s" % [r["distributed"].get("host") for r in ranks])
+        if ranks[0]["parameter_digest"] != ranks[1]["parameter_digest"]:
+            failures.append("over ssh: the ranks' weights differ")
+        offset, error = d1.get("clock_offset_ns"), d1.get("clock_error_ns")
+        print("over ssh: rank 1's clock offset %s ns (true -%d), error bound %s ns" % (offset, DAY_NS, error))
+        if offset is None or error is None or abs(offset + DAY_NS) > error:
+            failures.append("over ssh: clock offset %s +- %s ns, the true one is -%d" % (offset, error, DAY_NS))
+        check_one_clock(trace_events(trace), failures, "over ssh trace")
+        if os.listdir(sshd.tmp):
+            failures.append("over ssh: left on the hosts: %s" % os.listdir(sshd.tmp))
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: two_hosts.py TUNEBENCH_CLI")
@@ -329,6 +426,7 @@ def main():
         check_serve(hosts, cli, work, failures)
         check_tune(hosts, cli, work, failures)
         check_partition(hosts, cli, work, failures)
+        check_over_ssh(hosts, cli, work, failures)
     for f in failures:
         print("FAIL: " + f)
     if not failures:
