@@ -111,6 +111,36 @@ class LaunchTest(unittest.TestCase):
     def types(self, c):
         return [m["type"] for m in c.messages]
 
+    def test_a_step_the_grad_scaler_skips_is_its_own_skipped_step(self):
+        # Every third iteration's fp16 gradients overflow: the scaler does not call the optimizer (what
+        # GradScaler.step does when it finds inf/nan; the real one needs CUDA, so a subclass decides here).
+        script = self.write("scaled.py", """
+            import torch
+            from torch.utils.data import DataLoader, TensorDataset
+            class Overflows(torch.cuda.amp.GradScaler):
+                calls = 0
+                def step(self, optimizer, *args, **kwargs):
+                    Overflows.calls += 1
+                    if Overflows.calls % 3 == 0:
+                        return None
+                    return optimizer.step(*args, **kwargs)
+            model = torch.nn.Linear(8, 2)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            scaler = Overflows(enabled=False)
+            loader = DataLoader(TensorDataset(torch.randn(256, 8), torch.randint(0, 2, (256,))), batch_size=8)
+            for x, y in loader:
+                opt.zero_grad()
+                scaler.scale(torch.nn.functional.cross_entropy(model(x), y)).backward()
+                scaler.step(opt)
+                scaler.update()
+        """)
+        c = Child(script, launcher_args=["--steps", "7"])
+        code, _, err = c.finish()
+        self.assertEqual(code, 0, err)
+        steps = [m for m in c.messages if m["type"] == "step"]
+        self.assertEqual([s["skipped"] for s in steps], [False, False, True, False, False, True, False])
+        self.assertTrue(all(s["samples"] == 8 for s in steps), [s["samples"] for s in steps])
+
     def test_steps_samples_and_a_clean_end(self):
         c = Child(self.script, launcher_args=["--steps", "4"])
         code, _, err = c.finish()

@@ -101,7 +101,7 @@ class Launcher:
         run.hello_sent = True
 
     # --- the step hook -----------------------------------------------------------------------------------
-    def on_step(self, opt):
+    def on_step(self, opt, skipped=False):
         run = self.run
         now = run.now_ns()
         if not run.hello_sent:
@@ -119,7 +119,7 @@ class Launcher:
         faults = minor_faults()
         self.ch.send("step", i=run.step_i, samples=run.samples, wall_ns=now - start, data_wait_ns=run.data_wait_ns,
                      h2d_ns=0, minor_faults=faults - run.faults0, loss=None, config_rev=run.rev, warmup=False,
-                     skipped=False, t_ns=start)
+                     skipped=skipped, t_ns=start)
         run.faults0 = faults
         run.samples = 0
         run.data_wait_ns = 0
