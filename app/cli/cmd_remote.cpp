@@ -8,6 +8,9 @@
 // the local `tar` unpacks next to the paths the user gave (a report's .md sidecar comes with it), and
 // removes it. The remote run watches the channel: when it closes (ssh killed, link lost) the run's process
 // group is stopped and its directory removed, so no training is left orphaned on the server.
+//
+// Several hosts (--remote HOST1,HOST2,...): run, tune and serve start one data-parallel group across them
+// (cmd_remote_group.cpp); knobs asks the first host, make-dataset runs on each in turn.
 #include <fcntl.h>
 #include <unistd.h>
 

@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -30,7 +29,6 @@
 #include <vector>
 
 #include "client/remote.h"
-#include "commands.h"
 #include "remote_run.h"
 
 namespace tb::cli::remote {
@@ -126,6 +124,7 @@ int run_on_hosts(const Command& c) {
   std::condition_variable cv;
   std::vector<std::thread> threads;
   int first_failed = -1;  // the node whose failure ended the group
+  bool stopping = false;  // we stopped the hosts (a signal, the grace after node 0): their ends are no failure
   // Closes the stdin of every node still running: their watchers stop their runs. Under `mu`.
   auto stop_others = [&](size_t except) {
     for (size_t k = 0; k < nodes.size(); ++k) {
@@ -185,7 +184,7 @@ int run_on_hosts(const Command& c) {
       me.rc = rc;
       me.err = std::move(lines);
       me.ended = true;
-      if (rc != 0 && first_failed < 0) {  // one node failed: the group cannot go on
+      if (rc != 0 && first_failed < 0 && !stopping) {  // one node failed: the group cannot go on
         first_failed = int(i);
         stop_others(i);
       }
@@ -201,6 +200,7 @@ int run_on_hosts(const Command& c) {
     auto all_ended = [&] { return std::all_of(nodes.begin(), nodes.end(), [](const Node& n) { return n.ended; }); };
     auto stop_all = [&](const char* why) {
       std::fprintf(stderr, "tunebench-cli: %s: stopping every host\n", why);
+      stopping = true;
       stop_others(nodes.size());
       hard_stop = Clock::now() + kStopWait;
     };

@@ -29,7 +29,7 @@ void usage(FILE* out) {
       "  run|tune|knobs|make-dataset --remote [user@]host[:port] [--remote-cli PATH] ...\n"
       "                                                  the same on another machine over ssh; --data, --script\n"
       "                                                  are its paths; --json/--trace/--report files come here\n"
-      "  run|tune --remote HOST1,HOST2,... [--ranks-per-host N|gpu] [--master-addr ADDR] ...\n"
+      "  run|tune|serve --remote HOST1,HOST2,... [--ranks-per-host N|gpu] [--master-addr ADDR] ...\n"
       "                                                  one data-parallel group across the hosts (torchrun on each)\n"
       "  --version\n"
       "models: mnist_cnn resnet18 resnet50 vit_tiny torchscript:PATH   data: synthetic imagefolder:DIR mnist:DIR\n",

@@ -43,7 +43,7 @@ struct Output {
 
 std::string random_id();
 
-// `run|tune|knobs|make-dataset --remote ...` as parsed: `args` are the remote command's quoted words (outputs
+// `run|tune|knobs|make-dataset|serve --remote ...` as parsed: `args` are the remote command's quoted words (outputs
 // already pointed into "$d/i/"), `hosts` the --remote value as given.
 struct Command {
   std::string name, hosts, remote_cli, ranks_per_host, master_addr;

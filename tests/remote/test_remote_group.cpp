@@ -3,7 +3,11 @@
 // so the group's clocks are one; docs/distributed.md's namespace test covers hosts with their own clocks.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <utility>
 #include <string>
@@ -81,6 +85,28 @@ TEST_F(RemoteCli, AKilledClientLeavesNoRankOnAnyNode) {
   ::waitpid(cli, nullptr, 0);
   EXPECT_TRUE(wait_for([&] { return tb::test_util::processes_with(marker).empty(); }, 30))
       << "a rank, torchrun or a shell outlived the client";
+  EXPECT_TRUE(wait_for([&] { return remote_tmp_empty(); }, 5));
+}
+
+// SIGTERM to the client (the GUI stopping a group that does not end by itself): it stops every host, waits
+// for them, and ends with what it said, and nothing is left on either host.
+TEST_F(RemoteCli, ASignalledClientStopsEveryHostBeforeItEnds) {
+  if (!have_torchrun()) GTEST_SKIP() << "torchrun is not installed";
+  const std::string marker = "--steps 987655";
+  const std::string log = out_ + "/log";
+  const pid_t cli = tb::test_util::start_cli("run " + group("tbtest,tbtest") + " --model mnist_cnn --data synthetic " +
+                                                 marker, log);
+  tb::test_util::KillAtExit guard{cli};
+  ASSERT_TRUE(wait_for([&] { return tb::test_util::remote_runs(marker) >= 2; }, 90)) << "the ranks never started";
+  ::kill(cli, SIGTERM);
+  int status = 0;
+  ASSERT_TRUE(wait_for([&] { return ::waitpid(cli, &status, WNOHANG) == cli; }, 40)) << "the client did not end";
+  guard.pid = -1;
+  std::ifstream f(log);
+  const std::string err(std::istreambuf_iterator<char>(f), {});
+  EXPECT_NE(err.find("Terminated: stopping every host"), std::string::npos) << err;
+  EXPECT_EQ(err.find("the group ended"), std::string::npos) << "a stop is no failure of a host: " << err;
+  EXPECT_TRUE(tb::test_util::processes_with(marker).empty()) << "a rank outlived the client";
   EXPECT_TRUE(wait_for([&] { return remote_tmp_empty(); }, 5));
 }
 
