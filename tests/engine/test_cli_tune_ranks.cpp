@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
@@ -94,11 +95,18 @@ TEST_F(CliTuneRanks, TunesTheGroupWithTheDdpKnobsAndReportsTheCommunication) {
       EXPECT_TRUE(t["loss_drift"].is_number()) << "fp16 compression changes the gradients: the guard must run";
     EXPECT_NE(t["outcome"], "failed") << t.dump();
   }
-  std::set<std::string> skipped;
-  for (const auto& s : j.value("skipped", nlohmann::json::array())) skipped.insert(s.value("knob", std::string()));
+  std::map<std::string, std::string> skipped;
+  for (const auto& s : j.value("skipped", nlohmann::json::array()))
+    skipped[s.value("knob", std::string())] = s.value("reason", std::string());
   for (const char* k : {"bucket_cap_mb", "comm_hook", "static_graph"})
     EXPECT_TRUE(tried.count(k) || skipped.count(k)) << k << " was neither tried nor said skipped";
-  EXPECT_TRUE(tried.count("bucket_cap_mb")) << "the first DDP knob fits any budget";
+  // A live group's windows are cheap: its first DDP knob fits the budget. A fresh group costs ~15-30 s a
+  // window pair here and more under CI's parallel load, where the tuner may skip even the first knob: then
+  // it must say it was the budget.
+  if (!fresh || !skipped.count("bucket_cap_mb"))
+    EXPECT_TRUE(tried.count("bucket_cap_mb")) << "the first DDP knob fits the budget";
+  else
+    EXPECT_EQ(skipped["bucket_cap_mb"].rfind("budget", 0), 0u) << skipped["bucket_cap_mb"];
   // The baseline's snapshot: rank 0 of the group waits for its all-reduces.
   ASSERT_FALSE(j["snapshots"].empty());
   double comm = -1;
