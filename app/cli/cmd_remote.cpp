@@ -38,12 +38,7 @@ int run_on_one_host(const Command& c) {
 
   const std::string id = random_id();
   // Shown lines: the server's paths named as the local ones; its errors say where they happened.
-  const std::string error_prefix = "tunebench-cli: error: ";
-  const auto rewrite = [&](std::string line) {
-    line = localize(std::move(line), id, c.outputs);
-    if (line.rfind(error_prefix, 0) == 0) line.insert(error_prefix.size(), "on " + target->display() + ": ");
-    return line;
-  };
+  const auto rewrite = [&](std::string line) { return say_where(localize(std::move(line), id, c.outputs), target->display()); };
   int in[2], out[2], err[2];
   if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
     return fail("pipe failed", 1);
@@ -120,13 +115,10 @@ int cmd_remote(int argc, char** argv) {
   if (group && (c.name == "knobs" || c.name == "make-dataset")) {
     // What applies is asked of the first host (a group's hosts are alike); a dataset is made on every host,
     // where each rank reads it.
-    const std::string all = c.hosts;
     int rc = 0;
-    for (size_t at = 0; rc == 0 && at != std::string::npos;) {
-      const size_t comma = all.find(',', at);
-      c.hosts = all.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
-      at = comma == std::string::npos || c.name == "knobs" ? std::string::npos : comma + 1;
-      rc = run_on_one_host(c);
+    for (const std::string& host : split_hosts(c.hosts)) {
+      c.hosts = host;
+      if ((rc = run_on_one_host(c)) != 0 || c.name == "knobs") break;
     }
     return rc;
   }

@@ -95,15 +95,12 @@ int run_on_hosts(const Command& c) {
   if (!valid_ranks_per_host(per_host))
     return fail("--ranks-per-host needs an integer from 1 to 64, or gpu (one rank per GPU), not '" + per_host + "'", 2);
   std::vector<Node> nodes;
-  for (size_t at = 0;;) {
-    const size_t comma = c.hosts.find(',', at);
+  for (const std::string& host : split_hosts(c.hosts)) {
     std::string error;
-    auto t = client::parse_remote(c.hosts.substr(at, comma == std::string::npos ? std::string::npos : comma - at), &error);
+    auto t = client::parse_remote(host, &error);
     if (!t) return fail("--remote " + c.hosts + ": " + error, 2);
     if (!c.remote_cli.empty()) t->cli = c.remote_cli;
     nodes.push_back({*t});
-    if (comma == std::string::npos) break;
-    at = comma + 1;
   }
   if (nodes.size() > 64) return fail("--remote names " + std::to_string(nodes.size()) + " hosts: at most 64", 2);
 
@@ -170,12 +167,11 @@ int run_on_hosts(const Command& c) {
     threads.emplace_back([&, i, out0 = out[0], err0 = err[0]] {
       Node& me = nodes[i];
       const std::string where = me.target.display();
-      const std::string error_prefix = "tunebench-cli: error: ";
       // Node 0's stdout is the run's; every other line says which host it came from.
       const auto rewrite = [&](std::string line) {
-        if (i == 0) line = localize(std::move(line), me.id, c.outputs);
-        if (line.rfind(error_prefix, 0) == 0) return line.insert(error_prefix.size(), "on " + where + ": ");
-        return i == 0 ? line : "[" + where + "] " + line;
+        if (i == 0) return say_where(localize(std::move(line), me.id, c.outputs), where);
+        const std::string shown = say_where(line, where);
+        return shown != line ? shown : "[" + where + "] " + line;
       };
       auto lines = pump_lines({{out0, i == 0 ? STDOUT_FILENO : STDERR_FILENO}, {err0, STDERR_FILENO}}, rewrite);
       ::close(out0), ::close(err0);

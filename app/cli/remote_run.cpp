@@ -94,6 +94,22 @@ std::vector<std::string> pump_lines(std::vector<Stream> streams,
   return kept;
 }
 
+std::vector<std::string> split_hosts(const std::string& hosts) {
+  std::vector<std::string> out;
+  for (size_t at = 0;;) {
+    const size_t comma = hosts.find(',', at);
+    out.push_back(hosts.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+    if (comma == std::string::npos) return out;
+    at = comma + 1;
+  }
+}
+
+std::string say_where(std::string line, const std::string& where) {
+  static const std::string kErrorPrefix = "tunebench-cli: error: ";
+  if (line.rfind(kErrorPrefix, 0) == 0) line.insert(kErrorPrefix.size(), "on " + where + ": ");
+  return line;
+}
+
 std::string random_id() {
   std::random_device rd;
   char id[17];

@@ -50,6 +50,13 @@ struct Command {
   std::vector<std::string> args;
   std::vector<Output> outputs;
 };
+// The hosts of --remote HOST1,HOST2,... as written (one when there is no comma; an empty one stays, for
+// parse_remote to refuse).
+std::vector<std::string> split_hosts(const std::string& hosts);
+
+// A remote CLI line as shown here: an error line says where it happened ("tunebench-cli: error: on gpu2: ...").
+std::string say_where(std::string line, const std::string& where);
+
 // A group across hosts (--remote HOST1,HOST2,...; cmd_remote_group.cpp).
 int run_on_hosts(const Command& c);
 

@@ -145,6 +145,38 @@ def run_on_both(hosts, port, cli, args, work, what, timeout, failures):
     return False
 
 
+def check_run_result(out, trace, failures, what):
+    """A traced `run` of the two hosts: same weights, each rank's host, rank 1's clock measured a day apart
+    within its error at the run's start and end, and every step of both ranks on one clock in the trace."""
+    j = json.load(open(out))
+    ranks = j["ranks"]
+    if j.get("world_size") != 2 or len(ranks) != 2:
+        failures.append(what + ": world_size %s with %d ranks" % (j.get("world_size"), len(ranks)))
+        return
+    if ranks[0]["parameter_digest"] != ranks[1]["parameter_digest"]:
+        failures.append(what + ": the ranks' weights differ")
+    d0, d1 = ranks[0]["distributed"], ranks[1]["distributed"]
+    if (d0.get("host"), d1.get("host"), d1.get("hosts")) != ("tbhost0", "tbhost1", 2):
+        failures.append(what + ": hosts %s, %s (of %s)" % (d0.get("host"), d1.get("host"), d1.get("hosts")))
+    if d0.get("same_clock_as_rank0") is not True or d1.get("same_clock_as_rank0") is not False:
+        failures.append(what + ": same_clock_as_rank0 %s, %s" % (d0.get("same_clock_as_rank0"),
+                                                                  d1.get("same_clock_as_rank0")))
+    offset, error = d1.get("clock_offset_ns"), d1.get("clock_error_ns")
+    print(what + ": rank 1's clock offset %s ns (true -%d), error bound %s ns" % (offset, DAY_NS, error))
+    if offset is None or error is None or abs(offset + DAY_NS) > error:
+        failures.append(what + ": clock offset %s +- %s ns, the true one is -%d" % (offset, error, DAY_NS))
+    # Measured when the group formed and again before the trace was collected (the run's two ends).
+    samples = d1.get("clock_samples", [])
+    print(what + ": rank 1's clock samples %s" % ["%+d ns +- %d at %d" % (s["offset_ns"] + DAY_NS, s["error_ns"], s["at_ns"])
+                                                for s in samples])
+    if len(samples) != 2 or samples[1]["at_ns"] <= samples[0]["at_ns"]:
+        failures.append(what + ": rank 1's clock samples %s: want one at the start and one at the end" % samples)
+    for s in samples:
+        if abs(s["offset_ns"] + DAY_NS) > s["error_ns"]:
+            failures.append(what + ": clock sample %s, the true offset is -%d" % (s, DAY_NS))
+    check_one_clock(trace_events(trace), failures, what + " trace")
+
+
 def check_run(hosts, cli, work, failures):
     args = ["run", "--model", "mnist_cnn", "--data", "synthetic", "--steps", "6", "--warmup", "2", "--set",
             "batch_size=4", "--dist-timeout", "30"]
@@ -152,33 +184,7 @@ def check_run(hosts, cli, work, failures):
     extra = ["--json", os.path.join(work, "run.json"), "--trace", os.path.join(work, "run.trace.json")]
     if not run_on_both(hosts, 29431, cli, args + extra, work, "run", 240, failures):
         return
-    j = json.load(open(os.path.join(work, "run.json")))
-    ranks = j["ranks"]
-    if j.get("world_size") != 2 or len(ranks) != 2:
-        failures.append("run: world_size %s with %d ranks" % (j.get("world_size"), len(ranks)))
-        return
-    if ranks[0]["parameter_digest"] != ranks[1]["parameter_digest"]:
-        failures.append("run: the ranks' weights differ")
-    d0, d1 = ranks[0]["distributed"], ranks[1]["distributed"]
-    if (d0.get("host"), d1.get("host"), d1.get("hosts")) != ("tbhost0", "tbhost1", 2):
-        failures.append("run: hosts %s, %s (of %s)" % (d0.get("host"), d1.get("host"), d1.get("hosts")))
-    if d0.get("same_clock_as_rank0") is not True or d1.get("same_clock_as_rank0") is not False:
-        failures.append("run: same_clock_as_rank0 %s, %s" % (d0.get("same_clock_as_rank0"),
-                                                             d1.get("same_clock_as_rank0")))
-    offset, error = d1.get("clock_offset_ns"), d1.get("clock_error_ns")
-    print("rank 1's clock offset: %s ns (true -%d), error bound %s ns" % (offset, DAY_NS, error))
-    if offset is None or error is None or abs(offset + DAY_NS) > error:
-        failures.append("run: clock offset %s +- %s ns, the true one is -%d" % (offset, error, DAY_NS))
-    # Measured when the group formed and again before the trace was collected (the run's two ends).
-    samples = d1.get("clock_samples", [])
-    print("rank 1's clock samples: %s" % ["%+d ns +- %d at %d" % (s["offset_ns"] + DAY_NS, s["error_ns"], s["at_ns"])
-                                          for s in samples])
-    if len(samples) != 2 or samples[1]["at_ns"] <= samples[0]["at_ns"]:
-        failures.append("run: rank 1's clock samples %s: want one at the start and one at the end" % samples)
-    for s in samples:
-        if abs(s["offset_ns"] + DAY_NS) > s["error_ns"]:
-            failures.append("run: clock sample %s, the true offset is -%d" % (s, DAY_NS))
-    check_one_clock(trace_events(os.path.join(work, "run.trace.json")), failures, "run trace")
+    check_run_result(os.path.join(work, "run.json"), os.path.join(work, "run.trace.json"), failures, "run")
 
 
 def check_serve(hosts, cli, work, failures):
@@ -330,7 +336,7 @@ class Sshd:
         self.hosts, self.dir, self.procs = hosts, os.path.join(work, "ssh"), []
         self.tmp = os.path.join(work, "remote-tmp")
 
-    def __enter__(self):
+    def start(self):
         os.makedirs(self.tmp)
         os.makedirs(self.dir)
         os.makedirs("/run/sshd", exist_ok=True)  # sshd's privilege-separation directory
@@ -361,12 +367,12 @@ class Sshd:
             while sh(*self.client(["ssh", "-F", self.config(), "-o", "BatchMode=yes", "h%d" % node, "true"]),
                      check=False).returncode != 0:
                 if time.time() > deadline:
-                    self.__exit__()
+                    self.stop()
                     raise NoSshd("sshd did not answer on host %d" % node)
                 time.sleep(0.2)
         return self
 
-    def __exit__(self, *exc):
+    def stop(self):
         for p in self.procs:
             p.kill()
             p.wait()
@@ -387,7 +393,7 @@ def check_over_ssh(hosts, cli, work, failures):
         print("over ssh: skipped, no ssh or sshd")
         return
     try:
-        sshd = Sshd(hosts, work).__enter__()
+        sshd = Sshd(hosts, work).start()
     except NoSshd as e:  # the environment, not TuneBench: said, and the other checks still count
         print("over ssh: skipped, %s" % e)
         return
@@ -406,21 +412,11 @@ def check_over_ssh(hosts, cli, work, failures):
             return
         if not said or "rendezvous at %s:" % hosts.addr[0] not in said[0]:
             failures.append("over ssh: the rendezvous is not host 0's address: %s" % said)
-        ranks = json.load(open(out))["ranks"]
-        d1 = ranks[1]["distributed"]
-        if [r["distributed"].get("host") for r in ranks] != ["tbhost0", "tbhost1"]:
-            failures.append("over ssh: hosts %s" % [r["distributed"].get("host") for r in ranks])
-        if ranks[0]["parameter_digest"] != ranks[1]["parameter_digest"]:
-            failures.append("over ssh: the ranks' weights differ")
-        offset, error = d1.get("clock_offset_ns"), d1.get("clock_error_ns")
-        print("over ssh: rank 1's clock offset %s ns (true -%d), error bound %s ns" % (offset, DAY_NS, error))
-        if offset is None or error is None or abs(offset + DAY_NS) > error:
-            failures.append("over ssh: clock offset %s +- %s ns, the true one is -%d" % (offset, error, DAY_NS))
-        check_one_clock(trace_events(trace), failures, "over ssh trace")
+        check_run_result(out, trace, failures, "over ssh")
         if os.listdir(sshd.tmp):
             failures.append("over ssh: left on the hosts: %s" % os.listdir(sshd.tmp))
     finally:
-        sshd.__exit__()
+        sshd.stop()
 
 
 def main():
