@@ -74,7 +74,8 @@ class RecordedAllReduceHook : public c10d::CommHookInterface {
     auto fut = state_->allreduce(tensors)->getFuture();
     const bool fp16 = fp16_, record_range = record_range_;
     return fut->then(
-        [t0, bytes, buffer, fp16, record_range](c10::ivalue::Future& done) mutable {
+        [t0, bytes, buffer, fp16, record_range](c10::ivalue::Future& done) {
+          // Not mutable: LibTorch 2.x calls the callback as const (copy_ is a const method of Tensor).
           // value() rethrows the collective's error (a dead peer, the timeout): then() calls us either way,
           // and returning the buffer without asking would train on with gradients nobody reduced.
           const auto reduced = done.value().toTensorVector();

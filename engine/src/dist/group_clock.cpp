@@ -58,7 +58,7 @@ void Group::sync_clocks() {
   const auto timeout = std::chrono::milliseconds(int64_t(opts_.timeout_s) * 1000);
   const std::string key = "tunebench/clock/";
   const std::string mine = host_name() + "\n" + clock_identity();
-  store_->set(key + std::to_string(opts_.rank), {mine.begin(), mine.end()});
+  post(key + std::to_string(opts_.rank), mine);
   // Every rank reads every identity, so all agree on which ranks exchange with rank 0, and in what order.
   std::vector<std::string> ids(size_t(opts_.world_size));
   for (int r = 0; r < opts_.world_size; ++r) {
