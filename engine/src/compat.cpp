@@ -178,6 +178,14 @@ bool amp_fp16_supported(torch::Device device) {
 #endif
 }
 
+bool ddp_static_graph_breaks_no_sync() {
+#if TB_TORCH_AT_LEAST(2, 1)
+  return true;
+#else
+  return false;
+#endif
+}
+
 void amp_unscale_(std::vector<torch::Tensor>& grads, torch::Tensor& found_inf, const torch::Tensor& inv_scale) {
   at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf, inv_scale);
 }

@@ -83,6 +83,13 @@ void amp_unscale_(std::vector<torch::Tensor>& grads, torch::Tensor& found_inf, c
 void amp_update_scale_(torch::Tensor& scale, torch::Tensor& growth_tracker, const torch::Tensor& found_inf,
                        double growth_factor, double backoff_factor, int64_t growth_interval);
 
+// --- data parallel ----------------------------------------------------------------------------------------
+// From LibTorch 2.1 (pytorch/pytorch#103487) a static-graph Reducer counts the autograd hooks of no_sync
+// backwards of its first iteration, and from the second iteration on never marks a parameter ready: the ranks
+// stop all-reducing and silently part (seen with Debian 13's 2.6; DistributedDataParallel(static_graph=True)
+// with no_sync() does the same, pytorch/pytorch#187732). 1.13 counts only synchronized iterations.
+bool ddp_static_graph_breaks_no_sync();
+
 // --- backend switches (process-global; CUDA builds only, no-ops elsewhere) -----------------------------
 void set_tf32(bool enabled);  // cuBLAS + cuDNN TF32 (old setters; they warn but work after 2.9)
 void set_cudnn_benchmark(bool enabled);

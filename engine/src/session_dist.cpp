@@ -19,11 +19,18 @@ void SessionImpl::realize_ddp(const Config& c) {
   s.comm_hook = val(c, "comm_hook");
   s.broadcast_buffers = on(c, "broadcast_buffers");
   s.static_graph = on(c, "static_graph");
+  // Gradient accumulation runs no_sync micro-batches, which a 2.x static-graph Reducer miscounts (compat.h).
+  const bool refuse_static = s.static_graph && flags_.grad_accumulation > 1 && compat::ddp_static_graph_breaks_no_sync();
+  if (refuse_static) s.static_graph = false;
   // The same parameters (same tensors, same order) and settings: keep the Reducer and its bucket plan.
   bool same = ddp_ && ddp_->settings() == s && ddp_->params().size() == params_.size();
   for (size_t i = 0; same && i < params_.size(); ++i)
     same = ddp_->params()[i].unsafeGetTensorImpl() == params_[i].unsafeGetTensorImpl();
   if (same) return;
+  if (refuse_static)
+    warnings_.push_back("static_graph stays off while grad_accumulation > 1: in LibTorch " + compat::libtorch_version() +
+                        " a static-graph Reducer stops all-reducing after the first step when steps accumulate "
+                        "no_sync micro-batches (pytorch/pytorch#187732)");
   std::vector<torch::Tensor> buffers;
   for (const auto& t : model_->state_tensors())
     if (!t.requires_grad()) buffers.push_back(t);

@@ -1,14 +1,16 @@
 // dist/c10d_compat.h on the c10d API shapes Debian's 1.13 does not have. Debian's build takes the 1.13 branch
 // of each function (the CLI's data-parallel tests run it); the other branches are instantiated here with
 // stand-ins shaped as PyTorch's 2.x headers declare them (ProcessGroup of 2.1 and of 2.6+, the Reducer of 2.x
-// and of 2026), so that a mistake in them shows here rather than first in the CUDA build on a lent GPU.
+// and of 2026; TCPStoreOptions with and without useLibUV), so that a mistake in them shows here rather than first in the CUDA build on a lent GPU.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 
+#include <cstdlib>
 #include <map>
 #include <optional>
+#include <stdexcept>
 
 #include "dist/c10d_compat.h"
 
@@ -140,6 +142,55 @@ TEST(C10dCompat, EachReducerConstructorShapeGetsTheSameSettings) {
   EXPECT_EQ(made<Reducer2x>().shape, 20);
   EXPECT_EQ(made<Reducer2026>().shape, 2026);
   EXPECT_EQ(made<Reducer2026>().limits, 0u) << "an empty cap list: bucket_bytes_cap for every bucket";
+}
+
+// TCPStoreOptions of 2.4+ (useLibUV, true by default) and of 1.13 (none), and a TCPStore that throws as
+// LibTorch does: without libuv built in, for any useLibUV=true store; or "port in use" for every store.
+struct Options24 {
+  uint16_t port = 0;
+  bool useLibUV = true;
+};
+struct Options113 {
+  uint16_t port = 0;
+};
+template <bool kHasLibuv, bool kPortInUse = false>
+struct FakeTcpStore : c10::intrusive_ptr_target {
+  template <class O>
+  FakeTcpStore(const std::string& h, O o) : host(h) {
+    if constexpr (requires { o.useLibUV; }) {
+      uses_libuv = o.useLibUV;
+      ++tries;
+      if (o.useLibUV && !kHasLibuv)
+        throw std::runtime_error("use_libuv was requested but PyTorch was build without libuv support");
+    }
+    if (kPortInUse) throw std::runtime_error("The server socket has failed to listen on any local network address.");
+  }
+  std::string host;
+  bool uses_libuv = false;
+  static inline int tries = 0;
+};
+
+TEST(C10dCompat, AStoreFallsBackToTheClassicBackendOnlyWhereLibuvIsMissing) {
+  unsetenv("USE_LIBUV");
+  FakeTcpStore<true>::tries = FakeTcpStore<false>::tries = 0;
+  auto with = c10d_compat::make_tcp_store<FakeTcpStore<true>>("h", Options24{});
+  EXPECT_TRUE(with->uses_libuv) << "libuv where LibTorch has it (the wheels)";
+  EXPECT_EQ(FakeTcpStore<true>::tries, 1);
+  auto without = c10d_compat::make_tcp_store<FakeTcpStore<false>>("h", Options24{});
+  EXPECT_FALSE(without->uses_libuv) << "Debian 13's 2.6 has no libuv";
+  EXPECT_EQ(without->host, "h");
+  EXPECT_EQ(FakeTcpStore<false>::tries, 2);
+
+  setenv("USE_LIBUV", "0", 1);
+  EXPECT_FALSE((c10d_compat::make_tcp_store<FakeTcpStore<true>>("h", Options24{})->uses_libuv)) << "as PyTorch reads it";
+  unsetenv("USE_LIBUV");
+
+  // Any other failure is the caller's (it names the port), and is not retried.
+  FakeTcpStore<true, true>::tries = 0;
+  EXPECT_THROW((c10d_compat::make_tcp_store<FakeTcpStore<true, true>>("h", Options24{})), std::runtime_error);
+  EXPECT_EQ((FakeTcpStore<true, true>::tries), 1);
+  // 1.13's options have no useLibUV.
+  EXPECT_FALSE((c10d_compat::make_tcp_store<FakeTcpStore<false>>("h", Options113{})->uses_libuv));
 }
 
 }  // namespace

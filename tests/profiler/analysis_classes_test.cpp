@@ -3,6 +3,8 @@
 // Kineto traces of tests/testdata with figures recomputed independently from their raw JSON.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "profiler/analysis.h"
 #include "profiler/trace.h"
 #include "profiler/trace_io.h"

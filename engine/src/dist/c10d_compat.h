@@ -6,6 +6,9 @@
 //   one backend per device type (PyTorch's init_process_group("cpu:gloo,cuda:nccl")): the group is built
 //   around it with setBackend. The ProcessGroup constructor took Options (the backend name, the timeout)
 //   until 2.5 and takes (store, rank, size) since.
+// - TCPStoreOptions::useLibUV (2.4+) defaults to true, and a LibTorch built without libuv (Debian 13's 2.6)
+//   then refuses to open any store, server or client ("use_libuv was requested but PyTorch was build without
+//   libuv support"). The wheels have libuv.
 // - c10d::Reducer's constructor: 1.13 to 2.x took per-bucket size limits after the bucket indices; later ones
 //   drop them and add skip_all_reduce_unused_params, use_python_reducer and bucket_bytes_cap_list.
 //
@@ -22,8 +25,10 @@
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -34,6 +39,25 @@ namespace tb::engine::dist::c10d_compat {
 
 template <class T>
 inline constexpr bool kAlwaysFalse = false;
+
+// The TCP store with options `so`. Where the options have useLibUV: USE_LIBUV=0 asks for the classic backend,
+// as it does of PyTorch's rendezvous, and a LibTorch without libuv falls back to the classic backend instead of
+// failing (the server and the clients speak the same protocol either way). Any other error is the caller's.
+template <class Store = c10d::TCPStore, class Options = c10d::TCPStoreOptions>
+c10::intrusive_ptr<Store> make_tcp_store(const std::string& host, Options so) {
+  if constexpr (requires { so.useLibUV = false; }) {
+    if (const char* env = std::getenv("USE_LIBUV"); env && std::string(env) == "0") so.useLibUV = false;
+    if (so.useLibUV) {
+      try {
+        return c10::make_intrusive<Store>(host, so);
+      } catch (const std::exception& e) {
+        if (std::string(e.what()).find("without libuv") == std::string::npos) throw;
+        so.useLibUV = false;
+      }
+    }
+  }
+  return c10::make_intrusive<Store>(host, so);
+}
 
 // The group over `store`: Gloo for CPU tensors and, when `cuda_backend` is given (>= 2.0 only), that backend
 // (NCCL) for CUDA tensors and as the default. `gloo` comes ready-made from the caller.

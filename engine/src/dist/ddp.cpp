@@ -118,7 +118,7 @@ c10::intrusive_ptr<c10d::Store> Group::connect(bool server) const {
   so.waitWorkers = false;  // the process group's own rendezvous waits (with the timeout)
   so.timeout = std::chrono::milliseconds(int64_t(opts_.timeout_s) * 1000);
   so.multiTenant = true;
-  auto tcp = c10::make_intrusive<c10d::TCPStore>(opts_.master_addr, so);
+  auto tcp = c10d_compat::make_tcp_store(opts_.master_addr, so);
   if (!opts_.agent_store) return tcp;
   return c10::make_intrusive<c10d::PrefixStore>("/worker/attempt_" + std::to_string(opts_.restart_count), tcp);
 }
