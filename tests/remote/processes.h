@@ -13,10 +13,20 @@
 
 namespace tb::test_util {
 
+// The whole of /proc/PID/FILE, "" when the process is gone. A process that exits between the open and the
+// read fails the read with ESRCH, which libstdc++'s filebuf throws through an istreambuf_iterator.
+inline std::string proc_file(pid_t pid, const char* file) {
+  try {
+    std::ifstream f("/proc/" + std::to_string(pid) + "/" + file);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
 // argv of a process joined by spaces ("" when it is gone).
 inline std::string command_line(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/cmdline");
-  std::string cmd(std::istreambuf_iterator<char>(f), {});
+  std::string cmd = proc_file(pid, "cmdline");
   for (char& c : cmd)
     if (c == '\0') c = ' ';
   if (!cmd.empty() && cmd.back() == ' ') cmd.pop_back();
@@ -24,17 +34,13 @@ inline std::string command_line(pid_t pid) {
 }
 
 inline std::string argv0(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/cmdline");
-  std::string a;
-  std::getline(f, a, '\0');
-  return a;
+  const std::string cmd = proc_file(pid, "cmdline");
+  return cmd.substr(0, cmd.find('\0'));
 }
 
 // The parent pid ("pid (comm) state ppid ..."; comm may hold spaces and parentheses), 0 when gone.
 inline pid_t parent_of(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat;
-  std::getline(f, stat);
+  const std::string stat = proc_file(pid, "stat");
   const size_t paren = stat.rfind(')');
   return paren == std::string::npos ? 0 : pid_t(std::atoi(stat.c_str() + paren + 4));
 }
