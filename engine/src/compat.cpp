@@ -1,8 +1,8 @@
 #include "compat.h"
+#include "torch_version.h"
 
 #include <ATen/autocast_mode.h>
 #include <ATen/detail/CUDAHooksInterface.h>
-#include <torch/version.h>
 
 #include <fstream>
 #include <thread>
@@ -12,9 +12,6 @@
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAFunctions.h>
 #endif
-
-#define TB_TORCH_AT_LEAST(maj, min) \
-  (TORCH_VERSION_MAJOR > (maj) || (TORCH_VERSION_MAJOR == (maj) && TORCH_VERSION_MINOR >= (min)))
 
 namespace tb::engine::compat {
 

@@ -1,7 +1,8 @@
 // dist/c10d_compat.h on the c10d API shapes Debian's 1.13 does not have. Debian's build takes the 1.13 branch
 // of each function (the CLI's data-parallel tests run it); the other branches are instantiated here with
 // stand-ins shaped as PyTorch's 2.x headers declare them (ProcessGroup of 2.1 and of 2.6+, the Reducer of 2.x
-// and of 2026; TCPStoreOptions with and without useLibUV), so that a mistake in them shows here rather than first in the CUDA build on a lent GPU.
+// and of 2026; TCPStoreOptions with and without useLibUV), so that a mistake in them shows here rather than
+// first in the CUDA build on a lent GPU.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 

@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <gtest/gtest.h>
-#include <torch/version.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -24,6 +23,7 @@
 #include "../remote/processes.h"
 #include "cli_runner.h"
 #include "rank_test_data.h"
+#include "torch_version.h"
 
 namespace {
 
@@ -119,7 +119,7 @@ TEST_F(CliDistributed, DdpKnobsChangeTheWorkAndKeepTheInvariant) {
   EXPECT_EQ(d["bucket_cap_mb"], 1);
   // From LibTorch 2.1 a static graph stays off under gradient accumulation (engine/src/compat.h: its Reducer
   // would stop all-reducing after the first step), and says so; then static_graph is checked alone.
-  const bool static_refused = TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1);
+  const bool static_refused = TB_TORCH_AT_LEAST(2, 1);
   EXPECT_EQ(d["static_graph"].get<bool>(), !static_refused);
   if (static_refused) {
     EXPECT_NE(j["warnings"].dump().find("static_graph stays off while grad_accumulation > 1"), std::string::npos)

@@ -1,11 +1,11 @@
-// The knob catalog and config parsing (torch-free logic; torch/version.h only names the LibTorch release).
+// The knob catalog and config parsing (torch-free logic; torch_version.h only names the LibTorch release).
 #include <gtest/gtest.h>
-#include <torch/version.h>
 
 #include <set>
 
 #include "engine/knobs.h"
 #include "engine/session.h"
+#include "torch_version.h"
 
 namespace tb::engine {
 namespace {
@@ -92,7 +92,7 @@ TEST(Knobs, CpuBuildSaysWhyGpuKnobsDoNotApply) {
     if (id == "amp") {
       EXPECT_TRUE(s.applicability.applicable);
       // fp16 autocast with loss scaling runs on the CPU since LibTorch 2.3; before, the reason says why not.
-      if (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)) {
+      if (TB_TORCH_AT_LEAST(2, 3)) {
         EXPECT_TRUE(s.applicability.unavailable_values.empty());
       } else {
         EXPECT_EQ(s.applicability.unavailable_values, std::vector<std::string>{"fp16"});

@@ -3,7 +3,6 @@
 
 #include <torch/script.h>
 #include <torch/torch.h>
-#include <torch/version.h>
 
 #include <filesystem>
 #include <fstream>
@@ -11,6 +10,7 @@
 #include "engine/session.h"
 #include "models.h"
 #include "session_internal.h"
+#include "torch_version.h"
 
 namespace tb::engine {
 namespace {
@@ -168,7 +168,7 @@ TEST(Session, Fp16OnCpuRunsFromLibTorch23AndSaysWhyBefore) {
   auto s = Session::create(tiny());
   s->apply({{"amp", "fp16"}});
   const auto out = session_internals(*s).forward_as_step(torch::randn({2, 1, 28, 28}));
-  if (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)) {
+  if (TB_TORCH_AT_LEAST(2, 3)) {
     EXPECT_FALSE(has_warning(s->take_warnings(), "fp16"));
     EXPECT_EQ(out.scalar_type(), torch::kHalf);
     EXPECT_TRUE(std::isfinite(s->step().loss)) << "a scaled fp16 step on the CPU";
