@@ -108,6 +108,11 @@ void decide_clock() {
 #if defined(__x86_64__)
   std::call_once(g_tsc_once, [] {
     if (std::getenv("TUNEBENCH_RECORDER_NO_TSC")) return;
+    // Forced on (tests: the TSC path is checked on machines whose kernel clocksource is another one).
+    if (const char* f = std::getenv("TUNEBENCH_RECORDER_TSC"); f && *f == '1') {
+      g_use_tsc.store(true, std::memory_order_release);
+      return;
+    }
     FILE* f = std::fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
     if (!f) return;
     char buf[32] = {0};
@@ -120,7 +125,13 @@ void decide_clock() {
 
 inline int64_t ticks() noexcept {
 #if defined(__x86_64__)
-  if (g_use_tsc.load(std::memory_order_relaxed)) return static_cast<int64_t>(__builtin_ia32_rdtsc());
+  if (g_use_tsc.load(std::memory_order_relaxed)) {
+    // RDTSCP, not RDTSC: it waits for the instructions before it, so a range's end is never read before the
+    // work inside it. With plain RDTSC a child's end came out up to ~30 ns after its parent's on an AMD EPYC
+    // VM, and nested ranges swapped depths (Recorder tests, 3 of 3 runs); RDTSCP costs a few more cycles.
+    unsigned aux;
+    return static_cast<int64_t>(__builtin_ia32_rdtscp(&aux));
+  }
 #endif
   return now_ns();
 }
@@ -143,6 +154,16 @@ ClockPair sample_clock() {
     }
   }
   return best;
+}
+
+// Appends a fresh sample to `samples` and returns the tick up to which records may be mapped now. Samples stay
+// strictly increasing in both tick and ns, so the mapping never runs backwards: a sample whose bracket came
+// out no later than the previous one (two collects within the clocks' read error) is not kept.
+int64_t push_clock_sample(std::vector<ClockPair>& samples) {
+  const ClockPair s = sample_clock();
+  if (!samples.empty() && (s.tick <= samples.back().tick || s.ns <= samples.back().ns)) return samples.back().tick;
+  samples.push_back(s);
+  return s.tick;
 }
 
 // Maps ticks to ns given samples sorted by tick (>= 1 sample when TSC is in use).
@@ -316,6 +337,14 @@ const char* intern(std::string_view name) {
   return it->c_str();
 }
 
+bool Recorder::nvtx_built() {
+#if defined(TUNEBENCH_HAVE_NVTX)
+  return true;
+#else
+  return false;
+#endif
+}
+
 Recorder& Recorder::instance() {
   static Recorder* r = new Recorder();
   return *r;
@@ -334,7 +363,7 @@ void Recorder::start() {
     std::lock_guard<std::mutex> lock(r.mu);
     for (ThreadBuffer* b : r.buffers) discard_committed(b);
     r.clock_samples.clear();
-    r.clock_samples.push_back(sample_clock());
+    push_clock_sample(r.clock_samples);
   }
   r.start_ts.store(ticks(), std::memory_order_release);
   g_enabled.store(true, std::memory_order_release);
@@ -429,8 +458,11 @@ std::unique_ptr<Trace> Recorder::collect() {
   std::unordered_map<const char*, uint32_t> counter_tracks;
 
   std::lock_guard<std::mutex> lock(r.mu);
-  // Every record committed so far is older than this sample: all ticks fall between two samples.
-  r.clock_samples.push_back(sample_clock());
+  // Only records older than this sample are read now; younger ones wait for the next collect. So every tick is
+  // mapped between two samples, and since samples are only ever appended, a tick maps to the same ns in every
+  // collect: read past the sample, the youngest records would be extrapolated from the last (possibly very
+  // short) interval, while a range still open then would be interpolated one collect later.
+  const int64_t cutoff = push_clock_sample(r.clock_samples);
   TickMap to_ns{r.clock_samples, g_use_tsc.load(std::memory_order_acquire)};
   for (auto it = r.buffers.begin(); it != r.buffers.end();) {
     ThreadBuffer* b = *it;
@@ -442,11 +474,16 @@ std::unique_ptr<Trace> Recorder::collect() {
       if (track == UINT32_MAX) track = trace->track_for(TrackKind::CpuThread, pid, b->tid, tname);
       return track;
     };
+    bool younger_left = false;  // records after the sample remain: this buffer is not drained
     while (b->head) {
       Chunk* c = b->head;
       const uint32_t n = c->committed.load(std::memory_order_acquire);
       for (; b->read < n; ++b->read) {
         const Record& rec = c->records[b->read];
+        if (rec.ts > cutoff) {  // a thread's records are in tick order: the rest are younger too
+          younger_left = true;
+          break;
+        }
         if (rec.ts < start_ts) continue;  // recorded before the latest start(): cleared
         switch (rec.type) {
           case RecType::Begin:
@@ -491,11 +528,11 @@ std::unique_ptr<Trace> Recorder::collect() {
           }
         }
       }
-      if (release_drained_head(b, c, n)) continue;
+      if (!younger_left && release_drained_head(b, c, n)) continue;
       break;
     }
     // Ranges still open: kept for the next collect while recording; closed at the stop time otherwise.
-    if ((!recording || exited) && !b->open.empty()) {
+    if ((!recording || exited) && !younger_left && !b->open.empty()) {
       const int64_t t_close = recording ? ticks() : close_ts;
       while (!b->open.empty()) {
         OpenRange o = b->open.back();
@@ -511,7 +548,7 @@ std::unique_ptr<Trace> Recorder::collect() {
       }
     }
     if (track == UINT32_MAX && !b->name.empty() && recording) cpu_track();  // named threads show even if idle
-    if (exited) {
+    if (exited && !younger_left) {
       // The thread is gone and everything it wrote has been read: free its buffer.
       for (Chunk* c = b->head; c;) {
         Chunk* next = c->next.load(std::memory_order_acquire);

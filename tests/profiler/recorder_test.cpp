@@ -179,6 +179,56 @@ TEST(Recorder, ManyThreadsConcurrentWithCollect) {
   EXPECT_EQ(named.size(), static_cast<size_t>(kThreads));
 }
 
+// Collects back to back while threads record nested ranges: the samples are microseconds apart, the pattern
+// under which the TSC mapping once swapped a parent and its child. Every range must come back nested in its
+// parent, in order, whichever clock path this process uses (CTest runs the Recorder tests with each).
+TEST(Recorder, RapidCollectsKeepEveryRangeInsideItsParent) {
+  auto& r = Recorder::instance();
+  r.start();
+  constexpr int kThreads = 2;
+  constexpr int kPairs = 20000;
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([i, &go] {
+      set_thread_name("nest-" + std::to_string(i));
+      while (!go.load()) std::this_thread::yield();
+      for (int k = 0; k < kPairs; ++k) {
+        Recorder::begin(names::kLoadBatch, k);
+        Recorder::begin(names::kDecode);
+        Recorder::end();
+        Recorder::end();
+      }
+    });
+  }
+  go = true;
+  std::vector<std::unique_ptr<Trace>> parts;
+  for (int c = 0; c < 300; ++c) parts.push_back(r.collect());
+  for (auto& th : threads) th.join();
+  r.stop();
+  parts.push_back(r.collect());
+  Trace merged;
+  for (const auto& part : parts) merged.merge(*part);
+  size_t checked = 0;
+  for (const Track& tr : merged.tracks()) {
+    if (tr.name().rfind("nest-", 0) != 0) continue;
+    const Event* parent = nullptr;
+    for (const Event& e : tr.events()) {
+      if (merged.name(e.name) == "load_batch") {
+        if (parent) ASSERT_LE(parent->end_ns, e.start_ns) << "load_batch ranges overlap";
+        parent = &e;
+      } else {
+        ASSERT_NE(parent, nullptr) << "a decode range before any load_batch";
+        ASSERT_GE(e.start_ns, parent->start_ns);
+        ASSERT_LE(e.end_ns, parent->end_ns);
+        ASSERT_EQ(e.depth, 1);
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, static_cast<size_t>(kThreads) * kPairs);
+}
+
 // What `tunebench-cli run --trace T.json` does: record, collect, export; then analyze reads it back.
 TEST(Recorder, RecordedTraceExportsAndAnalysesAfterReload) {
   auto& r = Recorder::instance();

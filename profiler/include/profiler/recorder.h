@@ -11,8 +11,10 @@
 //   null-pointer check.
 // - Timestamps are now_ns(): CLOCK_MONOTONIC nanoseconds. Every other clock (CUPTI's) is aligned to it.
 //   (On x86-64 with an invariant TSC the hot path stores raw TSC ticks and collect() maps them to
-//   CLOCK_MONOTONIC by interpolating between clock pairs sampled at start() and each collect(); set
-//   TUNEBENCH_RECORDER_NO_TSC=1 to read clock_gettime on every record instead.)
+//   CLOCK_MONOTONIC by interpolating between clock pairs sampled at start() and each collect(); a collect
+//   reads only records older than its own sample, so a tick maps to the same ns in every collect. Set
+//   TUNEBENCH_RECORDER_NO_TSC=1 to read clock_gettime on every record instead, TUNEBENCH_RECORDER_TSC=1 to use
+//   the TSC whatever the kernel's clocksource.)
 // - Recording is off until start(); begin/end while off cost one relaxed atomic load.
 //
 // Threading: begin/end/instant/counter are called from any thread, each on its own buffer. start/stop/
@@ -46,6 +48,7 @@ const char* intern(std::string_view name);
 class Recorder {
  public:
   static Recorder& instance();
+  static bool nvtx_built();  // ranges also go to NVTX (for Nsight and CUPTI's timeline) in this build
 
   // Starts recording: clears what was recorded before. Cheap when already started.
   void start();
