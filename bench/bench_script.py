@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Script benchmark (issue 11, not run in CI): the example script (examples/train_folder.py) on a JPEG folder.
+"""Script benchmark (not run in CI): the example script (examples/train_folder.py) on a JPEG folder.
 
 1. Hook overhead: the same run (--epochs E) as a plain `python3 train_folder.py` and under
    `python -m tunebench.launch`, alternating, whole-process wall time; prints hooked/plain per round and the
@@ -7,7 +7,7 @@
 2. Tuned vs naive: `tunebench-cli tune --script` on it; prints the speed-up with its interval and what was kept.
 
 usage: bench_script.py [--cli build/app/tunebench-cli] [--images 512] [--size 640x480] [--epochs 2]
-                       [--rounds 3] [--budget 200] [--python /usr/bin/python3]
+                       [--rounds 3] [--budget 200] [--python PY (default: this interpreter)]
 """
 
 import argparse
@@ -27,7 +27,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--cli", default=os.path.join(ROOT, "build", "app", "tunebench-cli"))
-    p.add_argument("--python", default="/usr/bin/python3")
+    p.add_argument("--python", default=sys.executable)
     p.add_argument("--images", type=int, default=512)
     p.add_argument("--size", default="640x480")
     p.add_argument("--epochs", type=int, default=2)

@@ -6,7 +6,7 @@ faults and CPU time per batch, read from /proc/PID/stat, for `--batches` batches
 runs one child under glibc's defaults and one with `cpu_allocator=glibc_tuned`'s GLIBC_TUNABLES, alternating
 order; prints both and the ratio of CPU per batch (glibc / tuned).
 
-usage: bench_script_workers.py [--cli build/app/tunebench-cli] [--python /usr/bin/python3] [--images 256]
+usage: bench_script_workers.py [--cli build/app/tunebench-cli] [--python PY (default: this interpreter)] [--images 256]
                                [--size 640x480] [--batches 6] [--rounds 3]
 """
 
@@ -45,7 +45,7 @@ print((f1 - f0) / n, (c1 - c0) / n * 1000)
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--cli", default=os.path.join(ROOT, "build", "app", "tunebench-cli"))
-    p.add_argument("--python", default="/usr/bin/python3")
+    p.add_argument("--python", default=sys.executable)
     p.add_argument("--images", type=int, default=256)
     p.add_argument("--size", default="640x480")
     p.add_argument("--batches", type=int, default=6)

@@ -4,7 +4,8 @@
 The same loop the engine runs with its default knobs (what a newcomer writes): AdamW with the per-parameter
 loop (foreach=False), zero_grad() filling zeros, loss.item() every step, one batch made once (synthetic).
 Prints one JSON line: {"samples_per_s": median over measured steps, ...}.
-Run with Debian's python3-torch 1.13: /usr/bin/python3 bench/mnist_eager.py --steps 60 --batch 64
+With --compile the model is torch.compile'd (inductor; its compilation happens in the warm-up steps).
+Run with the project's environment: $(scripts/python-env.sh --existing) bench/mnist_eager.py --steps 60 --batch 64
 """
 import argparse
 import json
@@ -43,19 +44,21 @@ def main():
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--compile", action="store_true")
     args = ap.parse_args()
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     model = Net()
     model.train()
+    fwd = torch.compile(model) if args.compile else model
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01, foreach=False)
     x = torch.randn(args.batch, 1, 28, 28)
     y = torch.randint(0, 10, (args.batch,))
     rates = []
     for step in range(args.warmup + args.steps):
         t0 = time.perf_counter()
-        out = model(x)
+        out = fwd(x)
         loss = F.nll_loss(out, y)
         loss.backward()
         opt.step()
@@ -65,7 +68,7 @@ def main():
         if step >= args.warmup:
             rates.append(args.batch / dt)
     print(json.dumps({"samples_per_s": statistics.median(rates), "steps": args.steps, "batch": args.batch,
-                      "threads": torch.get_num_threads(), "torch": torch.__version__}))
+                      "threads": torch.get_num_threads(), "torch": torch.__version__, "compiled": args.compile}))
 
 
 if __name__ == "__main__":

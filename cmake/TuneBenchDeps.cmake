@@ -1,5 +1,6 @@
 # Dependency discovery, once, for all modules.
 find_package(Threads REQUIRED)
+include(TuneBenchTorch)  # first: a CUDA wheel names the CUPTI and NCCL headers to use
 
 # --- CUDA toolkit headers for CUPTI / NVTX (never linked: CUPTI is dlopen'ed, NVTX3 is header-only).
 set(TUNEBENCH_HAVE_CUPTI OFF)
@@ -37,7 +38,7 @@ if(TUNEBENCH_ENGINE)
     set(TUNEBENCH_TORCH_CUDA ON)
   endif()
   # NCCL (data parallel on GPUs): c10d's ProcessGroupNCCL from this LibTorch, which links libnccl itself; we
-  # need its header and nccl.h (the PyTorch wheel's nvidia/nccl/include: scripts/gpu-check.sh passes it as
+  # need its header and nccl.h (the PyTorch wheel's nvidia/nccl/include: TuneBenchTorch.cmake sets it as
   # TUNEBENCH_NCCL_INCLUDE). Never on a CPU LibTorch: Debian's ships the header but no NCCL in its libraries.
   set(TUNEBENCH_HAVE_NCCL OFF)
   if(TUNEBENCH_TORCH_CUDA AND NOT TUNEBENCH_NCCL STREQUAL "OFF")
@@ -55,6 +56,11 @@ if(TUNEBENCH_ENGINE)
   if(TUNEBENCH_NCCL STREQUAL "ON" AND NOT TUNEBENCH_HAVE_NCCL)
     message(FATAL_ERROR "TUNEBENCH_NCCL=ON needs a CUDA LibTorch with c10d/ProcessGroupNCCL.hpp and nccl.h "
                         "(set TUNEBENCH_NCCL_INCLUDE to the directory of nccl.h)")
+  endif()
+  # Gloo's headers: c10d's ProcessGroupGloo.hpp includes them and no PyTorch wheel ships them (libgloo-dev).
+  find_path(TUNEBENCH_GLOO_INCLUDE gloo/algorithm.h)
+  if(NOT TUNEBENCH_GLOO_INCLUDE)
+    message(FATAL_ERROR "Gloo's headers (gloo/algorithm.h) were not found: install libgloo-dev (scripts/install-deps.sh)")
   endif()
   find_package(PkgConfig REQUIRED)
   pkg_check_modules(TURBOJPEG REQUIRED IMPORTED_TARGET libturbojpeg)

@@ -9,6 +9,9 @@ jobs="${TB_JOBS:-$(nproc)}"
 export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}" CCACHE_BASEDIR="$PWD" CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-5G}"
 # Precompiled headers and ccache: let ccache reuse PCH-based objects.
 export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}"
+# The engine links the PyTorch wheel of the project's environment (scripts/python-env.sh); TB_PYTHON names
+# another interpreter whose torch to use.
+python="${TB_PYTHON:-$(bash scripts/python-env.sh --existing)}"
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="${TB_BUILD_TYPE:-RelWithDebInfo}" \
-  -DTUNEBENCH_GUI="$gui" -DBUILD_TESTING=ON ${TB_CMAKE_ARGS:-}
+  -DTUNEBENCH_GUI="$gui" -DBUILD_TESTING=ON -DTUNEBENCH_PYTHON="$python" ${TB_CMAKE_ARGS:-}
 cmake --build "$build_dir" -j "$jobs"

@@ -7,7 +7,8 @@
 #   TB_GPU_STAGES=script    bash scripts/gpu-check.sh     # examples/train_folder.py unmodified on the box's torch:
 #                                                         # one run per knob, a trace, a script tune (~8 min)
 #   TB_GPU_STAGES=dist      bash scripts/gpu-check.sh     # data parallel on the GPU(s): Gloo, auto, NCCL (~4 min)
-# Builds the headless parts against the LibTorch inside the PyTorch wheel (DESIGN.md "Two LibTorch builds").
+# Builds the headless parts against the LibTorch inside the box's PyTorch wheel: the recipe of every build
+# (cmake/TuneBenchTorch.cmake), given the interpreter.
 # A later call on a warm machine finds build-gpu/ still there; on a cold one, run `build` again first.
 # Results land under $OUT as each stage finishes (the device tool returns at most 8 files): summary.txt
 # (appended by every stage), env.txt, and one stage-<name>.tar.gz per stage (logs, run/analysis JSON, and the
@@ -48,64 +49,29 @@ export PKG_CONFIG_PATH="$root/usr/lib/x86_64-linux-gnu/pkgconfig:$root/usr/share
 for pc in "$root"/usr/lib/x86_64-linux-gnu/pkgconfig/*.pc "$root"/usr/share/pkgconfig/*.pc; do
   [[ -f "$pc" ]] && sed -i -E "s#^(prefix|exec_prefix|libdir|includedir|sharedlibdir)=/usr(/|\$)#\1=$root/usr\2#" "$pc"
 done
-torch_prefix="$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')"
-py_site="$(python3 -c 'import torch,os;print(os.path.dirname(os.path.dirname(torch.__file__)))')"
-# The wheel's cuDNN has only libcudnn.so.9; Caffe2Config's FindCUDNN needs the paths given, else configure stops.
-cudnn_dir="$py_site/nvidia/cudnn"
-cudnn_lib="$(ls "$cudnn_dir"/lib/libcudnn.so.[0-9]* 2>/dev/null | head -1)"
-cudnn_args=()
-if [[ -f "$cudnn_dir/include/cudnn.h" && -n "$cudnn_lib" ]]; then
-  cudnn_args=(-DCUDNN_INCLUDE_PATH="$cudnn_dir/include" -DCUDNN_LIBRARY_PATH="$cudnn_lib")
-else
-  log "no cuDNN in $cudnn_dir; relying on a system cuDNN"
-fi
-# CUPTI headers: the wheel's first (LibTorch loads the wheel's libcupti; the record layouts must match it),
-# else the toolkit's.
-cupti_inc=""
-for d in "$py_site/nvidia/cu13/include" "$py_site/nvidia/cuda_cupti/include" /usr/local/cuda/extras/CUPTI/include \
-         /usr/local/cuda/include; do
-  [[ -f "$d/cupti.h" ]] && { cupti_inc="$d"; break; }
-done
-# ATen/cuda/CUDAContextLight.h includes the cuBLAS / cuSPARSE / cuSOLVER headers: the toolkit's, else the
-# wheel's (through CPATH, which the compiler reads).
-for h in cublas_v2.h cublasLt.h cusparse.h cusolverDn.h cuda_runtime.h; do
-  if [[ ! -f /usr/local/cuda/include/$h ]]; then
-    if [[ -f "$py_site/nvidia/cu13/include/$h" ]]; then
-      export CPATH="$py_site/nvidia/cu13/include${CPATH:+:$CPATH}"; log "header $h: from the wheel"
-    else
-      log "header $h: not in the toolkit nor the wheel (the build will fail)"
-    fi
-  fi
-done
-# nccl.h for c10d's ProcessGroupNCCL (data parallel on GPUs): the wheel's NCCL first (LibTorch links that one),
-# else the toolkit's.
-nccl_inc=""
-for d in "$py_site/nvidia/nccl/include" "$py_site/nvidia/cu13/include" /usr/local/cuda/include; do
-  [[ -f "$d/nccl.h" ]] && { nccl_inc="$d"; break; }
-done
-# The wheel's CUDA libraries first (the LibTorch was built against them), then the toolkit's.
-export LD_LIBRARY_PATH="$py_site/nvidia/cu13/lib:$cudnn_dir/lib:$root/usr/lib/x86_64-linux-gnu:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64:${LD_LIBRARY_PATH:-}"
+# The box's own torch, through the same recipe as every other build (cmake/TuneBenchTorch.cmake): its CMake
+# config, the wheel's cuDNN, CUPTI and NCCL headers, the toolkit's nvcc.
+python="$(command -v python3)"
+export LD_LIBRARY_PATH="$root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 build="${TB_GPU_BUILD_DIR:-build-gpu}"  # another build dir only for a dry run off the GPU box
 {
   log "host: $(hostname) $(nproc) cores"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv || true
   python3 -c 'import torch;print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())'
-  /usr/local/cuda/bin/nvcc --version | tail -2; cmake --version | head -1; echo "cupti headers: ${cupti_inc:-none}"; echo "nccl.h: ${nccl_inc:-none}"
+  /usr/local/cuda/bin/nvcc --version | tail -2; cmake --version | head -1
 } > "$out/env.txt" 2>&1
 
 configure() {
   cmake -S . -B $build -G "$gen" -DCMAKE_BUILD_TYPE=Release -DTUNEBENCH_GUI=OFF -DTUNEBENCH_BENCH=OFF \
-    -DTUNEBENCH_CUPTI="${cupti_inc:+ON}${cupti_inc:-AUTO}" ${cupti_inc:+-DTUNEBENCH_CUPTI_INCLUDE="$cupti_inc"} \
-    -DCMAKE_PREFIX_PATH="$torch_prefix;$root/usr;$root/usr/lib/x86_64-linux-gnu/cmake" \
-    -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DCUDAToolkit_ROOT=/usr/local/cuda -DCUDA_TOOLKIT_ROOT_DIR=/usr/local/cuda \
-    "${cudnn_args[@]}" ${PKG_CONFIG:+-DPKG_CONFIG_EXECUTABLE="$PKG_CONFIG"} \
+    -DTUNEBENCH_PYTHON="$python" -DTUNEBENCH_CUPTI=ON \
+    -DCMAKE_PREFIX_PATH="$root/usr;$root/usr/lib/x86_64-linux-gnu/cmake" ${PKG_CONFIG:+-DPKG_CONFIG_EXECUTABLE="$PKG_CONFIG"} \
     -DCMAKE_INCLUDE_PATH="$root/usr/include" -DCMAKE_LIBRARY_PATH="$root/usr/lib/x86_64-linux-gnu" \
-    ${nccl_inc:+-DTUNEBENCH_NCCL_INCLUDE="$nccl_inc"} "$@" >> "$work/logs/configure.txt" 2>&1 \
+    "$@" >> "$work/logs/configure.txt" 2>&1 \
     || { log "configure FAILED"; tail -30 "$work/logs/configure.txt"; pack build; exit 1; }
   log "$(grep -m1 'TuneBench: GUI' "$work/logs/configure.txt")"
 }
 compile() { timeout "${TB_GPU_BUILD_TIMEOUT:-540}" cmake --build $build -j "$(nproc)" > "$work/logs/build.txt" 2>&1; }
 if [[ " $stages " == *" build "* ]]; then
-  log "configure + build against $torch_prefix"
+  log "configure + build against the torch of $python"
   configure
   if ! compile; then
     # NCCL's file is the one written without a 2.x LibTorch to compile it against: a failure there must not

@@ -138,8 +138,8 @@ int run_on_hosts(const Command& c) {
     const std::string torchrun = "--nnodes " + std::to_string(nodes.size()) + " --node_rank " + std::to_string(i) +
                                  " --nproc_per_node " + per_host + " --master_addr " + client::shell_quote(addr) +
                                  " --master_port " + client::shell_quote(port) +
-                                 // 2: only stderr goes through torchrun's log files, rank 0's stdout stays ours
-                                 // (Debian's torchrun 1.13 cannot parse its default 0).
+                                 // 2: only stderr goes through torchrun's log files (and on to ours, tee'd),
+                                 // rank 0's stdout stays the protocol's.
                                  " --redirects 2 --tee 2";
     n.serves = serve && i == 0;
     int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};

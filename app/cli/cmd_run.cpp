@@ -106,7 +106,7 @@ int cmd_run(int argc, char** argv) {
   } catch (const engine::EngineError& e) {
     std::fprintf(stderr, "tunebench-cli: error: %s\n", e.what());
     // Rank 0 could not listen on the rendezvous port: the launcher (run --ranks) tries another.
-    if (distributed && rank == 0 && std::strstr(e.what(), "Address already in use")) return kExitPortInUse;
+    if (distributed && rank == 0 && port_in_use_error(e.what())) return kExitPortInUse;
     return 2;
   }
   nlohmann::json warnings = nlohmann::json::array();
@@ -190,7 +190,6 @@ int cmd_run(int argc, char** argv) {
   out["classes"] = desc["classes"];
   out["device"] = desc["device"];
   out["versions"] = desc["versions"];
-  if (desc.contains("cpu_dense")) out["cpu_dense"] = desc["cpu_dense"];
   out["config"] = config_json(session->config());
   out["config_rev"] = session->revision();
   out["throughput"] = throughput_json(records, load.stop());

@@ -225,7 +225,7 @@ int cmd_serve(int argc, char** argv) {
       leader = owned.get();
       session = std::move(owned);
     } catch (const engine::EngineError& e) {
-      if (std::strstr(e.what(), "Address already in use")) return kExitPortInUse;
+      if (port_in_use_error(e.what())) return kExitPortInUse;
       group_error = e.what();
     }
   }
@@ -233,14 +233,14 @@ int cmd_serve(int argc, char** argv) {
   // hello
   {
     nlohmann::json env = engine::environment_info();
-    const auto plan = collector_plan(trains_on_cuda(opts.device), !trace_dir.empty());
+    const auto plan = collector_plan(trains_on_cuda(opts.device), !trace_dir.empty(),
+                                     env["device"].value("no_cuda", std::string()));
     auto states = engine::knob_states_here(opts.device);
     for (auto& s : states)
       if (auto it = opts.knobs.find(s.info.id); it != opts.knobs.end()) s.value = it->second;
     out.send({{"type", "hello"},
               {"versions", env["versions"]},
               {"device", env["device"]},
-              {"cpu_dense", env.value("cpu_dense", std::string())},
               {"knobs", knobs_json(states)},
               {"collector", {{"enabled", plan.first}, {"reason", plan.second}}}});
   }

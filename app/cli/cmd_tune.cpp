@@ -218,7 +218,7 @@ int cmd_tune(int argc, char** argv) {
     } else workload = engine::make_session_workload(so);
   } catch (const engine::EngineError& e) {
     // Rank 0 could not listen on the rendezvous port: the launcher starts the group again on another.
-    if (led_rank && std::strstr(e.what(), "Address already in use")) {
+    if (led_rank && port_in_use_error(e.what())) {
       for (const auto& c : created) std::remove(c.c_str());
       return kExitPortInUse;
     }

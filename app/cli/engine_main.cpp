@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   }
   int sub_argc = argc - 1;
   char** sub_argv = argv + 1;
+  if (cmd == "--version") return tb::cli::cmd_version(sub_argc, sub_argv);
   if (cmd == "knobs") return tb::cli::cmd_knobs(sub_argc, sub_argv);
   if (cmd == "run") return tb::cli::cmd_run(sub_argc, sub_argv);
   if (cmd == "serve") return tb::cli::cmd_serve(sub_argc, sub_argv);

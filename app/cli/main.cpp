@@ -116,7 +116,12 @@ int main(int argc, char** argv) {
   const std::string cmd = argv[1];
   if (cmd == "--version") {  // the remote side is checked with it (cmd_remote.cpp): keep "(protocol N)" last
     std::printf("tunebench-cli %s (protocol 1)\n", TUNEBENCH_VERSION);
+#ifdef TUNEBENCH_WITH_ENGINE
+    std::fflush(stdout);
+    return exec_engine(argv);  // its lines: the LibTorch and CUDA it links, and this machine's GPU
+#else
     return 0;
+#endif
   }
   if (tb::cli::wants_remote(argc - 1, argv + 1)) return tb::cli::cmd_remote(argc - 1, argv + 1);
   if (cmd == "analyze" || cmd == "diff") restart_with_huge_pages(argc, argv);

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -138,6 +139,9 @@ std::string prologue(const client::RemoteTarget& t, const std::string& id, const
     command = "$tr " + torchrun_args + " --log_dir \"$d/torchrun\" --no_python " + cli;
   }
   s += "mkdir -m 700 \"$d\" || exit " + std::to_string(kExitNoDir) + "\n";
+  // The run's temporary files go with its directory: PyTorch 2.x leaves a torchinductor_<user> cache in
+  // $TMPDIR from any training script, which must not outlive the run on someone else's server.
+  s += "mkdir \"$d/tmp\" && TMPDIR=\"$d/tmp\" && export TMPDIR\n";
   return s;
 }
 }  // namespace
@@ -184,14 +188,17 @@ std::string serve_script(const client::RemoteTarget& t, const std::string& id, c
 
 std::string localize(std::string text, const std::string& id, const std::vector<Output>& outputs) {
   const std::string marker = "/tunebench-remote-" + id + "/";
-  for (size_t at; (at = text.find(marker)) != std::string::npos;) {
+  for (size_t at, from = 0; (at = text.find(marker, from)) != std::string::npos;) {
     const size_t blank = text.find_last_of(" '\"(\n", at);
     const size_t start = blank == std::string::npos ? 0 : blank + 1;
     const size_t slot = at + marker.size(), slash = text.find('/', slot);
     if (slash == std::string::npos) break;
+    from = slot;
+    if (!std::isdigit(static_cast<unsigned char>(text[slot]))) continue;  // not an output's slot ($d/tmp)
     const size_t i = size_t(std::atoi(text.c_str() + slot));
     const std::string dir = i < outputs.size() ? fs::path(outputs[i].local).parent_path().string() : "";
     text.replace(start, slash + 1 - start, dir.empty() ? "" : dir + "/");
+    from = start;
   }
   return text;
 }

@@ -198,10 +198,14 @@ static int led_once(const std::string& verb, const std::string& exe, std::vector
       --left;
       const bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
       if (r > 0) {
+        // Said whether or not rank 0 ended first: from 2.x Gloo sees the reset at once, and rank 0 may be
+        // reaped in the same sweep as the rank that took it down.
         if (!ok && !rank0_done) {
           std::fprintf(stderr, "%s: rank %d %s; rank 0 ends the %s at its next collective (within %d s)\n",
                        verb.c_str(), r, describe_status(st).c_str(), verb == "serve" ? "run" : verb.c_str(), timeout_s);
           deadline = std::min(deadline, std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s + 15));
+        } else if (!ok) {
+          std::fprintf(stderr, "%s: rank %d %s\n", verb.c_str(), r, describe_status(st).c_str());
         }
         continue;
       }

@@ -1,8 +1,9 @@
-// Data-parallel `run` and `serve` (issue 12): `run --ranks N` starts N ranks of itself the way torchrun does, and every
+// Data-parallel `run` and `serve`: `run --ranks N` starts N ranks of itself the way torchrun does, and every
 // rank's results come together on rank 0. Declared here, defined in run_ranks.cpp; app/cli only.
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,6 +44,11 @@ void join_group(engine::SessionOptions& opts, const engine::DistOptions& env, in
 
 // Rank 0's exit code when its rendezvous port is in use (EX_TEMPFAIL): the launcher retries on another.
 inline constexpr int kExitPortInUse = 75;
+// Whether a store error says the port was taken: the classic TCP store says "Address already in use", the
+// libuv one (PyTorch 2.4+) "... code: -98, name: EADDRINUSE, message: address already in use".
+inline bool port_in_use_error(const char* what) {
+  return std::strstr(what, "Address already in use") || std::strstr(what, "EADDRINUSE");
+}
 
 // Rank 0: one run document from every rank's (rank order; "" = that rank never reported). The result is
 // rank 0's document plus world_size, the global throughput (sum over the ranks that reported), ranks[]

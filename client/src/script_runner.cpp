@@ -34,8 +34,11 @@ std::string probe(const std::string& python, const std::string& code, double tim
 PythonChoice find_python(const std::string& requested) {
   PythonChoice c;
   std::vector<std::string> candidates;
+  const char* env_python = std::getenv("TUNEBENCH_PYTHON");
   if (!requested.empty()) {
     candidates.push_back(requested);
+  } else if (env_python && *env_python) {
+    candidates.push_back(env_python);
   } else {
     const char* path = std::getenv("PATH");
     std::stringstream ss(path ? path : "");
@@ -45,6 +48,9 @@ PythonChoice find_python(const std::string& requested) {
       const std::string p = dir + "/python3";
       if (access(p.c_str(), X_OK) == 0) candidates.push_back(p);
     }
+#ifdef TUNEBENCH_BUILD_PYTHON
+    candidates.push_back(TUNEBENCH_BUILD_PYTHON);
+#endif
     candidates.push_back("/usr/bin/python3");
   }
   std::string tried;
@@ -58,10 +64,12 @@ PythonChoice find_python(const std::string& requested) {
     }
     tried += p + " ";
   }
-  c.error = requested.empty()
+  const std::string named = !requested.empty() ? requested : (env_python && *env_python) ? env_python : "";
+  c.error = named.empty()
                 ? "no python3 on PATH imports torch (tried: " + tried.substr(0, tried.empty() ? 0 : tried.size() - 1) +
                       "); install PyTorch there or pass --python PATH"
-                : "the interpreter " + requested + " cannot import torch (or does not run)";
+                : "the interpreter " + named + (requested.empty() ? " (TUNEBENCH_PYTHON)" : "") +
+                      " cannot import torch (or does not run)";
   return c;
 }
 
@@ -103,6 +111,7 @@ std::string ScriptRunner::start(const ScriptOptions& o, double hello_timeout_s) 
   if (o.steps > 0) argv.insert(argv.end(), {"--steps", std::to_string(o.steps)});
   if (!o.trace_dir.empty())
     argv.insert(argv.end(), {"--trace-dir", o.trace_dir, "--trace-every", std::to_string(o.trace_every)});
+  if (!o.trace_dir.empty() && !o.trace_detail.empty()) argv.insert(argv.end(), {"--trace-detail", o.trace_detail});
   argv.push_back(o.script);
   argv.insert(argv.end(), o.args.begin(), o.args.end());
   std::vector<std::string> env;
@@ -143,13 +152,14 @@ std::string ScriptRunner::start(const ScriptOptions& o, double hello_timeout_s) 
     early_.push_back(m);
   }
   // No hello: the launcher refused (a bad --set, a missing package) or the interpreter failed; its own
-  // last line says why. Still running: hello goes out at the first optimizer step, and none came.
+  // last line says why. Still running: hello goes out with the first training step, and none came.
   const bool alive = !child_.eof();  // the channel is still open: the script runs, without a step
   child_.terminate(2, 1);
   for (const auto& m : early_)
     if (m.value("type", std::string()) == "error") return m.value("message", std::string("the launcher failed"));
   if (alive)
-    return "no Optimizer.step() seen in " + std::to_string(int(hello_timeout_s)) + " s - is this a training script?";
+    return "no training step (a batch, its backward() and update) in " + std::to_string(int(hello_timeout_s)) +
+           " s - is this a training script?";
   const auto tail = child_.output_tail();
   for (auto it = tail.rbegin(); it != tail.rend(); ++it)
     if (!it->empty()) return *it;

@@ -4,6 +4,8 @@
 #include <ATen/autocast_mode.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 
+#include <dlfcn.h>
+
 #include <fstream>
 #include <thread>
 
@@ -20,6 +22,19 @@ bool cuda_available() {
   return torch::cuda::is_available();
 #else
   return false;
+#endif
+}
+
+std::string cuda_unavailable_reason() {
+#if TUNEBENCH_TORCH_CUDA
+  if (cuda_available()) return "";
+  // The CUDA runtime finds the GPU through the driver's libcuda: without it there is nothing to ask.
+  void* driver = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (!driver) return "no NVIDIA driver on this machine (libcuda.so.1 is not installed)";
+  ::dlclose(driver);
+  return "the NVIDIA driver reports no usable GPU";
+#else
+  return "this LibTorch build is CPU-only";
 #endif
 }
 

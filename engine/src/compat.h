@@ -35,6 +35,8 @@ void graph_capture_begin_thread_local(at::cuda::CUDAGraph& graph);
 
 // --- device / build facts -------------------------------------------------------------------------------
 bool cuda_available();          // false on a CPU-only build even when a driver exists
+// Why cuda_available() is false, in words for a user ("no NVIDIA driver on this machine ..."); "" when true.
+std::string cuda_unavailable_reason();
 int64_t cuda_device_count();
 std::string cuda_device_name(int64_t index = 0);
 int64_t cuda_memory_bytes(int64_t index = 0);

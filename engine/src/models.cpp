@@ -7,7 +7,6 @@
 #include <stdexcept>
 
 #include "compat.h"
-#include "dense.h"
 
 #if TUNEBENCH_TORCH_CUDA
 #include <ATen/cuda/CUDAGeneratorImpl.h>
@@ -225,9 +224,9 @@ class MnistCnn : public ModuleModel<MnistNetImpl> {
     y = checkpointing_ ? checkpoint(&segment_, y) : segment_(y);
     y = F::dropout(y, F::DropoutFuncOptions().p(0.25).training(net_->is_training()));
     y = torch::flatten(y, 1);
-    y = torch::relu(dense(y, net_->fc1->weight, net_->fc1->bias));
+    y = torch::relu(torch::linear(y, net_->fc1->weight, net_->fc1->bias));
     y = F::dropout(y, F::DropoutFuncOptions().p(0.5).training(net_->is_training()));
-    return torch::log_softmax(dense(y, net_->fc2->weight, net_->fc2->bias), 1);
+    return torch::log_softmax(torch::linear(y, net_->fc2->weight, net_->fc2->bias), 1);
   }
   torch::Tensor loss(const torch::Tensor& output, const torch::Tensor& target) override {
     return F::nll_loss(output.to(torch::kFloat), target);
@@ -316,7 +315,7 @@ class ResNet : public ModuleModel<ResNetImpl> {
     y = F::max_pool2d(y, F::MaxPool2dFuncOptions(3).stride(2).padding(1));
     for (auto& seg : segments_) y = checkpointing_ ? checkpoint(&seg, y) : seg(y);
     y = F::adaptive_avg_pool2d(y, F::AdaptiveAvgPool2dFuncOptions(1));
-    return dense(torch::flatten(y, 1), net_->fc->weight, net_->fc->bias);
+    return torch::linear(torch::flatten(y, 1), net_->fc->weight, net_->fc->bias);
   }
   std::vector<torch::Tensor> trainable_parameters() override {
     std::vector<torch::Tensor> out;
@@ -348,26 +347,26 @@ struct VitBlockImpl : torch::nn::Module {
   }
   torch::Tensor attention(const torch::Tensor& x) {
     const int64_t B = x.size(0), N = x.size(1), C = x.size(2), D = C / heads_;
-    auto qkv_ = dense(x, qkv->weight, qkv->bias).reshape({B, N, 3, heads_, D}).permute({2, 0, 3, 1, 4});
+    auto qkv_ = torch::linear(x, qkv->weight, qkv->bias).reshape({B, N, 3, heads_, D}).permute({2, 0, 3, 1, 4});
     auto q = qkv_[0], k = qkv_[1], v = qkv_[2];
     auto attn = torch::softmax(torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(double(D))), -1);
     auto out = torch::matmul(attn, v).transpose(1, 2).reshape({B, N, C});
-    return dense(out, proj->weight, proj->bias);
+    return torch::linear(out, proj->weight, proj->bias);
   }
   torch::Tensor mlp(const torch::Tensor& x, bool fused) {
     torch::Tensor h;
     if (fused) {
       // Bias inside the GEMM (addmm), one native tanh-GELU kernel, native fused dropout.
-      h = at::gelu(dense(x, fc1->weight, fc1->bias), "tanh");
+      h = at::gelu(torch::linear(x, fc1->weight, fc1->bias), "tanh");
     } else {
       // What a newcomer writes from the paper formula: every pointwise op is its own kernel and its own
       // saved activation.
-      h = dense(x, fc1->weight, torch::Tensor()) + fc1->bias;
+      h = torch::linear(x, fc1->weight) + fc1->bias;
       auto inner = (h + 0.044715 * h * h * h) * std::sqrt(2.0 / M_PI);
       h = 0.5 * h * (1.0 + torch::tanh(inner));
     }
     h = F::dropout(h, F::DropoutFuncOptions().p(0.1).training(is_training()));
-    return dense(h, fc2->weight, fc2->bias);
+    return torch::linear(h, fc2->weight, fc2->bias);
   }
   torch::Tensor forward(const torch::Tensor& x, bool fused) {
     auto y = x + attention(ln1->forward(x));
@@ -418,7 +417,7 @@ class VitTiny : public ModuleModel<VitImpl> {
     y = torch::cat({net_->cls.expand({y.size(0), 1, y.size(2)}), y}, 1) + net_->pos;
     for (auto& seg : segments_) y = checkpointing_ ? checkpoint(&seg, y) : seg(y);
     y = net_->norm->forward(y.select(1, 0));
-    return dense(y, net_->head->weight, net_->head->bias);
+    return torch::linear(y, net_->head->weight, net_->head->bias);
   }
   std::vector<torch::Tensor> trainable_parameters() override { return net_->parameters(); }
   std::string fused_pointwise_reason() const override { return ""; }
@@ -443,9 +442,6 @@ class ScriptedModel : public Model {
       std::string what = e.what();
       throw std::invalid_argument("cannot load TorchScript model '" + path + "': " + what.substr(0, what.find('\n')));
     }
-    // The user's Linear layers get the engine's CPU dense path too (before the first forward: the executor
-    // caches its plan). On a CUDA machine the graph stays as written, so the GPU fusers see plain linears.
-    if (!compat::cuda_available()) rewrite_linear_to_dense(module_);
     input_ = {o.input_channels, o.input_height, o.input_width, o.num_classes};
     try {
       if (module_.hasattr("input_shape")) {

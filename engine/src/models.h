@@ -9,8 +9,6 @@
 //   newcomer writes) or as the native fused kernels (linear with bias in the GEMM + at::gelu "tanh").
 // - checkpointing: segments (ResNet stages, transformer blocks, mnist conv2 block) run through
 //   CheckpointFunction, which keeps only the segment input and recomputes the segment in backward.
-// Dense layers go through dense() (dense.h), which picks the faster CPU GEMM path (system BLAS or oneDNN);
-// the modules still own the weights, so parameters, snapshots and the knobs see ordinary Linear modules.
 // Threading: a Model is used by the training thread only.
 #pragma once
 

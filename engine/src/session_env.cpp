@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include "compat.h"
-#include "dense.h"
 #include "engine/cpu_allocator.h"
 #include "engine/session.h"
 #include "session_impl.h"
@@ -15,7 +14,7 @@ constexpr const char* kTuneBenchVersion = "0.1.0";
 
 std::string cuda_reason(bool session_on_cuda) {
 #if TUNEBENCH_TORCH_CUDA
-  if (!compat::cuda_available()) return "no CUDA device is available";
+  if (!compat::cuda_available()) return "no CUDA device: " + compat::cuda_unavailable_reason();
   if (!session_on_cuda) return "the session runs on the CPU";
   return "";
 #else
@@ -113,9 +112,8 @@ nlohmann::json environment_info() {
                    {"memory_bytes", compat::cuda_memory_bytes()}};
   } else {
     j["device"] = {{"kind", "cpu"}, {"name", compat::cpu_name()}, {"cores", compat::cpu_cores()},
-                   {"memory_bytes", static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE)}};
-    // Which GEMM path the CPU dense layers take (dense.h): it explains CPU throughput next to PyTorch's.
-    j["cpu_dense"] = cpu_dense_description();
+                   {"memory_bytes", static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE)},
+                   {"no_cuda", compat::cuda_unavailable_reason()}};
   }
   return j;
 }

@@ -416,6 +416,14 @@ CuptiCollector& CuptiCollector::instance() {
   return *c;
 }
 
+bool CuptiCollector::built() {
+#if defined(TUNEBENCH_HAVE_CUPTI)
+  return true;
+#else
+  return false;
+#endif
+}
+
 Status CuptiCollector::start(const Options& options) {
   Impl& d = *impl_;
 #if !defined(TUNEBENCH_HAVE_CUPTI)

@@ -33,6 +33,9 @@ import tempfile
 import threading
 import time
 
+# The launcher of the torch this test runs under (the project's environment), as a user runs theirs.
+TORCHRUN = os.path.join(os.path.dirname(sys.executable), "torchrun")
+
 DAY_NS = 86400 * 10**9
 
 
@@ -87,9 +90,9 @@ class Hosts:
 
     def command(self, node, port, cli, args):
         """torchrun on host `node` (a day ahead on host 1), running `cli args`."""
-        torchrun = " ".join(["torchrun", "--nnodes", "2", "--node_rank", str(node), "--nproc_per_node", "1",
+        torchrun = " ".join([TORCHRUN, "--nnodes", "2", "--node_rank", str(node), "--nproc_per_node", "1",
                              "--master_addr", self.addr[0], "--master_port", str(port),
-                             # Debian's torchrun 1.13 under Python 3.11 cannot parse its default 0 here.
+                             # 2: only stderr goes to torchrun's log files, stdout stays the command's.
                              "--redirects", "2", "--tee", "2", "--no_python", cli] + args)
         inner = "hostname tbhost%d && exec env GLOO_SOCKET_IFNAME=%s %s" % (node, self.ifs[node], torchrun)
         return ["ip", "netns", "exec", self.ns[node], "unshare", "--pid", "--fork", "--mount-proc", "--uts",
@@ -350,7 +353,9 @@ class Sshd:
                 f.write("ListenAddress %s\nPort 22\nHostKey %s/host_key\nAuthorizedKeysFile %s/authorized_keys\n"
                         "PidFile none\nStrictModes no\nUsePAM no\nPermitRootLogin prohibit-password\n"
                         "PasswordAuthentication no\nAcceptEnv TMPDIR GLOO_SOCKET_IFNAME\n"
-                        % (self.hosts.addr[node], self.dir, self.dir))
+                        # A server whose PATH holds the torch environment, as users set theirs up.
+                        "SetEnv PATH=%s:/usr/local/bin:/usr/bin:/bin\n"
+                        % (self.hosts.addr[node], self.dir, self.dir, os.path.dirname(sys.executable)))
             inner = "hostname tbhost%d && exec /usr/sbin/sshd -D -f %s -E %s/sshd%d.log" % (node, cfg, self.dir, node)
             self.procs.append(subprocess.Popen(
                 ["ip", "netns", "exec", self.hosts.ns[node], "unshare", "--pid", "--fork", "--kill-child",
@@ -425,7 +430,7 @@ def main():
     cli = os.path.abspath(sys.argv[1])
     if os.geteuid() != 0:
         skip("needs root for network, PID, UTS and time namespaces")
-    for tool in ("ip", "unshare", "torchrun", "nft"):
+    for tool in ("ip", "unshare", TORCHRUN, "nft"):
         if not shutil.which(tool):
             skip(tool + " is not installed")
     probe = sh("unshare", "--time", "--monotonic", "1", "true", check=False)

@@ -267,12 +267,12 @@ TEST_F(CliDistributed, TorchrunEnvironmentIsJoinedAndMismatchesAreClearErrors) {
   EXPECT_NE(lonely.err.find("only 1 of the 2 ranks run here"), std::string::npos) << lonely.err;
   EXPECT_NE(lonely.err.find("--master_addr"), std::string::npos) << lonely.err;
 
-  // PyTorch's own launcher, when installed (Debian's python3-torch ships it). Debian's torchrun 1.13 under
-  // Python 3.11 cannot parse its default --redirects/--tee values (enum.Flag iteration skips 0): pass 1.
-  if (!std::filesystem::exists("/usr/bin/torchrun")) GTEST_SKIP() << "torchrun is not installed";
+  // PyTorch's own launcher: the torchrun of the environment whose torch the engine links.
+  const std::string torchrun = (std::filesystem::path(TB_TEST_PYTHON).parent_path() / "torchrun").string();
+  if (!std::filesystem::exists(torchrun)) GTEST_SKIP() << torchrun << " is not installed";
   const std::string js = tmp("torchrun.json");
-  const std::string cmd = "timeout 240 /usr/bin/torchrun --standalone --nproc_per_node 2 --redirects 1 --tee 1 "
-                          "--no_python " + std::string(TB_CLI_PATH) + " " + run_args(js) + " >/dev/null 2>&1";
+  const std::string cmd = "timeout 240 " + torchrun + " --standalone --nproc_per_node 2 --no_python " +
+                          std::string(TB_CLI_PATH) + " " + run_args(js) + " >/dev/null 2>&1";
   const int status = std::system(cmd.c_str());
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << cmd;
   auto j = read_json(js);

@@ -105,7 +105,7 @@ TEST_F(CliScript, BadInputIsOneClearLine) {
   std::ofstream(not_training) << "print('hello')\n";
   Out nt = cli("run --script " + not_training + " --steps 2");
   EXPECT_NE(nt.code, 0);
-  EXPECT_NE(nt.err.find("without an optimizer step"), std::string::npos) << nt.err;
+  EXPECT_NE(nt.err.find("without a training step"), std::string::npos) << nt.err;
 }
 
 TEST_F(CliScript, AnExceptionKeepsTheStepsAndTheTraceback) {

@@ -8,7 +8,6 @@
 #include <fstream>
 
 #include "compat.h"
-#include "dense.h"
 #include "models.h"
 #include "optimizer.h"
 
@@ -77,87 +76,6 @@ TEST(Models, VitTinyTrainsAStepAndFusedMatchesOpByOp) {
   m->set_fused_pointwise(true);
   auto b = m->forward(x);
   EXPECT_TRUE(torch::allclose(a, b, 1e-4, 1e-4));
-}
-
-// The oneDNN dense path is the same product as at::linear: outputs and all three gradients agree (only the
-// summation order differs), for 2-D and 3-D inputs and without a bias.
-TEST(Models, DenseLayerPathsAgreeForwardAndBackward) {
-  torch::manual_seed(3);
-  for (auto shape : {std::vector<int64_t>{16, 96}, std::vector<int64_t>{4, 7, 96}}) {
-    for (bool with_bias : {true, false}) {
-      auto x = torch::randn(shape);
-      auto w = torch::randn({40, 96});
-      auto b = with_bias ? torch::randn({40}) : torch::Tensor();
-      std::vector<torch::Tensor> outs, grads;
-      for (auto path : {CpuDensePath::Blas, CpuDensePath::OneDnn}) {
-        auto xi = x.clone().requires_grad_(true), wi = w.clone().requires_grad_(true);
-        auto bi = with_bias ? b.clone().requires_grad_(true) : torch::Tensor();
-        auto y = dense_via(path, xi, wi, bi);
-        (y * y).sum().backward();
-        outs.push_back(y.detach());
-        grads.push_back(xi.grad());
-        grads.push_back(wi.grad());
-        if (with_bias) grads.push_back(bi.grad());
-      }
-      EXPECT_EQ(outs[0].sizes(), outs[1].sizes());
-      EXPECT_TRUE(torch::allclose(outs[0], outs[1], 1e-4, 1e-4));
-      const size_t n = grads.size() / 2;
-      for (size_t i = 0; i < n; ++i) EXPECT_TRUE(torch::allclose(grads[i], grads[n + i], 1e-3, 1e-3)) << i;
-    }
-  }
-  // The process-wide choice is explained in one line (reports and `hello` show it).
-  const auto d = cpu_dense_description();
-  EXPECT_TRUE(d.rfind("blas", 0) == 0 || d.rfind("onednn", 0) == 0) << d;
-}
-
-// TorchScript: the user's linear calls (in methods, submodules and functions alike) become tunebench::dense
-// and compute the same forward and gradients as before.
-TEST(Models, TorchScriptLinearsAreRewrittenToTheDensePath) {
-  auto make = [] {
-    torch::manual_seed(9);
-    torch::jit::Module inner("Inner");
-    inner.register_parameter("w", torch::randn({6, 12}).requires_grad_(true), false);
-    inner.register_parameter("b", torch::randn({6}).requires_grad_(true), false);
-    inner.define(R"(
-      def forward(self, x):
-          return torch.linear(x, self.w, self.b)
-    )");
-    torch::jit::Module outer("Outer");
-    outer.register_module("inner", inner);
-    outer.register_parameter("w2", torch::randn({4, 6}).requires_grad_(true), false);
-    outer.define(R"(
-      def forward(self, x):
-          return torch.linear(torch.relu(self.inner.forward(x)), self.w2, None)
-    )");
-    return outer;
-  };
-  auto run = [](torch::jit::Module& m, const torch::Tensor& x) {
-    for (auto p : m.parameters()) p.mutable_grad() = torch::Tensor();
-    auto y = m.forward({x}).toTensor();
-    (y * y).sum().backward();
-    std::vector<torch::Tensor> out{y.detach()};
-    for (const auto& p : m.parameters()) out.push_back(p.grad().clone());
-    return out;
-  };
-  torch::manual_seed(7);  // the same weights and input every run (two GEMM paths differ by rounding only)
-  auto x = torch::randn({5, 12});
-  auto plain = make();
-  auto rewritten = make();
-  EXPECT_EQ(rewrite_linear_to_dense(rewritten), 2);
-  const auto a = run(plain, x), b = run(rewritten, x);
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::allclose(a[i], b[i], 1e-4, 1e-5)) << i;
-}
-
-// The path probe runs inside the first forward pass; it must leave the global RNG (dropout masks) alone.
-// CTest runs each test in its own process, so here the probe really runs.
-TEST(Models, DensePathProbeDoesNotDrawFromTheGlobalRng) {
-  torch::manual_seed(7);
-  auto a = torch::randn({8});
-  torch::manual_seed(7);
-  (void)cpu_dense_path();
-  auto b = torch::randn({8});
-  EXPECT_TRUE(torch::equal(a, b));
 }
 
 TEST(Models, UnknownModelIsRejected) {

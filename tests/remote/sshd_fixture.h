@@ -101,7 +101,10 @@ class SshdFixture {
         << "Port " << port_ << "\nListenAddress 127.0.0.1\nHostKey " << dir_ << "/host_key\n"
         << "AuthorizedKeysFile " << dir_ << "/authorized_keys\nPidFile none\nStrictModes no\nUsePAM no\n"
         << "PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
-        << "AcceptEnv TMPDIR\n";
+        << "AcceptEnv TMPDIR\n"
+        // A server whose PATH holds the torch environment (python3, torchrun), as users set theirs up.
+        << "SetEnv PATH=" << std::filesystem::path(TB_TEST_PYTHON).parent_path().string()
+        << ":/usr/local/bin:/usr/bin:/bin\n";
     auto host = [&](const std::string& alias, const std::string& key) {
       return "Host " + alias + "\n  HostName 127.0.0.1\n  Port " + std::to_string(port_) + "\n  User " + user +
              "\n  IdentityFile " + dir_ + "/" + key + "\n";

@@ -68,7 +68,7 @@ TEST_F(RemoteCli, TuneBringsTheReportAndItsMarkdownBack) {
 }
 
 TEST_F(RemoteCli, AUsersScriptRunsOnTheServerAndItsTraceComesBack) {
-  if (std::system("python3 -c 'import torch' >/dev/null 2>&1 || /usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0)
+  if (std::system((std::string(TB_TEST_PYTHON) + " -c 'import torch' >/dev/null 2>&1").c_str()) != 0)
     GTEST_SKIP() << "no Python with torch";
   const std::string script = out_ + "/train.py";  // the server's path (the server is this machine)
   std::ofstream(script) << "import torch\n"

@@ -24,7 +24,10 @@ using tb::test_util::wait_for;
 
 namespace {
 
-bool have_torchrun() { return std::system("command -v torchrun >/dev/null 2>&1") == 0; }
+// The servers' torchrun: the one of the torch environment on their PATH (sshd_fixture.h).
+bool have_torchrun() {
+  return std::filesystem::exists(std::filesystem::path(TB_TEST_PYTHON).parent_path() / "torchrun");
+}
 
 std::string group(const std::string& hosts) {
   return std::string("--remote ") + hosts + " --remote-cli " + TB_CLI_PATH;

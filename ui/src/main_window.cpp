@@ -425,9 +425,9 @@ void MainWindow::setStatusFromHello(const QJsonObject& m) {
                                             : tr("LibTorch %1").arg(v.value("libtorch").toString("?"));
   const QString where = run_->isRemote() ? tr("on %1: ").arg(run_->remoteDisplay()) : QString();
   device_label_->setText(where + tr("%1 · %2 · CUDA %3").arg(dev, torch, cuda.isEmpty() ? tr("none") : cuda));
-  // CPU throughput depends on which GEMM path the engine's dense layers took (reference BLAS vs oneDNN).
-  const QString dense = m.value("cpu_dense").toString();
-  device_label_->setToolTip(dense.isEmpty() ? QString() : tr("CPU dense layers: %1").arg(dense));
+  // Without a GPU the device says why (a CPU-only LibTorch, or no driver for a CUDA one).
+  const QString no_cuda = d.value("no_cuda").toString();
+  device_label_->setToolTip(no_cuda.isEmpty() ? QString() : tr("No GPU: %1").arg(no_cuda));
   const QJsonObject c = m.value("collector").toObject();
   const bool on = c.value("enabled").toBool(false);
   collector_label_->setText(on ? tr("GPU collector on") : tr("GPU collector off"));

@@ -26,6 +26,8 @@ std::string remoteServeCommand(const client::RemoteTarget& t, const QStringList&
   std::string s = "d=\"${TMPDIR:-/tmp}/tunebench-serve-$$\"\n";
   s += "command -v " + cli + " >/dev/null 2>&1 || { echo \"" + std::string(kNoCliMarker) + " " + t.cli + "\" >&2; exit " +
        std::to_string(kExitNoRemoteCli) + "; }\n";
+  // The run's temporary files go with it (PyTorch 2.x leaves a torchinductor_<user> cache in $TMPDIR).
+  s += "mkdir -m 700 \"$d.tmp\" && TMPDIR=\"$d.tmp\" && export TMPDIR\n";
   s += cli;
   for (qsizetype i = 0; i < args.size(); ++i) {
     if (args[i] == "--trace-dir" && i + 1 < args.size()) {
@@ -41,7 +43,7 @@ std::string remoteServeCommand(const client::RemoteTarget& t, const QStringList&
     s += " " + client::shell_quote(args[i].toStdString());
     if (i + 1 == args.size()) s += " --inline-files";
   }
-  s += "\nrc=$?\nrm -rf \"$d\"\nexit $rc\n";
+  s += "\nrc=$?\nrm -rf \"$d\" \"$d.tmp\"\nexit $rc\n";
   return "sh -c " + client::shell_quote(s);
 }
 }  // namespace

@@ -16,7 +16,8 @@
 
 namespace tb::client {
 
-// The interpreter that runs scripts: the one asked for, else the first `python3` on PATH that imports torch.
+// The interpreter that runs scripts: the one asked for, else $TUNEBENCH_PYTHON, else the first `python3` on
+// PATH that imports torch, else the one this build linked its torch from (the project's environment).
 struct PythonChoice {
   std::string path;           // "" when none
   std::string torch_version;  // what `import torch` reported
@@ -36,6 +37,7 @@ struct ScriptOptions {
   int64_t steps = 0;              // end after this many optimizer steps (0 = the script's own end)
   std::string trace_dir;          // "" = no tracing
   int trace_every = 20;
+  std::string trace_detail;       // "shapes", "stack" or both, comma-separated: what torch.profiler also records
   int warmup_steps = 3, max_warmup_steps = 30;  // the warm-up rule (measure/warmup.h), as for the engine
   ChildProcess::OutputFn output;  // the script's own prints (stdout+stderr), line by line
   // "K=V" added to (or replacing in) the inherited environment; the inherited one loses its allocator

@@ -1,5 +1,6 @@
-// c10d's C++ API as LibTorch 1.13 (Debian) and 2.x (the PyTorch wheel the CUDA build links) spell it, wrapped
-// once for dist/ (compat.h does the same for the rest of the engine; c10d's headers stay out of it).
+// c10d's C++ API as the LibTorch releases spell it, wrapped once for dist/ (compat.h does the same for the rest
+// of the engine; c10d's headers stay out of it). The build links the PyTorch wheel's (2.11); the older shapes
+// stay because telling them apart costs nothing, but only 2.11 is built and tested.
 //
 // What differs:
 // - 1.13: ProcessGroupGloo *is* a c10d::ProcessGroup. >= 2.0: it is a c10d::Backend, and a ProcessGroup holds
@@ -17,9 +18,6 @@
 // stops the build with a static_assert that names the call. The functions are templates over the c10d types
 // so that the branches a LibTorch does not have are never instantiated.
 //
-// The 2.x branches are written from PyTorch's headers (ProcessGroup.hpp, reducer.hpp of 2.1 and of a 2026
-// main) and are compiled only by the CUDA build on the GPU box (scripts/gpu-check.sh); Debian's 1.13 takes the
-// first branch of each.
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>

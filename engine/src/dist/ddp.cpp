@@ -11,14 +11,31 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <future>
 #include <limits>
+#include <optional>
 #include <stdexcept>
+#include <thread>
 
 #include "profiler/range_names.h"
 #include "profiler/recorder.h"
 
 namespace tb::engine::dist {
 namespace {
+
+// Runs `f` on a thread of its own and waits at most `limit` for it: nullopt when it did not finish (the thread
+// goes on alone, holding what `f` captured), else its value or its exception. c10d's store calls do not all
+// keep their timeouts when the network goes silent: from 2.x a timed-out wait cancels on the server and then
+// reads the answer with no time limit, and a new client retries its connect; on a cut link both block until
+// the kernel gives up (26 s seen for a 5 s wait).
+template <class F>
+auto bounded(std::chrono::milliseconds limit, F f) -> std::optional<decltype(f())> {
+  std::packaged_task<decltype(f())()> task(std::move(f));
+  auto done = task.get_future();
+  std::thread(std::move(task)).detach();
+  if (done.wait_for(limit) != std::future_status::ready) return std::nullopt;
+  return done.get();
+}
 
 constexpr size_t kBroadcastBytes = 256 * 1024;  // DDP's broadcast_bucket_size
 
@@ -110,18 +127,24 @@ class RecordedAllReduceHook : public c10d::CommHookInterface {
 
 }  // namespace
 
-c10::intrusive_ptr<c10d::Store> Group::connect(bool server) const {
+namespace {
+// A connection to the group's store (its server, on rank 0 without torchrun's agent). Free of Group: await()
+// runs it on a thread that may outlive the group.
+c10::intrusive_ptr<c10d::Store> connect_store(const DistOptions& o, bool server) {
   c10d::TCPStoreOptions so;
-  so.port = uint16_t(opts_.master_port);
+  so.port = uint16_t(o.master_port);
   so.isServer = server;
-  if (!opts_.agent_store) so.numWorkers = size_t(opts_.world_size);
+  if (!o.agent_store) so.numWorkers = size_t(o.world_size);
   so.waitWorkers = false;  // the process group's own rendezvous waits (with the timeout)
-  so.timeout = std::chrono::milliseconds(int64_t(opts_.timeout_s) * 1000);
+  so.timeout = std::chrono::milliseconds(int64_t(o.timeout_s) * 1000);
   so.multiTenant = true;
-  auto tcp = c10d_compat::make_tcp_store(opts_.master_addr, so);
-  if (!opts_.agent_store) return tcp;
-  return c10::make_intrusive<c10d::PrefixStore>("/worker/attempt_" + std::to_string(opts_.restart_count), tcp);
+  auto tcp = c10d_compat::make_tcp_store(o.master_addr, so);
+  if (!o.agent_store) return tcp;
+  return c10::make_intrusive<c10d::PrefixStore>("/worker/attempt_" + std::to_string(o.restart_count), tcp);
 }
+}  // namespace
+
+c10::intrusive_ptr<c10d::Store> Group::connect(bool server) const { return connect_store(opts_, server); }
 
 Group::Group(const DistOptions& o, const std::string& backend) : opts_(o), backend_(backend) {
   const auto timeout = std::chrono::milliseconds(int64_t(o.timeout_s) * 1000);
@@ -205,37 +228,50 @@ void Group::post(const std::string& key, const std::string& value) { store_->set
 std::string Group::await(const std::string& key, std::chrono::seconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   const auto slice = std::chrono::milliseconds(int64_t(std::max(1, opts_.timeout_s)) * 1000);
+  // What a call may take beyond its own timeout before the store counts as gone.
+  const auto grace = std::chrono::milliseconds(500);
+  auto gone = [&](const std::string& why) {
+    return std::runtime_error("the rendezvous store at " + opts_.master_addr + ":" + std::to_string(opts_.master_port) +
+                              " no longer answers (" + why + ")");
+  };
   for (;;) {
-    if (!waits_) waits_ = connect(false);
+    if (!waits_) {
+      // A new connection comes at once while the store's host is up, and is given up after the group's
+      // timeout when the host is gone or cut off without closing its sockets (no reset ever comes).
+      std::optional<c10::intrusive_ptr<c10d::Store>> fresh;
+      try {
+        fresh = bounded(slice + grace, [o = opts_] { return connect_store(o, false); });
+      } catch (const std::exception& e) {
+        throw gone(one_line(e.what()));
+      }
+      if (!fresh) throw gone("no connection within " + std::to_string(opts_.timeout_s) + " s");
+      waits_ = *fresh;
+    }
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) throw std::runtime_error("'" + key + "' did not come within " + std::to_string(timeout.count()) + " s");
     const auto wait = std::min(slice, left);
     const auto started = std::chrono::steady_clock::now();
     try {
-      waits_->wait({key}, wait);
-      auto v = waits_->get(key);
-      return {v.begin(), v.end()};
+      auto store = waits_;
+      if (auto v = bounded(wait + grace, [store, key, wait] {
+            store->wait({key}, wait);
+            return store->get(key);
+          }))
+        return {v->begin(), v->end()};
     } catch (const std::exception& e) {
       // A closed connection (the store's process ended: rank 0, or torchrun's agent) ends the wait at once.
-      // A slice that ran out says "Socket Timeout" (1.13) or "wait timeout after" (2.x); whatever a LibTorch
-      // says, a wait that lasted its whole slice timed out.
+      // A slice that ran out says "Socket Timeout" (1.13) or "wait timeout" (2.x); whatever a LibTorch says,
+      // a wait that lasted its whole slice timed out.
       const std::string what = e.what();
       const bool timed_out = what.find("Socket Timeout") != std::string::npos ||
                              what.find("wait timeout") != std::string::npos ||
                              std::chrono::steady_clock::now() - started >= wait * 9 / 10;
       if (!timed_out) throw;
     }
-    // The slice ran out. That connection still owes the timed-out wait's answer, so it is dropped. A new one
-    // connects at once while the store's host is up, and gives up within the group's timeout when the host
-    // is gone or cut off without closing its sockets (no reset ever comes).
+    // The slice ran out (or the wait overstayed it). That connection still owes the timed-out wait's answer,
+    // so it is dropped, and the next round connects afresh.
     waits_.reset();
-    try {
-      waits_ = connect(false);
-    } catch (const std::exception& e) {
-      throw std::runtime_error("the rendezvous store at " + opts_.master_addr + ":" + std::to_string(opts_.master_port) +
-                               " no longer answers (" + one_line(e.what()) + ")");
-    }
   }
 }
 

@@ -30,7 +30,7 @@
 #include "engine/distributed.h"
 
 namespace c10d {
-class Reducer;  // reducer.hpp only in ddp.cpp: it needs the shim of a header Debian does not ship
+class Reducer;  // reducer.hpp only in ddp.cpp: a heavy header
 }
 
 namespace tb::engine::dist {

@@ -578,8 +578,6 @@ std::string report_markdown(const TuneResult& r) {
   if (env.is_object() && env.contains("versions")) m << "- versions: " << env["versions"].dump() << "\n";
   m << "- model: " << jstr(env, "model") << "\n- data: " << jstr(env, "data") << "\n- budget: " << fmt(r.budget_s, 0)
     << " s, used " << fmt(r.elapsed_s, 0) << " s\n";
-  if (env.is_object() && env.contains("cpu_dense") && env["cpu_dense"].is_string())
-    m << "- CPU dense layers: " << env["cpu_dense"].get<std::string>() << "\n";
   for (const auto& n : r.notes) m << "- " << n << "\n";
   return m.str();
 }

@@ -109,6 +109,7 @@ class CuptiCollector {
   };
 
   static CuptiCollector& instance();
+  static bool built();  // compiled with CUPTI's headers (else start() always says "not built")
 
   Status start(const Options& options);
   Status start() { return start(Options{}); }
