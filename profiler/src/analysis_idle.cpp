@@ -145,22 +145,30 @@ IdlePieces classify_idle(const Trace& trace, const GpuSide& g, const HostSide& h
   auto handle = [&](int64_t a, int64_t b, size_t k, bool lead_in, bool tail) {
     if (b <= a) return;
     ++r.idle_interval_count;
-    const size_t stall_before = p.stall.size();
-    iv::clip(h.data_wait, a, b, p.stall);
-    if (p.stall.size() > stall_before) ++r.loader_stall_count;
-    rest.clear();
-    iv::complement(h.data_wait, a, b, rest);
-    if (rest.empty()) return;
-    // The host was blocked in a sync when the GPU ran dry: the whole rest is the sync's cost.
-    auto s = iv::first_ending_after(h.sync_calls, a - kSyncReleaseNs - 1);
-    if (s != h.sync_calls.end() && s->t0 <= a) {
-      p.sync.insert(p.sync.end(), rest.begin(), rest.end());
-      return;
-    }
-    for (const Interval& x : rest) iv::clip(h.slow_runtime, x.t0, x.t1, p.runtime);
     left.clear();
-    for (const Interval& x : rest) iv::complement(h.slow_runtime, x.t0, x.t1, left);
-    if (left.empty()) return;
+    // The next work was queued (its launch call had returned) before the GPU went idle: whatever the host
+    // was doing (waiting for data, blocked in a sync draining the queue, inside cudaMalloc), it did not hold
+    // this work back. Only a gap whose next work was not queued yet is the host's.
+    const bool queued = k != SIZE_MAX && g.busy_ready[k] != INT64_MIN && g.busy_ready[k] <= a;
+    if (queued) {
+      left.push_back({a, b});
+    } else {
+      const size_t stall_before = p.stall.size();
+      iv::clip(h.data_wait, a, b, p.stall);
+      if (p.stall.size() > stall_before) ++r.loader_stall_count;
+      rest.clear();
+      iv::complement(h.data_wait, a, b, rest);
+      if (rest.empty()) return;
+      // The host was blocked in a sync when the GPU ran dry: the whole rest is the sync's cost.
+      auto s = iv::first_ending_after(h.sync_calls, a - kSyncReleaseNs - 1);
+      if (s != h.sync_calls.end() && s->t0 <= a) {
+        p.sync.insert(p.sync.end(), rest.begin(), rest.end());
+        return;
+      }
+      for (const Interval& x : rest) iv::clip(h.slow_runtime, x.t0, x.t1, p.runtime);
+      for (const Interval& x : rest) iv::complement(h.slow_runtime, x.t0, x.t1, left);
+      if (left.empty()) return;
+    }
     Intervals* dst = &p.other;
     if (lead_in || tail) {
       dst = &p.edge;

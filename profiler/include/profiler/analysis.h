@@ -31,6 +31,8 @@
 //   its stream was free before the GPU went idle, the last work ran on another stream, and a wait on its
 //   stream is recorded: cudaStreamWaitEvent / Kineto's "Stream Wait Event"); other (the next work was queued
 //   and nothing recorded says why the GPU waited: same-stream start latency, events missing from the trace).
+//   The host's classes (loader stall, sync, runtime) take only an interval whose next work was not queued
+//   yet (its launch call had not returned when the GPU went idle): queued work was held on the GPU side.
 //   Launch-gap time during which the launching thread recorded nothing (no op, no runtime call; steps and
 //   profiler spans aside) is also counted as "host time not recorded". busy + all of these == window.
 // - A CPU-only trace (no GPU activity): gpu busy = 0, idle = window, loader stall = the training thread's
