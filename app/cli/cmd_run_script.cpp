@@ -1,5 +1,6 @@
 // tunebench-cli run --script train.py [--python PY] [--set k=v,...] [--steps N | --measured-steps N]
-//                   [--trace T.json] [--trace-every N] [--json OUT.json] [--first-step-timeout S] [--quiet]
+//                   [--trace T.json] [--trace-every N] [--trace-detail shapes,stack] [--json OUT.json]
+//                   [--first-step-timeout S] [--quiet]
 //                   [-- SCRIPT ARGS]
 // Runs the user's script unmodified under python -m tunebench.launch and reports its throughput exactly as an
 // engine run (same JSON document: config, throughput, steps, warnings), plus where the DataLoader and the
@@ -89,6 +90,9 @@ int cmd_run_script(int argc, char** argv) {
     } else if (a == "--trace-every") {
       if (!value(v) || !parse_int(v, n, 1)) return usage_error("--trace-every needs a positive integer");
       so.trace_every = int(n);
+    } else if (a == "--trace-detail") {
+      if (!value(v) || (so.trace_detail = trace_detail_of(v)).empty())
+        return usage_error("--trace-detail takes shapes, stack or shapes,stack");
     } else if (a == "--first-step-timeout") {
       if (!value(v) || !parse_int(v, n, 1)) return usage_error("--first-step-timeout needs seconds");
       first_step_timeout = double(n);
@@ -149,15 +153,17 @@ int cmd_run_script(int argc, char** argv) {
   nlohmann::json warnings = nlohmann::json::array(), sources = nlohmann::json::array(), done;
   nlohmann::json config = config_of_hello(hello);
   std::string failure, traceback;
+  std::string stalled_at;  // where the launcher last saw the script stuck (its "stalled" warning)
+  nlohmann::json outside = nlohmann::json::array();
   measure::LoadProbe load;
   int64_t measured = 0;
   bool stop_sent = false;
   for (;;) {
     const double wait = records.empty() ? first_step_timeout - runner.seconds_running() : 600 - runner.seconds_since_step();
     if (wait <= 0) {
-      failure = records.empty() ? "no Optimizer.step() seen in " + std::to_string(int(first_step_timeout)) +
-                                      " s - is this a training script?"
-                                : "no optimizer step for 600 s: the script hangs";
+      failure = records.empty() ? "no training step (a batch, its backward() and update) in " +
+                                      std::to_string(int(first_step_timeout)) + " s - is this a training script?"
+                                : "no training step for 600 s: the script hangs" + stalled_at;
       break;
     }
     auto m = runner.next(std::min(wait, 1.0));
@@ -179,7 +185,15 @@ int cmd_run_script(int argc, char** argv) {
       sources.push_back(*m);
     } else if (type == "trace") {
       chunks.push_back(m->value("path", std::string()));
+    } else if (type == "outside") {
+      // Time between training iterations (validation, checkpoints, logging): its own class, outside every
+      // step and every throughput window.
+      outside.push_back(*m);
+      std::fprintf(stderr, "run: %s\n", describe_outside(*m).c_str());
     } else if (type == "warning") {
+      if (m->value("kind", std::string()) == "stalled")
+        stalled_at = " (stuck at " + m->value("file", std::string("?")) + ":" + std::to_string(m->value("line", 0)) +
+                     ": " + m->value("code", std::string()) + ")";
       warnings.push_back(m->value("message", std::string()));
       std::fprintf(stderr, "tunebench-cli: warning: %s\n", m->value("message", std::string()).c_str());
     } else if (type == "error") {
@@ -203,6 +217,7 @@ int cmd_run_script(int argc, char** argv) {
   out["throughput"] = throughput_json(records, load.stop());
   out["steps"] = nlohmann::json::array();
   for (const auto& r : records) out["steps"].push_back(step_json(r));
+  out["outside"] = outside;
   out["source"] = sources;
   out["warnings"] = warnings;
   out["exit_code"] = code;

@@ -1,5 +1,5 @@
 // tunebench-cli serve --script train.py [--python PY] [--set k=v,...] [--steps N] [--trace-dir DIR]
-//                     [--trace-every N] [-- SCRIPT ARGS]
+//                     [--trace-every N] [--trace-detail shapes,stack] [-- SCRIPT ARGS]
 // The run protocol of docs/protocol.md for a user's script: the child (python -m tunebench.launch, through
 // client/script_runner.h) speaks it already; this relays its messages to stdout, with the warm-up flag of
 // each step decided here (the engine's rule), and the parent's set / trace / stop to the child. `tune`
@@ -85,6 +85,7 @@ int cmd_serve_script(int argc, char** argv) {
       g_inline_files = true;
     } else if (a == "--trace-every" && value(v) && parse_int(v, n, 1)) {
       so.trace_every = int(n);
+    } else if (a == "--trace-detail" && value(v) && !(so.trace_detail = trace_detail_of(v)).empty()) {
     } else {
       std::fprintf(stderr, "tunebench-cli: error: serve: bad option '%s' for serve --script\n", a.c_str());
       return 2;

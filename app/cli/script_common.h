@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdio>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -26,8 +27,40 @@ inline engine::StepRecord step_record_of(const nlohmann::json& m) {
   r.config_rev = m.value("config_rev", int64_t(0));
   r.warmup = m.value("warmup", false);
   r.skipped = m.value("skipped", false);
+  // A training iteration that made no optimizer step (an accumulation micro-batch, a hand-written update).
+  if (m.contains("optimizer_steps")) r.optimizer_step = m.value("optimizer_steps", int64_t(1)) > 0;
   if (m.contains("loss") && m["loss"].is_number()) r.loss = m["loss"].get<double>();
   return r;
+}
+
+// `--trace-detail LIST`: what torch.profiler records besides the ops (shapes, stack). "" when LIST is bad.
+inline std::string trace_detail_of(const std::string& list) {
+  std::stringstream ss(list);
+  std::string item, out;
+  while (std::getline(ss, item, ',')) {
+    if (item != "shapes" && item != "stack") return "";
+    out += (out.empty() ? "" : ",") + item;
+  }
+  return out;
+}
+
+// One `outside` message in words: "3.0 s outside training after epoch 1: evaluation 2.1 s, checkpoint 900 ms".
+inline std::string describe_outside(const nlohmann::json& m) {
+  auto secs = [](int64_t ns) {
+    char b[32];
+    if (ns < 1'000'000'000) std::snprintf(b, sizeof b, "%.0f ms", double(ns) * 1e-6);
+    else std::snprintf(b, sizeof b, "%.1f s", double(ns) * 1e-9);
+    return std::string(b);
+  };
+  std::string s = secs(m.value("wall_ns", int64_t(0))) + " outside training";
+  if (m.contains("epoch") && m["epoch"].is_number()) s += " after epoch " + std::to_string(m["epoch"].get<int64_t>());
+  else if (m.contains("after_step") && m["after_step"].is_number())
+    s += " after step " + std::to_string(m["after_step"].get<int64_t>());
+  std::string parts;
+  for (const char* k : {"evaluation", "checkpoint", "other"})
+    if (const int64_t ns = m.value(std::string(k) + "_ns", int64_t(0)); ns >= 1'000'000)  // parts under 1 ms: noise
+      parts += (parts.empty() ? "" : ", ") + std::string(k) + " " + secs(ns);
+  return parts.empty() ? s : s + ": " + parts;
 }
 
 // The script's knob values from `hello` (or a config_applied's `knobs`).

@@ -36,7 +36,7 @@ TRAIN = textwrap.dedent('''
 
 
 class Child:
-    def __init__(self, script, args=(), launcher_args=(), with_input=False):
+    def __init__(self, script, args=(), launcher_args=(), with_input=False, env=None, cwd=None):
         self.out_r, out_w = os.pipe()
         fds = [out_w]
         cmd = [sys.executable, "-m", "tunebench.launch", "--out-fd", str(out_w)]
@@ -46,8 +46,8 @@ class Child:
             fds.append(in_r)
             cmd += ["--in-fd", str(in_r)]
         cmd += list(launcher_args) + [script] + list(args)
-        env = dict(os.environ, PYTHONPATH=PKG)
-        self.p = subprocess.Popen(cmd, pass_fds=fds, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        env = dict(env if env is not None else os.environ, PYTHONPATH=PKG)
+        self.p = subprocess.Popen(cmd, pass_fds=fds, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         os.close(out_w)
         if with_input:
             os.close(in_r)
@@ -112,33 +112,42 @@ class LaunchTest(unittest.TestCase):
         return [m["type"] for m in c.messages]
 
     def test_a_step_the_grad_scaler_skips_is_its_own_skipped_step(self):
-        # Every third iteration's fp16 gradients overflow: the scaler does not call the optimizer (what
-        # GradScaler.step does when it finds inf/nan; the real one needs CUDA, so a subclass decides here).
+        # A real GradScaler (torch.amp's, on the CPU with fp16 autocast) with a scale so high that the first
+        # updates overflow: it skips them and halves its scale. Gradients accumulate over 2 batches, so every
+        # other iteration makes no update at all: that is no skipped step. The script prints its scale after
+        # each update, which says which updates were skipped.
+        import torch
+        if not hasattr(torch.amp, "GradScaler"):
+            self.skipTest("this torch has no device-generic GradScaler (CPU fp16 scaling needs torch >= 2.3)")
         script = self.write("scaled.py", """
             import torch
             from torch.utils.data import DataLoader, TensorDataset
-            class Overflows(torch.cuda.amp.GradScaler):
-                calls = 0
-                def step(self, optimizer, *args, **kwargs):
-                    Overflows.calls += 1
-                    if Overflows.calls % 3 == 0:
-                        return None
-                    return optimizer.step(*args, **kwargs)
-            model = torch.nn.Linear(8, 2)
+            torch.manual_seed(0)
+            model = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 2))
             opt = torch.optim.SGD(model.parameters(), lr=0.1)
-            scaler = Overflows(enabled=False)
+            scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 22)
             loader = DataLoader(TensorDataset(torch.randn(256, 8), torch.randint(0, 2, (256,))), batch_size=8)
-            for x, y in loader:
-                opt.zero_grad()
-                scaler.scale(torch.nn.functional.cross_entropy(model(x), y)).backward()
-                scaler.step(opt)
-                scaler.update()
+            for i, (x, y) in enumerate(loader):
+                with torch.autocast("cpu", dtype=torch.float16):
+                    loss = torch.nn.functional.cross_entropy(model(x), y)
+                scaler.scale(loss / 2).backward()
+                if i % 2 == 1:
+                    before = scaler.get_scale()
+                    scaler.step(opt)
+                    scaler.update()
+                    opt.zero_grad()
+                    print(i, scaler.get_scale() < before)
         """)
-        c = Child(script, launcher_args=["--steps", "7"])
-        code, _, err = c.finish()
+        c = Child(script, launcher_args=["--steps", "16"])
+        code, out, err = c.finish()
         self.assertEqual(code, 0, err)
+        skipped_updates = {int(i): flag == "True" for i, flag in (line.split() for line in out.splitlines())}
         steps = [m for m in c.messages if m["type"] == "step"]
-        self.assertEqual([s["skipped"] for s in steps], [False, False, True, False, False, True, False])
+        self.assertEqual(len(steps), 16)
+        self.assertEqual([s["skipped"] for s in steps], [skipped_updates.get(i, False) for i in range(16)])
+        self.assertTrue(any(s["skipped"] for s in steps))
+        self.assertEqual([s["optimizer_steps"] for s in steps],
+                         [0 if i % 2 == 0 or skipped_updates[i] else 1 for i in range(16)])
         self.assertTrue(all(s["samples"] == 8 for s in steps), [s["samples"] for s in steps])
 
     def test_steps_samples_and_a_clean_end(self):
@@ -181,6 +190,8 @@ class LaunchTest(unittest.TestCase):
             names = {e.get("name") for e in doc["traceEvents"]}
             for i in range(m["first_step"], m["last_step"] + 1):
                 self.assertIn("ProfilerStep#%d" % i, names)
+            self.assertIn("## forward ##", names)  # the per-step table's forward column reads these
+            self.assertFalse(any(str(n).startswith("tunebench.span#") for n in names))
         # Chunks follow each other in time (merged into one trace, they must not all start at 0).
         spans = []
         for m in chunks:
@@ -240,6 +251,75 @@ class LaunchTest(unittest.TestCase):
         self.assertEqual(code, 0)
         self.assertEqual(c.messages[-1]["summary"]["reason"], "stopped")
 
+    def test_stop_during_a_long_validation_ends_at_once(self):
+        # Each validation batch takes 0.5 s (20 of them): the stop, sent once the epoch's last step came,
+        # is answered inside the validation, not after it.
+        path = self.write("slow_val.py", """
+            import time, torch
+            from torch.utils.data import DataLoader, TensorDataset
+            model = torch.nn.Linear(4, 2)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            train = DataLoader(TensorDataset(torch.randn(32, 4), torch.randint(0, 2, (32,))), batch_size=8)
+            val = DataLoader(TensorDataset(torch.randn(160, 4)), batch_size=8)
+            for epoch in range(3):
+                for x, y in train:
+                    loss = torch.nn.functional.cross_entropy(model(x), y)
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+                with torch.no_grad():
+                    for (x,) in val:
+                        model(x)
+                        time.sleep(0.5)
+        """)
+        c = Child(path, with_input=True)
+        self.assertIsNotNone(c.until(lambda m: m["type"] == "step" and m["i"] == 3))
+        time.sleep(1.0)  # well inside the validation (a stop read with step 3 would end at that boundary)
+        c.send(type="stop")
+        t = time.time()
+        code, _, _ = c.finish()
+        self.assertLess(time.time() - t, 3.0)
+        self.assertEqual(code, 0)
+        self.assertEqual(c.messages[-1]["summary"]["reason"], "stopped")
+        self.assertEqual(c.messages[-1]["summary"]["steps"], 4)
+        outside = [m for m in c.messages if m["type"] == "outside"]
+        self.assertEqual(len(outside), 1, [(m["type"], m.get("i")) for m in c.messages])
+        self.assertEqual((outside[0]["after_step"], outside[0]["epoch"], outside[0]["until"]), (3, 1, "exit"))
+
+    def test_the_scripts_objects_stay_what_they_are(self):
+        # What a script (or a library such as an LR scheduler) can see of its objects is the same with and
+        # without the launcher: types, bound methods, the iterator class, torch.save's identity.
+        path = self.write("objects.py", """
+            import inspect, torch
+            from torch.utils.data import DataLoader, TensorDataset
+            model = torch.nn.Linear(4, 2)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            step, zero_grad = opt.step, opt.zero_grad
+            sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1)
+            loader = DataLoader(TensorDataset(torch.randn(16, 4), torch.randint(0, 2, (16,))), batch_size=8)
+            it = iter(loader)
+            print(type(it).__name__, type(opt).__name__, type(model).__name__)
+            print(inspect.ismethod(step), step.__self__ is opt, step.__func__.__name__)
+            print(inspect.ismethod(zero_grad), zero_grad.__self__ is opt, type(opt).zero_grad.__name__)
+            print(torch.save is torch.serialization.save, torch.save.__name__, DataLoader.__iter__.__name__)
+            print(len(model._forward_hooks), len(model._forward_pre_hooks), opt._optimizer_step_pre_hooks)
+            for x, y in it:
+                loss = torch.nn.functional.cross_entropy(model(x), y)
+                print(loss.grad_fn.name(), type(model(x)).__name__)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                sched.step()
+            print(sched.get_last_lr(), opt._opt_called)
+        """)
+        plain = subprocess.run([sys.executable, path], capture_output=True, env=dict(os.environ, PYTHONPATH=PKG))
+        self.assertEqual(plain.returncode, 0, plain.stderr.decode())
+        c = Child(path)
+        code, out, err = c.finish()
+        self.assertEqual(code, 0, err)
+        self.assertEqual(out, plain.stdout.decode())
+        self.assertEqual(sum(1 for m in c.messages if m["type"] == "step"), 2)
+
     def test_bad_knob_exits_two_with_one_line(self):
         c = Child(self.script, launcher_args=["--set", "nope=1"])
         code, _, err = c.finish()
@@ -264,13 +344,13 @@ class LaunchTest(unittest.TestCase):
         self.assertIn("Traceback", err["traceback"])
         self.assertEqual(c.messages[-1]["summary"]["reason"], "error")
 
-    def test_no_optimizer_step_is_said(self):
+    def test_no_training_step_is_said(self):
         path = self.write("not_training.py", "print('hello')\n")
         c = Child(path)
         code, _, _ = c.finish()
         self.assertEqual(code, 1)
         err = next(m for m in c.messages if m["type"] == "error")
-        self.assertIn("without an optimizer step", err["message"])
+        self.assertIn("without a training step", err["message"])
 
     def test_amp_bf16_runs_the_forward_in_bf16(self):
         out = os.path.join(self.dir.name, "dtype.txt")

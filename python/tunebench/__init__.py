@@ -1,8 +1,13 @@
 """TuneBench's Python side: run a user's unmodified PyTorch training script under hooks.
 
-`python -m tunebench.launch [options] SCRIPT [ARGS...]` installs the hooks (optimizer steps, DataLoader
-iteration, global backend switches, the model's forward) and runs SCRIPT as `__main__`, speaking the run
-protocol of docs/protocol.md to the parent (tunebench-cli) on two file descriptors.
+`python -m tunebench.launch [options] SCRIPT [ARGS...]` installs the hooks (DataLoader iteration, the model's
+forward and backward, optimizer steps, torch.save, global backend switches) and runs SCRIPT as `__main__`,
+speaking the run protocol of docs/protocol.md to the parent (tunebench-cli) on two file descriptors. A step
+is one training iteration, told apart from validation and checkpoints by iterations.py.
+
+Modules: launch (the process and the protocol's messages), iterations (the step rule), hooks_dataloader,
+hooks_forward, hooks_optimizer, hooks_save (the events), hooks_model and knobs (what the knobs change),
+tracing (torch.profiler chunks), watchdog (a script that stops making steps), protocol, state, source.
 """
 
 __version__ = "0.1.0"

@@ -1,23 +1,49 @@
-"""DataLoader hooks: where each loader is made (the line to edit), the knobs' values at construction, and
-iteration through a proxy that times `__next__` (the data wait), counts samples, and can re-create the
-real iterator when a loader knob changes live.
+"""DataLoader hooks: where each loader is made (the line to edit), the knobs' values at construction, and its
+iterators' batches: the time in each `__next__` (the data wait), the samples, and the end of a pass - the
+events a step is made of (iterations.py).
+
+The iterator the script gets is DataLoader's own (its type and methods unchanged): the timing is a wrapper of
+the iterator base class's `__next__`, and a registry (weak, by iterator) says which loader it belongs to.
 
 A live change of num_workers / pin_memory / prefetch_factor / persistent_workers is set on the DataLoader object and takes effect
-when its iterator is re-created: the proxy does that at its next `__next__` (a new pass over the sampler
-starts there: the samples of this epoch may repeat). That is reported as `pending` until it happened.
+when its iterator is re-created: the script's iterator does that at its next `__next__` (a new pass over the
+sampler starts there: the samples of this epoch may repeat) and hands out the new one's batches from then on.
+That is reported as `pending` until it happened.
 """
 
+import functools
 import time
+import weakref
 
 import torch
 from torch.utils.data import DataLoader
+from torch.utils.data.dataloader import _BaseDataLoaderIter
 
 from . import source
 from .knobs import KnobError, _torch_major
 
 _orig_init = DataLoader.__init__
 _orig_iter = DataLoader.__iter__
+_orig_next = _BaseDataLoaderIter.__next__
 _run = None
+_tracker = None
+_on_error = None
+
+
+class _IterInfo:
+    """What we know of one of the script's DataLoader iterators."""
+
+    __slots__ = ("loader", "created_ns", "first", "recreate", "replacement")
+
+    def __init__(self, loader, created_ns):
+        self.loader = loader
+        self.created_ns = created_ns
+        self.first = True          # its next batch is the first of a pass: the wait counts from its creation
+        self.recreate = False      # a loader knob changed: replace the real iterator at the next batch
+        self.replacement = None    # the iterator that hands out the batches after a live change
+
+
+_iters = weakref.WeakKeyDictionary()
 
 # Our knob id -> DataLoader constructor argument, and how a value text becomes the argument.
 _ARGS = {"workers": ("num_workers", int), "pin_memory": ("pin_memory", lambda v: v == "on"),
@@ -41,6 +67,7 @@ def batch_size_of(batch):
     return 0
 
 
+@functools.wraps(_orig_init)
 def _patched_init(self, *args, **kwargs):
     run = _run
     user_kwargs = dict(kwargs)
@@ -56,8 +83,9 @@ def _patched_init(self, *args, **kwargs):
                 kwargs["prefetch_factor"] = int(req["prefetch"])
             if "persistent_workers" in req:
                 kwargs["persistent_workers"] = req["persistent_workers"] == "on"
-        else:
-            # torch refuses these without workers; the user's values come back when workers do.
+        elif "workers" in req:
+            # We took the workers away, and torch refuses these without them; the user's values come back
+            # when workers do. (Without a knob the script's own arguments pass as they are, errors included.)
             kwargs.pop("prefetch_factor", None)
             kwargs.pop("persistent_workers", None)
     _orig_init(self, *args, **kwargs)
@@ -69,7 +97,6 @@ def _patched_init(self, *args, **kwargs):
                  "prefetch_factor": getattr(self, "prefetch_factor", None),
                  "persistent_workers": getattr(self, "persistent_workers", False),
                  "batch_size": self.batch_size}
-    self._tunebench_site = site
     run.ch.send("source", kind="dataloader", file=site["file"], line=site["line"], code=site["code"],
                 kwargs={k: v for k, v in user_kwargs.items() if isinstance(v, (int, float, str, bool, type(None)))},
                 effective=effective)
@@ -81,62 +108,80 @@ def _patched_init(self, *args, **kwargs):
         run.config["persistent_workers"] = "on" if getattr(self, "persistent_workers", False) else "off"
 
 
-class _Proxy:
-    """Stands in for the DataLoader's iterator in the user's `for` loop."""
-
-    def __init__(self, loader, inner):
-        self.loader = loader
-        self.inner = inner
-        self.recreate = False
-
-    def __iter__(self):
-        return self
-
-    def __len__(self):
-        return len(self.inner)
-
-    def _renew(self):
-        self.shutdown()
-        self.inner = _orig_iter(self.loader)
-        self.recreate = False
-        run = _run
-        if run is not None:  # the change took effect: say with what (tests and the GUI read it back)
-            run.ch.send("loader", reason="iterator re-created", num_workers=self.loader.num_workers,
-                        pin_memory=self.loader.pin_memory, prefetch_factor=getattr(self.loader, "prefetch_factor", None),
-                        persistent_workers=bool(getattr(self.loader, "persistent_workers", False)))
-
-    def __next__(self):
-        run = _run
-        t0 = time.monotonic_ns()
-        if self.recreate:
-            self._renew()
-        if run is not None and run.t_prev_ns is None:
-            run.t_prev_ns = t0
-        batch = next(self.inner)
-        if run is not None:
-            run.data_wait_ns += time.monotonic_ns() - t0
-            run.samples += batch_size_of(batch)
-        return batch
-
-    def shutdown(self):
-        shutdown = getattr(self.inner, "_shutdown_workers", None)
-        if shutdown:
-            try:
-                shutdown()
-            except Exception:
-                pass
-
-    def __getattr__(self, name):  # anything else the script asks of the iterator
-        return getattr(self.inner, name)
+def _renew(info, it):
+    """Shuts down the workers of the iterator in use and makes a new one under the loader's new options."""
+    shutdown(info.replacement or it)
+    loader = info.loader
+    info.replacement = _orig_iter(loader)
+    info.recreate = False
+    run = _run
+    if run is not None:  # the change took effect: say with what (tests and the GUI read it back)
+        run.ch.send("loader", reason="iterator re-created", num_workers=loader.num_workers,
+                    pin_memory=loader.pin_memory, prefetch_factor=getattr(loader, "prefetch_factor", None),
+                    persistent_workers=bool(getattr(loader, "persistent_workers", False)))
 
 
+@functools.wraps(_orig_next)
+def _patched_next(self):
+    tracker = _tracker
+    info = _iters.get(self) if tracker is not None else None
+    if info is None:
+        return _orig_next(self)
+    try:
+        t = time.monotonic_ns()
+        if info.first:
+            info.first = False
+            t = min(t, info.created_ns)
+        t0 = tracker.fetch_start(info.loader, t)
+        if info.recreate:
+            _renew(info, self)
+    except Exception as e:  # noqa: BLE001 - ours: never the script's problem
+        _fail(e)
+        return _orig_next(info.replacement or self)
+    try:
+        batch = _orig_next(info.replacement or self)
+    except StopIteration:
+        try:
+            tracker.pass_end(info.loader, time.monotonic_ns())
+        except Exception as e:  # noqa: BLE001
+            _fail(e)
+        raise
+    try:
+        tracker.fetch_end(info.loader, t0, time.monotonic_ns(), batch_size_of(batch))
+    except Exception as e:  # noqa: BLE001
+        _fail(e)
+    return batch
+
+
+def _fail(e):
+    global _tracker
+    _tracker = None
+    if _on_error is not None:
+        _on_error(e)
+
+
+def shutdown(it):
+    fn = getattr(it, "_shutdown_workers", None)
+    if fn:
+        try:
+            fn()
+        except Exception:
+            pass
+
+
+@functools.wraps(_orig_iter)
 def _patched_iter(self):
-    inner = _orig_iter(self)
-    if _run is None:
-        return inner
-    p = _Proxy(self, inner)
-    _run.iterators.add(p)
-    return p
+    t = time.monotonic_ns()
+    it = _orig_iter(self)
+    if _run is None or not isinstance(it, _BaseDataLoaderIter):
+        return it
+    info = _iters.get(it)
+    if info is None or info.loader is not self:
+        _iters[it] = _IterInfo(self, t)
+        _run.iterators.add(it)
+    else:  # persistent workers: the same iterator, reset for a new pass
+        info.created_ns, info.first = t, True
+    return it
 
 
 def set_loader_option(run, knob, value, live):
@@ -166,26 +211,38 @@ def set_loader_option(run, knob, value, live):
             loader.prefetch_factor = None
         if getattr(loader, "_iterator", None) is not None:
             loader._iterator = None  # a persistent iterator would keep the old workers
-    for p in list(run.iterators):
-        p.recreate = True
+    for it in list(run.iterators):
+        info = _iters.get(it)
+        if info is not None:
+            info.recreate = True
     return True, "takes effect when the DataLoader's iterator is re-created, at the next batch (a new pass " \
                  "over the sampler starts there)"
 
 
-def install(run):
-    global _run
-    _run = run
+def install(run, tracker=None, on_error=None):
+    global _run, _tracker, _on_error
+    _run, _tracker, _on_error = run, tracker, on_error
     DataLoader.__init__ = _patched_init
     DataLoader.__iter__ = _patched_iter
+    _BaseDataLoaderIter.__next__ = _patched_next
+
+
+def disable():
+    global _tracker
+    _tracker = None
 
 
 def uninstall():
-    global _run
-    _run = None
+    global _run, _tracker
+    _run = _tracker = None
     DataLoader.__init__ = _orig_init
     DataLoader.__iter__ = _orig_iter
+    _BaseDataLoaderIter.__next__ = _orig_next
 
 
 def shutdown_all(run):
-    for p in list(run.iterators):
-        p.shutdown()
+    for it in list(run.iterators):
+        info = _iters.get(it)
+        shutdown(it)
+        if info is not None and info.replacement is not None:
+            shutdown(info.replacement)

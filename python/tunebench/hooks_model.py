@@ -3,9 +3,11 @@ Model knobs act on them through forward hooks (autocast, channels_last inputs) a
 script's own code is untouched and every change can be undone."""
 
 import gc
+import warnings
 
 import torch
 
+from . import hooks_forward
 from .knobs import KnobError
 
 _hooks = {}  # knob id -> [hook handles]
@@ -20,14 +22,20 @@ def find_models(run):
         for group in opt.param_groups:
             params.update(id(p) for p in group["params"])
     if not params:
-        return []
+        # No optimizer (a hand-written update): the modules whose forward ran with grad enabled.
+        trained = list(run.trained_modules)
+        run.models = [m for m in trained if not any(m is not o and any(c is m for c in o.modules())
+                                                     for o in trained)]
+        return run.models
     holders = []
-    for obj in gc.get_objects():
-        try:
-            if isinstance(obj, torch.nn.Module) and any(id(p) in params for p in obj.parameters()):
-                holders.append(obj)
-        except Exception:
-            continue
+    with warnings.catch_warnings():  # touching deprecated torch objects warns: not the script's output
+        warnings.simplefilter("ignore")
+        for obj in gc.get_objects():
+            try:
+                if isinstance(obj, torch.nn.Module) and any(id(p) in params for p in obj.parameters()):
+                    holders.append(obj)
+            except Exception:
+                continue
     children = set()
     for m in holders:
         for c in m.modules():
@@ -64,7 +72,7 @@ def set_amp(run, value):
     models = find_models(run)
     if not models:
         run.requested["amp"] = value
-        return True, "applies at the first optimizer step (the model is found from it)"
+        return True, "applies at the first step (the model is found then)"
     _remove("amp")
     if value == "off":
         return False, ""
@@ -93,7 +101,7 @@ def set_channels_last(run, on):
     models = find_models(run)
     if not models:
         run.requested["channels_last"] = "on" if on else "off"
-        return True, "applies at the first optimizer step (the model is found from it)"
+        return True, "applies at the first step (the model is found then)"
     _remove("channels_last")
     fmt = torch.channels_last if on else torch.contiguous_format
     for m in models:
@@ -117,13 +125,16 @@ def set_compile(run, on):
     models = find_models(run)
     if not models:
         run.requested["compile"] = "on" if on else "off"
-        return True, "applies at the first optimizer step"
+        return True, "applies at the first step (the model is found then)"
     for m in models:
         if not hasattr(m, "compile"):
             raise KnobError("this torch has no Module.compile (in-place compile, torch >= 2.2): a code change: "
                             "model = torch.compile(model)")
         if on:
             m.compile()
+            # The compiled call holds the module's hooks, ours included: time it from outside.
+            if getattr(m, "_compiled_call_impl", None) is not None:
+                m._compiled_call_impl = hooks_forward.timed_call(m, m._compiled_call_impl)
         else:
             raise KnobError("a compiled model cannot be un-compiled in place: restart the run")
     return False, ""

@@ -223,7 +223,10 @@ class ZeroGradNone(Knob):
         return "on" if _torch_major() >= 2 else "off"
 
     def apply(self, run, value, live):
-        return False, ""  # read by the zero_grad hook at every call
+        from . import hooks_optimizer
+        run.requested[self.id] = value
+        hooks_optimizer.apply_zero_grad_none(run)  # the wrapper reads the value at every call
+        return False, ""
 
 
 class AnomalyDetection(Knob):

@@ -1,27 +1,48 @@
 """python -m tunebench.launch [--out-fd N] [--in-fd N] [--set k=v,...] [--steps N] [--trace-dir DIR]
-                              [--trace-every N] SCRIPT [ARGS...]
+                              [--trace-every N] [--trace-detail shapes,stack] [--stall-warn S] SCRIPT [ARGS...]
 
 Runs SCRIPT unmodified as __main__ under TuneBench's hooks and speaks the run protocol (docs/protocol.md)
-on --out-fd (default 1) and --in-fd. `hello` goes out at the first optimizer step, when the script's
-DataLoader and optimizer exist and the knobs have their real values. Exit codes: 0 (the script ended, the
---steps limit, a `stop`), 1 (the script failed), 2 (bad options or knobs).
+on --out-fd (default 1) and --in-fd. A step is one training iteration (iterations.py says exactly what that
+is); time between iterations (validation, checkpoints) is sent as `outside` messages. `hello` goes out with
+the first step, when the script's DataLoader and optimizer exist and the knobs have their real values.
+
+The script sees no difference: its stdout is its own, an exception it raises prints the traceback Python
+would print (without our frames) and exits 1, sys.exit(code) exits with that code, and its atexit handlers
+run. Only when TuneBench ends the run itself (--steps reached, a `stop`) does the process end at once, at a
+step boundary. Launcher exit codes of its own: 1 (the script made no training step), 2 (bad options or
+knobs).
 """
 
 import argparse
 import os
 import platform
 import runpy
+import signal
 import sys
 import traceback
 
 import torch
 
-from . import __version__, hooks_dataloader, hooks_model, hooks_optimizer, knobs
+from . import (__version__, hooks_dataloader, hooks_forward, hooks_optimizer, hooks_save, iterations, knobs,
+               machine, script_errors)
 from .protocol import Channel, Inbox
 from .state import Run, minor_faults
 from .tracing import Tracer
+from .watchdog import Watchdog
 
 _MODEL_KNOBS = ("amp", "channels_last", "compile")
+_STEP = ('{"v": 1, "type": "step", "i": %d, "samples": %d, "wall_ns": %d, "data_wait_ns": %d, "h2d_ns": 0, '
+         '"minor_faults": %d, "loss": null, "config_rev": %d, "warmup": false, "skipped": %s, "t_ns": %d, '
+         '"forward_ns": %d, "backward_ns": %d, "optim_ns": %d, "optimizer_steps": %d}\n')
+_HOOKS = (hooks_dataloader, hooks_forward, hooks_optimizer, hooks_save)
+
+
+def _trace_detail(text):
+    parts = [p for p in text.split(",") if p]
+    bad = [p for p in parts if p not in ("shapes", "stack")]
+    if bad:
+        raise argparse.ArgumentTypeError("unknown trace detail %s (shapes, stack)" % ", ".join(bad))
+    return parts
 
 
 def _parse(argv):
@@ -32,38 +53,16 @@ def _parse(argv):
     p.add_argument("--steps", type=int, default=0)
     p.add_argument("--trace-dir", default="")
     p.add_argument("--trace-every", type=int, default=20)
+    p.add_argument("--trace-detail", default="", type=_trace_detail,
+                   help="what the profiler also records: shapes (record_shapes), stack (with_stack)")
+    p.add_argument("--stall-warn", type=float, default=120.0,
+                   help="warn once when no training step came for this many seconds (0: never)")
     p.add_argument("script")
     p.add_argument("args", nargs=argparse.REMAINDER)
     return p.parse_args(argv)
 
 
-def _device():
-    if torch.cuda.is_available():
-        return {"kind": "cuda", "name": torch.cuda.get_device_name(0), "cores": os.cpu_count() or 1,
-                "sm": torch.cuda.get_device_capability(0)[0]}
-    name = platform.processor() or "cpu"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    name = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return {"kind": "cpu", "name": name, "cores": os.cpu_count() or 1}
-
-
-def _collector(tracing):
-    """What records the GPU: torch.profiler's CUDA activity, only with a CUDA device and a trace directory
-    (the GUI's status bar shows it as the GPU collector; CPU ops are traced either way with a directory)."""
-    if not tracing:
-        return {"enabled": False, "reason": "not tracing (no --trace-dir)"}
-    if not torch.cuda.is_available():
-        return {"enabled": False, "reason": "no CUDA device: torch.profiler records CPU ops only"}
-    return {"enabled": True, "reason": "", "kind": "torch.profiler (CUDA activity)"}
-
-
-class Launcher:
+class Launcher(iterations.Sink):
     def __init__(self, opts):
         self.opts = opts
         self.ch = Channel(opts.out_fd)
@@ -71,21 +70,39 @@ class Launcher:
                                                                   message="malformed message: " + line[:120]))
         self.run = Run(self.ch, self.inbox, opts.steps)
         self.tracer = None
+        self.tracker = iterations.Iterations(self, self.run.now_ns, self.run.optimizer_ids)
+        self.outside_total = {"evaluation_ns": 0, "checkpoint_ns": 0, "other_ns": 0, "intervals": 0}
+        self.done = False
+        self.pending = []         # parent messages read outside the iterations, handled at the next step
+        self.boundary_faults = None
 
     # --- lifecycle ---------------------------------------------------------------------------------------
-    def finish(self, reason, code):
+    def finish(self, reason, code, hard=False):
+        """Sends `done`. hard: TuneBench ends the run (--steps, stop) at a step boundary: exit now, with `code`.
+        Otherwise the script ended by itself and the caller lets Python exit as it would have."""
+        if self.done:
+            return code
         run = self.run
+        self.done = True
+        self.tracker.finish(run.now_ns())
+        for h in _HOOKS:
+            h.disable()
         if self.tracer is not None:
             self.tracer.stop(run.step_i - 1)
-        hooks_dataloader.shutdown_all(run)
         if not run.hello_sent and reason != "error":
-            self.ch.send("error", recoverable=False, message="the script ended without an optimizer step: is this a "
-                                                             "training script (torch.optim.Optimizer.step)?")
+            self.ch.send("error", recoverable=False, message="the script ended without a training step (no "
+                                                             "backward() of a model seen): is this a training script?")
             reason, code = "error", 1
-        self.ch.send("done", summary={"steps": run.step_i, "reason": reason})
+        summary = {"steps": run.step_i, "reason": reason}
+        if self.outside_total["intervals"]:
+            summary["outside"] = dict(self.outside_total)
+        self.ch.send("done", summary=summary)
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(code)
+        if hard:
+            hooks_dataloader.shutdown_all(run)
+            os._exit(code)
+        return code
 
     def send_hello(self):
         run = self.run
@@ -93,17 +110,35 @@ class Launcher:
             run.config.setdefault(k.id, k.current(run))
         self.ch.send("hello", versions={"tunebench": __version__, "python": platform.python_version(),
                                         "torch": torch.__version__},
-                     device=_device(), knobs=[k.describe(run) for k in knobs.CATALOG],
+                     device=machine.device(), knobs=[k.describe(run) for k in knobs.CATALOG],
                      script=self.opts.script, python=sys.executable,
-                     collector=_collector(bool(self.opts.trace_dir)))
+                     collector=machine.collector(bool(self.opts.trace_dir)))
         self.ch.send("started", model="script:" + self.opts.script, data=" ".join(self.opts.args),
                      script=self.opts.script, args=self.opts.args, config=dict(run.config), rev=run.rev)
         run.hello_sent = True
 
-    # --- the step hook -----------------------------------------------------------------------------------
-    def on_step(self, opt, skipped=False):
+    def internal_error(self, e):
+        """A bug of ours inside a hook: the script goes on untouched, without timing."""
+        for h in _HOOKS:
+            h.disable()
+        self.run.warn_once("internal", "TuneBench's hooks failed and are off for the rest of the run (the script "
+                                       "is unaffected): %s: %s" % (type(e).__name__, e),
+                           traceback="".join(traceback.format_exception(type(e), e, e.__traceback__)))
+
+    # --- the tracker's sink ------------------------------------------------------------------------------
+    def span_opened(self, span):
+        # At a step boundary the faults were just read for the step that ended: the same count starts this one.
+        faults, self.boundary_faults = self.boundary_faults, None
+        span.mark = (faults if faults is not None else minor_faults(), hooks_optimizer.scaler_marks())
+        if self.tracer is not None:
+            self.tracer.span_opened(span.serial)
+
+    def span_dropped(self, span):
+        if self.tracer is not None:
+            self.tracer.span_closed(span.serial, None)
+
+    def step(self, i, span, end_ns):
         run = self.run
-        now = run.now_ns()
         if not run.hello_sent:
             # Model knobs asked at start apply now that the model is known (step 0 ran without them: it is
             # inside the warm-up anyway).
@@ -115,29 +150,52 @@ class Launcher:
                     except knobs.KnobError as e:
                         self.ch.send("warning", message="%s=%s: %s" % (kid, run.requested[kid], e))
             self.send_hello()
-        start = run.t_prev_ns if run.t_prev_ns is not None else now
+        faults0, scalers0 = span.mark
         faults = minor_faults()
-        self.ch.send("step", i=run.step_i, samples=run.samples, wall_ns=now - start, data_wait_ns=run.data_wait_ns,
-                     h2d_ns=0, minor_faults=faults - run.faults0, loss=None, config_rev=run.rev, warmup=False,
-                     skipped=skipped, t_ns=start)
-        run.faults0 = faults
-        run.samples = 0
-        run.data_wait_ns = 0
+        skipped = span.optimizer_steps == 0 and hooks_optimizer.scaler_updated(scalers0)
+        # Formatted by hand: json.dumps of this dict is most of a step's own cost on a slow CPU. Every field
+        # is an int or a bool; the keys and their order are what json.dumps wrote.
+        self.ch.send_line(_STEP % (i, span.samples, end_ns - span.t0, span.data_wait_ns, faults - faults0, run.rev,
+                                   "true" if skipped else "false", span.t0, span.forward_ns, span.backward_ns,
+                                   span.optim_ns, span.optimizer_steps))
+        self.boundary_faults = faults
+        run.step_i = i + 1
         if self.tracer is not None:
-            self.tracer.on_step(run.step_i)
-        run.step_i += 1
-        for msg in self.inbox.drain():
-            self.handle(msg)
+            self.tracer.span_closed(span.serial, i)
+        if self.pending or not self.inbox.q.empty():
+            for msg in self.pending + self.inbox.drain():
+                self.handle(msg)
+            self.pending = []
         if run.steps_limit and run.step_i >= run.steps_limit:
-            self.finish("steps", 0)
-        # The hook's own time (messages, trace chunks) belongs to no step.
-        run.t_prev_ns = run.now_ns()
+            self.finish("steps", 0, hard=True)
+
+    def poll(self):
+        # Outside the iterations only a stop is acted on at once; anything else (a loader knob would re-create
+        # the validation's iterator) waits for the next step boundary.
+        if self.inbox.q.empty():
+            return
+        for msg in self.inbox.drain():
+            if msg.get("type") == "stop":
+                self.finish("stopped", 0, hard=True)
+            self.pending.append(msg)
+
+    def outside(self, o, end_ns, until):
+        ev, ck, other = o.parts(end_ns)
+        parts = {"evaluation": ev, "checkpoint": ck, "other": other}
+        kind = max(("evaluation", "checkpoint", "other"), key=lambda k: parts[k])
+        self.ch.send("outside", after_step=o.after_step, t_ns=o.t0, wall_ns=max(0, end_ns - o.t0), kind=kind,
+                     evaluation_ns=ev, checkpoint_ns=ck, other_ns=other, epoch=o.epoch, until=until)
+        tot = self.outside_total
+        tot["evaluation_ns"] += ev
+        tot["checkpoint_ns"] += ck
+        tot["other_ns"] += other
+        tot["intervals"] += 1
 
     def handle(self, msg):
         t = msg.get("type")
         run = self.run
         if t == "stop":
-            self.finish("stopped", 0)
+            self.finish("stopped", 0, hard=True)
         elif t == "set":
             kid = str(msg.get("knob", ""))
             raw = msg.get("value")
@@ -160,12 +218,26 @@ class Launcher:
                 self.ch.send("error", recoverable=True, message="tracing needs --trace-dir")
             elif msg.get("action") == "start":
                 if self.tracer is None:
-                    self.tracer = Tracer(run, self.opts.trace_dir, self.opts.trace_every)
+                    self.tracer = Tracer(run, self.opts.trace_dir, self.opts.trace_every, self.opts.trace_detail)
                 self.tracer.start(run.step_i)
             elif msg.get("action") == "stop" and self.tracer is not None:
                 self.tracer.stop(run.step_i - 1)
 
     # --- main --------------------------------------------------------------------------------------------
+    def install(self):
+        run, tr, err = self.run, self.tracker, self.internal_error
+        hooks_dataloader.install(run, tr, err)
+        hooks_optimizer.install(run, tr, err)
+        hooks_forward.install(run, tr, err)
+        hooks_save.install(tr, err)
+
+        def in_child():  # a forked DataLoader worker inherits the hooks and our fds: it reports nothing
+            self.ch.closed = True
+            for h in _HOOKS:
+                h.disable()
+
+        os.register_at_fork(after_in_child=in_child)
+
     def main(self):
         opts, run = self.opts, self.run
         try:
@@ -183,25 +255,45 @@ class Launcher:
             self.ch.send("error", recoverable=False, message="script not found: %s" % opts.script)
             self.ch.send("done", summary={"steps": 0, "reason": "error"})
             os._exit(1)
-        hooks_dataloader.install(run)
-        hooks_optimizer.install(run, self.on_step)
+        self.install()
         if opts.trace_dir:
-            self.tracer = Tracer(run, opts.trace_dir, opts.trace_every)
+            self.tracer = Tracer(run, opts.trace_dir, opts.trace_every, opts.trace_detail)
             self.tracer.start(0)
+        watchdog = Watchdog(self.tracker, lambda msg, **f: self.ch.send("warning", message=msg, kind="stalled", **f),
+                            opts.stall_warn)
+        watchdog.start()
         sys.argv = [opts.script] + list(opts.args)
-        sys.path.insert(0, os.path.dirname(os.path.abspath(opts.script)))
+        # As `python train.py` has it: the script's directory first, and not the working directory that
+        # `python -m` put there (a module beside the caller must not shadow or satisfy the script's imports).
+        script_dir = os.path.dirname(os.path.abspath(opts.script))
+        if sys.path and sys.path[0] in ("", os.getcwd()):
+            sys.path[0] = script_dir
+        else:
+            sys.path.insert(0, script_dir)
         try:
             runpy.run_path(opts.script, run_name="__main__")
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-            self.finish("completed" if code == 0 else "error", code)
+            watchdog.stop.set()
+            if self.finish("completed" if code == 0 else "error", code) != code:
+                sys.exit(1)  # no training step: the launcher's own failure
+            raise  # Python prints a non-integer code and exits as it would have
         except BaseException as e:  # the script's own failure: its traceback, the steps so far kept
-            tb = traceback.format_exc()
-            last = "".join(traceback.format_exception_only(type(e), e)).strip().splitlines()
-            self.ch.send("error", recoverable=False, message=last[-1] if last else type(e).__name__, traceback=tb)
-            sys.stderr.write(tb)
+            watchdog.stop.set()
+            tb = script_errors.script_traceback(e.__traceback__, opts.script)
+            self.ch.send("error", recoverable=False, message=script_errors.one_line(e),
+                         traceback="".join(traceback.format_exception(type(e), e, tb)))
             self.finish("error", 1)
-        self.finish("completed", 0)
+            sys.excepthook(type(e), e.with_traceback(tb), tb)
+            sys.stderr.flush()
+            if isinstance(e, KeyboardInterrupt):  # as Python does: end by the signal itself
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
+                os.kill(os.getpid(), signal.SIGINT)
+            sys.exit(1)
+        watchdog.stop.set()
+        code = self.finish("completed", 0)
+        if code:
+            sys.exit(code)
 
 
 def main(argv=None):

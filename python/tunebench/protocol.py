@@ -19,7 +19,13 @@ class Channel:
     def send(self, msg_type, **fields):
         msg = {"v": 1, "type": msg_type}
         msg.update(fields)
-        data = (json.dumps(msg, default=str) + "\n").encode()
+        self.send_line(json.dumps(msg, default=str) + "\n")
+
+    def send_line(self, line):
+        """One message already encoded as a JSON line (ending in a newline)."""
+        data = line.encode()
+        if self.closed:  # checked before the lock too: a forked child may have inherited it held
+            return
         with self._lock:
             if self.closed:
                 return

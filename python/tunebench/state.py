@@ -1,5 +1,6 @@
-"""What one launched run knows: the protocol channels, the knob values and revision, the step counters, and
-weak references to the DataLoaders, live iterators, optimizers and models the script created."""
+"""What one launched run knows: the protocol channels, the knob values and revision, and weak references to
+the DataLoaders, live iterators, optimizers and models the script created. The steps themselves are counted
+by iterations.Iterations."""
 
 import resource
 import time
@@ -18,24 +19,27 @@ class Run:
         self.config = {}          # knob id -> value text (what is in effect, or will be at the next iterator)
         self.requested = {}       # --set values, applied when their object appears
         self.rev = 0
-        self.step_i = 0
-        self.t_prev_ns = None     # end of the previous step (or the first batch request)
-        self.samples = 0          # samples yielded since the previous step
-        self.data_wait_ns = 0     # time inside DataLoader __next__ since the previous step
-        self.faults0 = minor_faults()
+        self.step_i = 0           # steps sent so far
         self.hello_sent = False
         self.loaders = weakref.WeakSet()
         self.iterators = weakref.WeakSet()
         self.optimizers = weakref.WeakSet()
         self.models = []          # top-level modules found (strong refs: they live as long as the script's)
+        self.trained_modules = weakref.WeakSet()  # modules seen running a forward with grad enabled
         self.tracer = None
         self.warned = set()
 
     def now_ns(self):
         return time.monotonic_ns()
 
-    def warn_once(self, key, message):
+    def note_model(self, module):
+        self.trained_modules.add(module)
+
+    def optimizer_ids(self):
+        return [id(o) for o in list(self.optimizers)]
+
+    def warn_once(self, key, message, **fields):
         if key in self.warned:
             return
         self.warned.add(key)
-        self.ch.send("warning", message=message)
+        self.ch.send("warning", message=message, **fields)

@@ -1,0 +1,252 @@
+"""Scripts written the way people write them (tests/corpus/), each run plainly and under the launcher: the
+launcher must change nothing the script does (same stdout - the losses printed with repr, so bitwise - same
+exit code, same traceback) and must report one step per training iteration with its phases, and the time
+between iterations (validation, checkpoints) on its own.
+
+Each script's iterations are counted from its own output: every one prints a line per iteration."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import unittest
+
+from tests.test_launch import PKG, Child
+
+CORPUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+# One intra-op thread: the plain and the launched run of a script are compared, and this 2-core machine
+# runs builds beside the tests; two threads fighting them made each step 10-100x slower.
+ENV = dict(os.environ, PYTHONPATH=PKG, OMP_NUM_THREADS="1", PYTHONHASHSEED="0")
+
+
+def _plain(path, args, cwd, timeout=300):
+    p = subprocess.run([sys.executable, path] + list(args), cwd=cwd, env=ENV, capture_output=True, timeout=timeout)
+    return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+
+def _traceback_of(stderr):
+    """The traceback Python printed (from its "Traceback" line), or the whole of stderr without one."""
+    i = stderr.rfind("Traceback (most recent call last):")
+    return stderr[i:] if i >= 0 else stderr
+
+
+class CorpusRun:
+    """A corpus script run plainly and under the launcher, in the same fresh directory."""
+
+    def __init__(self, test, name, args=(), launcher_args=(), timeout=300):
+        self.dir = tempfile.mkdtemp(prefix="tb-corpus-")
+        test.addCleanup(shutil.rmtree, self.dir, True)
+        path = os.path.join(CORPUS, name + ".py")
+        args = [a.replace("{tmp}", self.dir) for a in args]
+        self.plain = _plain(path, args, self.dir, timeout)
+        child = Child(path, args, launcher_args=launcher_args, env=ENV, cwd=self.dir)
+        self.launched = child.finish(timeout)
+        self.messages = child.messages
+        self.steps = [m for m in self.messages if m["type"] == "step"]
+        self.outside = [m for m in self.messages if m["type"] == "outside"]
+        self.done = self.messages[-1] if self.messages and self.messages[-1]["type"] == "done" else None
+
+    def lines(self, pattern):
+        return [line for line in self.plain[1].splitlines() if re.match(pattern, line)]
+
+
+class CorpusTest(unittest.TestCase):
+    maxDiff = None
+
+    def check(self, name, iteration, args=(), code=0, samples=None, optimizer_steps=None, timeout=300):
+        """Runs `name` both ways and checks what every script must keep; returns the run for more checks.
+        iteration: a regex matching the line the script prints once per training iteration."""
+        r = CorpusRun(self, name, args, timeout=timeout)
+        (pcode, pout, perr), (lcode, lout, lerr) = r.plain, r.launched
+        self.assertEqual(pcode, code, perr[-2000:])
+        self.assertEqual(lcode, pcode, lerr[-2000:])
+        self.assertEqual(lout, pout)  # the losses are printed with repr: bitwise the same
+        self.assertEqual(_traceback_of(lerr).strip() if code else "", _traceback_of(perr).strip() if code else "")
+        iterations = len(r.lines(iteration))
+        self.assertGreater(iterations, 0, pout[-1000:])
+        self.assertEqual(len(r.steps), iterations, [(s["i"], s["samples"], s["optimizer_steps"]) for s in r.steps])
+        self.assertEqual([s["i"] for s in r.steps], list(range(iterations)))
+        for s in r.steps:
+            self.assertGreater(s["samples"], 0, s)
+            if samples is not None:
+                self.assertEqual(s["samples"], samples, s)
+            self.assertGreater(s["forward_ns"], 0, s)
+            self.assertGreater(s["backward_ns"], 0, s)
+            phases = s["forward_ns"] + s["backward_ns"] + s["optim_ns"] + s["data_wait_ns"]
+            self.assertLessEqual(phases, s["wall_ns"], s)  # exclusive phases inside the step
+            self.assertEqual(s["optim_ns"] > 0, s["optimizer_steps"] > 0, s)
+            if optimizer_steps is not None:
+                want = optimizer_steps(s["i"]) if callable(optimizer_steps) else optimizer_steps
+                self.assertEqual(s["optimizer_steps"], want, s)
+        for a, b in zip(r.steps, r.steps[1:]):  # steps and outside intervals never overlap
+            self.assertGreaterEqual(b["t_ns"], a["t_ns"] + a["wall_ns"])
+        self.assertIsNotNone(r.done)
+        self.assertEqual(r.done["summary"]["steps"], iterations)
+        self.assertEqual(r.done["summary"]["reason"], "completed" if code == 0 else "error")
+        return r
+
+    # --- one script per pattern ------------------------------------------------------------------------------
+    def test_imagenet_style_step_lr_validation_and_checkpoint_each_epoch(self):
+        r = self.check("imagenet_steplr", r"^Epoch: \[\d+\]\[\d+/\d+\] loss ", args=["--out", "{tmp}"], samples=16,
+                       optimizer_steps=1)
+        self.assertTrue(os.path.exists(os.path.join(r.dir, "checkpoint.pth.tar")))
+        # One outside interval per epoch, right after its last step: validation and checkpoint, not in a step.
+        self.assertEqual([(o["after_step"], o["epoch"], o["until"]) for o in r.outside],
+                         [(7, 1, "step"), (15, 2, "step"), (23, 3, "exit")])
+        walls = sorted(s["wall_ns"] for s in r.steps)
+        for o in r.outside:
+            self.assertEqual(o["kind"], "evaluation")
+            self.assertGreater(o["evaluation_ns"], 0)
+            self.assertGreater(o["checkpoint_ns"], 0)
+            self.assertEqual(o["evaluation_ns"] + o["checkpoint_ns"] + o["other_ns"], o["wall_ns"])
+            # validation forwards 1024 samples, a step 16: it is far longer than a typical step
+            self.assertGreater(o["wall_ns"], 2 * walls[len(walls) // 2])
+        for o in r.outside[:2]:  # it ends where the next epoch's first step begins
+            nxt = r.steps[o["after_step"] + 1]
+            self.assertEqual(o["t_ns"] + o["wall_ns"], nxt["t_ns"])
+        summary = r.done["summary"]["outside"]
+        self.assertEqual(summary["intervals"], 3)
+
+    def test_mnist_style_one_cycle_tqdm_clipping_and_sys_exit_main(self):
+        r = self.check("mnist_onecycle", r"^Train Epoch: ", samples=32, optimizer_steps=1)
+        self.assertEqual([o["epoch"] for o in r.outside], [1, 2])
+        self.assertTrue(all(o["kind"] == "evaluation" for o in r.outside))
+
+    def test_accumulation_in_a_trainer_class_plateau_scheduler_and_exit_code_3(self):
+        r = self.check("accum_plateau", r"^epoch \d+ batch \d+ loss", code=3, samples=8,
+                       optimizer_steps=lambda i: 1 if i % 4 == 3 else 0)
+        self.assertEqual([o["epoch"] for o in r.outside], [1, 2, 3])
+
+    def test_gan_two_optimizers_per_batch_are_one_step(self):
+        r = self.check("dcgan", r"^\[\d+/\d+\]\[\d+/\d+\] Loss_D", samples=16, optimizer_steps=2)
+        # the sample drawn from G under no_grad after each epoch is evaluation outside the steps
+        self.assertEqual([o["epoch"] for o in r.outside], [1, 2])
+        self.assertTrue(all(o["evaluation_ns"] > 0 for o in r.outside))
+
+    def test_actor_critic_without_a_dataloader(self):
+        self.check("actor_critic", r"^episode \d+ ", optimizer_steps=2)
+
+    def test_grad_scaler_skipped_updates_are_skipped_steps(self):
+        r = self.check("amp_scaler", r"^epoch \d+ iter \d+ loss", samples=32)
+        scales = [float(line.split()[-1]) for line in r.lines(r"^epoch \d+ iter \d+ loss")]
+        skipped = [now < before for before, now in zip([2.0 ** 24] + scales, scales)]
+        self.assertTrue(any(skipped))
+        self.assertEqual([s["skipped"] for s in r.steps], skipped)
+        self.assertEqual([s["optimizer_steps"] for s in r.steps], [0 if k else 1 for k in skipped])
+
+    def test_lbfgs_closure_built_in_a_function(self):
+        r = self.check("lbfgs_fit", r"^step \d+ loss", samples=200, optimizer_steps=1)
+        for s in r.steps:  # the closure's forwards and backwards run inside the step: counted as theirs
+            self.assertGreater(s["optim_ns"], 0)
+
+    def test_hand_written_sgd_without_optimizer_or_dataloader(self):
+        r = self.check("manual_sgd", r"^epoch \d+ it \d+ loss", args=["--out", "{tmp}"], samples=24,
+                       optimizer_steps=0)
+        self.assertEqual(len(r.outside), 3)  # the validation after each epoch; the save at the end
+        self.assertEqual(r.outside[-1]["until"], "exit")
+        self.assertGreater(r.outside[-1]["checkpoint_ns"], 0)
+        self.assertTrue(all(o["evaluation_ns"] > 0 for o in r.outside))
+
+    def test_a_script_that_raises_keeps_its_traceback_and_exit_code(self):
+        r = self.check("diverges", r"^epoch \d+ iter \d+ loss", code=1, samples=16)
+        self.assertEqual(r.launched[2], r.plain[2])  # all of stderr: the traceback without our frames
+        err = next(m for m in r.messages if m["type"] == "error")
+        self.assertEqual(err["message"], r.plain[2].strip().splitlines()[-1])
+        self.assertNotIn("tunebench", err["traceback"])
+
+    def test_image_folder_with_spawned_workers(self):
+        images = self._image_folder()
+        r = self.check("folder_spawn", r"^epoch \d+ iter \d+ loss", args=["--data", images], samples=8,
+                       optimizer_steps=1)
+        # the workers start in the first step's data wait, as a loader refill is in the engine's
+        self.assertGreater(r.steps[0]["data_wait_ns"], max(s["data_wait_ns"] for s in r.steps[1:]))
+
+    @unittest.skipUnless(shutil.which("g++") or shutil.which("c++"), "TorchInductor on the CPU needs a C++ compiler")
+    def test_compiled_model_slow(self):
+        """Slow: TorchInductor compiles the model twice (plain and launched; ~40 s here with a warm cache)."""
+        import torch
+        if int(torch.__version__.split(".")[0]) < 2:
+            self.skipTest("torch.compile needs torch >= 2.0")
+        t = time.time()
+        self.check("compiled", r"^epoch \d+ iter \d+ loss", samples=16, optimizer_steps=1, timeout=240)
+        self.assertLess(time.time() - t, 240)
+
+    # --- failures: one clear line --------------------------------------------------------------------------
+    def test_a_missing_dataset_path(self):
+        r = CorpusRun(self, "folder_spawn", ["--data", "/nonexistent/tunebench-dataset"])
+        self.assertEqual(r.launched[0], r.plain[0])
+        self.assertNotEqual(r.plain[0], 0)
+        self.assertEqual(r.launched[2], r.plain[2])
+        err = next(m for m in r.messages if m["type"] == "error")
+        self.assertEqual(err["message"], r.plain[2].strip().splitlines()[-1])
+        self.assertIn("/nonexistent/tunebench-dataset", err["message"])
+        self.assertEqual(r.done["summary"], {"steps": 0, "reason": "error"})
+
+    def test_a_syntax_error(self):
+        d = tempfile.mkdtemp(prefix="tb-corpus-")
+        self.addCleanup(shutil.rmtree, d, True)
+        path = os.path.join(d, "broken.py")
+        with open(path, "w") as f:
+            f.write("import torch\n\nfor epoch in range(3)\n    print(epoch)\n")
+        plain = _plain(path, [], d)
+        c = Child(path, env=ENV, cwd=d)
+        launched = c.finish()
+        self.assertEqual(launched[0], plain[0])
+        self.assertEqual(launched[2], plain[2])
+        err = next(m for m in c.messages if m["type"] == "error")
+        self.assertNotIn("\n", err["message"])
+        self.assertIn("SyntaxError", err["message"])
+        self.assertIn("broken.py, line 3", err["message"])
+
+    def test_a_script_that_stops_making_steps_is_named_where_it_waits(self):
+        d = tempfile.mkdtemp(prefix="tb-corpus-")
+        self.addCleanup(shutil.rmtree, d, True)
+        path = os.path.join(d, "stuck.py")
+        with open(path, "w") as f:
+            f.write(textwrap.dedent("""\
+                import threading
+                import torch
+                model = torch.nn.Linear(4, 1)
+                opt = torch.optim.SGD(model.parameters(), lr=0.1)
+                batches = threading.Event()
+                for i in range(100):
+                    if i == 3:
+                        batches.wait()  # a producer that never comes
+                    loss = model(torch.randn(8, 4)).pow(2).mean()
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+                """))
+        c = Child(path, launcher_args=["--stall-warn", "1.5"], env=ENV, cwd=d)
+        try:
+            w = c.until(lambda m: m["type"] == "warning" and m.get("kind") == "stalled", timeout=60)
+            self.assertIsNotNone(w, c.messages)
+            self.assertNotIn("\n", w["message"])
+            self.assertEqual((w["file"], w["line"]), (path, 8))
+            self.assertIn("batches.wait()", w["message"])
+            self.assertIn("no training step for", w["message"])
+            self.assertEqual(sum(1 for m in c.messages if m["type"] == "step"), 2)  # the 3rd is in progress
+        finally:
+            c.p.kill()
+            c.p.communicate()
+
+    def _image_folder(self):
+        from PIL import Image
+        import numpy as np
+        d = tempfile.mkdtemp(prefix="tb-images-")
+        self.addCleanup(shutil.rmtree, d, True)
+        rng = np.random.default_rng(0)
+        for cls in ("cat", "dog"):
+            os.makedirs(os.path.join(d, cls))
+            for i in range(12):
+                Image.fromarray(rng.integers(0, 255, (20, 20, 3), dtype=np.uint8)).save(
+                    os.path.join(d, cls, "%d.png" % i))
+        return d
+
+
+if __name__ == "__main__":
+    unittest.main()
