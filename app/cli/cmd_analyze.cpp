@@ -152,6 +152,10 @@ void print_summary(const prof::Trace& trace, const prof::AnalysisResult& r, FILE
     }
   }
   char b[64];
+  if (r.outside_training_ns > 0) {
+    std::snprintf(b, sizeof b, "(%u ranges: validation, checkpoints)", r.outside_training_count);
+    line(out, "outside training iterations", r.outside_training_ns, W, b);
+  }
   std::snprintf(b, sizeof b, "(%u calls)", r.sync_count);
   line(out, "host blocked in sync calls", r.sync_ns, W, b);
   if (!r.steps.empty()) print_steps(r, out);

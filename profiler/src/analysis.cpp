@@ -455,6 +455,23 @@ AnalysisResult analyze(const Trace& trace, const AnalysisOptions& opt) {
   const int64_t window_len = std::max<int64_t>(0, W1 - W0);
 
   const HostSide h = collect_host(trace, sc, opt, r);
+  if (r.training_track >= 0) {
+    for (const Event& e : trace.track(r.training_track).events()) {
+      if (e.kind != EventKind::Range || !name_class::is_outside_training(trace.name(e.name))) continue;
+      const int64_t in = std::min(e.end_ns, W1) - std::max(e.start_ns, W0);
+      if (in <= 0) continue;
+      r.outside_training_ns += in;
+      ++r.outside_training_count;
+    }
+    if (r.outside_training_ns > 0) {
+      char b[160];
+      std::snprintf(b, sizeof b,
+                    "%.3f ms of the window is outside training (validation, checkpoints, logging: %u ranges): no "
+                    "step holds it",
+                    static_cast<double>(r.outside_training_ns) * 1e-6, r.outside_training_count);
+      r.notes.push_back(b);
+    }
+  }
 
   // --- GPU time by class, idle by cause.
   IdlePieces pieces;

@@ -68,6 +68,10 @@ std::string to_json(const AnalysisResult& r, const TraceMetadata* meta) {
   w.key("intervals_us");
   intervals(r.loader_stall_intervals);
   w.end_object();
+  w.key("outside_training").begin_object();
+  w.key("total_us").value(us(r.outside_training_ns)).key("count").value(static_cast<int64_t>(r.outside_training_count));
+  w.key("share").value(r.outside_training_ns / wl);
+  w.end_object();
   w.key("launch_gap").begin_object();
   w.key("total_us").value(us(r.launch_gap_ns)).key("count").value(static_cast<int64_t>(r.launch_gap_count));
   w.key("min_gap_us").value(us(r.min_gap_ns));

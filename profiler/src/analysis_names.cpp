@@ -35,6 +35,8 @@ bool contains(std::string_view s, std::string_view p) { return s.find(p) != std:
 }  // namespace
 
 bool is_step(std::string_view n) { return n == names::kStep || starts_with(n, "ProfilerStep#"); }
+bool is_outside_training(std::string_view n) { return n == "## outside training ##"; }
+
 bool is_data_wait(std::string_view n) {
   return n == names::kDataWait || n == "## data_load ##" ||
          (starts_with(n, "enumerate(DataLoader)") && ends_with(n, "__next__"));

@@ -13,6 +13,8 @@ bool is_data_wait(std::string_view n);  // ours, DataLoader __next__, `## data_l
 bool is_forward(std::string_view n);    // ours, `## forward ##`, DDP forward, torch.compile's CompiledFunction
 bool is_backward(std::string_view n);
 bool is_optimizer(std::string_view n);
+// Time between training iterations (validation, checkpoints, logging), as a script's trace marks it.
+bool is_outside_training(std::string_view n);
 // Step number from the arg, else from "#N" in the name, else `ordinal`.
 int64_t step_number(std::string_view n, int64_t arg, int64_t ordinal);
 

@@ -175,6 +175,20 @@ class CorpusTest(unittest.TestCase):
         self.check("compiled", r"^epoch \d+ iter \d+ loss", samples=16, optimizer_steps=1, timeout=240)
         self.assertLess(time.time() - t, 240)
 
+    @unittest.skipUnless(shutil.which("g++") or shutil.which("c++"), "TorchInductor on the CPU needs a C++ compiler")
+    def test_compile_knob_compiles_the_scripts_model_slow(self):
+        """Slow: `--set compile=on` torch.compiles the script's own model from outside (TorchInductor on the
+        CPU); the script trains through it, every iteration a step, and says so in its config."""
+        r = CorpusRun(self, "imagenet_steplr", ["--out", "{tmp}", "--epochs", "1"],
+                      launcher_args=["--set", "compile=on"], timeout=300)
+        self.assertEqual(r.launched[0], 0, r.launched[2][-2000:])
+        started = next(m for m in r.messages if m["type"] == "started")
+        self.assertEqual(started["config"]["compile"], "on")
+        self.assertFalse([m for m in r.messages if m["type"] == "warning" and "compile" in m.get("message", "")])
+        iterations = len(r.lines(r"^Epoch: \[\d+\]\[\d+/\d+\] loss "))
+        self.assertEqual(len(r.steps), iterations)
+        self.assertTrue(all(s["forward_ns"] > 0 and s["backward_ns"] > 0 for s in r.steps))
+
     # --- failures: one clear line --------------------------------------------------------------------------
     def test_a_missing_dataset_path(self):
         r = CorpusRun(self, "folder_spawn", ["--data", "/nonexistent/tunebench-dataset"])

@@ -251,6 +251,30 @@ TEST(Analysis, OurSyncRangesStandInWhenNoRuntimeCalls) {
   EXPECT_EQ(r.sync_ns, 10 * us);
 }
 
+// A script's validation between two epochs (`## outside training ##` ranges, with forwards inside): its time
+// is counted and named, and no step holds it or its forwards.
+TEST(Analysis, TimeOutsideTrainingIsCountedAndNoStepHoldsIt) {
+  Builder b;
+  for (int i = 0; i < 4; ++i) {
+    const int64_t s = i * 100 + (i >= 2 ? 300 : 0);  // epoch 2 starts after 300 us of validation
+    b.range("ProfilerStep#0", s, s + 100, i);
+    b.range("## forward ##", s + 20, s + 50);
+  }
+  for (int k = 0; k < 3; ++k) {
+    b.range("## outside training ##", 200 + k * 100, 300 + k * 100);
+    b.range("## forward ##", 210 + k * 100, 260 + k * 100);
+  }
+  auto r = b.run();
+  ASSERT_EQ(r.steps.size(), 4u);
+  EXPECT_EQ(r.window.length(), 700 * us);
+  EXPECT_EQ(r.outside_training_ns, 300 * us);
+  EXPECT_EQ(r.outside_training_count, 3u);
+  for (const auto& st : r.steps) EXPECT_EQ(st.forward_ns, 30 * us) << st.index;
+  bool said = false;
+  for (const auto& n : r.notes) said |= n.find("0.300 ms of the window is outside training") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
 TEST(Analysis, CpuOnlyTraceLoaderStallIsDataWait) {
   Builder b;
   for (int i = 0; i < 4; ++i) {

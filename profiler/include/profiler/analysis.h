@@ -196,6 +196,10 @@ struct AnalysisResult {
   int64_t gpu_idle_ns = 0;   // window - busy
   int64_t loader_stall_ns = 0;
   uint32_t loader_stall_count = 0;   // idle intervals holding loader-stall time
+  // Of the window: the training thread between training iterations (validation, checkpoints, logging; a
+  // script's `## outside training ##` ranges), which no step holds.
+  int64_t outside_training_ns = 0;
+  uint32_t outside_training_count = 0;
   std::vector<Interval> loader_stall_intervals;  // for highlighting (capped by max_intervals)
   int64_t launch_gap_ns = 0;
   uint32_t launch_gap_count = 0;     // idle intervals holding launch-gap time
