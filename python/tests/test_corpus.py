@@ -189,6 +189,31 @@ class CorpusTest(unittest.TestCase):
         self.assertEqual(len(r.steps), iterations)
         self.assertTrue(all(s["forward_ns"] > 0 and s["backward_ns"] > 0 for s in r.steps))
 
+    @unittest.skipUnless(shutil.which("g++") or shutil.which("c++"), "TorchInductor on the CPU needs a C++ compiler")
+    def test_compile_knob_goes_back_to_eager_in_place_slow(self):
+        """The tuner measures compile=on against off in one process: off must give the model its eager call
+        back, and on again its compiled call (no second compilation), with the same outputs."""
+        import torch
+        from tunebench import hooks_model
+
+        class FakeRun:
+            requested = {}
+        run = FakeRun()
+        torch.manual_seed(0)
+        m = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+        run.models = [m]
+        x = torch.randn(4, 8)
+        eager = m(x)
+        hooks_model.set_compile(run, True)
+        compiled_call = m._compiled_call_impl
+        self.assertIsNotNone(compiled_call)
+        torch.testing.assert_close(m(x), eager)
+        hooks_model.set_compile(run, False)
+        self.assertIsNone(m._compiled_call_impl)
+        torch.testing.assert_close(m(x), eager)
+        hooks_model.set_compile(run, True)
+        self.assertIs(m._compiled_call_impl, compiled_call)
+
     # --- failures: one clear line --------------------------------------------------------------------------
     def test_a_missing_dataset_path(self):
         r = CorpusRun(self, "folder_spawn", ["--data", "/nonexistent/tunebench-dataset"])

@@ -4,6 +4,7 @@ script's own code is untouched and every change can be undone."""
 
 import gc
 import warnings
+import weakref
 
 import torch
 
@@ -11,6 +12,7 @@ from . import hooks_forward
 from .knobs import KnobError
 
 _hooks = {}  # knob id -> [hook handles]
+_compiled = weakref.WeakKeyDictionary()  # module -> the compiled call compile=on gave it
 
 
 def find_models(run):
@@ -131,10 +133,20 @@ def set_compile(run, on):
             raise KnobError("this torch has no Module.compile (in-place compile, torch >= 2.2): a code change: "
                             "model = torch.compile(model)")
         if on:
+            if getattr(m, "_compiled_call_impl", None) is not None:
+                continue
+            if m in _compiled:  # compiled before and switched off: TorchInductor's code is still cached
+                m._compiled_call_impl = _compiled[m]
+                continue
             m.compile()
             # The compiled call holds the module's hooks, ours included: time it from outside.
             if getattr(m, "_compiled_call_impl", None) is not None:
                 m._compiled_call_impl = hooks_forward.timed_call(m, m._compiled_call_impl)
-        else:
-            raise KnobError("a compiled model cannot be un-compiled in place: restart the run")
+                _compiled[m] = m._compiled_call_impl
+        elif m in _compiled:
+            # Module.compile() only sets the call __call__ takes; without it the module runs eagerly again
+            # (the tuner measures compile=on against off in one process, and must be able to go back).
+            m._compiled_call_impl = None
+        elif getattr(m, "_compiled_call_impl", None) is not None:
+            raise KnobError("the script compiled this model itself: compile=off would change its code")
     return False, ""
