@@ -207,7 +207,7 @@ Status Importer::event(od::value ev_value) {
   bool has_ts = false, has_dur = false, has_sort = false;
   auto& counter_values = counter_scratch_;
   counter_values.clear();
-  std::string grid, block;
+  std::string grid, block, shapes;
   for (auto field_r : obj) {
     od::field field;
     if (auto err = std::move(field_r).get(field); err)
@@ -313,6 +313,28 @@ Status Importer::event(od::value ev_value) {
             dst += std::to_string(dv);
           }
           dst += ']';
+        } else if (ak == "Input Dims" && at == od::json_type::array) {
+          // torch.profiler's record_shapes: one dims list per input ("[64,1,28,28], [32,1,3,3], [32]"), kept as
+          // the op's detail (the timeline's tooltip, the exported trace). Scalars' empty lists at the end go.
+          od::array inputs;
+          if (av.get_array().get(inputs)) continue;
+          std::string text, pending;
+          for (auto in_r : inputs) {
+            od::array dims;
+            if (std::move(in_r).get_array().get(dims)) break;
+            std::string one = "[";
+            int n = 0;
+            for (auto d_r : dims) {
+              int64_t dv;
+              if (std::move(d_r).get_int64().get(dv)) break;
+              one += (n++ ? "," : "") + std::to_string(dv);
+            }
+            one += "]";
+            pending += (text.empty() && pending.empty() ? "" : ", ") + one;
+            if (n > 0) text += pending, pending.clear();
+            if (text.size() > 160) break;
+          }
+          if (!text.empty()) shapes = "shapes " + text;
         } else if (ak == "Ev Idx") {
           if (!as_int(ev_idx)) ev_idx = -1;
         } else if (ak == "wait_on_cuda_event_record_corr_id") {
@@ -360,6 +382,8 @@ Status Importer::event(od::value ev_value) {
     e.detail = trace.intern(detail_s);
   } else if (!grid.empty() || !block.empty()) {
     e.detail = trace.intern("grid " + grid + " block " + block);
+  } else if (!shapes.empty()) {
+    e.detail = trace.intern(shapes);
   }
   switch (p) {
     case 'X': {

@@ -86,6 +86,24 @@ TEST_F(CliScript, TraceMergesTheChunksIntoOneRun) {
     // Chunks one after another, not overlaid at 0.
     if (i > 0) EXPECT_GT(items[i]["start_us"].get<int64_t>(), items[i - 1]["start_us"].get<int64_t>()) << a.out;
   }
+  // Asked for, the op shapes and the Python stacks come through the merge: shapes as the ops' detail, the
+  // stack as ranges named by file and line around them.
+  const std::string detailed = tmp("script.detail.json");
+  Out d = cli("run --script " + example() + " --steps 3 --trace " + detailed + " --trace-detail shapes,stack -- --data " +
+              data() + " --epochs 20 --batch-size 8");
+  ASSERT_EQ(d.code, 0) << d.err;
+  std::ifstream df(detailed);
+  const auto dj = nlohmann::json::parse(df);
+  bool shapes = false, stack = false;
+  for (const auto& e : dj["traceEvents"]) {
+    const std::string name = e.value("name", "");
+    if (name == "aten::conv2d" && e.contains("args") && e["args"].value("detail", "").rfind("shapes [", 0) == 0)
+      shapes = true;
+    stack |= name.find("train_folder.py(") != std::string::npos;
+  }
+  EXPECT_TRUE(shapes);
+  EXPECT_TRUE(stack);
+  EXPECT_EQ(cli("run --script " + example() + " --trace " + detailed + " --trace-detail shape").code, 2);
   // A bad path is one line, and the run's numbers are still printed.
   Out bad = cli("run --script " + example() + " --steps 3 --trace /nonexistent/dir/t.json -- --data " + data() +
                 " --epochs 20 --batch-size 8");

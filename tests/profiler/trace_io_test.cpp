@@ -2,6 +2,8 @@
 // export round trip, and bad input (every case must be an Error with one line, never a crash).
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <set>
 #include <unistd.h>
 #include <zlib.h>
@@ -165,6 +167,25 @@ TEST(TraceIO, MiniKinetoKnownAnswers) {
   EXPECT_EQ(a.other_idle_ns, 0);
   EXPECT_EQ(a.sync_count, 0u);               // cuda_sync on the GPU row is not a sync point
   EXPECT_EQ(a.steps[0].forward_ns, 0);       // ## forward ## here is a GPU annotation, not host time
+}
+
+// torch.profiler's record_shapes: an op's input dims become its detail (tooltip, export); the empty lists of
+// trailing scalar inputs are dropped, those between tensors kept so positions still read right.
+TEST(TraceIO, KinetoInputDimsBecomeTheOpsDetail) {
+  const char* json = R"({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::conv2d", "pid": 1, "tid": 1, "ts": 10, "dur": 5,
+     "args": {"Input Dims": [[64, 1, 28, 28], [32, 1, 3, 3], [], [32], [], []], "Input type": ["float"]}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::add_", "pid": 1, "tid": 1, "ts": 20, "dur": 1,
+     "args": {"Input Dims": [[], []]}}
+  ]})";
+  auto r = parse_trace(json, "shapes.json");
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  std::map<std::string, std::string> detail;
+  for (const Track& tr : r.value()->tracks())
+    for (const Event& e : tr.events())
+      detail[std::string(r.value()->name(e.name))] = e.detail == kNoName ? "" : std::string(r.value()->name(e.detail));
+  EXPECT_EQ(detail["aten::conv2d"], "shapes [64,1,28,28], [32,1,3,3], [], [32]");
+  EXPECT_EQ(detail["aten::add_"], "");
 }
 
 TEST(TraceIO, ChromeArrayFormatAndBeginEnd) {
