@@ -196,7 +196,7 @@ inline std::string start_recording(bool cuda) {
 // The hello's collector line: whether GPU activity will be in the traces, and if not, why (`no_cuda`: why there
 // is no CUDA device, environment_info's device.no_cuda).
 inline std::pair<bool, std::string> collector_plan(bool cuda, bool tracing, const std::string& no_cuda = "") {
-  if (!cuda) return {false, "no CUDA device" + (no_cuda.empty() ? "" : " (" + no_cuda + ")") + ": CPU-only timeline"};
+  if (!cuda) return {false, "no CUDA device" + (no_cuda.empty() ? "" : ": " + no_cuda) + "; CPU-only timeline"};
   if (std::getenv("TUNEBENCH_CUPTI_OFF")) return {false, "TUNEBENCH_CUPTI_OFF=1 keeps the GPU collector off"};
   if (!tracing) return {false, "not tracing (no --trace-dir)"};
   return {true, ""};

@@ -30,7 +30,7 @@ std::string cuda_unavailable_reason() {
   if (cuda_available()) return "";
   // The CUDA runtime finds the GPU through the driver's libcuda: without it there is nothing to ask.
   void* driver = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
-  if (!driver) return "no NVIDIA driver on this machine (libcuda.so.1 is not installed)";
+  if (!driver) return "no NVIDIA driver on this machine: libcuda.so.1 is not installed";
   ::dlclose(driver);
   return "the NVIDIA driver reports no usable GPU";
 #else
