@@ -126,18 +126,15 @@ TEST(Recorder, NameIfUnnamedKeepsANameAndNamesANewThread) {
   EXPECT_EQ(names, (std::multiset<std::string>{"comm (gloo)", "train"}));
 }
 
-TEST(Recorder, ManyThreadsConcurrentWithCollect) {
-  auto& r = Recorder::instance();
-  r.start();
-  constexpr int kThreads = 4;
-  constexpr int kPairs = 30000;  // > one chunk per thread, so chunk chaining and freeing are exercised
-  std::atomic<bool> go{false};
+// `n` threads named PREFIXi, each recording `pairs` load_batch ranges with a decode range inside, from when
+// `go` turns true.
+std::vector<std::thread> nesting_workers(const std::string& prefix, int n, int pairs, std::atomic<bool>& go) {
   std::vector<std::thread> threads;
-  for (int i = 0; i < kThreads; ++i) {
-    threads.emplace_back([i, &go] {
-      set_thread_name("worker-" + std::to_string(i));
+  for (int i = 0; i < n; ++i) {
+    threads.emplace_back([prefix, i, pairs, &go] {
+      set_thread_name(prefix + std::to_string(i));
       while (!go.load()) std::this_thread::yield();
-      for (int k = 0; k < kPairs; ++k) {
+      for (int k = 0; k < pairs; ++k) {
         Recorder::begin(names::kLoadBatch, k);
         Recorder::begin(names::kDecode);
         Recorder::end();
@@ -145,6 +142,16 @@ TEST(Recorder, ManyThreadsConcurrentWithCollect) {
       }
     });
   }
+  return threads;
+}
+
+TEST(Recorder, ManyThreadsConcurrentWithCollect) {
+  auto& r = Recorder::instance();
+  r.start();
+  constexpr int kThreads = 4;
+  constexpr int kPairs = 30000;  // > one chunk per thread, so chunk chaining and freeing are exercised
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads = nesting_workers("worker-", kThreads, kPairs, go);
   go = true;
   // Collect concurrently while the workers record.
   size_t total = 0;
@@ -188,19 +195,7 @@ TEST(Recorder, RapidCollectsKeepEveryRangeInsideItsParent) {
   constexpr int kThreads = 2;
   constexpr int kPairs = 20000;
   std::atomic<bool> go{false};
-  std::vector<std::thread> threads;
-  for (int i = 0; i < kThreads; ++i) {
-    threads.emplace_back([i, &go] {
-      set_thread_name("nest-" + std::to_string(i));
-      while (!go.load()) std::this_thread::yield();
-      for (int k = 0; k < kPairs; ++k) {
-        Recorder::begin(names::kLoadBatch, k);
-        Recorder::begin(names::kDecode);
-        Recorder::end();
-        Recorder::end();
-      }
-    });
-  }
+  std::vector<std::thread> threads = nesting_workers("nest-", kThreads, kPairs, go);
   go = true;
   std::vector<std::unique_ptr<Trace>> parts;
   for (int c = 0; c < 300; ++c) parts.push_back(r.collect());
