@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "commands.h"
 #include "engine/distributed.h"
 #include "engine/report.h"
+#include "engine/script_patch.h"
 #include "engine/tuner.h"
 #include "engine_cli_common.h"
 #include "run_ranks.h"
@@ -26,7 +28,8 @@ void usage(FILE* out) {
       "       [--knobs k1,k2,...] [--rounds N] [--warmup N] [--seed N] [--device auto|cpu|cuda] [--input C,H,W]\n"
       "       [--classes K] [--ranks N [--dist-timeout S] [--fresh-groups]] [--quiet] [--simulate]\n"
       "       tunebench-cli tune --script train.py [--python PY] [--budget S] [--report R.html] [--json OUT.json]\n"
-      "       [--set k=v,...] [--knobs ...] [-- SCRIPT ARGS]   (a user's PyTorch script, run unmodified)\n"
+      "       [--set k=v,...] [--knobs ...] [--patch P.diff] [-- SCRIPT ARGS]   (a user's PyTorch script, run unmodified;\n"
+      "       the kept changes as a patch of it: P.diff, or R.diff next to --report R.html)\n"
       "  Measures the noise floor (A/A), every applicable knob before/after (paired windows AB, BA, ..., t interval),\n"
       "  process knobs (cpu_allocator) in fresh processes, accumulates the winners, revisits the rest on top,\n"
       "  re-measures every kept knob in a final alternation and reports the speedup. --report R.html also writes R.md.\n"
@@ -71,7 +74,7 @@ int cmd_tune(int argc, char** argv) {
   so.model.clear();
   so.data.clear();
   engine::TuneOptions to;
-  std::string report, json_out, knobs_list;
+  std::string report, json_out, knobs_list, patch_out;
   bool quiet = false, simulate = false, fresh_groups = false;
   int ranks = 1, dist_timeout = 0;
   client::ScriptOptions script;
@@ -115,6 +118,8 @@ int cmd_tune(int argc, char** argv) {
       if (!value(report) || report.empty()) return fail("--report needs a file name (R.html)", 2);
     } else if (a == "--json") {
       if (!value(json_out) || json_out.empty()) return fail("--json needs a file name", 2);
+    } else if (a == "--patch") {
+      if (!value(patch_out) || patch_out.empty()) return fail("--patch needs a file name (P.diff)", 2);
     } else if (a == "--knobs") {
       if (!value(knobs_list)) return fail("--knobs needs k1,k2,...", 2);
       for (const auto& k : split_list(knobs_list)) {
@@ -271,6 +276,22 @@ int cmd_tune(int argc, char** argv) {
   }
   if (!report.empty()) std::printf("report    %s (+ %s)\n", report.c_str(), markdown_path_for(report).c_str());
   if (!json_out.empty()) std::printf("json      %s\n", json_out.c_str());
+  // A script's tune: the kept changes as a patch of the script (next to the report unless --patch names it).
+  if (!script.script.empty() && !changed.empty()) {
+    if (patch_out.empty() && !report.empty()) patch_out = report.substr(0, report.rfind('.')) + ".diff";
+    std::error_code ec;
+    const auto base = std::filesystem::current_path(ec);
+    const engine::ScriptPatch p = engine::script_patch(result, base.string());
+    for (const auto& u : p.unplaced) std::printf("not in the patch: %s\n", u.c_str());
+    if (!patch_out.empty() && !p.diff.empty()) {
+      std::ofstream f(patch_out);
+      f << p.diff;
+      if (!f) return fail("cannot write '" + patch_out + "'", 1);
+      std::printf("patch     %s (from %s: git apply %s, or patch -p1 < %s)\n", patch_out.c_str(), base.c_str(),
+                  patch_out.c_str(), patch_out.c_str());
+      for (const auto& w : p.placed) std::printf("  %s\n", w.c_str());
+    }
+  }
   return 0;
 }
 

@@ -6,6 +6,8 @@ import resource
 import time
 import weakref
 
+from . import source
+
 
 def minor_faults():
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -33,7 +35,12 @@ class Run:
         return time.monotonic_ns()
 
     def note_model(self, module):
+        """A module's first forward with grad enabled: it trains. Where it was called from is the line a
+        tuning report (and its patch) wraps in autocast or feeds channels_last inputs."""
         self.trained_modules.add(module)
+        site = source.caller_site()
+        self.ch.send("source", kind="forward", file=site["file"], line=site["line"], code=site["code"],
+                     **{"class": type(module).__name__})
 
     def optimizer_ids(self):
         return [id(o) for o in list(self.optimizers)]

@@ -33,7 +33,10 @@ std::string edit_call(const std::string& code, const std::vector<std::pair<std::
       inner = m.prefix().str() + m[1].str() + value + m.suffix().str();
     } else {
       std::string trimmed = inner;
-      while (!trimmed.empty() && (trimmed.back() == ' ' || trimmed.back() == ',')) trimmed.pop_back();
+      // A call over several lines may end its arguments with a comma and a newline before the `)`.
+      while (!trimmed.empty() && (trimmed.back() == ' ' || trimmed.back() == ',' || trimmed.back() == '\n' ||
+                                  trimmed.back() == '\t'))
+        trimmed.pop_back();
       inner = trimmed + (trimmed.empty() ? "" : ", ") + name + "=" + value;
     }
   }

@@ -1,0 +1,501 @@
+#include "engine/script_patch.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include "tuner/report_parts.h"
+#include "tuner/report_script.h"
+
+namespace tb::engine {
+namespace fs = std::filesystem;
+
+namespace {
+
+// Replaces `remove` lines from `at` (0-based) with `insert`.
+struct LineEdit {
+  size_t at = 0;
+  size_t remove = 0;
+  std::vector<std::string> insert;
+};
+
+struct File {
+  std::vector<std::string> lines;
+  bool ends_with_newline = true;
+  std::vector<LineEdit> edits;
+};
+
+bool read_lines(const std::string& path, File& f) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  f.ends_with_newline = text.empty() || text.back() == '\n';
+  std::string line;
+  std::istringstream lines(text);
+  while (std::getline(lines, line)) f.lines.push_back(line);
+  return true;
+}
+
+std::string indent_of(const std::string& line) { return line.substr(0, line.find_first_not_of(" \t")); }
+
+std::string trim(const std::string& s) {
+  const auto a = s.find_first_not_of(" \t");
+  if (a == std::string::npos) return "";
+  return s.substr(a, s.find_last_not_of(" \t") - a + 1);
+}
+
+// The parentheses still open at the end of `text` (strings and comments skipped).
+int open_parens(const std::string& text) {
+  int depth = 0;
+  char quote = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quote) {
+      if (c == '\\') ++i;
+      else if (c == quote) quote = 0;
+    } else if (c == '#') {
+      while (i < text.size() && text[i] != '\n') ++i;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+    } else if (c == '(' || c == '[' || c == '{') {
+      ++depth;
+    } else if (c == ')' || c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return depth;
+}
+
+// The lines [first, last] of the statement that starts at line `at` (its brackets balanced), or false.
+bool statement_at(const File& f, size_t at, size_t& last) {
+  std::string text;
+  for (size_t i = at; i < f.lines.size() && i < at + 40; ++i) {
+    text += f.lines[i] + "\n";
+    if (open_parens(text) <= 0) {
+      last = i;
+      return true;
+    }
+  }
+  return false;
+}
+
+// A comment line above an edit: what it does and how much it paid.
+std::string note_line(const std::string& indent, const std::string& what, const std::string& gain) {
+  return indent + "# tunebench: " + what + (gain.empty() ? "" : ": " + gain);
+}
+
+std::string py_bool(const std::string& v) { return v == "on" ? "True" : "False"; }
+
+
+// The measured gain of a kept knob: the final alternation's when it held there, else the trial that kept it.
+std::string gain_of(const TuneResult& r, const std::string& knob) {
+  const Trial* kept = nullptr;
+  for (const Trial& t : r.trials)
+    if (t.knob == knob && t.accepted) kept = &t;
+  if (!kept) return "";
+  const auto& e = kept->estimate;
+  if (!e.valid()) return "";
+  using report_detail::fmt;
+  // Held in the tune's final alternation, or (when it was not re-measured there) the trial that kept it.
+  return fmt(e.ratio) + "x [" + fmt(e.lo) + ", " + fmt(e.hi) + "]" + (kept->phase == "final" ? "" : " (" + kept->phase + ")");
+}
+
+// A call over several lines whose `)` stands on its own line, its arguments one per line ending with a
+// comma (the style formatters write): the new keyword arguments go in as lines of their own, in that style.
+bool edit_call_lines(const std::vector<std::string>& call, const std::vector<std::pair<std::string, std::string>>& args,
+                     std::vector<std::string>& out) {
+  if (call.size() < 3 || trim(call.back()).rfind(")", 0) != 0) return false;
+  const std::string& last_arg = call[call.size() - 2];
+  if (trim(last_arg).empty() || trim(last_arg).back() != ',') return false;
+  out.assign(call.begin(), call.end() - 1);
+  for (const auto& [name, value] : args) {
+    const std::regex existing("^(\\s*" + name + "\\s*=\\s*)[^,]*,\\s*$");
+    bool replaced = false;
+    for (auto& l : out)
+      if (std::regex_match(l, existing)) {
+        l = indent_of(l) + name + "=" + value + ",";
+        replaced = true;
+      }
+    if (!replaced) out.push_back(indent_of(last_arg) + name + "=" + value + ",");
+  }
+  out.push_back(call.back());
+  return true;
+}
+
+std::string value_in(const Config& c, const std::string& k) {
+  auto it = c.find(k);
+  return it == c.end() ? std::string() : it->second;
+}
+
+// The model's variable in an optimizer's construction: "model" of `SGD(model.parameters(), ...)`.
+std::string model_of_optimizer(const std::string& code) {
+  std::smatch m;
+  static const std::regex params(R"(([A-Za-z_][\w.]*)\.parameters\s*\()");
+  return std::regex_search(code, m, params) ? m[1].str() : "";
+}
+
+// The first call in `code` whose single first argument is a name: {callee, argument} of `model(images)`.
+bool model_call_in(const std::string& code, std::string& callee, std::string& arg, size_t& arg_at) {
+  static const std::regex call(R"(([A-Za-z_][\w.]*)\(\s*([A-Za-z_][\w.]*(\[[^\]]*\])?)\s*[,)])");
+  std::smatch m;
+  if (!std::regex_search(code, m, call)) return false;
+  callee = m[1].str();
+  arg = m[2].str();
+  arg_at = static_cast<size_t>(m.position(2));
+  return true;
+}
+
+// The line after the script's last top-level import before its first definition: where setup goes.
+bool setup_line(const File& f, size_t& at) {
+  bool found = false;
+  for (size_t i = 0; i < f.lines.size(); ++i) {
+    const std::string& l = f.lines[i];
+    if (l.rfind("def ", 0) == 0 || l.rfind("class ", 0) == 0 || l.rfind("if __name__", 0) == 0) break;
+    if (l.rfind("import ", 0) == 0 || l.rfind("from ", 0) == 0) {
+      size_t last = i;
+      if (!statement_at(f, i, last)) return false;
+      at = last + 1;
+      found = true;
+      i = last;
+    }
+  }
+  return found;
+}
+
+bool imports(const File& f, const std::string& module) {
+  for (const auto& l : f.lines)
+    if (l.rfind("import " + module, 0) == 0 || l.rfind("from " + module + " ", 0) == 0 ||
+        l.rfind("from " + module + ".", 0) == 0)
+      return true;
+  return false;
+}
+
+// The diff of one file's edits (sorted, not overlapping). A file without a newline at its end keeps it so:
+// its last line, and the last line replacing it, are marked as the format says.
+std::string file_diff(const std::string& path, const File& f) {
+  if (f.edits.empty()) return "";
+  const size_t n = f.lines.size();
+  const size_t context = 3;
+  std::ostringstream out;
+  out << "--- a/" << path << "\n+++ b/" << path << "\n";
+  auto emit = [&](char mark, const std::string& text, bool no_newline) {
+    out << mark << text << "\n";
+    if (no_newline) out << "\\ No newline at end of file\n";
+  };
+  const bool open_end = !f.ends_with_newline;
+  long offset = 0;  // new minus old lines before this hunk
+  for (size_t e = 0; e < f.edits.size();) {
+    // Edits within 2 * context lines of each other share a hunk.
+    size_t last = e;
+    while (last + 1 < f.edits.size() &&
+           f.edits[last + 1].at <= f.edits[last].at + f.edits[last].remove + 2 * context)
+      ++last;
+    const size_t from = f.edits[e].at >= context ? f.edits[e].at - context : 0;
+    const size_t to = std::min(n, f.edits[last].at + f.edits[last].remove + context);
+    long added = 0, removed = 0;
+    for (size_t k = e; k <= last; ++k) {
+      added += static_cast<long>(f.edits[k].insert.size());
+      removed += static_cast<long>(f.edits[k].remove);
+    }
+    const long old_len = static_cast<long>(to - from);
+    const long new_len = old_len - removed + added;
+    const long old_start = old_len ? static_cast<long>(from) + 1 : static_cast<long>(from);
+    const long new_start = new_len ? static_cast<long>(from) + 1 + offset : static_cast<long>(from) + offset;
+    out << "@@ -" << old_start << "," << old_len << " +" << new_start << "," << new_len << " @@\n";
+    size_t i = from;
+    for (size_t k = e; k <= last; ++k) {
+      const LineEdit& ed = f.edits[k];
+      for (; i < ed.at; ++i) emit(' ', f.lines[i], open_end && i + 1 == n);
+      // Within an edit, the lines it keeps (a call's unchanged arguments) show as context: the longest
+      // common subsequence of the removed and the inserted lines.
+      const size_t nr = ed.remove, ni = ed.insert.size();
+      std::vector<std::vector<uint16_t>> lcs(nr + 1, std::vector<uint16_t>(ni + 1, 0));
+      for (size_t x = nr; x-- > 0;)
+        for (size_t y = ni; y-- > 0;)
+          lcs[x][y] = f.lines[ed.at + x] == ed.insert[y] ? uint16_t(lcs[x + 1][y + 1] + 1)
+                                                          : std::max(lcs[x + 1][y], lcs[x][y + 1]);
+      const bool replaces_end = open_end && nr > 0 && ed.at + nr == n;
+      size_t x = 0, y = 0;
+      while (x < nr || y < ni) {
+        const bool old_last = ed.at + x + 1 == n;
+        if (x < nr && y < ni && f.lines[ed.at + x] == ed.insert[y]) {
+          emit(' ', ed.insert[y], replaces_end && old_last && y + 1 == ni);
+          ++x, ++y;
+        } else if (x < nr && (y == ni || lcs[x + 1][y] >= lcs[x][y + 1])) {
+          emit('-', f.lines[ed.at + x], open_end && old_last);
+          ++x;
+        } else {
+          emit('+', ed.insert[y], replaces_end && y + 1 == ni);
+          ++y;
+        }
+      }
+      i += nr;
+    }
+    for (; i < to; ++i) emit(' ', f.lines[i], open_end && i + 1 == n);
+    offset += added - removed;
+    e = last + 1;
+  }
+  return out.str();
+}
+
+}  // namespace
+
+std::string unified_diff(const std::string& path, const std::vector<std::string>& before,
+                         const std::vector<std::string>& after) {
+  // Equal head and tail, one edit between: enough for the callers that have two versions of one change.
+  File f;
+  f.lines = before;
+  size_t head = 0;
+  while (head < before.size() && head < after.size() && before[head] == after[head]) ++head;
+  size_t tail = 0;
+  while (tail < before.size() - head && tail < after.size() - head &&
+         before[before.size() - 1 - tail] == after[after.size() - 1 - tail])
+    ++tail;
+  if (head == before.size() && head == after.size()) return "";
+  LineEdit ed;
+  ed.at = head;
+  ed.remove = before.size() - head - tail;
+  ed.insert.assign(after.begin() + static_cast<long>(head), after.end() - static_cast<long>(tail));
+  f.edits.push_back(ed);
+  return file_diff(path, f);
+}
+
+ScriptPatch script_patch(const TuneResult& r, const std::string& base_dir) {
+  ScriptPatch p;
+  const auto& env = r.environment;
+  if (!env.is_object() || env.value("model", std::string()).rfind("script:", 0) != 0) return p;
+  const std::string script = env.value("model", std::string()).substr(7);
+  const Config& f = r.final_config;
+  const auto changed = changed_knobs(r.baseline, f);
+  if (changed.empty()) return p;
+  auto has = [&](const char* k) { return std::find(changed.begin(), changed.end(), k) != changed.end(); };
+  const auto sources = env.value("source", nlohmann::json::array());
+  auto first_source = [&](const std::string& kind) -> const nlohmann::json* {
+    for (const auto& s : sources)
+      if (s.value("kind", std::string()) == kind) return &s;
+    return nullptr;
+  };
+  const std::string device = env.value("device", std::string("cpu")).rfind("cuda", 0) == 0 ? "cuda" : "cpu";
+
+  std::map<std::string, File> files;  // by absolute path
+  auto file = [&](const std::string& path) -> File* {
+    std::error_code ec;
+    const std::string key = fs::absolute(path, ec).lexically_normal().string();
+    auto it = files.find(key);
+    if (it != files.end()) return &it->second;
+    File fl;
+    if (!read_lines(key, fl)) return nullptr;
+    return &files.emplace(key, std::move(fl)).first->second;
+  };
+  auto left_out = [&](const std::string& knob, const std::string& why) {
+    p.unplaced.push_back(knob + "=" + value_in(f, knob) + ": " + why);
+  };
+  auto add = [&](File& fl, LineEdit ed, const std::string& what) {
+    fl.edits.push_back(std::move(ed));
+    p.placed.push_back(what);
+  };
+
+  // --- the DataLoader calls: every kept loader knob as its keyword argument.
+  std::vector<std::pair<std::string, std::string>> loader_args;
+  std::vector<std::string> loader_knobs;
+  for (const char* k : {"workers", "pin_memory", "prefetch", "persistent_workers"}) {
+    if (!has(k)) continue;
+    const std::string v = value_in(f, k);
+    const std::string name = std::string(k) == "workers" ? "num_workers" : std::string(k) == "prefetch" ? "prefetch_factor" : k;
+    loader_args.push_back({name, std::string(k) == "workers" || std::string(k) == "prefetch" ? v : py_bool(v)});
+    loader_knobs.push_back(k);
+  }
+  if (!loader_args.empty()) {
+    std::string what, gain;
+    for (size_t i = 0; i < loader_knobs.size(); ++i) {
+      what += (i ? ", " : "") + loader_args[i].first + "=" + loader_args[i].second;
+      const std::string g = gain_of(r, loader_knobs[i]);
+      if (!g.empty()) gain += (gain.empty() ? "" : "; ") + loader_knobs[i] + " " + g;
+    }
+    bool any = false;
+    std::vector<std::string> seen;
+    for (const auto& s : sources) {
+      if (s.value("kind", std::string()) != "dataloader") continue;
+      const std::string where = s.value("file", std::string()) + ":" + std::to_string(s.value("line", 0));
+      if (std::find(seen.begin(), seen.end(), where) != seen.end()) continue;
+      seen.push_back(where);
+      File* fl = file(s.value("file", std::string()));
+      const size_t at = size_t(std::max(1, s.value("line", 1))) - 1;
+      size_t last = at;
+      if (!fl || at >= fl->lines.size() || !statement_at(*fl, at, last) ||
+          fl->lines[at].find("DataLoader") == std::string::npos)
+        continue;
+      const std::vector<std::string> call(fl->lines.begin() + static_cast<long>(at),
+                                          fl->lines.begin() + static_cast<long>(last) + 1);
+      LineEdit ed{at, last - at + 1, {note_line(indent_of(fl->lines[at]), "DataLoader(" + what + ")", gain)}};
+      std::vector<std::string> edited;
+      if (edit_call_lines(call, loader_args, edited)) {
+        ed.insert.insert(ed.insert.end(), edited.begin(), edited.end());
+      } else {
+        std::string text;
+        for (size_t i = at; i <= last; ++i) text += (i > at ? "\n" : "") + fl->lines[i];
+        std::istringstream lines(edit_call(text, loader_args));
+        for (std::string l; std::getline(lines, l);) ed.insert.push_back(l);
+      }
+      add(*fl, std::move(ed), where + ": DataLoader(" + what + ")");
+      any = true;
+    }
+    if (!any)
+      for (const auto& k : loader_knobs) left_out(k, "no DataLoader(...) call of the script's own was found to edit");
+  }
+
+  // --- the model's training forward: autocast around it, channels_last inputs.
+  const nlohmann::json* fwd = first_source("forward");
+  const nlohmann::json* opt = first_source("optimizer");
+  const std::string model_var = opt ? model_of_optimizer(opt->value("code", std::string())) : "";
+  std::vector<std::string> after_optimizer;  // lines to insert after the optimizer's construction
+  std::string after_optimizer_what;
+  const bool amp = has("amp"), cl = has("channels_last") && value_in(f, "channels_last") == "on";
+  if (amp && value_in(f, "amp") == "fp16") {
+    left_out("amp", "fp16 autocast needs a torch.amp.GradScaler in the training step; edit it in by hand");
+  }
+  const bool bf16 = amp && value_in(f, "amp") == "bf16";
+  if (bf16 || cl) {
+    File* fl = fwd ? file(fwd->value("file", std::string())) : nullptr;
+    const size_t at = fwd ? size_t(std::max(1, fwd->value("line", 1))) - 1 : 0;
+    size_t last = at;
+    if (!fl || at >= fl->lines.size() || !statement_at(*fl, at, last) || last != at) {
+      if (bf16) left_out("amp", "the model's forward call was not found on one line");
+      if (cl) left_out("channels_last", "the model's forward call was not found on one line");
+    } else {
+      std::string stmt = fl->lines[at];
+      const std::string ind = indent_of(stmt);
+      std::vector<std::string> notes;
+      if (cl) {
+        std::string callee, arg;
+        size_t arg_at = 0;
+        if (model_call_in(stmt, callee, arg, arg_at)) {
+          stmt.replace(arg_at, arg.size(), arg + ".contiguous(memory_format=torch.channels_last)");
+          after_optimizer.push_back((model_var.empty() ? callee : model_var) +
+                                    ".to(memory_format=torch.channels_last)  # tunebench: channels_last weights");
+          after_optimizer_what += "channels_last weights";
+          notes.push_back(note_line(ind, "channels_last inputs", gain_of(r, "channels_last")));
+        } else {
+          left_out("channels_last", "no model(input) call on the forward's line");
+        }
+      }
+      LineEdit ed{at, 1, notes};
+      if (bf16) {
+        ed.insert.push_back(ind + "with torch.autocast(\"" + device + "\", dtype=torch.bfloat16):  # tunebench: amp=bf16: " +
+                            gain_of(r, "amp"));
+        ed.insert.push_back(ind + "    " + trim(stmt));
+      } else {
+        ed.insert.push_back(stmt);
+      }
+      if (ed.insert.size() > 1 || ed.insert[0] != fl->lines[at])
+        add(*fl, std::move(ed),
+            fwd->value("file", std::string()) + ":" + std::to_string(at + 1) + ": " +
+                (bf16 ? std::string("autocast(bfloat16) around the forward") : std::string()) +
+                (bf16 && cl ? ", " : "") + (cl ? "channels_last inputs" : ""));
+    }
+  }
+  if (has("compile") && value_in(f, "compile") == "on") {
+    if (model_var.empty()) left_out("compile", "the model was not found in the optimizer's construction");
+    else after_optimizer.push_back(model_var + ".compile()  # tunebench: compile=on: " + gain_of(r, "compile"));
+  }
+  if (!after_optimizer.empty()) {
+    File* fl = opt ? file(opt->value("file", std::string())) : nullptr;
+    const size_t at = opt ? size_t(std::max(1, opt->value("line", 1))) - 1 : 0;
+    size_t last = at;
+    if (!fl || at >= fl->lines.size() || !statement_at(*fl, at, last)) {
+      if (has("compile")) left_out("compile", "the optimizer's construction was not found");
+      if (cl) left_out("channels_last", "the optimizer's construction was not found (the weights' format goes there)");
+    } else {
+      const std::string ind = indent_of(fl->lines[at]);
+      LineEdit ed{last + 1, 0, {}};
+      for (const auto& l : after_optimizer) ed.insert.push_back(ind + l);
+      add(*fl, std::move(ed), opt->value("file", std::string()) + ":" + std::to_string(last + 2) + ": " +
+                                  (has("compile") ? "model.compile()" : "") +
+                                  (has("compile") && !after_optimizer_what.empty() ? ", " : "") + after_optimizer_what);
+    }
+  }
+
+  // --- zero_grad(set_to_none=...) at every call in the files that made an optimizer.
+  if (has("zero_grad_none")) {
+    bool any = false;
+    const std::string v = py_bool(value_in(f, "zero_grad_none"));
+    for (const auto& s : sources) {
+      if (s.value("kind", std::string()) != "optimizer") continue;
+      File* fl = file(s.value("file", std::string()));
+      if (!fl) continue;
+      for (size_t i = 0; i < fl->lines.size(); ++i) {
+        const std::string& l = fl->lines[i];
+        const auto z = l.find(".zero_grad(");
+        if (z == std::string::npos || l.find('(') != z + 10 ||
+            std::any_of(fl->edits.begin(), fl->edits.end(), [&](const LineEdit& e) { return e.at == i && e.remove; }))
+          continue;
+        add(*fl, LineEdit{i, 1, {note_line(indent_of(l), "zero_grad(set_to_none=" + v + ")", gain_of(r, "zero_grad_none")),
+                                 edit_call(l, {{"set_to_none", v}})}},
+            s.value("file", std::string()) + ":" + std::to_string(i + 1) + ": zero_grad(set_to_none=" + v + ")");
+        any = true;
+      }
+    }
+    if (!any) left_out("zero_grad_none", "no optimizer.zero_grad() call was found");
+  }
+
+  // --- process-wide settings, after the script's imports.
+  std::vector<std::string> setup;
+  File* main_file = file(script);
+  for (const auto& k : changed) {
+    const std::string v = value_in(f, k);
+    const std::string g = gain_of(r, k);
+    if (k == "intra_op_threads") {
+      const std::string workers = value_in(f, "workers").empty() ? "0" : value_in(f, "workers");
+      setup.push_back(v == "0" ? "torch.set_num_threads(max(1, (os.cpu_count() or 1) - " + workers +
+                                     "))  # tunebench: intra_op_threads=auto: " + g
+                               : "torch.set_num_threads(" + v + ")  # tunebench: intra_op_threads=" + v + ": " + g);
+      if (v == "0" && main_file && !imports(*main_file, "os")) setup.insert(setup.begin(), "import os");
+    } else if (k == "cudnn_benchmark") {
+      setup.push_back("torch.backends.cudnn.benchmark = " + py_bool(v) + "  # tunebench: cudnn_benchmark: " + g);
+    } else if (k == "tf32") {
+      setup.push_back("torch.backends.cuda.matmul.allow_tf32 = " + py_bool(v) + "  # tunebench: tf32: " + g);
+      setup.push_back("torch.backends.cudnn.allow_tf32 = " + py_bool(v));
+    } else if (k == "anomaly_detection") {
+      setup.push_back("torch.autograd.set_detect_anomaly(" + py_bool(v) + ")  # tunebench: anomaly_detection: " + g);
+    } else if (k != "workers" && k != "pin_memory" && k != "prefetch" && k != "persistent_workers" && k != "amp" &&
+               k != "channels_last" && k != "compile" && k != "zero_grad_none") {
+      left_out(k, "no edit of the script's code sets it");
+    }
+  }
+  if (!setup.empty()) {
+    size_t at = 0;
+    if (!main_file || !setup_line(*main_file, at) || !imports(*main_file, "torch")) {
+      p.unplaced.push_back("settings after the imports (" + std::to_string(setup.size()) +
+                           " lines): the script's top-level `import torch` was not found");
+    } else {
+      add(*main_file, LineEdit{at, 0, setup}, script + ":" + std::to_string(at + 1) + ": " + trim(setup.back()));
+    }
+  }
+
+  // --- the diff, file by file; edits in line order, one edit per place.
+  for (auto& [path, fl] : files) {
+    std::sort(fl.edits.begin(), fl.edits.end(), [](const LineEdit& a, const LineEdit& b) { return a.at < b.at; });
+    std::vector<LineEdit> kept;
+    for (auto& e : fl.edits) {
+      if (!kept.empty() && e.at < kept.back().at + kept.back().remove) {
+        p.unplaced.push_back("an edit at " + path + ":" + std::to_string(e.at + 1) + " overlaps another");
+        continue;
+      }
+      kept.push_back(std::move(e));
+    }
+    fl.edits = std::move(kept);
+    std::error_code ec;
+    std::string shown = fs::relative(path, fs::absolute(base_dir, ec), ec).string();
+    if (ec || shown.empty() || shown.rfind("..", 0) == 0) shown = path;
+    p.diff += file_diff(shown, fl);
+  }
+  return p;
+}
+
+}  // namespace tb::engine
