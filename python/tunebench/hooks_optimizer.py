@@ -61,24 +61,22 @@ def _fail(e):
         _on_error(e)
 
 
-def _step_pre(opt, args, kwargs):
+def _tell(event, opt):
+    """The tracker's optimizer_start / optimizer_end for `opt`, now; an internal error turns timing off."""
     tracker = _tracker
     if tracker is not None:
         try:
-            tracker.optimizer_start(id(opt), time.monotonic_ns())
+            getattr(tracker, event)(id(opt), time.monotonic_ns())
         except Exception as e:  # noqa: BLE001
             _fail(e)
-    return None
+
+
+def _step_pre(opt, args, kwargs):
+    _tell("optimizer_start", opt)
 
 
 def _step_post(opt, args, kwargs):
-    tracker = _tracker
-    if tracker is not None:
-        try:
-            tracker.optimizer_end(id(opt), time.monotonic_ns())
-        except Exception as e:  # noqa: BLE001
-            _fail(e)
-    return None
+    _tell("optimizer_end", opt)
 
 
 def _wrap_step_class(cls):
