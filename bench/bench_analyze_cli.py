@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Wall time of `tunebench-cli analyze` as a user runs it (process start included), against issue 13's goals:
+"""Wall time of `tunebench-cli analyze` as a user runs it (process start included), against the goals of docs/analysis.md ("Speed"):
 a small trace <= 0.2 s, 1 M events <= 1 s (JSON or gzip), and the real gzipped Kineto trace the review timed
 at ~2 s (HTA's ddp_2rank_rank1: 3.0 MB gz, 53.7 MB JSON, 216 k events) <= 0.7 s, taken from ../shared/traces
 when it is there.

@@ -1,4 +1,4 @@
-// Leak benchmark (issue 18, not run in CI): in ONE process, baseline -> each CPU knob -> baseline, for every
+// Leak benchmark (not run in CI; docs/cpu-results.md): in ONE process, baseline -> each CPU knob -> baseline, for every
 // knob value that runs on the CPU. If a knob leaves state behind (prefetched batches, threads, allocator
 // state, model layout, optimizer state...), the baseline measured after it differs from the baseline measured
 // before it. Prints, per knob, the baseline before and after (samples/s, windows timed as the tuner times

@@ -3,7 +3,7 @@
 // Generates 128 textured 1024x768 JPEGs (phone-photo sized; --size/--images to change) (make-dataset's generator) under /tmp once, then trains `mnist_cnn`
 // (seed 001's network) with `--data imagefolder:DIR` exactly as `tunebench-cli run` does, once with workers=0
 // (decode + crop + normalize on the training thread, inside the step) and once with workers=2 (overlapped).
-// Throughput = samples / wall of the non-warm-up steps, including data loading (DESIGN.md).
+// Throughput = samples / wall of the non-warm-up steps, including data loading (docs/protocol.md, "Measuring").
 //
 // Also prints the two components, so the ratio can be judged: loading alone (the Loader on one thread, no
 // model) and the step alone (same model on synthetic data). Overlap can at best hide the smaller of the two:

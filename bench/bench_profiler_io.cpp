@@ -1,6 +1,6 @@
 // Trace import + analysis at scale: generates a Kineto-style trace of N events (default 1 M, ~140 MB JSON) in
 // /tmp, then measures load_trace (read + parse + finalize), analyze(), and memory per event.
-// Goals (issue 3): parse <= 1 s, analyses <= 0.3 s, <= 200 B/event for 1 M events.
+// Goals (docs/cpu-results.md): parse <= 1 s, analyses <= 0.3 s, <= 200 B/event for 1 M events.
 // Usage: bench_profiler_io [events] [path] [reuse]. "reuse" keeps an existing file. Wall and process CPU time
 // are both printed: on a shared, loaded machine the CPU figure is the cost of the code.
 // Plain main printing figures; never run by CI.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Data-parallel benchmark (issue 12, not run in CI): 1 rank against 2 ranks of `tunebench-cli run`.
+"""Data-parallel benchmark (not run in CI; docs/distributed.md): 1 rank against 2 ranks of `tunebench-cli run`.
 
 Both take the same per-rank batch on the same JPEG folder; the 2-rank run trains on twice the samples per step
 (each rank its own shard) and all-reduces the gradients with DDP's Reducer over Gloo. Runs alternate

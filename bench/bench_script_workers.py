@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Loader worker cost under glibc's default allocator vs pinned thresholds (issue 11, not run in CI).
+"""Loader worker cost under glibc's default allocator vs pinned thresholds (not run in CI; docs/cpu-results.md).
 
 A DataLoader worker process of examples/train_folder.py (PIL decoding) is timed from the outside: minor page
 faults and CPU time per batch, read from /proc/PID/stat, for `--batches` batches after the first. Each round

@@ -1,4 +1,4 @@
-// LibTorch version and build differences, wrapped once (DESIGN.md "Two LibTorch builds").
+// LibTorch version and build differences, wrapped once, so no other engine file tests a version.
 //
 // Debian's LibTorch 1.13.1 (CPU) and the LibTorch of the PyTorch 2.x CUDA wheel differ in a few APIs the
 // engine needs. Every call that differs goes through here, so no other engine file checks

@@ -1,4 +1,4 @@
-// The knob catalog (DESIGN.md "Knob catalog"): metadata only. What a knob does lives in session.cpp.
+// The knob catalog (docs/tuning.md): metadata only. What a knob does lives in session.cpp.
 #include "engine/knobs.h"
 
 #include <algorithm>
@@ -170,7 +170,7 @@ std::vector<KnobInfo> build_catalog() {
     c.push_back(std::move(k));
   }
   // Loader threads and intra-op threads share the cores: 2 intra-op threads + 1 loader thread on 2 cores made
-  // workers=1 0.85x of workers=0; with one intra-op thread it was 1.29x (DESIGN.md). 0 = auto: the cores the
+  // workers=1 0.85x of workers=0; with one intra-op thread it was 1.29x (docs/cpu-results.md, history). 0 = auto: the cores the
   // loader workers leave (at least 1), as torchrun's OMP_NUM_THREADS=1 per process does for several processes.
   c.push_back(make_int("intra_op_threads", "Intra-op threads",
                        "CPU threads of one op (GEMM, conv); 0 = auto: the cores (shared by the ranks on the machine) "

@@ -1,4 +1,4 @@
-// The models the engine trains (DESIGN.md "Models"). Private to engine/ (includes torch).
+// The models the engine trains (README, "Command line"). Private to engine/ (includes torch).
 //
 // Every model declares its InputSpec; the dataset is built to produce exactly that. Structural knobs are
 // model operations rather than rebuilds, so switching one at a step boundary keeps the trained weights:

@@ -1,4 +1,4 @@
-// to_json(AnalysisResult): the CLI contract's fields (DESIGN.md) plus the classes, steps and kernels.
+// to_json(AnalysisResult): the fields docs/analysis.md lists plus the classes, steps and kernels.
 #include "finding_json.h"
 #include "json_writer.h"
 #include "profiler/analysis.h"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A data-parallel group across two hosts (issue 12), with PyTorch's own launcher.
+"""A data-parallel group across two hosts (docs/distributed.md), with PyTorch's own launcher.
 
 Two hosts made on this machine: each its own network namespace joined by a veth pair (10.77.0.1 and
 10.77.0.2), its own host name (UTS namespace), its own pids (PID namespace) and its own CLOCK_MONOTONIC (a time

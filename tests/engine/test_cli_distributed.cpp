@@ -1,4 +1,4 @@
-// Data-parallel runs (issue 12): `run --ranks N`, a rank that dies, torchrun's environment. Real processes,
+// Data-parallel runs (docs/distributed.md): `run --ranks N`, a rank that dies, torchrun's environment. Real processes,
 // a real Gloo process group over 127.0.0.1 and PyTorch's own Reducer.
 #include <arpa/inet.h>
 #include <fcntl.h>

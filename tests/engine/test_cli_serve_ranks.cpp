@@ -1,4 +1,4 @@
-// A live data-parallel run (issue 12): `serve --ranks N` speaks the run protocol for a group of real ranks
+// A live data-parallel run (docs/distributed.md): `serve --ranks N` speaks the run protocol for a group of real ranks
 // (Gloo over 127.0.0.1, PyTorch's Reducer). A toggle reaches every rank at the same step, the trace chunks
 // hold every rank, and a rank that dies ends the run with a reason, never a hang.
 #include <arpa/inet.h>

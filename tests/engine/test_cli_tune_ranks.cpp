@@ -1,4 +1,4 @@
-// Tuning a data-parallel run (issue 12): `tune --ranks N` measures its windows on a live group of N real ranks
+// Tuning a data-parallel run (docs/distributed.md): `tune --ranks N` measures its windows on a live group of N real ranks
 // (Gloo over 127.0.0.1, PyTorch's Reducer) whose rank 0 orders every change, or with --fresh-groups every
 // window in a fresh group; either way all ranks change together, the group's throughput is every rank's
 // samples over the group's wall time, and the snapshots show the ranks' wait for their all-reduces.

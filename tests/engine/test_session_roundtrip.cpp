@@ -1,4 +1,4 @@
-// The leak test of issue 18, in its deterministic form: in one session, baseline -> each CPU knob value ->
+// The knob leak test (bench/bench_engine_leak.cpp) in its deterministic form: in one session, baseline -> each CPU knob value ->
 // baseline leaves the session exactly as it was (config, threads, anomaly mode, model structure and memory
 // layout, autocast, batch size, loader queue). The timed form (the baseline's throughput before and after
 // each knob) is bench/bench_engine_leak.cpp: speeds belong in benches.

@@ -1,4 +1,4 @@
-// Data parallel on the CPU (Gloo, issue 12): the bucket all-reduces on the communication thread and the
+// Data parallel on the CPU (Gloo; docs/analysis.md): the bucket all-reduces on the communication thread and the
 // training thread's wait for them after backward (docs/distributed.md). A hand-built trace with the expected
 // numbers worked out in the comments.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The idle classes added for issue 13: cross-stream / event waits with their evidence, launch gaps whose
+// The idle classes of docs/analysis.md: cross-stream / event waits with their evidence, launch gaps whose
 // host time the profiler did not record, and what stays "other" — each on a small trace built by hand with
 // the expected numbers worked out in the comments, then on the real Kineto traces of tests/testdata.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Synthetic traces with known answers for every definition of DESIGN.md "Trace model and analyses",
+// Synthetic traces with known answers for every definition of docs/analysis.md,
 // including the traps (annotations/syncs on GPU rows, overlapping streams, out-of-order events, launches
 // without correlation, idle before the first / after the last kernel, CPU-only traces).
 #include <gtest/gtest.h>

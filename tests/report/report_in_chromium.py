@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The tuning report as a reader sees it (issue 20): a simulated tune writes the HTML report, headless
+"""The tuning report as a reader sees it (docs/tuning.md, "The report"): a simulated tune writes the HTML report, headless
 Chromium renders it at a desktop and a phone width, and the screenshots are checked: the page has content
 (not blank), nothing runs into the right edge (captions and bars fit: the waterfall caption was cut before),
 and the phone rendering is no wider than the phone. Skips (exit 77) without Chromium.

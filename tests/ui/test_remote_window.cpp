@@ -1,4 +1,4 @@
-// The GUI on a remote target (issue 17): a real sshd on this machine (tests/remote/sshd_fixture.h), the window
+// The GUI on a remote target (docs/remote.md): a real sshd on this machine (tests/remote/sshd_fixture.h), the window
 // connected to it, a real `serve` on the other side. Steps and trace chunks arrive (the chunks' bytes in the
 // stream, written here), a toggle applies, a killed ssh leaves the window with what it had and nothing
 // running on the server, and each connection failure is one clear line.

@@ -1,4 +1,4 @@
-// The knob catalog (DESIGN.md "Knob catalog") and a configuration of knob values. Torch-free: the CLI, the
+// The knob catalog (`tunebench-cli knobs` lists it) and a configuration of knob values. Torch-free: the CLI, the
 // tuner and the report writer include it; only knobs.cpp / session.cpp know what a knob does.
 #pragma once
 

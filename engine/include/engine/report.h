@@ -1,4 +1,4 @@
-// The tuning report (issue 5): what was slow, what each switch did with its interval, what to keep, and the
+// The tuning report (docs/tuning.md): what was slow, what each switch did with its interval, what to keep, and the
 // code that keeps it. Three renderings of one TuneResult (engine/tuner.h):
 // - HTML: one self-contained file (inline CSS and SVG charts, no scripts, no external resources) that
 //   reads on a phone (fluid layout, tables scroll sideways) and prints (light colours, no broken rows). It is

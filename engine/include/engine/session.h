@@ -1,7 +1,7 @@
 // A training session: one model, one dataset, one configuration that may change at step boundaries.
 // Torch-free public API used by the CLI (run/serve), the tuner and the tests. Implementation in
 // session.cpp/trainer.cpp (LibTorch). All LibTorch exceptions are caught inside and rethrown as EngineError
-// with a one-line message (DESIGN.md style rule 8).
+// with a one-line message (a caller shows it as is).
 #pragma once
 
 #include <chrono>

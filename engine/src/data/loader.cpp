@@ -1,4 +1,4 @@
-// The engine's own loader (DESIGN.md: torch::data has no pinning/prefetch-to-device).
+// The engine's own loader (torch::data has no pinning or prefetch to the device).
 //
 // Sample stream: batch k covers positions [start_k, start_k + bs_k) of an endless stream; position p maps to
 // epoch p / N and a seeded per-epoch permutation, and its augmentation RNG is seeded from (seed, p). So a batch

@@ -6,7 +6,7 @@ namespace tb::engine::search {
 
 namespace {
 
-// Knobs that address each kind of bottleneck, tried first in the revisit phase (DESIGN.md findings map).
+// Knobs that address each kind of bottleneck, tried first in the revisit phase (the analysis' findings name them: docs/analysis.md).
 const std::map<std::string, std::vector<std::string>>& remedies() {
   static const std::map<std::string, std::vector<std::string>> m = {
       {"loader", {"workers", "prefetch", "pin_memory", "non_blocking", "fp32_preprocess", "intra_op_threads"}},

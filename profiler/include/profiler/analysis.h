@@ -1,4 +1,4 @@
-// Analyses over a finalized Trace, exactly as DESIGN.md "Trace model and analyses" defines them:
+// Analyses over a finalized Trace, exactly as docs/analysis.md defines them:
 // analysed window, GPU busy/idle, loader stall, CPU launch gap, sync points, steps with a per-step
 // breakdown, top kernels, and findings mapped to knobs with the most they could gain.
 //
@@ -261,7 +261,7 @@ inline int64_t idle_total(const AnalysisResult& r) {
 // call Trace::finalize() after building or merging one by hand).
 AnalysisResult analyze(const Trace& trace, const AnalysisOptions& options = {});
 
-// JSON object with the fields DESIGN.md's CLI contract lists (gpu.busy_us, gpu.idle_us,
+// JSON object with the fields docs/analysis.md lists (gpu.busy_us, gpu.idle_us,
 // loader_stall.total_us/count, launch_gap.total_us/count/min_gap_us, sync.count/total_us, steps.count/
 // median_us, kernels.count, findings[]) plus the window, per-step breakdown, top kernels and intervals.
 std::string to_json(const AnalysisResult& result, const TraceMetadata* meta = nullptr);

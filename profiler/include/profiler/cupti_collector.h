@@ -1,7 +1,7 @@
 // CUPTI activity collector: GPU kernels, memcpy/memset, runtime/driver API calls, synchronization and
 // overhead records of this process, aligned to the recorder's clock and delivered as a Trace.
 //
-// No cupti.h here (DESIGN.md style rule 3): CUPTI is dlopen'ed at start() ("libcupti.so.13", probed with
+// No cupti.h here (vendor headers stay out of public headers): CUPTI is dlopen'ed at start() ("libcupti.so.13", probed with
 // RTLD_NOLOAD first so the process keeps the copy LibTorch/Kineto may already have loaded), never linked.
 // When it cannot run, start() returns an Error and state() is "off" (or "not built") with a one-line reason:
 // library not found, symbol/version mismatch, no driver, no device, another CUPTI subscriber (e.g. the torch
@@ -97,7 +97,7 @@ class CuptiDecoder {
 
 // Strips CUPTI's version suffix ("cudaStreamSynchronize_v3020" -> "cudaStreamSynchronize").
 std::string strip_api_version(const char* name);
-// True for the host API calls DESIGN.md counts as sync points (runtime or driver spelling).
+// True for the host API calls docs/analysis.md counts as sync points (runtime or driver spelling).
 bool is_blocking_sync_api(std::string_view name);
 
 class CuptiCollector {

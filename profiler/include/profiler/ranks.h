@@ -1,4 +1,4 @@
-// Across the ranks of a data-parallel job (issue 12): each rank's step time, and the straggler, the rank the
+// Across the ranks of a data-parallel job (docs/analysis.md, "Ranks"): each rank's step time, and the straggler, the rank the
 // others wait for at the collectives, with how long they wait and what made it late.
 //
 // Input: one AnalysisResult per rank (one process of a merged trace, AnalysisOptions::pid, or one file per

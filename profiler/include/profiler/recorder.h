@@ -1,6 +1,6 @@
 // Range recorder: the hot-path API the engine uses to mark what its threads do.
 //
-// Design (tracy ScopedZone / DESIGN.md style rule 4):
+// Design (tracy ScopedZone: the hot path allocates nothing and takes no lock):
 // - Each thread records into its own buffer (thread_local, registered with the Recorder on first use);
 //   begin/end append a plain 16..24-byte record {timestamp, name pointer, kind}. No lock, no allocation on
 //   the hot path once the thread's current block exists (blocks of fixed size are chained when full).

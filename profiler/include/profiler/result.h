@@ -1,4 +1,4 @@
-// Errors as values at module edges (DESIGN.md style rule 8; orbit ErrorMessageOr): the profiler never throws
+// Errors as values at module edges (orbit's ErrorMessageOr): the profiler never throws
 // to its callers. An Error is one readable line plus, for parse errors, the byte offset where it was found.
 #pragma once
 

@@ -1,7 +1,7 @@
 // Trace model: what the recorder, the CUPTI collector and the importers produce, and what the analyses and
 // the GUI timeline read. Plain C++; no Qt, no LibTorch, no vendor headers.
 //
-// Shape (tracy/orbit style, DESIGN.md "Trace model and analyses"):
+// Shape (tracy/orbit style; the analyses: docs/analysis.md):
 // - A Trace owns Tracks: CPU threads, GPU streams, counters. A track owns its events in one contiguous,
 //   time-sorted array (sorted by start ascending, then by end descending so a parent range precedes the
 //   ranges it contains), grouped into fixed-size Blocks of kBlockEvents events that carry min start /
@@ -71,7 +71,7 @@ constexpr int kEventKindCount = 10;
 const char* to_string(EventKind k);
 const char* to_string(TrackKind k);
 
-// True for the kinds that make the GPU busy (DESIGN.md "GPU activity").
+// True for the kinds that make the GPU busy (docs/analysis.md, "Classes of GPU time").
 constexpr bool is_gpu_activity(EventKind k) {
   return k == EventKind::Kernel || k == EventKind::Memcpy || k == EventKind::Memset;
 }

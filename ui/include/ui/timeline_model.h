@@ -1,6 +1,6 @@
 // Widget-free timeline logic: the draw-friendly event store, the time<->pixel mapping and the level-of-detail
 // draw-list builder. Nothing here touches a QWidget or a QPainter, so it is tested without a window and the
-// draw list can be built on a worker thread (DESIGN.md style 6, tracy/orbit).
+// draw list can be built on a worker thread (tracy/orbit: the UI thread only draws).
 //
 // Invariants
 // - Times are int64 nanoseconds on one clock (the trace's). Every Lane is sorted by start; events in one lane
