@@ -189,7 +189,8 @@ int cmd_run_script(int argc, char** argv) {
       // Time between training iterations (validation, checkpoints, logging): its own class, outside every
       // step and every throughput window.
       outside.push_back(*m);
-      std::fprintf(stderr, "run: %s\n", describe_outside(*m).c_str());
+      // An epoch boundary with nothing between the loops takes microseconds: said in the JSON, not printed.
+      if (m->value("wall_ns", int64_t(0)) >= 1'000'000) std::fprintf(stderr, "run: %s\n", describe_outside(*m).c_str());
     } else if (type == "warning") {
       if (m->value("kind", std::string()) == "stalled")
         stalled_at = " (stuck at " + m->value("file", std::string("?")) + ":" + std::to_string(m->value("line", 0)) +

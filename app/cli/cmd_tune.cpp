@@ -257,8 +257,12 @@ int cmd_tune(int argc, char** argv) {
   if (changed.empty()) {
     std::printf("no change beat the baseline\n");
   } else {
-    std::printf("final     %.1f samples/s  speedup %.2fx [%.2f, %.2f]\n", result.final_throughput,
-                result.speedup.ratio, result.speedup.lo, result.speedup.hi);
+    std::printf("final     %.1f samples/s  speedup %.2fx [%.2f, %.2f]%s\n", result.final_throughput,
+                result.speedup.ratio, result.speedup.lo, result.speedup.hi,
+                result.verdict == "undecided" ? "  COULD NOT DECIDE: the interval covers 1" : "");
+    if (result.verdict == "undecided" && result.speedup_fresh_processes && result.speedup_in_process.valid())
+      std::printf("          in the tune's own process: %.2fx [%.2f, %.2f] (not what a fresh start measured)\n",
+                  result.speedup_in_process.ratio, result.speedup_in_process.lo, result.speedup_in_process.hi);
     std::printf("keep     ");
     for (const auto& k : changed) std::printf(" %s=%s", k.c_str(), result.final_config.at(k).c_str());
     std::printf("\n");

@@ -136,7 +136,7 @@ class ScriptPatchTest : public ::testing::Test {
                      {"source", {site("dataloader", "loader = DataLoader("), site("optimizer", "torch.optim.SGD("),
                                  site("forward", "output = model(images)")}}};
     r.baseline = {{"workers", "0"}, {"persistent_workers", "off"}, {"amp", "off"}, {"intra_op_threads", "2"},
-                  {"zero_grad_none", "on"}, {"compile", "off"}, {"channels_last", "off"}};
+                  {"zero_grad_none", "on"}, {"compile", "off"}, {"channels_last", "off"}, {"cpu_allocator", "glibc"}};
     r.final_config = r.baseline;
     for (const auto& [k, v] : kept) {
       r.final_config[k] = v;
@@ -153,7 +153,8 @@ TEST_F(ScriptPatchTest, AppliedThePlainScriptRunsTheTunedConfiguration) {
   // zero_grad_none=off: torch 2.x's zero_grad() already sets gradients to None, so the edit that shows is
   // set_to_none=False.
   const auto r = tune({{"workers", "2"}, {"persistent_workers", "on"}, {"amp", "bf16"}, {"intra_op_threads", "1"},
-                       {"zero_grad_none", "off"}, {"compile", "on"}, {"channels_last", "on"}});
+                       {"zero_grad_none", "off"}, {"compile", "on"}, {"channels_last", "on"},
+                       {"cpu_allocator", "glibc_tuned"}});
   const ScriptPatch p = script_patch(r, dir_.string());
   EXPECT_TRUE(p.unplaced.empty()) << p.unplaced.front();
   ASSERT_FALSE(p.diff.empty());
@@ -162,6 +163,8 @@ TEST_F(ScriptPatchTest, AppliedThePlainScriptRunsTheTunedConfiguration) {
   EXPECT_NE(p.diff.find("# tunebench: DataLoader(num_workers=2, persistent_workers=True): workers 1.25x [1.12, 1.38]"),
             std::string::npos) << p.diff;
   EXPECT_NE(p.diff.find("amp=bf16: 1.25x [1.12, 1.38]"), std::string::npos) << p.diff;
+  // glibc's thresholds pinned from inside the script, for it and the loader workers it forks.
+  EXPECT_NE(p.diff.find("+ctypes.CDLL(None).mallopt(-3, 256 << 20)  # M_MMAP_THRESHOLD"), std::string::npos) << p.diff;
   const std::string diff_path = (dir_ / "tuned.diff").string();
   std::ofstream(diff_path) << p.diff;
 

@@ -231,7 +231,8 @@ TEST(TunerSearch, SameSeedSameResult) {
   EXPECT_EQ(a.final_config, b.final_config);
 }
 
-// The protocol's invariants on a full tune: an A/A noise floor first; one window length in every phase;
+// The protocol's invariants on a full tune: an A/A noise floor first; one window length in every phase
+// (fresh processes: at least that);
 // the baseline measured at the start and at the end; every kept in-process knob re-measured in the final
 // alternation; the allocator measured in fresh processes only; the waterfall from the headline's baseline.
 TEST(TunerSearch, ProtocolInvariants) {
@@ -243,7 +244,15 @@ TEST(TunerSearch, ProtocolInvariants) {
   EXPECT_EQ(r.trials.front().phase, "noise floor");
   EXPECT_TRUE(r.noise_floor.valid());
   EXPECT_GT(r.noise_band, 0);
-  for (const auto& t : r.trials) EXPECT_EQ(t.window, r.window) << t.phase << " " << t.knob;
+  for (const auto& t : r.trials) {
+    if (!t.fresh_processes) {
+      EXPECT_EQ(t.window, r.window) << t.phase << " " << t.knob;
+      continue;
+    }
+    // A fresh process's window is at least min_fresh_window_s long, and never shorter than the others.
+    EXPECT_GE(t.window, r.window) << t.phase << " " << t.knob;
+    EXPECT_EQ(static_cast<int>(t.a.size()), t.rounds) << t.phase << " " << t.knob;
+  }
   std::set<std::string> phases;
   for (const auto& b : r.baselines) phases.insert(b.phase);
   EXPECT_TRUE(phases.count("start"));
@@ -385,6 +394,49 @@ TEST(TunerSearch, FreshHeadlineTellsWhenTheGainDoesNotCarryOver) {
   for (const auto& n : r.notes) notes += n + "\n";
   EXPECT_NE(notes.find("cpu_allocator is not tuned here"), std::string::npos) << notes;
   EXPECT_NE(notes.find("They are not kept"), std::string::npos) << notes;
+}
+
+// Fresh processes that each settle at their own speed (+-12%): three pairs leave the headline's interval
+// covering 1, so the trial adds pairs until it decides, within its cap.
+TEST(TunerSearch, FreshHeadlineAddsPairsUntilItDecides) {
+  SimOptions so = workers_need_the_allocator();
+  so.process_noise = 0.12;
+  SimulatedWorkload w(5, so);
+  TuneOptions o;
+  o.budget_s = 400;
+  o.only_knobs = {"workers", "cpu_allocator"};
+  TuneResult r = run_tune(w, o);
+  int most = 0;
+  for (const auto& t : r.trials)
+    if (t.fresh_processes) {
+      EXPECT_LE(t.rounds, o.max_fresh_rounds);
+      EXPECT_EQ(static_cast<int>(t.a.size()), t.rounds);
+            most = std::max(most, t.rounds);
+    }
+  EXPECT_GT(most, o.rounds);
+  EXPECT_EQ(r.verdict, "faster") << r.speedup.ratio << " [" << r.speedup.lo << ", " << r.speedup.hi << "]";
+  EXPECT_GT(r.speedup.lo, 1.0);
+}
+
+// Too noisy to decide within the pairs allowed: the kept change is reported as undecided, in words, with
+// the in-process figure beside it; never as "faster".
+TEST(TunerSearch, AnUndecidedHeadlineSaysSo) {
+  SimOptions so = workers_need_the_allocator();
+  so.glibc_worker_load = 1.0;  // the workers pay in a fresh start too...
+  so.process_noise = 0.5;      // ...but every fresh process lands somewhere else
+  SimulatedWorkload w(3, so);
+  TuneOptions o;
+  o.budget_s = 300;
+  o.only_knobs = {"workers"};
+  o.max_fresh_rounds = 3;
+  TuneResult r = run_tune(w, o);
+  ASSERT_NE(r.final_config, w.baseline());
+  ASSERT_TRUE(r.speedup_fresh_processes);
+  EXPECT_EQ(r.verdict, "undecided") << r.speedup.ratio << " [" << r.speedup.lo << ", " << r.speedup.hi << "]";
+  std::string notes;
+  for (const auto& n : r.notes) notes += n + "\n";
+  EXPECT_NE(notes.find("could not decide"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("in the tune's own process it measured"), std::string::npos) << notes;
 }
 
 TEST(TunerSearch, ChangedKnobs) {

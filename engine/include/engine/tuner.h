@@ -133,6 +133,10 @@ class Workload {
   // 2 ranks"): the tuner then counts the start-up in each window's cost, and the final alternation is
   // already what a user who starts the training gets (no separate fresh-process headline).
   virtual std::string fresh_windows() const { return ""; }
+  // Seconds a fresh process takes before its first measured step (start-up and warm-up), as this workload's
+  // own first start measured it; < 0 when unknown. The tuner plans its fresh-process trials with it before
+  // it has run one.
+  virtual double start_s() const { return -1; }
   // Knobs this workload exists for, screened before the others (in this order) so that a tight budget
   // spends itself on them: the DDP knobs of a data-parallel tune. Empty: catalog order.
   virtual std::vector<std::string> first_knobs() const { return {}; }
@@ -156,6 +160,15 @@ struct TuneOptions {
   int max_window = 30;
   // ... and at least this long (a hiccup of a few hundred ms must not halve a window); capped by max_window.
   double min_window_s = 1.0;
+  // A fresh process's window is at least this long: its start-up costs seconds anyway, and a short window
+  // under glibc's defaults measures whenever its mmap threshold happens to move (11-step windows of a
+  // script gave 0.92x [0.18, 4.81] for a change that measures 1.03x over 40 steps).
+  double min_fresh_window_s = 3.0;
+  // Fresh-process trials add pairs (AB, BA, ...) past `rounds` while their interval still covers 1 and is
+  // wider than +-5%, up to this many pairs: process-to-process noise of +-10% needs 6-8 pairs to decide.
+  int max_fresh_rounds = 8;
+  // The final alternation likewise adds rounds while a kept change is still undecided, up to this many.
+  int max_final_rounds = 8;
   double min_gain = 0.02;     // a significant gain below this ratio-1 still counts as "no effect"
   double drift_tolerance = 0.10;  // loss-drift guard: relative worsening allowed
   int probe_steps = 8;        // steps of each loss probe
@@ -215,6 +228,9 @@ struct TuneResult {
   RatioEstimate speedup;
   bool speedup_fresh_processes = false;
   RatioEstimate speedup_in_process;  // the in-process final alternation (equal to speedup when that is it)
+  // "faster" (the headline's interval lies above 1), "undecided" (changes kept, but the headline's interval
+  // covers 1: the machine was too noisy to say), "none" (nothing kept).
+  std::string verdict = "none";
   // The noise floor from the A/A pairs (start and end pooled), and the band of one trial at it.
   measure::NoiseFloor noise_floor;
   double noise_band = std::numeric_limits<double>::quiet_NaN();

@@ -293,6 +293,7 @@ json report_json(const TuneResult& r) {
   json changed = json::object();
   for (const auto& k : changed_knobs(r.baseline, r.final_config)) changed[k] = value_in(r.final_config, k);
   j["changed"] = changed;
+  j["verdict"] = r.verdict;
   j["speedup"] = num(r.speedup.ratio);
   j["speedup_ci"] = {num(r.speedup.lo), num(r.speedup.hi)};
   j["speedup_method"] = r.speedup.method;
@@ -391,7 +392,10 @@ std::string report_html(const TuneResult& r) {
   // Summary.
   h += "<div class=\"card\">\n";
   if (r.speedup.valid() && !changed.empty()) {
-    h += "<div class=\"headline\">" + esc(fmt(r.speedup.ratio, 2)) + "x faster</div>\n";
+    h += "<div class=\"headline\">" +
+         esc(r.verdict == "undecided" ? "Could not decide (" + fmt(r.speedup.ratio, 2) + "x, the interval covers 1)"
+                                      : fmt(r.speedup.ratio, 2) + "x faster") +
+         "</div>\n";
     h += "<p>" + esc(fmt(r.baseline_throughput, 1) + " → " + fmt(r.final_throughput, 1) +
                      " samples/s (95% interval of the ratio " + fmt(r.speedup.lo, 2) + "–" + fmt(r.speedup.hi, 2) +
                      ", baseline and final measured alternately at the end" +
@@ -527,7 +531,9 @@ std::string report_markdown(const TuneResult& r) {
   m << jstr(env, "data") << " on " << jstr(env, "device") << " · " << now_utc() << "\n\n";
   const auto changed = changed_knobs(r.baseline, r.final_config);
   if (r.speedup.valid() && !changed.empty())
-    m << "**" << fmt(r.speedup.ratio, 2) << "x faster**: " << fmt(r.baseline_throughput, 1) << " → "
+    m << "**" << (r.verdict == "undecided" ? "Could not decide (" + fmt(r.speedup.ratio, 2) + "x, the interval covers 1)"
+                                         : fmt(r.speedup.ratio, 2) + "x faster")
+      << "**: " << fmt(r.baseline_throughput, 1) << " → "
       << fmt(r.final_throughput, 1) << " samples/s (95% interval " << fmt(r.speedup.lo, 2) << "–"
       << fmt(r.speedup.hi, 2) << (r.speedup_fresh_processes ? ", fresh processes" : "") << ")\n\n";
   else
@@ -593,6 +599,7 @@ nlohmann::json tune_done_message(const TuneResult& r, const std::string& html_pa
   m["final_config"] = fc;
   m["kept"] = kept;
   const bool gain = r.speedup.valid() && !kept.empty();
+  m["verdict"] = r.verdict;
   m["speedup"] = gain ? json(r.speedup.ratio) : json(nullptr);
   m["speedup_ci"] = gain ? json::array({r.speedup.lo, r.speedup.hi}) : json(nullptr);
   m["fresh_processes"] = gain && r.speedup_fresh_processes;

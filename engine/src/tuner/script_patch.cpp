@@ -95,15 +95,35 @@ std::string py_bool(const std::string& v) { return v == "on" ? "True" : "False";
 
 // The measured gain of a kept knob: the final alternation's when it held there, else the trial that kept it.
 std::string gain_of(const TuneResult& r, const std::string& knob) {
+  std::string with;
   const Trial* kept = nullptr;
   for (const Trial& t : r.trials)
     if (t.knob == knob && t.accepted) kept = &t;
+  // Re-measured in the final alternation against the final configuration without it: that figure.
+  for (const Trial& t : r.trials)
+    if (t.knob == knob && t.phase == "final" && t.outcome == "held") kept = &t;
+  // The allocator kept by the fresh-process headline (the kept changes need it): that headline's figure.
+  if (!kept)
+    for (const Trial& t : r.trials)
+      if (t.knob.empty() && t.accepted && t.fresh_processes && t.value.find(knob + "=") != std::string::npos) {
+        kept = &t;
+        with = "with the kept changes, in fresh processes, ";
+      }
+  // A knob set together with another (the thread count a workers rung leaves the main process) has no trial
+  // of its own: it carries the gain of the change it came with.
+  if (!kept)
+    for (const Trial& t : r.trials)
+      if ((t.accepted || t.outcome == "held") && !t.knob.empty() && t.also.find(knob + "=") != std::string::npos) {
+        kept = &t;
+        with = "with " + t.knob + "=" + t.value + ", ";
+      }
   if (!kept) return "";
   const auto& e = kept->estimate;
   if (!e.valid()) return "";
   using report_detail::fmt;
   // Held in the tune's final alternation, or (when it was not re-measured there) the trial that kept it.
-  return fmt(e.ratio) + "x [" + fmt(e.lo) + ", " + fmt(e.hi) + "]" + (kept->phase == "final" ? "" : " (" + kept->phase + ")");
+  return with + fmt(e.ratio) + "x [" + fmt(e.lo) + ", " + fmt(e.hi) + "]" +
+         (kept->phase == "final" ? "" : " (" + kept->phase + ")");
 }
 
 // A call over several lines whose `)` stands on its own line, its arguments one per line ending with a
@@ -463,6 +483,14 @@ ScriptPatch script_patch(const TuneResult& r, const std::string& base_dir) {
       setup.push_back("torch.backends.cudnn.allow_tf32 = " + py_bool(v));
     } else if (k == "anomaly_detection") {
       setup.push_back("torch.autograd.set_detect_anomaly(" + py_bool(v) + ")  # tunebench: anomaly_detection: " + g);
+    } else if (k == "cpu_allocator" && v == "glibc_tuned") {
+      // glibc's thresholds pinned from inside the script: the same as GLIBC_TUNABLES at the start for the
+      // main process and the DataLoader workers it forks (spawned workers start without it).
+      setup.push_back("import ctypes  # tunebench: cpu_allocator=glibc_tuned (big tensors stay in the heap): " + g);
+      setup.push_back("ctypes.CDLL(None).mallopt(-3, 256 << 20)  # M_MMAP_THRESHOLD");
+      setup.push_back("ctypes.CDLL(None).mallopt(-1, 256 << 20)  # M_TRIM_THRESHOLD");
+    } else if (k == "cpu_allocator" && (v == "jemalloc" || v == "tcmalloc")) {
+      left_out(k, "start the script with LD_PRELOAD=" + v + "'s library (no line of Python can swap malloc)");
     } else if (k != "workers" && k != "pin_memory" && k != "prefetch" && k != "persistent_workers" && k != "amp" &&
                k != "channels_last" && k != "compile" && k != "zero_grad_none") {
       left_out(k, "no edit of the script's code sets it");

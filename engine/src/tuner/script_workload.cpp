@@ -46,6 +46,7 @@ class ScriptWorkload : public Workload {
         ++it;
       }
     live_allocator_ = pinned_allocator_.empty() ? "glibc_tuned" : pinned_allocator_;
+    started_s_ = now_s();
     runner_ = start(opts_.set, live_allocator_);
     const auto& hello = runner_->hello();
     for (const auto& k : hello.value("knobs", nlohmann::json::array())) {
@@ -150,6 +151,7 @@ class ScriptWorkload : public Workload {
         continue;
       }
       if (measured == 0) w.start_s = now_s() - m->value("wall_ns", int64_t(0)) * 1e-9;
+      if (first_measured_s_ < 0 && restarts_ == 0) first_measured_s_ = w.start_s - started_s_;
       ++measured;
       ++w.steps;
       w.samples += m->value("samples", int64_t(0));
@@ -195,6 +197,7 @@ class ScriptWorkload : public Workload {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
   }
   std::string measurement_allocator() const override { return live_allocator_; }
+  double start_s() const override { return first_measured_s_; }
   int cpu_cores() override {
     return std::max(1, runner_->hello().value(nlohmann::json::json_pointer("/device/cores"), 1));
   }
@@ -274,6 +277,7 @@ class ScriptWorkload : public Workload {
   std::vector<nlohmann::json> sources_;
   std::vector<std::string> notes_;
   int restarts_ = 0;
+  double started_s_ = 0, first_measured_s_ = -1;  // the live child's start, its first measured step
   std::string pinned_allocator_, live_allocator_;
   std::chrono::steady_clock::time_point t0_;
 };

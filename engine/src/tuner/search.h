@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -108,8 +109,16 @@ class Tuner {
   double step_cost_s() { return sec_per_step_ > 0 ? sec_per_step_ : 0.05; }
   double window_cost_s() { return (warmup_est_ + window_) * step_cost_s() + apply_s_; }
   double trial_cost_s(const std::string& knob);
-  double fresh_trial_cost_s() { return 2.0 * o_.rounds * (window_cost_s() + process_start_s_); }
+  // Measured steps of a fresh-process window: the trials' window, at least min_fresh_window_s long.
+  int fresh_window() {
+    const int by_time = static_cast<int>(std::ceil(o_.min_fresh_window_s / step_cost_s()));
+    return std::clamp(by_time, window_, std::max(window_, 4 * o_.max_window));
+  }
+  // process_start_s_ holds what a fresh window costs beyond its measured steps (start-up and warm-up).
+  double fresh_pair_cost_s() { return 2.0 * (fresh_window() * step_cost_s() + process_start_s_); }
+  double fresh_trial_cost_s() { return o_.rounds * fresh_pair_cost_s(); }
   double final_cost_s(int extra_arms = 1);
+  double fresh_headline_cost_s();
   bool fits_fresh(const std::string& knob, const std::string& value);
   bool fits(const std::string& knob, const std::string& value);
 
@@ -121,6 +130,7 @@ class Tuner {
   void classify(Trial& t, bool use_floor);
   Trial trial(const std::string& phase, const Config& ref, const std::string& ref_label, const Change& change,
               const Config& cand, bool fresh = false);
+  bool another_fresh_pair(const Trial& t, int pairs);
   Trial& record(Trial t);
 
   // ----- phases ------------------------------------------------------------------------------------
@@ -151,6 +161,7 @@ class Tuner {
   Config baseline_, current_;
   std::map<std::string, std::string> process_choice_;  // process knobs kept (measured in fresh processes)
   bool no_fresh_processes_ = false;
+  std::set<std::string> deferred_;  // process knobs left from the primary pass to the second one
   double sec_per_step_ = 0, apply_s_ = 0, probe_s_ = 0, warmup_est_ = 3, process_start_s_ = 1.0;
   int window_ = 8;
   int planned_trials_ = 0;

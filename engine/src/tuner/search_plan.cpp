@@ -166,8 +166,14 @@ double Tuner::trial_cost_s(const std::string& knob) {
 double Tuner::final_cost_s(int extra_arms) {
   const int arms = 2 + static_cast<int>(kept_.size()) + extra_arms;
   double c = arms * o_.rounds * window_cost_s();
-  if (fresh_headline()) c += fresh_trial_cost_s();
-  return c;
+  return c + fresh_headline_cost_s();
+}
+
+// The fresh-process headline, when there will be one. Under another allocator than the user's it may need a
+// second fresh trial (with the measurement allocator) when the kept knobs lose their gain in a fresh start.
+double Tuner::fresh_headline_cost_s() {
+  if (!fresh_headline()) return 0;
+  return (measured_under_other_allocator() && !process_choice_.count("cpu_allocator") ? 2 : 1) * fresh_trial_cost_s();
 }
 
 // A process-knob trial and the fresh-process headline it would add to the final.

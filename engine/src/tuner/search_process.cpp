@@ -20,6 +20,14 @@ void Tuner::process_phase(bool primary) {
       for (const auto& v : k.applicability.unavailable_values)
         res_.skipped.push_back({id, v, k.applicability.reason.empty() ? "unavailable here" : k.applicability.reason});
     if (!primary && no_fresh_processes_) break;
+    // The allocator, when the in-process windows ran under another one (a script's live child): the
+    // fresh-process headline measures the kept knobs under the user's allocator and then under the
+    // measurement one, so trying it alone first would spend a third of a small budget on a question the
+    // headline answers. Alone it comes in the second pass, when budget is left.
+    if (primary && id == "cpu_allocator" && measured_under_other_allocator()) {
+      deferred_.insert(id);
+      continue;
+    }
     std::optional<size_t> best;
     for (size_t i = 0; i < res_.trials.size(); ++i)
       if (res_.trials[i].phase == "process" && res_.trials[i].knob == id && res_.trials[i].accepted) best = i;
@@ -27,6 +35,7 @@ void Tuner::process_phase(bool primary) {
     for (const auto& v : plain_values(k, baseline_[id]))
       if ((v == k.info.recommended_value) == primary) values.push_back(v);
     if (primary && values.empty()) values = plain_values(k, baseline_[id]);  // no recommended: all now
+    if (!primary && deferred_.count(id)) values = plain_values(k, baseline_[id]);
     // On top of the other process knobs already chosen: two of them can address one cause. Measured here,
     // a 2-rank group ran 3.5x the baseline process only because the baseline page-faulted under glibc's
     // malloc and the ranks did not (c10d's start-up raised glibc's mmap threshold); against the process with

@@ -58,7 +58,7 @@ void Tuner::note_baseline(const std::string& phase, const measure::Window& w) {
 measure::Window Tuner::window_of(const Config& config, bool fresh) {
   if (fresh) {
     const double t = w_.now_s();
-    auto m = w_.measure_fresh(config, window_);
+    auto m = w_.measure_fresh(config, fresh_window());
     if (!m) throw TrialFailure("this workload cannot start fresh processes", false);
     const double spent = w_.now_s() - t;
     process_start_s_ = 0.5 * process_start_s_ + 0.5 * std::max(0.0, spent - m->wall_s);
@@ -116,7 +116,8 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
   progress(phase, change.knob.empty() ? phase + ": baseline vs tuned configuration"
                                       : phase + ": " + label(change) + " vs " + ref_label);
   const bool ref_is_baseline = !fresh && config_key(ref) == config_key(baseline_);
-  for (int r = 0; r < o_.rounds; ++r) {
+  if (fresh) t.window = fresh_window();
+  for (int r = 0; r < o_.rounds || (fresh && another_fresh_pair(t, r)); ++r) {
     // AB, BA, AB...: a linear drift cancels within a pair.
     for (int side = 0; side < 2; ++side) {
       const bool is_ref = (side == 0) == (r % 2 == 0);
@@ -150,6 +151,7 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
         return t;
       }
     }
+    t.rounds = r + 1;
   }
   // Only complete pairs count (a window without its partner carries drift, not the knob).
   const size_t n = std::min(t.a.size(), t.b.size());
@@ -193,6 +195,24 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
   }
   t.seconds = w_.now_s() - start;
   return t;
+}
+
+// Whether a fresh-process trial that has run `pairs` pairs measures another: while its interval covers 1 and
+// is wider than +-5% (neither a gain nor a clear "no effect" yet), up to max_fresh_rounds pairs. A headline
+// may run past the budget by a quarter of it (it is the tune's answer); any other trial stops at the budget
+// the final alternation needs. Adding pairs until decided looks at the interval more than once, which
+// widens its true error a little; the minimum gain and the final alternation guard against a chance gain.
+bool Tuner::another_fresh_pair(const Trial& t, int pairs) {
+  if (pairs >= o_.max_fresh_rounds) return false;
+  const auto e = measure::paired_ratio(t.a, t.b, nullptr, o_.confidence);
+  if (e.valid() && (!e.no_effect() || e.hi - e.lo < 0.10)) return false;
+  const bool headline = t.phase == "final";
+  const double spare = headline ? left() + 0.25 * o_.budget_s : left() - final_cost_s();
+  if (spare < fresh_pair_cost_s()) return false;
+  progress(t.phase, "undecided after " + std::to_string(pairs) + " pairs of fresh processes" +
+                        (e.valid() ? " (" + fmt(e.ratio, 3) + "x [" + fmt(e.lo, 3) + ", " + fmt(e.hi, 3) + "])" : "") +
+                        ": one more pair");
+  return true;
 }
 
 Trial& Tuner::record(Trial t) {

@@ -191,7 +191,10 @@ std::optional<measure::Window> SimulatedWorkload::measure_fresh(const Config& co
   now_s_ += 1.0;  // process start, model build
   if (to_int(c, "batch_size") >= 128) throw TrialFailure("CUDA out of memory (simulated, fresh process)", true);
   changed_ = true;  // this process's state is untouched, but the next window here starts after a pause
-  return run_window(1000.0 * to_int(c, "batch_size") / fresh_throughput(c), to_int(c, "batch_size"), steps, true);
+  double speed = 1;
+  if (opt_.process_noise > 0) speed = std::exp(std::normal_distribution<double>(0.0, opt_.process_noise)(rng_));
+  return run_window(1000.0 * to_int(c, "batch_size") / (fresh_throughput(c) * speed), to_int(c, "batch_size"), steps,
+                    true);
 }
 
 std::vector<double> SimulatedWorkload::loss_probe(const Config& config, int steps) {

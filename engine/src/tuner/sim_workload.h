@@ -48,6 +48,9 @@ struct SimOptions {
   // Every window is a fresh process (a data-parallel group's tune): measure() is measure_fresh() of the
   // configuration applied last, process knobs included, and fresh_windows() says so.
   bool every_window_fresh = false;
+  // Each fresh process runs at its own speed: the steady one times exp(N(0, process_noise)) (a script's
+  // process under glibc's defaults settles wherever its mmap threshold happens to end up).
+  double process_noise = 0.0;
 };
 
 class SimulatedWorkload : public Workload {
