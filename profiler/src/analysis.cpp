@@ -462,6 +462,8 @@ AnalysisResult analyze(const Trace& trace, const AnalysisOptions& opt) {
       if (in <= 0) continue;
       r.outside_training_ns += in;
       ++r.outside_training_count;
+      if (r.outside_training_intervals.size() < opt.max_intervals)
+        r.outside_training_intervals.push_back({std::max(e.start_ns, W0), std::min(e.end_ns, W1)});
     }
     if (r.outside_training_ns > 0) {
       char b[160];

@@ -269,6 +269,9 @@ TEST(Analysis, TimeOutsideTrainingIsCountedAndNoStepHoldsIt) {
   EXPECT_EQ(r.window.length(), 700 * us);
   EXPECT_EQ(r.outside_training_ns, 300 * us);
   EXPECT_EQ(r.outside_training_count, 3u);
+  ASSERT_EQ(r.outside_training_intervals.size(), 3u);  // the timeline draws them as their own class
+  EXPECT_EQ(r.outside_training_intervals[0].t0, 200 * us);
+  EXPECT_EQ(r.outside_training_intervals[2].t1, 500 * us);
   for (const auto& st : r.steps) EXPECT_EQ(st.forward_ns, 30 * us) << st.index;
   bool said = false;
   for (const auto& n : r.notes) said |= n.find("0.300 ms of the window is outside training") != std::string::npos;

@@ -3,6 +3,9 @@
 #include <QSignalSpy>
 #include <QtTest>
 
+#include <QTemporaryDir>
+
+#include "ui/trace_loader.h"
 #include "ui/timeline_widget.h"
 
 using namespace tb::ui;
@@ -89,6 +92,48 @@ class TestTimelineWidget : public QObject {
     tiny->finalize();
     w.setData(tiny);
     QTRY_COMPARE_WITH_TIMEOUT(int(w.drawList().items.size()), 1, 10000);
+  }
+  // A script's validation between epochs (`## outside training ##` on the training thread): its own class,
+  // a grey column over the timeline with its total in the gutter's foot, apart from the steps.
+  void outsideTrainingIsItsOwnClass() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("script.json");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    QString ev;
+    auto x = [&](const QString& name, int ts, int dur) {
+      ev += QStringLiteral("%1{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"%2\",\"pid\":1,\"tid\":1,"
+                           "\"ts\":%3,\"dur\":%4}")
+                .arg(ev.isEmpty() ? "" : ",").arg(name).arg(ts).arg(dur);
+    };
+    for (int i = 0; i < 6; ++i) x(QStringLiteral("ProfilerStep#%1").arg(i), i * 1000 + (i >= 3 ? 3000 : 0), 1000);
+    x("## outside training ##", 3000, 3000);  // three steps' worth of validation after epoch 1
+    f.write(("{\"traceEvents\":[" + ev + "]}").toUtf8());
+    f.close();
+    const LoadedTrace t = loadTraceFile(path);
+    QVERIFY2(t.ok, qPrintable(t.error));
+    QCOMPARE(t.analysis->outside_training_count, 1u);
+    QCOMPARE(t.timeline->outside_count, 1);
+    QCOMPARE(t.timeline->outside_total_ns, int64_t(3'000'000));
+    int bands = 0;
+    for (const Band& b : t.timeline->bands)
+      if (b.kind == BandKind::OutsideTraining) {
+        ++bands;
+        QCOMPARE(b.end - b.start, int64_t(3'000'000));
+      }
+    QCOMPARE(bands, 1);
+    TimelineWidget w;
+    w.resize(1000, 400);
+    w.show();
+    w.setData(t.timeline);
+    QTRY_VERIFY_WITH_TIMEOUT(!w.drawList().items.empty(), 10000);
+    const QImage img = w.toImage(QSize(1000, 400));
+    // Below the rows, the column in the middle of the validation is lighter than the ground beside it.
+    const auto px = [&](int64_t ns) { return TimelineWidget::kGutterWidth + int(w.mapper().toPx(double(ns))); };
+    const int y = 300;
+    const QColor in = img.pixelColor(px(t.timeline->t_min + 4'500'000), y);
+    const QColor out = img.pixelColor(px(t.timeline->t_min + 7'500'000), y);
+    QVERIFY2(in.lightness() > out.lightness() + 20, qPrintable(QString("%1 vs %2").arg(in.name(), out.name())));
   }
 };
 

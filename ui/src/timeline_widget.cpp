@@ -25,6 +25,8 @@ const QColor kDimText(0x8a, 0x93, 0xa3);
 const QColor kStall(0xff, 0x5c, 0x39);
 const QColor kGap(0xb3, 0x88, 0xff);
 const QColor kSel(0x4f, 0xa3, 0xff);
+// Outside training (validation, checkpoints between epochs): a neutral grey, apart from the faults' colours.
+const QColor kOutside(0x90, 0x96, 0xa0);
 
 uint32_t hash32(uint32_t x) {
   x ^= x >> 16;
@@ -318,11 +320,12 @@ void TimelineWidget::paintAll(QPainter& p, const QRect& r) {
   }
   // Analysis bands: full-height translucent columns. Adjacent sub-pixel bands merge into one.
   auto bandColor = [](BandKind k) {
-    QColor c = k == BandKind::LoaderStall ? kStall : k == BandKind::LaunchGap ? kGap : k == BandKind::Sync ? QColor(0xe5, 0x39, 0x35) : kSel;
-    c.setAlpha(k == BandKind::LoaderStall ? 70 : 55);
+    QColor c = k == BandKind::LoaderStall ? kStall : k == BandKind::LaunchGap ? kGap : k == BandKind::Sync ? QColor(0xe5, 0x39, 0x35)
+               : k == BandKind::OutsideTraining ? kOutside : kSel;
+    c.setAlpha(k == BandKind::LoaderStall ? 70 : k == BandKind::OutsideTraining ? 80 : 55);
     return c;
   };
-  for (BandKind kind : {BandKind::LaunchGap, BandKind::Sync, BandKind::LoaderStall}) {
+  for (BandKind kind : {BandKind::OutsideTraining, BandKind::LaunchGap, BandKind::Sync, BandKind::LoaderStall}) {
     double run0 = -1, run1 = -2;
     const QColor c = bandColor(kind);
     for (const Band& b : data_->bands) {
@@ -507,17 +510,25 @@ void TimelineWidget::paintAll(QPainter& p, const QRect& r) {
                fm.elidedText(QString::fromStdString(tr.name), Qt::ElideMiddle, x0 - 14));
   }
   p.setClipping(false);
-  // Totals of the analysis bands, in the gutter's foot: outside the data, never over an event.
+  // Totals of the analysis bands, in the gutter's foot: outside the data, never over an event. One line per
+  // class that has any.
+  std::vector<std::pair<QString, QColor>> foot;
   if (data_->stall_count || data_->gap_count || data_->stall_total_ns || data_->gap_total_ns) {
-    const QString s1 = tr("■ loader stall %1 (%2)").arg(fmtDuration(double(data_->stall_total_ns))).arg(data_->stall_count);
-    const QString s2 = tr("■ launch gaps %1 (%2)").arg(fmtDuration(double(data_->gap_total_ns))).arg(data_->gap_count);
-    const QRect box(0, r.height() - fm.height() * 2 - 10, x0, fm.height() * 2 + 10);
+    foot.push_back({tr("■ loader stall %1 (%2)").arg(fmtDuration(double(data_->stall_total_ns))).arg(data_->stall_count), kStall});
+    foot.push_back({tr("■ launch gaps %1 (%2)").arg(fmtDuration(double(data_->gap_total_ns))).arg(data_->gap_count), kGap.lighter(115)});
+  }
+  if (data_->outside_count)
+    foot.push_back({tr("■ outside training %1 (%2)").arg(fmtDuration(double(data_->outside_total_ns))).arg(data_->outside_count),
+                    kOutside.lighter(130)});
+  if (!foot.empty()) {
+    const int n = int(foot.size());
+    const QRect box(0, r.height() - fm.height() * n - 10, x0, fm.height() * n + 10);
     p.fillRect(box, kGutter.darker(115));
-    p.setPen(kStall);
-    p.drawText(box.adjusted(8, 4, -4, 0), Qt::AlignTop | Qt::AlignLeft, fm.elidedText(s1, Qt::ElideRight, x0 - 12));
-    p.setPen(kGap.lighter(115));
-    p.drawText(box.adjusted(8, 4 + fm.height(), -4, 0), Qt::AlignTop | Qt::AlignLeft,
-               fm.elidedText(s2, Qt::ElideRight, x0 - 12));
+    for (int k = 0; k < n; ++k) {
+      p.setPen(foot[size_t(k)].second);
+      p.drawText(box.adjusted(8, 4 + k * fm.height(), -4, 0), Qt::AlignTop | Qt::AlignLeft,
+                 fm.elidedText(foot[size_t(k)].first, Qt::ElideRight, x0 - 12));
+    }
   }
 }
 

@@ -114,11 +114,14 @@ std::shared_ptr<TimelineData> toTimeline(const tb::prof::Trace& trace, const tb:
     for (const auto& iv : a->loader_stall_intervals) d->bands.push_back({BandKind::LoaderStall, iv.t0, iv.t1});
     for (const auto& iv : a->launch_gap_intervals) d->bands.push_back({BandKind::LaunchGap, iv.t0, iv.t1});
     for (const auto& sp : a->sync_points) d->bands.push_back({BandKind::Sync, sp.interval.t0, sp.interval.t1});
+    for (const auto& iv : a->outside_training_intervals) d->bands.push_back({BandKind::OutsideTraining, iv.t0, iv.t1});
     std::sort(d->bands.begin(), d->bands.end(), [](const Band& x, const Band& y) { return x.start < y.start; });
     d->stall_total_ns = a->loader_stall_ns;
     d->gap_total_ns = a->launch_gap_ns;
     d->stall_count = int(a->loader_stall_count);
     d->gap_count = int(a->launch_gap_count);
+    d->outside_total_ns = a->outside_training_ns;
+    d->outside_count = int(a->outside_training_count);
   }
   d->source = trace.meta().source_path;
   d->finalize();

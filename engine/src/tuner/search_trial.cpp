@@ -197,15 +197,18 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
   return t;
 }
 
-// Whether a fresh-process trial that has run `pairs` pairs measures another: while its interval covers 1 and
-// is wider than +-5% (neither a gain nor a clear "no effect" yet), up to max_fresh_rounds pairs. A headline
+// Whether a fresh-process trial that has run `pairs` pairs measures another: while a gain is still possible
+// but not shown (the interval covers both 1 and the minimum gain) and the interval is wider than +-5%, up to
+// max_fresh_rounds pairs. A headline
 // may run past the budget by a quarter of it (it is the tune's answer); any other trial stops at the budget
 // the final alternation needs. Adding pairs until decided looks at the interval more than once, which
 // widens its true error a little; the minimum gain and the final alternation guard against a chance gain.
 bool Tuner::another_fresh_pair(const Trial& t, int pairs) {
   if (pairs >= o_.max_fresh_rounds) return false;
   const auto e = measure::paired_ratio(t.a, t.b, nullptr, o_.confidence);
-  if (e.valid() && (!e.no_effect() || e.hi - e.lo < 0.10)) return false;
+  // Decided: a gain is shown (the interval lies above 1), ruled out (it lies below the minimum gain), or
+  // the interval is narrow enough to call no effect.
+  if (e.valid() && (e.lo > 1 || e.hi < 1 + o_.min_gain || e.hi - e.lo < 0.10)) return false;
   const bool headline = t.phase == "final";
   const double spare = headline ? left() + 0.25 * o_.budget_s : left() - final_cost_s();
   if (spare < fresh_pair_cost_s()) return false;

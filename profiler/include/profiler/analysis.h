@@ -200,6 +200,7 @@ struct AnalysisResult {
   // script's `## outside training ##` ranges), which no step holds.
   int64_t outside_training_ns = 0;
   uint32_t outside_training_count = 0;
+  std::vector<Interval> outside_training_intervals;  // for the timeline's own class (capped by max_intervals)
   std::vector<Interval> loader_stall_intervals;  // for highlighting (capped by max_intervals)
   int64_t launch_gap_ns = 0;
   uint32_t launch_gap_count = 0;     // idle intervals holding launch-gap time

@@ -73,7 +73,9 @@ struct Track {
 };
 
 // Analysis bands painted over the timeline (loader stall, launch gap, sync) with their totals.
-enum class BandKind : uint8_t { LoaderStall, LaunchGap, Sync, Selection };
+// OutsideTraining: time between training iterations (a script's validation, checkpoints, logging), which no
+// step holds and no throughput window counts.
+enum class BandKind : uint8_t { LoaderStall, LaunchGap, Sync, Selection, OutsideTraining };
 struct Band {
   BandKind kind;
   int64_t start, end;
@@ -96,6 +98,8 @@ struct TimelineData {
   int64_t t_min = 0, t_max = 0;    // extent of all events
   int64_t stall_total_ns = 0, gap_total_ns = 0;
   int stall_count = 0, gap_count = 0;
+  int64_t outside_total_ns = 0;
+  int outside_count = 0;
   std::string source;              // file it came from, or "live run"
 
   uint32_t intern(const std::string& s);  // linear-time map lookup via the index below
