@@ -462,6 +462,10 @@ AnalysisResult analyze(const Trace& trace, const AnalysisOptions& opt) {
       if (in <= 0) continue;
       r.outside_training_ns += in;
       ++r.outside_training_count;
+      // The step it follows: the last one that started before it.
+      auto after = std::upper_bound(r.steps.begin(), r.steps.end(), e.start_ns,
+                                    [](int64_t t, const StepBreakdown& s) { return t < s.start_ns; });
+      if (after != r.steps.begin()) std::prev(after)->outside_after_ns += in;
       if (r.outside_training_intervals.size() < opt.max_intervals)
         r.outside_training_intervals.push_back({std::max(e.start_ns, W0), std::min(e.end_ns, W1)});
     }

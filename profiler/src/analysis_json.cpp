@@ -117,6 +117,7 @@ std::string to_json(const AnalysisResult& r, const TraceMetadata* meta) {
     w.key("data_wait_us").value(us(s.data_wait_ns)).key("h2d_us").value(us(s.h2d_ns));
     w.key("forward_us").value(us(s.forward_ns)).key("backward_us").value(us(s.backward_ns));
     w.key("optimizer_us").value(us(s.optimizer_ns));
+    if (s.outside_after_ns > 0) w.key("outside_after_us").value(us(s.outside_after_ns));
     w.key("gpu_start_us").value(us(s.gpu_start_ns)).key("gpu_end_us").value(us(s.gpu_end_ns));
     w.key("gpu_busy_us").value(us(s.gpu_busy_ns)).key("compute_us").value(us(s.compute_ns));
     w.key("comm_us").value(us(s.comm_ns)).key("comm_exposed_us").value(us(s.comm_exposed_ns));

@@ -272,6 +272,9 @@ TEST(Analysis, TimeOutsideTrainingIsCountedAndNoStepHoldsIt) {
   ASSERT_EQ(r.outside_training_intervals.size(), 3u);  // the timeline draws them as their own class
   EXPECT_EQ(r.outside_training_intervals[0].t0, 200 * us);
   EXPECT_EQ(r.outside_training_intervals[2].t1, 500 * us);
+  // All of it follows step 1 (the end of the first epoch): the step table shows it there.
+  EXPECT_EQ(r.steps[1].outside_after_ns, 300 * us);
+  EXPECT_EQ(r.steps[0].outside_after_ns + r.steps[2].outside_after_ns + r.steps[3].outside_after_ns, 0);
   for (const auto& st : r.steps) EXPECT_EQ(st.forward_ns, 30 * us) << st.index;
   bool said = false;
   for (const auto& n : r.notes) said |= n.find("0.300 ms of the window is outside training") != std::string::npos;

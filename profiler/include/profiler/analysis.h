@@ -89,6 +89,9 @@ struct StepBreakdown {
   int64_t forward_ns = 0;
   int64_t backward_ns = 0;
   int64_t optimizer_ns = 0;
+  // Outside training right after this step, before the next (a script's validation or checkpoint at the
+  // end of an epoch): not in the step's duration, shown beside it.
+  int64_t outside_after_ns = 0;
   // GPU side (0 on a CPU-only trace, where idle == duration).
   // GPU side, over the step's GPU span [gpu_start_ns, gpu_end_ns] (= the step itself when the trace has no
   // correlation ids); busy + the idle classes == span. 0 on a CPU-only trace, where idle == duration.
