@@ -3,11 +3,14 @@
 // on its first steps with the live panels hidden, and File → Compare with… on two real traces.
 #include <QDockWidget>
 #include <QSignalSpy>
-#include <QTableWidget>
+#include <QHeaderView>
+#include <QStyledItemDelegate>
+#include <QTableView>
 #include <QtTest>
 
 #include "profiler/trace_io.h"
 #include "ui/analysis_panel.h"
+#include "ui/keyed_table_model.h"
 #include "ui/main_window.h"
 #include "ui/segments.h"
 #include "ui/timeline_widget.h"
@@ -15,6 +18,36 @@
 #include "ui_test_util.h"
 
 using namespace tb::ui;
+
+namespace {
+// Counts the cell measurements a view asks for (a header fitting columns to their text asks for every cell).
+class CountingDelegate : public QStyledItemDelegate {
+ public:
+  using QStyledItemDelegate::QStyledItemDelegate;
+  QSize sizeHint(const QStyleOptionViewItem& o, const QModelIndex& i) const override {
+    ++measured;
+    return QStyledItemDelegate::sizeHint(o, i);
+  }
+  mutable int measured = 0;
+};
+
+// The analysis of steps [first, first + n): what a live run's latest chunks give, one chunk later each time.
+std::shared_ptr<tb::prof::AnalysisResult> stepsWindow(int64_t first, int n) {
+  auto a = std::make_shared<tb::prof::AnalysisResult>();
+  for (int64_t i = first; i < first + n; ++i) {
+    tb::prof::StepBreakdown s;
+    s.index = i;
+    s.start_ns = i * 1'000'000;
+    s.end_ns = s.start_ns + 900'000 + (i % 7) * 1000;
+    s.gpu_start_ns = s.start_ns;  // CPU-only: no GPU work of its own
+    s.gpu_end_ns = s.end_ns;
+    s.data_wait_ns = 100'000;
+    a->steps.push_back(s);
+  }
+  a->window = {a->steps.front().start_ns, a->steps.back().end_ns};
+  return a;
+}
+}  // namespace
 
 class TestAnalysisPanel : public QObject {
   Q_OBJECT
@@ -33,11 +66,11 @@ class TestAnalysisPanel : public QObject {
     QVERIFY2(t.ok, qPrintable(t.error));
     AnalysisPanel p;
     p.setAnalysis(t.analysis);
-    QCOMPARE(p.stepsTable()->rowCount(), 5);
-    QCOMPARE(p.kernelsTable()->rowCount(), 10);
-    QCOMPARE(p.opsTable()->rowCount(), 20);
+    QCOMPARE(p.stepsTable()->model()->rowCount(), 5);
+    QCOMPARE(p.kernelsTable()->model()->rowCount(), 10);
+    QCOMPARE(p.opsTable()->model()->rowCount(), 20);
     // Each step row says 870 kernels (the work it launched).
-    for (int r = 0; r < 5; ++r) QCOMPARE(p.stepsTable()->item(r, 12)->data(Qt::DisplayRole).toInt(), 870);
+    for (int r = 0; r < 5; ++r) QCOMPARE(p.stepsTable()->model()->index(r, 12).data(Qt::DisplayRole).toInt(), 870);
     QVERIFY(p.summaryText().contains("5 steps"));
     // The bar's slices are the whole window, nothing more, nothing less.
     int64_t sum = 0;
@@ -48,9 +81,68 @@ class TestAnalysisPanel : public QObject {
     QCOMPARE(sum, t.analysis->window.length());
     // Double-clicking a step asks the timeline for that step.
     QSignalSpy spy(&p, &AnalysisPanel::intervalRequested);
-    emit p.stepsTable()->cellDoubleClicked(1, 0);
+    emit p.stepsTable()->doubleClicked(p.stepsTable()->model()->index(1, 0));
     QCOMPARE(spy.count(), 1);
     QCOMPARE(spy.at(0).at(0).toLongLong(), qint64(t.analysis->steps[1].start_ns));
+  }
+
+  // A live run's window slides by a chunk: the steps that left are removed, the new ones appended, the rest
+  // left alone, and no cell's text is measured again (the header fitted every column to every cell before).
+  void liveWindowUpdatesStepsInPlace() {
+    AnalysisPanel p;
+    p.resize(900, 400);
+    p.show();
+    auto* counting = new CountingDelegate(p.stepsTable());
+    p.stepsTable()->setItemDelegate(counting);
+    p.setAnalysis(stepsWindow(0, 60));
+    QCOMPARE(p.stepsModel()->lastUpdate().inserted, 60);
+    QVERIFY(counting->measured > 0);  // a new table is fitted to its text once
+    QCOMPARE(p.stepsTable()->horizontalHeader()->sectionResizeMode(1), QHeaderView::Interactive);
+    const int width = p.stepsTable()->columnWidth(1);
+    p.stepsTable()->selectRow(59);  // step 59, the newest
+    for (int chunk = 1; chunk <= 3; ++chunk) {
+      counting->measured = 0;
+      p.setAnalysis(stepsWindow(20 * chunk, 60));
+      const auto& u = p.stepsModel()->lastUpdate();
+      QCOMPARE(u.removed, 20);
+      QCOMPARE(u.inserted, 20);
+      QCOMPARE(u.kept, 40);
+      QCOMPARE(u.changed, 0);
+      QCOMPARE(counting->measured, 0);
+      QCOMPARE(p.stepsTable()->columnWidth(1), width);
+      // The selected step stays selected until it leaves the window (steps 60.. in the third).
+      const auto rows = p.stepsTable()->selectionModel()->selectedRows();
+      QCOMPARE(rows.size(), chunk < 3 ? 1 : 0);
+      if (chunk < 3) QCOMPARE(rows.front().data().toInt(), 59);
+    }
+    QCOMPARE(p.stepsTable()->model()->index(0, 0).data().toInt(), 60);  // in step order
+    QCOMPARE(p.stepsTable()->model()->index(59, 0).data().toInt(), 119);
+    // A value that changes repaints its row only; the user's sort holds across chunks.
+    p.stepsTable()->sortByColumn(1, Qt::DescendingOrder);
+    auto changed = stepsWindow(80, 60);
+    changed->steps[10].end_ns += 5'000'000;  // step 90 becomes the longest
+    p.setAnalysis(changed);
+    QCOMPARE(p.stepsModel()->lastUpdate().changed, 1);
+    QCOMPARE(p.stepsTable()->model()->index(0, 0).data().toInt(), 90);
+    // Double-click acts on the step the row shows, whatever the order.
+    QSignalSpy spy(&p, &AnalysisPanel::intervalRequested);
+    emit p.stepsTable()->doubleClicked(p.stepsTable()->model()->index(0, 3));
+    QCOMPARE(spy.count(), 1);
+    QCOMPARE(spy.at(0).at(0).toLongLong(), qint64(90 * 1'000'000));
+  }
+
+  void keyedModelKeepsKeysUnique() {
+    KeyedTableModel m({"name", "value"});
+    m.setRows({{"a", {"a", 1.0}, {}, {}, {}}, {"a", {"a", 2.0}, {}, {}, {}}, {"b", {"b", 3.0}, {}, {}, {}}});
+    QCOMPARE(m.rowCount(), 3);
+    QCOMPARE(m.row(1).key, QString("a #2"));
+    QCOMPARE(m.index(2, 1).data(Qt::TextAlignmentRole).toInt(), int(Qt::AlignRight | Qt::AlignVCenter));
+    QVERIFY(!m.index(2, 0).data(Qt::TextAlignmentRole).isValid());
+    m.setRows({{"b", {"b", 4.0}, {}, {}, {}}});
+    QCOMPARE(m.rowCount(), 1);
+    QCOMPARE(m.lastUpdate().removed, 2);
+    QCOMPARE(m.lastUpdate().changed, 1);
+    QCOMPARE(m.index(0, 1).data().toDouble(), 4.0);
   }
 
   void findNextByNameWrapsAround() {
@@ -125,7 +217,7 @@ class TestAnalysisPanel : public QObject {
     w.openTrace(path);
     QVERIFY(spy.wait(60000));
     QVERIFY(spy.at(0).at(0).toBool());
-    QCOMPARE(w.analysis()->stepsTable()->rowCount(), 5);
+    QCOMPARE(w.analysis()->stepsTable()->model()->rowCount(), 5);
     // memcpy/memset on their own row per stream, kernels alone on theirs.
     int copy_rows = 0;
     for (const auto& tr : w.timeline()->data()->tracks) {
@@ -152,7 +244,7 @@ class TestAnalysisPanel : public QObject {
     QVERIFY(w.timeline()->hasSelection());
     QCOMPARE(w.timeline()->selection().first, qint64(std::min(a.steps[2].start_ns, a.steps[2].gpu_start_ns)));
     QVERIFY(!w.goToStep(7));
-    QVERIFY(w.analysis()->selectionTable()->rowCount() > 10);  // the step's kernels and ops, summed
+    QVERIFY(w.analysis()->selectionTable()->model()->rowCount() > 10);  // the step's kernels and ops, summed
     // Ctrl+F: a kernel by part of its name is selected and in view.
     QSignalSpy sel(w.timeline(), &TimelineWidget::eventSelected);
     QVERIFY(w.findOnTimeline("bn_bw_1C11"));

@@ -17,6 +17,7 @@
 #include <QProgressBar>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QTableView>
 #include <QTableWidget>
 #include <QToolButton>
 #include <QTemporaryDir>
@@ -186,7 +187,11 @@ class TestMainWindow : public QObject {
              qPrintable(w.findings()->tryBlockedReason(row_of("pin_memory"))));
     qobject_cast<QSpinBox*>(w.toggles()->editorFor("workers"))->setValue(4);  // a user edit -> live set
     QVERIFY(waitFor([&] { return measuredSteps(w, 1) >= 15; }, 15000));
-    QTest::qWait(300);  // the coalesced chart/compare refresh
+    // The coalesced chart/compare refresh (at most every half second while steps arrive) with both sides.
+    QVERIFY(waitFor([&] {
+      const auto& c = w.compare()->comparisons();
+      return c.size() == 1 && c[0].stats.valid && c[0].stats.n_after >= 3;
+    }, 5000));
     QCOMPARE(row_of("workers"), -1);  // its fix is in place: no stale finding
     QVERIFY(row_of("pin_memory") >= 0);
     const auto& cmp = w.compare()->comparisons();
@@ -233,7 +238,7 @@ class TestMainWindow : public QObject {
     QVERIFY2(t.detail.contains("Keep: workers=4"), qPrintable(t.detail));
     QVERIFY2(t.detail.contains("Used 17 of 60 s, 9 trials: every applicable knob was tried"), qPrintable(t.detail));
     QVERIFY(waitFor([&] { return measuredSteps(w, 1) >= 15; }, 15000));
-    QTest::qWait(300);
+    QVERIFY(waitFor([&] { return w.compare()->comparisons().size() == 1; }, 5000));  // the coalesced refresh
     const auto& cmp = w.compare()->comparisons();
     QCOMPARE(int(cmp.size()), 1);
     QCOMPARE(cmp[0].change, QString("auto-tune: workers 0 → 4"));
@@ -323,9 +328,9 @@ class TestMainWindow : public QObject {
     for (const auto& row : layoutRows(*w.timeline()->data()))
       if (row.group) groups << QString::fromStdString(rowGroupOf(w.timeline()->data()->tracks[row.track]));
     QCOMPARE(groups, QStringList({"process 1", "process 2"}));
-    auto* ranks = w.findChild<QTableWidget*>("analysis_ranks");
+    auto* ranks = w.findChild<QTableView*>("analysis_ranks");
     QVERIFY(ranks);
-    QCOMPARE(ranks->rowCount(), 2);
+    QCOMPARE(ranks->model()->rowCount(), 2);
     const QString text = w.findChild<QLabel*>("analysis_ranks_label")->text();
     QVERIFY2(text.contains("Straggler: process 2") && text.contains("25.00 ms per step") && text.contains("loader"),
              qPrintable(text));
@@ -357,7 +362,7 @@ class TestMainWindow : public QObject {
     QVERIFY2(waitFor([&] { return groups() == 2 || !w.run()->isRunning(); }, 120000),
              qPrintable(w.lastError() + w.run()->stderrTail()));
     QCOMPARE(groups(), 2);
-    QCOMPARE(w.findChild<QTableWidget*>("analysis_ranks")->rowCount(), 2);
+    QCOMPARE(w.findChild<QTableView*>("analysis_ranks")->model()->rowCount(), 2);
     QStringList names;  // each rank names its process
     for (const auto& row : layoutRows(*w.timeline()->data()))
       if (row.group) names << QString::fromStdString(rowGroupOf(w.timeline()->data()->tracks[row.track]));

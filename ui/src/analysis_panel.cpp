@@ -3,10 +3,14 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QPainter>
+#include <QSortFilterProxyModel>
 #include <QTabWidget>
-#include <QTableWidget>
+#include <QTableView>
 #include <QToolTip>
 #include <QVBoxLayout>
+#include <cmath>
+
+#include "ui/keyed_table_model.h"
 
 namespace tb::ui {
 
@@ -84,22 +88,33 @@ void TimeBar::paintEvent(QPaintEvent*) {
 
 namespace {
 
-QTableWidgetItem* num(double v, int decimals = 3) {
-  auto* it = new QTableWidgetItem;
-  it->setData(Qt::DisplayRole, QString::number(v, 'f', decimals).toDouble());
-  it->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-  return it;
+// A number rounded to what the table shows: a value that did not change compares equal in the next chunk's
+// analysis (its row is left alone), and the delegate prints its shortest form ("12.346") when it paints it.
+QVariant num(double v, int decimals = 3) {
+  const double p = std::pow(10.0, decimals);
+  return std::round(v * p) / p;
 }
 
-QTableWidget* table(const QStringList& headers) {
-  auto* t = new QTableWidget(0, static_cast<int>(headers.size()));
-  t->setHorizontalHeaderLabels(headers);
+// A sortable view of a keyed model. Columns keep the width they were given (Interactive; a double-click on a
+// divider fits one): ResizeToContents measured the text of every cell each time a cell was set.
+QTableView* table(KeyedTableModel* model) {
+  auto* proxy = new QSortFilterProxyModel(model);
+  proxy->setSourceModel(model);
+  auto* t = new QTableView;
+  t->setModel(proxy);
   t->setEditTriggers(QAbstractItemView::NoEditTriggers);
   t->setSelectionBehavior(QAbstractItemView::SelectRows);
   t->verticalHeader()->setVisible(false);
-  t->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  t->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
   t->setSortingEnabled(true);
   return t;
+}
+
+// Columns are fitted to their text when a table fills with mostly new rows (a trace opened, a run's first
+// chunk), not each time a live run's window slides by a chunk.
+void fitColumnsIfNew(QTableView* t, const KeyedTableModel& m) {
+  const auto& u = m.lastUpdate();
+  if (u.inserted > 0 && 2 * u.inserted > m.rowCount()) t->resizeColumnsToContents();
 }
 
 }  // namespace
@@ -111,21 +126,30 @@ AnalysisPanel::AnalysisPanel(QWidget* parent) : QWidget(parent) {
   summary_->setObjectName("analysis_summary");
   bar_ = new TimeBar;
   tabs_ = new QTabWidget;
-  steps_ = table({tr("step"), tr("duration ms"), tr("data wait"), tr("forward"), tr("backward"), tr("optim"),
-                  tr("GPU busy"), tr("comm exposed"), tr("stall"), tr("sync"), tr("launch gap"), tr("other"),
-                  tr("kernels")});
+  steps_model_ = new KeyedTableModel({tr("step"), tr("duration ms"), tr("data wait"), tr("forward"), tr("backward"),
+                                      tr("optim"), tr("GPU busy"), tr("comm exposed"), tr("stall"), tr("sync"),
+                                      tr("launch gap"), tr("other"), tr("kernels")}, this);
+  steps_ = table(steps_model_);
   steps_->setObjectName("analysis_steps");
   steps_->setToolTip(tr("Host phases on the step's CPU time; GPU columns on the GPU work the step launched.\n"
                         "Double-click: show the step on the timeline."));
-  kernels_ = table({tr("kernel"), tr("count"), tr("total ms"), tr("avg µs"), tr("% kernel time"), tr("launch µs"),
-                    tr("delay µs")});
+  steps_->sortByColumn(0, Qt::AscendingOrder);  // in step order until the user sorts by a column
+  kernels_model_ = new KeyedTableModel({tr("kernel"), tr("count"), tr("total ms"), tr("avg µs"), tr("% kernel time"),
+                                        tr("launch µs"), tr("delay µs")}, this);
+  kernels_ = table(kernels_model_);
   kernels_->setObjectName("analysis_kernels");
   kernels_->setToolTip(tr("launch: mean host time in the launch call; delay: mean launch start → kernel start.\n"
                           "Double-click: find the kernel on the timeline."));
-  ops_ = table({tr("op / runtime call"), tr("count"), tr("self ms"), tr("total ms"), tr("avg self µs")});
+  kernels_->sortByColumn(2, Qt::DescendingOrder);  // by total time
+  kernels_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+  ops_model_ = new KeyedTableModel({tr("op / runtime call"), tr("count"), tr("self ms"), tr("total ms"),
+                                    tr("avg self µs")}, this);
+  ops_ = table(ops_model_);
   ops_->setObjectName("analysis_ops");
   ops_->setToolTip(tr("Host ops and CUDA runtime calls of the analysed process in the window; self = without the ops "
                       "they contain.\nDouble-click: find it on the timeline."));
+  ops_->sortByColumn(2, Qt::DescendingOrder);  // by self time
+  ops_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
   tabs_->addTab(steps_, tr("Steps"));
   tabs_->addTab(kernels_, tr("Top kernels"));
   tabs_->addTab(ops_, tr("Top ops"));
@@ -134,22 +158,24 @@ AnalysisPanel::AnalysisPanel(QWidget* parent) : QWidget(parent) {
   sv->setContentsMargins(0, 0, 0, 0);
   selection_label_ = new QLabel(tr("Select a time range on the timeline (Shift+drag or right-drag) to sum its kernels and ops."));
   selection_label_->setWordWrap(true);
-  selection_ = table({tr("kernel / op"), tr("kind"), tr("count"), tr("total ms"), tr("mean µs"), tr("% of range")});
+  selection_model_ = new KeyedTableModel({tr("kernel / op"), tr("kind"), tr("count"), tr("total ms"), tr("mean µs"),
+                                          tr("% of range")}, this);
+  selection_ = table(selection_model_);
   selection_->setObjectName("analysis_selection");
+  selection_->sortByColumn(3, Qt::DescendingOrder);
+  selection_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
   sv->addWidget(selection_label_);
   sv->addWidget(selection_, 1);
   tabs_->addTab(sel, tr("Selection"));
-  connect(selection_, &QTableWidget::cellDoubleClicked, this, [this](int row, int) {
-    emit findRequested(selection_->item(row, 0)->data(Qt::UserRole).toString());
-  });
   ranks_page_ = new QWidget;
   auto* rv = new QVBoxLayout(ranks_page_);
   rv->setContentsMargins(0, 0, 0, 0);
   ranks_label_ = new QLabel;
   ranks_label_->setWordWrap(true);
   ranks_label_->setObjectName("analysis_ranks_label");
-  ranks_ = table({tr("rank"), tr("steps"), tr("step ms"), tr("work ms"), tr("comm wait ms"), tr("data wait ms"),
-                  tr("late in")});
+  ranks_model_ = new KeyedTableModel({tr("rank"), tr("steps"), tr("step ms"), tr("work ms"), tr("comm wait ms"),
+                                      tr("data wait ms"), tr("late in")}, this);
+  ranks_ = table(ranks_model_);
   ranks_->setObjectName("analysis_ranks");
   ranks_->setToolTip(tr("Medians over the step numbers every rank has. work = step − communication wait.\n"
                         "late in: steps in which the other ranks waited for this one at the all-reduce."));
@@ -158,19 +184,18 @@ AnalysisPanel::AnalysisPanel(QWidget* parent) : QWidget(parent) {
   v->addWidget(summary_);
   v->addWidget(bar_);
   v->addWidget(tabs_, 1);
-  connect(steps_, &QTableWidget::cellDoubleClicked, this, [this](int row, int) {
+  // Rows carry what a double-click acts on (Qt::UserRole): the step's number, the kernel's or op's name.
+  connect(steps_, &QTableView::doubleClicked, this, [this](const QModelIndex& i) {
     if (!r_) return;
-    const int i = steps_->item(row, 0)->data(Qt::UserRole).toInt();
-    if (i < 0 || i >= static_cast<int>(r_->steps.size())) return;
-    const auto& s = r_->steps[i];
-    emit intervalRequested(std::min(s.start_ns, s.gpu_start_ns), std::max(s.end_ns, s.gpu_end_ns));
+    const qint64 step = i.data(Qt::UserRole).toLongLong();
+    for (const auto& s : r_->steps)
+      if (s.index == step) {
+        emit intervalRequested(std::min(s.start_ns, s.gpu_start_ns), std::max(s.end_ns, s.gpu_end_ns));
+        return;
+      }
   });
-  connect(kernels_, &QTableWidget::cellDoubleClicked, this, [this](int row, int) {
-    emit findRequested(kernels_->item(row, 0)->data(Qt::UserRole).toString());
-  });
-  connect(ops_, &QTableWidget::cellDoubleClicked, this, [this](int row, int) {
-    emit findRequested(ops_->item(row, 0)->data(Qt::UserRole).toString());
-  });
+  for (QTableView* t : {kernels_, ops_, selection_})
+    connect(t, &QTableView::doubleClicked, this, [this](const QModelIndex& i) { emit findRequested(i.data(Qt::UserRole).toString()); });
 }
 
 QString AnalysisPanel::summaryText() const { return summary_->text(); }
@@ -181,32 +206,27 @@ void AnalysisPanel::setSelection(const TimelineData& data, int64_t t0, int64_t t
   selection_label_->setText(tr("%1 ms selected: %2 kernels/ops by name (events starting inside it)")
                                 .arg((t1 - t0) / 1e6, 0, 'f', 3)
                                 .arg(rows.size()));
-  selection_->setSortingEnabled(false);
-  const int n = static_cast<int>(std::min<size_t>(rows.size(), 200));
-  selection_->setRowCount(n);
-  for (int i = 0; i < n; ++i) {
-    const auto& r = rows[size_t(i)];
+  const size_t n = std::min<size_t>(rows.size(), 200);
+  std::vector<KeyedRow> out;
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const auto& r = rows[i];
     const QString name = QString::fromStdString(data.names[r.name]);
-    auto* it = new QTableWidgetItem(name);
-    it->setData(Qt::UserRole, name);
-    it->setToolTip(name);
-    selection_->setItem(i, 0, it);
-    selection_->setItem(i, 1, new QTableWidgetItem(r.gpu ? tr("GPU") : tr("host")));
-    selection_->setItem(i, 2, num(static_cast<double>(r.count), 0));
-    selection_->setItem(i, 3, num(r.total_ns / 1e6));
-    selection_->setItem(i, 4, num(r.count ? r.total_ns / 1e3 / r.count : 0, 2));
-    selection_->setItem(i, 5, num(100.0 * r.total_ns / span, 1));
+    const QString kind = r.gpu ? tr("GPU") : tr("host");
+    out.push_back({name + '\x1f' + kind,
+                   {name, kind, num(double(r.count), 0), num(r.total_ns / 1e6), num(r.count ? r.total_ns / 1e3 / r.count : 0, 2),
+                    num(100.0 * r.total_ns / span, 1)},
+                   name, name, {}});
   }
-  selection_->setSortingEnabled(true);
-  selection_->sortByColumn(3, Qt::DescendingOrder);
-  selection_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+  selection_model_->setRows(std::move(out));
+  fitColumnsIfNew(selection_, *selection_model_);
 }
 
 void AnalysisPanel::clear() {
   r_.reset();
-  steps_->setRowCount(0);
-  kernels_->setRowCount(0);
-  ops_->setRowCount(0);
+  steps_model_->setRows({});
+  kernels_model_->setRows({});
+  ops_model_->setRows({});
   bar_->setSlices({}, 0);
   summary_->setText(tr("No trace."));
 }
@@ -215,7 +235,7 @@ void AnalysisPanel::setRanks(std::shared_ptr<const tb::prof::RankAnalysis> ra) {
   const int at = tabs_->indexOf(ranks_page_);
   if (!ra || ra->ranks.size() < 2) {
     if (at >= 0) tabs_->removeTab(at);
-    ranks_->setRowCount(0);
+    ranks_model_->setRows({});
     ranks_label_->clear();
     return;
   }
@@ -236,21 +256,17 @@ void AnalysisPanel::setRanks(std::shared_ptr<const tb::prof::RankAnalysis> ra) {
                       .arg(QString::fromStdString(ra->cause));
   for (const auto& n : ra->notes) text += " " + QString::fromStdString(n) + ".";
   ranks_label_->setText(text);
-  ranks_->setSortingEnabled(false);
-  ranks_->setRowCount(int(ra->ranks.size()));
+  std::vector<KeyedRow> rows;
   for (int i = 0; i < int(ra->ranks.size()); ++i) {
     const auto& r = ra->ranks[size_t(i)];
-    auto* name = new QTableWidgetItem(QString::fromStdString(r.label));
-    if (i == ra->straggler) name->setForeground(QColor(0xd2, 0x99, 0x22));
-    ranks_->setItem(i, 0, name);
-    ranks_->setItem(i, 1, num(double(r.steps), 0));
-    ranks_->setItem(i, 2, num(r.step_median_ns / 1e6));
-    ranks_->setItem(i, 3, num(r.work_median_ns / 1e6));
-    ranks_->setItem(i, 4, num(r.comm_wait_median_ns / 1e6));
-    ranks_->setItem(i, 5, num(r.data_wait_median_ns / 1e6));
-    ranks_->setItem(i, 6, num(double(r.straggler_steps), 0));
+    const QString label = QString::fromStdString(r.label);
+    rows.push_back({label,
+                    {label, num(double(r.steps), 0), num(r.step_median_ns / 1e6), num(r.work_median_ns / 1e6),
+                     num(r.comm_wait_median_ns / 1e6), num(r.data_wait_median_ns / 1e6), num(double(r.straggler_steps), 0)},
+                    label, {}, i == ra->straggler ? QColor(0xd2, 0x99, 0x22) : QColor()});
   }
-  ranks_->setSortingEnabled(true);
+  ranks_model_->setRows(std::move(rows));
+  fitColumnsIfNew(ranks_, *ranks_model_);
 }
 
 QString AnalysisPanel::ranksText() const { return ranks_label_->text(); }
@@ -268,61 +284,43 @@ void AnalysisPanel::setAnalysis(std::shared_ptr<const tb::prof::AnalysisResult> 
   summary_->setText(s);
   bar_->setSlices(timeSlices(a), W);
 
-  steps_->setSortingEnabled(false);
-  steps_->setRowCount(static_cast<int>(a.steps.size()));
-  for (int i = 0; i < static_cast<int>(a.steps.size()); ++i) {
-    const auto& st = a.steps[i];
-    auto* idx = num(static_cast<double>(st.index), 0);
-    idx->setData(Qt::UserRole, i);
-    const double cols[] = {st.duration_ns() / 1e6, st.data_wait_ns / 1e6, st.forward_ns / 1e6, st.backward_ns / 1e6,
-                           st.optimizer_ns / 1e6, st.gpu_busy_ns / 1e6, st.comm_exposed_ns / 1e6,
-                           st.loader_stall_ns / 1e6, st.sync_idle_ns / 1e6,
-                           (st.launch_gap_ns + st.launch_overhead_ns) / 1e6,
-                           (st.event_wait_ns + st.other_idle_ns + st.runtime_idle_ns + st.edge_idle_ns) / 1e6};
-    steps_->setItem(i, 0, idx);
-    for (int c = 0; c < 11; ++c) steps_->setItem(i, c + 1, num(cols[c]));
-    steps_->setItem(i, 12, num(st.kernel_count, 0));
-  }
-  steps_->setSortingEnabled(true);
-  steps_->sortByColumn(0, Qt::AscendingOrder);  // in step order until the user sorts by a column
+  std::vector<KeyedRow> steps;
+  steps.reserve(a.steps.size());
+  for (const auto& st : a.steps)
+    steps.push_back({QString::number(st.index),
+                     {num(double(st.index), 0), num(st.duration_ns() / 1e6), num(st.data_wait_ns / 1e6),
+                      num(st.forward_ns / 1e6), num(st.backward_ns / 1e6), num(st.optimizer_ns / 1e6),
+                      num(st.gpu_busy_ns / 1e6), num(st.comm_exposed_ns / 1e6), num(st.loader_stall_ns / 1e6),
+                      num(st.sync_idle_ns / 1e6), num((st.launch_gap_ns + st.launch_overhead_ns) / 1e6),
+                      num((st.event_wait_ns + st.other_idle_ns + st.runtime_idle_ns + st.edge_idle_ns) / 1e6),
+                      num(double(st.kernel_count), 0)},
+                     qint64(st.index), {}, {}});
+  steps_model_->setRows(std::move(steps));
+  fitColumnsIfNew(steps_, *steps_model_);
 
-  kernels_->setSortingEnabled(false);
-  kernels_->setRowCount(static_cast<int>(a.top_kernels.size()));
-  for (int i = 0; i < static_cast<int>(a.top_kernels.size()); ++i) {
-    const auto& k = a.top_kernels[i];
+  std::vector<KeyedRow> kernels;
+  for (const auto& k : a.top_kernels) {
     const QString name = QString::fromStdString(k.name);
-    auto* n = new QTableWidgetItem((k.communication ? QStringLiteral("[comm] ") : k.tensor_core ? QStringLiteral("[TC] ") : QString()) + name);
-    n->setData(Qt::UserRole, name);
-    n->setToolTip(name);
-    kernels_->setItem(i, 0, n);
-    kernels_->setItem(i, 1, num(static_cast<double>(k.count), 0));
-    kernels_->setItem(i, 2, num(k.total_ns / 1e6));
-    kernels_->setItem(i, 3, num(k.count ? k.total_ns / 1e3 / k.count : 0, 2));
-    kernels_->setItem(i, 4, num(100.0 * k.share_of_kernel_time, 1));
-    kernels_->setItem(i, 5, num(k.launched ? k.launch_mean_ns / 1e3 : 0, 2));
-    kernels_->setItem(i, 6, num(k.launched ? k.delay_mean_ns / 1e3 : 0, 2));
+    const QString shown = (k.communication ? QStringLiteral("[comm] ") : k.tensor_core ? QStringLiteral("[TC] ") : QString()) + name;
+    kernels.push_back({name,
+                       {shown, num(double(k.count), 0), num(k.total_ns / 1e6), num(k.count ? k.total_ns / 1e3 / k.count : 0, 2),
+                        num(100.0 * k.share_of_kernel_time, 1), num(k.launched ? k.launch_mean_ns / 1e3 : 0, 2),
+                        num(k.launched ? k.delay_mean_ns / 1e3 : 0, 2)},
+                       name, name, {}});
   }
-  kernels_->setSortingEnabled(true);
-  kernels_->sortByColumn(2, Qt::DescendingOrder);  // by total time
-  kernels_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+  kernels_model_->setRows(std::move(kernels));
+  fitColumnsIfNew(kernels_, *kernels_model_);
 
-  ops_->setSortingEnabled(false);
-  ops_->setRowCount(static_cast<int>(a.top_ops.size()));
-  for (int i = 0; i < static_cast<int>(a.top_ops.size()); ++i) {
-    const auto& o = a.top_ops[i];
+  std::vector<KeyedRow> ops;
+  for (const auto& o : a.top_ops) {
     const QString name = QString::fromStdString(o.name);
-    auto* n = new QTableWidgetItem(name);
-    n->setData(Qt::UserRole, name);
-    n->setToolTip(name);
-    ops_->setItem(i, 0, n);
-    ops_->setItem(i, 1, num(static_cast<double>(o.count), 0));
-    ops_->setItem(i, 2, num(o.self_ns / 1e6));
-    ops_->setItem(i, 3, num(o.total_ns / 1e6));
-    ops_->setItem(i, 4, num(o.count ? o.self_ns / 1e3 / o.count : 0, 2));
+    ops.push_back({name,
+                   {name, num(double(o.count), 0), num(o.self_ns / 1e6), num(o.total_ns / 1e6),
+                    num(o.count ? o.self_ns / 1e3 / o.count : 0, 2)},
+                   name, name, {}});
   }
-  ops_->setSortingEnabled(true);
-  ops_->sortByColumn(2, Qt::DescendingOrder);  // by self time
-  ops_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+  ops_model_->setRows(std::move(ops));
+  fitColumnsIfNew(ops_, *ops_model_);
 }
 
 }  // namespace tb::ui

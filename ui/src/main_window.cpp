@@ -88,15 +88,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   loader_ = new QFutureWatcher<LoadedTrace>(this);
   refresh_timer_ = new QTimer(this);
   refresh_timer_->setSingleShot(true);
-  refresh_timer_->setInterval(150);  // coalesce step bursts into one chart/compare refresh
   buildUi();
   buildMenus();
   restoreSettings();
 
-  connect(refresh_timer_, &QTimer::timeout, this, [this] {
-    chart_->refresh();
-    compare_->refresh();
-  });
+  connect(refresh_timer_, &QTimer::timeout, this, &MainWindow::refreshLive);
   connect(loader_, &QFutureWatcher<LoadedTrace>::finished, this, [this] {
     progress_->hide();
     onTraceLoaded(loader_->result(), loader_live_);
@@ -122,10 +118,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     run_label_->setText(tr("running %1 on %2").arg(m.value("model").toString(), m.value("data").toString()));
     log(tr("started %1 on %2").arg(m.value("model").toString(), m.value("data").toString()));
   });
-  connect(run_, &RunController::step, this, [this](const StepSample& s) {
-    perf_label_->setText(tr("step %1 · %2 samples/s%3").arg(s.i).arg(s.samplesPerSec(), 0, 'f', 1).arg(s.warmup ? tr(" (warm-up)") : ""));
-    scheduleRefresh();
-  });
+  connect(run_, &RunController::step, this, [this](const StepSample&) { scheduleRefresh(); });
   connect(run_, &RunController::configApplied, this, [this](const ConfigChange& c) {
     QHash<QString, QString> v;
     for (auto it = c.knobs.begin(); it != c.knobs.end(); ++it) v.insert(it.key(), knobValueText(it.value()));
@@ -389,6 +382,7 @@ void MainWindow::buildUi() {
   collector_label_->setObjectName("collector_label");
   run_label_ = new QLabel;
   perf_label_ = new QLabel;
+  perf_label_->setObjectName("perf_label");
   progress_ = new QProgressBar;
   progress_->setMaximumWidth(220);
   progress_->hide();

@@ -20,6 +20,7 @@
 
 #include "ui/compare_panel.h"
 #include "ui/findings_panel.h"
+#include "ui/segments.h"
 #include "ui/throughput_chart.h"
 #include "ui/toggles_panel.h"
 
@@ -151,7 +152,26 @@ void MainWindow::updateRunActions() {
 }
 
 void MainWindow::scheduleRefresh() {
-  if (!refresh_timer_->isActive()) refresh_timer_->start();
+  if (refresh_timer_->isActive()) return;
+  // A burst of steps is one refresh kCoalesceMs after its first; a steady run is refreshed every
+  // kMinRefreshGapMs (each refresh repaints the chart: at every step it was most of what the window cost).
+  const qint64 since = last_refresh_.isValid() ? last_refresh_.elapsed() : kMinRefreshGapMs;
+  refresh_timer_->start(int(std::max<qint64>(kCoalesceMs, kMinRefreshGapMs - since)));
+}
+
+void MainWindow::refreshLive() {
+  last_refresh_.start();
+  const RunRecord& rec = run_->record();
+  // Segments and comparisons once for both panels.
+  const auto segs = segmentRun(rec);
+  if (!rec.steps.empty()) {
+    const StepSample& s = rec.steps.back();
+    const QString text = tr("step %1 · %2 samples/s%3").arg(s.i).arg(s.samplesPerSec(), 0, 'f', 1).arg(s.warmup ? tr(" (warm-up)") : "");
+    if (perf_label_->text() != text) perf_label_->setText(text);
+  }
+  auto cmp = compareSegments(segs);
+  chart_->refresh(segs, cmp);
+  compare_->refresh(std::move(cmp));
 }
 
 void MainWindow::startDemo(bool start_run) {

@@ -176,13 +176,23 @@ QByteArray comparisonsJson(const RunRecord& rec, const std::vector<Comparison>& 
                            {"data_wait_share_before", c.wait_before},
                            {"data_wait_share_after", c.wait_after}});
   }
+  // Each segment's throughput as the chart shows it: what a benchmark compares with `tunebench-cli run`.
+  QJsonArray segments;
+  for (const Segment& s : segmentRun(rec))
+    segments.append(QJsonObject{{"label", s.label()},
+                                {"first_step", s.first_step},
+                                {"last_step", s.last_step},
+                                {"warmup_steps", s.warmup_steps},
+                                {"measured_steps", qint64(s.timings.size())},
+                                {"samples_per_s", s.timings.empty() ? QJsonValue() : QJsonValue(s.throughput())}});
   QJsonObject root{{"unit", "samples/s"},
                    {"versions", rec.hello.value("versions")},
                    {"device", rec.hello.value("device")},
                    {"model", rec.started.value("model")},
                    {"data", rec.started.value("data")},
                    {"steps", qint64(rec.steps.size())},
-                   {"comparisons", arr}};
+                   {"comparisons", arr},
+                   {"segments", segments}};
   if (!rec.failure.isEmpty()) root.insert("failure", rec.failure);
   return QJsonDocument(root).toJson(QJsonDocument::Indented);
 }

@@ -10,6 +10,7 @@
 #include <QVBoxLayout>
 #include <cmath>
 
+#include "axis_steps.h"
 #include "ui/segments.h"
 
 namespace tb::ui {
@@ -63,37 +64,82 @@ void ThroughputChart::setRecord(const RunRecord* rec) {
 
 bool ThroughputChart::showsNoData() const { return no_data_ && no_data_->isVisible(); }
 
+int ThroughputChart::drawnPointCount() const { return int(line_->count() + warm_->count()); }
+
+namespace {
+
+// At most `max` points: consecutive points in buckets, each drawn as its lowest and highest (a spike stays
+// visible). Buckets start at the first point, so the finished ones look the same as the run grows.
+QList<QPointF> decimate(const QList<QPointF>& pts, int max) {
+  if (pts.size() <= max) return pts;
+  const qsizetype per = (2 * pts.size() + max - 1) / max;
+  QList<QPointF> out;
+  out.reserve(max + 2);
+  for (qsizetype b = 0; b < pts.size(); b += per) {
+    const qsizetype e = std::min(pts.size(), b + per);
+    qsizetype lo = b, hi = b;
+    for (qsizetype i = b + 1; i < e; ++i) {
+      if (pts[i].y() < pts[lo].y()) lo = i;
+      if (pts[i].y() > pts[hi].y()) hi = i;
+    }
+    out << pts[std::min(lo, hi)];
+    if (lo != hi) out << pts[std::max(lo, hi)];
+  }
+  return out;
+}
+
+}  // namespace
+
 void ThroughputChart::refresh() {
-  for (auto* s : extra_) {
-    chart_->removeSeries(s);
-    delete s;
+  const auto segs = rec_ ? segmentRun(*rec_) : std::vector<Segment>{};
+  refresh(segs, compareSegments(segs));
+}
+
+void ThroughputChart::updatePoints() {
+  bool changed = false;
+  const int gen = rec_ ? rec_->generation : -1;
+  if (gen != generation_ || !rec_ || rec_->steps.size() < consumed_) {  // another run, or none
+    generation_ = gen;
+    consumed_ = 0;
+    pts_.clear();
+    warm_pts_.clear();
+    ymax_data_ = 1;
+    changed = true;
   }
-  extra_.clear();
-  for (auto& l : labels_) delete l.item;
-  labels_.clear();
-  QList<QPointF> pts, warm;
-  double ymax = 1, xmin = 0, xmax = 10;
-  if (rec_) {
-    for (const StepSample& s : rec_->steps) {
-      if (s.skipped || s.wall_ns <= 0) continue;
-      const QPointF p(double(s.i), s.samplesPerSec());
-      (s.warmup ? warm : pts) << p;
-      ymax = std::max(ymax, p.y());
-    }
-    if (!rec_->steps.empty()) {
-      xmin = double(rec_->steps.front().i);
-      xmax = std::max(xmin + 10, double(rec_->steps.back().i));
-    }
+  for (; rec_ && consumed_ < rec_->steps.size(); ++consumed_) {
+    const StepSample& s = rec_->steps[consumed_];
+    if (s.skipped || s.wall_ns <= 0) continue;
+    const QPointF p(double(s.i), s.samplesPerSec());
+    (s.warmup ? warm_pts_ : pts_) << p;
+    ymax_data_ = std::max(ymax_data_, p.y());
+    changed = true;
   }
-  line_->replace(pts);
-  warm_->replace(warm);
-  ymax *= 1.3;  // head room for the two label rows above the data
-  ax_->setRange(xmin, xmax);
-  ay_->setRange(0, ymax);
+  if (!changed) return;
+  line_->replace(decimate(pts_, kMaxPoints));
+  warm_->replace(decimate(warm_pts_, kMaxPoints / 4));
+}
+
+void ThroughputChart::refresh(const std::vector<Segment>& segs, const std::vector<Comparison>& cmp) {
+  updatePoints();
+  double xmin = 0, xmax = 10;
+  if (rec_ && !rec_->steps.empty()) {
+    xmin = double(rec_->steps.front().i);
+    xmax = roundUpAxis(std::max(xmin + 10, double(rec_->steps.back().i)));
+  }
+  const double ymax = roundUpAxis(ymax_data_ * 1.3);  // head room for the two label rows above the data
+  const bool axes_moved = xmin != ax_->min() || xmax != x_max_ || ymax != y_max_;
+  if (axes_moved) {
+    x_max_ = xmax;
+    y_max_ = ymax;
+    ax_->setRange(xmin, xmax);
+    ay_->setRange(0, ymax);
+  }
   // No steps: no made-up axis ("1 1 1 0 0" on an empty chart), a sentence instead.
-  const bool empty = pts.isEmpty() && warm.isEmpty();
-  ax_->setVisible(!empty);
-  ay_->setVisible(!empty);
+  const bool empty = pts_.isEmpty() && warm_pts_.isEmpty();
+  if (ax_->isVisible() == empty) {
+    ax_->setVisible(!empty);
+    ay_->setVisible(!empty);
+  }
   if (!no_data_) {
     no_data_ = new QGraphicsSimpleTextItem(tr("No data yet: start a run (Run ▸ Start)"), chart_);
     no_data_->setBrush(palette().color(QPalette::PlaceholderText));
@@ -102,15 +148,61 @@ void ThroughputChart::refresh() {
     connect(chart_, &QChart::plotAreaChanged, this,
             [this](const QRectF& area) { no_data_->setPos(area.center() - no_data_->boundingRect().center()); });
   }
-  no_data_->setVisible(empty);
+  if (no_data_->isVisible() != empty) no_data_->setVisible(empty);
   if (empty) {
     const QRectF area = chart_->plotArea();
     no_data_->setPos(area.center() - no_data_->boundingRect().center());
   }
-  if (!rec_) return;
 
-  const auto segs = segmentRun(*rec_);
-  const auto cmp = compareSegments(segs);
+  // Markers, shading and medians: rebuilt when a segment starts (or the y axis moved, which they span);
+  // otherwise only the medians move (the current segment's grows with each step).
+  QString structure = QString::number(y_max_);
+  for (const Segment& seg : segs)
+    structure += QStringLiteral("|%1,%2,%3,%4").arg(seg.first_step).arg(seg.warmup_steps).arg(seg.sps.empty()).arg(seg.label());
+  if (structure != structure_) {
+    structure_ = structure;
+    rebuildSegments(segs, cmp);
+    placeLabels();
+    return;
+  }
+  bool moved = axes_moved;
+  for (size_t k = 0; k < segs.size() && k < medians_.size(); ++k) {
+    if (!medians_[k]) continue;
+    const Segment& seg = segs[k];
+    const double med = seg.throughput();
+    const QPointF a(double(seg.first_step + seg.warmup_steps), med), b(double(seg.last_step), med);
+    if (medians_[k]->at(0) != a || medians_[k]->at(1) != b) medians_[k]->replace({a, b});
+    const QString text = medianText(segs, cmp, k);
+    if (median_labels_[k]->text() != text) {
+      median_labels_[k]->setText(text);
+      moved = true;  // a longer text may need to move left of the plot's edge
+    }
+  }
+  if (moved) placeLabels();
+}
+
+QString ThroughputChart::medianText(const std::vector<Segment>& segs, const std::vector<Comparison>& cmp, size_t k) const {
+  const double med = segs[k].throughput();
+  QString text = QStringLiteral("%1/s").arg(med, 0, 'f', med < 100 ? 1 : 0);
+  if (k > 0 && k - 1 < cmp.size() && cmp[k - 1].stats.valid) {
+    const auto& st = cmp[k - 1].stats;
+    text += QStringLiteral("  ×%1 [%2–%3]").arg(st.ratio, 0, 'f', 2).arg(st.lo, 0, 'f', 2).arg(st.hi, 0, 'f', 2);
+  }
+  return text;
+}
+
+void ThroughputChart::rebuildSegments(const std::vector<Segment>& segs, const std::vector<Comparison>& cmp) {
+  ++rebuilds_;
+  for (auto* s : extra_) {
+    chart_->removeSeries(s);
+    delete s;
+  }
+  extra_.clear();
+  for (auto& l : labels_) delete l.item;
+  labels_.clear();
+  medians_.assign(segs.size(), nullptr);
+  median_labels_.assign(segs.size(), nullptr);
+  const double ymax = y_max_;
   const bool dark = palette().color(QPalette::Window).lightness() < 128;
   auto addSeries = [&](QAbstractSeries* s) {
     chart_->addSeries(s);
@@ -129,10 +221,7 @@ void ThroughputChart::refresh() {
       auto* area = new QAreaSeries(upper);
       area->setColor(dark ? QColor(255, 255, 255, 22) : QColor(0, 0, 0, 18));
       area->setBorderColor(Qt::transparent);
-      chart_->addSeries(area);
-      area->attachAxis(ax_);
-      area->attachAxis(ay_);
-      extra_.push_back(area);  // removed/deleted with the others (owns `upper`)
+      addSeries(area);  // removed/deleted with the others (owns `upper`)
     }
     // Config-change marker.
     if (k > 0) {
@@ -158,20 +247,16 @@ void ThroughputChart::refresh() {
       m->append(double(seg.first_step + seg.warmup_steps), med);
       m->append(double(seg.last_step), med);
       addSeries(m);
-      QString text = QStringLiteral("%1/s").arg(med, 0, 'f', med < 100 ? 1 : 0);
-      if (k > 0 && k - 1 < cmp.size() && cmp[k - 1].stats.valid) {
-        const auto& st = cmp[k - 1].stats;
-        text += QStringLiteral("  ×%1 [%2–%3]").arg(st.ratio, 0, 'f', 2).arg(st.lo, 0, 'f', 2).arg(st.hi, 0, 'f', 2);
-      }
-      auto* t = new QGraphicsSimpleTextItem(text, chart_);
+      medians_[k] = m;
+      auto* t = new QGraphicsSimpleTextItem(medianText(segs, cmp, k), chart_);
       t->setBrush(QColor(0x76, 0xd2, 0x75).darker(dark ? 100 : 130));
       QFont f = t->font();
       f.setBold(true);
       t->setFont(f);
+      median_labels_[k] = t;
       labels_.push_back({t, double(seg.first_step + seg.warmup_steps), 1});
     }
   }
-  placeLabels();
 }
 
 void ThroughputChart::placeLabels() {

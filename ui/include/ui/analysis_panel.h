@@ -13,10 +13,12 @@
 #include "ui/timeline_model.h"
 
 class QLabel;
-class QTableWidget;
+class QTableView;
 class QTabWidget;
 
 namespace tb::ui {
+
+class KeyedTableModel;
 
 // One slice of the time bar: a class of the window with its colour.
 struct TimeSlice {
@@ -49,16 +51,19 @@ class AnalysisPanel : public QWidget {
   // The "Ranks" tab (a trace holding several ranks' processes): each rank's step, work, communication wait
   // and data wait, and the straggler line. nullptr removes the tab.
   void setRanks(std::shared_ptr<const tb::prof::RankAnalysis> ranks);
-  QTableWidget* ranksTable() const { return ranks_; }
+  QTableView* ranksTable() const { return ranks_; }
   QString ranksText() const;
   void clear();
-  QTableWidget* stepsTable() const { return steps_; }
-  QTableWidget* kernelsTable() const { return kernels_; }
-  QTableWidget* opsTable() const { return ops_; }
+  // The tables are views (sorted through a proxy) of models updated in place: a live run's next chunk
+  // removes the steps that left the window, updates what changed and appends the new ones.
+  QTableView* stepsTable() const { return steps_; }
+  QTableView* kernelsTable() const { return kernels_; }
+  QTableView* opsTable() const { return ops_; }
+  KeyedTableModel* stepsModel() const { return steps_model_; }
   QString summaryText() const;
   // The "Selection" tab: kernels and ops starting inside [t0, t1] of `data` (the timeline's selection or view).
   void setSelection(const TimelineData& data, int64_t t0, int64_t t1);
-  QTableWidget* selectionTable() const { return selection_; }
+  QTableView* selectionTable() const { return selection_; }
 
  signals:
   void intervalRequested(qint64 t0, qint64 t1);  // a step: show it on the timeline
@@ -69,13 +74,11 @@ class AnalysisPanel : public QWidget {
   QLabel* summary_ = nullptr;
   TimeBar* bar_ = nullptr;
   QTabWidget* tabs_ = nullptr;
-  QTableWidget* steps_ = nullptr;
-  QTableWidget* kernels_ = nullptr;
-  QTableWidget* ops_ = nullptr;
-  QTableWidget* selection_ = nullptr;
+  QTableView *steps_ = nullptr, *kernels_ = nullptr, *ops_ = nullptr, *selection_ = nullptr, *ranks_ = nullptr;
+  KeyedTableModel *steps_model_ = nullptr, *kernels_model_ = nullptr, *ops_model_ = nullptr,
+                  *selection_model_ = nullptr, *ranks_model_ = nullptr;
   QLabel* selection_label_ = nullptr;
   QWidget* ranks_page_ = nullptr;
-  QTableWidget* ranks_ = nullptr;
   QLabel* ranks_label_ = nullptr;
 };
 

@@ -1,6 +1,8 @@
 // Per configuration change (toggle) of the run: before/after median samples/s, the ratio with its 95%
 // bootstrap interval and a verdict, as a table and a bar chart, with Keep / Revert per row. Numbers come from
-// segments.h, so what the panel shows is what the export writes.
+// segments.h, so what the panel shows is what the export writes. A refresh with the same changes (a run going
+// on) sets the texts and bar values that differ in place; rows, buttons and the chart's series are built
+// again only when a change is added or decided.
 #pragma once
 
 #include <QJsonObject>
@@ -10,8 +12,12 @@
 #include "ui/segments.h"
 
 class QTableWidget;
+class QBarCategoryAxis;
+class QBarSet;
 class QChart;
 class QChartView;
+class QLineSeries;
+class QValueAxis;
 
 namespace tb::ui {
 
@@ -21,9 +27,11 @@ class ComparePanel : public QWidget {
   explicit ComparePanel(QWidget* parent = nullptr);
   void setRecord(const RunRecord* rec);
   void refresh();
+  void refresh(std::vector<Comparison> cmp);  // computed by the caller from the same record
   const std::vector<Comparison>& comparisons() const { return cmp_; }
   QTableWidget* table() const { return table_; }
   int errorBarCount() const { return whisker_count_; }  // "after" bars drawn with their interval
+  int rebuildCount() const { return rebuilds_; }        // how often rows and series were built anew (tests)
 
  signals:
   void revertRequested(const QJsonObject& previous);  // knob -> value to send back
@@ -38,6 +46,15 @@ class ComparePanel : public QWidget {
   QChartView* view_ = nullptr;
   QHash<QString, QString> decisions_;  // change -> "kept"/"reverted"
   int whisker_count_ = 0;
+  int rebuilds_ = 0;
+
+  void rebuild();
+  void updateInPlace();
+  QStringList shown_;  // per row: what needs a rebuild when it differs (change, decision, interval or not)
+  QBarSet *before_ = nullptr, *after_ = nullptr;
+  QBarCategoryAxis* categories_ = nullptr;
+  QValueAxis* values_ = nullptr;
+  std::vector<QLineSeries*> whiskers_;  // per row; nullptr when it has no interval
 };
 
 }  // namespace tb::ui

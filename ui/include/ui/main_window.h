@@ -5,6 +5,7 @@
 // never in lost data: what was loaded or received stays on screen and exportable.
 #pragma once
 
+#include <QElapsedTimer>
 #include <QFutureWatcher>
 #include <QHash>
 #include <QMainWindow>
@@ -155,6 +156,7 @@ class MainWindow : public QMainWindow {
   void showStaticTracePanels(bool static_trace);
   void loadLiveChunks();
   void scheduleRefresh();
+  void refreshLive();  // the status bar's step, the chart and the compare panel, from the record
   void updateRunActions();
   RunOptions optionsFromPanel() const;
   void exportDialog(const QString& kind);
@@ -189,6 +191,8 @@ class MainWindow : public QMainWindow {
   QMenu* recent_menu_ = nullptr;
   QAction *act_start_ = nullptr, *act_stop_ = nullptr, *act_tune_ = nullptr, *act_trace_ = nullptr;
   QTimer* refresh_timer_ = nullptr;
+  QElapsedTimer last_refresh_;
+  static constexpr int kCoalesceMs = 150, kMinRefreshGapMs = 500;
 
   LoadedTrace trace_;
   QFutureWatcher<LoadedTrace>* loader_ = nullptr;

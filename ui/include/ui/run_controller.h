@@ -64,7 +64,12 @@ struct RunRecord {
   std::vector<QJsonObject> findings;
   QStringList warnings, errors;
   QString failure;  // non-empty when the child died badly: message + exit status + stderr tail
-  void clear() { *this = RunRecord{}; }
+  int generation = 0;  // counts clear(): views that append what arrived since they last looked start over
+  void clear() {
+    const int next = generation + 1;
+    *this = RunRecord{};
+    generation = next;
+  }
 };
 
 // Where tunebench-cli is: $TUNEBENCH_CLI, then next to this executable, then the build tree's app/, then PATH.

@@ -1,12 +1,15 @@
 // Live samples/s per step (QtCharts): measured points, warm-up steps greyed and shaded, a dashed marker at
 // each configuration change, each segment's median as a horizontal line labelled with its ratio to the
-// previous segment. Rebuilt from the RunRecord (cheap: a few thousand points) whenever a step arrives.
+// previous segment. A refresh appends the steps that arrived since the last one and moves the current
+// segment's median; the markers and shading are rebuilt only when a segment starts, and the axes only move
+// in round steps, so that watching a run repaints the chart and little else.
 #pragma once
 
 #include <QWidget>
 #include <vector>
 
 #include "ui/run_controller.h"
+#include "ui/segments.h"
 
 class QGraphicsSimpleTextItem;
 
@@ -25,12 +28,22 @@ class ThroughputChart : public QWidget {
   explicit ThroughputChart(QWidget* parent = nullptr);
   void setRecord(const RunRecord* rec);  // not owned; the controller keeps it alive
   void refresh();                        // re-reads the record (call on step / config_applied)
+  // The same with the record's segments and comparisons already computed (the window computes them once
+  // for the chart and the compare panel).
+  void refresh(const std::vector<Segment>& segs, const std::vector<Comparison>& cmp);
   QChartView* view() const { return view_; }
   int segmentLabelCount() const { return int(labels_.size()); }
+  int drawnPointCount() const;  // points on the line and the warm-up scatter (at most kMaxPoints)
+  int rebuildCount() const { return rebuilds_; }  // how often the markers and medians were rebuilt (tests)
+  // More steps than this are drawn as each bucket's lowest and highest throughput (spikes stay visible).
+  static constexpr int kMaxPoints = 2000;
   bool showsNoData() const;  // the empty chart's sentence is shown (no step yet)
 
  private:
   void placeLabels();
+  void updatePoints();
+  void rebuildSegments(const std::vector<Segment>& segs, const std::vector<Comparison>& cmp);
+  QString medianText(const std::vector<Segment>& segs, const std::vector<Comparison>& cmp, size_t k) const;
   const RunRecord* rec_ = nullptr;
   QChart* chart_ = nullptr;
   QChartView* view_ = nullptr;
@@ -47,6 +60,16 @@ class ThroughputChart : public QWidget {
   };
   std::vector<Label> labels_;
   QGraphicsSimpleTextItem* no_data_ = nullptr;  // "No data yet" while the run has no step
+  // What the chart shows now, to change only what differs at the next refresh.
+  int generation_ = -1;
+  size_t consumed_ = 0;                 // record steps turned into points
+  QList<QPointF> pts_, warm_pts_;       // every measured / warm-up point of the run
+  double ymax_data_ = 1;                // highest throughput so far
+  double x_max_ = 10, y_max_ = 1;       // the axes' ends
+  QString structure_;                   // the segments' starts, warm-ups and labels as last drawn
+  std::vector<QLineSeries*> medians_;   // per segment (nullptr: no measured step yet)
+  std::vector<QGraphicsSimpleTextItem*> median_labels_;
+  int rebuilds_ = 0;
 };
 
 }  // namespace tb::ui
