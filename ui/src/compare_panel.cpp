@@ -75,8 +75,9 @@ RowView rowView(const Comparison& c, const QString& decision, const QPalette& pa
                             : QStringLiteral("…");
   v.text[4] = decision.isEmpty() ? verdict : verdict + " · " + decision;
   v.change_tip = QObject::tr("data wait: %1% → %2% of the step (median)").arg(100 * c.wait_before, 0, 'f', 1).arg(100 * c.wait_after, 0, 'f', 1);
-  // How far to trust it: each side's noise verdict (a live toggle is sequential, not alternated).
-  v.verdict_tip = QString::fromStdString(c.stats.noise_text());
+  // How far to trust it: each side's noise verdict (a live toggle is sequential, not alternated), and the
+  // window's own CPU share when it was high enough to slow the run.
+  v.verdict_tip = c.trustText();
   v.verdict_color = verdict.startsWith("faster")   ? QColor(0x2e, 0xa0, 0x43)
                     : verdict.startsWith("slower") ? QColor(0xd3, 0x2f, 0x2f)
                                                    : pal.color(QPalette::Text);

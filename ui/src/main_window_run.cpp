@@ -20,6 +20,7 @@
 
 #include "ui/compare_panel.h"
 #include "ui/findings_panel.h"
+#include "ui/observer_cost.h"
 #include "ui/segments.h"
 #include "ui/throughput_chart.h"
 #include "ui/toggles_panel.h"
@@ -166,8 +167,12 @@ void MainWindow::refreshLive() {
   const auto segs = segmentRun(rec);
   if (!rec.steps.empty()) {
     const StepSample& s = rec.steps.back();
-    const QString text = tr("step %1 · %2 samples/s%3").arg(s.i).arg(s.samplesPerSec(), 0, 'f', 1).arg(s.warmup ? tr(" (warm-up)") : "");
+    QString text = tr("step %1 · %2 samples/s%3").arg(s.i).arg(s.samplesPerSec(), 0, 'f', 1).arg(s.warmup ? tr(" (warm-up)") : "");
+    // The window's own cost over the current configuration's measured steps, when it is high enough to matter.
+    const QString cost = segs.empty() ? QString() : observerCostText(segs.back().observerShare());
+    if (!cost.isEmpty()) text += tr(" · window %1% of a core").arg(100 * segs.back().observerShare(), 0, 'f', 0);
     if (perf_label_->text() != text) perf_label_->setText(text);
+    if (perf_label_->toolTip() != cost) perf_label_->setToolTip(cost);
   }
   auto cmp = compareSegments(segs);
   chart_->refresh(segs, cmp);

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "client/inline_files.h"
+#include "ui/observer_cost.h"
 
 namespace tb::ui {
 
@@ -325,6 +326,8 @@ void RunController::handleLine(const QByteArray& line) {
     s.config_rev = int(toInt(m.value("config_rev")));
     s.warmup = m.value("warmup").toBool(false);
     s.skipped = m.value("skipped").toBool(false);
+    s.observer_cpu_ns = processCpuNs();
+    s.observer_wall_ns = monotonicNs();
     for (auto& c : rec_.configs)
       if (c.rev == s.config_rev && c.at_step < 0) c.at_step = s.i;
     rec_.steps.push_back(s);

@@ -1,5 +1,7 @@
 #include "ui/segments.h"
 
+#include "ui/observer_cost.h"
+
 #include <QDateTime>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -55,6 +57,11 @@ std::vector<Segment> segmentRun(const RunRecord& rec) {
       seg.sps.push_back(s.samplesPerSec());
       seg.timings.push_back({static_cast<int64_t>(s.samples), s.t_ns, s.wall_ns, s.data_wait_ns, s.minor_faults});
       seg.wait_share.push_back(double(s.data_wait_ns) / double(s.wall_ns));
+      if (s.observer_wall_ns >= 0 && s.observer_cpu_ns >= 0) {
+        if (seg.observer_wall0 < 0) seg.observer_cpu0 = s.observer_cpu_ns, seg.observer_wall0 = s.observer_wall_ns;
+        seg.observer_cpu1 = s.observer_cpu_ns;
+        seg.observer_wall1 = s.observer_wall_ns;
+      }
     }
   }
   return segs;
@@ -75,6 +82,14 @@ std::pair<QString, QString> chunksForComparison(const RunRecord& rec, const std:
 
 std::vector<measure::Window> Segment::windows() const { return measure::windows_of(timings, kWindowSteps); }
 
+double Segment::observerShare() const { return cpuShare(observer_cpu0, observer_wall0, observer_cpu1, observer_wall1); }
+
+QString Comparison::trustText() const {
+  QString t = QString::fromStdString(stats.noise_text());
+  if (const QString w = observerCostText(observer_share); !w.isEmpty()) t += '\n' + w;
+  return t;
+}
+
 double Segment::throughput() const {
   return timings.empty() ? std::nan("") : measure::pooled_throughput(windows());
 }
@@ -94,6 +109,7 @@ std::vector<Comparison> compareSegments(const std::vector<Segment>& segs) {
     c.stats = compareWindows(segs[k - 1].windows(), segs[k].windows());
     c.wait_before = segs[k - 1].wait_share.empty() ? 0.0 : median(segs[k - 1].wait_share);
     c.wait_after = segs[k].wait_share.empty() ? 0.0 : median(segs[k].wait_share);
+    c.observer_share = cpuShare(segs[k - 1].observer_cpu0, segs[k - 1].observer_wall0, segs[k].observer_cpu1, segs[k].observer_wall1);
     out.push_back(c);
   }
   return out;
@@ -124,7 +140,7 @@ QString comparisonsMarkdown(const RunRecord& rec, const std::vector<Comparison>&
         "interval is Welch's t on the log throughputs of 5-step windows. \"no effect\" = the interval covers 1. A live "
         "toggle is measured before then after, not alternated: \"(drifting)\" marks a side whose throughput trended.\n";
   for (const auto& c : cmp)
-    md += "\n- " + c.change + ": " + QString::fromStdString(c.stats.noise_text()).replace('\n', "; ");
+    md += "\n- " + c.change + ": " + c.trustText().replace('\n', "; ");
   if (!cmp.empty()) md += "\n";
   if (!rec.failure.isEmpty()) md += "\n**The run ended with an error:** " + rec.failure.section('\n', 0, 0) + "\n";
   return md;
@@ -153,6 +169,9 @@ QString comparisonsHtml(const RunRecord& rec, const std::vector<Comparison>& cmp
   h += "</table><p>Samples over wall time of each side's measured steps (data loading included), warm-up excluded; "
        "95% interval: Welch's t on the log throughputs of 5-step windows. \"no effect\" = the interval covers 1. A live "
        "toggle is measured before then after, not alternated: \"(drifting)\" marks a side whose throughput trended.</p>";
+  for (const auto& c : cmp)
+    if (const QString w = observerCostText(c.observer_share); !w.isEmpty())
+      h += "<p>" + c.change.toHtmlEscaped() + ": " + w.toHtmlEscaped() + "</p>";
   if (!rec.failure.isEmpty()) h += "<p><b>The run ended with an error:</b> " + rec.failure.toHtmlEscaped() + "</p>";
   h += "</body></html>\n";
   return h;
@@ -174,7 +193,8 @@ QByteArray comparisonsJson(const RunRecord& rec, const std::vector<Comparison>& 
                            {"n_after", qint64(c.stats.n_after)},
                            {"verdict", QString::fromStdString(c.stats.verdict())},
                            {"data_wait_share_before", c.wait_before},
-                           {"data_wait_share_after", c.wait_after}});
+                           {"data_wait_share_after", c.wait_after},
+                           {"observer_cpu_share", std::isfinite(c.observer_share) ? QJsonValue(c.observer_share) : QJsonValue()}});
   }
   // Each segment's throughput as the chart shows it: what a benchmark compares with `tunebench-cli run`.
   QJsonArray segments;
@@ -184,7 +204,8 @@ QByteArray comparisonsJson(const RunRecord& rec, const std::vector<Comparison>& 
                                 {"last_step", s.last_step},
                                 {"warmup_steps", s.warmup_steps},
                                 {"measured_steps", qint64(s.timings.size())},
-                                {"samples_per_s", s.timings.empty() ? QJsonValue() : QJsonValue(s.throughput())}});
+                                {"samples_per_s", s.timings.empty() ? QJsonValue() : QJsonValue(s.throughput())},
+                                {"observer_cpu_share", std::isfinite(s.observerShare()) ? QJsonValue(s.observerShare()) : QJsonValue()}});
   QJsonObject root{{"unit", "samples/s"},
                    {"versions", rec.hello.value("versions")},
                    {"device", rec.hello.value("device")},

@@ -25,6 +25,10 @@ struct Segment {
   QJsonObject previous;           // their values in the segment before (what "revert" sends)
   QString source;                 // "auto-tune" when the tuner's result started it (ConfigChange::source)
   QString label() const;          // "workers=4, pin_memory=on", "auto-tune: workers=4" or "baseline"
+  // The window's stamps (StepSample::observer_*) at the first and the last measured step: its CPU share
+  // while this segment was measured (observer_cost.h); NaN when fewer than two steps carry them.
+  qint64 observer_cpu0 = -1, observer_wall0 = -1, observer_cpu1 = -1, observer_wall1 = -1;
+  double observerShare() const;
 };
 
 struct Comparison {
@@ -33,6 +37,10 @@ struct Comparison {
   QJsonObject changed, previous;
   RatioCI stats;
   double wait_before = 0, wait_after = 0;  // median share of the step spent waiting for data (0..1)
+  double observer_share = 0;  // the window's CPU share from the first measured step before to the last after (NaN: not stamped)
+  // The trust line: each side's noise verdict and the method, and the window's share when above the
+  // threshold (observer_cost.h), one line each.
+  QString trustText() const;
 };
 
 std::vector<Segment> segmentRun(const RunRecord& rec);
