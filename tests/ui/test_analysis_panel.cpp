@@ -131,6 +131,28 @@ class TestAnalysisPanel : public QObject {
     QCOMPARE(spy.at(0).at(0).toLongLong(), qint64(90 * 1'000'000));
   }
 
+  // A script's validation after a step: the step row says how long, and the bar gives it its own slice, the
+  // slices still summing to the window.
+  void outsideTrainingHasItsColumnAndSlice() {
+    auto a = stepsWindow(0, 10);
+    a->steps[4].outside_after_ns = 3'000'000;
+    a->outside_training_ns = 3'000'000;
+    a->outside_training_count = 1;
+    AnalysisPanel p;
+    p.setAnalysis(a);
+    const int col = p.stepsModel()->columnCount() - 1;
+    QCOMPARE(p.stepsModel()->headerData(col, Qt::Horizontal, Qt::DisplayRole).toString(), QString("outside after"));
+    QCOMPARE(p.stepsModel()->index(4, col).data(Qt::DisplayRole).toDouble(), 3.0);
+    QCOMPARE(p.stepsModel()->index(3, col).data(Qt::DisplayRole).toDouble(), 0.0);
+    int64_t sum = 0, outside = 0;
+    for (const auto& sl : timeSlices(*a)) {
+      sum += sl.ns;
+      if (sl.label == "outside training") outside = sl.ns;
+    }
+    QCOMPARE(outside, int64_t(3'000'000));
+    QCOMPARE(sum, a->window.length());
+  }
+
   void keyedModelKeepsKeysUnique() {
     KeyedTableModel m({"name", "value"});
     m.setRows({{"a", {"a", 1.0}, {}, {}, {}}, {"a", {"a", 2.0}, {}, {}, {}}, {"b", {"b", 3.0}, {}, {}, {}}});

@@ -21,8 +21,11 @@ std::vector<TimeSlice> timeSlices(const tb::prof::AnalysisResult& r) {
     // Data parallel on the CPU: the gradient all-reduce backward did not hide (Gloo).
     if (r.comm_exposed_ns > 0)
       s.push_back({QObject::tr("waiting for all-reduce"), r.comm_exposed_ns, QColor(0x8e, 0x6c, 0xd8)});
-    s.push_back({QObject::tr("training thread busy / other"), r.window.length() - r.loader_stall_ns - r.comm_exposed_ns,
-                 QColor(0x88, 0x88, 0x88)});
+    // A script's validation and checkpoints between epochs: no step holds them.
+    if (r.outside_training_ns > 0)
+      s.push_back({QObject::tr("outside training"), r.outside_training_ns, QColor(0x90, 0x96, 0xa0)});
+    s.push_back({QObject::tr("training thread busy / other"),
+                 r.window.length() - r.loader_stall_ns - r.comm_exposed_ns - r.outside_training_ns, QColor(0x6a, 0x6a, 0x6a)});
     return s;
   }
   const int64_t memory = r.gpu_busy_ns - r.compute_ns - r.comm_exposed_ns;  // memcpy/memset alone
@@ -128,10 +131,12 @@ AnalysisPanel::AnalysisPanel(QWidget* parent) : QWidget(parent) {
   tabs_ = new QTabWidget;
   steps_model_ = new KeyedTableModel({tr("step"), tr("duration ms"), tr("data wait"), tr("forward"), tr("backward"),
                                       tr("optim"), tr("GPU busy"), tr("comm exposed"), tr("stall"), tr("sync"),
-                                      tr("launch gap"), tr("other"), tr("kernels")}, this);
+                                      tr("launch gap"), tr("other"), tr("kernels"), tr("outside after")}, this);
   steps_ = table(steps_model_);
   steps_->setObjectName("analysis_steps");
   steps_->setToolTip(tr("Host phases on the step's CPU time; GPU columns on the GPU work the step launched.\n"
+                        "Outside after: time outside training that followed the step (a script's validation or "
+                        "checkpoint), in no step and no throughput window.\n"
                         "Double-click: show the step on the timeline."));
   steps_->sortByColumn(0, Qt::AscendingOrder);  // in step order until the user sorts by a column
   kernels_model_ = new KeyedTableModel({tr("kernel"), tr("count"), tr("total ms"), tr("avg µs"), tr("% kernel time"),
@@ -293,7 +298,7 @@ void AnalysisPanel::setAnalysis(std::shared_ptr<const tb::prof::AnalysisResult> 
                       num(st.gpu_busy_ns / 1e6), num(st.comm_exposed_ns / 1e6), num(st.loader_stall_ns / 1e6),
                       num(st.sync_idle_ns / 1e6), num((st.launch_gap_ns + st.launch_overhead_ns) / 1e6),
                       num((st.event_wait_ns + st.other_idle_ns + st.runtime_idle_ns + st.edge_idle_ns) / 1e6),
-                      num(double(st.kernel_count), 0)},
+                      num(double(st.kernel_count), 0), num(st.outside_after_ns / 1e6)},
                      qint64(st.index), {}, {}});
   steps_model_->setRows(std::move(steps));
   fitColumnsIfNew(steps_, *steps_model_);
