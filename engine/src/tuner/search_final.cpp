@@ -47,12 +47,16 @@ void Tuner::final_phase() {
     // although it measured faster) and the budget left after the fresh-process headline pays for a round:
     // a loader-workers change on two cores swings short windows by 10-20%, and three rounds dropped a
     // change that screening measured at 1.28x [1.17, 1.40].
+    // Two arms' windows paired by round (only rounds both completed).
+    auto rounds_of = [&](const Arm& x, const Arm& y, std::vector<measure::Window>& a, std::vector<measure::Window>& b) {
+      const size_t n = std::min(x.windows.size(), y.windows.size());
+      a.assign(x.windows.begin(), x.windows.begin() + long(n));
+      b.assign(y.windows.begin(), y.windows.begin() + long(n));
+    };
     auto undecided = [&] {
+      std::vector<measure::Window> a, b;
       for (size_t j = 0; j < inproc.size(); ++j) {
-        const Arm& without = inproc.size() > 1 ? arms[2 + j] : arms[1];
-        const size_t n = std::min(without.windows.size(), arms[0].windows.size());
-        const std::vector<measure::Window> a(without.windows.begin(), without.windows.begin() + long(n)),
-            b(arms[0].windows.begin(), arms[0].windows.begin() + long(n));
+        rounds_of(inproc.size() > 1 ? arms[2 + j] : arms[1], arms[0], a, b);
         const auto e = measure::paired_ratio(a, b, &res_.noise_floor, o_.confidence);
         if (e.valid() && e.no_effect() && e.ratio > 1 + o_.min_gain) return true;
       }
@@ -91,11 +95,6 @@ void Tuner::final_phase() {
           kept_ratio_.erase(kept_ratio_.begin() + long(i));
         }
     } else {
-      auto rounds_of = [&](const Arm& x, const Arm& y, std::vector<measure::Window>& a, std::vector<measure::Window>& b) {
-        const size_t n = std::min(x.windows.size(), y.windows.size());
-        a.assign(x.windows.begin(), x.windows.begin() + long(n));
-        b.assign(y.windows.begin(), y.windows.begin() + long(n));
-      };
       // Each kept knob: final vs final without it, paired by round.
       std::vector<size_t> dropped;
       for (size_t j = 0; j < inproc.size(); ++j) {

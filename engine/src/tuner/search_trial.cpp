@@ -199,9 +199,8 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
 
 // Whether a fresh-process trial that has run `pairs` pairs measures another: while a gain is still possible
 // but not shown (the interval covers both 1 and the minimum gain) and the interval is wider than +-5%, up to
-// max_fresh_rounds pairs. A headline
-// may run past the budget by a quarter of it (it is the tune's answer); any other trial stops at the budget
-// the final alternation needs. Adding pairs until decided looks at the interval more than once, which
+// max_fresh_rounds pairs. A headline may run past the budget by a quarter of it (it is the tune's answer);
+// any other trial stops at the budget the final alternation needs. Adding pairs until decided looks at the interval more than once, which
 // widens its true error a little; the minimum gain and the final alternation guard against a chance gain.
 bool Tuner::another_fresh_pair(const Trial& t, int pairs) {
   if (pairs >= o_.max_fresh_rounds) return false;
