@@ -3,6 +3,7 @@
 // when a configuration starts or a change is decided; a long run is drawn with a bounded number of points.
 #include <QChart>
 #include <QChartView>
+#include <QJsonArray>
 #include <QLineSeries>
 #include <QTableWidget>
 #include <QToolButton>
@@ -50,33 +51,113 @@ class TestLivePanels : public QObject {
     chart.show();
     chart.setRecord(&rec);
     const int built = chart.rebuildCount();
-    QCOMPARE(chart.drawnPointCount(), 30);
-    QCOMPARE(chart.segmentLabelCount(), 1);  // the median
-    for (int k = 1; k <= 5; ++k) {  // the run goes on: points appended, the median moves, nothing rebuilt
+    // A point per whole window of 5 measured steps (27 measured: 5 windows), and the 3 warm-up steps.
+    QCOMPARE(chart.drawnPointCount(), 3 + 27 / kWindowSteps);
+    QCOMPARE(chart.segmentLabelCount(), 1);  // the segment's throughput
+    for (int k = 1; k <= 5; ++k) {  // the run goes on: points appended, the line moves, nothing rebuilt
       addSteps(rec, 30 * k, 30 * (k + 1), 0);
       chart.refresh();
-      QCOMPARE(chart.drawnPointCount(), 30 * (k + 1));
+      QCOMPARE(chart.drawnPointCount(), 3 + (27 + 30 * k) / kWindowSteps);  // a partial window waits for its steps
       QCOMPARE(chart.rebuildCount(), built);
     }
-    rec.configs.push_back(config(1, "4"));  // a toggle: marker, shading and a second median
+    rec.configs.push_back(config(1, "4"));  // a toggle: marker, shading and a second line
     addSteps(rec, 180, 200, 1, 2);
     chart.refresh();
     QCOMPARE(chart.rebuildCount(), built + 1);
     QCOMPARE(chart.segmentLabelCount(), 3);
+    QVERIFY(!chart.labelsOverlap());
     // Another run in the same record: it starts over.
     rec.clear();
     rec.configs = {config(0, "0")};
     addSteps(rec, 0, 10, 0);
     chart.refresh();
-    QCOMPARE(chart.drawnPointCount(), 10);
+    QCOMPARE(chart.drawnPointCount(), 2);
     QCOMPARE(chart.segmentLabelCount(), 1);
+  }
+
+  // Every point is samples over the wall time of a window (the segments' and Compare's definition), so the
+  // segment's line is the points' pooled throughput, not a median of step rates.
+  void pointsAreWindowThroughputs() {
+    RunRecord rec;
+    rec.configs = {config(0, "0")};
+    addSteps(rec, 0, 40, 0);
+    ThroughputChart chart;
+    chart.setRecord(&rec);
+    auto* line = qobject_cast<QLineSeries*>(chart.view()->chart()->series().front());
+    QVERIFY(line);
+    QCOMPARE(line->count(), 8);
+    double samples = 0, seconds = 0;
+    for (const QPointF& p : line->points()) samples += 160, seconds += 160 / p.y();
+    const auto segs = segmentRun(rec);
+    QVERIFY(qAbs(samples / seconds - segs[0].throughput()) < 1e-9 * segs[0].throughput());
+  }
+
+  // Labels never print over each other: markers of changes a few steps apart share two lines, and what fits
+  // in neither is hidden (the older label), never drawn on top.
+  void labelsNeverOverlap() {
+    RunRecord rec;
+    rec.configs = {config(0, "0")};
+    addSteps(rec, 0, 40, 0, 2);
+    for (int k = 1; k <= 6; ++k) {  // six changes, 6 steps apart, each with a long label
+      ConfigChange c = config(k, QString::number(k));
+      c.changed.insert("prefetch_factor_with_a_long_name", QString::number(k));
+      rec.configs.push_back(c);
+      addSteps(rec, 40 + 6 * (k - 1), 40 + 6 * k, k, 1);
+    }
+    ThroughputChart chart;
+    chart.resize(700, 260);
+    chart.show();
+    chart.setRecord(&rec);
+    QVERIFY(QTest::qWaitForWindowExposed(&chart));
+    chart.refresh();
+    QVERIFY(!chart.labelsOverlap());
+    QVERIFY(chart.labelTexts().size() >= 2);
+    QVERIFY2(chart.labelTexts().join('|').contains("workers=6"), qPrintable(chart.labelTexts().join('|')));  // the newest stays
+  }
+
+  // An Auto-tune is one comparison: the tuner's final alternation in the Compare row, on the chart's tune label
+  // and nowhere a live before/after of its own.
+  void autoTuneIsTheTunersComparison() {
+    RunRecord rec;
+    rec.configs = {config(0, "0")};
+    addSteps(rec, 0, 40, 0, 3);
+    TuneEvent t;
+    t.before_step = 39;
+    t.after_step = 40;
+    t.done = QJsonObject{{"type", "tune_done"}, {"speedup", 1.39}, {"speedup_ci", QJsonArray{1.36, 1.42}},
+                         {"kept", QJsonArray{"workers=4"}}, {"baseline_throughput", 748.8},
+                         {"final_throughput", 1038.8}, {"elapsed_s", 114.0}, {"speedup_pairs", 4},
+                         {"speedup_method", "paired t (4 pairs)"}, {"noise", "quiet: ±2%"}};
+    rec.tunes.push_back(t);
+    ConfigChange c = config(1, "4");
+    c.source = "auto-tune";
+    rec.configs.push_back(c);
+    addSteps(rec, 40, 80, 1, 2);
+    const auto segs = segmentRun(rec);
+    const auto cmp = compareSegments(segs);
+    QCOMPARE(int(cmp.size()), 1);
+    QVERIFY(cmp[0].from_tune);
+    QCOMPARE(cmp[0].stats.before, 748.8);
+    QCOMPARE(cmp[0].stats.after, 1038.8);
+    QCOMPARE(cmp[0].stats.ratio, 1.39);
+    QCOMPARE(QString::fromStdString(cmp[0].stats.verdict()), QString("faster"));
+    ThroughputChart chart;
+    chart.resize(800, 300);
+    chart.setRecord(&rec);
+    const QString labels = chart.labelTexts().join('|');
+    QVERIFY2(labels.contains("auto-tune 114 s: workers=4 ×1.39 [1.36–1.42]"), qPrintable(labels));
+    QVERIFY2(labels.count("×") == 1, qPrintable(labels));  // the live line after it carries no ratio of its own
+    ComparePanel p;
+    p.setRecord(&rec);
+    QCOMPARE(p.table()->item(0, 1)->text(), QString("748.8"));
+    QCOMPARE(p.table()->item(0, 2)->text(), QString("1038.8"));
   }
 
   void longRunIsDrawnWithBoundedPoints() {
     RunRecord rec;
     rec.configs = {config(0, "0")};
-    addSteps(rec, 0, 20000, 0);
-    rec.steps[12345].wall_ns = 400'000'000;  // one slow step: its dip must stay on the line
+    addSteps(rec, 0, 40000, 0);
+    rec.steps[12345].wall_ns = 400'000'000;  // one slow step: its window's dip must stay on the line
     ThroughputChart chart;
     chart.setRecord(&rec);
     QVERIFY(chart.drawnPointCount() <= ThroughputChart::kMaxPoints + 2);
@@ -85,7 +166,7 @@ class TestLivePanels : public QObject {
     QVERIFY(line);
     double lowest = 1e30;
     for (const QPointF& pt : line->points()) lowest = std::min(lowest, pt.y());
-    QCOMPARE(lowest, 80.0);  // 32 samples in 0.4 s
+    QVERIFY2(qAbs(lowest - 160 / 0.810) < 1e-6, qPrintable(QString::number(lowest)));  // 5 steps: 0.4 + 0.101..0.104 s
   }
 
   void compareUpdatesRowsInPlace() {

@@ -131,6 +131,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     scheduleRefresh();
   });
   connect(run_, &RunController::traceChunk, this, [this](const QString& path, qint64 a, qint64 b) {
+    // An Auto-tune paused the run between the chunks on screen and this one: drawn together they would span
+    // the whole tune, a long empty stretch with the steps squeezed at both ends. The timeline starts over.
+    const auto& tunes = run_->record().tunes;
+    if (!tunes.empty() && tunes.back().before_step < a && !live_chunks_.isEmpty() &&
+        live_chunk_first_.value(live_chunks_.last(), a) <= tunes.back().before_step)
+      live_chunks_.clear();
+    live_chunk_first_.insert(path, a);
     live_chunks_ << path;
     while (live_chunks_.size() > kLiveChunks) live_chunks_.removeFirst();
     log(tr("trace chunk steps %1–%2: %3").arg(a).arg(b).arg(QFileInfo(path).fileName()));
@@ -242,10 +249,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
 MainWindow::~MainWindow() {
   loader_->waitForFinished();
-  if (run_->isRunning()) {
-    run_->disconnect(this);
-    run_->stop();
-  }
+  // The child ends before its trace directory goes: a child still writing its last chunk into it left the
+  // directory behind ("QTemporaryDir: Unable to remove").
+  run_->disconnect(this);
+  run_->stopAndWait();
 }
 
 void MainWindow::buildUi() {

@@ -187,6 +187,7 @@ void MainWindow::restoreSettings() {
     const QRect avail = screen() ? screen()->availableGeometry() : QRect(0, 0, 1500, 920);
     resize(std::max(1000, avail.width() * 9 / 10), std::max(700, avail.height() * 9 / 10));
   }
+  fitToScreen();
   restoreState(s.value("window/state").toByteArray());
   model_->setCurrentText(s.value("run/model", "mnist_cnn").toString());
   data_->setCurrentText(s.value("run/data", "synthetic").toString());
@@ -194,6 +195,23 @@ void MainWindow::restoreSettings() {
   model_path_->setText(s.value("run/model_path").toString());
   script_args_->setText(s.value("run/script_args").toString());
   rebuildRecentMenu();
+}
+
+void MainWindow::fitToScreen() {
+  // A geometry saved on a larger screen, or docks whose minimum sizes add up past a small one, must not leave
+  // the window's edges off the screen it opens on: no larger than the available area, and inside it.
+  QScreen* scr = screen();
+  if (!scr) return;
+  const QRect avail = scr->availableGeometry();
+  const QSize frame_extra = frameGeometry().size() - geometry().size();
+  const QSize most = avail.size() - frame_extra.expandedTo(QSize(0, 0));
+  if (width() > most.width() || height() > most.height()) resize(std::min(width(), most.width()), std::min(height(), most.height()));
+  QRect f = frameGeometry();
+  if (!avail.contains(f)) {
+    f.moveLeft(std::clamp(f.left(), avail.left(), std::max(avail.left(), avail.right() - f.width() + 1)));
+    f.moveTop(std::clamp(f.top(), avail.top(), std::max(avail.top(), avail.bottom() - f.height() + 1)));
+    move(f.topLeft());
+  }
 }
 
 void MainWindow::closeEvent(QCloseEvent* e) {

@@ -167,7 +167,15 @@ void MainWindow::refreshLive() {
   const auto segs = segmentRun(rec);
   if (!rec.steps.empty()) {
     const StepSample& s = rec.steps.back();
-    QString text = tr("step %1 · %2 samples/s%3").arg(s.i).arg(s.samplesPerSec(), 0, 'f', 1).arg(s.warmup ? tr(" (warm-up)") : "");
+    // The current configuration's throughput as the chart's line and the Compare row give it (samples over the
+    // wall time of its measured steps), not the last step's own rate.
+    const Segment* cur = segs.empty() ? nullptr : &segs.back();
+    QString text = cur && !cur->timings.empty()
+                       ? tr("step %1 · %2 samples/s over this configuration's %3 measured steps")
+                             .arg(s.i)
+                             .arg(cur->throughput(), 0, 'f', 1)
+                             .arg(cur->timings.size())
+                       : tr("step %1 · warm-up").arg(s.i);
     // The window's own cost over the current configuration's measured steps, when it is high enough to matter.
     const QString cost = segs.empty() ? QString() : observerCostText(segs.back().observerShare());
     if (!cost.isEmpty()) text += tr(" · window %1% of a core").arg(100 * segs.back().observerShare(), 0, 'f', 0);

@@ -190,6 +190,19 @@ void RunController::stop() {
   kill_timer_.start(isGroup() ? kGroupStopKillMs : kStopKillMs);
 }
 
+void RunController::stopAndWait(int ms) {
+  if (!isRunning()) return;
+  proc_->disconnect(this);
+  send(QJsonObject{{"type", "stop"}});
+  proc_->closeWriteChannel();
+  const int step = std::max(100, ms / 3);
+  if (proc_->waitForFinished(step)) return;
+  proc_->terminate();
+  if (proc_->waitForFinished(step)) return;
+  proc_->kill();
+  proc_->waitForFinished(step);
+}
+
 void RunController::send(const QJsonObject& m) {
   if (!isRunning()) return;
   QJsonObject msg = m;
@@ -330,6 +343,8 @@ void RunController::handleLine(const QByteArray& line) {
     s.observer_wall_ns = monotonicNs();
     for (auto& c : rec_.configs)
       if (c.rev == s.config_rev && c.at_step < 0) c.at_step = s.i;
+    for (auto& t : rec_.tunes)
+      if (t.after_step < 0 && t.finished()) t.after_step = s.i;
     rec_.steps.push_back(s);
     emit step(s);
   } else if (type == "config_applied") {
@@ -355,11 +370,17 @@ void RunController::handleLine(const QByteArray& line) {
     rec_.warnings << m.value("message").toString();
     emit warning(m.value("message").toString());
   } else if (type == "tune_progress") {
+    if (rec_.tunes.empty() || rec_.tunes.back().finished()) openTune();
     emit tuneProgress(m.value("phase").toString(), m.value("message").toString(), m.value("fraction").toDouble());
   } else if (type == "tune_done") {
+    if (rec_.tunes.empty() || rec_.tunes.back().finished()) openTune();
+    rec_.tunes.back().done = m;
     emit tuneDone(m);
   } else if (type == "error") {
     rec_.errors << m.value("message").toString();
+    // "auto-tune failed: ..." ends the tune that was running.
+    if (!rec_.tunes.empty() && !rec_.tunes.back().finished() && m.value("message").toString().startsWith("auto-tune"))
+      rec_.tunes.back().failed = true;
     emit protocolError(m.value("message").toString(), m.value("recoverable").toBool(false));
   } else if (type == "done") {
     got_done_ = true;
@@ -367,6 +388,12 @@ void RunController::handleLine(const QByteArray& line) {
     emit done(m.value("summary").toObject());
   }
   // Unknown types are ignored (forward compatibility, docs/protocol.md).
+}
+
+void RunController::openTune() {
+  TuneEvent t;
+  t.before_step = rec_.steps.empty() ? -1 : rec_.steps.back().i;
+  rec_.tunes.push_back(t);
 }
 
 void RunController::onFinished(int code, QProcess::ExitStatus status) {

@@ -43,6 +43,10 @@ std::vector<Segment> segmentRun(const RunRecord& rec) {
         current = c.knobs.isEmpty() ? current : c.knobs;
         if (!c.source.isEmpty()) seg.source = c.source;
       }
+      // The tune whose result this is: the last one that ended before this segment's first step.
+      if (seg.source == QLatin1String("auto-tune"))
+        for (const TuneEvent& t : rec.tunes)
+          if (!t.done.isEmpty() && t.before_step < s.i) seg.tune = t.done;
       for (const QString& k : seg.changed.keys())  // set and set back between two steps: no change
         if (knobValueText(seg.changed.value(k)) == knobValueText(seg.previous.value(k))) {
           seg.changed.remove(k);
@@ -85,6 +89,10 @@ std::vector<measure::Window> Segment::windows() const { return measure::windows_
 double Segment::observerShare() const { return cpuShare(observer_cpu0, observer_wall0, observer_cpu1, observer_wall1); }
 
 QString Comparison::trustText() const {
+  if (from_tune)
+    return QStringLiteral("measured by the auto-tune: %1; the machine: %2%3")
+        .arg(QString::fromStdString(stats.method), QString::fromStdString(stats.noise_before.text),
+             report_html.isEmpty() ? QString() : QStringLiteral("\nreport: ") + report_html);
   QString t = QString::fromStdString(stats.noise_text());
   if (const QString w = observerCostText(observer_share); !w.isEmpty()) t += '\n' + w;
   return t;
@@ -92,6 +100,25 @@ QString Comparison::trustText() const {
 
 double Segment::throughput() const {
   return timings.empty() ? std::nan("") : measure::pooled_throughput(windows());
+}
+
+RatioCI tunerStats(const QJsonObject& done) {
+  RatioCI r;
+  const double nan = std::nan("");
+  auto num = [&](const char* key) { return done.value(key).isDouble() ? done.value(key).toDouble() : nan; };
+  r.before = num("baseline_throughput");
+  r.after = num("final_throughput");
+  const QJsonArray ci = done.value("speedup_ci").toArray();
+  r.n_before = r.n_after = size_t(done.value("speedup_pairs").toInt(0));  // a window of each side per pair
+  r.noise_before.text = r.noise_after.text = done.value("noise").toString().toStdString();
+  r.method = done.value("speedup_method").toString(QStringLiteral("the tuner's final alternation")).toStdString();
+  if (done.value("speedup").isDouble() && ci.size() == 2) {
+    r.ratio = done.value("speedup").toDouble();
+    r.lo = ci[0].toDouble();
+    r.hi = ci[1].toDouble();
+    r.valid = true;
+  }
+  return r;
 }
 
 std::vector<Comparison> compareSegments(const std::vector<Segment>& segs) {
@@ -106,7 +133,11 @@ std::vector<Comparison> compareSegments(const std::vector<Segment>& segs) {
       parts << QStringLiteral("%1 %2 → %3").arg(it.key(), knobValueText(c.previous.value(it.key())), knobValueText(it.value()));
     c.change = parts.isEmpty() ? QStringLiteral("config rev %1").arg(segs[k].rev) : parts.join(", ");
     if (!segs[k].source.isEmpty()) c.change = segs[k].source + ": " + c.change;  // the tuner's result, not a toggle
-    c.stats = compareWindows(segs[k - 1].windows(), segs[k].windows());
+    c.stats = segs[k].tune.isEmpty() ? compareWindows(segs[k - 1].windows(), segs[k].windows()) : tunerStats(segs[k].tune);
+    if (!segs[k].tune.isEmpty()) {
+      c.from_tune = true;
+      c.report_html = segs[k].tune.value("report_html").toString();
+    }
     c.wait_before = segs[k - 1].wait_share.empty() ? 0.0 : median(segs[k - 1].wait_share);
     c.wait_after = segs[k].wait_share.empty() ? 0.0 : median(segs[k].wait_share);
     c.observer_share = cpuShare(segs[k - 1].observer_cpu0, segs[k - 1].observer_wall0, segs[k].observer_cpu1, segs[k].observer_wall1);

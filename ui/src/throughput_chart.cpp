@@ -4,11 +4,14 @@
 #include <QChart>
 #include <QChartView>
 #include <QGraphicsSimpleTextItem>
+#include <QJsonArray>
 #include <QLineSeries>
 #include <QScatterSeries>
 #include <QValueAxis>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "axis_steps.h"
 #include "ui/segments.h"
@@ -38,7 +41,7 @@ ThroughputChart::ThroughputChart(QWidget* parent) : QWidget(parent) {
   ax_->setTitleText(tr("step"));
   ax_->setLabelFormat("%d");
   ay_ = new QValueAxis;
-  ay_->setTitleText(tr("samples/s"));
+  ay_->setTitleText(tr("samples/s (%1-step windows)").arg(kWindowSteps));
   ay_->setLabelFormat("%.0f");
   chart_->addAxis(ax_, Qt::AlignBottom);
   chart_->addAxis(ay_, Qt::AlignLeft);
@@ -51,6 +54,12 @@ ThroughputChart::ThroughputChart(QWidget* parent) : QWidget(parent) {
   view_ = new QChartView(chart_, this);
   view_->setRenderHint(QPainter::Antialiasing);
   view_->setMinimumHeight(160);
+  // Said once, where the numbers are drawn; every other place (Compare, the status bar, the exports) uses it.
+  view_->setToolTip(tr("Throughput = samples over the wall time of a window of steps (data loading included).\n"
+                       "Each point: a window of %1 measured steps of one configuration. The green line: the\n"
+                       "configuration's measured steps together; its ratio is the Compare row's. A violet band:\n"
+                       "an Auto-tune (its trials ran apart from this run; its figure is its own final alternation).\n"
+                       "Grey: warm-up steps after a change, one point each, not measured.").arg(kWindowSteps));
   auto* lay = new QVBoxLayout(this);
   lay->setContentsMargins(0, 0, 0, 0);
   lay->addWidget(view_);
@@ -103,15 +112,34 @@ void ThroughputChart::updatePoints() {
     consumed_ = 0;
     pts_.clear();
     warm_pts_.clear();
+    open_ = {};
     ymax_data_ = 1;
     changed = true;
   }
+  // A point per window of kWindowSteps measured steps of one configuration, at its last step: samples over the
+  // window's wall time, the throughput the segments, the Compare rows and the status bar use. Warm-up steps
+  // are drawn one by one, greyed: they are not measured.
   for (; rec_ && consumed_ < rec_->steps.size(); ++consumed_) {
     const StepSample& s = rec_->steps[consumed_];
-    if (s.skipped || s.wall_ns <= 0) continue;
-    const QPointF p(double(s.i), s.samplesPerSec());
-    (s.warmup ? warm_pts_ : pts_) << p;
+    if (s.wall_ns <= 0) continue;
+    if (s.warmup) {
+      if (s.skipped) continue;
+      const QPointF p(double(s.i), s.samplesPerSec());
+      warm_pts_ << p;
+      ymax_data_ = std::max(ymax_data_, p.y());
+      changed = true;
+      continue;
+    }
+    if (open_.steps > 0 && open_.rev != s.config_rev) open_ = {};  // a partial window at a change is not drawn
+    open_.rev = s.config_rev;
+    ++open_.steps;
+    open_.samples += s.samples;
+    open_.wall_ns += s.wall_ns;
+    if (open_.steps < kWindowSteps) continue;
+    const QPointF p(double(s.i), open_.samples * 1e9 / double(open_.wall_ns));
+    pts_ << p;
     ymax_data_ = std::max(ymax_data_, p.y());
+    open_ = {};
     changed = true;
   }
   if (!changed) return;
@@ -126,7 +154,7 @@ void ThroughputChart::refresh(const std::vector<Segment>& segs, const std::vecto
     xmin = double(rec_->steps.front().i);
     xmax = roundUpAxis(std::max(xmin + 10, double(rec_->steps.back().i)));
   }
-  const double ymax = roundUpAxis(ymax_data_ * 1.3);  // head room for the two label rows above the data
+  const double ymax = roundUpAxis(ymax_data_ * 1.5);  // head room for the label rows above the data
   const bool axes_moved = xmin != ax_->min() || xmax != x_max_ || ymax != y_max_;
   if (axes_moved) {
     x_max_ = xmax;
@@ -159,6 +187,8 @@ void ThroughputChart::refresh(const std::vector<Segment>& segs, const std::vecto
   QString structure = QString::number(y_max_);
   for (const Segment& seg : segs)
     structure += QStringLiteral("|%1,%2,%3,%4").arg(seg.first_step).arg(seg.warmup_steps).arg(seg.sps.empty()).arg(seg.label());
+  if (rec_)
+    for (const TuneEvent& t : rec_->tunes) structure += QStringLiteral("|tune %1,%2").arg(t.before_step).arg(tuneText(t));
   if (structure != structure_) {
     structure_ = structure;
     rebuildSegments(segs, cmp);
@@ -184,11 +214,27 @@ void ThroughputChart::refresh(const std::vector<Segment>& segs, const std::vecto
 QString ThroughputChart::medianText(const std::vector<Segment>& segs, const std::vector<Comparison>& cmp, size_t k) const {
   const double med = segs[k].throughput();
   QString text = QStringLiteral("%1/s").arg(med, 0, 'f', med < 100 ? 1 : 0);
-  if (k > 0 && k - 1 < cmp.size() && cmp[k - 1].stats.valid) {
+  // A toggle's ratio sits on its segment; an Auto-tune's is on the tune's own label (its final alternation).
+  if (k > 0 && k - 1 < cmp.size() && cmp[k - 1].stats.valid && !cmp[k - 1].from_tune) {
     const auto& st = cmp[k - 1].stats;
     text += QStringLiteral("  ×%1 [%2–%3]").arg(st.ratio, 0, 'f', 2).arg(st.lo, 0, 'f', 2).arg(st.hi, 0, 'f', 2);
   }
   return text;
+}
+
+QString ThroughputChart::tuneText(const TuneEvent& t) {
+  if (t.failed) return tr("auto-tune failed");
+  if (t.done.isEmpty()) return tr("auto-tune running…");
+  const QString used = tr("auto-tune %1 s").arg(t.done.value("elapsed_s").toDouble(), 0, 'f', 0);
+  if (!t.kept()) return tr("%1: nothing kept").arg(used);
+  QStringList kept;
+  for (const auto& k : t.done.value("kept").toArray()) kept << k.toString();
+  const RatioCI st = tunerStats(t.done);
+  return tr("%1: %2 ×%3 [%4–%5]")
+      .arg(used, kept.join(", "))
+      .arg(st.ratio, 0, 'f', 2)
+      .arg(st.lo, 0, 'f', 2)
+      .arg(st.hi, 0, 'f', 2);
 }
 
 void ThroughputChart::rebuildSegments(const std::vector<Segment>& segs, const std::vector<Comparison>& cmp) {
@@ -233,9 +279,11 @@ void ThroughputChart::rebuildSegments(const std::vector<Segment>& segs, const st
       m->append(double(seg.first_step) - 0.5, 0);
       m->append(double(seg.first_step) - 0.5, ymax);
       addSeries(m);
-      auto* t = new QGraphicsSimpleTextItem(seg.label(), chart_);
-      t->setBrush(QColor(0xff, 0xb3, 0x47));
-      labels_.push_back({t, double(seg.first_step), 0});
+      if (seg.tune.isEmpty()) {  // an Auto-tune's result is named by the tune's own label
+        auto* t = new QGraphicsSimpleTextItem(seg.label(), chart_);
+        t->setBrush(QColor(0xff, 0xb3, 0x47));
+        labels_.push_back({t, double(seg.first_step), 0});
+      }
     }
     // Segment throughput: samples over wall time of its measured steps.
     if (!seg.sps.empty()) {
@@ -257,17 +305,69 @@ void ThroughputChart::rebuildSegments(const std::vector<Segment>& segs, const st
       labels_.push_back({t, double(seg.first_step + seg.warmup_steps), 1});
     }
   }
+  // Each Auto-tune: a violet band at the step boundary where the run waited for it (its trials ran apart), its
+  // result as the tuner measured it.
+  const QColor violet(0xb0, 0x7c, 0xf0);
+  for (const TuneEvent& tune : rec_ ? rec_->tunes : std::vector<TuneEvent>{}) {
+    const double x = double(tune.before_step) + 0.5;
+    auto* band = new QLineSeries;
+    QPen pen(QColor(violet.red(), violet.green(), violet.blue(), 110));
+    pen.setWidthF(7);
+    band->setPen(pen);
+    band->append(x, 0);
+    band->append(x, ymax);
+    addSeries(band);
+    auto* t = new QGraphicsSimpleTextItem(tuneText(tune), chart_);
+    t->setBrush(violet.darker(dark ? 100 : 125));
+    labels_.push_back({t, x, 0});
+  }
 }
 
 void ThroughputChart::placeLabels() {
+  // Two label lines for the markers (row 0) and two for the segments' throughputs (row 1). The newest label
+  // of a row is placed first, each in the first line where it clears the labels placed to its right; one that
+  // fits in neither is hidden (the older one is the lesser), so no two labels print over each other.
   const QRectF area = chart_->plotArea();
-  for (auto& l : labels_) {
+  std::vector<size_t> order(labels_.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return labels_[a].x > labels_[b].x; });
+  constexpr int kLinesPerRow = 2;
+  double left_edge[2][kLinesPerRow];
+  for (auto& row : left_edge)
+    for (double& e : row) e = std::numeric_limits<double>::infinity();
+  for (size_t k : order) {
+    Label& l = labels_[k];
+    const QRectF r = l.item->boundingRect();
     QPointF p = chart_->mapToPosition(QPointF(l.x, 0), line_);
-    const double h = l.item->boundingRect().height();
-    p.rx() = std::clamp(p.x() + 3, area.left(), std::max(area.left(), area.right() - l.item->boundingRect().width()));
-    p.ry() = area.top() + 1 + l.row * (h + 1);
+    p.rx() = std::clamp(p.x() + 3, area.left(), std::max(area.left(), area.right() - r.width()));
+    int line = -1;
+    for (int j = 0; j < kLinesPerRow && line < 0; ++j)
+      if (p.x() + r.width() + 6 <= left_edge[l.row][j]) line = j;
+    l.item->setVisible(line >= 0);
+    if (line < 0) continue;
+    left_edge[l.row][line] = p.x();
+    p.ry() = area.top() + 1 + (l.row * kLinesPerRow + line) * (r.height() + 1);
     l.item->setPos(p);
   }
+}
+
+bool ThroughputChart::labelsOverlap() const {
+  for (size_t a = 0; a < labels_.size(); ++a)
+    for (size_t b = a + 1; b < labels_.size(); ++b) {
+      const auto* x = labels_[a].item;
+      const auto* y = labels_[b].item;
+      if (x->isVisible() && y->isVisible() &&
+          x->mapRectToScene(x->boundingRect()).intersects(y->mapRectToScene(y->boundingRect())))
+        return true;
+    }
+  return false;
+}
+
+QStringList ThroughputChart::labelTexts() const {
+  QStringList out;
+  for (const auto& l : labels_)
+    if (l.item->isVisible()) out << l.item->text();
+  return out;
 }
 
 }  // namespace tb::ui

@@ -108,7 +108,11 @@ void TimelineWidget::setData(std::shared_ptr<const TimelineData> data, bool keep
   list_ = DrawList{};
   list_.generation = generation_ + 1;
   mapper_.setWidth(std::max(1, width() - kGutterWidth));
-  if (!keep_view || !had) {
+  // A kept view that shows none of the new data (a live run's newest chunks moved past it) would leave every
+  // row blank: it is fitted like a first view.
+  const bool view_shows_data =
+      data_ && mapper_.end() >= double(data_->t_min) && mapper_.start() <= double(data_->t_max);
+  if (!keep_view || !had || !view_shows_data) {
     user_moved_ = false;
     scroll_y_ = 0;
     fit();

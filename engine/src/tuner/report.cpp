@@ -603,6 +603,9 @@ nlohmann::json tune_done_message(const TuneResult& r, const std::string& html_pa
   m["speedup"] = gain ? json(r.speedup.ratio) : json(nullptr);
   m["speedup_ci"] = gain ? json::array({r.speedup.lo, r.speedup.hi}) : json(nullptr);
   m["fresh_processes"] = gain && r.speedup_fresh_processes;
+  // How the headline was measured, so that the GUI's Compare row and its tooltip say it in the tuner's words.
+  m["speedup_method"] = gain ? json(r.speedup.method) : json(nullptr);
+  m["speedup_pairs"] = gain ? json(r.speedup.pairs) : json(nullptr);
   m["baseline_throughput"] = num(r.baseline_throughput);
   m["final_throughput"] = num(r.final_throughput);
   // A tune that stops at 17 of 60 s must say why (reviews/gui.md #1). The search ends when every phase is

@@ -138,6 +138,7 @@ class MainWindow : public QMainWindow {
   void buildUi();
   void buildMenus();
   void restoreSettings();
+  void fitToScreen();  // the window inside the available area of its screen
   void addRecent(const QString& path);
   void rebuildRecentMenu();
   void showError(const QString& title, const QString& message);
@@ -199,6 +200,7 @@ class MainWindow : public QMainWindow {
   bool loader_live_ = false;
   bool live_pending_ = false;
   QStringList live_chunks_;
+  QHash<QString, qint64> live_chunk_first_;  // each live chunk's first step
   QHash<QString, QString> pending_knobs_;  // toggles changed while no run is going
   QString last_error_;
   std::unique_ptr<QTemporaryDir> tmp_;  // trace chunks of the current run

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <QElapsedTimer>
+#include <QJsonArray>
 #include <QJsonObject>
 #include <QObject>
 #include <QProcess>
@@ -56,6 +57,19 @@ struct TraceChunk {
   qint64 first_step = 0, last_step = 0;
 };
 
+// One Auto-tune of the run. The live loop is paused while it runs (its trials run in their own sessions or
+// processes), so no step arrives between before_step and after_step: on a step axis it sits at one boundary.
+struct TuneEvent {
+  qint64 before_step = -1;  // the last step received before it began (-1: none)
+  qint64 after_step = -1;   // the first step after it (-1: none yet)
+  QJsonObject done;         // its tune_done ({} while it runs, or when it failed)
+  bool failed = false;      // an error ended it without a tune_done
+  bool finished() const { return failed || !done.isEmpty(); }
+  // Its headline as the tuner measured it (baseline and kept configuration alternating at the end); false when
+  // it kept nothing.
+  bool kept() const { return done.value("speedup").isDouble() && !done.value("kept").toArray().isEmpty(); }
+};
+
 struct RunRecord {
   QJsonObject hello, started, done;
   std::vector<KnobSpec> knobs;
@@ -64,6 +78,7 @@ struct RunRecord {
   QStringList trace_paths;
   std::vector<TraceChunk> chunks;  // the same files with their steps
   std::vector<QJsonObject> findings;
+  std::vector<TuneEvent> tunes;
   QStringList warnings, errors;
   QString failure;  // non-empty when the child died badly: message + exit status + stderr tail
   int generation = 0;  // counts clear(): views that append what arrived since they last looked start over
@@ -114,6 +129,9 @@ class RunController : public QObject {
   std::string remoteCli() const { return remote_ ? remote_->cli : std::string(); }
   bool isRunning() const;
   void stop();
+  // stop() without the event loop (a window being destroyed): stop, then SIGTERM, then SIGKILL, waiting at most
+  // about `ms` in all, so that the child has ended before the files it writes are removed.
+  void stopAndWait(int ms = kStopKillMs);
   void sendSet(const QString& knob, const QString& value);
   void sendTrace(bool start);
   void sendTune(double budget_s);
@@ -149,6 +167,7 @@ class RunController : public QObject {
 
  private:
   void handleLine(const QByteArray& line);
+  void openTune();  // a tune began (its first tune_progress, or a tune_done with none before it)
   void onFinished(int code, QProcess::ExitStatus status);
   QString remoteFailure(int code) const;  // ssh's or the remote script's failure, "" if neither
   // Lines wait here while a carried file is unpacked off the UI thread (a trace chunk of megabytes), so

@@ -24,6 +24,7 @@ struct Segment {
   QJsonObject changed;            // knobs changed at the start of this segment ({} for the first)
   QJsonObject previous;           // their values in the segment before (what "revert" sends)
   QString source;                 // "auto-tune" when the tuner's result started it (ConfigChange::source)
+  QJsonObject tune;               // that tune's tune_done (RunRecord::tunes), {} for any other segment
   QString label() const;          // "workers=4, pin_memory=on", "auto-tune: workers=4" or "baseline"
   // The window's stamps (StepSample::observer_*) at the first and the last measured step: its CPU share
   // while this segment was measured (observer_cost.h); NaN when fewer than two steps carry them.
@@ -35,6 +36,11 @@ struct Comparison {
   int index = 0;                  // segment index of "after"
   QString change;                 // "workers 0 → 4"
   QJsonObject changed, previous;
+  // An Auto-tune's result is one comparison: the tuner's own final alternation (its baseline and the kept
+  // configuration, alternating), the figures its dialog and report give; not this run's segment before
+  // against the one after (the tune's trials ran apart from the live run, with tracing off).
+  bool from_tune = false;
+  QString report_html;            // the tune's report, when from_tune
   RatioCI stats;
   double wait_before = 0, wait_after = 0;  // median share of the step spent waiting for data (0..1)
   double observer_share = 0;  // the window's CPU share from the first measured step before to the last after (NaN: not stamped)
@@ -45,6 +51,9 @@ struct Comparison {
 
 std::vector<Segment> segmentRun(const RunRecord& rec);
 std::vector<Comparison> compareSegments(const std::vector<Segment>& segs);
+// An Auto-tune's headline (tune_done) as a RatioCI: before/after the tuner's baseline and final throughput, the
+// ratio and interval its final alternation measured; not valid when it kept nothing.
+RatioCI tunerStats(const QJsonObject& tune_done);
 
 // The trace chunks that show a toggle's before and after: the last chunk lying inside the segment before it
 // and the first inside the segment after (steps of a chunk all of one configuration). Empty paths when the

@@ -1,4 +1,4 @@
-// Live samples/s per step (QtCharts): measured points, warm-up steps greyed and shaded, a dashed marker at
+// Live throughput (QtCharts): a point per window of measured steps, warm-up steps greyed and shaded, a dashed marker at
 // each configuration change, each segment's median as a horizontal line labelled with its ratio to the
 // previous segment. A refresh appends the steps that arrived since the last one and moves the current
 // segment's median; the markers and shading are rebuilt only when a segment starts, and the axes only move
@@ -38,6 +38,10 @@ class ThroughputChart : public QWidget {
   // More steps than this are drawn as each bucket's lowest and highest throughput (spikes stay visible).
   static constexpr int kMaxPoints = 2000;
   bool showsNoData() const;  // the empty chart's sentence is shown (no step yet)
+  bool labelsOverlap() const;      // two shown labels print over each other (tests: never)
+  QStringList labelTexts() const;  // the labels shown, in the order they were made
+  // An Auto-tune's label: "auto-tune 114 s: amp=bf16 ×1.39 [1.36–1.42]", "… nothing kept", "running…".
+  static QString tuneText(const TuneEvent& t);
 
  private:
   void placeLabels();
@@ -63,7 +67,12 @@ class ThroughputChart : public QWidget {
   // What the chart shows now, to change only what differs at the next refresh.
   int generation_ = -1;
   size_t consumed_ = 0;                 // record steps turned into points
-  QList<QPointF> pts_, warm_pts_;       // every measured / warm-up point of the run
+  QList<QPointF> pts_, warm_pts_;       // every window / warm-up step point of the run
+  struct OpenWindow {                   // measured steps not yet a whole window
+    int rev = -1, steps = 0;
+    double samples = 0;
+    qint64 wall_ns = 0;
+  } open_;
   double ymax_data_ = 1;                // highest throughput so far
   double x_max_ = 10, y_max_ = 1;       // the axes' ends
   QString structure_;                   // the segments' starts, warm-ups and labels as last drawn
