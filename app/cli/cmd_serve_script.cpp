@@ -6,6 +6,7 @@
 // stops the live child, tunes with fresh children (engine/tuner.h make_script_workload) and starts the live
 // run again with the tuned configuration. stdout carries only protocol lines; the script's prints go to
 // stderr.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -52,6 +53,49 @@ struct Inbox {
     std::vector<nlohmann::json> out(q.begin(), q.end());
     q.clear();
     return out;
+  }
+};
+
+// A tune restarts the live child, whose steps, revisions and trace chunks count from 0 again: the parent sees
+// one run, so they go on from where the last child stopped, and the restarted child's `started` becomes the
+// tune's config_applied (source "auto-tune", what the GUI names its Compare row by).
+struct Renumber {
+  int64_t next_step = 0, last_rev = 0;
+  int64_t step_offset = 0, rev_offset = 0;
+  bool restarted = false;
+  nlohmann::json tuned = nlohmann::json::object();  // the knobs the tune changed
+  void restart(const nlohmann::json& changed) {
+    step_offset = next_step;
+    rev_offset = last_rev + (changed.empty() ? 0 : 1);
+    tuned = changed;
+    restarted = true;
+  }
+  // The message to relay; null when there is none to relay.
+  nlohmann::json map(nlohmann::json m) {
+    const std::string type = m.value("type", std::string());
+    auto shift = [&](const char* key, int64_t by) {
+      if (m.contains(key) && m[key].is_number_integer()) m[key] = m[key].get<int64_t>() + by;
+    };
+    if (type == "started" && restarted) {
+      if (tuned.empty()) return nullptr;
+      return {{"type", "config_applied"}, {"rev", m.value("rev", int64_t(0)) + rev_offset},
+              {"knobs", m.value("config", nlohmann::json::object())}, {"changed", tuned}, {"source", "auto-tune"}};
+    }
+    if (type == "step") {
+      shift("i", step_offset);
+      shift("config_rev", rev_offset);
+      next_step = m.value("i", next_step) + 1;
+      last_rev = std::max(last_rev, m.value("config_rev", last_rev));
+    } else if (type == "config_applied") {
+      shift("rev", rev_offset);
+      last_rev = std::max(last_rev, m.value("rev", last_rev));
+    } else if (type == "trace") {
+      shift("first_step", step_offset);
+      shift("last_step", step_offset);
+    } else if (type == "outside") {
+      shift("after_step", step_offset);
+    }
+    return m;
   }
 };
 
@@ -118,6 +162,8 @@ int cmd_serve_script(int argc, char** argv) {
   int64_t steps = 0;
   bool hello_sent = false;
   int tune_index = 0;
+  Renumber renumber;
+  const std::string trace_base = so.trace_dir;
   for (;;) {  // one live child per iteration; a tune starts the next one with its result
     auto runner = std::make_unique<client::ScriptRunner>();
     if (std::string err = runner->start(so); !err.empty()) {
@@ -161,10 +207,24 @@ int cmd_serve_script(int argc, char** argv) {
             const std::string stem = (dir / ("tune-" + std::to_string(tune_index++))).string();
             engine::write_report(r, stem + ".html", stem + ".md", stem + ".json");
             send(engine::tune_done_message(r, stem + ".html", stem + ".md", stem + ".json"));
-            so.set.clear();
-            for (const auto& k : engine::changed_knobs(r.baseline, r.final_config)) so.set.push_back({k, r.final_config.at(k)});
+            // The next live child runs the user's own settings with the tuned knobs over them.
+            nlohmann::json changed = nlohmann::json::object();
+            for (const auto& k : engine::changed_knobs(r.baseline, r.final_config)) {
+              changed[k] = r.final_config.at(k);
+              bool found = false;
+              for (auto& [key, value] : so.set)
+                if (key == k) value = r.final_config.at(k), found = true;
+              if (!found) so.set.push_back({k, r.final_config.at(k)});
+            }
+            renumber.restart(changed);
           } catch (const std::exception& e) {
             send_error(std::string("auto-tune failed: ") + e.what(), true);
+            renumber.restart(nlohmann::json::object());
+          }
+          // Its trace chunks in a folder of their own: the first child's names would be written again.
+          if (!trace_base.empty()) {
+            so.trace_dir = (std::filesystem::path(trace_base) / ("after-tune-" + std::to_string(tune_index))).string();
+            std::filesystem::create_directories(so.trace_dir);
           }
           restart = true;  // the live run goes on, from the start of the script, with the tuned knobs
           break;
@@ -188,7 +248,7 @@ int cmd_serve_script(int argc, char** argv) {
       if (type == "step") ++steps;
       if (type == "hello") continue;  // a restarted child: the parent already has one
       if (type == "done") continue;   // sent by us, with our step count, when the child is gone
-      send(*m);
+      if (auto out = renumber.map(std::move(*m)); !out.is_null()) send(std::move(out));
     }
   }
 }

@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   if (cmd == "serve") return tb::cli::cmd_serve(sub_argc, sub_argv);
   if (cmd == "make-dataset") return tb::cli::cmd_make_dataset(sub_argc, sub_argv);
   if (cmd == "tune") return tb::cli::cmd_tune(sub_argc, sub_argv);
+  if (cmd == "report") return tb::cli::cmd_report(sub_argc, sub_argv);
   std::fprintf(stderr, "tunebench-cli: error: unknown command '%s' (see tunebench-cli --help)\n", cmd.c_str());
   return 2;
 }

@@ -25,6 +25,8 @@ void usage(FILE* out) {
       "  diff A B [--json OUT.json] [--top N]            what changed between two traces, per step\n"
       "  tune --model M --data D [--budget S] [--report R.html] [--json OUT.json]\n"
       "  make-dataset --out DIR [--images N] [--size WxH] [--classes K]\n"
+      "  report --session S.json [--html R.html] [--md R.md] [--json R.json]\n"
+      "                                                  the GUI's export: live changes and tunes as one report\n"
       "  serve                                           run protocol on stdin/stdout (used by the GUI)\n"
       "  run|tune|knobs|make-dataset --remote [user@]host[:port] [--remote-cli PATH] ...\n"
       "                                                  the same on another machine over ssh; --data, --script\n"
@@ -37,7 +39,7 @@ void usage(FILE* out) {
 }
 
 bool is_engine_command(const std::string& c) {
-  return c == "knobs" || c == "run" || c == "serve" || c == "make-dataset" || c == "tune";
+  return c == "knobs" || c == "run" || c == "serve" || c == "make-dataset" || c == "tune" || c == "report";
 }
 
 // Replaces this process with tunebench-engine (same directory), passing argv on. Returns only on failure.

@@ -156,8 +156,12 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     progress_->setValue(int(f * 100));
     progress_->setFormat(phase + ": %p%");
     log(tr("tune %1: %2").arg(phase, msg));
+    scheduleRefresh();  // the tune's band on the chart
   });
-  connect(run_, &RunController::tuneDone, this, &MainWindow::showTuneDone);
+  connect(run_, &RunController::tuneDone, this, [this](const QJsonObject& m) {
+    showTuneDone(m);
+    scheduleRefresh();  // the chart's tune label and the Compare row take the tuner's figures now
+  });
   connect(run_, &RunController::done, this, [this](const QJsonObject& s) {
     log(tr("done: %1 steps, median %2 %3 (%4)")
             .arg(s.value("steps").toInt())

@@ -70,9 +70,10 @@ void MainWindow::buildMenus() {
   })->setShortcut(QKeySequence(tr("Ctrl+Shift+C")));
   file->addSeparator();
   auto* exp = file->addMenu(tr("&Export"));
-  exp->addAction(tr("Comparisons as &HTML…"), this, [this] { exportDialog("html"); });
-  exp->addAction(tr("Comparisons as &Markdown…"), this, [this] { exportDialog("md"); });
-  exp->addAction(tr("Comparisons as &JSON…"), this, [this] { exportDialog("json"); });
+  exp->addAction(tr("&Report (HTML, Markdown, JSON)…"), this, [this] { exportDialog("report"); })
+      ->setShortcut(QKeySequence(tr("Ctrl+E")));
+  exp->addAction(tr("Report as &Markdown only…"), this, [this] { exportDialog("md"); });
+  exp->addAction(tr("Report as &JSON only…"), this, [this] { exportDialog("json"); });
   exp->addSeparator();
   exp->addAction(tr("Timeline as &PNG…"), this, [this] { exportDialog("png"); })->setShortcut(QKeySequence(tr("Ctrl+Shift+P")));
   exp->addAction(tr("&Chrome trace (Perfetto)…"), this, [this] { exportDialog("trace"); });

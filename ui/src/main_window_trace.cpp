@@ -3,20 +3,24 @@
 #include "ui/main_window.h"
 
 #include <QComboBox>
-#include <QDialog>
-#include <QTextBrowser>
-#include <QVBoxLayout>
-#include <QDockWidget>
 #include <QDesktopServices>
+#include <QDialog>
+#include <QDir>
+#include <QDockWidget>
 #include <QFile>
 #include <QFileDialog>
-#include <QInputDialog>
 #include <QFileInfo>
+#include <QInputDialog>
+#include <QJsonDocument>
 #include <QLabel>
 #include <QLineEdit>
+#include <QProcess>
 #include <QProgressBar>
 #include <QStatusBar>
+#include <QTemporaryDir>
+#include <QTextBrowser>
 #include <QUrl>
+#include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrent>
 
 #include "ui/analysis_panel.h"
@@ -195,18 +199,54 @@ void MainWindow::compareFiles(const QString& a, const QString& path) {
 }
 
 bool MainWindow::exportComparisons(const QString& path) {
-  const auto& cmp = compare_->comparisons();
-  QByteArray bytes;
   const QString lower = path.toLower();
-  if (lower.endsWith(".json")) bytes = comparisonsJson(run_->record(), cmp);
-  else if (lower.endsWith(".md") || lower.endsWith(".markdown")) bytes = comparisonsMarkdown(run_->record(), cmp).toUtf8();
-  else bytes = comparisonsHtml(run_->record(), cmp).toUtf8();
-  QFile f(path);
-  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) || f.write(bytes) != bytes.size()) {
-    showError(tr("Export failed"), tr("%1: %2").arg(path, f.errorString()));
+  const QString flag = lower.endsWith(".json") ? "--json" : lower.endsWith(".md") || lower.endsWith(".markdown") ? "--md" : "--html";
+  return exportReport({{flag, path}});
+}
+
+bool MainWindow::exportReport(const QList<QPair<QString, QString>>& outputs) {
+  // The tuner's own report writer renders it (engine/session_report.h): one report, whether a tune or the
+  // window wrote it. The document goes to the CLI in a file; what it could not render is still written.
+  const QJsonObject doc = sessionDocument(run_->record(), compare_->comparisons(), compare_->decisions());
+  const QByteArray bytes = QJsonDocument(doc).toJson(QJsonDocument::Indented);
+  QTemporaryDir dir(QDir::tempPath() + "/tunebench-export-XXXXXX");
+  const QString in = dir.path() + "/session.json";
+  QFile f(in);
+  if (!dir.isValid() || !f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size()) {
+    showError(tr("Export failed"), tr("cannot write the session document: %1").arg(f.errorString()));
     return false;
   }
-  log(tr("exported %1").arg(path));
+  f.close();
+  QStringList args{"report", "--session", in};
+  QStringList paths;
+  for (const auto& [flag, p] : outputs) args << flag << p, paths << p;
+  QString why;
+  const QString cli = findCli();
+  if (cli.isEmpty()) {
+    why = tr("tunebench-cli not found (set TUNEBENCH_CLI or put it next to tunebench)");
+  } else {
+    QProcess proc;
+    proc.start(cli, args);
+    // The report writer needs about a second (the engine's start-up); a minute is a hang.
+    if (!proc.waitForFinished(60000)) {
+      proc.kill();
+      proc.waitForFinished(1000);
+      why = tr("tunebench-cli report did not finish within 60 s");
+    } else if (proc.exitStatus() != QProcess::NormalExit || proc.exitCode() != 0) {
+      why = QString::fromUtf8(proc.readAllStandardError()).trimmed().section('\n', -1);
+      if (why.isEmpty()) why = tr("tunebench-cli report exited with status %1").arg(proc.exitCode());
+    }
+  }
+  if (!why.isEmpty()) {
+    // Nothing measured is lost: the document itself lands next to the first output.
+    const QString keep = QFileInfo(paths.value(0)).absolutePath() + "/" + QFileInfo(paths.value(0)).completeBaseName() +
+                         ".session.json";
+    QFile::remove(keep);
+    const bool kept = QFile::copy(in, keep);
+    showError(tr("Export failed"), why + (kept ? tr(" (the measurements are in %1)").arg(keep) : QString()));
+    return false;
+  }
+  log(tr("exported %1").arg(paths.join(", ")));
   return true;
 }
 
@@ -255,14 +295,19 @@ void MainWindow::exportChromeTraceAsync(const QString& path) {
 }
 
 void MainWindow::exportDialog(const QString& kind) {
-  const QHash<QString, QString> filters{{"html", tr("HTML (*.html)")}, {"md", tr("Markdown (*.md)")}, {"json", tr("JSON (*.json)")},
+  const QHash<QString, QString> filters{{"report", tr("Report: HTML, with .md and .json beside it (*.html)")},
+                                        {"html", tr("HTML (*.html)")}, {"md", tr("Markdown (*.md)")}, {"json", tr("JSON (*.json)")},
                                         {"png", tr("PNG image (*.png)")}, {"trace", tr("Chrome trace (*.json *.json.gz)")}};
-  const QString def = kind == "png" ? "timeline.png" : kind == "trace" ? "trace.json" : "tunebench-comparisons." + kind;
+  const QString def = kind == "png" ? "timeline.png" : kind == "trace" ? "trace.json" : kind == "report" ? "tunebench-report.html" : "tunebench-report." + kind;
   const QString f = QFileDialog::getSaveFileName(this, tr("Export"), def, filters.value(kind));
   if (f.isEmpty()) return;
   if (kind == "png") exportTimelinePng(f);
   else if (kind == "trace") exportChromeTraceAsync(f);
-  else exportComparisons(f);
+  else if (kind == "report") {
+    // The tuner's three files with one stem: R.html, R.md, R.json.
+    const QString stem = f.endsWith(".html", Qt::CaseInsensitive) ? f.left(f.size() - 5) : f;
+    exportReport({{"--html", stem + ".html"}, {"--md", stem + ".md"}, {"--json", stem + ".json"}});
+  } else exportComparisons(f);
 }
 
 }  // namespace tb::ui

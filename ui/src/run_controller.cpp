@@ -214,7 +214,11 @@ void RunController::sendSet(const QString& knob, const QString& value) {
   send(QJsonObject{{"type", "set"}, {"knob", knob}, {"value", value}});
 }
 void RunController::sendTrace(bool s) { send(QJsonObject{{"type", "trace"}, {"action", s ? "start" : "stop"}}); }
-void RunController::sendTune(double budget_s) { send(QJsonObject{{"type", "tune"}, {"budget_s", budget_s}}); }
+void RunController::sendTune(double budget_s, const QStringList& knobs) {
+  QJsonObject m{{"type", "tune"}, {"budget_s", budget_s}};
+  if (!knobs.isEmpty()) m.insert("knobs", QJsonArray::fromStringList(knobs));
+  send(m);
+}
 void RunController::sendStart(const QJsonObject& startMsg) {
   QJsonObject m = startMsg;
   m.insert("type", "start");

@@ -146,86 +146,31 @@ std::vector<Comparison> compareSegments(const std::vector<Segment>& segs) {
   return out;
 }
 
-static QString fmt(double v, int prec = 1) { return std::isfinite(v) ? QString::number(v, 'f', prec) : QStringLiteral("–"); }
-
-static QString runTitle(const RunRecord& rec) {
-  const QJsonObject dev = rec.hello.value("device").toObject();
-  const QJsonObject ver = rec.hello.value("versions").toObject();
-  return QStringLiteral("model %1, data %2, device %3 (%4), LibTorch %5")
-      .arg(rec.started.value("model").toString("?"), rec.started.value("data").toString("?"),
-           dev.value("name").toString("?"), dev.value("kind").toString("?"), ver.value("libtorch").toString("?"));
-}
-
-QString comparisonsMarkdown(const RunRecord& rec, const std::vector<Comparison>& cmp) {
-  QString md = QStringLiteral("# TuneBench — measured comparisons\n\n%1  \nexported %2\n\n")
-                   .arg(runTitle(rec), QDateTime::currentDateTimeUtc().toString(Qt::ISODate));
-  md += "| change | before (samples/s) | after (samples/s) | ratio | 95% CI | data wait (share of step) | n before/after | verdict |\n";
-  md += "|---|---:|---:|---:|---|---|---|---|\n";
-  for (const auto& c : cmp)
-    md += QStringLiteral("| %1 | %2 | %3 | %4× | [%5, %6] | %7% → %8% | %9/%10 | %11 |\n")
-              .arg(c.change, fmt(c.stats.before), fmt(c.stats.after), fmt(c.stats.ratio, 2),
-                   fmt(c.stats.lo, 2), fmt(c.stats.hi, 2), fmt(100 * c.wait_before), fmt(100 * c.wait_after))
-              .arg(c.stats.n_before).arg(c.stats.n_after).arg(QString::fromStdString(c.stats.verdict()));
-  if (cmp.empty()) md += "| (no configuration change measured yet) | | | | | | | |\n";
-  md += "\nSamples over wall time of each side's measured steps (data loading included), warm-up excluded; the "
-        "interval is Welch's t on the log throughputs of 5-step windows. \"no effect\" = the interval covers 1. A live "
-        "toggle is measured before then after, not alternated: \"(drifting)\" marks a side whose throughput trended.\n";
-  for (const auto& c : cmp)
-    md += "\n- " + c.change + ": " + c.trustText().replace('\n', "; ");
-  if (!cmp.empty()) md += "\n";
-  if (!rec.failure.isEmpty()) md += "\n**The run ended with an error:** " + rec.failure.section('\n', 0, 0) + "\n";
-  return md;
-}
-
-QString comparisonsHtml(const RunRecord& rec, const std::vector<Comparison>& cmp) {
-  QString h = QStringLiteral(
-      "<!doctype html><html><head><meta charset=\"utf-8\"><title>TuneBench comparisons</title><style>"
-      "body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse}td,th{padding:4px 10px;"
-      "border-bottom:1px solid #ddd;text-align:right}td:first-child,th:first-child{text-align:left}"
-      ".faster{color:#1a7f37;font-weight:bold}.slower{color:#c62828;font-weight:bold}.bar{background:#4fa3ff;"
-      "height:10px;display:inline-block}</style></head><body>");
-  h += QStringLiteral("<h1>TuneBench — measured comparisons</h1><p>%1<br>exported %2</p>")
-           .arg(runTitle(rec).toHtmlEscaped(), QDateTime::currentDateTimeUtc().toString(Qt::ISODate));
-  h += "<table><tr><th>change</th><th>before (samples/s)</th><th>after (samples/s)</th><th>ratio</th><th>95% CI</th>"
-       "<th>data wait</th><th>n</th><th>verdict</th><th></th></tr>";
-  for (const auto& c : cmp) {
-    const QString v = QString::fromStdString(c.stats.verdict());
-    const double w = std::isfinite(c.stats.ratio) ? std::min(300.0, 100.0 * c.stats.ratio) : 0;
-    h += QStringLiteral("<tr><td>%1</td><td>%2</td><td>%3</td><td>%4×</td><td>[%5, %6]</td><td>%7% → %8%</td><td>%9/%10</td>"
-                        "<td class=\"%11\">%11</td><td><span class=\"bar\" style=\"width:%12px\"></span></td></tr>")
-             .arg(c.change.toHtmlEscaped(), fmt(c.stats.before), fmt(c.stats.after), fmt(c.stats.ratio, 2),
-                  fmt(c.stats.lo, 2), fmt(c.stats.hi, 2), fmt(100 * c.wait_before), fmt(100 * c.wait_after))
-             .arg(c.stats.n_before).arg(c.stats.n_after).arg(v).arg(int(w));
-  }
-  h += "</table><p>Samples over wall time of each side's measured steps (data loading included), warm-up excluded; "
-       "95% interval: Welch's t on the log throughputs of 5-step windows. \"no effect\" = the interval covers 1. A live "
-       "toggle is measured before then after, not alternated: \"(drifting)\" marks a side whose throughput trended.</p>";
-  for (const auto& c : cmp)
-    if (const QString w = observerCostText(c.observer_share); !w.isEmpty())
-      h += "<p>" + c.change.toHtmlEscaped() + ": " + w.toHtmlEscaped() + "</p>";
-  if (!rec.failure.isEmpty()) h += "<p><b>The run ended with an error:</b> " + rec.failure.toHtmlEscaped() + "</p>";
-  h += "</body></html>\n";
-  return h;
-}
-
-QByteArray comparisonsJson(const RunRecord& rec, const std::vector<Comparison>& cmp) {
+QJsonObject sessionDocument(const RunRecord& rec, const std::vector<Comparison>& cmp,
+                            const QHash<QString, QString>& decisions) {
+  auto finite = [](double v) { return std::isfinite(v) ? QJsonValue(v) : QJsonValue(); };
   QJsonArray arr;
   for (const auto& c : cmp) {
     arr.append(QJsonObject{{"change", c.change},
                            {"changed", c.changed},
                            {"previous", c.previous},
-                           {"before", c.stats.before},
-                           {"after", c.stats.after},
+                           {"source", c.from_tune ? "auto-tune" : "toggle"},
+                           {"before", finite(c.stats.before)},
+                           {"after", finite(c.stats.after)},
                            {"noise_before", QString::fromStdString(c.stats.noise_before.text)},
                            {"noise_after", QString::fromStdString(c.stats.noise_after.text)},
-                           {"ratio", c.stats.ratio},
-                           {"ci95", QJsonArray{c.stats.lo, c.stats.hi}},
+                           {"ratio", c.stats.valid ? finite(c.stats.ratio) : QJsonValue()},
+                           {"ci95", c.stats.valid ? QJsonValue(QJsonArray{c.stats.lo, c.stats.hi}) : QJsonValue()},
+                           {"method", QString::fromStdString(c.stats.method)},
                            {"n_before", qint64(c.stats.n_before)},
                            {"n_after", qint64(c.stats.n_after)},
                            {"verdict", QString::fromStdString(c.stats.verdict())},
+                           {"trust", c.trustText()},
+                           {"decision", decisions.value(c.change)},
+                           {"report_html", c.report_html},
                            {"data_wait_share_before", c.wait_before},
                            {"data_wait_share_after", c.wait_after},
-                           {"observer_cpu_share", std::isfinite(c.observer_share) ? QJsonValue(c.observer_share) : QJsonValue()}});
+                           {"observer_cpu_share", finite(c.observer_share)}});
   }
   // Each segment's throughput as the chart shows it: what a benchmark compares with `tunebench-cli run`.
   QJsonArray segments;
@@ -236,17 +181,32 @@ QByteArray comparisonsJson(const RunRecord& rec, const std::vector<Comparison>& 
                                 {"warmup_steps", s.warmup_steps},
                                 {"measured_steps", qint64(s.timings.size())},
                                 {"samples_per_s", s.timings.empty() ? QJsonValue() : QJsonValue(s.throughput())},
-                                {"observer_cpu_share", std::isfinite(s.observerShare()) ? QJsonValue(s.observerShare()) : QJsonValue()}});
-  QJsonObject root{{"unit", "samples/s"},
+                                {"observer_cpu_share", finite(s.observerShare())}});
+  QJsonArray tunes;
+  for (const TuneEvent& t : rec.tunes) {
+    if (t.done.isEmpty()) continue;
+    tunes.append(QJsonObject{{"at_step", t.before_step},
+                             {"report_html", t.done.value("report_html")},
+                             {"report_markdown", t.done.value("report_markdown")},
+                             {"report_json", t.done.value("report_json")},
+                             {"kept", t.done.value("kept")},
+                             {"speedup", t.done.value("speedup")},
+                             {"speedup_ci", t.done.value("speedup_ci")}});
+  }
+  QJsonObject root{{"format", "tunebench-session-input"},
+                   {"unit", "samples/s"},
                    {"versions", rec.hello.value("versions")},
                    {"device", rec.hello.value("device")},
                    {"model", rec.started.value("model")},
                    {"data", rec.started.value("data")},
                    {"steps", qint64(rec.steps.size())},
+                   {"first_config", rec.configs.empty() ? QJsonObject() : rec.configs.front().knobs},
+                   {"current_config", rec.configs.empty() ? QJsonObject() : rec.configs.back().knobs},
                    {"comparisons", arr},
-                   {"segments", segments}};
+                   {"segments", segments},
+                   {"tunes", tunes}};
   if (!rec.failure.isEmpty()) root.insert("failure", rec.failure);
-  return QJsonDocument(root).toJson(QJsonDocument::Indented);
+  return root;
 }
 
 }  // namespace tb::ui

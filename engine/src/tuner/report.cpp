@@ -588,6 +588,12 @@ std::string report_markdown(const TuneResult& r) {
   return m.str();
 }
 
+namespace report_detail {
+const char* report_css() { return kCss; }
+std::string report_time_utc() { return now_utc(); }
+std::string config_text_of(const Config& base, const Config& c) { return config_text(base, c); }
+}  // namespace report_detail
+
 nlohmann::json tune_done_message(const TuneResult& r, const std::string& html_path, const std::string& markdown_path,
                                  const std::string& json_path) {
   json m = {{"type", "tune_done"}, {"report_html", html_path}, {"report_markdown", markdown_path},

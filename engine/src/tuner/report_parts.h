@@ -50,6 +50,13 @@ inline std::string interval_text(const RatioEstimate& e) {
   return fmt(e.ratio, 3) + "x [" + fmt(e.lo, 3) + ", " + fmt(e.hi, 3) + "]";
 }
 
+// The tuning report's stylesheet and its UTC time stamp (report.cpp): the session report (report_session.cpp)
+// looks the same.
+const char* report_css();
+std::string report_time_utc();
+// "workers=2, amp=bf16": the knobs of `c` that differ from `base`, or "(the baseline)".
+std::string config_text_of(const Config& base, const Config& c);
+
 // The report's charts, each one self-contained <svg> (or a one-line <p> when there is nothing to draw).
 std::string svg_waterfall(const TuneResult& r);  // baseline, each kept knob (estimated), final (measured)
 std::string svg_forest(const TuneResult& r);     // every trial's ratio with its interval, log axis

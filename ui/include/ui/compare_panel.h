@@ -29,6 +29,7 @@ class ComparePanel : public QWidget {
   void refresh();
   void refresh(std::vector<Comparison> cmp);  // computed by the caller from the same record
   const std::vector<Comparison>& comparisons() const { return cmp_; }
+  const QHash<QString, QString>& decisions() const { return decisions_; }  // change -> "kept" / "reverted"
   QTableWidget* table() const { return table_; }
   int errorBarCount() const { return whisker_count_; }  // "after" bars drawn with their interval
   int rebuildCount() const { return rebuilds_; }        // how often rows and series were built anew (tests)

@@ -85,7 +85,12 @@ class MainWindow : public QMainWindow {
   bool startRanksTune(int ranks, int budget_s = 0);
   void loadKnobsFile(const QString& path);
 
-  bool exportComparisons(const QString& path);  // .html / .md / .json by suffix
+  // File ▸ Export: the tuner's report (HTML, Markdown, JSON: charts, the trust table, the code to keep) of
+  // this window's run: its live comparisons, an Auto-tune's as the tuner measured it, and every tune's report
+  // whole (`tunebench-cli report --session`). exportComparisons writes the format its suffix names;
+  // exportReport the given {"--html"/"--md"/"--json", path} pairs. Synchronous (about a second).
+  bool exportComparisons(const QString& path);
+  bool exportReport(const QList<QPair<QString, QString>>& outputs);
   bool exportTimelinePng(const QString& path, const QSize& size = {});
   bool exportChromeTrace(const QString& path);  // synchronous (tests, scripted use)
   // The menu's export: re-reading the source (about 1 s per million events) runs on a worker thread, so

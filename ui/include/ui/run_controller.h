@@ -134,7 +134,7 @@ class RunController : public QObject {
   void stopAndWait(int ms = kStopKillMs);
   void sendSet(const QString& knob, const QString& value);
   void sendTrace(bool start);
-  void sendTune(double budget_s);
+  void sendTune(double budget_s, const QStringList& knobs = {});  // knobs: tune only these (protocol `tune`)
   void sendStart(const QJsonObject& startMsg);  // for a serve started without --model
   void send(const QJsonObject& msg);            // adds "v": 1
 

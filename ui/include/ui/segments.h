@@ -3,6 +3,7 @@
 // report export all read the same numbers.
 #pragma once
 
+#include <QHash>
 #include <QJsonObject>
 #include <QString>
 #include <vector>
@@ -61,9 +62,10 @@ RatioCI tunerStats(const QJsonObject& tune_done);
 std::pair<QString, QString> chunksForComparison(const RunRecord& rec, const std::vector<Segment>& segs,
                                                 const Comparison& c);
 
-// Exports of the measured comparisons (until the tuner's report writer is wired in).
-QString comparisonsMarkdown(const RunRecord& rec, const std::vector<Comparison>& cmp);
-QString comparisonsHtml(const RunRecord& rec, const std::vector<Comparison>& cmp);
-QByteArray comparisonsJson(const RunRecord& rec, const std::vector<Comparison>& cmp);
+// What File ▸ Export hands the report writer (engine/session_report.h, `tunebench-cli report --session`): the
+// run's environment, its first and current configuration, every comparison (the tuner's for an Auto-tune) with
+// its trust line and the user's decision, each segment's throughput and every tune's report files.
+QJsonObject sessionDocument(const RunRecord& rec, const std::vector<Comparison>& cmp,
+                            const QHash<QString, QString>& decisions = {});
 
 }  // namespace tb::ui
