@@ -141,7 +141,7 @@ int cmd_serve(int argc, char** argv) {
   opts.model.clear();
   opts.data = "synthetic";
   int64_t steps = 0, trace_every = 50, ranks = 0, dist_timeout = 0;
-  std::string trace_dir;
+  std::string trace_dir, report_dir;
   bool inline_files = false;
   for (int i = 1; i < argc; ++i) {
     bool matched = false;
@@ -159,6 +159,8 @@ int cmd_serve(int argc, char** argv) {
       }
     } else if (a == "--trace-dir" && i + 1 < argc) {
       trace_dir = argv[++i];
+    } else if (a == "--report-dir" && i + 1 < argc) {
+      report_dir = argv[++i];
     } else if (a == "--inline-files") {
       inline_files = true;
     } else if (a == "--ranks") {
@@ -438,9 +440,11 @@ int cmd_serve(int argc, char** argv) {
                                                                 leader->recording())
                              : engine::make_session_workload(sopts);
       engine::TuneResult result = engine::run_tune(*workload, topts);
-      std::filesystem::path dir = trace_dir.empty()
-          ? std::filesystem::temp_directory_path() / ("tunebench-tune-" + std::to_string(::getpid()))
-          : std::filesystem::path(trace_dir);
+      // The parent's folder (--report-dir; it removes it), else the trace chunks', else one of ours in /tmp.
+      std::filesystem::path dir = !report_dir.empty() ? std::filesystem::path(report_dir)
+                                  : !trace_dir.empty()
+                                      ? std::filesystem::path(trace_dir)
+                                      : std::filesystem::temp_directory_path() / ("tunebench-tune-" + std::to_string(::getpid()));
       std::filesystem::create_directories(dir);
       const std::string stem = "tune-" + std::to_string(tune_index++);
       const std::string html = (dir / (stem + ".html")).string(), md = (dir / (stem + ".md")).string(),

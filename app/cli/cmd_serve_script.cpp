@@ -1,5 +1,5 @@
 // tunebench-cli serve --script train.py [--python PY] [--set k=v,...] [--steps N] [--trace-dir DIR]
-//                     [--trace-every N] [--trace-detail shapes,stack] [-- SCRIPT ARGS]
+//                     [--trace-every N] [--trace-detail shapes,stack] [--report-dir DIR] [-- SCRIPT ARGS]
 // The run protocol of docs/protocol.md for a user's script: the child (python -m tunebench.launch, through
 // client/script_runner.h) speaks it already; this relays its messages to stdout, with the warm-up flag of
 // each step decided here (the engine's rule), and the parent's set / trace / stop to the child. `tune`
@@ -103,6 +103,7 @@ struct Renumber {
 
 int cmd_serve_script(int argc, char** argv) {
   client::ScriptOptions so;
+  std::string report_dir;  // where a tune's report goes (the parent removes it); else the trace folder, else /tmp
   std::vector<std::string> script_args;
   const int end = script_args_split(argc, argv, script_args);
   so.args = script_args;
@@ -125,6 +126,7 @@ int cmd_serve_script(int argc, char** argv) {
     } else if (a == "--steps" && value(v) && parse_int(v, n)) {
       so.steps = n;
     } else if (a == "--trace-dir" && value(so.trace_dir)) {
+    } else if (a == "--report-dir" && value(report_dir)) {
     } else if (a == "--inline-files") {
       g_inline_files = true;
     } else if (a == "--trace-every" && value(v) && parse_int(v, n, 1)) {
@@ -200,9 +202,10 @@ int cmd_serve_script(int argc, char** argv) {
             tso.output = {};
             auto w = engine::make_script_workload(tso);
             engine::TuneResult r = engine::run_tune(*w, to);
-            const auto dir = so.trace_dir.empty()
-                                 ? std::filesystem::temp_directory_path() / ("tunebench-tune-" + std::to_string(::getpid()))
-                                 : std::filesystem::path(so.trace_dir);
+            const auto dir = !report_dir.empty() ? std::filesystem::path(report_dir)
+                             : !trace_base.empty()
+                                 ? std::filesystem::path(trace_base)
+                                 : std::filesystem::temp_directory_path() / ("tunebench-tune-" + std::to_string(::getpid()));
             std::filesystem::create_directories(dir);
             const std::string stem = (dir / ("tune-" + std::to_string(tune_index++))).string();
             engine::write_report(r, stem + ".html", stem + ".md", stem + ".json");

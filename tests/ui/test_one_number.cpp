@@ -63,12 +63,12 @@ class TestOneNumber : public QObject {
     QVERIFY2(waitFor([&] { return w.toggles()->editorFor("workers") && measuredSteps(w, 0) >= 25; }, 90000),
              qPrintable(w.run()->stderrTail()));
     // The status bar: the configuration's throughput as the chart's line gives it.
-    QVERIFY(waitFor([&] { return w.findChild<QLabel*>("perf_label")->text().contains("measured steps"); }, 5000));
+    QVERIFY(waitFor([&] { return w.findChild<QLabel*>("perf_label")->text().contains("this configuration"); }, 5000));
     {
       // Both read the record as it was at the last refresh: the chart's line label and the status bar agree.
       const QString perf = w.findChild<QLabel*>("perf_label")->text();
       const QString line = w.chart()->labelTexts().join('|');
-      QVERIFY2(perf.contains(" samples/s over this configuration's"), qPrintable(perf));
+      QVERIFY2(perf.contains(" samples/s (this configuration, "), qPrintable(perf));
       const QString value = perf.section(" · ", 1).section(' ', 0, 0);  // "523.4"
       const QRegularExpression per_s("(\\d+(?:\\.\\d)?)/s");
       const double on_chart = per_s.match(line).captured(1).toDouble();

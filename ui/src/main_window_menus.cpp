@@ -186,7 +186,9 @@ void MainWindow::restoreSettings() {
   if (!restoreGeometry(s.value("window/geometry").toByteArray())) {
     // First start: most of the screen (a timeline wants width), not a fixed size.
     const QRect avail = screen() ? screen()->availableGeometry() : QRect(0, 0, 1500, 920);
-    resize(std::max(1000, avail.width() * 9 / 10), std::max(700, avail.height() * 9 / 10));
+    // Never past the screen: room is left for a window manager's frame, which is not known before show().
+    resize(std::min(std::max(1000, avail.width() * 9 / 10), avail.width() - 16),
+           std::min(std::max(700, avail.height() * 9 / 10), avail.height() - 48));
   }
   fitToScreen();
   restoreState(s.value("window/state").toByteArray());

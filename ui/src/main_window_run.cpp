@@ -87,10 +87,12 @@ bool MainWindow::startRun(const RunOptions& opt, const QString& program) {
     args << "--set" << kv.join(",");
   }
   if (opt.steps > 0) args << "--steps" << QString::number(opt.steps);
-  if (opt.trace_every > 0) {
-    tmp_ = std::make_unique<QTemporaryDir>(QDir::tempPath() + "/tunebench-run-XXXXXX");
-    args << "--trace-dir" << tmp_->path() << "--trace-every" << QString::number(opt.trace_every);
-  }
+  // One folder of this window's for everything the run writes here (trace chunks, a tune's reports); it goes
+  // with the run. A remote run writes on its server and sends the files back in the stream.
+  const bool local = !run_->isRemote() && !run_->isGroup();
+  if (opt.trace_every > 0 || local) tmp_ = std::make_unique<QTemporaryDir>(QDir::tempPath() + "/tunebench-run-XXXXXX");
+  if (opt.trace_every > 0) args << "--trace-dir" << tmp_->path() << "--trace-every" << QString::number(opt.trace_every);
+  if (local) args << "--report-dir" << tmp_->path();
   if (!opt.script.isEmpty()) args << "--" << opt.script_args;
   return startProcess(cli, args);
 }
@@ -171,7 +173,7 @@ void MainWindow::refreshLive() {
     // wall time of its measured steps), not the last step's own rate.
     const Segment* cur = segs.empty() ? nullptr : &segs.back();
     QString text = cur && !cur->timings.empty()
-                       ? tr("step %1 · %2 samples/s over this configuration's %3 measured steps")
+                       ? tr("step %1 · %2 samples/s (this configuration, %3 steps)")
                              .arg(s.i)
                              .arg(cur->throughput(), 0, 'f', 1)
                              .arg(cur->timings.size())

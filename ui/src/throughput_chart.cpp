@@ -38,10 +38,10 @@ ThroughputChart::ThroughputChart(QWidget* parent) : QWidget(parent) {
   chart_->addSeries(line_);
   chart_->addSeries(warm_);
   ax_ = new QValueAxis;
-  ax_->setTitleText(tr("step"));
+  ax_->setTitleText(tr("step (a point per %1-step window)").arg(kWindowSteps));
   ax_->setLabelFormat("%d");
   ay_ = new QValueAxis;
-  ay_->setTitleText(tr("samples/s (%1-step windows)").arg(kWindowSteps));
+  ay_->setTitleText(tr("samples/s"));
   ay_->setLabelFormat("%.0f");
   chart_->addAxis(ax_, Qt::AlignBottom);
   chart_->addAxis(ay_, Qt::AlignLeft);
