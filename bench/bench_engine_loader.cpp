@@ -1,7 +1,7 @@
 // Loader benchmark (not run in CI): imagefolder + mnist_cnn through the engine's Session, workers=2 vs 0.
 //
 // Generates 128 textured 1024x768 JPEGs (phone-photo sized; --size/--images to change) (make-dataset's generator) under /tmp once, then trains `mnist_cnn`
-// (seed 001's network) with `--data imagefolder:DIR` exactly as `tunebench-cli run` does, once with workers=0
+// (PyTorch's MNIST example network) with `--data imagefolder:DIR` exactly as `tunebench-cli run` does, once with workers=0
 // (decode + crop + normalize on the training thread, inside the step) and once with workers=2 (overlapped).
 // Throughput = samples / wall of the non-warm-up steps, including data loading (docs/protocol.md, "Measuring").
 //

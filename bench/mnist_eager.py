@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The mnist_cnn training loop of seed 001 in PyTorch eager mode, on synthetic data.
+"""The mnist_cnn training loop (PyTorch's MNIST example network) in PyTorch eager mode, on synthetic data.
 
 The same loop the engine runs with its default knobs (what a newcomer writes): AdamW with the per-parameter
 loop (foreach=False), zero_grad() filling zeros, loss.item() every step, one batch made once (synthetic).

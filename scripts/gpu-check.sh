@@ -2,7 +2,7 @@
 # Run ON THE GPU BOX (the device tool), from the repository root, ONE STAGE PER CALL (each call <= 10 min):
 #   TB_GPU_STAGES=build     bash scripts/gpu-check.sh     # configure + build (Release, no Qt, no benches): ~4-6 min
 #   TB_GPU_STAGES=test      bash scripts/gpu-check.sh     # ctest (600 s overall cap)
-#   TB_GPU_STAGES=scenarios bash scripts/gpu-check.sh     # the GPU scenarios of issue 19, each run under `timeout`
+#   TB_GPU_STAGES=scenarios bash scripts/gpu-check.sh     # the GPU scenarios, each run under `timeout`
 #   TB_GPU_STAGES=tune      bash scripts/gpu-check.sh     # the auto-tuner on ResNet-50 (TB_GPU_TUNE_BUDGET, 300 s)
 #   TB_GPU_STAGES=script    bash scripts/gpu-check.sh     # examples/train_folder.py unmodified on the box's torch:
 #                                                         # one run per knob, a trace, a script tune (~8 min)
@@ -154,7 +154,7 @@ if [[ " $stages " == *" tune "* ]]; then
   log "tune rc=$? $(python3 -c "import json;j=json.load(open('$work/runs/tune.json'));print('speedup', j['speedup'], j['speedup_ci'], j['noise']['text'])" 2>/dev/null)"
   pack tune
 fi
-# The user's-script path (issue 11) on the box's own torch (a pip/conda 2.x with CUDA): the example script
+# The user's-script path on the box's own torch (a pip/conda 2.x with CUDA): the example script
 # unmodified, one run per knob, traced once; then a short script tune.
 if [[ " $stages " == *" script "* ]]; then
   if python3 -c 'import PIL, numpy' 2>/dev/null; then
@@ -185,7 +185,7 @@ if [[ " $stages " == *" script "* ]]; then
   fi
   pack script
 fi
-# Data parallel on the box's GPU(s) (issue 12), resnet18 on synthetic data, two ranks each: Gloo with the ranks
+# Data parallel on the box's GPU(s), resnet18 on synthetic data, two ranks each: Gloo with the ranks
 # sharing the GPU(s); the automatic choice (NCCL with a GPU per rank, else Gloo and a warning that says why);
 # NCCL asked for (with one GPU: the one-line refusal; with two or more: a traced NCCL run whose all-reduce
 # kernels the analysis counts as communication). The one-rank NCCL group runs in the test stage.

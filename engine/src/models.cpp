@@ -196,7 +196,7 @@ struct ConvBNRegistry {
 };
 
 // ---------------------------------------------------------------------------------------------------------
-// mnist_cnn: the network of seed 001 (PyTorch's examples/mnist).
+// mnist_cnn: the network of PyTorch's examples/mnist.
 struct MnistNetImpl : torch::nn::Module {
   MnistNetImpl(int64_t c, int64_t h, int64_t w, int64_t classes) {
     conv1 = register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(c, 32, 3)));

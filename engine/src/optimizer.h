@@ -1,9 +1,9 @@
 // AdamW, the engine's optimizer for every model (private to engine/).
 //
-// Why AdamW everywhere: fused_optimizer is one of the seed optimizations (apex FusedAdam, seed 004), and it
+// Why AdamW everywhere: fused_optimizer is one of the known optimizations (apex's FusedAdam), and it
 // only means something for an optimizer with per-parameter state and several pointwise ops per parameter.
 // One optimizer for all models also keeps the loss-drift guard and the tuner comparable across models.
-// (The seed-001 MNIST example used Adadelta; the loop structure is the same.)
+// (PyTorch's MNIST example uses Adadelta; the loop structure is the same.)
 //
 // Two implementations of the same math, chosen per step by the fused_optimizer knob:
 // - loop: one parameter at a time, ~8 kernels each (torch.optim.AdamW(foreach=False), what LibTorch's

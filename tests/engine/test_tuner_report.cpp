@@ -172,7 +172,7 @@ TEST(TunerReport, HtmlIsWellFormedSelfContainedAndComplete) {
   EXPECT_NE(html.find("session-&gt;apply"), std::string::npos);
 }
 
-// The review's report defects (reviews/gui.md #8): a zero stall drawn as a full-width bar, the waterfall's
+// Report defects a user met: a zero stall drawn as a full-width bar, the waterfall's
 // caption cut, two baselines with nothing to tie them, "no effect no effect: ...".
 TEST(TunerReport, NoZeroBarsOneBaselineNoRepeatedVerdict) {
   TuneResult r = simulated_result();

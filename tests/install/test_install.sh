@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The headless part installed under a prefix works on its own (issue 17: what a GPU server gets), and the
+# The headless part installed under a prefix works on its own (what a GPU server gets), and the
 # Debian packages hold what they should. Usage: test_install.sh BUILD_DIR PYTHON [deb]
 set -euo pipefail
 build=$1 python=$2 mode=${3:-install}

@@ -1,4 +1,4 @@
-// The classes of time and the bounds that real traces got wrong (../shared/reviews/analysis.md), each on a
+// The classes of time and the bounds that real traces got wrong (docs/analysis.md has the definitions), each on a
 // small trace built by hand with the expected numbers worked out in the comments, then on the real
 // Kineto traces of tests/testdata with figures recomputed independently from their raw JSON.
 #include <gtest/gtest.h>

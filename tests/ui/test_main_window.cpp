@@ -221,7 +221,7 @@ class TestMainWindow : public QObject {
     QVERIFY(waitFor([&] { return fin.count() == 1; }, 3000));
   }
 
-  // Auto-tune in the GUI (reviews/gui.md #1): the dialog's text carries the interval, what to keep, the
+  // Auto-tune in the GUI: the dialog's text carries the interval, what to keep, the
   // budget used and why the tune ended early; the tuner's result is its own Compare row, named as such.
   void autoTuneSaysWhatItFoundAndWhyItEnded() {
     if (tbtest::python().isEmpty()) QSKIP("python3 not found");

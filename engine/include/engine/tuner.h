@@ -26,7 +26,7 @@
 // count together with the intra-op thread count, batch size doubled until OOM or no gain, enum knobs every
 // choice, int knobs their recommended value); (2) accumulate the winners greedily in order of gain, each
 // re-measured against the configuration accumulated so far; (3) revisit the knobs that did not pay on top of
-// the accumulated configuration (seed 003: the parallel loader only mattered once fp16 made the GPU fast);
+// the accumulated configuration (the parallel loader may only matter once fp16 has made the GPU fast);
 // (4) the final alternation. After the baseline and after each accepted change a short trace is analysed
 // (Workload::snapshot) so the report shows where the bottleneck moved.
 //

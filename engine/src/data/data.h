@@ -34,7 +34,7 @@ struct DataError : std::runtime_error {
 // Per-call preprocessing switches the loader passes to Dataset::load (extension of the contract; the
 // 4-argument load() keeps its meaning: fp32 preprocessing).
 struct SampleOptions {
-  bool fp32_preprocess = true;  // false: resample + normalize in fp16 (c10::Half) on the CPU, seed 003's slow path
+  bool fp32_preprocess = true;  // false: resample + normalize in fp16 (c10::Half) on the CPU, a known slow path
   // true: decode JPEGs at the smallest DCT scale that still covers the crop (what DALI, PIL's draft mode and
   // FFCV do); false: full-size decode, what torchvision's ImageFolder + PIL does by default.
   bool scaled_decode = false;
@@ -73,7 +73,7 @@ struct LoaderOptions {
   bool pin_memory = false;    // pinned staging ring (CUDA builds; else reported not applicable)
   bool non_blocking = false;  // async H2D on a copy stream + event (CUDA builds)
   bool deterministic = true;  // batches come out in index order regardless of which worker finished first
-  bool fp32_preprocess = true;  // false: preprocessing math in fp16 on the CPU (the slow naive path of seed 003)
+  bool fp32_preprocess = true;  // false: preprocessing math in fp16 on the CPU (a known slow naive path)
   bool scaled_decode = false;   // the fast_decode knob: reduced-scale JPEG decode (SampleOptions::scaled_decode)
   bool channels_last = false;   // produce NHWC-strided device tensors
   int64_t batch_size = 32;

@@ -23,7 +23,7 @@ constexpr float kImageNetMean[3] = {0.485f, 0.456f, 0.406f};
 constexpr float kImageNetStd[3] = {0.229f, 0.224f, 0.225f};
 constexpr float kGrayMean[1] = {0.449f};
 constexpr float kGrayStd[1] = {0.226f};
-// MNIST statistics of the PyTorch example (seed 001).
+// MNIST statistics of PyTorch's MNIST example.
 constexpr float kMnistMean[1] = {0.1307f};
 constexpr float kMnistStd[1] = {0.3081f};
 

@@ -60,7 +60,7 @@ bool decode_png(const uint8_t* data, size_t size, int channels, Image& out, std:
 void resample_normalize_f32(const Image& img, double x, double y, double w, double h, bool flip, int out_w,
                             int out_h, const float* mean, const float* std, float* out);
 // Same math done naively in half precision on the CPU (c10::Half: every add/mul rounds to fp16 in software),
-// the slow path seed 003 measured when preprocessing was left in fp16. Results differ from the fp32 path by
+// the slow path a known tuning story measured when preprocessing was left in fp16. Results differ from the fp32 path by
 // fp16 rounding (about 1e-3 relative).
 void resample_normalize_f16(const Image& img, double x, double y, double w, double h, bool flip, int out_w,
                             int out_h, const float* mean, const float* std, float* out);

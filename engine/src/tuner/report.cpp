@@ -614,7 +614,7 @@ nlohmann::json tune_done_message(const TuneResult& r, const std::string& html_pa
   m["speedup_pairs"] = gain ? json(r.speedup.pairs) : json(nullptr);
   m["baseline_throughput"] = num(r.baseline_throughput);
   m["final_throughput"] = num(r.final_throughput);
-  // A tune that stops at 17 of 60 s must say why (reviews/gui.md #1). The search ends when every phase is
+  // A tune that stops at 17 of 60 s must say why (a user saw "used 17 s" of 60 and no reason). The search ends when every phase is
   // done; the budget only cuts it short.
   std::string ended;
   if (r.budget_s > 0 && r.elapsed_s < 0.9 * r.budget_s) {

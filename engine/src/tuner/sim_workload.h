@@ -1,7 +1,8 @@
 // A deterministic simulation of one GPU training step (private to the engine; tests include it).
 //
 // The model is a queue of three resources with knob-dependent costs, chosen so that the search has to
-// discover interactions the way seed 003 tells them:
+// discover interactions the way real tuning meets them (docs/design.md: the loader only mattered once
+// fp16 made the GPU fast):
 //   gpu     = (20 + 1.5*B) ms * amp factor (off 1, fp16 0.5, bf16 0.35) * 1.5 with anomaly_detection on
 //             * 0.8 with tf32 on
 //   launch  = 45 ms of host launch work per step, 3 ms with cuda_graphs on;  device = max(gpu, launch)
