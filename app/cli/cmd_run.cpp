@@ -20,6 +20,7 @@
 #include "engine/cpu_allocator.h"
 #include "engine/distributed.h"
 #include "engine_cli_common.h"
+#include "profiler/ranks.h"
 #include "run_ranks.h"
 
 namespace tb::cli {
@@ -261,7 +262,7 @@ int cmd_run(int argc, char** argv) {
     if (out.contains("error") && failure.empty()) failure = out["error"].get<std::string>();
     const size_t traced = traces.size();
     if (!trace_path.empty() && traced > 0) {
-      auto merged = merge_traces(std::move(traces));
+      auto merged = prof::merge_rank_traces(std::move(traces));
       auto st = prof::write_chrome_trace(*merged, trace_path);
       if (!st.ok()) {
         std::fprintf(stderr, "tunebench-cli: error: cannot write trace '%s': %s\n", trace_path.c_str(),

@@ -361,17 +361,6 @@ nlohmann::json merge_rank_results(const std::vector<std::string>& per_rank) {
   return out;
 }
 
-std::unique_ptr<prof::Trace> merge_traces(std::vector<std::unique_ptr<prof::Trace>> traces) {
-  if (traces.empty()) return nullptr;
-  for (size_t i = 1; i < traces.size(); ++i) {
-    // Ranks on different hosts can have the same pid, or each its GPU 0: keep their rows apart.
-    if (traces[0]->shares_pids_with(*traces[i])) traces[i]->move_pids(int64_t(i) * prof::kPidSpace);
-    traces[0]->merge(*traces[i]);
-  }
-  traces[0]->finalize();
-  return std::move(traces[0]);
-}
-
 std::string resolve_group(const engine::SessionOptions& opts, int64_t& ranks, std::optional<engine::DistOptions>& env) {
   if (auto it = opts.knobs.find("ranks"); it != opts.knobs.end()) {
     char* end = nullptr;

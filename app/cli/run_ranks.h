@@ -55,8 +55,5 @@ inline bool port_in_use_error(const char* what) {
 // (each rank's throughput, window, steps, parameter digest, error) and missing_ranks.
 nlohmann::json merge_rank_results(const std::vector<std::string>& per_rank);
 
-// The ranks' traces as one (each keeps its own process, so the analysis can scope to one rank and name the
-// others); null when there are none.
-std::unique_ptr<prof::Trace> merge_traces(std::vector<std::unique_ptr<prof::Trace>> traces);
 
 }  // namespace tb::cli

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "engine_cli_common.h"
+#include "profiler/ranks.h"
 #include "run_ranks.h"
 
 namespace tb::cli {
@@ -91,7 +92,7 @@ std::unique_ptr<prof::Trace> GroupLeader::chunk(std::unique_ptr<prof::Trace> min
     auto parsed = prof::parse_trace(all[r], "rank " + std::to_string(r) + " trace");
     if (parsed.ok()) traces.push_back(std::move(parsed.value()));
   }
-  return merge_traces(std::move(traces));
+  return prof::merge_rank_traces(std::move(traces));
 }
 
 nlohmann::json GroupLeader::stop(bool gather) {

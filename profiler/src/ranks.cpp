@@ -190,4 +190,14 @@ std::string to_json(const RankAnalysis& ra) {
   return w.take();
 }
 
+std::unique_ptr<Trace> merge_rank_traces(std::vector<std::unique_ptr<Trace>> traces) {
+  if (traces.empty()) return nullptr;
+  for (size_t i = 1; i < traces.size(); ++i) {
+    if (traces[0]->shares_pids_with(*traces[i])) traces[i]->move_pids(int64_t(i) * kPidSpace);
+    traces[0]->merge(*traces[i]);
+  }
+  traces[0]->finalize();
+  return std::move(traces[0]);
+}
+
 }  // namespace tb::prof

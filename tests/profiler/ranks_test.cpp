@@ -3,6 +3,8 @@
 // the wait is the training thread's comm_wait while an all-reduce runs), numbers worked out in comments.
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "profiler/analysis.h"
 #include "profiler/range_names.h"
 #include "profiler/ranks.h"
@@ -48,6 +50,29 @@ std::vector<AnalysisResult> per_pid(Builder& b) {
     out.push_back(analyze(b.t, o));
   }
   return out;
+}
+
+// Two ranks on two hosts, both pid 1: merged, each keeps a process of its own with its steps, and the pid it
+// had on its host.
+TEST(Ranks, MergedRankTracesKeepEachRankApart) {
+  std::vector<std::unique_ptr<Trace>> traces;
+  for (int r = 0; r < 2; ++r) {
+    Builder b;
+    const uint32_t comm = b.t.track_for(TrackKind::CpuThread, 1, 2, "comm (gloo)");
+    for (int64_t s = 0; s < 3; ++s) rank_step(b, b.cpu, comm, s * 100, s, 10 + 20 * r, 5);
+    b.t.finalize();
+    traces.push_back(std::make_unique<Trace>(std::move(b.t)));
+  }
+  EXPECT_EQ(merge_rank_traces({}), nullptr);
+  const auto merged = merge_rank_traces(std::move(traces));
+  ASSERT_NE(merged, nullptr);
+  const auto pids = processes_with_steps(*merged);
+  ASSERT_EQ(pids.size(), 2u);
+  EXPECT_NE(pids[0], pids[1]);
+  for (int64_t pid : pids) EXPECT_EQ(os_pid(pid), 1);
+  AnalysisOptions o;
+  o.pid = pids[1];
+  EXPECT_EQ(analyze(*merged, o).steps.size(), 3u);
 }
 
 TEST(Ranks, ARankWithASlowLoaderIsTheStragglerAndTheFindingSaysWorkers) {

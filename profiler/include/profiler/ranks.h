@@ -20,10 +20,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "profiler/analysis.h"
+#include "profiler/trace.h"
 
 namespace tb::prof {
 
@@ -63,6 +65,11 @@ std::string process_label(const TraceMetadata& meta, int64_t pid);
 // Processes that named themselves "rank R ..." first, by R (ranks on several hosts have pids in no order),
 // then the others by pid.
 void sort_processes(const TraceMetadata& meta, std::vector<int64_t>& pids);
+
+// The ranks' traces as one, in rank order (the first one's clock): each rank keeps its own process, so the
+// analysis can scope to one rank and name the others; pids two ranks share (ranks on different hosts, each
+// one's GPU 0) are moved apart by kPidSpace per rank. Null when there are none.
+std::unique_ptr<Trace> merge_rank_traces(std::vector<std::unique_ptr<Trace>> traces);
 
 // JSON object: {"matched_steps", "straggler": label|null, "wait_per_step_us", "wait_share", "cause",
 // "ranks": [{label, pid, steps, step_median_us, work_median_us, comm_wait_median_us, data_wait_median_us,
