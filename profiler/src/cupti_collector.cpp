@@ -29,6 +29,19 @@ void ClockAlignment::add_sample(int64_t mono_before, int64_t cupti_ns, int64_t m
   auto it = std::upper_bound(samples_.begin(), samples_.end(), cupti_ns,
                              [](int64_t t, const Sample& x) { return t < x.cupti_ns; });
   samples_.insert(it, s);
+  // The mapping must keep the order of every two CUPTI times (a kernel's end after its start, a child inside
+  // its parent). Between two samples it is linear, so it keeps the order iff each sample maps later than the
+  // one before it; a bracket stretched by preemption (its midpoint far off the true instant) next to a close,
+  // precise one breaks that. Of two samples that disagree, the one with the wider bracket goes.
+  for (size_t i = 1; i < samples_.size();) {
+    const Sample &a = samples_[i - 1], &b = samples_[i];
+    if (b.cupti_ns - b.offset_ns >= a.cupti_ns - a.offset_ns) {
+      ++i;
+      continue;
+    }
+    samples_.erase(samples_.begin() + std::ptrdiff_t(a.uncertainty_ns > b.uncertainty_ns ? i - 1 : i));
+    i = 1;
+  }
 }
 
 int64_t ClockAlignment::to_mono(int64_t cupti_ns) const {

@@ -45,6 +45,42 @@ TEST(ClockAlignment, InterpolatesDriftBetweenSamples) {
   EXPECT_EQ(d.to_mono(2000050), c.to_mono(2000050));
 }
 
+// A bracket stretched by preemption (its midpoint 150 ns early) 100 ns after a precise sample mapped the
+// CUPTI times between them backwards: a kernel ending at 1099 came out before one starting at 1000. The wide
+// sample goes; the mapping keeps every order, with samples in any order and on either side.
+TEST(ClockAlignment, ANoisySampleNeverReordersCloseTimes) {
+  for (int order = 0; order < 2; ++order) {
+    ClockAlignment c;
+    auto precise = [&] { c.add_sample(999, 1000, 1001); };      // offset 0, +-1 ns
+    auto noisy = [&] { c.add_sample(400, 1100, 1500); };        // mid 950: offset 150, +-550 ns
+    if (order == 0) precise(), noisy();
+    else noisy(), precise();
+    c.add_sample(99999, 100000, 100001);                        // offset 0 again later
+    int64_t prev = c.to_mono(900);
+    for (int64_t t = 901; t <= 101000; t += 7) {
+      const int64_t m = c.to_mono(t);
+      ASSERT_GE(m, prev) << "cupti " << t << " order " << order;
+      prev = m;
+    }
+    EXPECT_EQ(c.to_mono(1099), 1099);  // the precise samples decide
+  }
+  // Many samples with jitter of either sign: still never decreasing.
+  ClockAlignment d;
+  uint64_t x = 12345;
+  for (int i = 0; i < 400; ++i) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    const int64_t t = int64_t(i) * 50 + int64_t(x >> 60);  // samples 50 ns apart
+    const int64_t jitter = int64_t((x >> 20) % 400) - 200;  // a bracket off by up to 200 ns
+    d.add_sample(t + jitter - int64_t((x >> 40) % 300), t, t + jitter + int64_t((x >> 30) % 300));
+  }
+  int64_t prev = d.to_mono(0);
+  for (int64_t t = 1; t < 21000; ++t) {
+    const int64_t m = d.to_mono(t);
+    ASSERT_GE(m, prev) << "cupti " << t;
+    prev = m;
+  }
+}
+
 TEST(CuptiNames, StripVersionAndSyncSet) {
   EXPECT_EQ(strip_api_version("cudaStreamSynchronize_v3020"), "cudaStreamSynchronize");
   EXPECT_EQ(strip_api_version("cudaLaunchKernel"), "cudaLaunchKernel");

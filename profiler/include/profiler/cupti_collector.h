@@ -40,6 +40,8 @@ class ClockAlignment {
   void add_sample(int64_t mono_before, int64_t cupti_ns, int64_t mono_after);
   // cupti_ns -> mono ns. No samples: identity. One sample: constant offset. More: linear interpolation
   // between the two samples around t (by CUPTI time), constant offset of the nearest sample outside them.
+  // Never decreasing: a sample that would make it map a later CUPTI time earlier than another sample's is
+  // dropped, the wider bracket of the two (add_sample).
   int64_t to_mono(int64_t cupti_ns) const;
   size_t sample_count() const { return samples_.size(); }
   // Offset (cupti - mono) of the latest sample and the half-width of its bracket (the uncertainty).
