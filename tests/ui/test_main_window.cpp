@@ -39,14 +39,9 @@ class TestMainWindow : public QObject {
   Q_OBJECT
   QTemporaryDir tmp_;
 
-  // Steps measured (past the warm-up) under config revision `rev` of the window's run.
-  static int measuredSteps(const MainWindow& w, int rev) {
-    int n = 0;
-    for (const auto& x : w.run()->record().steps) n += x.config_rev == rev && !x.warmup;
-    return n;
-  }
 
   static bool waitFor(const std::function<bool()>& cond, int ms) { return tbtest::waitFor(cond, ms); }
+  static int measuredSteps(const MainWindow& w, int rev) { return tbtest::measuredSteps(w, rev); }
 
  private slots:
   void initTestCase() {

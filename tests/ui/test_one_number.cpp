@@ -26,6 +26,7 @@
 #include "ui_test_util.h"
 
 using namespace tb::ui;
+using tbtest::measuredSteps;
 using tbtest::waitFor;
 
 namespace {
@@ -33,11 +34,6 @@ QString fixed(double v, int prec) { return QString::number(v, 'f', prec); }
 QString readAll(const QString& path) {
   QFile f(path);
   return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()) : QString();
-}
-int measuredSteps(const MainWindow& w, int rev) {
-  int n = 0;
-  for (const auto& s : w.run()->record().steps) n += s.config_rev == rev && !s.warmup;
-  return n;
 }
 }  // namespace
 

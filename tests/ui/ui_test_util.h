@@ -46,4 +46,13 @@ inline QString realCliWithEngine() {
   return {};
 }
 
+// Steps measured (past the warm-up) under config revision `rev` of a window's run. A template so that this
+// header needs no MainWindow (tests without one include it too).
+template <class Window>
+int measuredSteps(const Window& w, int rev) {
+  int n = 0;
+  for (const auto& x : w.run()->record().steps) n += x.config_rev == rev && !x.warmup;
+  return n;
+}
+
 }  // namespace tbtest

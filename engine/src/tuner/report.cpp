@@ -592,6 +592,14 @@ namespace report_detail {
 const char* report_css() { return kCss; }
 std::string report_time_utc() { return now_utc(); }
 std::string config_text_of(const Config& base, const Config& c) { return config_text(base, c); }
+void write_report_file(const std::string& path, const std::string& content) {
+  if (path.empty()) return;
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) throw std::runtime_error("cannot write '" + path + "'");
+  f << content;
+  f.close();
+  if (!f) throw std::runtime_error("cannot write '" + path + "' (disk full?)");
+}
 }  // namespace report_detail
 
 nlohmann::json tune_done_message(const TuneResult& r, const std::string& html_path, const std::string& markdown_path,
@@ -632,17 +640,9 @@ nlohmann::json tune_done_message(const TuneResult& r, const std::string& html_pa
 
 void write_report(const TuneResult& r, const std::string& html_path, const std::string& markdown_path,
                   const std::string& json_path) {
-  auto write = [](const std::string& path, const std::string& content) {
-    if (path.empty()) return;
-    std::ofstream f(path, std::ios::binary | std::ios::trunc);
-    if (!f) throw std::runtime_error("cannot write '" + path + "'");
-    f << content;
-    f.close();
-    if (!f) throw std::runtime_error("cannot write '" + path + "' (disk full?)");
-  };
-  write(html_path, report_html(r));
-  write(markdown_path, report_markdown(r));
-  write(json_path, json_path.empty() ? std::string() : report_json(r).dump(2) + "\n");
+  write_report_file(html_path, report_html(r));
+  write_report_file(markdown_path, report_markdown(r));
+  write_report_file(json_path, json_path.empty() ? std::string() : report_json(r).dump(2) + "\n");
 }
 
 }  // namespace tb::engine

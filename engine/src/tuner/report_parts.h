@@ -56,6 +56,8 @@ const char* report_css();
 std::string report_time_utc();
 // "workers=2, amp=bf16": the knobs of `c` that differ from `base`, or "(the baseline)".
 std::string config_text_of(const Config& base, const Config& c);
+// Writes `content` to `path` ("" : nothing); throws std::runtime_error with a one-line message.
+void write_report_file(const std::string& path, const std::string& content);
 
 // The report's charts, each one self-contained <svg> (or a one-line <p> when there is nothing to draw).
 std::string svg_waterfall(const TuneResult& r);  // baseline, each kept knob (estimated), final (measured)

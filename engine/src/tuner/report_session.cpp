@@ -246,17 +246,9 @@ json session_report_json(const json& in) {
 
 void write_session_report(const json& in, const std::string& html_path, const std::string& markdown_path,
                           const std::string& json_path) {
-  auto write = [](const std::string& path, const std::string& content) {
-    if (path.empty()) return;
-    std::ofstream f(path, std::ios::binary | std::ios::trunc);
-    if (!f) throw std::runtime_error("cannot write '" + path + "'");
-    f << content;
-    f.close();
-    if (!f) throw std::runtime_error("cannot write '" + path + "' (disk full?)");
-  };
-  write(html_path, html_path.empty() ? std::string() : session_report_html(in));
-  write(markdown_path, markdown_path.empty() ? std::string() : session_report_markdown(in));
-  write(json_path, json_path.empty() ? std::string() : session_report_json(in).dump(2) + "\n");
+  write_report_file(html_path, html_path.empty() ? std::string() : session_report_html(in));
+  write_report_file(markdown_path, markdown_path.empty() ? std::string() : session_report_markdown(in));
+  write_report_file(json_path, json_path.empty() ? std::string() : session_report_json(in).dump(2) + "\n");
 }
 
 }  // namespace tb::engine
