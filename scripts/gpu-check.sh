@@ -1,30 +1,45 @@
 #!/usr/bin/env bash
-# Run ON THE GPU BOX (the device tool), from the repository root, ONE STAGE PER CALL (each call <= 10 min):
-#   TB_GPU_STAGES=build     bash scripts/gpu-check.sh     # configure + build (Release, no Qt, no benches): ~4-6 min
-#   TB_GPU_STAGES=test      bash scripts/gpu-check.sh     # ctest (600 s overall cap)
-#   TB_GPU_STAGES=scenarios bash scripts/gpu-check.sh     # the GPU scenarios, each run under `timeout`
-#   TB_GPU_STAGES=tune      bash scripts/gpu-check.sh     # the auto-tuner on ResNet-50 (TB_GPU_TUNE_BUDGET, 300 s)
-#   TB_GPU_STAGES=script    bash scripts/gpu-check.sh     # examples/train_folder.py unmodified on the box's torch:
-#                                                         # one run per knob, a trace, a script tune (~8 min)
-#   TB_GPU_STAGES=dist      bash scripts/gpu-check.sh     # data parallel on the GPU(s): Gloo, auto, NCCL (~4 min)
-# Builds the headless parts against the LibTorch inside the box's PyTorch wheel: the recipe of every build
-# (cmake/TuneBenchTorch.cmake), given the interpreter.
-# A later call on a warm machine finds build-gpu/ still there; on a cold one, run `build` again first.
-# Results land under $OUT as each stage finishes (the device tool returns at most 8 files): summary.txt
-# (appended by every stage), env.txt, and one stage-<name>.tar.gz per stage (logs, run/analysis JSON, and the
-# gzipped traces of three scenarios). Everything the box lacks comes from .carry/debs (scripts/gpu-prepare.sh),
-# unpacked into .carry/root; nothing is downloaded there. TB_GPU_STEPS sets steps per scenario (60);
-# TB_GPU_RUN_TIMEOUT caps one scenario run (240 s).
+# Run ON THE GPU BOX (the device tool), from the repository root, with `carry: [".carry"]` (scripts/gpu-prepare.sh
+# fills it here first). Stages, run in this order whatever order TB_GPU_STAGES names them in:
+#   build      use the binaries carried in .carry/bin when the box's torch is the version they link and every
+#              library resolves; else configure + build there (Release, no Qt, no benches): minutes
+#   test       the GPU-capable tests (carried binaries: the GPU-named ones; a build there: ctest)
+#   scenarios  ResNet-50 scenarios, in priority order: the naive baseline (trace kept), seed 003's sequence
+#              (a trace per stage), collector off/on, synthetic best, then each knob alone
+#   script     examples/train_folder.py unmodified on the box's torch: a traced naive run, knobs, compile
+#   tune       the auto-tuner on ResNet-50 from naive defaults
+#   dist       data parallel on the GPU(s): Gloo, auto, NCCL
+# TB_GPU_DEADLINE (seconds from the start, default 540) bounds the whole call: a step that would not finish
+# before it is skipped and says so, so one device call of at most 10 minutes always packs what it measured.
+# Results land under $OUT as each part finishes (the device tool returns at most 8 files, 16 MB each):
+# summary.txt (the environment, then one line per result) and one part-<name>.tar.gz per part (logs, run/analysis JSON,
+# gzipped traces). TB_GPU_STEPS sets steps per scenario (60); TB_GPU_RUN_TIMEOUT caps one run (120 s).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-${OUT:-$PWD/gpu-out}}"; mkdir -p "$out"
 work="$PWD/gpu-work"; mkdir -p "$work"/logs "$work"/runs
 stages="${TB_GPU_STAGES:-build}"
 steps="${TB_GPU_STEPS:-60}"
-run_timeout="${TB_GPU_RUN_TIMEOUT:-240}"
+run_timeout="${TB_GPU_RUN_TIMEOUT:-120}"
+t_start=$(date +%s); deadline=$((t_start + ${TB_GPU_DEADLINE:-540}))
+left() { echo $((deadline - $(date +%s))); }
+# cap N: N, or less when the deadline is nearer (0 when nothing useful fits)
+cap() { local l; l=$(( $(left) - 5 )); (( l < ${2:-20} )) && { echo 0; return; }; (( l < $1 )) && echo "$l" || echo "$1"; }
+export PYTHONUNBUFFERED=1
 log() { echo "[gpu-check $(date +%T)] $*" | tee -a "$out/summary.txt"; }
-# Packs what one stage wrote into $OUT/stage-NAME.tar.gz, so a later stage that is killed loses nothing.
-pack() { tar -C "$work" -czf "$out/stage-$1.tar.gz" logs runs 2>/dev/null && rm -rf "$work"/logs/* "$work"/runs/*; }
+# Packs what one part wrote into $OUT/part-NAME.tar.gz, so a later part that is killed loses nothing. The tool
+# returns files of at most 16 MB: over 15, the largest traces go (their analyses stay).
+pack() {
+  local f="$out/part-$1.tar.gz"
+  tar -C "$work" -czf "$f" logs runs 2>/dev/null
+  while (( $(stat -c %s "$f") > 15000000 )); do
+    local big; big=$(ls -S "$work"/runs/*.trace.json.gz 2>/dev/null | head -1)
+    [[ -n $big ]] || break
+    log "part $1 over 15 MB: dropping $(basename "$big") ($(stat -c %s "$big") bytes)"; rm -f "$big"
+    tar -C "$work" -czf "$f" logs runs 2>/dev/null
+  done
+  rm -rf "$work"/logs/* "$work"/runs/*
+}
 
 # Preflight: fail fast with a clear line instead of deep in CMake.
 for t in cmake g++ python3 dpkg; do command -v "$t" >/dev/null || { log "missing tool on this box: $t"; exit 1; }; done
@@ -55,10 +70,10 @@ python="$(command -v python3)"
 export LD_LIBRARY_PATH="$root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 build="${TB_GPU_BUILD_DIR:-build-gpu}"  # another build dir only for a dry run off the GPU box
 {
-  log "host: $(hostname) $(nproc) cores"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv || true
+  echo "host: $(hostname) $(nproc) cores"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv || true
   python3 -c 'import torch;print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())'
   /usr/local/cuda/bin/nvcc --version | tail -2; cmake --version | head -1
-} > "$out/env.txt" 2>&1
+} >> "$out/summary.txt" 2>&1
 
 configure() {
   cmake -S . -B $build -G "$gen" -DCMAKE_BUILD_TYPE=Release -DTUNEBENCH_GUI=OFF -DTUNEBENCH_BENCH=OFF \
@@ -70,7 +85,39 @@ configure() {
   log "$(grep -m1 'TuneBench: GUI' "$work/logs/configure.txt")"
 }
 compile() { timeout "${TB_GPU_BUILD_TIMEOUT:-540}" cmake --build $build -j "$(nproc)" > "$work/logs/build.txt" 2>&1; }
-if [[ " $stages " == *" build "* ]]; then
+has() { [[ " $stages " == *" $1 "* ]]; }
+# The binaries carried from the dev machine (gpu-prepare.sh): usable when the box's torch is the version they
+# link, every library resolves (the wheel's own lib folders, then the carried Debian ones) and they start.
+carried_ok() {
+  [[ -x .carry/bin/tunebench-engine && -x .carry/bin/tunebench-cli ]] || return 1
+  local want have tdir libs missing
+  want=$(cat .carry/bin/torch-version); have=$(python3 -c 'import torch; print(torch.__version__)')
+  [[ $want == "$have" ]] || { log "carried binaries link torch $want, this box has $have: building here"; return 1; }
+  tdir=$(python3 -c 'import os, torch; print(os.path.dirname(torch.__file__))')
+  libs="$tdir/lib"; for d in "$(dirname "$tdir")"/nvidia/*/lib "$(dirname "$tdir")"/nvidia/*/*/lib; do [[ -d $d ]] && libs="$libs:$d"; done
+  export LD_LIBRARY_PATH="$libs:$LD_LIBRARY_PATH"
+  missing=$(ldd .carry/bin/tunebench-engine .carry/bin/tunebench-cli | grep 'not found' | sort -u | tr '\n' ' ')
+  [[ -z $missing ]] || { log "carried binaries miss libraries here: $missing: building here"; return 1; }
+  .carry/bin/tunebench-cli --version >/dev/null 2>&1 || { log "carried tunebench-cli does not start: building here"; return 1; }
+  # Tests and the engine find fixtures and their Python package through the source path they were built in.
+  local src; src=$(cat .carry/bin/source-dir)
+  if [[ ! -e $src ]]; then mkdir -p "$(dirname "$src")" && ln -s "$PWD" "$src"; fi
+  [[ $(cd "$src" && pwd -P) == "$(pwd -P)" ]] || { log "source path $src is another folder here: building here"; return 1; }
+  export TUNEBENCH_PYTHON_DIR="$PWD/python" TUNEBENCH_CLI="$PWD/build/app/tunebench-cli"
+  # They sit where they were built (build/ under the source path), which the tests also name.
+  build=build
+  if [[ ! -e build/CMakeCache.txt ]]; then  # (a dev checkout's own build stays as it is)
+    mkdir -p build/app build/tests/engine build/tests/profiler
+    cp .carry/bin/tunebench-cli .carry/bin/tunebench-engine build/app/
+    cp .carry/bin/tunebench_engine_tests build/tests/engine/ 2>/dev/null
+    cp .carry/bin/tunebench_profiler_tests build/tests/profiler/ 2>/dev/null
+  fi
+  log "carried binaries of commit $(cut -c1-10 .carry/bin/commit) run here against torch $have"
+}
+carried=""
+if has build; then
+  if carried_ok; then carried=1
+  else
   log "configure + build against the torch of $python"
   configure
   if ! compile; then
@@ -86,113 +133,146 @@ if [[ " $stages " == *" build "* ]]; then
       log "build FAILED (or over ${TB_GPU_BUILD_TIMEOUT:-540} s)"; grep -m20 -B2 -A6 'error' "$work/logs/build.txt"; pack build; exit 1
     fi
   fi
-  log "build ok"
+  log "build ok ($(( $(date +%s) - t_start )) s)"
   pack build
+  fi
 fi
 cli="$build/app/tunebench-cli"
+[[ -x "$cli" ]] || { log "no $cli: run the build stage first (the machine went cold?)"; exit 1; }
 
-[[ " $stages " == *" build "* || -x "$cli" ]] || { log "no $cli: run the build stage first (the machine went cold?)"; exit 1; }
+# The datasets are made on the CPU while the tests use the GPU; nothing is measured before both are done.
+data=/tmp/tb-imagenet-like sdata=/tmp/tb-script-data
+if has scenarios || has tune; then
+  [[ -d $data ]] || { timeout 300 $cli make-dataset --out $data --images 2048 --size 320x240 --classes 100 \
+    > "$work/logs/make-dataset.txt" 2>&1 & }
+fi
+if has script; then
+  [[ -d $sdata ]] || { timeout 300 $cli make-dataset --out $sdata --images 512 --size 640x480 --classes 10 \
+    > "$work/logs/script-dataset.txt" 2>&1 & }
+fi
 
-if [[ " $stages " == *" test "* ]]; then
-  (cd $build && timeout 540 ctest --output-on-failure -j 8 --timeout 300) > "$work/logs/ctest.txt" 2>&1
-  log "ctest rc=$? $(grep -E 'tests passed|tests failed' "$work/logs/ctest.txt")"
-  grep -E '^\s+[0-9]+ - ' "$work/logs/ctest.txt" | head -20 | while read -r l; do log "  failed: $l"; done
+if has test; then
+  if [[ -n $carried ]]; then
+    gpu_tests='DistGroup.*Nccl*:DistBackend.*:C10dCompat.*:Knobs.*:DataSynthetic.*:*Cuda*:*Gpu*:*Cupti*:*CudaGraph*:*Amp*'
+    t=$(cap 150); for b in engine profiler; do
+      timeout "$t" "$build/tests/$b/tunebench_${b}_tests" --gtest_filter="$gpu_tests" > "$work/logs/gtest-$b.txt" 2>&1
+      log "gtest $b rc=$? $(grep -E '^\[  PASSED|^\[  FAILED|tests ran' "$work/logs/gtest-$b.txt" | tr '\n' ' ')"
+      grep -E '^\[  FAILED  \] [A-Za-z]' "$work/logs/gtest-$b.txt" | head -10 | while read -r l; do log "  $l"; done
+      grep -E '^\[  SKIPPED \] [A-Za-z]' "$work/logs/gtest-$b.txt" | head -10 | while read -r l; do log "  $l"; done
+    done
+  else
+    (cd $build && timeout "$(cap 300)" ctest --output-on-failure -j 8 --timeout 200) > "$work/logs/ctest.txt" 2>&1
+    log "ctest rc=$? $(grep -E 'tests passed|tests failed' "$work/logs/ctest.txt")"
+    grep -E '^\s+[0-9]+ - ' "$work/logs/ctest.txt" | head -20 | while read -r l; do log "  failed: $l"; done
+  fi
   pack test
 fi
+wait  # the datasets
+for d in $data $sdata; do [[ -d $d ]] && log "dataset $d: $(find $d -name '*.jpg' | wc -l) images"; done
 
-data=/tmp/tb-imagenet-like
-if [[ " $stages " == *" scenarios "* || " $stages " == *" tune "* ]]; then
-  [[ -d $data ]] || timeout 300 $cli make-dataset --out $data --images 4096 --size 320x240 --classes 100 \
-    > "$work/logs/make-dataset.txt" 2>&1
-fi
-# Traces kept (gzipped) for these scenarios; the others are analysed and deleted (tens of MB each).
-keep_traces=" s1_naive s3_cuda_graphs s5_synthetic_best "
-# run NAME MODEL DATA SETTINGS : one scenario, capped by `timeout`, its trace analysed, one summary line.
+# run NAME MODEL DATA SETTINGS : one scenario, capped by `timeout` and the deadline, its trace analysed, one
+# summary line. Traces are kept (gzipped) for the names in $keep_traces, else analysed and deleted.
+keep_traces=" s1_naive s3_cudnn_benchmark s3_amp s3_workers s3_cuda_graphs s5_synthetic_best "
 run() {
-  local name=$1 model=$2 dat=$3 set=$4
-  timeout "$run_timeout" $cli run --model "$model" --data "$dat" ${set:+--set "$set"} --steps "$steps" \
+  local name=$1 model=$2 dat=$3 set=$4 t; t=$(cap "$run_timeout" 40)
+  (( t > 0 )) || { log "$name skipped: $(left) s left"; return; }
+  timeout "$t" $cli run --model "$model" --data "$dat" ${set:+--set "$set"} --steps "$steps" \
     --trace "$work/runs/$name.trace.json" --json "$work/runs/$name.run.json" > "$work/logs/$name.txt" 2>&1
   local rc=$?
-  [[ $rc -eq 124 ]] && log "$name TIMED OUT after $run_timeout s"
-  timeout 120 $cli analyze "$work/runs/$name.trace.json" --json "$work/runs/$name.analysis.json" >> "$work/logs/$name.txt" 2>&1
+  [[ $rc -eq 124 ]] && log "$name TIMED OUT after $t s"
+  timeout 60 $cli analyze "$work/runs/$name.trace.json" --json "$work/runs/$name.analysis.json" > "$work/logs/$name.analysis.txt" 2>&1
   local thr; thr=$(python3 -c "import json;d=json.load(open('$work/runs/$name.run.json'));t=d['throughput'];print(round(t['samples_per_s'],1), t['noise']['verdict'])" 2>/dev/null)
   local stall; stall=$(python3 -c "
 import json;a=json.load(open('$work/runs/$name.analysis.json'));w=a.get('window',{}).get('duration_us') or 1
 t=a.get('trace',{})
 print('stall %.1f%% gaps %.1f%% sync %d kernels %d collector %s' % (100*a['loader_stall']['total_us']/w,
   100*a['launch_gap']['total_us']/w, a['sync']['count'], a['kernels']['count'], t.get('collector_state','?')))" 2>/dev/null)
-  log "$name rc=$rc samples/s=$thr $stall [$set]"
+  local top; top=$(grep -m1 -E '^ +1\. ' "$work/logs/$name.analysis.txt" | sed 's/^ *//' | cut -c1-200)
+  log "$name rc=$rc samples/s=$thr $stall [$set] :: $top"
+  [[ $rc -ne 0 ]] && log "  $name: $(grep -m2 -iE 'error|what\(\)|terminate' "$work/logs/$name.txt" | tr '\n' ' ' | cut -c1-300)"
   # CUPTI must be on for a traced CUDA run; say so loudly instead of measuring CPU-only timelines.
   if [[ "$stall" == *"collector off"* || "$stall" == *"collector not built"* ]] && [[ "${TUNEBENCH_CUPTI_OFF:-}" != 1 ]]; then
     log "!!! $name: the GPU collector did not start: $(grep -m1 -i 'collector\|cupti' "$work/logs/$name.txt")"
   fi
-  if [[ "$keep_traces" == *" $name "* ]]; then gzip -f "$work/runs/$name.trace.json"; else rm -f "$work/runs/$name.trace.json"; fi
+  if [[ "$keep_traces" == *" $name "* && -f $work/runs/$name.trace.json ]]; then gzip -f "$work/runs/$name.trace.json"; else rm -f "$work/runs/$name.trace.json"; fi
 }
-if [[ " $stages " == *" scenarios "* ]]; then
+if has scenarios; then
   img="imagefolder:$data"; base="workers=0,pin_memory=off,amp=off,cudnn_benchmark=off,batch_size=32"
   run s1_naive resnet50 "$img" "$base"
-  for k in cudnn_benchmark=on amp=fp16 amp=bf16 tf32=on channels_last=on "pin_memory=on,non_blocking=on" \
-           workers=8 prefetch=4 batch_size=64 zero_grad_none=on fused_optimizer=on sync_free_logging=20 \
-           cpu_allocator=glibc_tuned; do
-    run "s2_${k//[=,]/_}" resnet50 "$img" "$base,$k"
-  done
-  run s2_cuda_graphs resnet50 synthetic "$base,cuda_graphs=on"
-  run s2_synthetic_base resnet50 synthetic "$base"
+  pack s1
   # Seed 003's sequence, cumulative. bf16, not fp16: fp16's host-side loss scaling keeps CUDA graphs off.
   acc="$base"
   for k in cudnn_benchmark=on amp=bf16 "workers=8,prefetch=4,pin_memory=on,non_blocking=on" cuda_graphs=on; do
     acc="$acc,$k"; run "s3_${k%%[=,]*}" resnet50 "$img" "$acc"
   done
-  run s4_collector_on resnet50 synthetic "$base,cudnn_benchmark=on,amp=fp16"
-  TUNEBENCH_CUPTI_OFF=1 run s4_collector_off resnet50 synthetic "$base,cudnn_benchmark=on,amp=fp16"
+  pack s3
+  # The collector's cost, per CUPTI activity kind, on a launch-bound configuration: off, kernels alone, the
+  # GPU records, + runtime API, + driver API, everything; twice, alternating, so a drift shows.
+  for rep in 1 2; do
+    TUNEBENCH_CUPTI_OFF=1 run s4_collector_off_$rep resnet50 synthetic "$base,cudnn_benchmark=on,amp=bf16"
+    for kinds in kernel kernel,memcpy,memset kernel,memcpy,memset,runtime kernel,memcpy,memset,runtime,driver all; do
+      TUNEBENCH_CUPTI_KINDS=$kinds run "s4_kinds_${kinds//,/_}_$rep" resnet50 synthetic "$base,cudnn_benchmark=on,amp=bf16"
+    done
+  done
   run s5_synthetic_best resnet50 synthetic "cudnn_benchmark=on,amp=bf16,channels_last=on,batch_size=32"
-  pack scenarios
+  run s2_synthetic_base resnet50 synthetic "$base"
+  run s2_cuda_graphs resnet50 synthetic "$base,cuda_graphs=on"
+  pack s45
 fi
-if [[ " $stages " == *" tune "* ]]; then
-  timeout 560 $cli tune --model resnet50 --data "imagefolder:$data" --budget "${TB_GPU_TUNE_BUDGET:-300}" \
-    --report "$work/runs/tune-report.html" --json "$work/runs/tune.json" > "$work/logs/tune.txt" 2>&1
-  log "tune rc=$? $(python3 -c "import json;j=json.load(open('$work/runs/tune.json'));print('speedup', j['speedup'], j['speedup_ci'], j['noise']['text'])" 2>/dev/null)"
-  pack tune
-fi
-# The user's-script path on the box's own torch (a pip/conda 2.x with CUDA): the example script
-# unmodified, one run per knob, traced once; then a short script tune.
-if [[ " $stages " == *" script "* ]]; then
+# The user's-script path on the box's own torch (a pip 2.x with CUDA): the example script unmodified, traced
+# once, one run per knob, compile.
+if has script; then
   if python3 -c 'import PIL, numpy' 2>/dev/null; then
-    sdata=/tmp/tb-script-data
-    [[ -d $sdata ]] || timeout 300 $cli make-dataset --out $sdata --images 1024 --size 640x480 --classes 10 \
-      > "$work/logs/script-dataset.txt" 2>&1
     srun() {
-      local name=$1 set=$2; shift 2
-      timeout "$run_timeout" $cli run --script examples/train_folder.py ${set:+--set "$set"} --measured-steps 60 \
+      local name=$1 set=$2 t; shift 2; t=$(cap "$run_timeout" 40)
+      (( t > 0 )) || { log "$name skipped: $(left) s left"; return; }
+      timeout "$t" $cli run --script examples/train_folder.py ${set:+--set "$set"} --measured-steps 60 \
         --json "$work/runs/$name.run.json" "$@" -- --data $sdata --epochs 1000 > "$work/logs/$name.txt" 2>&1
       local rc=$?
-      log "$name rc=$rc $(tail -1 "$work/logs/$name.txt") [$set]"
+      log "$name rc=$rc $(tail -1 "$work/logs/$name.txt" | cut -c1-200) [$set]"
     }
     srun sc_naive "" --trace "$work/runs/sc_naive.trace.json"
-    timeout 120 $cli analyze "$work/runs/sc_naive.trace.json" > "$work/logs/sc_naive.analysis.txt" 2>&1
+    timeout 60 $cli analyze "$work/runs/sc_naive.trace.json" > "$work/logs/sc_naive.analysis.txt" 2>&1
     log "sc_naive analysis: $(grep -m3 -E 'GPU|waiting|kernels' "$work/logs/sc_naive.analysis.txt" | tr '\n' ' ')"
-    gzip -f "$work/runs/sc_naive.trace.json"
-    for k in amp=bf16 amp=fp16 "cudnn_benchmark=on,tf32=on" channels_last=on pin_memory=on \
-             "workers=8,persistent_workers=on" "workers=8,persistent_workers=on,cpu_allocator=glibc_tuned" compile=on; do
+    [[ -f $work/runs/sc_naive.trace.json ]] && gzip -f "$work/runs/sc_naive.trace.json"
+    for k in amp=bf16 amp=fp16 compile=on "cudnn_benchmark=on,tf32=on" channels_last=on "workers=8,persistent_workers=on"; do
       srun "sc_${k//[=,]/_}" "$k"
     done
-    timeout 400 $cli tune --script examples/train_folder.py --budget "${TB_GPU_SCRIPT_TUNE_BUDGET:-240}" \
-      --report "$work/runs/script-tune.html" --json "$work/runs/script-tune.json" -- --data $sdata --epochs 1000 \
-      > "$work/logs/script-tune.txt" 2>&1
-    log "script tune rc=$? $(grep -m1 -E '^speedup|^no change' "$work/logs/script-tune.txt")"
   else
     log "script stage skipped: this python3 lacks PIL or numpy (the example script decodes with PIL)"
   fi
   pack script
 fi
+# Each knob alone from the naive baseline (after the script stage: those runs say more per minute).
+if has scenarios; then
+  img="imagefolder:$data"; base="workers=0,pin_memory=off,amp=off,cudnn_benchmark=off,batch_size=32"
+  for k in amp=bf16 amp=fp16 cudnn_benchmark=on channels_last=on "workers=8" "pin_memory=on,non_blocking=on" tf32=on \
+           batch_size=64 fused_optimizer=on prefetch=4 zero_grad_none=on sync_free_logging=20 cpu_allocator=glibc_tuned; do
+    run "s2_${k//[=,]/_}" resnet50 "$img" "$base,$k"
+  done
+  pack knobs
+fi
+if has tune; then
+  b=$(( $(left) - 40 ))
+  if (( b >= 60 )); then
+    (( b > ${TB_GPU_TUNE_BUDGET:-300} )) && b=${TB_GPU_TUNE_BUDGET:-300}
+    timeout $((b + 30)) $cli tune --model resnet50 --data "imagefolder:$data" --budget "$b" \
+      --report "$work/runs/tune-report.html" --json "$work/runs/tune.json" > "$work/logs/tune.txt" 2>&1
+    log "tune (budget $b s) rc=$? $(python3 -c "import json;j=json.load(open('$work/runs/tune.json'));print('speedup', j['speedup'], j['speedup_ci'], j['noise']['text'], j.get('best',{}).get('settings', ''))" 2>/dev/null | cut -c1-300)"
+  else
+    log "tune skipped: $(left) s left"
+  fi
+  pack tune
+fi
 # Data parallel on the box's GPU(s), resnet18 on synthetic data, two ranks each: Gloo with the ranks
 # sharing the GPU(s); the automatic choice (NCCL with a GPU per rank, else Gloo and a warning that says why);
 # NCCL asked for (with one GPU: the one-line refusal; with two or more: a traced NCCL run whose all-reduce
 # kernels the analysis counts as communication). The one-rank NCCL group runs in the test stage.
-if [[ " $stages " == *" dist "* ]]; then
+if has dist; then
   drun() {
-    local name=$1 backend=$2
-    TUNEBENCH_DIST_BACKEND=$backend timeout "$run_timeout" $cli run --model resnet18 --data synthetic --device cuda \
+    local name=$1 backend=$2 t; t=$(cap "$run_timeout" 40)
+    (( t > 0 )) || { log "$name skipped: $(left) s left"; return; }
+    TUNEBENCH_DIST_BACKEND=$backend timeout "$t" $cli run --model resnet18 --data synthetic --device cuda \
       --ranks 2 --steps "$steps" --set batch_size=64 --json "$work/runs/$name.run.json" \
       --trace "$work/runs/$name.trace.json" > "$work/logs/$name.txt" 2>&1
     local rc=$?
@@ -202,15 +282,15 @@ print('world', j.get('world_size'), 'backends', [x.get('distributed',{}).get('ba
   'same weights', len({x.get('parameter_digest') for x in r})==1, 'samples/s', round(j.get('throughput',{}).get('samples_per_s',0),1),
   'warnings', j.get('warnings',[])[:2], 'error', j.get('error'))" 2>/dev/null || grep -m1 'error' "$work/logs/$name.txt")"
     if [[ $rc -eq 0 ]]; then
-      timeout 120 $cli analyze "$work/runs/$name.trace.json" > "$work/logs/$name.analysis.txt" 2>&1
+      timeout 60 $cli analyze "$work/runs/$name.trace.json" > "$work/logs/$name.analysis.txt" 2>&1
       log "$name analysis: $(grep -m4 -iE 'communication|comm wait|ranks|GPU' "$work/logs/$name.analysis.txt" | tr '\n' ' ')"
       gzip -f "$work/runs/$name.trace.json"
     fi
   }
-  log "GPUs: $(nvidia-smi -L 2>/dev/null | wc -l); NCCL in this build: $(grep -q 'TUNEBENCH_NCCL=1' $build/build.ninja $build/engine/CMakeFiles/*/flags.make 2>/dev/null && echo yes || echo no)"
+  log "GPUs: $(nvidia-smi -L 2>/dev/null | wc -l)"
   drun d1_gloo gloo
   drun d2_auto auto
   drun d3_nccl nccl
   pack dist
 fi
-log "done: stages [$stages] -> $out"
+log "done: stages [$stages] in $(( $(date +%s) - t_start )) s -> $out"

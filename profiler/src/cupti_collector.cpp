@@ -89,6 +89,50 @@ bool is_blocking_sync_api(std::string_view n) {
   return false;
 }
 
+// ---- Activity kinds ----
+
+namespace {
+constexpr std::pair<std::string_view, uint32_t> kKindNames[] = {
+    {"kernel", kCuptiKernel},   {"memcpy", kCuptiMemcpy}, {"memset", kCuptiMemset},     {"runtime", kCuptiRuntime},
+    {"driver", kCuptiDriver},   {"sync", kCuptiSync},     {"external", kCuptiExternal}, {"overhead", kCuptiOverhead}};
+}  // namespace
+
+Result<uint32_t> parse_cupti_kinds(std::string_view names) {
+  uint32_t kinds = 0;
+  size_t at = 0;
+  while (at <= names.size()) {
+    size_t end = names.find(',', at);
+    if (end == std::string_view::npos) end = names.size();
+    std::string_view n = names.substr(at, end - at);
+    while (!n.empty() && n.front() == ' ') n.remove_prefix(1);
+    while (!n.empty() && n.back() == ' ') n.remove_suffix(1);
+    at = end + 1;
+    if (n.empty()) continue;
+    if (n == "all") {
+      kinds |= kCuptiAll;
+      continue;
+    }
+    uint32_t bit = 0;
+    for (const auto& [name, b] : kKindNames)
+      if (n == name) bit = b;
+    if (!bit) {
+      std::string known;
+      for (const auto& [name, b] : kKindNames) known += std::string(known.empty() ? "" : ", ") + std::string(name);
+      return Error{"unknown CUPTI activity kind '" + std::string(n) + "' (known: " + known + ", all)"};
+    }
+    kinds |= bit;
+  }
+  return kinds ? kinds : uint32_t(kCuptiAll);
+}
+
+std::string cupti_kinds_text(uint32_t kinds) {
+  if ((kinds & kCuptiAll) == kCuptiAll) return "all";
+  std::string out;
+  for (const auto& [name, b] : kKindNames)
+    if (kinds & b) out += std::string(out.empty() ? "" : ",") + std::string(name);
+  return out;
+}
+
 // ---- CuptiDecoder ----
 
 CuptiDecoder::CuptiDecoder(int64_t pid) : trace_(std::make_unique<Trace>()), pid_(pid) {}
@@ -296,6 +340,7 @@ struct CuptiCollector::Impl {
   std::string version;
   bool running = false;
   Options options;
+  uint32_t kinds = kCuptiAll;  // what start() enabled (parse_cupti_kinds)
   std::deque<std::pair<uint8_t*, size_t>> completed;  // buffers CUPTI handed back, not decoded yet
   std::atomic<size_t> outstanding{0};                 // buffers allocated and not freed
   std::atomic<uint64_t> refused{0};                   // buffer requests refused at the cap
@@ -458,6 +503,13 @@ Status CuptiCollector::start(const Options& options) {
     d.reason = why;
     return Error{"CUPTI collector off: " + why};
   };
+  {
+    const char* names = options.kinds;
+    if (const char* env = std::getenv("TUNEBENCH_CUPTI_KINDS"); !names && env) names = env;
+    auto kinds = parse_cupti_kinds(names ? names : "");
+    if (!kinds) return fail(kinds.error().message + (options.kinds ? "" : " in TUNEBENCH_CUPTI_KINDS"));
+    d.kinds = *kinds;
+  }
   if (!d.lib) {
     const char* name = options.library ? options.library : "libcupti.so.13";
     if (const char* env = std::getenv("TUNEBENCH_CUPTI_LIBRARY"); env && *env && !options.library) name = env;
@@ -508,12 +560,14 @@ Status CuptiCollector::start(const Options& options) {
   if (d.SetThreadIdType) d.SetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
   if (CUptiResult r = d.ActivityRegisterCallbacks(&buffer_requested, &buffer_completed); r != CUPTI_SUCCESS)
     return fail(d.err("cuptiActivityRegisterCallbacks", r));
-  const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                      CUPTI_ACTIVITY_KIND_MEMSET,            CUPTI_ACTIVITY_KIND_RUNTIME,
-                                      CUPTI_ACTIVITY_KIND_DRIVER,            CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-                                      CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_OVERHEAD};
+  const std::pair<uint32_t, CUpti_ActivityKind> all_kinds[] = {
+      {kCuptiKernel, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL}, {kCuptiMemcpy, CUPTI_ACTIVITY_KIND_MEMCPY},
+      {kCuptiMemset, CUPTI_ACTIVITY_KIND_MEMSET},            {kCuptiRuntime, CUPTI_ACTIVITY_KIND_RUNTIME},
+      {kCuptiDriver, CUPTI_ACTIVITY_KIND_DRIVER},            {kCuptiSync, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION},
+      {kCuptiExternal, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION}, {kCuptiOverhead, CUPTI_ACTIVITY_KIND_OVERHEAD}};
   d.enabled.clear();
-  for (CUpti_ActivityKind k : kinds) {
+  for (const auto& [bit, k] : all_kinds) {
+    if (!(d.kinds & bit)) continue;
     CUptiResult r = d.ActivityEnable(k);
     if (r != CUPTI_SUCCESS) {
       for (CUpti_ActivityKind e : d.enabled) d.ActivityDisable(e);
@@ -616,6 +670,8 @@ void CuptiCollector::annotate(TraceMetadata& meta) const {
     if (impl_->state.empty()) return;  // never asked to run (CPU device): nothing to say
     st = impl_->was_on ? "on" : impl_->state;
     why = impl_->was_on ? "" : impl_->reason;
+    // A trace with only some kinds lacks what the others give (launches, syncs): the reader must know.
+    if (impl_->was_on && impl_->kinds != kCuptiAll) why = "activity kinds " + cupti_kinds_text(impl_->kinds) + " only";
   }
   meta.collector_state = st;
   meta.collector_reason = why;

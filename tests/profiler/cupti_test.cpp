@@ -95,6 +95,20 @@ TEST(CuptiNames, StripVersionAndSyncSet) {
   EXPECT_FALSE(is_blocking_sync_api("cudaLaunchKernel"));
 }
 
+TEST(CuptiKinds, NamesParseToBitsAndBack) {
+  EXPECT_EQ(parse_cupti_kinds("").value(), uint32_t(kCuptiAll));
+  EXPECT_EQ(parse_cupti_kinds("all").value(), uint32_t(kCuptiAll));
+  EXPECT_EQ(parse_cupti_kinds("kernel").value(), uint32_t(kCuptiKernel));
+  EXPECT_EQ(parse_cupti_kinds(" kernel, runtime ,memcpy").value(), uint32_t(kCuptiKernel | kCuptiRuntime | kCuptiMemcpy));
+  EXPECT_EQ(cupti_kinds_text(kCuptiKernel | kCuptiRuntime | kCuptiMemcpy), "kernel,memcpy,runtime");
+  EXPECT_EQ(cupti_kinds_text(kCuptiAll), "all");
+  for (uint32_t k = 1; k < kCuptiAll; k = k * 3 + 1) EXPECT_EQ(parse_cupti_kinds(cupti_kinds_text(k)).value(), k) << k;
+  auto bad = parse_cupti_kinds("kernel,kernels");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("'kernels'"), std::string::npos) << bad.error().message;
+  EXPECT_NE(bad.error().message.find("known: kernel, memcpy"), std::string::npos) << bad.error().message;
+}
+
 #if defined(TUNEBENCH_HAVE_CUPTI)
 
 const char* fake_api_name(bool runtime, uint32_t cbid) {
@@ -266,6 +280,12 @@ TEST(CuptiCollector, FailsCleanlyWithReason) {
   EXPECT_EQ(c.state(), "off");
   EXPECT_NE(c.reason().find("library not found"), std::string::npos) << c.reason();
   EXPECT_EQ(s.error().to_string().find('\n'), std::string::npos);
+  // A misspelt activity kind is refused before anything is loaded, with the names it knows.
+  CuptiCollector::Options bad;
+  bad.kinds = "kernel,drivers";
+  Status sk = c.start(bad);
+  ASSERT_FALSE(sk.ok());
+  EXPECT_NE(c.reason().find("unknown CUPTI activity kind 'drivers'"), std::string::npos) << c.reason();
   // 2) The real library (present here with the CUDA toolkit, but no driver/GPU): it must come up off with a
   //    reason, or on when a GPU is there.
   Status s2 = c.start();

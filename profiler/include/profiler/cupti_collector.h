@@ -102,12 +102,32 @@ std::string strip_api_version(const char* name);
 // True for the host API calls docs/analysis.md counts as sync points (runtime or driver spelling).
 bool is_blocking_sync_api(std::string_view name);
 
+// The activity kinds the collector can record, as a bit set. Each costs the traced program time per API call
+// or per GPU operation (on an H200, all of them together took a launch-bound ResNet-50 from 1265 to 756
+// samples/s), so they can be chosen: by name, comma-separated, "all" for every one.
+enum CuptiKind : uint32_t {
+  kCuptiKernel = 1u << 0,    // "kernel": concurrent kernel records (the timeline's GPU rows)
+  kCuptiMemcpy = 1u << 1,    // "memcpy"
+  kCuptiMemset = 1u << 2,    // "memset"
+  kCuptiRuntime = 1u << 3,   // "runtime": runtime API calls (launches linked to their kernels, syncs)
+  kCuptiDriver = 1u << 4,    // "driver": driver API calls (launches that bypass the runtime: cuBLAS, Triton)
+  kCuptiSync = 1u << 5,      // "sync": synchronization records (event and stream waits)
+  kCuptiExternal = 1u << 6,  // "external": external correlation ids
+  kCuptiOverhead = 1u << 7,  // "overhead": CUPTI's own buffer and instrumentation time
+  kCuptiAll = (1u << 8) - 1,
+};
+// "kernel,memcpy,runtime" -> the bit set; an empty string or "all" -> kCuptiAll; an unknown name -> an error
+// that lists the names.
+Result<uint32_t> parse_cupti_kinds(std::string_view names);
+std::string cupti_kinds_text(uint32_t kinds);  // the bit set back as names ("all" for every one)
+
 class CuptiCollector {
  public:
   static constexpr size_t kBufferBytes = size_t(4) << 20;
   struct Options {
     size_t max_buffers = 64;         // cap on buffers outstanding (64 x 4 MiB = 256 MiB)
     const char* library = nullptr;   // override the dlopen name/path (tests); default "libcupti.so.13"
+    const char* kinds = nullptr;     // parse_cupti_kinds names; default: $TUNEBENCH_CUPTI_KINDS, else all
   };
 
   static CuptiCollector& instance();
