@@ -131,10 +131,13 @@ void print_summary(const prof::Trace& trace, const prof::AnalysisResult& r, FILE
   const int64_t W = r.window.length();
   std::fprintf(out, "window    %.3f ms (%s)", ms(W),
                !r.window_from_steps ? (r.has_gpu ? "first to last GPU activity" : "the training thread's span")
+               : r.warmup_steps     ? (r.has_gpu ? "first measured step start to the end of the last step's GPU work"
+                                                 : "first measured step start to last step end")
                : r.has_gpu          ? "first step start to the end of the last step's GPU work"
                                     : "first step start to last step end");
   if (!r.steps.empty())
-    std::fprintf(out, ", %zu steps%s, median %.3f ms", r.steps.size(),
+    std::fprintf(out, ", %zu steps%s%s, median %.3f ms", r.steps.size() - r.warmup_steps,
+                 r.warmup_steps ? (" after " + std::to_string(r.warmup_steps) + " warm-up").c_str() : "",
                  r.steps_inferred ? " (inferred from Optimizer.step calls)" : "", ms(r.step_median_ns));
   std::fprintf(out, "\n\n");
   if (r.has_gpu) {

@@ -183,7 +183,14 @@ int cmd_run(int argc, char** argv) {
   // Every rank of a traced group, together: a rank on another host's clock measures its offset again, and its
   // trace moves by the offset of the time of each event (the first one at the start, this one at the end).
   if (distributed && !trace_path.empty()) session->resync_clock();
-  const nlohmann::json desc = session->describe();
+  nlohmann::json desc = session->describe();
+  // The trace says where the measured steps begin (the first step after the leading warm-up): its analysis
+  // then describes the steps the throughput was measured on.
+  for (const auto& r : records)
+    if (!r.warmup) {
+      if (r.index > 0 && warmup_seen > 0) desc["first_measured_step"] = r.index;
+      break;
+    }
   nlohmann::json out;
   out["model"] = desc["model"];
   out["data"] = desc["data"];

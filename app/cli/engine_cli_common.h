@@ -245,6 +245,8 @@ inline std::unique_ptr<prof::Trace> collect_recorded_trace(const nlohmann::json&
     }
   }
   if (describe.contains("data")) m.extra["data"] = describe["data"].get<std::string>();
+  // Steps numbered below it were warm-up: the analysis leaves them out of its window (prof::exclude_warmup).
+  if (describe.contains("first_measured_step")) m.extra["warmup_steps"] = describe["first_measured_step"].dump();
   // What the host findings read (profiler/src/analysis_cpu.cpp): threads against cores, the allocator.
   for (const char* k : {"intra_op_threads", "loader_workers", "cpu_allocator"})
     if (describe.contains(k))

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <unordered_map>
 
 #include "analysis_findings.h"
@@ -276,10 +277,32 @@ void per_step(const GpuSide& g, const HostSide& h, const IdlePieces& p, Analysis
       s.kernel_count = static_cast<uint32_t>(std::lower_bound(kernel_starts.begin(), kernel_starts.end(), y) -
                                              std::lower_bound(kernel_starts.begin(), kernel_starts.end(), x));
   }
-  std::vector<int64_t> d;
-  for (const auto& s : r.steps) d.push_back(s.duration_ns());
+  std::vector<int64_t> d;  // the median step of the measured ones (the warm-up left the window)
+  for (size_t i = r.warmup_steps; i < r.steps.size(); ++i) d.push_back(r.steps[i].duration_ns());
   std::sort(d.begin(), d.end());
   if (!d.empty()) r.step_median_ns = d.size() % 2 ? d[d.size() / 2] : (d[d.size() / 2 - 1] + d[d.size() / 2]) / 2;
+}
+
+// Our recorder says how many steps were warm-up (the engine's detector decided it while running): the window
+// starts at the first measured step, so the findings describe the steady state the throughput was measured on.
+// At least one measured step must remain; a trace that starts after the warm-up (a live run's later chunk)
+// numbers no step below the mark and keeps its whole window.
+void exclude_warmup(const Trace& trace, AnalysisResult& r) {
+  const auto it = trace.meta().extra.find("warmup_steps");
+  if (it == trace.meta().extra.end()) return;
+  char* end = nullptr;
+  const long long n = std::strtoll(it->second.c_str(), &end, 10);
+  if (end == it->second.c_str() || n <= 0) return;
+  size_t k = 0;
+  while (k < r.steps.size() && r.steps[k].index < n) ++k;
+  if (k == 0 || k >= r.steps.size()) return;
+  r.warmup_steps = k;
+  r.warmup_ns = r.steps[k].start_ns - r.steps.front().start_ns;
+  r.window.t0 = r.steps[k].start_ns;
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "the first %zu step(s) were warm-up (%.3f ms): left out of the window, the totals and the "
+                "findings (one-time costs such as cuDNN's algorithm search); the steps table still lists them", k, r.warmup_ns / 1e6);
+  r.notes.push_back(buf);
 }
 
 // Launch outliers: launch calls and launch->start delays far beyond the trace's median. A late start only
@@ -439,6 +462,7 @@ AnalysisResult analyze(const Trace& trace, const AnalysisOptions& opt) {
     r.window = {r.steps.front().start_ns, r.steps.back().end_ns};
     for (const auto& s : r.steps) r.window.t1 = std::max({r.window.t1, s.end_ns, s.gpu_end_ns});
     r.window_from_steps = true;
+    exclude_warmup(trace, r);
   } else if (!g.busy.empty()) {
     r.window = {g.busy.front().t0, g.busy.back().t1};
   } else if (r.training_track >= 0 && !trace.track(r.training_track).empty()) {
@@ -450,7 +474,7 @@ AnalysisResult analyze(const Trace& trace, const AnalysisOptions& opt) {
   } else {
     r.window = {trace.start_ns(), trace.end_ns()};
   }
-  r.trusted = r.steps.size() >= opt.min_trusted_steps;
+  r.trusted = r.steps.size() - r.warmup_steps >= opt.min_trusted_steps;
   const int64_t W0 = r.window.t0, W1 = r.window.t1;
   const int64_t window_len = std::max<int64_t>(0, W1 - W0);
 

@@ -110,6 +110,7 @@ std::string to_json(const AnalysisResult& r, const TraceMetadata* meta) {
   w.key("steps").begin_object();
   w.key("count").value(static_cast<int64_t>(r.steps.size())).key("median_us").value(us(r.step_median_ns));
   w.key("inferred").value(r.steps_inferred);
+  w.key("warmup").value(static_cast<int64_t>(r.warmup_steps)).key("warmup_us").value(us(r.warmup_ns));
   w.key("items").begin_array();
   for (const auto& s : r.steps) {
     w.begin_object();

@@ -439,6 +439,27 @@ TEST(TunerSearch, AnUndecidedHeadlineSaysSo) {
   EXPECT_NE(notes.find("in the tune's own process it measured"), std::string::npos) << notes;
 }
 
+// On an H200 a 147 s tune spent 73% of its budget on one process knob (7 pairs of fresh processes, "no effect")
+// and then skipped workers, amp and CUDA graphs for budget. A process knob that cannot decide gets at most a
+// fifth of the budget; the knobs after it are still screened.
+TEST(TunerSearch, AnUndecidedProcessKnobLeavesTheBudgetToTheOthers) {
+  SimOptions so;
+  so.glibc_fresh = 1.0;       // the allocator does nothing...
+  so.process_noise = 0.15;    // ...and each fresh process lands somewhere else: it stays undecided
+  SimulatedWorkload w(11, so);
+  TuneOptions o;
+  o.budget_s = 150;
+  o.only_knobs = {"cpu_allocator", "workers", "amp"};
+  TuneResult r = run_tune(w, o);
+  double process_s = 0;
+  for (const auto& t : r.trials)
+    if (t.phase == "process") process_s += t.seconds;
+  EXPECT_LE(process_s, 0.2 * o.budget_s + 15) << process_s;
+  for (const auto& s : r.skipped) EXPECT_NE(s.knob, "workers") << s.knob << "=" << s.value << ": " << s.reason;
+  EXPECT_TRUE(find_trial(r, "screen", "workers", "1") || find_trial(r, "screen", "workers", "2"));
+  EXPECT_TRUE(find_trial(r, "screen", "amp", "fp16") || find_trial(r, "screen", "amp", "bf16"));
+}
+
 TEST(TunerSearch, ChangedKnobs) {
   Config a = {{"x", "1"}, {"y", "2"}};
   Config b = {{"x", "1"}, {"y", "3"}, {"z", "4"}};

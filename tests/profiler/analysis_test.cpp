@@ -114,6 +114,49 @@ TEST(Analysis, LoaderStallAndLaunchGapWithSteps) {
   EXPECT_NEAR(r.findings[1].max_speedup, 1.0 / 0.9, 1e-9);
 }
 
+// A first step holding a one-time cost (cuDNN's algorithm search: 900 us with the GPU idle and no launch), then
+// four loader-bound steps. Marked as warm-up by the recorder, it leaves the window: the findings describe the
+// steady state (the loader), not the search (a "launch gap" no knob removes).
+TEST(Analysis, WarmUpStepsTheRecorderMarkedLeaveTheWindow) {
+  auto make = [](const char* mark) {
+    Builder b;
+    b.range("step", 0, 1000, 0);
+    b.kernel(1, 5, 0);
+    b.kernel(950, 1000, 940);
+    for (int i = 1; i <= 4; ++i) {
+      const int64_t t = 1000 + (i - 1) * 100;
+      b.range("step", t, t + 100, i);
+      b.range("data_wait", t, t + 30);
+      b.kernel(t + 30, t + 100, t + 29);
+    }
+    if (mark) b.t.meta().extra["warmup_steps"] = mark;
+    return b.run();
+  };
+  const auto plain = make(nullptr);
+  EXPECT_EQ(plain.warmup_steps, 0u);
+  ASSERT_FALSE(plain.findings.empty());
+  EXPECT_EQ(plain.findings[0].kind, FindingKind::LaunchGap);  // the search, read as launch gaps
+  const auto r = make("1");
+  EXPECT_EQ(r.warmup_steps, 1u);
+  EXPECT_EQ(r.warmup_ns, 1000 * us);
+  EXPECT_EQ(r.window.t0, 1000 * us);
+  EXPECT_EQ(r.window.length(), 400 * us);
+  ASSERT_EQ(r.steps.size(), 5u);  // the steps table keeps the warm-up step
+  EXPECT_EQ(r.loader_stall_ns, 4 * 30 * us);
+  EXPECT_EQ(r.launch_gap_ns, 0);
+  expect_partition(r);
+  ASSERT_FALSE(r.findings.empty());
+  EXPECT_EQ(r.findings[0].kind, FindingKind::LoaderStall);
+  EXPECT_NEAR(r.findings[0].share, 0.30, 1e-9);
+  bool noted = false;
+  for (const auto& n : r.notes) noted |= n.find("first 1 step(s) were warm-up") != std::string::npos;
+  EXPECT_TRUE(noted);
+  // A mark that numbers every step (or none) leaves the window whole: at least one measured step remains.
+  EXPECT_EQ(make("9").warmup_steps, 0u);
+  EXPECT_EQ(make("0").warmup_steps, 0u);
+  EXPECT_EQ(make("x").warmup_steps, 0u);
+}
+
 TEST(Analysis, QueuedWorkIsNotALaunchGap) {
   Builder b;
   b.kernel(0, 10, 0);

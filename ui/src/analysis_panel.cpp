@@ -283,7 +283,11 @@ void AnalysisPanel::setAnalysis(std::shared_ptr<const tb::prof::AnalysisResult> 
   const int64_t W = a.window.length();
   QString s = a.has_gpu ? tr("GPU %1, process %2 · ").arg(a.device).arg(a.pid) : tr("CPU-only · ");
   s += tr("window %1 ms").arg(W / 1e6, 0, 'f', 3);
-  if (!a.steps.empty()) s += tr(" · %1 steps, median %2 ms").arg(a.steps.size()).arg(a.step_median_ns / 1e6, 0, 'f', 3);
+  if (!a.steps.empty()) {
+    s += tr(" · %1 steps").arg(a.steps.size() - a.warmup_steps);
+    if (a.warmup_steps) s += tr(" after %1 warm-up").arg(a.warmup_steps);
+    s += tr(", median %1 ms").arg(a.step_median_ns / 1e6, 0, 'f', 3);
+  }
   if (a.has_gpu) s += tr(" · GPU busy %1%").arg(W > 0 ? 100.0 * a.gpu_busy_ns / W : 0, 0, 'f', 1);
   if (!a.trusted) s += tr(" · too few steps to bound a gain");
   summary_->setText(s);

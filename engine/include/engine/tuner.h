@@ -167,6 +167,10 @@ struct TuneOptions {
   // Fresh-process trials add pairs (AB, BA, ...) past `rounds` while their interval still covers 1 and is
   // wider than +-5%, up to this many pairs: process-to-process noise of +-10% needs 6-8 pairs to decide.
   int max_fresh_rounds = 8;
+  // ... but a fresh-process trial other than the headline stops adding pairs at this share of the budget: on an
+  // H200 a 147 s tune gave one process knob 7 pairs (73% of it), found no effect, and skipped the loader,
+  // amp and CUDA graphs for budget.
+  double max_trial_share = 0.2;
   // The final alternation likewise adds rounds while a kept change is still undecided, up to this many.
   int max_final_rounds = 8;
   double min_gain = 0.02;     // a significant gain below this ratio-1 still counts as "no effect"

@@ -200,7 +200,7 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
 // Whether a fresh-process trial that has run `pairs` pairs measures another: while a gain is still possible
 // but not shown (the interval covers both 1 and the minimum gain) and the interval is wider than +-5%, up to
 // max_fresh_rounds pairs. A headline may run past the budget by a quarter of it (it is the tune's answer);
-// any other trial stops at the budget the final alternation needs. Adding pairs until decided looks at the interval more than once, which
+// any other trial stops at the budget the final alternation needs, and at max_trial_share of the whole budget. Adding pairs until decided looks at the interval more than once, which
 // widens its true error a little; the minimum gain and the final alternation guard against a chance gain.
 bool Tuner::another_fresh_pair(const Trial& t, int pairs) {
   if (pairs >= o_.max_fresh_rounds) return false;
@@ -211,6 +211,11 @@ bool Tuner::another_fresh_pair(const Trial& t, int pairs) {
   const bool headline = t.phase == "final";
   const double spare = headline ? left() + 0.25 * o_.budget_s : left() - final_cost_s();
   if (spare < fresh_pair_cost_s()) return false;
+  if (!headline && (pairs + 1) * fresh_pair_cost_s() > o_.max_trial_share * o_.budget_s) {
+    progress(t.phase, "undecided after " + std::to_string(pairs) + " pairs of fresh processes: stops at " +
+                          fmt(o_.max_trial_share * 100, 0) + "% of the budget, which the other knobs need");
+    return false;
+  }
   progress(t.phase, "undecided after " + std::to_string(pairs) + " pairs of fresh processes" +
                         (e.valid() ? " (" + fmt(e.ratio, 3) + "x [" + fmt(e.lo, 3) + ", " + fmt(e.hi, 3) + "])" : "") +
                         ": one more pair");

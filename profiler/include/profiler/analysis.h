@@ -194,6 +194,11 @@ struct AnalysisResult {
   Interval window;           // analysed window
   bool window_from_steps = false;
   bool steps_inferred = false;  // no step ranges: steps from the optimizer's calls (a note says so)
+  // Leading steps the recorder marked as warm-up (TraceMetadata::extra "warmup_steps": steps numbered below
+  // it): they stay in `steps`, but the window starts after them. One-time costs (cuDNN's algorithm search,
+  // lazy initialisation, the allocator growing) would otherwise read as a launch bound or a stall.
+  size_t warmup_steps = 0;
+  int64_t warmup_ns = 0;       // their wall time
   bool has_gpu = false;      // any GPU activity in the trace
   int64_t gpu_busy_ns = 0;
   int64_t gpu_idle_ns = 0;   // window - busy
