@@ -210,7 +210,7 @@ if has scenarios; then
   # GPU records, + runtime API, + driver API, everything; twice, alternating, so a drift shows.
   for rep in 1 2; do
     TUNEBENCH_CUPTI_OFF=1 run s4_collector_off_$rep resnet50 synthetic "$base,cudnn_benchmark=on,amp=bf16"
-    for kinds in kernel kernel,memcpy,memset kernel,memcpy,memset,runtime kernel,memcpy,memset,runtime,driver all; do
+    for kinds in kernel kernel,memcpy,memset kernel,memcpy,memset,runtime kernel,memcpy,memset,runtime,driver all all,queries; do
       TUNEBENCH_CUPTI_KINDS=$kinds run "s4_kinds_${kinds//,/_}_$rep" resnet50 synthetic "$base,cudnn_benchmark=on,amp=bf16"
     done
   done

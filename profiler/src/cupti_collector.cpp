@@ -94,7 +94,8 @@ bool is_blocking_sync_api(std::string_view n) {
 namespace {
 constexpr std::pair<std::string_view, uint32_t> kKindNames[] = {
     {"kernel", kCuptiKernel},   {"memcpy", kCuptiMemcpy}, {"memset", kCuptiMemset},     {"runtime", kCuptiRuntime},
-    {"driver", kCuptiDriver},   {"sync", kCuptiSync},     {"external", kCuptiExternal}, {"overhead", kCuptiOverhead}};
+    {"driver", kCuptiDriver},   {"sync", kCuptiSync},     {"external", kCuptiExternal}, {"overhead", kCuptiOverhead},
+    {"queries", kCuptiQueries}};
 }  // namespace
 
 Result<uint32_t> parse_cupti_kinds(std::string_view names) {
@@ -122,12 +123,15 @@ Result<uint32_t> parse_cupti_kinds(std::string_view names) {
     }
     kinds |= bit;
   }
-  return kinds ? kinds : uint32_t(kCuptiAll);
+  return (kinds & kCuptiAll) ? kinds : kinds | uint32_t(kCuptiAll);  // "" or only "queries": every kind
 }
 
 std::string cupti_kinds_text(uint32_t kinds) {
-  if ((kinds & kCuptiAll) == kCuptiAll) return "all";
   std::string out;
+  if ((kinds & kCuptiAll) == kCuptiAll) {
+    out = "all";
+    kinds &= ~uint32_t(kCuptiAll);
+  }
   for (const auto& [name, b] : kKindNames)
     if (kinds & b) out += std::string(out.empty() ? "" : ",") + std::string(name);
   return out;
@@ -365,6 +369,9 @@ struct CuptiCollector::Impl {
   CUptiResult (*PushExternal)(CUpti_ExternalCorrelationKind, uint64_t) = nullptr;
   CUptiResult (*SetThreadIdType)(CUpti_ActivityThreadIdType) = nullptr;
   CUptiResult (*PopExternal)(CUpti_ExternalCorrelationKind, uint64_t*) = nullptr;
+  CUptiResult (*EnableRuntimeApi)(CUpti_CallbackId, uint8_t) = nullptr;
+  CUptiResult (*EnableDriverApi)(CUpti_CallbackId, uint8_t) = nullptr;
+  size_t muted = 0;  // API calls whose records mute_queries() turned off
   std::vector<CUpti_ActivityKind> enabled;
 
   std::string err(const char* what, CUptiResult r) {
@@ -438,6 +445,41 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
   // Only queue it: decoding calls CUPTI (cuptiActivityGetNextRecord), which must not happen under our lock.
   std::lock_guard<std::mutex> lock(impl->mu);
   impl->completed.emplace_back(buffer, valid);
+}
+
+// The state queries PyTorch and the CUDA runtime make around every launch (a device guard's cudaGetDevice,
+// the error checks, the driver's context and kernel-name lookups). Each record costs the traced program time
+// on the launching thread and tells the analysis nothing; launches, syncs, copies and setup calls stay.
+void mute_queries(CuptiCollector::Impl& d) {
+  d.muted = 0;
+  if ((d.kinds & kCuptiRuntime) && d.EnableRuntimeApi) {
+    for (CUpti_CallbackId id : {CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020,
+                                CUPTI_RUNTIME_TRACE_CBID_cudaPeekAtLastError_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaGetErrorString_v3020,
+                                CUPTI_RUNTIME_TRACE_CBID_cudaGetErrorName_v6050, CUPTI_RUNTIME_TRACE_CBID_cudaGetDeviceCount_v3020,
+                                CUPTI_RUNTIME_TRACE_CBID_cudaDeviceGetAttribute_v5000, CUPTI_RUNTIME_TRACE_CBID_cudaStreamIsCapturing_v10000,
+                                CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetCaptureInfo_v10010, CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetCaptureInfo_v2_v11030,
+                                CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetCaptureInfo_v12030, CUPTI_RUNTIME_TRACE_CBID_cudaFuncGetAttributes_v3020,
+                                CUPTI_RUNTIME_TRACE_CBID_cudaPointerGetAttributes_v4000, CUPTI_RUNTIME_TRACE_CBID_cudaDriverGetVersion_v3020,
+                                CUPTI_RUNTIME_TRACE_CBID_cudaRuntimeGetVersion_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaGetFuncBySymbol_v11000})
+      if (d.EnableRuntimeApi(id, 0) == CUPTI_SUCCESS) ++d.muted;
+  }
+  if ((d.kinds & kCuptiDriver) && d.EnableDriverApi) {
+    for (CUpti_CallbackId id : {CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxGetState, CUPTI_DRIVER_TRACE_CBID_cuKernelGetName,
+                                CUPTI_DRIVER_TRACE_CBID_cuFuncGetName, CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress,
+                                CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress_v2, CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent,
+                                CUPTI_DRIVER_TRACE_CBID_cuCtxGetDevice, CUPTI_DRIVER_TRACE_CBID_cuCtxGetDevice_v2,
+                                CUPTI_DRIVER_TRACE_CBID_cuDeviceGet, CUPTI_DRIVER_TRACE_CBID_cuDeviceGetAttribute,
+                                CUPTI_DRIVER_TRACE_CBID_cuDeviceGetCount, CUPTI_DRIVER_TRACE_CBID_cuDriverGetVersion,
+                                CUPTI_DRIVER_TRACE_CBID_cuFuncGetAttribute, CUPTI_DRIVER_TRACE_CBID_cuKernelGetAttribute,
+                                CUPTI_DRIVER_TRACE_CBID_cuLibraryGetKernel, CUPTI_DRIVER_TRACE_CBID_cuPointerGetAttribute,
+                                CUPTI_DRIVER_TRACE_CBID_cuPointerGetAttributes, CUPTI_DRIVER_TRACE_CBID_cuGetErrorString,
+                                CUPTI_DRIVER_TRACE_CBID_cuGetErrorName, CUPTI_DRIVER_TRACE_CBID_cuCtxGetStreamPriorityRange,
+                                CUPTI_DRIVER_TRACE_CBID_cuStreamIsCapturing, CUPTI_DRIVER_TRACE_CBID_cuStreamIsCapturing_ptsz,
+                                CUPTI_DRIVER_TRACE_CBID_cuStreamGetCaptureInfo, CUPTI_DRIVER_TRACE_CBID_cuStreamGetCaptureInfo_ptsz,
+                                CUPTI_DRIVER_TRACE_CBID_cuStreamGetCaptureInfo_v2, CUPTI_DRIVER_TRACE_CBID_cuStreamGetCaptureInfo_v2_ptsz,
+                                CUPTI_DRIVER_TRACE_CBID_cuStreamGetCaptureInfo_v3, CUPTI_DRIVER_TRACE_CBID_cuStreamGetCaptureInfo_v3_ptsz})
+      if (d.EnableDriverApi(id, 0) == CUPTI_SUCCESS) ++d.muted;
+  }
 }
 
 const char* kind_name(CUpti_ActivityKind k) {
@@ -544,6 +586,8 @@ Status CuptiCollector::start(const Options& options) {
   sym(d.PushExternal, "cuptiActivityPushExternalCorrelationId");  // optional
   sym(d.PopExternal, "cuptiActivityPopExternalCorrelationId");
   sym(d.SetThreadIdType, "cuptiSetThreadIdType");
+  sym(d.EnableRuntimeApi, "cuptiActivityEnableRuntimeApi");  // optional (CUPTI 12.8+): per-call filtering
+  sym(d.EnableDriverApi, "cuptiActivityEnableDriverApi");
   if (missing) return fail(std::string("version mismatch: symbol ") + missing + " missing in libcupti");
   uint32_t ver = 0;
   if (d.GetVersion(&ver) != CUPTI_SUCCESS) return fail("version mismatch: cuptiGetVersion failed");
@@ -582,6 +626,7 @@ Status CuptiCollector::start(const Options& options) {
     }
     d.enabled.push_back(k);
   }
+  if (!(d.kinds & kCuptiQueries)) mute_queries(d);
   d.sample_clock();
   {
     std::lock_guard<std::mutex> lock(d.mu);
@@ -671,7 +716,7 @@ void CuptiCollector::annotate(TraceMetadata& meta) const {
     st = impl_->was_on ? "on" : impl_->state;
     why = impl_->was_on ? "" : impl_->reason;
     // A trace with only some kinds lacks what the others give (launches, syncs): the reader must know.
-    if (impl_->was_on && impl_->kinds != kCuptiAll) why = "activity kinds " + cupti_kinds_text(impl_->kinds) + " only";
+    if (impl_->was_on && impl_->kinds != kCuptiAll) why = "activity kinds: " + cupti_kinds_text(impl_->kinds);
   }
   meta.collector_state = st;
   meta.collector_reason = why;

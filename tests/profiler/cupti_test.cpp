@@ -102,6 +102,12 @@ TEST(CuptiKinds, NamesParseToBitsAndBack) {
   EXPECT_EQ(parse_cupti_kinds(" kernel, runtime ,memcpy").value(), uint32_t(kCuptiKernel | kCuptiRuntime | kCuptiMemcpy));
   EXPECT_EQ(cupti_kinds_text(kCuptiKernel | kCuptiRuntime | kCuptiMemcpy), "kernel,memcpy,runtime");
   EXPECT_EQ(cupti_kinds_text(kCuptiAll), "all");
+  // The state queries (cudaGetDevice, ...) only when named; "queries" alone means every kind with them.
+  EXPECT_EQ(parse_cupti_kinds("all,queries").value(), uint32_t(kCuptiAll | kCuptiQueries));
+  EXPECT_EQ(parse_cupti_kinds("queries").value(), uint32_t(kCuptiAll | kCuptiQueries));
+  EXPECT_EQ(parse_cupti_kinds("runtime,queries").value(), uint32_t(kCuptiRuntime | kCuptiQueries));
+  EXPECT_EQ(cupti_kinds_text(kCuptiAll | kCuptiQueries), "all,queries");
+  EXPECT_EQ(cupti_kinds_text(kCuptiRuntime | kCuptiQueries), "runtime,queries");
   for (uint32_t k = 1; k < kCuptiAll; k = k * 3 + 1) EXPECT_EQ(parse_cupti_kinds(cupti_kinds_text(k)).value(), k) << k;
   auto bad = parse_cupti_kinds("kernel,kernels");
   ASSERT_FALSE(bad.ok());
