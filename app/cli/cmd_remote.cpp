@@ -36,7 +36,7 @@ int run_on_one_host(const Command& c) {
   if (!target) return fail(error, 2);
   if (!c.remote_cli.empty()) target->cli = c.remote_cli;
 
-  const std::string id = random_id();
+  const std::string id = client::remote_id();
   // Shown lines: the server's paths named as the local ones; its errors say where they happened.
   const auto rewrite = [&](std::string line) { return say_where(localize(std::move(line), id, c.outputs), target->display()); };
   int in[2], out[2], err[2];
@@ -44,7 +44,7 @@ int run_on_one_host(const Command& c) {
     return fail("pipe failed", 1);
   // stdin: a pipe we keep open and never write. Its end (this process gone) is what the remote watches.
   const pid_t ssh =
-      spawn(client::ssh_argv(*target, run_script(*target, id, c.args, c.outputs.size())), in[0], out[1], err[1]);
+      spawn(client::ssh_argv(*target, client::remote_run_script(*target, id, c.args, c.outputs.size())), in[0], out[1], err[1]);
   ::close(in[0]), ::close(out[1]), ::close(err[1]);
   if (ssh < 0) return fail(std::string("cannot start ssh: ") + std::strerror(errno), 1);
   const auto ssh_err = pump_lines({{out[0], STDOUT_FILENO}, {err[0], STDERR_FILENO}}, rewrite);
@@ -54,7 +54,7 @@ int run_on_one_host(const Command& c) {
   if (rc < 0)
     return fail("ssh to " + target->display() + " was killed (signal " + std::to_string(-rc) +
                 "): the remote run stops as its channel closes, its results are not fetched", 1);
-  if (const std::string why = explain_exit(*target, rc, ssh_err); !why.empty()) return fail(why, 1);
+  if (const std::string why = client::explain_remote_exit(*target, rc, ssh_err); !why.empty()) return fail(why, 1);
   if (!c.outputs.empty()) {
     const int frc = fetch(*target, id, c.outputs);
     if (frc != 0 && rc == 0) return frc;

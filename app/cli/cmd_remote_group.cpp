@@ -10,7 +10,7 @@
 // nodes' working directories go when their commands end.
 //
 // Never a hang, nothing orphaned: a node whose connection ends in failure while others run has the others'
-// ssh stdin closed, which stops their runs (run_script's watcher); so does a node still running 60 s after
+// ssh stdin closed, which stops their runs (the run script's watcher); so does a node still running 60 s after
 // node 0 ended, and every node when this process gets SIGTERM, SIGINT or SIGHUP.
 #include <fcntl.h>
 #include <signal.h>
@@ -116,7 +116,7 @@ int run_on_hosts(const Command& c) {
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
   for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &sa, nullptr);
-  const std::string id = random_id();
+  const std::string id = client::remote_id();
   std::mutex mu;
   std::condition_variable cv;
   std::vector<std::thread> threads;
@@ -144,8 +144,8 @@ int run_on_hosts(const Command& c) {
     n.serves = serve && i == 0;
     int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
     const bool piped = (n.serves || pipe2(in, O_CLOEXEC) == 0) && pipe2(out, O_CLOEXEC) == 0 && pipe2(err, O_CLOEXEC) == 0;
-    const std::string script = n.serves ? serve_script(n.target, n.id, c.args, torchrun)
-                                        : run_script(n.target, n.id, c.args, c.outputs.size(), torchrun, i == 0);
+    const std::string script = n.serves ? client::remote_serve_script(n.target, n.id, c.args, torchrun)
+                                        : client::remote_run_script(n.target, n.id, c.args, c.outputs.size(), torchrun, i == 0);
     if (piped) n.ssh = spawn(client::ssh_argv(n.target, script), in[0], out[1], err[1]);
     const int spawn_errno = errno;
     for (int fd : {in[0], out[1], err[1]})
@@ -221,7 +221,7 @@ int run_on_hosts(const Command& c) {
   int rc = 0;
   for (const Node& n : nodes) {
     const std::string why = n.rc < 0 ? "ssh to " + n.target.display() + " was killed (signal " + std::to_string(-n.rc) + ")"
-                                     : explain_exit(n.target, n.rc, n.err);
+                                     : client::explain_remote_exit(n.target, n.rc, n.err);
     if (!why.empty()) rc = fail(why, 1);
   }
   if (first_failed >= 0) {
@@ -231,7 +231,7 @@ int run_on_hosts(const Command& c) {
                   (nodes.size() > 1 ? ", and the other nodes were stopped" : ""),
               first_failed == 0 && nodes[0].rc > 0 && nodes[0].rc < 124 ? nodes[0].rc : 1);
   }
-  if (!c.outputs.empty() && nodes[0].rc >= 0 && explain_exit(nodes[0].target, nodes[0].rc, nodes[0].err).empty()) {
+  if (!c.outputs.empty() && nodes[0].rc >= 0 && client::explain_remote_exit(nodes[0].target, nodes[0].rc, nodes[0].err).empty()) {
     const int frc = fetch(nodes[0].target, nodes[0].id, c.outputs);
     if (frc != 0 && rc == 0) rc = frc;
   }

@@ -11,41 +11,32 @@
 #include <nlohmann/json.hpp>
 
 #include "client/inline_files.h"
+#include "client/remote_script.h"
 #include "ui/observer_cost.h"
 
 namespace tb::ui {
 
 namespace {
-constexpr int kExitNoRemoteCli = 127;
-constexpr const char* kNoCliMarker = "tunebench-remote: no program";
-constexpr int kProtocol = 1;
-
-// The remote shell's command: checks the CLI is there, runs serve with its trace directory on the server
-// (removed when serve ends; serve ends when the channel's stdin closes, so a lost GUI leaves nothing running).
-std::string remoteServeCommand(const client::RemoteTarget& t, const QStringList& args) {
-  const std::string cli = client::shell_quote(t.cli);
-  std::string s = "d=\"${TMPDIR:-/tmp}/tunebench-serve-$$\"\n";
-  s += "command -v " + cli + " >/dev/null 2>&1 || { echo \"" + std::string(kNoCliMarker) + " " + t.cli + "\" >&2; exit " +
-       std::to_string(kExitNoRemoteCli) + "; }\n";
-  // The run's temporary files go with it (PyTorch 2.x leaves a torchinductor_<user> cache in $TMPDIR).
-  s += "mkdir -m 700 \"$d.tmp\" && TMPDIR=\"$d.tmp\" && export TMPDIR\n";
-  s += cli;
+constexpr int kProtocol = 1;  // the run protocol's version this window speaks (serve's hello says its own)
+// The remote words of serve: the GUI's arguments quoted, its trace directory the remote working directory
+// ("$d"), and --inline-files (the chunks come back through the channel) before the script's own arguments.
+std::vector<std::string> remoteServeWords(const QStringList& args) {
+  std::vector<std::string> w;
+  bool inlined = false;
   for (qsizetype i = 0; i < args.size(); ++i) {
     if (args[i] == "--trace-dir" && i + 1 < args.size()) {
-      s += " --trace-dir \"$d\"";
+      w.insert(w.end(), {"--trace-dir", "\"$d\""});
       ++i;
       continue;
     }
-    if (args[i] == "--" ) {  // the script's own arguments follow: --inline-files goes before them
-      s += " --inline-files";
-      for (; i < args.size(); ++i) s += " " + client::shell_quote(args[i].toStdString());
-      break;
+    if (args[i] == "--" && !inlined) {
+      w.push_back("--inline-files");
+      inlined = true;
     }
-    s += " " + client::shell_quote(args[i].toStdString());
-    if (i + 1 == args.size()) s += " --inline-files";
+    w.push_back(client::shell_quote(args[i].toStdString()));
   }
-  s += "\nrc=$?\nrm -rf \"$d\" \"$d.tmp\"\nexit $rc\n";
-  return "sh -c " + client::shell_quote(s);
+  if (!inlined) w.push_back("--inline-files");
+  return w;
 }
 }  // namespace
 
@@ -142,7 +133,7 @@ bool RunController::start(const QString& program, const QStringList& args) {
     }
     argv = args.mid(0, 1) + QStringList{"--remote", group_, "--remote-cli", QString::fromStdString(remote_->cli)} + args.mid(1);
   } else if (remote_) {  // ssh ... HOST 'sh -c ...'
-    const auto ssh = client::ssh_argv(*remote_, remoteServeCommand(*remote_, args));
+    const auto ssh = client::ssh_argv(*remote_, client::remote_serve_script(*remote_, client::remote_id(), remoteServeWords(args)));
     prog = QStandardPaths::findExecutable(QString::fromStdString(ssh[0]));
     if (prog.isEmpty() && QFileInfo(QString::fromStdString(ssh[0])).isExecutable()) prog = QString::fromStdString(ssh[0]);
     argv.clear();
@@ -445,12 +436,7 @@ QString RunController::remoteFailure(int code) const {
   if (!remote_ || isGroup()) return {};  // a group's client says what failed on stderr itself
   std::vector<std::string> lines;
   for (const QByteArray& l : stderr_tail_.split('\n')) lines.push_back(l.toStdString());
-  if (code == 255) return QString::fromStdString(client::explain_ssh_failure(*remote_, lines));
-  if (code == kExitNoRemoteCli && stderr_tail_.contains(kNoCliMarker))
-    return QStringLiteral("%1 has no '%2' on the PATH of a non-interactive ssh shell: install it there "
-                          "(docs/remote.md) or give its path (tunebench --remote-cli PATH)")
-        .arg(remoteDisplay(), QString::fromStdString(remote_->cli));
-  return {};
+  return QString::fromStdString(client::explain_remote_exit(*remote_, code, lines));
 }
 
 }  // namespace tb::ui
