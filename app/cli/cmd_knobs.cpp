@@ -36,29 +36,8 @@ int cmd_knobs(int argc, char** argv) {
   }
   auto states = engine::knob_states_here(device);
   if (json) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& s : states) {
-      const auto& k = s.info;
-      out.push_back({{"id", k.id},
-                     {"title", k.title},
-                     {"description", k.description},
-                     {"type", type_name(k.type)},
-                     {"default", k.default_value},
-                     {"recommended", k.recommended_value},
-                     {"choices", k.choices},
-                     {"min", k.min},
-                     {"max", k.max},
-                     {"seeds", k.seeds},
-                     {"applies_to", k.applies_to},
-                     {"changes_numerics", k.changes_numerics},
-                     {"pytorch", k.pytorch_snippet},
-                     {"libtorch", k.libtorch_snippet},
-                     {"applicable", s.applicability.applicable},
-                     {"reason", s.applicability.reason},
-                   {"unavailable_values", s.applicability.unavailable_values}});
-    }
     nlohmann::json doc = engine::environment_info();
-    doc["knobs"] = out;
+    doc["knobs"] = engine::knob_states_json(states);
     std::printf("%s\n", doc.dump(2).c_str());
     return 0;
   }

@@ -12,20 +12,18 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
-#include <deque>
 #include <filesystem>
 #include <iostream>
 #include <mutex>
 #include <string>
 #include <thread>
 
-#include "client/inline_files.h"
+#include "client/protocol.h"
 #include "commands.h"
 #include "engine_cli_common.h"
-#include "engine/cpu_allocator.h"
+#include "engine/live_tune.h"
 #include "engine/report.h"
 #include "engine/distributed.h"
 #include "engine/tuner.h"
@@ -35,57 +33,9 @@
 namespace tb::cli {
 namespace {
 
-constexpr int kProtocolVersion = 1;
-
-class Channel {
- public:
-  bool inline_files = false;  // --inline-files: client/inline_files.h
-  void send(nlohmann::json msg) {
-    msg["v"] = kProtocolVersion;
-    if (inline_files) client::inline_files(msg);
-    std::string line = msg.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    std::lock_guard<std::mutex> lock(mu_);
-    if (closed_) return;
-    std::fwrite(line.data(), 1, line.size(), stdout);
-    std::fputc('\n', stdout);
-    std::fflush(stdout);
-  }
-  // Sends `done` once; later calls do nothing. Returns false when it was already sent.
-  bool send_done(const nlohmann::json& summary) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (done_sent_) return false;
-      done_sent_ = true;
-    }
-    send({{"type", "done"}, {"summary", summary}});
-    std::lock_guard<std::mutex> lock(mu_);
-    closed_ = true;
-    return true;
-  }
-  void error(const std::string& message, bool recoverable) {
-    send({{"type", "error"}, {"message", message}, {"recoverable", recoverable}});
-  }
-
- private:
-  std::mutex mu_;
-  bool done_sent_ = false;
-  bool closed_ = false;
-};
-
-struct Inbox {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<nlohmann::json> messages;
-  std::atomic<bool> stop{false};
-  std::atomic<bool> eof{false};
-
-  std::vector<nlohmann::json> drain() {
-    std::lock_guard<std::mutex> lock(mu);
-    std::vector<nlohmann::json> out(messages.begin(), messages.end());
-    messages.clear();
-    return out;
-  }
-};
+using client::protocol::Channel;
+using client::protocol::Inbox;
+using client::protocol::value_text;
 
 // Summary of the run so far, readable by the watchdog.
 struct Progress {
@@ -97,40 +47,6 @@ struct Progress {
     return {{"steps", records.size()}, {"throughput_median", tp["median"]}, {"unit", "samples/s"}, {"reason", reason}};
   }
 };
-
-std::string value_text(const nlohmann::json& v) {
-  if (v.is_boolean()) return v.get<bool>() ? "on" : "off";
-  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
-  if (v.is_number()) return std::to_string(static_cast<int64_t>(v.get<double>()));
-  if (v.is_string()) return v.get<std::string>();
-  return v.dump();
-}
-
-nlohmann::json knobs_json(const std::vector<engine::KnobState>& states) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const auto& s : states) {
-    const auto& k = s.info;
-    const char* type = k.type == engine::KnobType::Bool ? "bool" : k.type == engine::KnobType::Int ? "int" : "enum";
-    out.push_back({{"id", k.id},
-                   {"title", k.title},
-                   {"description", k.description},
-                   {"type", type},
-                   {"default", k.default_value},
-                   {"recommended", k.recommended_value},
-                   {"choices", k.choices},
-                   {"min", k.min},
-                   {"max", k.max},
-                   {"value", s.value},
-                   {"applicable", s.applicability.applicable},
-                   {"reason", s.applicability.reason},
-                   {"unavailable_values", s.applicability.unavailable_values},
-                   {"changes_numerics", k.changes_numerics},
-                   {"process_scope", k.process_scope},
-                   {"seeds", k.seeds},
-                   {"applies_to", k.applies_to}});
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -243,40 +159,19 @@ int cmd_serve(int argc, char** argv) {
     out.send({{"type", "hello"},
               {"versions", env["versions"]},
               {"device", env["device"]},
-              {"knobs", knobs_json(states)},
+              {"knobs", engine::knob_states_json(states)},
               {"collector", {{"enabled", plan.first}, {"reason", plan.second}}}});
   }
 
-  // stdin reader
+  // The parent's messages, on a thread of their own. `stop` must be answered within 2 s even when a step takes
+  // longer: a watchdog sends `done` itself and exits if the trainer has not finished its step by then.
   std::thread([] {
-    std::string line;
-    while (std::getline(std::cin, line)) {
-      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-      nlohmann::json msg = nlohmann::json::parse(line, nullptr, false);
-      if (msg.is_discarded() || !msg.is_object() || !msg.contains("type") || !msg["type"].is_string()) {
-        out.error("malformed message (expected one JSON object with a \"type\" per line): " + line.substr(0, 120),
-                  true);
-        continue;
-      }
-      if (msg["type"] == "stop") {
-        inbox.stop = true;
-        inbox.cv.notify_all();
-        // Watchdog: a step may outlast the 2 s the protocol allows for stop.
-        std::thread([] {
-          std::this_thread::sleep_for(std::chrono::milliseconds(1700));
-          if (out.send_done(progress.summary("stopped"))) std::_Exit(0);
-        }).detach();
-        continue;
-      }
-      {
-        std::lock_guard<std::mutex> lock(inbox.mu);
-        inbox.messages.push_back(std::move(msg));
-      }
-      inbox.cv.notify_all();
-    }
-    inbox.eof = true;
-    inbox.stop = true;
-    inbox.cv.notify_all();
+    client::protocol::read_messages(std::cin, out, inbox, [] {
+      std::thread([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1700));
+        if (out.send_done(progress.summary("stopped"))) std::_Exit(0);
+      }).detach();
+    });
   }).detach();
 
   auto finish = [&](const std::string& reason, int code) -> int {
@@ -301,15 +196,8 @@ int cmd_serve(int argc, char** argv) {
   const bool model_from_command_line = !opts.model.empty();
   while (!session) {
     if (opts.model.empty()) {
-      std::unique_lock<std::mutex> lock(inbox.mu);
-      inbox.cv.wait(lock, [] { return inbox.stop.load() || !inbox.messages.empty(); });
-      if (inbox.stop) {
-        lock.unlock();
-        return finish(inbox.eof ? "stdin closed" : "stopped", 0);
-      }
-      nlohmann::json msg = std::move(inbox.messages.front());
-      inbox.messages.pop_front();
-      lock.unlock();
+      nlohmann::json msg = inbox.wait_next();
+      if (msg.is_null()) return finish(inbox.eof ? "stdin closed" : "stopped", 0);
       const std::string type = msg["type"];
       if (type == "start") {
         opts.model = msg.value("model", std::string());
@@ -358,11 +246,11 @@ int cmd_serve(int argc, char** argv) {
               {"classes", d["classes"]},
               {"config", config_json(session->config())},
               {"rev", session->revision()},
-              {"knobs", knobs_json(session->knobs())},
+              {"knobs", engine::knob_states_json(session->knobs())},
               {"device", d["device"]}});
   }
   auto flush_warnings = [&] {
-    for (auto& w : session->take_warnings()) out.send({{"type", "warning"}, {"message", w}});
+    for (auto& w : session->take_warnings()) out.warning(w);
   };
   flush_warnings();
 
@@ -373,7 +261,7 @@ int cmd_serve(int argc, char** argv) {
   int64_t done_steps_for_tune = 0;  // mirrors done_steps for the tune handler defined before the loop
   // A collector that cannot start is said once per start, as a warning; the CPU timeline goes on.
   auto start_tracing = [&] {
-    if (std::string why = start_recording(session_on_cuda); !why.empty()) out.send({{"type", "warning"}, {"message", why}});
+    if (std::string why = start_recording(session_on_cuda); !why.empty()) out.warning(why);
   };
   if (tracing) {
     prof::set_thread_name("train");
@@ -395,7 +283,7 @@ int cmd_serve(int argc, char** argv) {
       err = write_recorded_trace(path, session->describe());
     }
     if (!err.empty()) {
-      out.send({{"type", "warning"}, {"message", "cannot write trace chunk '" + path + "': " + err}});
+      out.warning("cannot write trace chunk '" + path + "': " + err);
     } else {
       out.send({{"type", "trace"}, {"path", path}, {"first_step", chunk_first}, {"last_step", last_step}});
     }
@@ -404,7 +292,8 @@ int cmd_serve(int argc, char** argv) {
 
   // Auto-tune on the current model/data from the current configuration (the GUI's "Auto-tune" button). The
   // tuner builds its own sessions; recording is paused so its trace snapshots own the recorder. The best
-  // configuration found is applied to the running session afterwards, so the chart shows it.
+  // configuration found is applied to the running session afterwards (engine/live_tune.h), so the chart
+  // shows it.
   auto run_tune_request = [&](const nlohmann::json& msg) {
     engine::TuneOptions topts;
     if (msg.contains("budget_s") && msg["budget_s"].is_number()) topts.budget_s = msg["budget_s"].get<double>();
@@ -440,43 +329,12 @@ int cmd_serve(int argc, char** argv) {
                                                                 leader->recording())
                              : engine::make_session_workload(sopts);
       engine::TuneResult result = engine::run_tune(*workload, topts);
-      // The parent's folder (--report-dir; it removes it), else the trace chunks', else one of ours in /tmp.
-      std::filesystem::path dir = !report_dir.empty() ? std::filesystem::path(report_dir)
-                                  : !trace_dir.empty()
-                                      ? std::filesystem::path(trace_dir)
-                                      : std::filesystem::temp_directory_path() / ("tunebench-tune-" + std::to_string(::getpid()));
-      std::filesystem::create_directories(dir);
-      const std::string stem = "tune-" + std::to_string(tune_index++);
-      const std::string html = (dir / (stem + ".html")).string(), md = (dir / (stem + ".md")).string(),
-                        json = (dir / (stem + ".json")).string();
-      engine::write_report(result, html, md, json);
-      out.send(engine::tune_done_message(result, html, md, json));
-      engine::Config changes;
-      for (const auto& [k, v] : result.final_config) {
-        if (!session->config().count(k) || session->config().at(k) == v) continue;
-        const engine::KnobInfo* info = engine::find_knob(k);
-        if (info && info->process_scope) {
-          // The baseline's value is no change the tuner keeps: the allocator it pinned for steady windows
-          // stays, and the config says so (below).
-          if (auto b = result.baseline.find(k); b != result.baseline.end() && b->second == v) continue;
-          if (k != "cpu_allocator" || !engine::switch_cpu_allocator_live(v).empty()) {
-            out.send({{"type", "warning"},
-                      {"message", "the tuner keeps " + k + "=" + v + ", which takes effect when a process starts: " +
-                                      "restart the run with --set " + k + "=" + v +
-                                      (k == "cpu_allocator" ? " (" + engine::cpu_allocator_env(v) + ")" : "")}});
-            continue;
-          }
-        }
-        changes[k] = v;
-      }
-      // The tuner may have pinned this process's allocator for steady windows: the config says what runs.
-      if (session->config().at("cpu_allocator") != engine::active_cpu_allocator() && !changes.count("cpu_allocator"))
-        changes["cpu_allocator"] = engine::active_cpu_allocator();
-      if (!changes.empty()) {
-        int64_t rev = session->apply(changes);
-        out.send({{"type", "config_applied"}, {"rev", rev}, {"knobs", config_json(session->config())},
-                  {"changed", config_json(changes)}, {"source", "auto-tune"}});
-      }
+      out.send(engine::write_live_tune_report(result, report_dir, trace_dir, int(tune_index++)));
+      const engine::LiveTuneOutcome applied = engine::apply_tune_live(*session, result);
+      for (const auto& w : applied.warnings) out.warning(w);
+      if (applied.rev >= 0)
+        out.send({{"type", "config_applied"}, {"rev", applied.rev}, {"knobs", config_json(session->config())},
+                  {"changed", config_json(applied.changed)}, {"source", "auto-tune"}});
     } catch (const std::exception& e) {
       out.error(std::string("auto-tune failed: ") + e.what(), true);
     }

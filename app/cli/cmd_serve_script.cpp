@@ -19,7 +19,7 @@
 #include <thread>
 #include <unistd.h>
 
-#include "client/inline_files.h"
+#include "client/protocol.h"
 #include "commands.h"
 #include "engine/report.h"
 #include "engine/tuner.h"
@@ -29,32 +29,9 @@
 namespace tb::cli {
 namespace {
 
-std::mutex g_out_mu;
-bool g_inline_files = false;  // --inline-files: client/inline_files.h
-void send(nlohmann::json m) {
-  m["v"] = 1;
-  if (g_inline_files) client::inline_files(m);
-  const std::string line = m.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  std::lock_guard<std::mutex> lock(g_out_mu);
-  std::fwrite(line.data(), 1, line.size(), stdout);
-  std::fputc('\n', stdout);
-  std::fflush(stdout);
-}
-void send_error(const std::string& message, bool recoverable) {
-  send({{"type", "error"}, {"message", message}, {"recoverable", recoverable}});
-}
-
-struct Inbox {
-  std::mutex mu;
-  std::deque<nlohmann::json> q;
-  std::atomic<bool> eof{false};
-  std::vector<nlohmann::json> drain() {
-    std::lock_guard<std::mutex> lock(mu);
-    std::vector<nlohmann::json> out(q.begin(), q.end());
-    q.clear();
-    return out;
-  }
-};
+client::protocol::Channel g_out;  // stdout
+void send(nlohmann::json m) { g_out.send(std::move(m)); }
+void send_error(const std::string& message, bool recoverable) { g_out.error(message, recoverable); }
 
 // A tune restarts the live child, whose steps, revisions and trace chunks count from 0 again: the parent sees
 // one run, so they go on from where the last child stopped, and the restarted child's `started` becomes the
@@ -128,7 +105,7 @@ int cmd_serve_script(int argc, char** argv) {
     } else if (a == "--trace-dir" && value(so.trace_dir)) {
     } else if (a == "--report-dir" && value(report_dir)) {
     } else if (a == "--inline-files") {
-      g_inline_files = true;
+      g_out.inline_files = true;
     } else if (a == "--trace-every" && value(v) && parse_int(v, n, 1)) {
       so.trace_every = int(n);
     } else if (a == "--trace-detail" && value(v) && !(so.trace_detail = trace_detail_of(v)).empty()) {
@@ -140,21 +117,8 @@ int cmd_serve_script(int argc, char** argv) {
   if (!so.trace_dir.empty()) std::filesystem::create_directories(so.trace_dir);
   so.output = [](const std::string& line) { std::fprintf(stderr, "  | %s\n", line.c_str()); };
 
-  static Inbox inbox;
-  std::thread([] {
-    std::string line;
-    while (std::getline(std::cin, line)) {
-      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-      auto m = nlohmann::json::parse(line, nullptr, false);
-      if (m.is_discarded() || !m.is_object() || !m.contains("type")) {
-        send_error("malformed message (expected one JSON object with a \"type\" per line)", true);
-        continue;
-      }
-      std::lock_guard<std::mutex> lock(inbox.mu);
-      inbox.q.push_back(std::move(m));
-    }
-    inbox.eof = true;
-  }).detach();
+  static client::protocol::Inbox inbox;
+  std::thread([] { client::protocol::read_messages(std::cin, g_out, inbox); }).detach();
 
   auto finish = [](int code) {
     std::fflush(stdout);
@@ -184,10 +148,6 @@ int cmd_serve_script(int argc, char** argv) {
         const std::string type = msg.value("type", std::string());
         if (type == "set" || type == "trace") {
           runner->send(msg);
-        } else if (type == "stop") {
-          runner->stop(5);
-          send({{"type", "done"}, {"summary", {{"steps", steps}, {"reason", "stopped"}, {"unit", "samples/s"}}}});
-          finish(0);
         } else if (type == "tune") {
           runner->stop(5);
           engine::TuneOptions to;
@@ -202,14 +162,7 @@ int cmd_serve_script(int argc, char** argv) {
             tso.output = {};
             auto w = engine::make_script_workload(tso);
             engine::TuneResult r = engine::run_tune(*w, to);
-            const auto dir = !report_dir.empty() ? std::filesystem::path(report_dir)
-                             : !trace_base.empty()
-                                 ? std::filesystem::path(trace_base)
-                                 : std::filesystem::temp_directory_path() / ("tunebench-tune-" + std::to_string(::getpid()));
-            std::filesystem::create_directories(dir);
-            const std::string stem = (dir / ("tune-" + std::to_string(tune_index++))).string();
-            engine::write_report(r, stem + ".html", stem + ".md", stem + ".json");
-            send(engine::tune_done_message(r, stem + ".html", stem + ".md", stem + ".json"));
+            send(engine::write_live_tune_report(r, report_dir, trace_base, tune_index++));
             // The next live child runs the user's own settings with the tuned knobs over them.
             nlohmann::json changed = nlohmann::json::object();
             for (const auto& k : engine::changed_knobs(r.baseline, r.final_config)) {
@@ -234,9 +187,10 @@ int cmd_serve_script(int argc, char** argv) {
         }
       }
       if (restart) break;
-      if (inbox.eof) {
+      if (inbox.stop) {  // `stop`, or the end of stdin
         runner->stop(5);
-        send({{"type", "done"}, {"summary", {{"steps", steps}, {"reason", "stdin closed"}, {"unit", "samples/s"}}}});
+        send({{"type", "done"},
+              {"summary", {{"steps", steps}, {"reason", inbox.eof ? "stdin closed" : "stopped"}, {"unit", "samples/s"}}}});
         finish(0);
       }
       auto m = runner->next(0.05);

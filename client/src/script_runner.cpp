@@ -1,5 +1,7 @@
 #include "client/script_runner.h"
 
+#include "client/protocol.h"
+
 #include <unistd.h>
 
 #include <chrono>
@@ -194,7 +196,7 @@ std::optional<nlohmann::json> ScriptRunner::next(double timeout_s) {
 
 bool ScriptRunner::send(const nlohmann::json& message) {
   nlohmann::json m = message;
-  m["v"] = 1;
+  m["v"] = protocol::kVersion;
   return child_.write_line(m.dump());
 }
 

@@ -25,13 +25,13 @@ import torch
 
 from . import (__version__, hooks_dataloader, hooks_forward, hooks_optimizer, hooks_save, iterations, knobs,
                machine, script_errors)
-from .protocol import Channel, Inbox
+from .protocol import VERSION, Channel, Inbox
 from .state import Run, minor_faults
 from .tracing import Tracer
 from .watchdog import Watchdog
 
 _MODEL_KNOBS = ("amp", "channels_last", "compile")
-_STEP = ('{"v": 1, "type": "step", "i": %d, "samples": %d, "wall_ns": %d, "data_wait_ns": %d, "h2d_ns": 0, '
+_STEP = ('{"v": ' + str(VERSION) + ', "type": "step", "i": %d, "samples": %d, "wall_ns": %d, "data_wait_ns": %d, "h2d_ns": 0, '
          '"minor_faults": %d, "loss": null, "config_rev": %d, "warmup": false, "skipped": %s, "t_ns": %d, '
          '"forward_ns": %d, "backward_ns": %d, "optim_ns": %d, "optimizer_steps": %d}\n')
 _HOOKS = (hooks_dataloader, hooks_forward, hooks_optimizer, hooks_save)

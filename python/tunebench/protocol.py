@@ -9,6 +9,9 @@ import os
 import queue
 import threading
 
+# The protocol's version (docs/protocol.md), as client/protocol.h kVersion on the C++ side.
+VERSION = 1
+
 
 class Channel:
     def __init__(self, out_fd):
@@ -17,7 +20,7 @@ class Channel:
         self.closed = False
 
     def send(self, msg_type, **fields):
-        msg = {"v": 1, "type": msg_type}
+        msg = {"v": VERSION, "type": msg_type}
         msg.update(fields)
         self.send_line(json.dumps(msg, default=str) + "\n")
 

@@ -11,13 +11,13 @@
 #include <nlohmann/json.hpp>
 
 #include "client/inline_files.h"
+#include "client/protocol.h"
 #include "client/remote_script.h"
 #include "ui/observer_cost.h"
 
 namespace tb::ui {
 
 namespace {
-constexpr int kProtocol = 1;  // the run protocol's version this window speaks (serve's hello says its own)
 // The remote words of serve: the GUI's arguments quoted, its trace directory the remote working directory
 // ("$d"), and --inline-files (the chunks come back through the channel) before the script's own arguments.
 std::vector<std::string> remoteServeWords(const QStringList& args) {
@@ -295,12 +295,12 @@ void RunController::handleLine(const QByteArray& line) {
   }
   const QJsonObject m = d.object();
   const QString type = m.value("type").toString();
-  if (type == "hello" && m.value("v").toInt(kProtocol) != kProtocol) {
+  if (type == "hello" && m.value("v").toInt(client::protocol::kVersion) != client::protocol::kVersion) {
     // Another protocol: nothing it sends can be trusted to mean what we think. Stop it, say so.
     rec_.failure = QStringLiteral("the run speaks protocol %1, this TuneBench speaks %2: install the same TuneBench "
                                   "version %3")
                        .arg(m.value("v").toInt())
-                       .arg(kProtocol)
+                       .arg(client::protocol::kVersion)
                        .arg(remote_ ? QStringLiteral("on ") + remoteDisplay() : QStringLiteral("here"));
     emit protocolError(rec_.failure, false);
     stop();

@@ -46,6 +46,12 @@ std::string final_code_libtorch(const TuneResult& result);
 nlohmann::json tune_done_message(const TuneResult& result, const std::string& html_path,
                                  const std::string& markdown_path, const std::string& json_path);
 
+// An Auto-tune asked of a live `serve` (the engine's or a script's): writes its report as tune-<index>.html,
+// .md and .json into `report_dir` (the parent's; it removes it), else `trace_dir`, else
+// $TMPDIR/tunebench-tune-<pid>, and returns the tune_done message that names them. Throws like write_report.
+nlohmann::json write_live_tune_report(const TuneResult& result, const std::string& report_dir,
+                                      const std::string& trace_dir, int index);
+
 // Writes whichever paths are non-empty. Throws std::runtime_error with a one-line message when a file
 // cannot be written.
 void write_report(const TuneResult& result, const std::string& html_path, const std::string& markdown_path,

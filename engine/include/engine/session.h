@@ -137,4 +137,9 @@ std::vector<KnobState> knob_states_here(const std::string& device = "auto");
 // Versions and device for hello/describe without a model.
 nlohmann::json environment_info();
 
+// A knob as the protocol's hello/started and `knobs --json` describe it: the catalog's entry, the value now,
+// whether it applies here and why not, the values unavailable here, the code that sets it.
+nlohmann::json knob_state_json(const KnobState& state);
+nlohmann::json knob_states_json(const std::vector<KnobState>& states);
+
 }  // namespace tb::engine

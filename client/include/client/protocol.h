@@ -1,0 +1,65 @@
+// The run protocol's C++ side (docs/protocol.md): JSON lines on a serve's stdout and stdin, each message an
+// object with a "type" and the version "v". Serve's writers (the engine's and a script's) send through one
+// Channel and read their parent through one Inbox; the GUI checks the version a hello carries against
+// kVersion. The Python side is python/tunebench/protocol.py.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <functional>
+#include <istream>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tb::client::protocol {
+
+inline constexpr int kVersion = 1;
+
+// A serve's stdout. Thread-safe (the trainer and a stop watchdog both write); `done` is sent once and
+// nothing after it, so a watchdog's `done` and the trainer's cannot both reach the parent.
+class Channel {
+ public:
+  explicit Channel(std::FILE* out = stdout) : out_(out) {}
+  bool inline_files = false;  // --inline-files: the files a message names travel in it (client/inline_files.h)
+  void send(nlohmann::json msg);
+  // Sends `done` with this summary once; returns false when it was already sent.
+  bool send_done(const nlohmann::json& summary);
+  void error(const std::string& message, bool recoverable);
+  void warning(const std::string& message);
+
+ private:
+  std::FILE* out_;
+  std::mutex mu_;
+  bool done_sent_ = false;
+  bool closed_ = false;
+};
+
+// The parent's messages, queued by read_messages() on its own thread for the trainer to take at a step
+// boundary. `stop` is not queued: it sets `stop` at once (it must be answered within 2 s, whatever a step
+// takes); the end of the input sets `eof` and `stop`.
+struct Inbox {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<nlohmann::json> messages;
+  std::atomic<bool> stop{false};
+  std::atomic<bool> eof{false};
+  void push(nlohmann::json msg);
+  std::vector<nlohmann::json> drain();
+  // Waits until a message is queued or stop is set; returns the message, or null at stop.
+  nlohmann::json wait_next();
+};
+
+// Reads `in` line by line into `inbox` until it ends: a line that is no JSON object with a string "type" is
+// answered on `out` (a recoverable error) and dropped; at `stop`, `on_stop` runs (on the reader's thread) after
+// the flag is set. Blocks: run it on a thread of its own.
+void read_messages(std::istream& in, Channel& out, Inbox& inbox, const std::function<void()>& on_stop = {});
+
+// A knob value as a parent may send it (true, 4, "fp16") in the catalog's words ("on", "4", "fp16").
+std::string value_text(const nlohmann::json& v);
+
+}  // namespace tb::client::protocol
