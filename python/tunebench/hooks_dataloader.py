@@ -20,7 +20,7 @@ from torch.utils.data import DataLoader
 from torch.utils.data.dataloader import _BaseDataLoaderIter
 
 from . import source
-from .knobs import KnobError, _torch_major
+from .knob_errors import KnobError, torch_major as _torch_major
 
 _orig_init = DataLoader.__init__
 _orig_iter = DataLoader.__iter__

@@ -9,7 +9,7 @@ import weakref
 import torch
 
 from . import hooks_forward
-from .knobs import KnobError
+from .knob_errors import KnobError
 
 _hooks = {}  # knob id -> [hook handles]
 _compiled = weakref.WeakKeyDictionary()  # module -> the compiled call compile=on gave it

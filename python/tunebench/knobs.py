@@ -8,9 +8,8 @@ import os
 
 import torch
 
-
-class KnobError(Exception):
-    pass
+from . import hooks_dataloader, hooks_model, hooks_optimizer
+from .knob_errors import KnobError, torch_major as _torch_major
 
 
 def _bool(v):
@@ -34,13 +33,6 @@ def _int(v, lo, hi):
 
 def _cuda():
     return torch.cuda.is_available()
-
-
-def _torch_major():
-    try:
-        return int(torch.__version__.split(".")[0])
-    except ValueError:
-        return 1
 
 
 def cores():
@@ -103,7 +95,6 @@ class LoaderKnob(Knob):
     attr = ""
 
     def apply(self, run, value, live):
-        from . import hooks_dataloader
         return hooks_dataloader.set_loader_option(run, self, value, live)
 
 
@@ -223,7 +214,6 @@ class ZeroGradNone(Knob):
         return "on" if _torch_major() >= 2 else "off"
 
     def apply(self, run, value, live):
-        from . import hooks_optimizer
         run.requested[self.id] = value
         hooks_optimizer.apply_zero_grad_none(run)  # the wrapper reads the value at every call
         return False, ""
@@ -240,7 +230,6 @@ class AnomalyDetection(Knob):
         return run.config.get(self.id, "on" if torch.is_anomaly_enabled() else "off")
 
     def apply(self, run, value, live):
-        from . import hooks_optimizer
         hooks_optimizer.real_set_detect_anomaly(value == "on")
         return False, ""
 
@@ -260,7 +249,6 @@ class Amp(Knob):
                           "scaler.scale(loss).backward(); scaler.step(optimizer); scaler.update()")
 
     def apply(self, run, value, live):
-        from . import hooks_model
         return hooks_model.set_amp(run, value)
 
 
@@ -271,7 +259,6 @@ class ChannelsLast(Knob):
     snippet = "model = model.to(memory_format=torch.channels_last)  # and x = x.to(memory_format=torch.channels_last)"
 
     def apply(self, run, value, live):
-        from . import hooks_model
         return hooks_model.set_channels_last(run, value == "on")
 
 
@@ -285,7 +272,6 @@ class Compile(Knob):
         return (True, "") if _torch_major() >= 2 else (False, "needs torch >= 2.0 (this is %s)" % torch.__version__)
 
     def apply(self, run, value, live):
-        from . import hooks_model
         return hooks_model.set_compile(run, value == "on")
 
 
