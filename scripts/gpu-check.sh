@@ -7,6 +7,7 @@
 #   scenarios  ResNet-50 scenarios, in priority order: the naive baseline (trace kept), seed 003's sequence
 #              (a trace per stage), collector off/on, synthetic best, then each knob alone
 #   script     examples/train_folder.py unmodified on the box's torch: a traced naive run, knobs, compile
+#   ab         each knob alone against the naive baseline, alternated in one process, with its interval
 #   tune       the auto-tuner on ResNet-50 from naive defaults
 #   dist       data parallel on the GPU(s): Gloo, auto, NCCL
 # TB_GPU_DEADLINE (seconds from the start, default 540) bounds the whole call: a step that would not finish
@@ -21,6 +22,7 @@ work="$PWD/gpu-work"; mkdir -p "$work"/logs "$work"/runs
 stages="${TB_GPU_STAGES:-build}"
 steps="${TB_GPU_STEPS:-60}"
 run_timeout="${TB_GPU_RUN_TIMEOUT:-120}"
+model="${TB_GPU_MODEL:-resnet50}"  # another model only for a dry run off the GPU box
 t_start=$(date +%s); deadline=$((t_start + ${TB_GPU_DEADLINE:-540}))
 left() { echo $((deadline - $(date +%s))); }
 # cap N: N, or less when the deadline is nearer (0 when nothing useful fits)
@@ -142,7 +144,7 @@ cli="$build/app/tunebench-cli"
 
 # The datasets are made on the CPU while the tests use the GPU; nothing is measured before both are done.
 data=/tmp/tb-imagenet-like sdata=/tmp/tb-script-data
-if has scenarios || has tune; then
+if has scenarios || has tune || has ab; then
   [[ -d $data ]] || { timeout 300 $cli make-dataset --out $data --images 2048 --size 320x240 --classes 100 \
     > "$work/logs/make-dataset.txt" 2>&1 & }
 fi
@@ -198,25 +200,25 @@ print('stall %.1f%% gaps %.1f%% sync %d kernels %d collector %s' % (100*a['loade
 }
 if has scenarios; then
   img="imagefolder:$data"; base="workers=0,pin_memory=off,amp=off,cudnn_benchmark=off,batch_size=32"
-  run s1_naive resnet50 "$img" "$base"
+  run s1_naive "$model" "$img" "$base"
   pack s1
   # Seed 003's sequence, cumulative. bf16, not fp16: fp16's host-side loss scaling keeps CUDA graphs off.
   acc="$base"
   for k in cudnn_benchmark=on amp=bf16 "workers=8,prefetch=4,pin_memory=on,non_blocking=on" cuda_graphs=on; do
-    acc="$acc,$k"; run "s3_${k%%[=,]*}" resnet50 "$img" "$acc"
+    acc="$acc,$k"; run "s3_${k%%[=,]*}" "$model" "$img" "$acc"
   done
   pack s3
   # The collector's cost, per CUPTI activity kind, on a launch-bound configuration: off, kernels alone, the
   # GPU records, + runtime API, + driver API, everything; twice, alternating, so a drift shows.
   for rep in 1 2; do
-    TUNEBENCH_CUPTI_OFF=1 run s4_collector_off_$rep resnet50 synthetic "$base,cudnn_benchmark=on,amp=bf16"
+    TUNEBENCH_CUPTI_OFF=1 run s4_collector_off_$rep "$model" synthetic "$base,cudnn_benchmark=on,amp=bf16"
     for kinds in kernel kernel,memcpy,memset kernel,memcpy,memset,runtime kernel,memcpy,memset,runtime,driver all all,queries; do
-      TUNEBENCH_CUPTI_KINDS=$kinds run "s4_kinds_${kinds//,/_}_$rep" resnet50 synthetic "$base,cudnn_benchmark=on,amp=bf16"
+      TUNEBENCH_CUPTI_KINDS=$kinds run "s4_kinds_${kinds//,/_}_$rep" "$model" synthetic "$base,cudnn_benchmark=on,amp=bf16"
     done
   done
-  run s5_synthetic_best resnet50 synthetic "cudnn_benchmark=on,amp=bf16,channels_last=on,batch_size=32"
-  run s2_synthetic_base resnet50 synthetic "$base"
-  run s2_cuda_graphs resnet50 synthetic "$base,cuda_graphs=on"
+  run s5_synthetic_best "$model" synthetic "cudnn_benchmark=on,amp=bf16,channels_last=on,batch_size=32"
+  run s2_synthetic_base "$model" synthetic "$base"
+  run s2_cuda_graphs "$model" synthetic "$base,cuda_graphs=on"
   pack s45
 fi
 # The user's-script path on the box's own torch (a pip 2.x with CUDA): the example script unmodified, traced
@@ -248,15 +250,34 @@ if has scenarios; then
   img="imagefolder:$data"; base="workers=0,pin_memory=off,amp=off,cudnn_benchmark=off,batch_size=32"
   for k in amp=bf16 amp=fp16 cudnn_benchmark=on channels_last=on "workers=8" "pin_memory=on,non_blocking=on" tf32=on \
            batch_size=64 fused_optimizer=on prefetch=4 zero_grad_none=on sync_free_logging=20 cpu_allocator=glibc_tuned; do
-    run "s2_${k//[=,]/_}" resnet50 "$img" "$base,$k"
+    run "s2_${k//[=,]/_}" "$model" "$img" "$base,$k"
   done
   pack knobs
+fi
+# Each knob alone against the naive baseline, alternated in one process with an interval: a tune of that knob
+# only, the others pinned at the baseline (the first runs' single figures cannot separate a knob from noise).
+if has ab; then
+  base="workers=0,pin_memory=off,amp=off,cudnn_benchmark=off,batch_size=32"
+  for k in workers amp channels_last cudnn_benchmark fused_optimizer zero_grad_none pin_memory tf32 cuda_graphs; do
+    b=$(( $(left) - 30 )); (( b > ${TB_GPU_AB_BUDGET:-45} )) && b=${TB_GPU_AB_BUDGET:-45}
+    (( b >= 20 )) || { log "ab_$k skipped: $(left) s left"; continue; }
+    set=$(echo "$base" | tr ',' '\n' | grep -v "^$k=" | paste -sd, -)
+    timeout $((b + 60)) $cli tune --model "$model" --data "imagefolder:$data" --set "$set" --knobs "$k" --budget "$b" \
+      --json "$work/runs/ab_$k.json" > "$work/logs/ab_$k.txt" 2>&1
+    log "ab_$k rc=$? $(python3 -c "
+import json;j=json.load(open('$work/runs/ab_$k.json'))
+for t in j.get('trials',[]):
+  if t.get('phase') in ('screen','process') and t.get('knob')=='$k':
+    print('%s=%s %.3fx [%.3f, %.3f] %s;' % (t['knob'],t['value'],t.get('ratio') or 0,t.get('ci_low') or 0,t.get('ci_high') or 0,t.get('outcome')), end=' ')
+" 2>/dev/null)"
+  done
+  pack ab
 fi
 if has tune; then
   b=$(( $(left) - 40 ))
   if (( b >= 60 )); then
     (( b > ${TB_GPU_TUNE_BUDGET:-300} )) && b=${TB_GPU_TUNE_BUDGET:-300}
-    timeout $((b + 30)) $cli tune --model resnet50 --data "imagefolder:$data" --budget "$b" \
+    timeout $((b + 30)) $cli tune --model "$model" --data "imagefolder:$data" --budget "$b" \
       --report "$work/runs/tune-report.html" --json "$work/runs/tune.json" > "$work/logs/tune.txt" 2>&1
     log "tune (budget $b s) rc=$? $(python3 -c "import json;j=json.load(open('$work/runs/tune.json'));print('speedup', j['speedup'], j['speedup_ci'], j['noise']['text'], j.get('best',{}).get('settings', ''))" 2>/dev/null | cut -c1-300)"
   else
