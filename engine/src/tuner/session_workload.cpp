@@ -2,6 +2,8 @@
 // public Session API and the profiler's recorder, CUPTI collector and analyses.
 #include "tuner/session_workload.h"
 
+#include "engine/recording.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -14,8 +16,6 @@
 #include "tuner/fresh_run.h"
 #include "tuner/snapshot_fill.h"
 #include "profiler/analysis.h"
-#include "profiler/cupti_collector.h"
-#include "profiler/recorder.h"
 #include "profiler/trace.h"
 
 namespace tb::engine {
@@ -175,36 +175,11 @@ std::vector<double> SessionWorkload::loss_probe(const Config& config, int steps)
 
 std::optional<Snapshot> SessionWorkload::snapshot(int steps) {
   Snapshot s;
-  auto& rec = tb::prof::Recorder::instance();
-  // Someone else is recording (the GUI asked serve for a trace): do not steal their records.
-  const bool record = !rec.enabled();
+  // Someone else recording (the GUI asked serve for a trace) keeps its records: the Capture is inactive.
   const bool cuda = session_->describe().value("/device/kind"_json_pointer, std::string()) == "cuda";
-  bool cupti = false;
-  if (record) {
-    if (cuda) cupti = tb::prof::CuptiCollector::instance().start().ok();
-    rec.start();
-  }
-  measure::Window window;
-  try {
-    window = measure(std::max(2, steps));
-  } catch (...) {
-    if (record) {
-      rec.stop();
-      rec.collect();
-      if (cupti) tb::prof::CuptiCollector::instance().stop();
-    }
-    throw;
-  }
-  std::unique_ptr<tb::prof::Trace> trace;
-  if (record) {
-    rec.stop();
-    trace = rec.collect();
-    if (cupti) {
-      auto gpu = tb::prof::CuptiCollector::instance().collect();
-      tb::prof::CuptiCollector::instance().stop();
-      if (gpu && trace) trace->merge(*gpu);
-    }
-  }
+  Capture capture(cuda);
+  const measure::Window window = measure(std::max(2, steps));
+  std::unique_ptr<tb::prof::Trace> trace = capture.finish();
   std::vector<double> walls;
   int64_t data_wait = 0, h2d = 0, max_wait = 0;
   for (const auto& r : last_records_) {
