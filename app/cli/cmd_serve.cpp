@@ -1,6 +1,6 @@
 // tunebench-cli serve [--model M] [--data D] [--set k=v,...] [--steps N] [--trace-dir DIR] [--trace-every N]
 //                     [--inline-files]   (trace chunks and reports travel in the stream: a remote GUI)
-//                     [--ranks N [--dist-timeout S]]   (a live data-parallel group: serve_group.h)
+//                     [--ranks N [--dist-timeout S]]   (a live data-parallel group: engine/live_group.h)
 // The run protocol of docs/protocol.md on stdin/stdout (JSON lines, "v": 1). stdout carries only protocol
 // lines; logs go to stderr.
 //
@@ -28,7 +28,7 @@
 #include "engine/distributed.h"
 #include "engine/tuner.h"
 #include "run_ranks.h"
-#include "serve_group.h"
+#include "engine/live_group.h"
 
 namespace tb::cli {
 namespace {
@@ -113,7 +113,7 @@ int cmd_serve(int argc, char** argv) {
     if (!env && ranks > 1) return launch_led_group(argc, argv, "serve", int(ranks), int(dist_timeout > 0 ? dist_timeout : 60));
     if (env && env->enabled()) {
       join_group(opts, *env, dist_timeout);
-      if (env->rank != 0) return serve_follower(opts);
+      if (env->rank != 0) return engine::serve_follower(opts);
     }
   }
   const bool group = opts.dist.enabled();
@@ -135,11 +135,11 @@ int cmd_serve(int argc, char** argv) {
   // Rank 0 of a group joins it before it says hello: when its rendezvous port was taken in the meantime the
   // launcher starts the group again on another, and the parent must not have heard a first hello.
   std::unique_ptr<engine::Session> session;
-  GroupLeader* leader = nullptr;  // `session` itself in a group
+  engine::GroupLeader* leader = nullptr;  // `session` itself in a group
   std::string group_error;
   if (group) {
     try {
-      auto owned = std::make_unique<GroupLeader>(engine::Session::create(opts));
+      auto owned = std::make_unique<engine::GroupLeader>(engine::Session::create(opts));
       leader = owned.get();
       session = std::move(owned);
     } catch (const engine::EngineError& e) {

@@ -17,7 +17,7 @@
 #include "engine_cli_common.h"
 #include "run_ranks.h"
 #include "script_common.h"
-#include "serve_group.h"
+#include "engine/live_group.h"
 
 namespace tb::cli {
 namespace {
@@ -171,7 +171,7 @@ int cmd_tune(int argc, char** argv) {
   if (led_rank) {
     join_group(so, *env, dist_timeout);
     ranks = env->world_size;
-    if (env->rank != 0) return serve_follower(so);
+    if (env->rank != 0) return engine::serve_follower(so);
   }
   // Knobs pinned with --set are part of the baseline and are not tuned.
   for (const auto& [k, v] : so.knobs) to.skip_knobs.push_back(k);
@@ -201,9 +201,9 @@ int cmd_tune(int argc, char** argv) {
 
   // Rank 0 of a led group: its session orders every step and change to the other ranks, and at the end (any
   // return) the order to stop, so no follower waits for a rank 0 that has gone.
-  std::unique_ptr<GroupLeader> leader;
+  std::unique_ptr<engine::GroupLeader> leader;
   struct EndGroup {
-    std::unique_ptr<GroupLeader>& leader;
+    std::unique_ptr<engine::GroupLeader>& leader;
     bool ok = false;
     ~EndGroup() {
       if (leader) leader->stop(ok);
@@ -216,7 +216,7 @@ int cmd_tune(int argc, char** argv) {
       script.output = script_output_to_stderr(true);  // the script's prints would drown the progress lines
       workload = engine::make_script_workload(script);
     } else if (led_rank) {
-      leader = std::make_unique<GroupLeader>(engine::Session::create(so));
+      leader = std::make_unique<engine::GroupLeader>(engine::Session::create(so));
       workload = engine::make_live_group_workload(*leader, so, ranks, dist_timeout, leader->recording());
     } else if (ranks > 1) {
       workload = engine::make_group_workload(so, ranks, dist_timeout);

@@ -27,7 +27,7 @@ namespace tb::cli {
 // TUNEBENCH_RANKS_FIRST_PORT forces the first try's port (tests).
 int launch_ranks(int argc, char** argv, int ranks, int timeout_s, const std::string& json_path);
 
-// `serve --ranks N` and `tune --ranks N`: the same start, but the group is led (serve_group.h): rank 0 is the
+// `serve --ranks N` and `tune --ranks N`: the same start, but the group is led (engine/live_group.h): rank 0 is the
 // command and has this process's stdin/stdout; the other ranks get /dev/null for stdin, stderr for stdout,
 // and follow rank 0's orders (as under torchrun: a rank of serve or tune follows unless it is rank 0). When a
 // rank dies the launcher says so on stderr; when rank 0 dies without a word it says why for it (serve: an

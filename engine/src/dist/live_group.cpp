@@ -1,5 +1,5 @@
-// Rank 0's orders and the other ranks' loop of a live data-parallel run (serve_group.h).
-#include "serve_group.h"
+// Rank 0's orders and the other ranks' loop of a live data-parallel run (engine/live_group.h).
+#include "engine/live_group.h"
 
 #include <unistd.h>
 
@@ -9,11 +9,12 @@
 #include <thread>
 #include <utility>
 
-#include "engine_cli_common.h"
+#include "engine/recording.h"
 #include "profiler/ranks.h"
-#include "run_ranks.h"
+#include "profiler/recorder.h"
+#include "profiler/trace_io.h"
 
-namespace tb::cli {
+namespace tb::engine {
 namespace {
 
 // A follower waits this long for rank 0's next order: longer than the longest auto-tune (24 h). Rank 0's end
@@ -25,20 +26,20 @@ std::string chunk_key(int64_t k) { return "tunebench/chunk/" + std::to_string(k)
 constexpr const char* kEndKey = "tunebench/serve_end";
 
 // A rank's state at the end of a live group (what GroupLeader::stop gathers).
-nlohmann::json rank_end_state(engine::Session& session, int64_t steps) {
+nlohmann::json rank_end_state(Session& session, int64_t steps) {
   const nlohmann::json d = session.describe();
   return {{"rank", d.value(nlohmann::json::json_pointer("/distributed/rank"), 0)},
           {"pid", static_cast<int64_t>(::getpid())},
           {"host", d.value(nlohmann::json::json_pointer("/distributed/host"), std::string())},
           {"steps", steps},
           {"config_rev", session.revision()},
-          {"config", config_json(session.config())},
+          {"config", nlohmann::json(session.config())},
           {"parameter_digest", session.parameter_digest()}};
 }
 
 }  // namespace
 
-GroupLeader::GroupLeader(std::unique_ptr<engine::Session> rank0) : s_(std::move(rank0)) {
+GroupLeader::GroupLeader(std::unique_ptr<Session> rank0) : s_(std::move(rank0)) {
   world_ = s_->describe().value(nlohmann::json::json_pointer("/distributed/world_size"), 1);
 }
 
@@ -55,15 +56,15 @@ void GroupLeader::order(const nlohmann::json& o) {
   s_->post_order(next_++, o.dump());
 }
 
-engine::StepRecord GroupLeader::step() {
+StepRecord GroupLeader::step() {
   order({{"do", "step"}});
-  engine::StepRecord r = s_->step();
+  StepRecord r = s_->step();
   ++steps_;
   r.samples *= world_;
   return r;
 }
 
-int64_t GroupLeader::apply(const engine::Config& changes) {
+int64_t GroupLeader::apply(const Config& changes) {
   // A change the session refuses is refused on every rank alike (same build, same configuration).
   order({{"do", "apply"}, {"changes", changes}});
   return s_->apply(changes);
@@ -71,7 +72,7 @@ int64_t GroupLeader::apply(const engine::Config& changes) {
 
 void GroupLeader::trace(bool start) { order({{"do", "trace"}, {"action", start ? "start" : "stop"}}); }
 
-engine::GroupRecording GroupLeader::recording() {
+GroupRecording GroupLeader::recording() {
   return {[this] { trace(true); },
           [this](std::unique_ptr<prof::Trace> mine) {
             auto merged = chunk(std::move(mine));
@@ -101,7 +102,7 @@ nlohmann::json GroupLeader::stop(bool gather) {
   end_ = nlohmann::json::array();
   try {
     order({{"do", "stop"}});
-  } catch (const engine::EngineError&) {
+  } catch (const EngineError&) {
     return end_;  // the store is gone: nobody is left to tell
   }
   if (!gather) return end_;
@@ -112,16 +113,16 @@ nlohmann::json GroupLeader::stop(bool gather) {
   return end_;
 }
 
-int serve_follower(const engine::SessionOptions& options) {
+int serve_follower(const SessionOptions& options) {
   const int rank = options.dist.rank;
   auto say = [rank](const char* what, const std::string& msg) {
     const std::string who = msg.rfind("rank ", 0) == 0 ? "" : "rank " + std::to_string(rank) + ": ";
     std::fprintf(stderr, "tunebench-cli: %s: %s%s\n", what, who.c_str(), msg.c_str());
   };
-  std::unique_ptr<engine::Session> session;
+  std::unique_ptr<Session> session;
   try {
-    session = engine::Session::create(options);
-  } catch (const engine::EngineError& e) {
+    session = Session::create(options);
+  } catch (const EngineError& e) {
     say("error", e.what());
     return 2;
   }
@@ -135,7 +136,7 @@ int serve_follower(const engine::SessionOptions& options) {
     nlohmann::json o;
     try {
       o = nlohmann::json::parse(session->await_order(n, kOrderWait), nullptr, false);
-    } catch (const engine::EngineError& e) {
+    } catch (const EngineError& e) {
       say("error", std::string(e.what()) + "; rank 0 is gone");
       return 1;
     }
@@ -144,15 +145,15 @@ int serve_follower(const engine::SessionOptions& options) {
       try {
         session->step();
         ++steps;
-      } catch (const engine::EngineError& e) {
+      } catch (const EngineError& e) {
         say("error", e.what());
         return 1;
       }
     } else if (what == "apply") {
       // A change the session refuses is refused on rank 0 too (same build, same config), which reports it.
       try {
-        session->apply(o.value("changes", engine::Config()));
-      } catch (const engine::EngineError&) {
+        session->apply(o.value("changes", Config()));
+      } catch (const EngineError&) {
       }
     } else if (what == "trace") {
       if (o.value("action", std::string()) == "start") {
@@ -178,4 +179,4 @@ int serve_follower(const engine::SessionOptions& options) {
   }
 }
 
-}  // namespace tb::cli
+}  // namespace tb::engine

@@ -1,5 +1,6 @@
-// A live data-parallel run (`serve --ranks N`, docs/distributed.md): the GUI's toggles, trace chunks and stop reach every
-// rank of a running DDP group. Rank 0 speaks the run protocol (cmd_serve.cpp) and leads: before it does
+// A live data-parallel run (`serve --ranks N`, `tune --ranks N`; docs/distributed.md): the GUI's toggles, trace
+// chunks and stop reach every rank of a running DDP group. Rank 0 speaks the run protocol (app/cli/cmd_serve.cpp)
+// and leads: before it does
 // anything that the ranks must do together (a step, a knob change, a trace chunk, the end) it posts that as
 // the next numbered order in the rendezvous store (Session::post_order). The other ranks follow: they wait
 // for each order and do it, nothing else. So every rank changes a knob at the same step boundary (the
@@ -23,21 +24,21 @@
 #include "engine/tuner.h"
 #include "profiler/trace.h"
 
-namespace tb::cli {
+namespace tb::engine {
 
 // Rank 0's session as the group's: step() and apply() are ordered to the other ranks first, so whatever
 // drives it (the serve loop, the GUI's toggles, an auto-tune's workload) drives the whole group. A step's
 // samples are the group's: every rank takes a batch of the same size (equal shards, padded as PyTorch's
 // DistributedSampler pads them, and the same configuration at every step).
-class GroupLeader : public engine::Session {
+class GroupLeader : public Session {
  public:
-  explicit GroupLeader(std::unique_ptr<engine::Session> rank0);
+  explicit GroupLeader(std::unique_ptr<Session> rank0);
 
-  engine::StepRecord step() override;
-  int64_t apply(const engine::Config& changes) override;
-  const engine::Config& config() const override { return s_->config(); }
+  StepRecord step() override;
+  int64_t apply(const Config& changes) override;
+  const Config& config() const override { return s_->config(); }
   int64_t revision() const override { return s_->revision(); }
-  std::vector<engine::KnobState> knobs() const override { return s_->knobs(); }
+  std::vector<KnobState> knobs() const override { return s_->knobs(); }
   void synchronize() override { s_->synchronize(); }
   bool warming_up() const override { return s_->warming_up(); }
   std::vector<std::string> take_warnings() override { return s_->take_warnings(); }
@@ -62,11 +63,11 @@ class GroupLeader : public engine::Session {
   nlohmann::json stop(bool gather);
   // The tuner's way to record every rank for a snapshot (engine/tuner.h GroupRecording): trace(true), then
   // chunk() and trace(false).
-  engine::GroupRecording recording();
+  GroupRecording recording();
 
  private:
   void order(const nlohmann::json& o);
-  std::unique_ptr<engine::Session> s_;
+  std::unique_ptr<Session> s_;
   int world_ = 1;
   int64_t next_ = 0, chunks_ = 0, steps_ = 0;
   bool stopped_ = false;
@@ -75,6 +76,6 @@ class GroupLeader : public engine::Session {
 
 // A rank other than 0 of a live group: joins it, then does rank 0's orders until the stop order. Writes
 // nothing to stdout; errors and warnings go to stderr prefixed with the rank. Returns the exit code.
-int serve_follower(const engine::SessionOptions& options);
+int serve_follower(const SessionOptions& options);
 
-}  // namespace tb::cli
+}  // namespace tb::engine
