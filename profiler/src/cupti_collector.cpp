@@ -335,19 +335,20 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
 // on the launching thread and tells the analysis nothing; launches, syncs, copies and setup calls stay.
 void mute_queries(CuptiCollector::Impl& d) {
   d.muted = 0;
-  if ((d.kinds & kCuptiRuntime) && d.EnableRuntimeApi) {
-    for (CUpti_CallbackId id : {CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020,
+  auto mute = [&](uint32_t kind, CUptiResult (*enable)(CUpti_CallbackId, uint8_t), std::initializer_list<CUpti_CallbackId> ids) {
+    if (!(d.kinds & kind) || !enable) return;
+    for (CUpti_CallbackId id : ids)
+      if (enable(id, 0) == CUPTI_SUCCESS) ++d.muted;
+  };
+  mute(kCuptiRuntime, d.EnableRuntimeApi, {CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020,
                                 CUPTI_RUNTIME_TRACE_CBID_cudaPeekAtLastError_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaGetErrorString_v3020,
                                 CUPTI_RUNTIME_TRACE_CBID_cudaGetErrorName_v6050, CUPTI_RUNTIME_TRACE_CBID_cudaGetDeviceCount_v3020,
                                 CUPTI_RUNTIME_TRACE_CBID_cudaDeviceGetAttribute_v5000, CUPTI_RUNTIME_TRACE_CBID_cudaStreamIsCapturing_v10000,
                                 CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetCaptureInfo_v10010, CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetCaptureInfo_v2_v11030,
                                 CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetCaptureInfo_v12030, CUPTI_RUNTIME_TRACE_CBID_cudaFuncGetAttributes_v3020,
                                 CUPTI_RUNTIME_TRACE_CBID_cudaPointerGetAttributes_v4000, CUPTI_RUNTIME_TRACE_CBID_cudaDriverGetVersion_v3020,
-                                CUPTI_RUNTIME_TRACE_CBID_cudaRuntimeGetVersion_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaGetFuncBySymbol_v11000})
-      if (d.EnableRuntimeApi(id, 0) == CUPTI_SUCCESS) ++d.muted;
-  }
-  if ((d.kinds & kCuptiDriver) && d.EnableDriverApi) {
-    for (CUpti_CallbackId id : {CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxGetState, CUPTI_DRIVER_TRACE_CBID_cuKernelGetName,
+                                CUPTI_RUNTIME_TRACE_CBID_cudaRuntimeGetVersion_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaGetFuncBySymbol_v11000});
+  mute(kCuptiDriver, d.EnableDriverApi, {CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxGetState, CUPTI_DRIVER_TRACE_CBID_cuKernelGetName,
                                 CUPTI_DRIVER_TRACE_CBID_cuFuncGetName, CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress,
                                 CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress_v2, CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent,
                                 CUPTI_DRIVER_TRACE_CBID_cuCtxGetDevice, CUPTI_DRIVER_TRACE_CBID_cuCtxGetDevice_v2,
@@ -360,9 +361,7 @@ void mute_queries(CuptiCollector::Impl& d) {
                                 CUPTI_DRIVER_TRACE_CBID_cuStreamIsCapturing, CUPTI_DRIVER_TRACE_CBID_cuStreamIsCapturing_ptsz,
                                 CUPTI_DRIVER_TRACE_CBID_cuStreamGetCaptureInfo, CUPTI_DRIVER_TRACE_CBID_cuStreamGetCaptureInfo_ptsz,
                                 CUPTI_DRIVER_TRACE_CBID_cuStreamGetCaptureInfo_v2, CUPTI_DRIVER_TRACE_CBID_cuStreamGetCaptureInfo_v2_ptsz,
-                                CUPTI_DRIVER_TRACE_CBID_cuStreamGetCaptureInfo_v3, CUPTI_DRIVER_TRACE_CBID_cuStreamGetCaptureInfo_v3_ptsz})
-      if (d.EnableDriverApi(id, 0) == CUPTI_SUCCESS) ++d.muted;
-  }
+                                CUPTI_DRIVER_TRACE_CBID_cuStreamGetCaptureInfo_v3, CUPTI_DRIVER_TRACE_CBID_cuStreamGetCaptureInfo_v3_ptsz});
 }
 
 const char* kind_name(CUpti_ActivityKind k) {

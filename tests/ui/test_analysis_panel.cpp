@@ -235,10 +235,8 @@ class TestAnalysisPanel : public QObject {
     w.setQuiet(true);
     w.resize(1400, 900);
     w.show();
-    QSignalSpy spy(&w, &MainWindow::traceOpenFinished);
-    w.openTrace(path);
-    QVERIFY(spy.wait(60000));
-    QVERIFY(spy.at(0).at(0).toBool());
+    const QString opened = tbtest::openTraceAndWait(w, path, 60000);
+    QVERIFY2(opened.isEmpty(), qPrintable(opened));
     QCOMPARE(w.analysis()->stepsTable()->model()->rowCount(), 5);
     // memcpy/memset on their own row per stream, kernels alone on theirs.
     int copy_rows = 0;

@@ -59,10 +59,8 @@ class TestMainWindow : public QObject {
     QVERIFY2(QFileInfo::exists(trace), qPrintable(trace));
     MainWindow w;
     w.setQuiet(true);
-    QSignalSpy spy(&w, &MainWindow::traceOpenFinished);
-    w.openTrace(trace);
-    QVERIFY(spy.wait(120000));
-    QVERIFY2(spy.at(0).at(0).toBool(), qPrintable(spy.at(0).at(1).toString()));
+    const QString opened = tbtest::openTraceAndWait(w, trace, 120000);
+    QVERIFY2(opened.isEmpty(), qPrintable(opened));
     auto data = w.timeline()->data();
     QVERIFY(data);
     size_t gpu_events = 0;
@@ -103,10 +101,8 @@ class TestMainWindow : public QObject {
     if (trace.isEmpty()) QSKIP("kineto_train_step_rank0.json.gz not found");
     MainWindow w;
     w.setQuiet(true);
-    QSignalSpy spy(&w, &MainWindow::traceOpenFinished);
-    w.openTrace(trace);
-    QVERIFY(spy.wait(60000));
-    QVERIFY2(spy.at(0).at(0).toBool(), qPrintable(spy.at(0).at(1).toString()));
+    const QString opened = tbtest::openTraceAndWait(w, trace, 60000);
+    QVERIFY2(opened.isEmpty(), qPrintable(opened));
     auto data = w.timeline()->data();
     QVERIFY(data);
     QVERIFY(data->eventCount() > 4000);
@@ -134,7 +130,7 @@ class TestMainWindow : public QObject {
     QVERIFY(out.open(QIODevice::WriteOnly));
     out.write("{\"traceEvents\": [{\"ph\": \"X\", \"ts\": 12, \"dur\": ");
     out.close();
-    spy.clear();
+    QSignalSpy spy(&w, &MainWindow::traceOpenFinished);
     w.openTrace(bad);
     QVERIFY(spy.wait(20000));
     QVERIFY(!spy.at(0).at(0).toBool());
@@ -168,10 +164,8 @@ class TestMainWindow : public QObject {
     QVERIFY(QFile::copy(trace, copy));
     MainWindow w;
     w.setQuiet(true);
-    QSignalSpy spy(&w, &MainWindow::traceOpenFinished);
-    w.openTrace(copy);
-    QVERIFY(spy.wait(60000));
-    QVERIFY(spy.at(0).at(0).toBool());
+    const QString opened = tbtest::openTraceAndWait(w, copy, 60000);
+    QVERIFY2(opened.isEmpty(), qPrintable(opened));
     auto data = w.timeline()->data();
     QVERIFY(w.exportChromeTrace(tmp_.filePath("copy-export.json")));
     QFile exported(tmp_.filePath("copy-export.json"));
@@ -361,10 +355,8 @@ class TestMainWindow : public QObject {
     f.close();
     MainWindow w;
     w.setQuiet(true);
-    QSignalSpy spy(&w, &MainWindow::traceOpenFinished);
-    w.openTrace(path);
-    QVERIFY(spy.wait(30000));
-    QVERIFY2(spy.at(0).at(0).toBool(), qPrintable(spy.at(0).at(1).toString()));
+    const QString opened = tbtest::openTraceAndWait(w, path, 30000);
+    QVERIFY2(opened.isEmpty(), qPrintable(opened));
     QStringList groups;
     for (const auto& row : layoutRows(*w.timeline()->data()))
       if (row.group) groups << QString::fromStdString(rowGroupOf(w.timeline()->data()->tracks[row.track]));

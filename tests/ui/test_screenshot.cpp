@@ -32,10 +32,8 @@ class TestScreenshot : public QObject {
     w.resize(1600, 1000);
     w.show();
     QVERIFY(QTest::qWaitForWindowExposed(&w) || QGuiApplication::platformName() == "offscreen");
-    QSignalSpy spy(&w, &MainWindow::traceOpenFinished);
-    w.openTrace(trace);
-    QVERIFY(spy.wait(60000));
-    QVERIFY2(spy.at(0).at(0).toBool(), qPrintable(spy.at(0).at(1).toString()));
+    const QString opened = tbtest::openTraceAndWait(w, trace, 60000);
+    QVERIFY2(opened.isEmpty(), qPrintable(opened));
     // The opened file as a profiler user first sees it: a few steps, the analysis panel, a kernel found.
     QTest::qWait(600);
     w.findOnTimeline("volta_sgemm_64x64_nt");

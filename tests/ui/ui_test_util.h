@@ -5,6 +5,7 @@
 #include <QElapsedTimer>
 #include <QFileInfo>
 #include <QProcess>
+#include <QSignalSpy>
 #include <QStandardPaths>
 #include <QString>
 #include <QTest>
@@ -53,6 +54,16 @@ int measuredSteps(const Window& w, int rev) {
   int n = 0;
   for (const auto& x : w.run()->record().steps) n += x.config_rev == rev && !x.warmup;
   return n;
+}
+
+// Opens a trace in a window and waits for it: "" when it opened, else why not (the window's reason, or the
+// wait's end). A template for the same reason as measuredSteps.
+template <class Window>
+QString openTraceAndWait(Window& w, const QString& path, int ms) {
+  QSignalSpy spy(&w, &Window::traceOpenFinished);
+  w.openTrace(path);
+  if (!spy.wait(ms)) return QStringLiteral("no traceOpenFinished within %1 ms").arg(ms);
+  return spy.at(0).at(0).toBool() ? QString() : QStringLiteral("failed: ") + spy.at(0).at(1).toString();
 }
 
 }  // namespace tbtest
