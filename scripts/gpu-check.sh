@@ -4,11 +4,13 @@
 #   build      use the binaries carried in .carry/bin when the box's torch is the version they link and every
 #              library resolves; else configure + build there (Release, no Qt, no benches): minutes
 #   test       the GPU-capable tests (carried binaries: the GPU-named ones; a build there: ctest)
-#   scenarios  ResNet-50 scenarios, in priority order: the naive baseline (trace kept), seed 003's sequence
-#              (a trace per stage), collector off/on, synthetic best, then each knob alone
+#   scenarios  ResNet-50 scenarios, in priority order: the collector's cost per CUPTI activity kind, the naive
+#              baseline (trace kept), synthetic best, CUDA graphs
+#   sequence   seed 003's sequence, cumulative (a trace per stage)
 #   script     examples/train_folder.py unmodified on the box's torch: a traced naive run, knobs, compile
-#   ab         each knob alone against the naive baseline, alternated in one process, with its interval
+#   knobs      each knob alone from the naive baseline, one traced run each
 #   tune       the auto-tuner on ResNet-50 from naive defaults
+#   ab         each knob alone against the naive baseline, alternated in one process, with its interval
 #   dist       data parallel on the GPU(s): Gloo, auto, NCCL
 # TB_GPU_DEADLINE (seconds from the start, default 540) bounds the whole call: a step that would not finish
 # before it is skipped and says so, so one device call of at most 10 minutes always packs what it measured.
@@ -144,7 +146,7 @@ cli="$build/app/tunebench-cli"
 
 # The datasets are made on the CPU while the tests use the GPU; nothing is measured before both are done.
 data=/tmp/tb-imagenet-like sdata=/tmp/tb-script-data
-if has scenarios || has tune || has ab; then
+if has scenarios || has sequence || has knobs || has tune || has ab; then
   [[ -d $data ]] || { timeout 300 $cli make-dataset --out $data --images 2048 --size 320x240 --classes 100 \
     > "$work/logs/make-dataset.txt" 2>&1 & }
 fi
@@ -200,26 +202,28 @@ print('stall %.1f%% gaps %.1f%% sync %d kernels %d collector %s' % (100*a['loade
 }
 if has scenarios; then
   img="imagefolder:$data"; base="workers=0,pin_memory=off,amp=off,cudnn_benchmark=off,batch_size=32"
-  run s1_naive "$model" "$img" "$base"
-  pack s1
-  # Seed 003's sequence, cumulative. bf16, not fp16: fp16's host-side loss scaling keeps CUDA graphs off.
-  acc="$base"
-  for k in cudnn_benchmark=on amp=bf16 "workers=8,prefetch=4,pin_memory=on,non_blocking=on" cuda_graphs=on; do
-    acc="$acc,$k"; run "s3_${k%%[=,]*}" "$model" "$img" "$acc"
-  done
-  pack s3
-  # The collector's cost, per CUPTI activity kind, on a launch-bound configuration: off, kernels alone, the
-  # GPU records, + runtime API, + driver API, everything; twice, alternating, so a drift shows.
+  # The collector's cost first, per CUPTI activity kind, on a launch-bound configuration: off, kernels alone,
+  # the GPU records, + runtime API, + driver API, everything; twice, alternating, so a drift shows.
   for rep in 1 2; do
     TUNEBENCH_CUPTI_OFF=1 run s4_collector_off_$rep "$model" synthetic "$base,cudnn_benchmark=on,amp=bf16"
     for kinds in kernel kernel,memcpy,memset kernel,memcpy,memset,runtime kernel,memcpy,memset,runtime,driver all all,queries; do
       TUNEBENCH_CUPTI_KINDS=$kinds run "s4_kinds_${kinds//,/_}_$rep" "$model" synthetic "$base,cudnn_benchmark=on,amp=bf16"
     done
   done
+  pack s4
+  run s1_naive "$model" "$img" "$base"
   run s5_synthetic_best "$model" synthetic "cudnn_benchmark=on,amp=bf16,channels_last=on,batch_size=32"
   run s2_synthetic_base "$model" synthetic "$base"
   run s2_cuda_graphs "$model" synthetic "$base,cuda_graphs=on"
-  pack s45
+  pack s125
+fi
+# Seed 003's sequence, cumulative. bf16, not fp16: fp16's host-side loss scaling keeps CUDA graphs off.
+if has sequence; then
+  img="imagefolder:$data"; acc="workers=0,pin_memory=off,amp=off,cudnn_benchmark=off,batch_size=32"
+  for k in cudnn_benchmark=on amp=bf16 "workers=8,prefetch=4,pin_memory=on,non_blocking=on" cuda_graphs=on; do
+    acc="$acc,$k"; run "s3_${k%%[=,]*}" "$model" "$img" "$acc"
+  done
+  pack s3
 fi
 # The user's-script path on the box's own torch (a pip 2.x with CUDA): the example script unmodified, traced
 # once, one run per knob, compile.
@@ -245,14 +249,26 @@ if has script; then
   fi
   pack script
 fi
-# Each knob alone from the naive baseline (after the script stage: those runs say more per minute).
-if has scenarios; then
+# Each knob alone from the naive baseline, one run each (after the script stage: those runs say more per minute).
+if has knobs; then
   img="imagefolder:$data"; base="workers=0,pin_memory=off,amp=off,cudnn_benchmark=off,batch_size=32"
   for k in amp=bf16 amp=fp16 cudnn_benchmark=on channels_last=on "workers=8" "pin_memory=on,non_blocking=on" tf32=on \
            batch_size=64 fused_optimizer=on prefetch=4 zero_grad_none=on sync_free_logging=20 cpu_allocator=glibc_tuned; do
     run "s2_${k//[=,]/_}" "$model" "$img" "$base,$k"
   done
   pack knobs
+fi
+if has tune; then
+  b=$(( $(left) - 40 ))
+  if (( b >= 60 )); then
+    (( b > ${TB_GPU_TUNE_BUDGET:-300} )) && b=${TB_GPU_TUNE_BUDGET:-300}
+    timeout $((b + 60)) $cli tune --model "$model" --data "imagefolder:$data" --budget "$b" \
+      --report "$work/runs/tune-report.html" --json "$work/runs/tune.json" > "$work/logs/tune.txt" 2>&1
+    log "tune (budget $b s) rc=$? $(python3 -c "import json;j=json.load(open('$work/runs/tune.json'));print('speedup', j['speedup'], j['speedup_ci'], j['noise']['text'], j.get('best',{}).get('settings', ''))" 2>/dev/null | cut -c1-300)"
+  else
+    log "tune skipped: $(left) s left"
+  fi
+  pack tune
 fi
 # Each knob alone against the naive baseline, alternated in one process with an interval: a tune of that knob
 # only, the others pinned at the baseline (the first runs' single figures cannot separate a knob from noise).
@@ -272,18 +288,6 @@ for t in j.get('trials',[]):
 " 2>/dev/null)"
   done
   pack ab
-fi
-if has tune; then
-  b=$(( $(left) - 40 ))
-  if (( b >= 60 )); then
-    (( b > ${TB_GPU_TUNE_BUDGET:-300} )) && b=${TB_GPU_TUNE_BUDGET:-300}
-    timeout $((b + 30)) $cli tune --model "$model" --data "imagefolder:$data" --budget "$b" \
-      --report "$work/runs/tune-report.html" --json "$work/runs/tune.json" > "$work/logs/tune.txt" 2>&1
-    log "tune (budget $b s) rc=$? $(python3 -c "import json;j=json.load(open('$work/runs/tune.json'));print('speedup', j['speedup'], j['speedup_ci'], j['noise']['text'], j.get('best',{}).get('settings', ''))" 2>/dev/null | cut -c1-300)"
-  else
-    log "tune skipped: $(left) s left"
-  fi
-  pack tune
 fi
 # Data parallel on the box's GPU(s), resnet18 on synthetic data, two ranks each: Gloo with the ranks
 # sharing the GPU(s); the automatic choice (NCCL with a GPU per rank, else Gloo and a warning that says why);
