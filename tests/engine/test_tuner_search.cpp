@@ -104,12 +104,16 @@ TEST(TunerSearch, InteractionFoundAfterScreeningSaidNoEffect) {
   const Trial* w4 = find_trial(r, "screen", "workers", "4");
   ASSERT_NE(w4, nullptr);
   EXPECT_EQ(w4->from, "1");
-  // The bottleneck moved: the baseline waits on the loader and, after amp, the loader shows even more.
+  // The bottleneck moved: the baseline waits on the loader; the loader's own knob is screened and kept
+  // first, and every later knob is measured on top of it.
   ASSERT_GE(r.snapshots.size(), 3u);
   EXPECT_EQ(r.snapshots.front().label, "baseline");
-  EXPECT_EQ(r.snapshots[1].label, "+ amp=bf16");
-  EXPECT_EQ(r.snapshots[1].bottleneck, "loader");
-  EXPECT_NE(r.snapshots.back().bottleneck, "loader");
+  EXPECT_EQ(r.snapshots.front().bottleneck, "loader");
+  EXPECT_EQ(r.snapshots[1].label, "+ workers=1");
+  EXPECT_NE(r.snapshots[1].bottleneck, "loader");
+  const Trial* amp = find_trial(r, "screen", "amp", "bf16");
+  ASSERT_NE(amp, nullptr);
+  EXPECT_NE(amp->reference.find("workers=1"), std::string::npos) << amp->reference;
   // The waterfall starts from the headline's baseline and ends near the measured final throughput.
   ASSERT_FALSE(r.waterfall.empty());
   EXPECT_NEAR(r.waterfall.back().second / r.final_throughput, 1.0, 0.15);
@@ -125,14 +129,22 @@ TEST(TunerSearch, OomDriftAndNotApplicableAreReportedNotFatal) {
   EXPECT_EQ(oom->outcome, "oom");
   EXPECT_FALSE(oom->accepted);
   EXPECT_NE(oom->reason.find("out of memory"), std::string::npos);
-  const Trial* tf32 = find_trial(r, "screen", "tf32", "on");
+  // tf32, screened where the GPU is the bottleneck (alone, from the baseline): faster, but its loss drifts.
+  SimulatedWorkload w2(3, 0.03);
+  TuneOptions o2;
+  o2.budget_s = 240;
+  o2.only_knobs = {"tf32"};
+  TuneResult r2 = run_tune(w2, o2);
+  const Trial* tf32 = find_trial(r2, "screen", "tf32", "on");
   ASSERT_NE(tf32, nullptr);
   EXPECT_EQ(tf32->outcome, "drift");
   EXPECT_NEAR(tf32->loss_drift, 0.25, 1e-6);
   EXPECT_TRUE(tf32->estimate.faster());  // it was faster, and still rejected
   EXPECT_NE(tf32->reason.find("tolerance"), std::string::npos);
   // Never retried after the rejection.
-  for (const auto& t : r.trials) EXPECT_FALSE(t.knob == "tf32" && t.phase != "screen");
+  for (const auto& t : r2.trials) EXPECT_FALSE(t.knob == "tf32" && t.phase != "screen");
+  // In the full tune it drifts wherever it is faster, and is never kept.
+  EXPECT_EQ(r.final_config["tf32"], "off");
   bool skipped_channels_last = false;
   for (const auto& s : r.skipped)
     if (s.knob == "channels_last" && s.reason.find("not applicable") != std::string::npos) skipped_channels_last = true;

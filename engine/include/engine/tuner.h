@@ -22,12 +22,13 @@
 //   same initial weights must not get worse than the baseline's by more than `drift_tolerance`);
 // - a failure while applying or measuring fails that trial only.
 //
-// Search: (1) screen every applicable knob alone from the baseline (workers climbed 1, 2, 4.. up to the core
-// count together with the intra-op thread count, batch size doubled until OOM or no gain, enum knobs every
-// choice, int knobs their recommended value); (2) accumulate the winners greedily in order of gain, each
-// re-measured against the configuration accumulated so far; (3) revisit the knobs that did not pay on top of
-// the accumulated configuration (the parallel loader may only matter once fp16 has made the GPU fast);
-// (4) the final alternation. After the baseline and after each accepted change a short trace is analysed
+// Search: (1) screen every applicable knob on top of the winners so far, in the workload's order (the
+// bottleneck's knobs first): workers climbed 1, 2, 4.. up to the core count together with the intra-op thread
+// count, batch size doubled until OOM or no gain, enum knobs every choice, int knobs their recommended value;
+// each winner is kept at once, so a knob that a bottleneck would mask (amp behind an inline loader) is
+// measured where it can act; (2) accumulate what the screening left; (3) revisit the knobs that did not pay
+// on top of the accumulated configuration (the parallel loader may only matter once fp16 has made the GPU
+// fast); (4) the final alternation. After the baseline and after each accepted change a short trace is analysed
 // (Workload::snapshot) so the report shows where the bottleneck moved.
 //
 // Threading: run_tune() runs on the calling thread and calls the Workload and the progress callback from it.

@@ -1,5 +1,13 @@
-// The in-process phases of the tuner's search (search.h): screen each knob alone, accumulate the winners,
-// revisit the knobs that address the last bottleneck.
+// The in-process phases of the tuner's search (search.h): screen each knob on top of the winners so far,
+// accumulate what the screening left, revisit the knobs that address the last bottleneck.
+//
+// Why on top of the winners, not each against the baseline: a bottleneck masks every knob behind it. On a
+// GPU with the loader inline, amp or CUDA graphs measured against the baseline show nothing (the step waits
+// for JPEG decoding either way) and only pay once workers are on; screened against the baseline they were
+// called "no effect" and never tried again. The knobs come in the table's order (the loader's first; a
+// workload may put its own first), so each screen measures a knob behind the bottlenecks already removed.
+// Not reordered by the bottleneck each kept change leaves: that greedy path stalls where two knobs pay only
+// together (batch 64 and a second worker, once CUDA graphs removed the launch cost batch 64 amortised).
 #include "tuner/search.h"
 
 namespace tb::engine::search {
@@ -10,17 +18,18 @@ void Tuner::screen() {
     const auto& k = knobs_[id];
     if (k.info.process_scope) continue;
     if (!eligible(k, true)) continue;
-    if (auto why = not_worth(k.info, baseline_)) {
+    if (auto why = not_worth(k.info, current_)) {
       res_.skipped.push_back({id, "", *why});
       continue;
     }
-    const std::string base_v = baseline_[id];
+    const std::string base_v = current_[id];
     ++screened_knobs_;
     Ladder l = ladder_of(k.info);
     if (l != Ladder::None) {
-      // Climb from the baseline value; each rung is measured against the previous winning rung.
-      Config ref = baseline_;
-      std::string ref_label = "baseline";
+      // Climb from the current value; each rung is measured against the previous winning rung, which is kept.
+      const Config start = current_;
+      Config ref = current_;
+      std::string ref_label = current_label();
       double gain = 1;
       std::optional<Change> best;
       std::string from = base_v;
@@ -60,9 +69,10 @@ void Tuner::screen() {
         for (const auto& ch : rung(ref, id, *next))
           if (ch.also == wt.also) c = ch;
         gain *= wt.estimate.ratio;
-        ref = with(ref, c.delta);
-        best = Change{changed_delta(baseline_, ref), id, *next, c.also};
-        ref_label = label(c);
+        accept(*won, c);
+        ref = current_;
+        best = Change{changed_delta(start, ref), id, *next, c.also};
+        ref_label = current_label();
         from = *next;
         if (stop) break;
       }
@@ -83,7 +93,7 @@ void Tuner::screen() {
       c.delta[id] = v;
       c.knob = id;
       c.value = v;
-      record(trial(phase_, baseline_, "baseline", c, with(baseline_, c.delta)));
+      record(trial(phase_, current_, current_label(), c, with(current_, c.delta)));
       const size_t i = res_.trials.size() - 1;
       if (res_.trials[i].accepted && (!best || res_.trials[i].estimate.ratio > res_.trials[*best].estimate.ratio))
         best = i;
@@ -104,6 +114,7 @@ void Tuner::screen() {
       c.knob = id;
       c.value = res_.trials[best_index].value;
       winners_.push_back({c, res_.trials[best_index].estimate.ratio});
+      accept(best_index, c);
     }
   }
 }
