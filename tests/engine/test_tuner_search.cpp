@@ -472,6 +472,29 @@ TEST(TunerSearch, AnUndecidedProcessKnobLeavesTheBudgetToTheOthers) {
   EXPECT_TRUE(find_trial(r, "screen", "amp", "fp16") || find_trial(r, "screen", "amp", "bf16"));
 }
 
+// The same on the H200 with fresh processes that start in ~9 s (CUDA, cuDNN, ResNet-50): the minimum 3 pairs
+// alone took 36% of a 150 s budget before the share could stop them. The trial now stops once its pairs
+// cannot fit the share, says so, and the knobs after it are screened.
+TEST(TunerSearch, SlowFreshProcessesStopAProcessKnobEarly) {
+  SimOptions so;
+  so.process_start_s = 9.0;
+  SimulatedWorkload w(5, so);
+  TuneOptions o;
+  o.budget_s = 150;
+  o.only_knobs = {"cpu_allocator", "workers", "amp"};
+  TuneResult r = run_tune(w, o);
+  const Trial* alloc = nullptr;
+  for (const auto& t : r.trials)
+    if (t.phase == "process" && t.knob == "cpu_allocator") alloc = &t;
+  ASSERT_NE(alloc, nullptr);
+  EXPECT_LT(alloc->rounds, o.rounds);
+  EXPECT_LE(alloc->seconds, 0.2 * o.budget_s + 5) << alloc->seconds;
+  EXPECT_EQ(alloc->outcome, "no effect");
+  EXPECT_NE(alloc->reason.find("a pair of fresh processes takes"), std::string::npos) << alloc->reason;
+  EXPECT_TRUE(find_trial(r, "screen", "workers", "1"));
+  EXPECT_TRUE(find_trial(r, "screen", "amp", "bf16") || find_trial(r, "screen", "amp", "fp16"));
+}
+
 TEST(TunerSearch, ChangedKnobs) {
   Config a = {{"x", "1"}, {"y", "2"}};
   Config b = {{"x", "1"}, {"y", "3"}, {"z", "4"}};

@@ -117,6 +117,7 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
                                       : phase + ": " + label(change) + " vs " + ref_label);
   const bool ref_is_baseline = !fresh && config_key(ref) == config_key(baseline_);
   if (fresh) t.window = fresh_window();
+  std::string stopped;  // why the pairs stopped short of o_.rounds
   for (int r = 0; r < o_.rounds || (fresh && another_fresh_pair(t, r)); ++r) {
     // AB, BA, AB...: a linear drift cancels within a pair.
     for (int side = 0; side < 2; ++side) {
@@ -152,6 +153,19 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
       }
     }
     t.rounds = r + 1;
+    // A trial other than the headline that could not finish its pairs within max_trial_share of the budget
+    // stops: fresh processes start slower than the tuner assumed before it saw one (ResNet-50 on an H200:
+    // about 9 s each, so 3 pairs of them took 36% of a 150 s budget).
+    if (fresh && phase != "final" && r + 1 < o_.rounds) {
+      const double per_pair = (w_.now_s() - start) / (r + 1);
+      if (o_.rounds * per_pair > o_.max_trial_share * o_.budget_s) {
+        stopped = "budget: a pair of fresh processes takes ~" + fmt(per_pair, 0) + " s here, and " +
+                  std::to_string(o_.rounds) + " pairs would take more than " + fmt(o_.max_trial_share * 100, 0) +
+                  "% of the budget (give at least " + fmt(o_.rounds * per_pair / o_.max_trial_share, 0) + " s)";
+        progress(phase, label(change) + ": stopped after " + std::to_string(r + 1) + " pair(s): " + stopped);
+        break;
+      }
+    }
   }
   // Only complete pairs count (a window without its partner carries drift, not the knob).
   const size_t n = std::min(t.a.size(), t.b.size());
@@ -161,6 +175,11 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
   t.after = measure::pooled_throughput(t.b);
   t.estimate = measure::paired_ratio(t.a, t.b, fresh ? nullptr : &res_.noise_floor, o_.confidence);
   classify(t, !fresh);
+  if (!stopped.empty() && !t.accepted) {
+    // Too few pairs to decide: not a failure of the knob, and not evidence against it either.
+    t.outcome = "no effect";
+    t.reason = "undecided, " + stopped;
+  }
   const std::string ci = fmt(t.estimate.ratio, 3) + "x [" + fmt(t.estimate.lo, 3) + ", " + fmt(t.estimate.hi, 3) + "]";
   // The loss-drift guard: only for a change that may alter numerics and would otherwise be kept.
   bool guard = false;

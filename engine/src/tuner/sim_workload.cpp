@@ -188,7 +188,7 @@ measure::Window SimulatedWorkload::measure(int steps) {
 std::optional<measure::Window> SimulatedWorkload::measure_fresh(const Config& config, int steps) {
   if (!opt_.fresh_processes) return std::nullopt;
   Config c = full(config);
-  now_s_ += 1.0;  // process start, model build
+  now_s_ += opt_.process_start_s;
   if (to_int(c, "batch_size") >= 128) throw TrialFailure("CUDA out of memory (simulated, fresh process)", true);
   changed_ = true;  // this process's state is untouched, but the next window here starts after a pause
   double speed = 1;

@@ -52,6 +52,8 @@ struct SimOptions {
   // Each fresh process runs at its own speed: the steady one times exp(N(0, process_noise)) (a script's
   // process under glibc's defaults settles wherever its mmap threshold happens to end up).
   double process_noise = 0.0;
+  // What a fresh process costs before its first measured step (start-up, model build, CUDA and cuDNN set-up).
+  double process_start_s = 1.0;
 };
 
 class SimulatedWorkload : public Workload {
