@@ -135,7 +135,10 @@ void Tuner::calibrate() {
   const double spent = w_.now_s() - t;
   sec_per_step_ = m.steps > 0 && m.wall_s > 0 ? m.wall_s / m.steps : spent / std::max(1, m.steps + m.warmup_steps);
   warmup_est_ = m.warmup_steps;
-  if (const double s = w_.start_s(); s > 0) process_start_s_ = s;
+  if (const double s = w_.start_s(); s > 0) {
+    process_start_s_ = s;
+    start_cost_seen_ = true;
+  }
   // Fresh windows: each also pays the start-up of its processes, which is not in its steps.
   if (!w_.fresh_windows().empty())
     apply_s_ = std::max(apply_s_, spent - m.wall_s - m.warmup_steps * sec_per_step_);

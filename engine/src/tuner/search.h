@@ -163,6 +163,7 @@ class Tuner {
   bool no_fresh_processes_ = false;
   std::set<std::string> deferred_;  // process knobs left from the primary pass to the second one
   double sec_per_step_ = 0, apply_s_ = 0, probe_s_ = 0, warmup_est_ = 3, process_start_s_ = 1.0;
+  bool start_cost_seen_ = false;  // process_start_s_ comes from a process measured here, not the default
   int window_ = 8;
   int planned_trials_ = 0;
   int screened_knobs_ = 0;

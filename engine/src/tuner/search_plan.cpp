@@ -185,7 +185,7 @@ double Tuner::fresh_headline_cost_s() {
 // A process-knob trial and the fresh-process headline it would add to the final.
 bool Tuner::fits_fresh(const std::string& knob, const std::string& value) {
   // Once a fresh process has shown what it costs here: a trial that cannot finish its pairs within its share.
-  if (fresh_trial_cost_s() > o_.max_trial_share * o_.budget_s) {
+  if (start_cost_seen_ && fresh_trial_cost_s() > o_.max_trial_share * o_.budget_s) {
     res_.skipped.push_back({knob, value, "budget: a fresh-process trial needs ~" + fmt(fresh_trial_cost_s(), 0) +
                                              " s here, more than " + fmt(o_.max_trial_share * 100, 0) +
                                              "% of the budget"});

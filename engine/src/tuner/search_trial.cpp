@@ -61,7 +61,9 @@ measure::Window Tuner::window_of(const Config& config, bool fresh) {
     auto m = w_.measure_fresh(config, fresh_window());
     if (!m) throw TrialFailure("this workload cannot start fresh processes", false);
     const double spent = w_.now_s() - t;
-    process_start_s_ = 0.5 * process_start_s_ + 0.5 * std::max(0.0, spent - m->wall_s);
+    const double start_s = std::max(0.0, spent - m->wall_s);
+    process_start_s_ = start_cost_seen_ ? 0.5 * process_start_s_ + 0.5 * start_s : start_s;
+    start_cost_seen_ = true;
     return *m;
   }
   const double ta = w_.now_s();
