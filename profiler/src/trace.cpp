@@ -80,9 +80,9 @@ void big_deallocate(void* p, size_t bytes) {
 std::pair<uint32_t, uint32_t> Track::index_range(int64_t t0, int64_t t1) const {
   if (events_.empty() || t1 < t0) return {0, 0};
   // First block whose prefix max end reaches t0: no event before it can end at or after t0.
-  auto bit = std::lower_bound(blocks_.begin(), blocks_.end(), t0,
-                              [](const Block& b, int64_t t) { return b.max_end_prefix_ns < t; });
-  if (bit == blocks_.end()) return {0, 0};
+  auto bit = std::lower_bound(index_.begin(), index_.end(), t0,
+                              [](const IndexEntry& b, int64_t t) { return b.max_end_prefix_ns < t; });
+  if (bit == index_.end()) return {0, 0};
   const uint32_t first = bit->first;
   // Last: events are sorted by start; everything starting after t1 is out.
   auto eit = std::upper_bound(events_.begin() + first, events_.end(), t1,
@@ -90,12 +90,6 @@ std::pair<uint32_t, uint32_t> Track::index_range(int64_t t0, int64_t t1) const {
   const auto last = static_cast<uint32_t>(eit - events_.begin());
   if (last <= first) return {first, first};
   return {first, last};
-}
-
-std::pair<uint32_t, uint32_t> Track::block_range(int64_t t0, int64_t t1) const {
-  auto [a, b] = index_range(t0, t1);
-  if (a >= b) return {0, 0};
-  return {a / kBlockEvents, (b - 1) / kBlockEvents + 1};
 }
 
 // ---- Trace ----
@@ -205,7 +199,7 @@ size_t Trace::memory_bytes() const {
   size_t n = sizeof(Trace) + names_->bytes + names_->index.size() * 40;
   for (const Track& t : tracks_) {
     n += sizeof(Track) + t.name_.capacity() + t.events_.capacity() * sizeof(Event) +
-         t.blocks_.capacity() * sizeof(Block);
+         t.index_.capacity() * sizeof(Track::IndexEntry);
   }
   n += flows_.capacity() * sizeof(Flow);
   for (const auto& v : flow_of_dst_) n += v.capacity() * sizeof(uint32_t);
@@ -240,24 +234,14 @@ void Trace::finalize() {
       t.max_depth_ = std::max(t.max_depth_, e.depth);
       if (e.end_ns > e.start_ns) stack.push_back(e.end_ns);
     }
-    // Blocks.
-    t.blocks_.clear();
-    t.blocks_.reserve((ev.size() + Track::kBlockEvents - 1) / Track::kBlockEvents);
+    // The index of index_range().
+    t.index_.clear();
+    t.index_.reserve((ev.size() + Track::kIndexEvents - 1) / Track::kIndexEvents);
     int64_t prefix = std::numeric_limits<int64_t>::min();
-    for (size_t i = 0; i < ev.size(); i += Track::kBlockEvents) {
-      Block b;
-      b.first = static_cast<uint32_t>(i);
-      b.count = static_cast<uint32_t>(std::min<size_t>(Track::kBlockEvents, ev.size() - i));
-      b.min_start_ns = ev[i].start_ns;
-      b.max_end_ns = ev[i].end_ns;
-      for (size_t j = i; j < i + b.count; ++j) {
-        b.max_end_ns = std::max(b.max_end_ns, ev[j].end_ns);
-        if (ev[j].depth == 0) b.busy_ns += ev[j].end_ns - ev[j].start_ns;
-        b.max_depth = std::max(b.max_depth, ev[j].depth);
-      }
-      prefix = std::max(prefix, b.max_end_ns);
-      b.max_end_prefix_ns = prefix;
-      t.blocks_.push_back(b);
+    for (size_t i = 0; i < ev.size(); i += Track::kIndexEvents) {
+      const size_t n = std::min<size_t>(Track::kIndexEvents, ev.size() - i);
+      for (size_t j = i; j < i + n; ++j) prefix = std::max(prefix, ev[j].end_ns);
+      t.index_.push_back({static_cast<uint32_t>(i), prefix});
     }
     if (!ev.empty()) {
       const int64_t s = ev.front().start_ns, e = prefix;

@@ -4,9 +4,10 @@
 // Shape (tracy/orbit style; the analyses: docs/analysis.md):
 // - A Trace owns Tracks: CPU threads, GPU streams, counters. A track owns its events in one contiguous,
 //   time-sorted array (sorted by start ascending, then by end descending so a parent range precedes the
-//   ranges it contains), grouped into fixed-size Blocks of kBlockEvents events that carry min start /
-//   max end / count / max depth. The timeline finds a visible window by binary search over blocks and can
-//   draw a whole block as one folded run when it is narrower than a few pixels.
+//   ranges it contains). index_range() finds the events of a time window by binary search over a small
+//   index (per kIndexEvents events, the largest end so far). The GUI timeline draws from its own per-depth
+//   lanes (ui/timeline_model.h), built once from these events: it needs rows by depth, which one index per
+//   track cannot give, so the model keeps no drawing summaries of its own.
 // - Events are 56 bytes (static_assert'ed <= 64): an AoS record rather than one array per field because
 //   every consumer (timeline tooltip, analyses, export) reads all fields of an event together; the per-track
 //   array of events is the "column" the timeline scans, and Blocks summarize it for level of detail.
@@ -127,16 +128,6 @@ struct BigAllocator {
 using EventVector = std::vector<Event, detail::BigAllocator<Event>>;
 
 // A run of consecutive events of one track, for binary search and level of detail.
-struct Block {
-  uint32_t first = 0;           // index of the first event in Track::events()
-  uint32_t count = 0;           // events in this block (kBlockEvents except for the last block)
-  int64_t min_start_ns = 0;     // start of the first event (events are sorted by start)
-  int64_t max_end_ns = 0;       // max end over the events of this block
-  int64_t max_end_prefix_ns = 0;  // max end over this block and every block before it (monotone: binary search)
-  int64_t busy_ns = 0;          // sum of durations of depth-0 events in the block (LOD shading)
-  uint8_t max_depth = 0;
-};
-
 // A launch -> GPU work arrow (or any correlation pair). Indices refer to Trace::tracks() and Track::events().
 struct Flow {
   uint64_t correlation = 0;
@@ -146,7 +137,7 @@ struct Flow {
 
 class Track {
  public:
-  static constexpr uint32_t kBlockEvents = 256;
+  static constexpr uint32_t kIndexEvents = 256;
 
   TrackKind kind() const { return kind_; }
   const std::string& name() const { return name_; }
@@ -154,7 +145,6 @@ class Track {
   int64_t pid() const { return pid_; }
   int64_t tid() const { return tid_; }
   const EventVector& events() const { return events_; }
-  const std::vector<Block>& blocks() const { return blocks_; }
   uint8_t max_depth() const { return max_depth_; }
   bool empty() const { return events_.empty(); }
   // Display order hint (lower first); importers copy Chrome's sort_index metadata here.
@@ -164,8 +154,6 @@ class Track {
   // plus possibly some earlier events that do not overlap (those that started before t0 and ended before
   // it but sit after a long range in start order); callers filter with overlaps(). O(log n).
   std::pair<uint32_t, uint32_t> index_range(int64_t t0, int64_t t1) const;
-  // Half-open block index range covering index_range(t0, t1).
-  std::pair<uint32_t, uint32_t> block_range(int64_t t0, int64_t t1) const;
   // Calls fn(const Event&, uint32_t index) for every event overlapping [t0, t1], in start order.
   template <class Fn>
   void for_each_in(int64_t t0, int64_t t1, Fn&& fn) const {
@@ -183,7 +171,13 @@ class Track {
   int64_t pid_ = 0, tid_ = 0;
   int64_t sort_index_ = 0;
   EventVector events_;
-  std::vector<Block> blocks_;
+  // index_range's index: per kIndexEvents events, the first one and the largest end up to its last one
+  // (monotone, so a binary search finds the first event that can reach a window's start).
+  struct IndexEntry {
+    uint32_t first = 0;
+    int64_t max_end_prefix_ns = 0;
+  };
+  std::vector<IndexEntry> index_;
   uint8_t max_depth_ = 0;
   bool sorted_ = true;
   bool default_name_ = true;
