@@ -34,6 +34,19 @@ def _traceback_of(stderr):
     return stderr[i:] if i >= 0 else stderr
 
 
+def _run_of_tiny_mlp(hidden):
+    """A launcher run whose model is a tiny MLP, for the model hooks on their own (hooks_model)."""
+    import torch
+
+    class Run:
+        requested = {}
+    run = Run()
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(8, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 2))
+    run.models = [m]
+    return run, m
+
+
 class CorpusRun:
     """A corpus script run plainly and under the launcher, in the same fresh directory."""
 
@@ -196,12 +209,7 @@ class CorpusTest(unittest.TestCase):
         import torch
         from tunebench import hooks_model
 
-        class FakeRun:
-            requested = {}
-        run = FakeRun()
-        torch.manual_seed(0)
-        m = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
-        run.models = [m]
+        run, m = _run_of_tiny_mlp(8)
         x = torch.randn(4, 8)
         eager = m(x)
         hooks_model.set_compile(run, True)
@@ -213,6 +221,26 @@ class CorpusTest(unittest.TestCase):
         torch.testing.assert_close(m(x), eager)
         hooks_model.set_compile(run, True)
         self.assertIs(m._compiled_call_impl, compiled_call)
+
+    @unittest.skipUnless(shutil.which("g++") or shutil.which("c++"), "TorchInductor on the CPU needs a C++ compiler")
+    def test_amp_on_a_compiled_model_slow(self):
+        """A tune that kept compile=on then tried amp=bf16 on top: the autocast hooks were traced into the
+        compiled forward and the step failed ("'autocast' object has no attribute 'prev'"). The hooks run
+        eagerly now, and the compiled forward runs under autocast."""
+        import torch
+        from tunebench import hooks_model
+
+        run, m = _run_of_tiny_mlp(16)
+        hooks_model.set_compile(run, True)
+        hooks_model.set_amp(run, "bf16")
+        x = torch.randn(4, 8)
+        for _ in range(2):
+            out = m(x)
+            out.sum().backward()
+        self.assertEqual(out.dtype, torch.float32)  # the loss outside the forward stays in fp32
+        hooks_model.set_amp(run, "off")
+        hooks_model.set_compile(run, False)
+        self.assertEqual(m(x).dtype, torch.float32)
 
     # --- failures: one clear line --------------------------------------------------------------------------
     def test_a_missing_dataset_path(self):

@@ -70,6 +70,15 @@ def _float_outputs(out):
     return out
 
 
+def _eager(hook):
+    """The hook as Python runs it, never traced by torch.compile: a compiled module (compile=on, or the
+    script's own torch.compile) would trace the autocast's __enter__ in one hook and run its __exit__ in the
+    other on an object whose state was never set ("'autocast' object has no attribute 'prev'"). Run eagerly,
+    the hooks switch autocast on around the compiled forward, which is traced under it."""
+    disable = getattr(getattr(torch, "_dynamo", None), "disable", None)
+    return disable(hook) if disable is not None else hook
+
+
 def set_amp(run, value):
     models = find_models(run)
     if not models:
@@ -93,8 +102,8 @@ def set_amp(run, value):
                 stack.pop().__exit__(None, None, None)
             return _float_outputs(output)  # the loss outside the forward stays in fp32
 
-        handles.append(m.register_forward_pre_hook(pre))
-        handles.append(m.register_forward_hook(post))
+        handles.append(m.register_forward_pre_hook(_eager(pre)))
+        handles.append(m.register_forward_hook(_eager(post)))
     _hooks["amp"] = handles
     return False, "autocast bf16 around the forward of %s" % ", ".join(type(m).__name__ for m in models)
 
