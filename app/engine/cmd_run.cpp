@@ -191,19 +191,7 @@ int cmd_run(int argc, char** argv) {
       if (r.index > 0 && warmup_seen > 0) desc["first_measured_step"] = r.index;
       break;
     }
-  nlohmann::json out;
-  out["model"] = desc["model"];
-  out["data"] = desc["data"];
-  out["input"] = desc["input"];
-  out["classes"] = desc["classes"];
-  out["device"] = desc["device"];
-  out["versions"] = desc["versions"];
-  out["config"] = config_json(session->config());
-  out["config_rev"] = session->revision();
-  out["throughput"] = throughput_json(records, load.stop());
-  out["cpu_allocator"] = desc["cpu_allocator"];
-  out["intra_op_threads"] = desc["intra_op_threads"];
-  out["warmup"] = desc["warmup"];
+  nlohmann::json out = engine::run_document(*session, desc, records, load.stop());
   out["warmup"]["steps"] = warmup_seen;
   if (window_start >= 0 && measured > 0) {
     // The measured steps as one window timed from the outside (synced): what the tuner's fresh-process
@@ -217,55 +205,25 @@ int cmd_run(int argc, char** argv) {
   }
   out["warmup_steps"] = opts.warmup_steps;
   out["seed"] = opts.seed;
-  out["optimizer"] = desc["optimizer"];
-  out["counters"] = {{"skipped_steps", desc["skipped_steps"]},
-                     {"nan_losses", desc["nan_losses"]},
-                     {"optimizer_steps", desc["optimizer_steps"]},
-                     {"loader", desc["loader"]}};
-  out["drift_checks"] = desc["drift_checks"];
   if (distributed) {
     out["distributed"] = desc["distributed"];
     out["rank"] = rank;
     out["pid"] = static_cast<int64_t>(::getpid());  // its process in the merged trace
     out["parameter_digest"] = session->parameter_digest();
   }
-  nlohmann::json knob_states = nlohmann::json::array();
-  for (const auto& k : session->knobs())
-    if (!k.applicability.applicable) knob_states.push_back({{"id", k.info.id}, {"reason", k.applicability.reason}});
-  out["not_applicable"] = knob_states;
-  nlohmann::json steps_json = nlohmann::json::array();
-  for (const auto& r : records) steps_json.push_back(step_json(r));
-  out["steps"] = steps_json;
   out["warnings"] = warnings;
   if (!failure.empty()) out["error"] = failure;
 
   if (distributed) {
-    // Every rank's document (and trace) meets on rank 0 through the rendezvous store, which outlives a failed
-    // collective; a rank that never posts is named, not waited for beyond the timeout.
-    nlohmann::json mine = out;
-    if (!trace_path.empty()) {
-      session->synchronize();
-      if (auto t = collect_recorded_trace(desc)) mine["trace_json"] = prof::to_chrome_trace_json(*t);
-    }
-    auto all = session->gather("tunebench/run", mine.dump());
+    // Every rank's document (and trace) meets on rank 0 (engine/rank_group.h).
+    auto gathered = engine::gather_run(*session, rank, out, !trace_path.empty(), desc);
     print_warnings(*session, warnings);
     if (rank != 0) {
       if (!failure.empty()) std::fprintf(stderr, "tunebench-cli: error: %s\n", failure.c_str());
       return failure.empty() ? 0 : 1;
     }
-    std::vector<std::unique_ptr<prof::Trace>> traces;
-    for (auto& s : all) {
-      if (s.empty()) continue;
-      auto d = nlohmann::json::parse(s, nullptr, false);
-      if (!d.is_object()) continue;
-      if (d.contains("trace_json")) {
-        auto parsed = prof::parse_trace(d["trace_json"].get<std::string>(), "rank trace");
-        if (parsed.ok()) traces.push_back(std::move(parsed.value()));
-        d.erase("trace_json");
-      }
-      s = d.dump();
-    }
-    out = merge_rank_results(all);
+    out = std::move(gathered.doc);
+    auto& traces = gathered.traces;
     if (out.contains("error") && failure.empty()) failure = out["error"].get<std::string>();
     const size_t traced = traces.size();
     if (!trace_path.empty() && traced > 0) {
@@ -279,8 +237,8 @@ int cmd_run(int argc, char** argv) {
       out["trace"] = trace_path;
       std::fprintf(stderr, "run: trace of %zu ranks written to %s\n", traced, trace_path.c_str());
       // A rank records only when its own command has --trace: under torchrun each node's command is its own.
-      if (traced < all.size()) {
-        const std::string w = "the trace holds " + std::to_string(traced) + " of the " + std::to_string(all.size()) +
+      if (traced < gathered.ranks) {
+        const std::string w = "the trace holds " + std::to_string(traced) + " of the " + std::to_string(gathered.ranks) +
                               " ranks: a rank records only with --trace in its own command (start every node with "
                               "the same one)";
         std::fprintf(stderr, "run: %s\n", w.c_str());
@@ -297,14 +255,7 @@ int cmd_run(int argc, char** argv) {
     out["trace"] = trace_path;
     std::fprintf(stderr, "run: trace written to %s\n", trace_path.c_str());
   }
-  if (!json_path.empty()) {
-    std::ofstream f(json_path);
-    if (!f) {
-      std::fprintf(stderr, "tunebench-cli: error: cannot write '%s'\n", json_path.c_str());
-      return 1;
-    }
-    f << out.dump(2) << "\n";
-  }
+  if (!json_path.empty() && !write_json_file(json_path, out)) return 1;
   const auto& tp = out["throughput"];
   std::printf("%s %s: %.1f samples/s%s over %zu measured steps after %d warm-up; %s; %.0f page faults/step\n",
               out["model"].get<std::string>().c_str(), out["data"].get<std::string>().c_str(),
@@ -312,19 +263,11 @@ int cmd_run(int argc, char** argv) {
               distributed ? (" (" + std::to_string(opts.dist.world_size) + " ranks)").c_str() : "",
               tp["measured_steps"].get<size_t>(), warmup_seen,
               tp["noise"]["text"].get<std::string>().c_str(), tp["page_faults_per_step"].get<double>());
-  // The allocator-bound hint (engine/cpu_allocator.h): at ~2 us per fault (a lower bound), thousands of faults
-  // per step are a visible share of the step.
-  if (const double fps = tp["page_faults_per_step"].get<double>(); fps > 0 && tp["samples_per_s"].get<double>() > 0) {
-    double step_ms = 0, n = 0;
-    for (const auto& r : records)
-      if (!r.warmup) step_ms += r.wall_ns / 1e6, ++n;
-    step_ms /= std::max(1.0, n);
-    if (fps * 2e-3 >= 0.05 * step_ms && engine::active_cpu_allocator() == "glibc")
-      std::fprintf(stderr,
-                   "tunebench-cli: hint: %.0f page faults per %.1f ms step (at least %.1f ms at 2 us each): the "
-                   "allocator maps memory afresh every step; try --set cpu_allocator=glibc_tuned (%s)\n",
-                   fps, step_ms, fps * 2e-3, engine::cpu_allocator_env("glibc_tuned").c_str());
-  }
+  double step_ms = 0, n = 0;
+  for (const auto& r : records)
+    if (!r.warmup) step_ms += r.wall_ns / 1e6, ++n;
+  const std::string hint = engine::page_fault_hint(tp["page_faults_per_step"].get<double>(), step_ms / std::max(1.0, n));
+  if (!hint.empty()) std::fprintf(stderr, "tunebench-cli: hint: %s\n", hint.c_str());
   if (!failure.empty()) {
     std::fprintf(stderr, "tunebench-cli: error: %s\n", failure.c_str());
     return 1;

@@ -232,14 +232,7 @@ int cmd_run_script(int argc, char** argv) {
     if (!r.warmup) samples += r.samples, wall += r.wall_ns * 1e-9;
   if (measured > 0) out["window"] = {{"steps", measured}, {"samples", samples}, {"wall_s", wall},
                                      {"samples_per_s", wall > 0 ? samples / wall : 0.0}};
-  if (!json_path.empty()) {
-    std::ofstream f(json_path);
-    if (!f) {
-      std::fprintf(stderr, "tunebench-cli: error: cannot write '%s'\n", json_path.c_str());
-      return 1;
-    }
-    f << out.dump(2) << "\n";
-  }
+  if (!json_path.empty() && !write_json_file(json_path, out)) return 1;
   if (!trace_path.empty()) {
     if (std::string err = merge_chunks(chunks, trace_path); !err.empty()) {
       std::fprintf(stderr, "tunebench-cli: error: --trace: %s\n", err.c_str());

@@ -2,9 +2,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -30,9 +30,9 @@ void usage(FILE* out) {
       "       tunebench-cli tune --script train.py [--python PY] [--budget S] [--report R.html] [--json OUT.json]\n"
       "       [--set k=v,...] [--knobs ...] [--patch P.diff] [-- SCRIPT ARGS]   (a user's PyTorch script, run unmodified;\n"
       "       the kept changes as a patch of it: P.diff, or R.diff next to --report R.html)\n"
-      "  Measures the noise floor (A/A), every applicable knob before/after (paired windows AB, BA, ..., t interval),\n"
-      "  process knobs (cpu_allocator) in fresh processes, accumulates the winners, revisits the rest on top,\n"
-      "  re-measures every kept knob in a final alternation and reports the speedup. --report R.html also writes R.md.\n"
+      "  Measures the noise floor (A/A), process knobs (cpu_allocator) in fresh processes, then every applicable\n"
+      "  knob on top of the winners so far (paired windows AB, BA, ..., t interval), revisits the rest, re-measures\n"
+      "  every kept knob in a final alternation and reports the speedup. --report R.html also writes R.md.\n"
       "  --set pins knobs (the baseline uses them and the tuner leaves them alone); --knobs tunes only these.\n"
       "  --ranks N tunes a data-parallel run of N ranks: a live group whose rank 0 orders every step and change to\n"
       "  all ranks, so they change together; the throughput is the group's; loss probes and process knobs run in\n"
@@ -49,14 +49,9 @@ int fail(const std::string& msg, int code) {
 
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;
-  size_t pos = 0;
-  while (pos <= s.size()) {
-    size_t c = s.find(',', pos);
-    std::string item = s.substr(pos, c == std::string::npos ? std::string::npos : c - pos);
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');)
     if (!item.empty()) out.push_back(item);
-    if (c == std::string::npos) break;
-    pos = c + 1;
-  }
   return out;
 }
 

@@ -1,5 +1,5 @@
 // Helpers shared by `run` and `serve` (engine commands of tunebench-cli): option parsing into
-// SessionOptions, step records as JSON, throughput statistics. Header-only, app/cli only.
+// SessionOptions. Header-only, app/engine only.
 #pragma once
 
 #include <unistd.h>
@@ -8,7 +8,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +19,7 @@
 
 #include "engine/distributed.h"
 #include "engine/recording.h"
+#include "engine/run_json.h"
 #include "engine/session.h"
 #include "measure/noise.h"
 #include "measure/stats.h"
@@ -103,74 +106,18 @@ inline std::string parse_session_option(int argc, char** argv, int& i, engine::S
   return "";
 }
 
-inline nlohmann::json config_json(const engine::Config& c) {
-  nlohmann::json j = nlohmann::json::object();
-  for (const auto& [k, v] : c) j[k] = v;
-  return j;
+// Writes `j` indented to `path`; false after saying why on stderr.
+inline bool write_json_file(const std::string& path, const nlohmann::json& j) {
+  std::ofstream f(path);
+  if (f << j.dump(2) << "\n") return true;
+  std::fprintf(stderr, "tunebench-cli: error: cannot write '%s'\n", path.c_str());
+  return false;
 }
 
-inline nlohmann::json step_json(const engine::StepRecord& r) {
-  nlohmann::json j = {{"i", r.index},           {"samples", r.samples}, {"wall_ns", r.wall_ns}, {"minor_faults", r.minor_faults},
-                      {"data_wait_ns", r.data_wait_ns}, {"h2d_ns", r.h2d_ns}, {"config_rev", r.config_rev},
-                      {"warmup", r.warmup},     {"skipped", r.skipped}, {"optimizer_step", r.optimizer_step},
-                      {"t_ns", r.start_ns}};
-  if (std::isfinite(r.loss))
-    j["loss"] = r.loss;
-  else
-    j["loss"] = nullptr;
-  if (r.loss_scale > 0) j["loss_scale"] = r.loss_scale;
-  return j;
-}
-
-// The measured steps (warm-up excluded; skipped steps keep their time) as the windowing sees them.
-inline std::vector<measure::StepTiming> measured_timings(const std::vector<engine::StepRecord>& steps) {
-  std::vector<measure::StepTiming> out;
-  for (const auto& r : steps)
-    if (!r.warmup && r.wall_ns > 0) out.push_back({r.samples, r.start_ns, r.wall_ns, r.data_wait_ns, r.minor_faults});
-  return out;
-}
-
-// Steps per window for the noise verdict of a run.
-inline constexpr int kVerdictWindow = 10;
-
-// Throughput of the measured steps (docs/protocol.md): samples over wall time (`samples_per_s`, the
-// headline), the median of 10-step windows (`median`), the per-step median for reference, page faults per
-// step, and the noise verdict over the windows. `load` may be unreadable.
-inline nlohmann::json throughput_json(const std::vector<engine::StepRecord>& steps, const measure::SystemLoad& load = {}) {
-  const auto timings = measured_timings(steps);
-  std::vector<double> rates;
-  double samples = 0, seconds = 0, faults = 0;
-  for (const auto& t : timings) {
-    rates.push_back(double(t.samples) * 1e9 / double(t.wall_ns));
-    samples += double(t.samples);
-    seconds += double(t.wall_ns) * 1e-9;
-    faults += double(t.minor_faults);
-  }
-  const auto windows = measure::windows_of(timings, kVerdictWindow);
-  std::vector<double> wt;
-  for (const auto& w : windows) wt.push_back(w.throughput());
-  const double overall = seconds > 0 ? samples / seconds : 0.0;
-  nlohmann::json j = {{"samples_per_s", overall},
-                      {"median", windows.empty() ? overall : measure::median(wt)},
-                      {"step_median", rates.empty() ? 0.0 : measure::median(rates)},
-                      {"unit", "samples/s"},
-                      {"measured_steps", rates.size()},
-                      {"window_steps", kVerdictWindow},
-                      {"windows", wt},
-                      {"page_faults_per_step", rates.empty() ? 0.0 : faults / double(rates.size())}};
-  if (!rates.empty()) {
-    j["p10"] = measure::quantile(rates, 0.1);
-    j["p90"] = measure::quantile(rates, 0.9);
-  }
-  const auto noise = measure::assess_noise(windows, load);
-  j["noise"] = {{"verdict", noise.verdict}, {"text", noise.text}, {"cv", noise.cv}, {"drift", noise.drift},
-                {"windows", noise.windows}};
-  if (load.readable())
-    j["noise"]["load"] = {{"loadavg_1min", std::isfinite(load.loadavg_1min) ? nlohmann::json(load.loadavg_1min) : nlohmann::json()},
-                          {"steal_share", std::isfinite(load.steal_share) ? nlohmann::json(load.steal_share) : nlohmann::json()},
-                          {"cores", load.cores}};
-  return j;
-}
+// Step records and throughput as the run protocol's JSON (engine/run_json.h): run, serve and the tuner agree.
+using engine::config_json;
+using engine::step_json;
+using engine::throughput_json;
 
 // The recording helpers live in the engine (engine/recording.h): serve, run and the tuner's snapshots share them.
 using engine::collect_recorded_trace;

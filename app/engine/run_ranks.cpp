@@ -1,4 +1,4 @@
-// `run --ranks N` and `serve --ranks N`: the local launchers, and rank 0's merge of the ranks' results (run_ranks.h).
+// `run --ranks N` and `serve --ranks N`: the local launchers (run_ranks.h).
 #include "run_ranks.h"
 
 #include <fcntl.h>
@@ -15,32 +15,14 @@
 #include <functional>
 #include <thread>
 
+#include "client/child_process.h"
 #include "engine/distributed.h"
 
 extern char** environ;
 
 namespace tb::cli {
-namespace {
-
-std::string self_exe() {
-  char buf[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return {};
-  buf[n] = '\0';
-  return buf;
-}
-
-std::string describe_status(int status) {
-  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) {
-    const int sig = WTERMSIG(status);
-    const char* name = sigabbrev_np(sig);
-    return "was killed by signal " + std::to_string(sig) + (name ? std::string(" (SIG") + name + ")" : "");
-  }
-  return "ended (status " + std::to_string(status) + ")";
-}
-
-}  // namespace
+using client::describe_exit;
+using client::self_exe;
 
 // Starts rank 0..N-1 of `args` with torchrun's variables on `port`. In a led group (serve, tune) rank 0 has
 // the launcher's stdin/stdout; the others read nothing and write their stdout to stderr, so no stray line
@@ -129,7 +111,7 @@ static int launch_once(const std::string& exe, std::vector<std::string> args, co
       }
       const bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
       if (!ok && !stopped[size_t(r)])
-        std::fprintf(stderr, "run: rank %d %s\n", r, describe_status(st).c_str());
+        std::fprintf(stderr, "run: rank %d %s\n", r, describe_exit(st).c_str());
       if (!ok && first_failed < 0 && !stopped[size_t(r)]) {
         first_failed = r;
         deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s + 15);
@@ -162,7 +144,7 @@ static int launch_once(const std::string& exe, std::vector<std::string> args, co
         exits.push_back({{"rank", r},
                          {"ok", WIFEXITED(st) && WEXITSTATUS(st) == 0},
                          {"stopped_by_launcher", bool(stopped[size_t(r)])},
-                         {"how", describe_status(st)}});
+                         {"how", describe_exit(st)}});
       }
       doc["exits"] = exits;
       std::ofstream out(json_path);
@@ -202,10 +184,10 @@ static int led_once(const std::string& verb, const std::string& exe, std::vector
         // reaped in the same sweep as the rank that took it down.
         if (!ok && !rank0_done) {
           std::fprintf(stderr, "%s: rank %d %s; rank 0 ends the %s at its next collective (within %d s)\n",
-                       verb.c_str(), r, describe_status(st).c_str(), verb == "serve" ? "run" : verb.c_str(), timeout_s);
+                       verb.c_str(), r, describe_exit(st).c_str(), verb == "serve" ? "run" : verb.c_str(), timeout_s);
           deadline = std::min(deadline, std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s + 15));
         } else if (!ok) {
-          std::fprintf(stderr, "%s: rank %d %s\n", verb.c_str(), r, describe_status(st).c_str());
+          std::fprintf(stderr, "%s: rank %d %s\n", verb.c_str(), r, describe_exit(st).c_str());
         }
         continue;
       }
@@ -216,7 +198,7 @@ static int led_once(const std::string& verb, const std::string& exe, std::vector
         return -1;
       }
       if (!WIFEXITED(st)) {
-        const std::string why = "rank 0 of the data-parallel group " + describe_status(st);
+        const std::string why = "rank 0 of the data-parallel group " + describe_exit(st);
         if (verb == "serve") {
           // Rank 0 died between lines (a lost line ends with a newline first): the parent still gets why.
           nlohmann::json err = {{"type", "error"}, {"v", 1}, {"recoverable", false}, {"message", why}};
@@ -310,86 +292,6 @@ int launch_led_group(int argc, char** argv, const char* verb, int ranks, int tim
   std::vector<std::string> args, base_env;
   if (!group_command(argc, argv, verb, exe, args, base_env)) return 1;
   return with_free_port(verb, [&](int port) { return led_once(verb, exe, args, base_env, ranks, timeout_s, port); });
-}
-
-nlohmann::json merge_rank_results(const std::vector<std::string>& per_rank) {
-  std::vector<nlohmann::json> docs;
-  for (const auto& s : per_rank) {
-    nlohmann::json d = s.empty() ? nlohmann::json() : nlohmann::json::parse(s, nullptr, false);
-    docs.push_back(d.is_object() ? d : nlohmann::json());
-  }
-  nlohmann::json out = docs.empty() || docs[0].is_null() ? nlohmann::json::object() : docs[0];
-  out["world_size"] = per_rank.size();
-  nlohmann::json ranks = nlohmann::json::array(), missing = nlohmann::json::array();
-  double sps = 0, window_sps = 0;
-  bool all_windows = true;
-  std::string first_error;
-  for (size_t r = 0; r < docs.size(); ++r) {
-    const auto& d = docs[r];
-    if (d.is_null()) {
-      missing.push_back(r);
-      all_windows = false;
-      continue;
-    }
-    nlohmann::json e = {{"rank", r}};
-    for (const char* k : {"pid", "throughput", "window", "steps", "parameter_digest", "error", "warnings", "distributed"})
-      if (d.contains(k)) e[k] = d[k];
-    sps += d.value(nlohmann::json::json_pointer("/throughput/samples_per_s"), 0.0);
-    if (d.contains("window")) window_sps += d["window"].value("samples_per_s", 0.0);
-    else all_windows = false;
-    if (d.contains("error") && first_error.empty()) first_error = "rank " + std::to_string(r) + ": " + d["error"].get<std::string>();
-    ranks.push_back(std::move(e));
-  }
-  out["ranks"] = ranks;
-  out["missing_ranks"] = missing;
-  // Every rank trains on its own shard at the same time: the group's rate is the sum of the ranks' rates.
-  if (out.contains("throughput") && out["throughput"].is_object()) {
-    out["throughput"]["rank0_samples_per_s"] = out["throughput"].value("samples_per_s", 0.0);
-    out["throughput"]["samples_per_s"] = sps;
-    out["throughput"]["aggregate"] = "sum over " + std::to_string(ranks.size()) + " ranks";
-  }
-  if (all_windows && out.contains("window")) out["window"]["samples_per_s"] = window_sps;
-  else if (out.contains("window")) out.erase("window");  // a partial group has no group window
-  if (!missing.empty()) {
-    std::string list;
-    for (const auto& m : missing) list += (list.empty() ? "" : ", ") + std::to_string(m.get<size_t>());
-    const std::string msg = "rank(s) " + list + " did not report within the collective timeout";
-    out["error"] = out.contains("error") ? out["error"].get<std::string>() + "; " + msg : msg;
-  } else if (!first_error.empty() && !out.contains("error")) {
-    out["error"] = first_error;
-  }
-  return out;
-}
-
-std::string resolve_group(const engine::SessionOptions& opts, int64_t& ranks, std::optional<engine::DistOptions>& env) {
-  if (auto it = opts.knobs.find("ranks"); it != opts.knobs.end()) {
-    char* end = nullptr;
-    const long long n = std::strtoll(it->second.c_str(), &end, 10);
-    if (it->second.empty() || *end != '\0' || n < 1 || n > 64) return "ranks needs an integer from 1 to 64";
-    if (ranks > 0 && ranks != n)
-      return "--ranks " + std::to_string(ranks) + " disagrees with --set ranks=" + it->second;
-    ranks = n;
-  }
-  std::string err;
-  env = engine::dist_from_env(err);
-  if (!err.empty()) return "bad torchrun environment: " + err;
-  if (env && ranks > 0 && ranks != env->world_size)
-    return "--ranks " + std::to_string(ranks) + " but this process is one of WORLD_SIZE=" +
-           std::to_string(env->world_size) + " ranks (drop --ranks under torchrun)";
-  return "";
-}
-
-void join_group(engine::SessionOptions& opts, const engine::DistOptions& env, int64_t dist_timeout_s) {
-  opts.dist = env;
-  if (dist_timeout_s > 0) opts.dist.timeout_s = int(dist_timeout_s);
-  opts.max_warmup_steps = opts.warmup_steps;
-  // Test hook (tests/engine/test_cli_ranks_oom.cpp): TUNEBENCH_TEST_OOM_ABOVE_BATCH=R:B makes rank R's
-  // memory probe fail above batch B, as one GPU of a group with less free memory than the others.
-  if (const char* v = std::getenv("TUNEBENCH_TEST_OOM_ABOVE_BATCH")) {
-    int r = -1;
-    long long b = 0;
-    if (std::sscanf(v, "%d:%lld", &r, &b) == 2 && r == env.rank) opts.simulate_oom_above_batch = b;
-  }
 }
 
 }  // namespace tb::cli

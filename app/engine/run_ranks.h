@@ -1,5 +1,5 @@
 // Data-parallel `run` and `serve`: `run --ranks N` starts N ranks of itself the way torchrun does, and every
-// rank's results come together on rank 0. Declared here, defined in run_ranks.cpp; app/cli only.
+// rank's results come together on rank 0. Declared here, defined in run_ranks.cpp; app/engine only.
 #pragma once
 
 #include <cstdint>
@@ -12,10 +12,16 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/distributed.h"
+#include "engine/rank_group.h"
 #include "engine/session.h"
 #include "profiler/trace.h"
 
 namespace tb::cli {
+
+// What a group agrees on (resolve_group, join_group, merge_rank_results) is the engine's: engine/rank_group.h.
+using engine::join_group;
+using engine::merge_rank_results;
+using engine::resolve_group;
 
 // Parent of N local ranks: starts `argv` again N times (without --ranks) with torchrun's variables (RANK,
 // WORLD_SIZE, LOCAL_RANK, MASTER_ADDR=127.0.0.1, MASTER_PORT on a free port, TUNEBENCH_DIST_TIMEOUT), waits
@@ -34,14 +40,6 @@ int launch_ranks(int argc, char** argv, int ranks, int timeout_s, const std::str
 // error and `done` on the protocol); the other ranks get 10 s after rank 0 ends. Returns rank 0's exit code.
 int launch_led_group(int argc, char** argv, const char* verb, int ranks, int timeout_s);
 
-// How many ranks `run`/`serve` asks for and whether this process already is one: `ranks` from --ranks (0 when
-// not given) reconciled with --set ranks=N (the tuner's and the GUI's way to say it) and torchrun's
-// environment (`env`, set when WORLD_SIZE is). Returns "" or a one-line usage error.
-std::string resolve_group(const engine::SessionOptions& opts, int64_t& ranks, std::optional<engine::DistOptions>& env);
-// This process as the rank `env` says, with the collective timeout (0: the environment's) and the same
-// warm-up on every rank (an until-stable rule could end it at different steps).
-void join_group(engine::SessionOptions& opts, const engine::DistOptions& env, int64_t dist_timeout_s);
-
 // Rank 0's exit code when its rendezvous port is in use (EX_TEMPFAIL): the launcher retries on another.
 inline constexpr int kExitPortInUse = 75;
 // Whether a store error says the port was taken: the classic TCP store says "Address already in use", the
@@ -49,11 +47,5 @@ inline constexpr int kExitPortInUse = 75;
 inline bool port_in_use_error(const char* what) {
   return std::strstr(what, "Address already in use") || std::strstr(what, "EADDRINUSE");
 }
-
-// Rank 0: one run document from every rank's (rank order; "" = that rank never reported). The result is
-// rank 0's document plus world_size, the global throughput (sum over the ranks that reported), ranks[]
-// (each rank's throughput, window, steps, parameter digest, error) and missing_ranks.
-nlohmann::json merge_rank_results(const std::vector<std::string>& per_rank);
-
 
 }  // namespace tb::cli

@@ -1,5 +1,5 @@
 // Helpers shared by the `--script` paths of run / tune / serve (a user's PyTorch script under
-// python -m tunebench.launch, client/script_runner.h). Header-only, app/cli only.
+// python -m tunebench.launch, client/script_runner.h). Header-only, app/engine only.
 #pragma once
 
 #include <cstdio>

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -149,6 +150,18 @@ std::optional<std::string> cpu_allocator_from_args(int argc, char** argv) {
     }
   }
   return out;
+}
+
+std::string page_fault_hint(double faults_per_step, double step_ms) {
+  if (!(faults_per_step > 0 && step_ms > 0) || faults_per_step * 2e-3 < 0.05 * step_ms ||
+      active_cpu_allocator() != "glibc")
+    return "";
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "%.0f page faults per %.1f ms step (at least %.1f ms at 2 us each): the allocator maps memory afresh "
+                "every step; try --set cpu_allocator=glibc_tuned (%s)",
+                faults_per_step, step_ms, faults_per_step * 2e-3, cpu_allocator_env("glibc_tuned").c_str());
+  return buf;
 }
 
 }  // namespace tb::engine

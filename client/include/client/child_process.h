@@ -72,6 +72,11 @@ class ChildProcess {
   std::deque<std::string> tail_;
 };
 
+// This program's own path (/proc/self/exe), "" when unreadable: children are started from the same build.
+std::string self_exe();
+// A waitpid() status in words: "exited with code 3", "was killed by signal 9 (SIGKILL)".
+std::string describe_exit(int status);
+
 // Splits "k=v,k=v" (no validation). Shared by the launcher's command lines.
 std::string join_config(const std::vector<std::pair<std::string, std::string>>& kv);
 

@@ -38,6 +38,10 @@ std::string switch_cpu_allocator_live(const std::string& value);
 // "GLIBC_TUNABLES=glibc.malloc.mmap_threshold=268435456:glibc.malloc.trim_threshold=268435456"); "" for glibc.
 std::string cpu_allocator_env(const std::string& value);
 
+// What `run` says when page faults are a visible share of the step under glibc's defaults: at ~2 us per
+// fault (a lower bound), faults costing 5% of the step or more. "" when they are not, or another allocator runs.
+std::string page_fault_hint(double faults_per_step, double step_ms);
+
 // For an executable's main(), before anything else: makes this process run under `value`. glibc_tuned is set
 // in place; jemalloc / tcmalloc re-execute the program (/proc/self/exe, same argv) with the library preloaded
 // and do not return on success. Returns "" or a one-line error (missing library, preload did not take).

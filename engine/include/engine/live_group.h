@@ -1,5 +1,5 @@
 // A live data-parallel run (`serve --ranks N`, `tune --ranks N`; docs/distributed.md): the GUI's toggles, trace
-// chunks and stop reach every rank of a running DDP group. Rank 0 speaks the run protocol (app/cli/cmd_serve.cpp)
+// chunks and stop reach every rank of a running DDP group. Rank 0 speaks the run protocol (engine/serve.h)
 // and leads: before it does
 // anything that the ranks must do together (a step, a knob change, a trace chunk, the end) it posts that as
 // the next numbered order in the rendezvous store (Session::post_order). The other ranks follow: they wait

@@ -7,7 +7,7 @@
 // around the bytes-per-pixel of camera photos. Classes differ in their colour statistics (palette, texture
 // scale), so a model can learn them and loss curves mean something.
 //
-// Torch-free on purpose: the CLI (app/cli) includes this header directly.
+// Torch-free on purpose: the CLI (app/engine) includes this header directly.
 #pragma once
 
 #include <cstdint>

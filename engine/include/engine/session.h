@@ -113,7 +113,7 @@ class Session {
   // for a rank that did not answer within the collective timeout), the other ranks get {}; a single process
   // gets {mine}. Goes through the rendezvous store, so it still works after a collective failed (a rank died).
   virtual std::vector<std::string> gather(const std::string& key, const std::string& mine) = 0;
-  // A live data-parallel group (`serve --ranks N`, app/cli/serve_group.cpp): rank 0 leads and the other ranks
+  // A live data-parallel group (`serve --ranks N`, engine/live_group.h): rank 0 leads and the other ranks
   // do what it orders, one order at a time, numbered from 0. Orders go through the rendezvous store, not a
   // collective, so a follower can wait for the next one as long as rank 0 needs (a tune's fresh-process
   // trials, an idle GUI) and still learns at once when rank 0 ends (the store closes). post_order forgets

@@ -279,7 +279,7 @@ std::unique_ptr<Workload> make_session_workload(const SessionOptions& options);
 // Throws EngineError when this program cannot start tunebench-cli or the group cannot run its baseline.
 std::unique_ptr<Workload> make_group_workload(const SessionOptions& options, int ranks, int dist_timeout_s = 0);
 
-// How a live group's snapshots record every rank (app/cli/serve_group.h does it with rank 0's orders):
+// How a live group's snapshots record every rank (engine/live_group.h does it with rank 0's orders):
 // `start` starts the other ranks' recorders; `collect` stops them and returns their traces merged with rank 0's
 // `mine`, each rank's process named "rank R" (TraceMetadata::process_names). Empty: rank 0 alone is analysed.
 struct GroupRecording {
@@ -288,7 +288,7 @@ struct GroupRecording {
 };
 
 // A live data-parallel group led by this process (`serve --ranks N`, `tune --ranks N`): `live` is rank 0's
-// running session, which orders every step and change to all ranks (app/cli/serve_group.h); it must outlive
+// running session, which orders every step and change to all ranks (engine/live_group.h); it must outlive
 // the workload. The windows run on the live group (no start-up per window, unlike make_group_workload); the
 // loss probes and the process knobs run in fresh groups of `ranks`; snapshots record every rank through
 // `recording` and lead with the straggler. options.knobs is the baseline.

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "client/child_process.h"
 #include "engine/tuner.h"
 #include "tuner/child_process.h"
 
@@ -33,12 +34,9 @@ Config loss_probe_config(const Config& baseline, const Config& config) {
 
 std::string tunebench_cli_path() {
   if (const char* e = std::getenv("TUNEBENCH_CLI"); e && *e) return e;
-  char exe[4096];
-  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) return "";
-  exe[n] = 0;
   // tunebench-cli execs tunebench-engine for its engine commands (run among them), so either can run `run`.
-  const std::string self(exe);
+  const std::string self = client::self_exe();
+  if (self.empty()) return "";
   for (const std::string name : {"/tunebench-cli", "/tunebench-engine"})
     if (self.size() >= name.size() && self.compare(self.size() - name.size(), name.size(), name) == 0) return self;
   return "";

@@ -1,6 +1,6 @@
 // The tuner's Workload over a live data-parallel group (engine/tuner.h make_live_group_workload): the session
 // workload on rank 0's running session, whose steps and changes rank 0 orders to every rank
-// (app/cli/serve_group.h), so a window costs no group start-up. What needs a group of its own, the loss
+// (engine/live_group.h), so a window costs no group start-up. What needs a group of its own, the loss
 // probes and the process knobs (the allocator, the group size), runs in fresh groups (make_group_workload),
 // made the first time one is needed. Torch-free.
 #include <unistd.h>

@@ -1,0 +1,197 @@
+// `tunebench-cli analyze`'s readable summary (analyze_print.h).
+#include "analyze_print.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+namespace tb::cli {
+namespace {
+
+double ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
+double pct(int64_t part, int64_t whole) { return whole > 0 ? 100.0 * static_cast<double>(part) / whole : 0.0; }
+
+std::string shorten(const std::string& s, size_t n) {
+  if (s.size() <= n) return s;
+  return s.substr(0, n - 3) + "...";
+}
+
+void line(FILE* out, const char* label, int64_t ns, int64_t W, const std::string& extra = {}) {
+  std::fprintf(out, "%-34s %10.3f ms %6.1f%%%s%s\n", label, ms(ns), pct(ns, W), extra.empty() ? "" : "  ", extra.c_str());
+}
+
+void print_gpu_time(const prof::AnalysisResult& r, FILE* out) {
+  const int64_t W = r.window.length();
+  char b[160];
+  line(out, "GPU busy", r.gpu_busy_ns, W);
+  line(out, "  compute kernels", r.compute_ns, W);
+  if (r.comm_ns > 0) {
+    std::snprintf(b, sizeof b, "(of %.3f ms communication, %.0f%% overlapped)", ms(r.comm_ns), r.comm_overlap * 100);
+    line(out, "  communication not overlapped", r.comm_exposed_ns, W, b);
+  }
+  if (r.memory_exposed_ns > 0) line(out, "  memcpy/memset alone", r.memory_exposed_ns, W);
+  std::snprintf(b, sizeof b, "(%u idle intervals)", r.idle_interval_count);
+  line(out, "GPU idle", r.gpu_idle_ns, W, b);
+  std::snprintf(b, sizeof b, "(%u intervals)", r.loader_stall_count);
+  line(out, "  waiting for the data loader", r.loader_stall_ns, W, r.loader_stall_ns ? b : "");
+  line(out, "  after a host sync", r.sync_idle_ns, W);
+  line(out, "  host in alloc/setup CUDA calls", r.runtime_idle_ns, W);
+  line(out, "  before the first kernel", r.lead_in_ns, W);
+  line(out, "  after the last kernel", r.tail_ns, W);
+  std::snprintf(b, sizeof b, "(%u gaps >= %.1f us)", r.launch_gap_count, static_cast<double>(r.min_gap_ns) / 1000.0);
+  line(out, "  host late to launch (launch gap)", r.launch_gap_ns, W, b);
+  std::snprintf(b, sizeof b, "(gaps < %.1f us)", static_cast<double>(r.min_gap_ns) / 1000.0);
+  line(out, "  launch overhead", r.launch_overhead_ns, W, b);
+  std::snprintf(b, sizeof b, "(%u intervals)", r.event_wait_count);
+  line(out, "  waiting on another stream (event wait)", r.event_wait_ns, W, r.event_wait_count ? b : "");
+  line(out, "  other (no named cause)", r.other_idle_ns, W);
+}
+
+void print_steps(const prof::AnalysisResult& r, FILE* out) {
+  std::fprintf(out, "\nper step (ms; host phases on the step's CPU time, GPU columns on the GPU work it launched)\n");
+  if (!r.has_gpu) {
+    const bool comm = r.comm_ns > 0;  // data parallel: the all-reduce and the part backward waited for
+    std::fprintf(out, "%8s %9s %9s %8s %8s %8s %8s %8s", "step", "duration", "data_wait", "h2d", "forward", "backward",
+                 "optim", "sync");
+    if (comm) std::fprintf(out, " %9s %9s", "allreduce", "comm_wait");
+    std::fputc('\n', out);
+    for (const auto& s : r.steps) {
+      std::fprintf(out, "%8lld %9.3f %9.3f %8.3f %8.3f %8.3f %8.3f %8.3f", static_cast<long long>(s.index),
+                   ms(s.duration_ns()), ms(s.data_wait_ns), ms(s.h2d_ns), ms(s.forward_ns), ms(s.backward_ns),
+                   ms(s.optimizer_ns), ms(s.sync_ns));
+      if (comm) std::fprintf(out, " %9.3f %9.3f", ms(s.comm_ns), ms(s.comm_exposed_ns));
+      std::fputc('\n', out);
+    }
+    return;
+  }
+  std::fprintf(out, "%8s %9s %9s %8s %8s %8s %9s %8s %8s %8s %8s %8s %8s %7s\n", "step", "duration", "data_wait",
+               "forward", "backward", "optim", "gpu_busy", "comm_exp", "stall", "sync", "launch", "wait+other", "edge",
+               "kernels");
+  for (const auto& s : r.steps) {
+    std::fprintf(out, "%8lld %9.3f %9.3f %8.3f %8.3f %8.3f %9.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %7u\n",
+                 static_cast<long long>(s.index), ms(s.duration_ns()), ms(s.data_wait_ns), ms(s.forward_ns),
+                 ms(s.backward_ns), ms(s.optimizer_ns), ms(s.gpu_busy_ns), ms(s.comm_exposed_ns), ms(s.loader_stall_ns),
+                 ms(s.sync_idle_ns), ms(s.launch_gap_ns + s.launch_overhead_ns),
+                 ms(s.event_wait_ns + s.other_idle_ns + s.runtime_idle_ns), ms(s.edge_idle_ns), s.kernel_count);
+  }
+}
+
+void print_kernels(const prof::AnalysisResult& r, FILE* out) {
+  std::fprintf(out, "\ntop kernels by total time");
+  if (r.tensor_core_share >= 0)
+    std::fprintf(out, " (matmul/conv %.0f%% of compute kernel time, %.0f%% of it on Tensor Cores)", r.matmul_share * 100,
+                 r.tensor_core_share * 100);
+  std::fprintf(out, "\n%10s %7s %10s %6s %9s %9s  %s\n", "total ms", "count", "avg us", "time%", "launch us",
+               "delay us", "name");
+  for (const auto& k : r.top_kernels) {
+    std::fprintf(out, "%10.3f %7llu %10.2f %5.1f%% ", ms(k.total_ns), static_cast<unsigned long long>(k.count),
+                 k.count ? static_cast<double>(k.total_ns) / k.count / 1000.0 : 0.0, k.share_of_kernel_time * 100.0);
+    if (k.launched) std::fprintf(out, "%9.2f %9.2f", k.launch_mean_ns / 1000.0, k.delay_mean_ns / 1000.0);
+    else std::fprintf(out, "%9s %9s", "-", "-");
+    std::fprintf(out, "  %s%s\n", k.communication ? "[comm] " : k.tensor_core ? "[TC] " : "", shorten(k.name, 96).c_str());
+  }
+}
+
+}  // namespace
+
+void print_summary(const prof::Trace& trace, const prof::AnalysisResult& r, FILE* out) {
+  const auto& m = trace.meta();
+  std::fprintf(out, "trace     %s\n", m.source_path.c_str());
+  std::string device = m.device;
+  if (auto it = m.extra.find("compute_capability"); it != m.extra.end()) device += " (compute " + it->second + ")";
+  std::fprintf(out, "format    %s%s%s, %zu events on %zu tracks\n", m.source_format.c_str(), device.empty() ? "" : ", ",
+               device.c_str(), trace.event_count(), trace.tracks().size());
+  if (!m.collector_state.empty())
+    std::fprintf(out, "collector %s%s%s\n", m.collector_state.c_str(), m.collector_reason.empty() ? "" : ": ",
+                 m.collector_reason.c_str());
+  if (r.has_gpu || r.pid >= 0) {
+    std::fprintf(out, "scope     ");
+    if (r.has_gpu) std::fprintf(out, "GPU %lld, ", static_cast<long long>(r.device));
+    std::fprintf(out, "process %lld: %llu kernels, %llu memcpy, %llu memset, %llu launches\n",
+                 static_cast<long long>(r.pid), static_cast<unsigned long long>(r.kernel_count),
+                 static_cast<unsigned long long>(r.memcpy_count), static_cast<unsigned long long>(r.memset_count),
+                 static_cast<unsigned long long>(r.launches));
+  }
+  const int64_t W = r.window.length();
+  std::fprintf(out, "window    %.3f ms (%s)", ms(W),
+               !r.window_from_steps ? (r.has_gpu ? "first to last GPU activity" : "the training thread's span")
+               : r.warmup_steps     ? (r.has_gpu ? "first measured step start to the end of the last step's GPU work"
+                                                 : "first measured step start to last step end")
+               : r.has_gpu          ? "first step start to the end of the last step's GPU work"
+                                    : "first step start to last step end");
+  if (!r.steps.empty())
+    std::fprintf(out, ", %zu steps%s%s, median %.3f ms", r.steps.size() - r.warmup_steps,
+                 r.warmup_steps ? (" after " + std::to_string(r.warmup_steps) + " warm-up").c_str() : "",
+                 r.steps_inferred ? " (inferred from Optimizer.step calls)" : "", ms(r.step_median_ns));
+  std::fprintf(out, "\n\n");
+  if (r.has_gpu) {
+    print_gpu_time(r, out);
+  } else {
+    std::fprintf(out, "no GPU activity: CPU-only analysis\n");
+    char b[64];
+    std::snprintf(b, sizeof b, "(%u intervals)", r.loader_stall_count);
+    line(out, "training thread waiting for data", r.loader_stall_ns, W, b);
+    if (r.comm_ns > 0) {
+      // Host collectives (Gloo, data parallel): what backward did not hide.
+      std::snprintf(b, sizeof b, "(of %.3f ms all-reduce, %.0f%% overlapped)", ms(r.comm_ns),
+                    std::max(0.0, r.comm_overlap) * 100);
+      line(out, "training thread waiting for all-reduce", r.comm_exposed_ns, W, b);
+    }
+  }
+  char b[64];
+  if (r.outside_training_ns > 0) {
+    std::snprintf(b, sizeof b, "(%u ranges: validation, checkpoints)", r.outside_training_count);
+    line(out, "outside training iterations", r.outside_training_ns, W, b);
+  }
+  std::snprintf(b, sizeof b, "(%u calls)", r.sync_count);
+  line(out, "host blocked in sync calls", r.sync_ns, W, b);
+  if (!r.steps.empty()) print_steps(r, out);
+  if (!r.top_kernels.empty()) print_kernels(r, out);
+  if (!r.launch_outliers.empty()) {
+    std::fprintf(out, "\nlaunch outliers (median launch call %.1f us, median launch->start %.1f us)\n",
+                 r.launch_median_ns / 1000.0, r.delay_median_ns / 1000.0);
+    for (const auto& o : r.launch_outliers)
+      std::fprintf(out, "  %s %9.3f ms into the window: %s %.1f us  %s\n", o.slow_call ? "slow launch" : "late start ",
+                   ms(o.launch_start_ns - r.window.t0), o.slow_call ? "call" : "delay",
+                   (o.slow_call ? o.launch_ns : o.delay_ns) / 1000.0, shorten(o.kernel, 80).c_str());
+  }
+  std::fprintf(out, "\nfindings\n");
+  if (r.findings.empty()) std::fprintf(out, "  none: no class of time above 2%% of the window\n");
+  int i = 0;
+  for (const auto& f : r.findings) {
+    std::fprintf(out, "  %d. %s\n", ++i, f.message.c_str());
+    if (!f.knob.empty()) {
+      std::string also;
+      for (const auto& a : f.also) also += (also.empty() ? "" : ", ") + a;
+      std::fprintf(out, "     switch: %s=%s%s%s", f.knob.c_str(), f.value.c_str(), also.empty() ? "" : "  also: ",
+                   also.c_str());
+    } else {
+      std::fprintf(out, "    ");
+    }
+    if (f.evidence.t1 > f.evidence.t0)
+      std::fprintf(out, "   evidence: %.3f ms .. %.3f ms into the window", ms(f.evidence.t0 - r.window.t0),
+                   ms(f.evidence.t1 - r.window.t0));
+    std::fprintf(out, "\n");
+  }
+  if (!r.notes.empty()) std::fprintf(out, "\nnotes\n");
+  for (const auto& n : r.notes) std::fprintf(out, "  - %s\n", n.c_str());
+}
+
+void print_ranks(const prof::RankAnalysis& ra, FILE* out) {
+  std::fprintf(out, "\nranks (%zu step numbers common to all)\n", ra.matched_steps);
+  std::fprintf(out, "  %-34s %6s %12s %12s %12s %12s %10s\n", "rank", "steps", "step ms", "work ms", "comm wait",
+               "data wait", "late in");
+  for (const auto& r : ra.ranks)
+    std::fprintf(out, "  %-34s %6zu %12.2f %12.2f %12.2f %12.2f %10zu\n", shorten(r.label, 34).c_str(), r.steps,
+                 ms(r.step_median_ns), ms(r.work_median_ns), ms(r.comm_wait_median_ns), ms(r.data_wait_median_ns),
+                 r.straggler_steps);
+  if (ra.straggler >= 0)
+    std::fprintf(out, "  straggler: %s, the others wait %.2f ms per step for it (%.1f%% of a step; cause: %s)\n",
+                 ra.ranks[size_t(ra.straggler)].label.c_str(), ms(ra.wait_per_step_ns), 100 * ra.wait_share,
+                 ra.cause.c_str());
+  for (const auto& f : ra.findings) std::fprintf(out, "  finding: %s\n", f.message.c_str());
+  for (const auto& n : ra.notes) std::fprintf(out, "  - %s\n", n.c_str());
+}
+
+}  // namespace tb::cli
