@@ -274,7 +274,7 @@ fi
 # only, the others pinned at the baseline (the first runs' single figures cannot separate a knob from noise).
 if has ab; then
   base="workers=0,pin_memory=off,amp=off,cudnn_benchmark=off,batch_size=32"
-  for k in workers amp channels_last cudnn_benchmark fused_optimizer zero_grad_none pin_memory tf32 cuda_graphs; do
+  for k in amp cuda_graphs channels_last cudnn_benchmark fused_optimizer zero_grad_none pin_memory tf32 workers; do
     b=$(( $(left) - 30 )); (( b > ${TB_GPU_AB_BUDGET:-45} )) && b=${TB_GPU_AB_BUDGET:-45}
     (( b >= 20 )) || { log "ab_$k skipped: $(left) s left"; continue; }
     set=$(echo "$base" | tr ',' '\n' | grep -v "^$k=" | paste -sd, -)
