@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "engine/distributed.h"
+#include "engine/recording.h"
 #include "measure/stats.h"
 #include "profiler/ranks.h"
 #include "profiler/recorder.h"
@@ -32,22 +33,19 @@ class LiveGroupWorkload : public SessionWorkload {
 
   // Every rank's trace of the same steps: rank 0's step and the straggler, as a fresh group's snapshot has.
   std::optional<Snapshot> snapshot(int steps) override {
-    auto& recorder = prof::Recorder::instance();
     // No hooks, or someone else is recording (the GUI asked serve for a trace): rank 0's own snapshot.
-    if (!rec_.start || !rec_.collect || recorder.enabled()) return SessionWorkload::snapshot(steps);
-    recorder.start();
+    if (!rec_.start || !rec_.collect || prof::Recorder::instance().enabled()) return SessionWorkload::snapshot(steps);
+    // Rank 0 records as every other capture does (engine/recording.h): ranges and, on a GPU, CUPTI's records.
+    Capture capture(session_->describe().value(nlohmann::json::json_pointer("/device/kind"), std::string()) == "cuda");
     rec_.start();
     measure::Window window;
-    std::unique_ptr<prof::Trace> mine;
     try {
       window = measure(std::max(2, steps));
     } catch (...) {
-      recorder.stop();
-      rec_.collect(recorder.collect());  // the other ranks stop recording too
+      rec_.collect(capture.finish());  // the other ranks stop recording too
       throw;
     }
-    recorder.stop();
-    mine = recorder.collect();
+    std::unique_ptr<prof::Trace> mine = capture.finish();
     if (mine)
       mine->meta().process_names[static_cast<int64_t>(::getpid())] =
           rank_process_name(session_->describe().value("distributed", nlohmann::json::object()));
