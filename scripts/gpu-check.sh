@@ -9,6 +9,8 @@
 #   sequence   seed 003's sequence, cumulative (a trace per stage)
 #   script     examples/train_folder.py unmodified on the box's torch: a traced naive run, knobs, compile
 #   knobs      each knob alone from the naive baseline, one traced run each
+#   collector  what recording costs, in one process: windows with the recording off and on alternating, per
+#              set of CUPTI activity kinds (bench/bench_engine_collector.cpp), with the ratio's interval
 #   tune       the auto-tuner on ResNet-50 from naive defaults
 #   ab         each knob alone against the naive baseline, alternated in one process, with its interval
 #   dist       data parallel on the GPU(s): Gloo, auto, NCCL
@@ -115,6 +117,7 @@ carried_ok() {
     cp .carry/bin/tunebench-cli .carry/bin/tunebench-engine build/app/
     cp .carry/bin/tunebench_engine_tests build/tests/engine/ 2>/dev/null
     cp .carry/bin/tunebench_profiler_tests build/tests/profiler/ 2>/dev/null
+    mkdir -p build/bench && cp .carry/bin/bench_engine_collector build/bench/ 2>/dev/null
   fi
   log "carried binaries of commit $(cut -c1-10 .carry/bin/commit) run here against torch $have"
 }
@@ -216,6 +219,23 @@ if has scenarios; then
   run s2_synthetic_base "$model" synthetic "$base"
   run s2_cuda_graphs "$model" synthetic "$base,cuda_graphs=on"
   pack s125
+fi
+# The collector's cost in one process, alternating off/on windows (single fresh runs were too noisy to rank the
+# kinds): the recorder alone, then CUPTI's kinds added one group at a time.
+if has collector; then
+  bench="$build/bench/bench_engine_collector"
+  if [[ -x $bench ]]; then
+    for kinds in none kernel kernel,memcpy,memset kernel,memcpy,memset,runtime all; do
+      t=$(cap 100 40); (( t > 0 )) || { log "collector $kinds skipped: $(left) s left"; continue; }
+      if [[ $kinds == none ]]; then envs="TUNEBENCH_CUPTI_OFF=1"; else envs="TUNEBENCH_CUPTI_KINDS=$kinds"; fi
+      env $envs timeout "$t" "$bench" --model "$model" --data synthetic --set cudnn_benchmark=on,amp=bf16 \
+        --window 20 --pairs 6 > "$work/logs/collector_$kinds.txt" 2>&1
+      log "collector [$kinds] rc=$? $(tail -1 "$work/logs/collector_$kinds.txt" | cut -c1-200)"
+    done
+  else
+    log "collector stage skipped: no $bench (built with TUNEBENCH_BENCH=OFF?)"
+  fi
+  pack collector
 fi
 # Seed 003's sequence, cumulative. bf16, not fp16: fp16's host-side loss scaling keeps CUDA graphs off.
 if has sequence; then

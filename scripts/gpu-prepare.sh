@@ -24,7 +24,8 @@ build="${TB_BUILD_DIR:-build}"
 rm -rf .carry/bin
 if [[ -x $build/app/tunebench-engine ]]; then
   mkdir -p .carry/bin
-  for f in app/tunebench-cli app/tunebench-engine tests/engine/tunebench_engine_tests tests/profiler/tunebench_profiler_tests; do
+  for f in app/tunebench-cli app/tunebench-engine tests/engine/tunebench_engine_tests tests/profiler/tunebench_profiler_tests \
+           bench/bench_engine_collector; do
     [[ -x $build/$f ]] && strip -o ".carry/bin/${f##*/}" "$build/$f"
   done
   # What they were built against, and where: gpu-check.sh compares the version with the box's torch, and
