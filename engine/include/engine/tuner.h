@@ -1,5 +1,5 @@
-// The auto-tuner: measures every applicable knob before/after, accumulates the winners greedily, checks
-// every kept one again at the end, and keeps the evidence for the report (engine/report.h). Torch-free: the
+// The auto-tuner: measures every applicable knob before/after on top of the winners so far, keeps each winner,
+// checks every kept one again at the end, and keeps the evidence for the report (engine/report.h). Torch-free: the
 // search runs over the abstract Workload below, so the same code drives a real Session
 // (make_session_workload) and the deterministic simulation the tests use.
 //

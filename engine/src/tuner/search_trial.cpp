@@ -244,7 +244,7 @@ bool Tuner::another_fresh_pair(const Trial& t, int pairs) {
 }
 
 Trial& Tuner::record(Trial t) {
-  // Slower alone from the baseline: not worth revisiting (a chance "slower" later on is not held against it).
+  // Slower in its screening: not worth revisiting (a chance "slower" later on is not held against it).
   if (t.outcome == "slower" && t.phase == "screen" && !t.knob.empty()) slower_.insert(label(t.knob, t.value) + t.also);
   progress(phase_, (t.knob.empty() ? t.phase : label(t.knob, t.value)) + ": " + t.reason);
   res_.trials.push_back(std::move(t));
