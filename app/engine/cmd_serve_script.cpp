@@ -86,11 +86,7 @@ int cmd_serve_script(int argc, char** argv) {
   so.args = script_args;
   for (int i = 1; i < end; ++i) {
     const std::string a = argv[i];
-    auto value = [&](std::string& out) {
-      if (i + 1 >= end) return false;
-      out = argv[++i];
-      return true;
-    };
+    auto value = [&](std::string& out) { return next_arg(end, argv, i, out); };
     std::string v;
     int64_t n = 0;
     if (a == "--script" && value(so.script)) {

@@ -58,15 +58,18 @@ inline bool parse_input_shape(std::string text, engine::SessionOptions& o) {
   return true;
 }
 
+// The value after option argv[i] (argv[0..end) are the options): false at the end, else `i` moves onto it.
+inline bool next_arg(int end, char** argv, int& i, std::string& out) {
+  if (i + 1 >= end) return false;
+  out = argv[++i];
+  return true;
+}
+
 // Session options shared by run/serve; returns "" or an error message. `i` is advanced past a value.
 inline std::string parse_session_option(int argc, char** argv, int& i, engine::SessionOptions& o, bool& matched) {
   matched = true;
   const std::string a = argv[i];
-  auto value = [&](std::string& out) -> bool {
-    if (i + 1 >= argc) return false;
-    out = argv[++i];
-    return true;
-  };
+  auto value = [&](std::string& out) { return next_arg(argc, argv, i, out); };
   std::string v;
   int64_t n = 0;
   if (a == "--model") {
