@@ -1,55 +1,10 @@
-// Errors as values at module edges (orbit's ErrorMessageOr): the profiler never throws
-// to its callers. An Error is one readable line plus, for parse errors, the byte offset where it was found.
+// The profiler's errors are the shared ones (base/result.h): it never throws to its callers.
 #pragma once
 
-#include <cstdint>
-#include <optional>
-#include <string>
-#include <utility>
-#include <variant>
+#include "base/result.h"
 
 namespace tb::prof {
-
-struct Error {
-  std::string message;      // one line, no trailing newline, e.g. "not a trace: expected '{' or '['"
-  int64_t byte_offset = -1;  // offset into the (decompressed) input where known, -1 otherwise
-  // "message (at byte N)" or just the message.
-  std::string to_string() const {
-    return byte_offset >= 0 ? message + " (at byte " + std::to_string(byte_offset) + ")" : message;
-  }
-};
-
-template <class T>
-class Result {
- public:
-  Result(T value) : v_(std::move(value)) {}           // NOLINT: implicit by design
-  Result(Error error) : v_(std::move(error)) {}       // NOLINT
-  bool ok() const { return v_.index() == 0; }
-  explicit operator bool() const { return ok(); }
-  T& value() & { return std::get<0>(v_); }
-  const T& value() const& { return std::get<0>(v_); }
-  T&& value() && { return std::get<0>(std::move(v_)); }
-  T* operator->() { return &value(); }
-  const T* operator->() const { return &value(); }
-  T& operator*() & { return value(); }
-  const Error& error() const { return std::get<1>(v_); }
-
- private:
-  std::variant<T, Error> v_;
-};
-
-// A Result with no value.
-class Status {
- public:
-  Status() = default;
-  Status(Error e) : error_(std::move(e)) {}  // NOLINT
-  static Status Ok() { return {}; }
-  bool ok() const { return !error_.has_value(); }
-  explicit operator bool() const { return ok(); }
-  const Error& error() const { return *error_; }
-
- private:
-  std::optional<Error> error_;
-};
-
+using tb::Error;
+using tb::Result;
+using tb::Status;
 }  // namespace tb::prof
