@@ -31,9 +31,8 @@ using namespace remote;
 
 // One host: the command runs there as it would here.
 int run_on_one_host(const Command& c) {
-  std::string error;
-  auto target = client::parse_remote(c.hosts, &error);
-  if (!target) return fail(error, 2);
+  auto target = client::parse_remote(c.hosts);
+  if (!target) return fail(target.error().message, 2);
   if (!c.remote_cli.empty()) target->cli = c.remote_cli;
 
   const std::string id = client::remote_id();
@@ -43,13 +42,18 @@ int run_on_one_host(const Command& c) {
   if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
     return fail("pipe failed", 1);
   // stdin: a pipe we keep open and never write. Its end (this process gone) is what the remote watches.
-  const pid_t ssh =
-      spawn(client::ssh_argv(*target, client::remote_run_script(*target, id, c.args, c.outputs.size())), in[0], out[1], err[1]);
+  auto ssh = client::Process::launch(
+      {.argv = client::ssh_argv(*target, client::remote_run_script(*target, id, c.args, c.outputs.size())),
+       .in = in[0], .out = out[1], .err = err[1]});
   ::close(in[0]), ::close(out[1]), ::close(err[1]);
-  if (ssh < 0) return fail(std::string("cannot start ssh: ") + std::strerror(errno), 1);
+  if (!ssh) {
+    ::close(out[0]), ::close(err[0]), ::close(in[1]);
+    return fail(ssh.error().message, 1);
+  }
   const auto ssh_err = pump_lines({{out[0], STDOUT_FILENO}, {err[0], STDERR_FILENO}}, rewrite);
   ::close(out[0]), ::close(err[0]);
-  const int rc = wait_exit(ssh);
+  ssh->wait();
+  const int rc = ssh->exit_code();
   ::close(in[1]);
   if (rc < 0)
     return fail("ssh to " + target->display() + " was killed (signal " + std::to_string(-rc) +

@@ -45,7 +45,7 @@ struct Node {
   std::string id;
   int stdin_w = -1;  // kept open and never written: closing it stops the node's run
   bool serves = false;  // a serve's first host: its stdin is ours, so it is stopped by ending its ssh
-  pid_t ssh = -1;
+  client::Process ssh;
   int rc = 0;
   bool ended = false;
   std::vector<std::string> err;
@@ -64,11 +64,12 @@ std::string find_rendezvous(const client::RemoteTarget& node0, std::string& why)
     return "";
   }
   // stdout and stderr in one stream: its lines are the answer, or ssh's complaint.
-  const pid_t ssh = spawn(client::ssh_argv(node0, "sh -c " + client::shell_quote(script)), -1, out[1], out[1]);
+  auto ssh = client::Process::launch(
+      {.argv = client::ssh_argv(node0, "sh -c " + client::shell_quote(script)), .out = out[1], .err = out[1]});
   ::close(out[1]);
-  const auto lines = pump_lines({{out[0], -1}});
+  const auto lines = ssh ? pump_lines({{out[0], -1}}) : std::vector<std::string>{ssh.error().message};
   ::close(out[0]);
-  const int rc = ssh > 0 ? wait_exit(ssh) : 255;
+  const int rc = ssh && ssh->wait() ? ssh->exit_code() : 255;
   const std::string mark = "tunebench-rendezvous ";
   for (const auto& l : lines)
     if (rc == 0 && l.rfind(mark, 0) == 0 && l.size() > mark.size() + 2 && l[mark.size()] != ' ') return l.substr(mark.size());
@@ -96,9 +97,8 @@ int run_on_hosts(const Command& c) {
     return fail("--ranks-per-host needs an integer from 1 to 64, or gpu (one rank per GPU), not '" + per_host + "'", 2);
   std::vector<Node> nodes;
   for (const std::string& host : split_hosts(c.hosts)) {
-    std::string error;
-    auto t = client::parse_remote(host, &error);
-    if (!t) return fail("--remote " + c.hosts + ": " + error, 2);
+    auto t = client::parse_remote(host);
+    if (!t) return fail("--remote " + c.hosts + ": " + t.error().message, 2);
     if (!c.remote_cli.empty()) t->cli = c.remote_cli;
     nodes.push_back({*t});
   }
@@ -129,7 +129,7 @@ int run_on_hosts(const Command& c) {
       if (k == except || n.ended) continue;
       if (n.stdin_w >= 0) ::close(n.stdin_w);
       n.stdin_w = -1;
-      if (n.serves && n.ssh > 0) ::kill(n.ssh, SIGTERM);  // its channel closes: serve sees its stdin end
+      if (n.serves) n.ssh.signal(SIGTERM);  // its channel closes: serve sees its stdin end
     }
   };
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -146,12 +146,17 @@ int run_on_hosts(const Command& c) {
     const bool piped = (n.serves || pipe2(in, O_CLOEXEC) == 0) && pipe2(out, O_CLOEXEC) == 0 && pipe2(err, O_CLOEXEC) == 0;
     const std::string script = n.serves ? client::remote_serve_script(n.target, n.id, c.args, torchrun)
                                         : client::remote_run_script(n.target, n.id, c.args, c.outputs.size(), torchrun, i == 0);
-    if (piped) n.ssh = spawn(client::ssh_argv(n.target, script), in[0], out[1], err[1]);
-    const int spawn_errno = errno;
+    std::string start_error = piped ? "" : std::string("pipe failed: ") + std::strerror(errno);
+    if (piped) {
+      auto ssh = client::Process::launch({.argv = client::ssh_argv(n.target, script), .in = n.serves ? client::kInherit : in[0],
+                                          .out = out[1], .err = err[1]});
+      if (ssh) n.ssh = std::move(ssh).value();
+      else start_error = ssh.error().message;
+    }
     for (int fd : {in[0], out[1], err[1]})
       if (fd >= 0) ::close(fd);
     n.stdin_w = in[1];
-    if (n.ssh < 0) {  // this node and the ones after it never start; the ones before are stopped
+    if (!n.ssh.started()) {  // this node and the ones after it never start; the ones before are stopped
       for (int fd : {out[0], err[0]})
         if (fd >= 0) ::close(fd);
       std::lock_guard<std::mutex> lock(mu);
@@ -159,7 +164,7 @@ int run_on_hosts(const Command& c) {
         nodes[k].ended = true;
         nodes[k].rc = 255;
       }
-      n.err = {std::string(piped ? "cannot start ssh: " : "pipe failed: ") + std::strerror(spawn_errno)};
+      n.err = {start_error};
       first_failed = int(i);
       stop_others(i);
       break;
@@ -175,7 +180,8 @@ int run_on_hosts(const Command& c) {
       };
       auto lines = pump_lines({{out0, i == 0 ? STDOUT_FILENO : STDERR_FILENO}, {err0, STDERR_FILENO}}, rewrite);
       ::close(out0), ::close(err0);
-      const int rc = wait_exit(me.ssh);
+      me.ssh.wait();
+      const int rc = me.ssh.exit_code();
       std::lock_guard<std::mutex> lock(mu);
       me.rc = rc;
       me.err = std::move(lines);
@@ -209,7 +215,7 @@ int run_on_hosts(const Command& c) {
         stop_all("node 0 ended a minute ago and other nodes still run");
       if (hard_stop && now > *hard_stop) {
         for (auto& n : nodes)
-          if (!n.ended && n.ssh > 0) ::kill(n.ssh, SIGKILL);
+          if (!n.ended) n.ssh.signal(SIGKILL);
         hard_stop = Clock::time_point::max();
       }
     }

@@ -4,8 +4,6 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -15,40 +13,12 @@
 #include <filesystem>
 #include <fstream>
 
-extern char** environ;
-
 namespace tb::cli::remote {
 namespace fs = std::filesystem;
 
 int fail(const std::string& msg, int code) {
   std::fprintf(stderr, "tunebench-cli: error: %s\n", msg.c_str());
   return code;
-}
-
-pid_t spawn(const std::vector<std::string>& argv, int in, int out, int err) {
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  if (in >= 0) posix_spawn_file_actions_adddup2(&fa, in, STDIN_FILENO);
-  if (out >= 0) posix_spawn_file_actions_adddup2(&fa, out, STDOUT_FILENO);
-  if (err >= 0) posix_spawn_file_actions_adddup2(&fa, err, STDERR_FILENO);
-  std::vector<char*> av;
-  for (const auto& a : argv) av.push_back(const_cast<char*>(a.c_str()));
-  av.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc = posix_spawnp(&pid, av[0], &fa, nullptr, av.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) {
-    errno = rc;
-    return -1;
-  }
-  return pid;
-}
-
-int wait_exit(pid_t pid) {
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
 }
 
 std::vector<std::string> pump_lines(std::vector<Stream> streams,
@@ -140,13 +110,14 @@ int fetch(const client::RemoteTarget& t, const std::string& id, const std::vecto
   if (ec) return fail("cannot make " + tmp.string() + ": " + ec.message(), 1);
   int data[2], err[2];
   if (pipe2(data, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) return fail("pipe failed", 1);
-  const pid_t ssh = spawn(client::ssh_argv(t, client::remote_fetch_script(id, outputs.size())), -1, data[1], err[1]);
-  const pid_t tar = spawn({"tar", "-xf", "-", "-C", tmp.string()}, data[0], -1, -1);
+  auto ssh = client::Process::launch(
+      {.argv = client::ssh_argv(t, client::remote_fetch_script(id, outputs.size())), .out = data[1], .err = err[1]});
+  auto tar = client::Process::launch({.argv = {"tar", "-xf", "-", "-C", tmp.string()}, .in = data[0]});
   ::close(data[0]), ::close(data[1]), ::close(err[1]);
   const auto ssh_err = pump_lines({{err[0], -1}});
   ::close(err[0]);
-  const int ssh_rc = ssh > 0 ? wait_exit(ssh) : 255;
-  const int tar_rc = tar > 0 ? wait_exit(tar) : 1;
+  const int ssh_rc = ssh && ssh->wait() ? ssh->exit_code() : 255;
+  const int tar_rc = tar && tar->wait() ? tar->exit_code() : 1;
   int rc = 0;
   if (ssh_rc == 255) rc = fail("fetching the results: " + client::explain_ssh_failure(t, ssh_err), 1);
   else if (ssh_rc != 0 || tar_rc != 0) rc = fail("fetching the results from " + t.display() + " failed" +

@@ -1,5 +1,6 @@
 // The pieces of a remote run over ssh (docs/remote.md) on this side, shared by one host (cmd_remote.cpp) and a
-// group across hosts (cmd_remote_group.cpp): the processes, their streams, the fetch of the outputs. The
+// group across hosts (cmd_remote_group.cpp): their streams and the fetch of the outputs (the processes are
+// client/launch.h's). The
 // scripts ssh runs there are client/remote_script.h (the GUI's remote sessions use them too). tunebench-cli
 // only: no LibTorch.
 #pragma once
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "client/launch.h"
 #include "client/remote.h"
 #include "client/remote_script.h"
 
@@ -17,11 +19,6 @@ namespace tb::cli::remote {
 
 // Prints "tunebench-cli: error: msg" and returns `code`.
 int fail(const std::string& msg, int code);
-
-// posix_spawnp with the three standard fds given (-1: inherit). Returns the pid or -1 (errno set).
-pid_t spawn(const std::vector<std::string>& argv, int in, int out, int err);
-// The exit status, or -signal when the process was killed by one.
-int wait_exit(pid_t pid);
 
 // Copies the lines of each `from` fd to its `to` fd (-1: keep only) until every one has ended, and returns the
 // lines of the last stream (stderr). Lines of the remote script's own ("tunebench-remote: ...") are kept but not

@@ -2,16 +2,11 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-
-extern char** environ;
 
 namespace tb::client {
 namespace {
@@ -31,62 +26,43 @@ std::string join_config(const std::vector<std::pair<std::string, std::string>>& 
 }
 
 ChildProcess::~ChildProcess() {
-  if (pid_ > 0 && !code_) terminate(0, 1);
+  if (proc_.started() && !proc_.status()) terminate(0, 1);
   close_fd(proto_);
   close_fd(input_);
   finish_pump();
   close_fd(output_);
 }
 
-std::string ChildProcess::start(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+Status ChildProcess::start(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                                 OutputFn output) {
-  if (argv.empty()) return "nothing to start";
+  if (argv.empty()) return Error{"nothing to start"};
   int proto[2], input[2], out[2];
-  if (pipe2(proto, O_CLOEXEC) != 0) return std::string("pipe: ") + std::strerror(errno);
+  if (pipe2(proto, O_CLOEXEC) != 0) return Error{std::string("pipe: ") + std::strerror(errno)};
   if (pipe2(input, O_CLOEXEC) != 0) {
     ::close(proto[0]), ::close(proto[1]);
-    return std::string("pipe: ") + std::strerror(errno);
+    return Error{std::string("pipe: ") + std::strerror(errno)};
   }
   if (pipe2(out, O_CLOEXEC) != 0) {
     ::close(proto[0]), ::close(proto[1]), ::close(input[0]), ::close(input[1]);
-    return std::string("pipe: ") + std::strerror(errno);
+    return Error{std::string("pipe: ") + std::strerror(errno)};
   }
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&fa, out[1], STDERR_FILENO);
-  posix_spawn_file_actions_adddup2(&fa, proto[1], 3);  // dup2 clears CLOEXEC on the new fd
-  posix_spawn_file_actions_adddup2(&fa, input[0], 4);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
   // Its own process group: terminate() reaches DataLoader worker processes the script started, too.
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attr, 0);
-  std::vector<char*> av, ev;
-  for (const auto& a : argv) av.push_back(const_cast<char*>(a.c_str()));
-  av.push_back(nullptr);
-  for (const auto& e : env) ev.push_back(const_cast<char*>(e.c_str()));
-  ev.push_back(nullptr);
-  const int rc = posix_spawnp(&pid_, av[0], &fa, &attr, av.data(), env.empty() ? environ : ev.data());
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
+  auto p = Process::launch({.argv = argv, .env = env, .in = kDevNull, .out = out[1], .err = out[1],
+                            .fds = {{proto[1], 3}, {input[0], 4}}, .own_group = true});
   ::close(proto[1]);
   ::close(input[0]);
   ::close(out[1]);
-  if (rc != 0) {
+  if (!p) {
     ::close(proto[0]), ::close(input[1]), ::close(out[0]);
-    pid_ = -1;
-    return "cannot start " + argv[0] + ": " + std::strerror(rc);
+    return p.error();
   }
+  proc_ = std::move(p).value();
   proto_ = proto[0];
   input_ = input[1];
   output_ = out[0];
-  // A child that dies must not kill us with SIGPIPE when we write to it.
-  signal(SIGPIPE, SIG_IGN);
   forward_ = std::move(output);
   pump_ = std::thread([this] { pump(); });
-  return "";
+  return {};
 }
 
 void ChildProcess::pump() {
@@ -179,57 +155,26 @@ bool ChildProcess::write_line(const std::string& line) {
 void ChildProcess::close_input() { close_fd(input_); }
 
 bool ChildProcess::exited() {
-  if (code_) return true;
-  if (pid_ <= 0) return true;
-  int status = 0;
-  const pid_t r = waitpid(pid_, &status, WNOHANG);
-  if (r != pid_) return false;
-  code_ = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? -WTERMSIG(status) : -1;
-  return true;
+  if (!proc_.started() || proc_.poll()) return true;
+  return false;
+}
+
+std::optional<int> ChildProcess::exit_code() const {
+  if (!proc_.status()) return std::nullopt;
+  return proc_.exit_code();
 }
 
 int ChildProcess::terminate(double timeout_s, double grace_s) {
-  if (pid_ <= 0) return -1;
-  const double until = now_s() + timeout_s;
-  while (!exited() && now_s() < until) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  if (!exited()) {
-    ::kill(-pid_, SIGTERM);
-    const double kill_at = now_s() + grace_s;
-    while (!exited() && now_s() < kill_at) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    if (!exited()) {
-      ::kill(-pid_, SIGKILL);
-      int status = 0;
-      waitpid(pid_, &status, 0);
-      code_ = -SIGKILL;
-    }
-  }
-  // The script's own children (DataLoader workers) outlive a crash of their parent otherwise.
-  ::kill(-pid_, SIGKILL);
+  if (!proc_.started()) return -1;
+  proc_.wait(timeout_s);
+  proc_.stop(grace_s);  // also the group's last SIGKILL: a crashed script's DataLoader workers outlive it otherwise
   finish_pump();
-  return *code_;
+  return proc_.exit_code();
 }
 
 std::vector<std::string> ChildProcess::output_tail() const {
   std::lock_guard<std::mutex> lock(tail_mu_);
   return {tail_.begin(), tail_.end()};
-}
-
-std::string self_exe() {
-  char buf[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return {};
-  buf[n] = '\0';
-  return buf;
-}
-
-std::string describe_exit(int status) {
-  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) {
-    const int sig = WTERMSIG(status);
-    const char* name = sigabbrev_np(sig);
-    return "was killed by signal " + std::to_string(sig) + (name ? std::string(" (SIG") + name + ")" : "");
-  }
-  return "ended (status " + std::to_string(status) + ")";
 }
 
 }  // namespace tb::client

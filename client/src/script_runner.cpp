@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <sstream>
 
-extern char** environ;
 
 namespace tb::client {
 namespace {
@@ -23,9 +22,9 @@ std::string probe(const std::string& python, const std::string& code, double tim
   std::string first;
   std::mutex mu;
   if (!p.start({python, "-c", code}, {}, [&](const std::string& line) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (first.empty()) first = line;
-      }).empty())
+         std::lock_guard<std::mutex> lock(mu);
+         if (first.empty()) first = line;
+       }))
     return "";
   const int code_ = p.terminate(timeout_s, 1);
   std::lock_guard<std::mutex> lock(mu);
@@ -100,14 +99,14 @@ ScriptRunner::~ScriptRunner() {
   if (child_.pid() > 0 && !child_.exit_code()) stop(2);
 }
 
-std::string ScriptRunner::start(const ScriptOptions& o, double hello_timeout_s) {
+Status ScriptRunner::start(const ScriptOptions& o, double hello_timeout_s) {
   opts_ = o;
   started_s_ = last_step_s_ = now_s();
-  if (!std::filesystem::exists(o.script)) return "script not found: " + o.script;
+  if (!std::filesystem::exists(o.script)) return Error{"script not found: " + o.script};
   python_ = find_python(o.python);
-  if (python_.path.empty()) return python_.error;
+  if (python_.path.empty()) return Error{python_.error};
   const std::string pkg = python_package_dir();
-  if (pkg.empty()) return "cannot find the tunebench Python package (set TUNEBENCH_PYTHON_DIR)";
+  if (pkg.empty()) return Error{"cannot find the tunebench Python package (set TUNEBENCH_PYTHON_DIR)"};
   std::vector<std::string> argv = {python_.path, "-m", "tunebench.launch", "--out-fd", "3", "--in-fd", "4"};
   if (!o.set.empty()) argv.insert(argv.end(), {"--set", join_config(o.set)});
   if (o.steps > 0) argv.insert(argv.end(), {"--steps", std::to_string(o.steps)});
@@ -124,23 +123,19 @@ std::string ScriptRunner::start(const ScriptOptions& o, double hello_timeout_s) 
       if (e.compare(0, e.find('=') + 1, kv, 0, eq + 1) == 0) return true;
     return false;
   };
-  for (char** e = environ; e && *e; ++e) {
-    std::string kv = *e;
+  // The interpreter runs the allocator its options ask for (o.env), not the one this process runs.
+  for (std::string& kv : inherited_environment({.allocator = true})) {
     if (kv.rfind("PYTHONPATH=", 0) == 0) {
       pythonpath += ":" + kv.substr(11);
       continue;
     }
-    if (kv.rfind("PYTHONUNBUFFERED=", 0) == 0 || kv.rfind("TUNEBENCH_CPU_ALLOCATOR_REEXEC=", 0) == 0) continue;
-    if (kv.rfind("GLIBC_TUNABLES=", 0) == 0 && kv.find("glibc.malloc.") != std::string::npos) continue;
-    if (kv.rfind("LD_PRELOAD=", 0) == 0 && (kv.find("jemalloc") != std::string::npos || kv.find("tcmalloc") != std::string::npos))
-      continue;
-    if (overridden(kv)) continue;
-    env.push_back(kv);
+    if (kv.rfind("PYTHONUNBUFFERED=", 0) == 0 || overridden(kv)) continue;
+    env.push_back(std::move(kv));
   }
   env.insert(env.end(), o.env.begin(), o.env.end());
   env.push_back("PYTHONPATH=" + pythonpath);
   env.push_back("PYTHONUNBUFFERED=1");
-  if (auto err = child_.start(argv, env, o.output); !err.empty()) return err;
+  if (Status st = child_.start(argv, env, o.output); !st) return st;
   const double deadline = now_s() + hello_timeout_s;
   while (now_s() < deadline) {
     auto line = child_.read_line(deadline - now_s());
@@ -149,7 +144,7 @@ std::string ScriptRunner::start(const ScriptOptions& o, double hello_timeout_s) 
     if (m.is_discarded() || !m.is_object()) continue;
     if (m.value("type", std::string()) == "hello") {
       hello_ = m;
-      return "";
+      return {};
     }
     early_.push_back(m);
   }
@@ -158,14 +153,14 @@ std::string ScriptRunner::start(const ScriptOptions& o, double hello_timeout_s) 
   const bool alive = !child_.eof();  // the channel is still open: the script runs, without a step
   child_.terminate(2, 1);
   for (const auto& m : early_)
-    if (m.value("type", std::string()) == "error") return m.value("message", std::string("the launcher failed"));
+    if (m.value("type", std::string()) == "error") return Error{m.value("message", std::string("the launcher failed"))};
   if (alive)
-    return "no training step (a batch, its backward() and update) in " + std::to_string(int(hello_timeout_s)) +
-           " s - is this a training script?";
+    return Error{"no training step (a batch, its backward() and update) in " + std::to_string(int(hello_timeout_s)) +
+                 " s - is this a training script?"};
   const auto tail = child_.output_tail();
   for (auto it = tail.rbegin(); it != tail.rend(); ++it)
-    if (!it->empty()) return *it;
-  return "the script's launcher sent nothing within " + std::to_string(int(hello_timeout_s)) + " s";
+    if (!it->empty()) return Error{*it};
+  return Error{"the script's launcher sent nothing within " + std::to_string(int(hello_timeout_s)) + " s"};
 }
 
 std::optional<nlohmann::json> ScriptRunner::next(double timeout_s) {

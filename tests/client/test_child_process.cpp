@@ -20,12 +20,11 @@ TEST(ChildProcess, ProtocolOnFdsThreeAndFourOutputApart) {
   ChildProcess c;
   std::vector<std::string> forwarded;
   std::mutex mu;
-  ASSERT_EQ(c.start({"sh", "-c", "echo '{\"type\":\"hello\"}' >&3; echo printed; read x <&4; echo \"got $x\" >&3; echo oops >&2; exit 3"},
-                    {}, [&](const std::string& l) {
-                      std::lock_guard<std::mutex> lock(mu);
-                      forwarded.push_back(l);
-                    }),
-            "");
+  ASSERT_TRUE(c.start({"sh", "-c", "echo '{\"type\":\"hello\"}' >&3; echo printed; read x <&4; echo \"got $x\" >&3; echo oops >&2; exit 3"},
+                      {}, [&](const std::string& l) {
+                        std::lock_guard<std::mutex> lock(mu);
+                        forwarded.push_back(l);
+                      }));
   auto first = c.read_line(10);
   ASSERT_TRUE(first.has_value());
   EXPECT_EQ(*first, "{\"type\":\"hello\"}");
@@ -44,7 +43,7 @@ TEST(ChildProcess, ProtocolOnFdsThreeAndFourOutputApart) {
 
 TEST(ChildProcess, ReadTimesOutAndTerminateNeverHangs) {
   ChildProcess c;
-  ASSERT_EQ(c.start({"sh", "-c", "trap '' TERM; sleep 30 & sleep 30"}, {}), "");
+  ASSERT_TRUE(c.start({"sh", "-c", "trap '' TERM; sleep 30 & sleep 30"}, {}));
   auto t = std::chrono::steady_clock::now();
   EXPECT_FALSE(c.read_line(0.3).has_value());
   EXPECT_FALSE(c.eof());
@@ -57,7 +56,7 @@ TEST(ChildProcess, ReadTimesOutAndTerminateNeverHangs) {
 
 TEST(ChildProcess, MissingProgramIsAnError) {
   ChildProcess c;
-  EXPECT_NE(c.start({"/no/such/program"}, {}), "");
+  EXPECT_FALSE(c.start({"/no/such/program"}, {}));
 }
 
 TEST(ScriptRunner, FindPythonNamesWhatItTried) {
@@ -78,5 +77,7 @@ TEST(ScriptRunner, MissingScriptIsAOneLineError) {
   tb::client::ScriptRunner r;
   tb::client::ScriptOptions o;
   o.script = "/no/such/train.py";
-  EXPECT_EQ(r.start(o), "script not found: /no/such/train.py");
+  const tb::Status st = r.start(o);
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().message, "script not found: /no/such/train.py");
 }

@@ -2,9 +2,10 @@
 // parent's on its fd 4; its stdout and stderr (the user's prints, tracebacks) go to one pipe whose lines
 // the parent forwards where it likes and whose last lines it keeps for error messages.
 //
-// Never hangs: every read takes a deadline; terminate() sends SIGTERM, then SIGKILL after a grace period,
-// and reaps the child. Threading: read_line/write_line/terminate from one thread; the output pump runs on
-// its own thread and only touches the output tail (under a lock) and the forward callback.
+// Never hangs: every read takes a deadline; terminate() is the one stop ladder (launch.h): SIGTERM, then
+// SIGKILL after a grace period, and the child reaped. Threading: read_line/write_line/terminate from one
+// thread; the output pump runs on its own thread and only touches the output tail (under a lock) and the
+// forward callback.
 #pragma once
 
 #include <sys/types.h>
@@ -19,6 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include "client/launch.h"
+
 namespace tb::client {
 
 class ChildProcess {
@@ -32,8 +35,8 @@ class ChildProcess {
   ChildProcess& operator=(const ChildProcess&) = delete;
 
   // Starts argv[0] (a path, or a name searched in PATH) with `env` (complete "K=V" list; empty: inherit).
-  // Returns "" or why it could not start.
-  std::string start(const std::vector<std::string>& argv, const std::vector<std::string>& env, OutputFn output = {});
+  // Or why it could not start.
+  Status start(const std::vector<std::string>& argv, const std::vector<std::string>& env, OutputFn output = {});
 
   // The next protocol line, waiting at most `timeout_s`. nullopt on timeout; "" never (empty lines are
   // skipped). Sets eof() when the child closed its end (it exited or closed fd 3).
@@ -48,8 +51,8 @@ class ChildProcess {
   bool exited();
   // Waits up to `timeout_s` for the exit; then SIGTERM, `grace_s` later SIGKILL. Always reaps.
   int terminate(double timeout_s = 0, double grace_s = 2);
-  std::optional<int> exit_code() const { return code_; }
-  pid_t pid() const { return pid_; }
+  std::optional<int> exit_code() const;
+  pid_t pid() const { return proc_.pid(); }
 
   // The last lines the child printed on stdout/stderr (a traceback, an error); complete after terminate().
   std::vector<std::string> output_tail() const;
@@ -58,12 +61,11 @@ class ChildProcess {
   void pump();
   void finish_pump();  // waits (bounded) for the output pump to drain, then stops it
 
-  pid_t pid_ = -1;
+  Process proc_;
   int proto_ = -1;  // read end of the child's fd 3
   int input_ = -1;  // write end of the child's fd 4
   int output_ = -1; // read end of stdout+stderr
   bool eof_ = false;
-  std::optional<int> code_;
   std::string buf_;
   OutputFn forward_;
   std::thread pump_;
@@ -71,11 +73,6 @@ class ChildProcess {
   mutable std::mutex tail_mu_;
   std::deque<std::string> tail_;
 };
-
-// This program's own path (/proc/self/exe), "" when unreadable: children are started from the same build.
-std::string self_exe();
-// A waitpid() status in words: "exited with code 3", "was killed by signal 9 (SIGKILL)".
-std::string describe_exit(int status);
 
 // Splits "k=v,k=v" (no validation). Shared by the launcher's command lines.
 std::string join_config(const std::vector<std::pair<std::string, std::string>>& kv);

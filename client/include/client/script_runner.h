@@ -50,9 +50,9 @@ class ScriptRunner {
  public:
   ~ScriptRunner();
   // Starts the interpreter and waits for `hello`, which the launcher sends at the script's first optimizer
-  // step (at most `hello_timeout_s`). Returns "" or a one-line error (no interpreter with torch, no launcher
+  // step (at most `hello_timeout_s`), or says in one line why not (no interpreter with torch, no launcher
   // package, the launcher refused a knob, the script failed or made no optimizer step, ...).
-  std::string start(const ScriptOptions& options, double hello_timeout_s = 120);
+  Status start(const ScriptOptions& options, double hello_timeout_s = 120);
   const nlohmann::json& hello() const { return hello_; }
   const PythonChoice& python() const { return python_; }
 

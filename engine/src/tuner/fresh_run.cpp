@@ -8,7 +8,7 @@
 
 #include "client/child_process.h"
 #include "engine/tuner.h"
-#include "tuner/child_process.h"
+#include "tuner/deadline_child.h"
 
 namespace tb::engine {
 
@@ -64,7 +64,9 @@ nlohmann::json run_fresh(const std::string& cli, const SessionOptions& o, const 
     argv.insert(argv.end(), {"--input", std::to_string(o.input_channels) + "," + std::to_string(o.input_height) + "," +
                                             std::to_string(o.input_width)});
   if (o.num_classes > 0) argv.insert(argv.end(), {"--classes", std::to_string(o.num_classes)});
-  ChildResult r = run_child(argv, fresh_environment(), spec.timeout_s);
+  // Without the allocator this process runs (the child's own --set cpu_allocator decides) and without
+  // torchrun's variables (a live group's tune must not start a second rank 0 of its group).
+  ChildResult r = run_child(argv, client::inherited_environment({.rank_variables = true, .allocator = true}), spec.timeout_s);
   if (seconds) *seconds = r.seconds;
   nlohmann::json j;
   {
