@@ -76,8 +76,10 @@ int cmd_run(int argc, char** argv) {
   if (opts.data.empty()) return usage_error("--data is required (synthetic, imagefolder:DIR, mnist:DIR)");
   // `--set ranks=N` is --ranks N: the tuner's fresh-process trials and a report's settings say it that way.
   {
-    std::optional<engine::DistOptions> env;
-    if (std::string err = resolve_group(opts, ranks, env); !err.empty()) return usage_error(err);
+    const auto group = resolve_group(opts, ranks);
+    if (!group) return usage_error(group.error().message);
+    ranks = group->ranks;
+    const std::optional<engine::DistOptions>& env = group->env;
     if (!env && ranks > 1) return launch_ranks(argc, argv, int(ranks), int(dist_timeout > 0 ? dist_timeout : 60), json_path);
     if (env && env->enabled()) join_group(opts, *env, dist_timeout);
   }

@@ -109,8 +109,9 @@ int cmd_run_script(int argc, char** argv) {
   // The allocator is the interpreter's process setting: its environment, not a launcher knob.
   for (auto it = so.set.begin(); it != so.set.end();)
     if (it->first == "cpu_allocator") {
-      std::string v = it->second;
-      if (auto e = engine::normalize_knob_value("cpu_allocator", v)) return usage_error(*e);
+      const auto normalized = engine::normalize_knob_value("cpu_allocator", it->second);
+      if (!normalized) return usage_error(normalized.error().message);
+      const std::string& v = *normalized;
       if (auto why = engine::cpu_allocator_unavailable(v); !why.empty()) return usage_error(why);
       if (auto env = engine::cpu_allocator_env(v); !env.empty()) so.env.push_back(env);
       it = so.set.erase(it);
@@ -136,7 +137,8 @@ int cmd_run_script(int argc, char** argv) {
   std::vector<std::string> chunks;
 
   client::ScriptRunner runner;
-  if (std::string err = runner.start(so, first_step_timeout); !err.empty()) {
+  if (Status st = runner.start(so, first_step_timeout); !st) {
+    const std::string& err = st.error().message;
     std::fprintf(stderr, "tunebench-cli: error: %s\n", err.c_str());
     return err.rfind("script not found", 0) == 0 || err.find("python") != std::string::npos ? 2 : 1;
   }

@@ -69,8 +69,10 @@ int cmd_serve(int argc, char** argv) {
   // A live group: `--ranks N` or `--set ranks=N` (what the GUI's panel sends) starts N ranks of this command;
   // each of them is one rank (torchrun's variables); rank 0 goes on below, the others follow it.
   {
-    std::optional<engine::DistOptions> env;
-    std::string err = resolve_group(opts, ranks, env);
+    const auto group = resolve_group(opts, ranks);
+    std::string err = group ? "" : group.error().message;
+    const std::optional<engine::DistOptions> env = group ? group->env : std::nullopt;
+    if (group) ranks = group->ranks;
     if (err.empty() && (ranks > 1 || (env && env->enabled())) && opts.model.empty())
       err = "a data-parallel group needs --model (and --data) on the command line: every rank starts with them";
     if (!err.empty()) {

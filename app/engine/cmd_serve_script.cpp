@@ -128,8 +128,8 @@ int cmd_serve_script(int argc, char** argv) {
   const std::string trace_base = so.trace_dir;
   for (;;) {  // one live child per iteration; a tune starts the next one with its result
     auto runner = std::make_unique<client::ScriptRunner>();
-    if (std::string err = runner->start(so); !err.empty()) {
-      send_error(err, false);
+    if (Status st = runner->start(so); !st) {
+      send_error(st.error().message, false);
       send({{"type", "done"}, {"summary", {{"steps", steps}, {"reason", "error"}, {"unit", "samples/s"}}}});
       finish(2);
     }

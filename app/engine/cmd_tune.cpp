@@ -147,9 +147,9 @@ int cmd_tune(int argc, char** argv) {
   if (!simulate && script.script.empty() && so.data.empty()) return fail("tune needs --data (synthetic, imagefolder:DIR, mnist:DIR)", 2);
   // A led group starts this command again as its ranks (launch_led_group), or torchrun does on every node:
   // rank 0 tunes, the others follow.
-  std::string env_err;
-  const auto env = engine::dist_from_env(env_err);
-  if (!env_err.empty() && std::getenv("WORLD_SIZE")) return fail("bad group environment: " + env_err, 2);
+  const auto from_env = engine::dist_from_env();
+  if (!from_env) return fail("bad group environment: " + from_env.error().message, 2);
+  const std::optional<engine::DistOptions> env = *from_env;
   if (ranks > 1 && std::getenv("WORLD_SIZE"))
     return fail("tune --ranks starts its own groups of ranks: drop --ranks under torchrun (WORLD_SIZE is set)", 2);
   const bool led_rank = env && env->enabled();

@@ -18,9 +18,8 @@ int main(int argc, char** argv) {
   // for jemalloc / tcmalloc means starting this program again with the library preloaded.
   if (cmd == "run" || cmd == "serve" || cmd == "tune") {
     if (auto want = tb::engine::cpu_allocator_from_args(argc, argv)) {
-      const std::string err = tb::engine::start_process_with_cpu_allocator(*want, argv);
-      if (!err.empty()) {
-        std::fprintf(stderr, "tunebench-cli: error: %s\n", err.c_str());
+      if (const tb::Status st = tb::engine::start_process_with_cpu_allocator(*want, argv); !st) {
+        std::fprintf(stderr, "tunebench-cli: error: %s\n", st.error().message.c_str());
         return 2;
       }
     }

@@ -86,17 +86,13 @@ std::string pack_bytes(const std::string& bytes) {
   return rc == Z_STREAM_END ? base64(gz) : "";
 }
 
-bool unpack_bytes(const std::string& packed, std::string& bytes, std::string* error) {
-  std::string gz;
-  if (!unbase64(packed, gz)) {
-    if (error) *error = "not base64";
-    return false;
-  }
+Result<std::string> unpack_bytes(const std::string& packed) {
+  std::string gz, bytes;
+  if (!unbase64(packed, gz)) return Error{"not base64"};
   z_stream z{};
-  if (inflateInit2(&z, 15 + 16) != Z_OK) return false;
+  if (inflateInit2(&z, 15 + 16) != Z_OK) return Error{"zlib cannot start"};
   z.next_in = reinterpret_cast<Bytef*>(gz.data());
   z.avail_in = uInt(gz.size());
-  bytes.clear();
   char buf[1 << 16];
   int rc = Z_OK;
   while (rc == Z_OK) {
@@ -107,14 +103,11 @@ bool unpack_bytes(const std::string& packed, std::string& bytes, std::string* er
     if (rc == Z_BUF_ERROR && z.avail_in == 0) break;  // truncated
   }
   inflateEnd(&z);
-  if (rc != Z_STREAM_END) {
-    if (error) *error = "corrupt or truncated gzip data";
-    return false;
-  }
-  return true;
+  if (rc != Z_STREAM_END) return Error{"corrupt or truncated gzip data"};
+  return bytes;
 }
 
-std::string inline_files(nlohmann::json& msg) {
+Status inline_files(nlohmann::json& msg) {
   const auto fields = file_fields(msg);
   nlohmann::json carried = nlohmann::json::object();
   std::vector<std::string> sent;
@@ -124,20 +117,20 @@ std::string inline_files(nlohmann::json& msg) {
     std::string bytes;
     if (!read_file(path, bytes)) {
       msg["inline_error"] = "cannot read " + path;
-      return msg["inline_error"];
+      return Error{"cannot read " + path};
     }
     carried[name] = pack_bytes(bytes);
     sent.push_back(path);
   }
-  if (fields.empty() || carried.empty()) return "";
+  if (fields.empty() || carried.empty()) return {};
   if (msg.value("type", std::string()) == "trace") msg["data"] = carried["data"];
   else msg["files"] = carried;
   std::error_code ec;
   for (const auto& p : sent) std::filesystem::remove(p, ec);
-  return "";
+  return {};
 }
 
-std::string restore_files(nlohmann::json& msg, const std::string& dir, const std::string& prefix) {
+Status restore_files(nlohmann::json& msg, const std::string& dir, const std::string& prefix) {
   const bool trace = msg.value("type", std::string()) == "trace";
   for (const auto& [field, name] : file_fields(msg)) {
     const nlohmann::json* packed = nullptr;
@@ -145,18 +138,19 @@ std::string restore_files(nlohmann::json& msg, const std::string& dir, const std
     if (!trace && msg.contains("files") && msg["files"].contains(name) && msg["files"][name].is_string())
       packed = &msg["files"][name];
     if (!packed) continue;
-    std::string bytes, why;
-    if (!unpack_bytes(packed->get<std::string>(), bytes, &why)) return field + ": " + why;
+    const auto unpacked = unpack_bytes(packed->get<std::string>());
+    if (!unpacked) return Error{field + ": " + unpacked.error().message};
+    const std::string& bytes = *unpacked;
     const std::string server = msg.value(field, std::string());
     const auto local = std::filesystem::path(dir) / (prefix + std::filesystem::path(server).filename().string());
     std::ofstream f(local, std::ios::binary | std::ios::trunc);
     f.write(bytes.data(), std::streamsize(bytes.size()));
-    if (!f) return "cannot write " + local.string();
+    if (!f) return Error{"cannot write " + local.string()};
     msg[field] = local.string();
   }
   if (trace) msg.erase("data");
   else msg.erase("files");
-  return "";
+  return {};
 }
 
 }  // namespace tb::client

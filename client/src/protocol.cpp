@@ -7,7 +7,7 @@ namespace tb::client::protocol {
 
 void Channel::send(nlohmann::json msg) {
   msg["v"] = kVersion;
-  if (inline_files) client::inline_files(msg);
+  if (inline_files) (void)client::inline_files(msg);  // a file it cannot read: the message says so (inline_error)
   const std::string line = msg.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_) return;

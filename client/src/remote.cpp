@@ -9,11 +9,8 @@ std::string RemoteTarget::display() const {
   return port > 0 ? destination + ":" + std::to_string(port) : destination;
 }
 
-std::optional<RemoteTarget> parse_remote(const std::string& spec, std::string* error) {
-  auto fail = [&](const std::string& why) -> std::optional<RemoteTarget> {
-    if (error) *error = why;
-    return std::nullopt;
-  };
+Result<RemoteTarget> parse_remote(const std::string& spec) {
+  auto fail = [](std::string why) { return Error{std::move(why)}; };
   if (spec.empty()) return fail("--remote needs a host: [user@]host[:port]");
   if (spec[0] == '-') return fail("bad remote host '" + spec + "': it starts with '-'");
   if (spec.find_first_of(" \t\n'\"") != std::string::npos) return fail("bad remote host '" + spec + "'");

@@ -66,18 +66,18 @@ std::string cpu_allocator_unavailable(const std::string& value) {
                              : "tcmalloc is not installed (Debian: libtcmalloc-minimal4)";
 }
 
-std::string switch_cpu_allocator_live(const std::string& value) {
+Status switch_cpu_allocator_live(const std::string& value) {
   const std::string active = active_cpu_allocator();
-  if (value == active) return "";
+  if (value == active) return {};
   if (value == "glibc_tuned" && active == "glibc") {
     if (mallopt(M_MMAP_THRESHOLD, int(kTunedThreshold)) != 1 || mallopt(M_TRIM_THRESHOLD, int(kTunedThreshold)) != 1)
-      return "glibc refused the thresholds (mallopt)";
+      return Error{"glibc refused the thresholds (mallopt)"};
     g_tuned = true;
-    return "";
+    return {};
   }
   const std::string env = cpu_allocator_env(value);
-  return "cpu_allocator=" + value + " takes effect when a process starts (this one runs " + active +
-         "): restart with --set cpu_allocator=" + value + (env.empty() ? "" : ", or start it with " + env);
+  return Error{"cpu_allocator=" + value + " takes effect when a process starts (this one runs " + active +
+               "): restart with --set cpu_allocator=" + value + (env.empty() ? "" : ", or start it with " + env)};
 }
 
 std::string cpu_allocator_env(const std::string& value) {
@@ -92,7 +92,7 @@ std::string cpu_allocator_env(const std::string& value) {
   return "";
 }
 
-std::string start_process_with_cpu_allocator(const std::string& value, char** argv) {
+Status start_process_with_cpu_allocator(const std::string& value, char** argv) {
   const std::string active = active_cpu_allocator();
   if (value == active || value == "glibc") {
     // glibc asked while another allocator is preloaded by the environment: the user's choice stands; the
@@ -110,21 +110,21 @@ std::string start_process_with_cpu_allocator(const std::string& value, char** ar
         else setenv("LD_PRELOAD", rest.c_str(), 1);
       }
     }
-    return "";
+    return {};
   }
   if (value == "glibc_tuned") return switch_cpu_allocator_live(value);
-  if (value != "jemalloc" && value != "tcmalloc") return "unknown cpu_allocator '" + value + "'";
+  if (value != "jemalloc" && value != "tcmalloc") return Error{"unknown cpu_allocator '" + value + "'"};
   if (std::getenv(kReexecMarker))
-    return "cpu_allocator=" + value + ": the process was restarted with " + cpu_allocator_env(value) +
-           " but " + active + " still serves malloc";
+    return Error{"cpu_allocator=" + value + ": the process was restarted with " + cpu_allocator_env(value) +
+                 " but " + active + " still serves malloc"};
   const std::string lib = cpu_allocator_library(value);
-  if (lib.empty()) return "cpu_allocator=" + value + ": " + cpu_allocator_unavailable(value);
+  if (lib.empty()) return Error{"cpu_allocator=" + value + ": " + cpu_allocator_unavailable(value)};
   std::string preload = lib;
   if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
   setenv("LD_PRELOAD", preload.c_str(), 1);
   setenv(kReexecMarker, "1", 1);
   execv("/proc/self/exe", argv);
-  return "cpu_allocator=" + value + ": cannot restart the process with " + lib + ": " + std::strerror(errno);
+  return Error{"cpu_allocator=" + value + ": cannot restart the process with " + lib + ": " + std::strerror(errno)};
 }
 
 std::optional<std::string> cpu_allocator_from_args(int argc, char** argv) {

@@ -252,45 +252,35 @@ const KnobInfo* find_knob(const std::string& id) {
   return nullptr;
 }
 
-std::optional<std::string> normalize_knob_value(const std::string& id, std::string& value) {
+Result<std::string> normalize_knob_value(const std::string& id, const std::string& value) {
   const KnobInfo* k = find_knob(id);
-  if (!k) return "unknown knob '" + id + "' (see tunebench-cli knobs)";
+  if (!k) return Error{"unknown knob '" + id + "' (see tunebench-cli knobs)"};
   std::string v = lower(trim(value));
   switch (k->type) {
     case KnobType::Bool:
-      if (v == "on" || v == "true" || v == "1" || v == "yes") {
-        value = "on";
-        return std::nullopt;
-      }
-      if (v == "off" || v == "false" || v == "0" || v == "no") {
-        value = "off";
-        return std::nullopt;
-      }
-      return "bad value '" + value + "' for knob '" + id + "': expected on or off";
+      if (v == "on" || v == "true" || v == "1" || v == "yes") return std::string("on");
+      if (v == "off" || v == "false" || v == "0" || v == "no") return std::string("off");
+      return Error{"bad value '" + value + "' for knob '" + id + "': expected on or off"};
     case KnobType::Int: {
       int64_t n = 0;
       auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
       if (v.empty() || ec != std::errc() || ptr != v.data() + v.size())
-        return "bad value '" + value + "' for knob '" + id + "': expected an integer in [" + std::to_string(k->min) +
-               ", " + std::to_string(k->max) + "]";
+        return Error{"bad value '" + value + "' for knob '" + id + "': expected an integer in [" +
+                     std::to_string(k->min) + ", " + std::to_string(k->max) + "]"};
       if (n < k->min || n > k->max)
-        return "bad value '" + value + "' for knob '" + id + "': out of range [" + std::to_string(k->min) + ", " +
-               std::to_string(k->max) + "]";
-      value = std::to_string(n);
-      return std::nullopt;
+        return Error{"bad value '" + value + "' for knob '" + id + "': out of range [" + std::to_string(k->min) +
+                     ", " + std::to_string(k->max) + "]"};
+      return std::to_string(n);
     }
     case KnobType::Enum: {
       for (const auto& ch : k->choices)
-        if (v == ch) {
-          value = ch;
-          return std::nullopt;
-        }
+        if (v == ch) return ch;
       std::string list;
       for (const auto& ch : k->choices) list += (list.empty() ? "" : ", ") + ch;
-      return "bad value '" + value + "' for knob '" + id + "': expected one of " + list;
+      return Error{"bad value '" + value + "' for knob '" + id + "': expected one of " + list};
     }
   }
-  return "bad knob type";
+  return Error{"bad knob type"};
 }
 
 Config parse_config_list(const std::string& text) {
@@ -304,9 +294,9 @@ Config parse_config_list(const std::string& text) {
       if (eq == std::string::npos)
         throw std::invalid_argument("bad knob setting '" + item + "': expected knob=value");
       std::string id = trim(item.substr(0, eq));
-      std::string value = trim(item.substr(eq + 1));
-      if (auto err = normalize_knob_value(id, value)) throw std::invalid_argument(*err);
-      out[id] = value;
+      const auto value = normalize_knob_value(id, trim(item.substr(eq + 1)));
+      if (!value) throw std::invalid_argument(value.error().message);
+      out[id] = *value;
     }
     if (comma == std::string::npos) break;
     pos = comma + 1;
@@ -318,9 +308,9 @@ Config default_config(const Config& overrides) {
   Config c;
   for (const auto& k : knob_catalog()) c[k.id] = k.default_value;
   for (const auto& [id, v] : overrides) {
-    std::string value = v;
-    if (auto err = normalize_knob_value(id, value)) throw std::invalid_argument(*err);
-    c[id] = value;
+    const auto value = normalize_knob_value(id, v);
+    if (!value) throw std::invalid_argument(value.error().message);
+    c[id] = *value;
   }
   return c;
 }

@@ -136,12 +136,9 @@ int serve(ServeOptions o) {
         }
       } else if (type == "set") {
         std::string knob = msg.value("knob", std::string());
-        std::string value = msg.contains("value") ? value_text(msg["value"]) : "";
-        if (auto e = normalize_knob_value(knob, value)) {
-          out.error(*e, true);
-        } else {
-          opts.knobs[knob] = value;
-        }
+        const auto value = normalize_knob_value(knob, msg.contains("value") ? value_text(msg["value"]) : "");
+        if (!value) out.error(value.error().message, true);
+        else opts.knobs[knob] = *value;
         continue;
       } else if (type == "tune") {
         out.error("auto-tune needs a model: send start first", true);

@@ -30,7 +30,7 @@ SessionImpl::SessionImpl(const SessionOptions& o) : opts_(o), device_(resolve_de
   }
   // A process knob is a fact about this process: unless one was asked for, the config says what runs.
   if (!o.knobs.count("cpu_allocator")) initial["cpu_allocator"] = active_cpu_allocator();
-  else if (auto why = switch_cpu_allocator_live(initial["cpu_allocator"]); !why.empty()) throw EngineError(why);
+  else if (Status st = switch_cpu_allocator_live(initial["cpu_allocator"]); !st) throw EngineError(st.error().message);
   // So is the group this process belongs to: `ranks` says it, a session cannot become one.
   const std::string world = std::to_string(std::max(1, o.dist.world_size));
   if (o.knobs.count("ranks") && initial["ranks"] != world)
@@ -140,9 +140,9 @@ SessionImpl::~SessionImpl() {
 int64_t SessionImpl::apply(const Config& changes) {
   Config next = config_;
   for (const auto& [k, v] : changes) {
-    std::string value = v;
-    if (auto err = normalize_knob_value(k, value)) throw EngineError(*err);
-    next[k] = value;
+    const auto value = normalize_knob_value(k, v);
+    if (!value) throw EngineError(value.error().message);
+    next[k] = *value;
   }
   Config changed;
   for (const auto& [k, v] : next)
@@ -151,7 +151,7 @@ int64_t SessionImpl::apply(const Config& changes) {
   // A process knob changes only where the process can follow (glibc -> glibc_tuned); otherwise nothing
   // changes and the caller is told how to start a process with it.
   if (auto it = changed.find("cpu_allocator"); it != changed.end())
-    if (auto why = switch_cpu_allocator_live(it->second); !why.empty()) throw EngineError(why);
+    if (Status st = switch_cpu_allocator_live(it->second); !st) throw EngineError(st.error().message);
   if (auto it = changed.find("ranks"); it != changed.end())
     throw EngineError("ranks=" + it->second + " takes effect when a run starts: tunebench-cli run --ranks " +
                       it->second + " (in the GUI: Run > Data-parallel run)");

@@ -24,13 +24,12 @@ TEST(InlineFiles, BytesSurvivePackAndUnpack) {
   for (size_t n : {0u, 1u, 2u, 3u, 4u, 1000u, 100000u}) {
     std::string bytes(n, '\0');
     for (auto& c : bytes) c = char(rng() % 7 == 0 ? rng() : 'a' + rng() % 3);  // compressible, with binary
-    std::string back, why;
-    ASSERT_TRUE(unpack_bytes(pack_bytes(bytes), back, &why)) << n << ": " << why;
-    EXPECT_EQ(back, bytes) << n;
+    const auto back = unpack_bytes(pack_bytes(bytes));
+    ASSERT_TRUE(back) << n << ": " << back.error().message;
+    EXPECT_EQ(*back, bytes) << n;
   }
-  std::string out, why;
-  EXPECT_FALSE(unpack_bytes("not base64!", out, &why));
-  EXPECT_FALSE(unpack_bytes(pack_bytes(std::string(5000, 'x')).substr(0, 20), out, &why));  // truncated
+  EXPECT_FALSE(unpack_bytes("not base64!"));
+  EXPECT_FALSE(unpack_bytes(pack_bytes(std::string(5000, 'x')).substr(0, 20)));  // truncated
 }
 
 TEST(InlineFiles, ATraceChunkTravelsInItsMessageAndLandsOnTheOtherSide) {
@@ -40,12 +39,12 @@ TEST(InlineFiles, ATraceChunkTravelsInItsMessageAndLandsOnTheOtherSide) {
   const std::string chunk = R"({"traceEvents":[{"name":"aten::conv2d","ph":"X","ts":1,"dur":2}]})";
   std::ofstream(dir / "server" / "chunk-3.json") << chunk;
   nlohmann::json msg = {{"type", "trace"}, {"path", (dir / "server" / "chunk-3.json").string()}, {"first_step", 4}};
-  EXPECT_EQ(inline_files(msg), "");
+  EXPECT_TRUE(inline_files(msg).ok());
   EXPECT_TRUE(msg.contains("data"));
   EXPECT_FALSE(fs::exists(dir / "server" / "chunk-3.json")) << "the sender keeps no copy";
   // Through a JSON line, as on the wire.
   nlohmann::json got = nlohmann::json::parse(msg.dump());
-  EXPECT_EQ(restore_files(got, (dir / "client").string(), "7-"), "");
+  EXPECT_TRUE(restore_files(got, (dir / "client").string(), "7-").ok());
   EXPECT_EQ(got["path"], (dir / "client" / "7-chunk-3.json").string());
   EXPECT_FALSE(got.contains("data"));
   EXPECT_EQ(slurp(got["path"].get<std::string>()), chunk);
@@ -64,18 +63,20 @@ TEST(InlineFiles, ATuneReportCarriesAllThreeFiles) {
                         {"report_markdown", (dir / "tune-0.md").string()},
                         {"report_json", (dir / "tune-0.json").string()},
                         {"speedup", 1.2}};
-  EXPECT_EQ(inline_files(msg), "");
+  EXPECT_TRUE(inline_files(msg).ok());
   ASSERT_TRUE(msg.contains("files"));
   fs::create_directories(dir / "here");
-  EXPECT_EQ(restore_files(msg, (dir / "here").string(), ""), "");
+  EXPECT_TRUE(restore_files(msg, (dir / "here").string(), "").ok());
   EXPECT_EQ(slurp(msg["report_html"].get<std::string>()), "<html>report</html>");
   EXPECT_EQ(slurp(msg["report_markdown"].get<std::string>()), "# report");
   EXPECT_EQ(msg["speedup"], 1.2);
   // Other messages are left alone; a missing file is said, not thrown.
   nlohmann::json step = {{"type", "step"}, {"i", 3}};
-  EXPECT_EQ(inline_files(step), "");
+  EXPECT_TRUE(inline_files(step).ok());
   EXPECT_EQ(step.dump(), nlohmann::json({{"type", "step"}, {"i", 3}}).dump());
   nlohmann::json gone = {{"type", "trace"}, {"path", (dir / "nope.json").string()}};
-  EXPECT_NE(inline_files(gone).find("cannot read"), std::string::npos);
+  const tb::Status st = inline_files(gone);
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().message.find("cannot read"), std::string::npos);
   fs::remove_all(dir);
 }

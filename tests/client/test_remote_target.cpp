@@ -11,33 +11,32 @@
 using namespace tb::client;
 
 TEST(RemoteTarget, ParsesUserHostAndPort) {
-  std::string err;
-  auto t = parse_remote("alice@gpu-01:2222", &err);
-  ASSERT_TRUE(t) << err;
+  auto t = parse_remote("alice@gpu-01:2222");
+  ASSERT_TRUE(t) << t.error().message;
   EXPECT_EQ(t->destination, "alice@gpu-01");
   EXPECT_EQ(t->port, 2222);
   EXPECT_EQ(t->display(), "alice@gpu-01:2222");
-  t = parse_remote("gpu", &err);
+  t = parse_remote("gpu");
   ASSERT_TRUE(t);
   EXPECT_EQ(t->destination, "gpu");
   EXPECT_EQ(t->port, 0);
-  t = parse_remote("bob@[::1]:22", &err);
-  ASSERT_TRUE(t) << err;
+  t = parse_remote("bob@[::1]:22");
+  ASSERT_TRUE(t) << t.error().message;
   EXPECT_EQ(t->destination, "bob@::1");
   EXPECT_EQ(t->port, 22);
 }
 
 TEST(RemoteTarget, RefusesWhatSshWouldMisread) {
-  std::string err;
-  EXPECT_FALSE(parse_remote("", &err));
-  EXPECT_FALSE(parse_remote("-oProxyCommand=evil", &err));
-  EXPECT_NE(err.find("starts with '-'"), std::string::npos);
-  EXPECT_FALSE(parse_remote("host:0", &err));
-  EXPECT_FALSE(parse_remote("host:99999", &err));
-  EXPECT_FALSE(parse_remote("host:22x", &err));
-  EXPECT_FALSE(parse_remote("user@", &err));
-  EXPECT_FALSE(parse_remote("a b", &err));
-  EXPECT_FALSE(parse_remote("fe80::1", &err));  // IPv6 needs brackets when a port could follow
+  EXPECT_FALSE(parse_remote(""));
+  const auto option = parse_remote("-oProxyCommand=evil");
+  EXPECT_FALSE(option);
+  EXPECT_NE(option.error().message.find("starts with '-'"), std::string::npos);
+  EXPECT_FALSE(parse_remote("host:0"));
+  EXPECT_FALSE(parse_remote("host:99999"));
+  EXPECT_FALSE(parse_remote("host:22x"));
+  EXPECT_FALSE(parse_remote("user@"));
+  EXPECT_FALSE(parse_remote("a b"));
+  EXPECT_FALSE(parse_remote("fe80::1"));  // IPv6 needs brackets when a port could follow
 }
 
 TEST(RemoteTarget, ShellQuotingKeepsEveryWordWhole) {

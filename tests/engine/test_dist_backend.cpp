@@ -50,18 +50,18 @@ TEST(DistBackend, TheEnvironmentNamesItAndABadNameIsAnError) {
   ::setenv("WORLD_SIZE", "2", 1);
   ::setenv("RANK", "1", 1);
   ::setenv("MASTER_PORT", "29500", 1);
-  std::string error;
   ::setenv("TUNEBENCH_DIST_BACKEND", "gloo", 1);
-  auto d = dist_from_env(error);
-  ASSERT_TRUE(d) << error;
-  EXPECT_EQ(d->backend, "gloo");
+  auto d = dist_from_env();
+  ASSERT_TRUE(d && *d) << (d ? "" : d.error().message);
+  EXPECT_EQ((*d)->backend, "gloo");
   ::setenv("TUNEBENCH_DIST_BACKEND", "mpi", 1);
-  EXPECT_FALSE(dist_from_env(error));
-  EXPECT_EQ(error, "TUNEBENCH_DIST_BACKEND='mpi' is not auto, gloo or nccl");
+  d = dist_from_env();
+  ASSERT_FALSE(d);
+  EXPECT_EQ(d.error().message, "TUNEBENCH_DIST_BACKEND='mpi' is not auto, gloo or nccl");
   ::unsetenv("TUNEBENCH_DIST_BACKEND");
-  d = dist_from_env(error);
-  ASSERT_TRUE(d) << error;
-  EXPECT_EQ(d->backend, "auto");
+  d = dist_from_env();
+  ASSERT_TRUE(d && *d) << (d ? "" : d.error().message);
+  EXPECT_EQ((*d)->backend, "auto");
   for (const char* k : {"WORLD_SIZE", "RANK", "MASTER_PORT"}) ::unsetenv(k);
 }
 

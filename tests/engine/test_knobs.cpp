@@ -31,9 +31,8 @@ TEST(Knobs, CatalogHasEveryDesignKnobWithEveryFieldFilled) {
     EXPECT_FALSE(k.applies_to.empty()) << k.id;
     EXPECT_FALSE(k.pytorch_snippet.empty()) << k.id;
     EXPECT_FALSE(k.libtorch_snippet.empty()) << k.id;
-    std::string d = k.default_value, r = k.recommended_value;
-    EXPECT_FALSE(normalize_knob_value(k.id, d)) << k.id << " default invalid";
-    EXPECT_FALSE(normalize_knob_value(k.id, r)) << k.id << " recommended invalid";
+    EXPECT_TRUE(normalize_knob_value(k.id, k.default_value)) << k.id << " default invalid";
+    EXPECT_TRUE(normalize_knob_value(k.id, k.recommended_value)) << k.id << " recommended invalid";
     if (k.type != KnobType::Int) EXPECT_FALSE(k.choices.empty()) << k.id;
   }
   EXPECT_EQ(got, want);
@@ -46,25 +45,14 @@ TEST(Knobs, CatalogHasEveryDesignKnobWithEveryFieldFilled) {
 }
 
 TEST(Knobs, NormalizeAcceptsSynonymsAndRejectsBadValues) {
-  std::string v = "TRUE";
-  EXPECT_FALSE(normalize_knob_value("channels_last", v));
-  EXPECT_EQ(v, "on");
-  v = "0";
-  EXPECT_FALSE(normalize_knob_value("pin_memory", v));
-  EXPECT_EQ(v, "off");
-  v = "maybe";
-  EXPECT_TRUE(normalize_knob_value("pin_memory", v));
-  v = "BF16";
-  EXPECT_FALSE(normalize_knob_value("amp", v));
-  EXPECT_EQ(v, "bf16");
-  v = "fp8";
-  EXPECT_TRUE(normalize_knob_value("amp", v));
-  v = "0";
-  EXPECT_TRUE(normalize_knob_value("batch_size", v));  // below min
-  v = "12x";
-  EXPECT_TRUE(normalize_knob_value("workers", v));
-  v = "1";
-  EXPECT_TRUE(normalize_knob_value("no_such_knob", v));
+  EXPECT_EQ(normalize_knob_value("channels_last", "TRUE").value(), "on");
+  EXPECT_EQ(normalize_knob_value("pin_memory", "0").value(), "off");
+  EXPECT_FALSE(normalize_knob_value("pin_memory", "maybe"));
+  EXPECT_EQ(normalize_knob_value("amp", "BF16").value(), "bf16");
+  EXPECT_FALSE(normalize_knob_value("amp", "fp8"));
+  EXPECT_FALSE(normalize_knob_value("batch_size", "0"));  // below min
+  EXPECT_FALSE(normalize_knob_value("workers", "12x"));
+  EXPECT_FALSE(normalize_knob_value("no_such_knob", "1"));
 }
 
 TEST(Knobs, ParseConfigList) {

@@ -27,8 +27,9 @@ class TestToggles : public QObject {
 
  private slots:
   void parsesKnobs() {
-    QString err;
-    const auto k = parseKnobsJson(json_, &err);
+    const auto parsed = parseKnobsJson(json_);
+    QVERIFY(parsed.ok());
+    const auto& k = *parsed;
     QCOMPARE(int(k.size()), 4);
     QCOMPARE(k[0].type, KnobSpec::Type::Int);
     QCOMPARE(k[0].max, 16);
@@ -38,16 +39,17 @@ class TestToggles : public QObject {
     QCOMPARE(k[2].choices, QStringList({"off", "fp16", "bf16"}));
   }
   void badJsonGivesOneLineError() {
-    QString err;
-    QVERIFY(parseKnobsJson("{\"knobs\": [", &err).empty());
-    QVERIFY(!err.isEmpty());
-    QVERIFY(!err.contains('\n'));
-    QVERIFY(parseKnobsJson("{\"x\": 1}", &err).empty());
-    QVERIFY(err.contains("knob"));
+    const auto bad = parseKnobsJson("{\"knobs\": [");
+    QVERIFY(!bad);
+    QVERIFY(!bad.error().message.empty());
+    QVERIFY(bad.error().message.find('\n') == std::string::npos);
+    const auto none = parseKnobsJson("{\"x\": 1}");
+    QVERIFY(!none);
+    QVERIFY(none.error().message.find("knob") != std::string::npos);
   }
   void buildsEditorsAndDisablesWithReason() {
     TogglesPanel p;
-    p.setKnobs(parseKnobsJson(json_));
+    p.setKnobs(parseKnobsJson(json_).value());
     auto* workers = qobject_cast<QSpinBox*>(p.editorFor("workers"));
     auto* pin = qobject_cast<QCheckBox*>(p.editorFor("pin_memory"));
     auto* amp = qobject_cast<QComboBox*>(p.editorFor("amp"));
@@ -69,7 +71,7 @@ class TestToggles : public QObject {
   }
   void userEditsEmitProgrammaticDoNot() {
     TogglesPanel p;
-    p.setKnobs(parseKnobsJson(json_));
+    p.setKnobs(parseKnobsJson(json_).value());
     QSignalSpy spy(&p, &TogglesPanel::knobChanged);
     p.setValues({{"workers", "4"}, {"amp", "fp16"}, {"cudnn_benchmark", "off"}});
     QCOMPARE(spy.count(), 0);

@@ -23,14 +23,11 @@ bool knobBoolOn(const QString& text) {
   return t == "on" || t == "true" || t == "1" || t == "yes";
 }
 
-std::vector<KnobSpec> parseKnobs(const QJsonValue& doc, QString* error) {
+Result<std::vector<KnobSpec>> parseKnobs(const QJsonValue& doc) {
   QJsonArray arr;
   if (doc.isArray()) arr = doc.toArray();
   else if (doc.isObject() && doc.toObject().value("knobs").isArray()) arr = doc.toObject().value("knobs").toArray();
-  else {
-    if (error) *error = QStringLiteral("no knob list found (expected an array or an object with \"knobs\")");
-    return {};
-  }
+  else return Error{R"(no knob list found (expected an array or an object with "knobs"))"};
   std::vector<KnobSpec> out;
   for (const QJsonValue& v : arr) {
     const QJsonObject o = v.toObject();
@@ -57,18 +54,16 @@ std::vector<KnobSpec> parseKnobs(const QJsonValue& doc, QString* error) {
     for (const QJsonValue& s : o.value("seeds").toArray()) k.seeds << knobValueText(s);
     out.push_back(std::move(k));
   }
-  if (out.empty() && error) *error = QStringLiteral("the knob list is empty");
+  if (out.empty()) return Error{"the knob list is empty"};
   return out;
 }
 
-std::vector<KnobSpec> parseKnobsJson(const QByteArray& json, QString* error) {
+Result<std::vector<KnobSpec>> parseKnobsJson(const QByteArray& json) {
   QJsonParseError pe;
   const QJsonDocument d = QJsonDocument::fromJson(json, &pe);
-  if (pe.error != QJsonParseError::NoError) {
-    if (error) *error = QStringLiteral("knobs JSON: %1 at offset %2").arg(pe.errorString()).arg(pe.offset);
-    return {};
-  }
-  return parseKnobs(d.isArray() ? QJsonValue(d.array()) : QJsonValue(d.object()), error);
+  if (pe.error != QJsonParseError::NoError)
+    return Error{QStringLiteral("knobs JSON: %1 at offset %2").arg(pe.errorString()).arg(pe.offset).toStdString()};
+  return parseKnobs(d.isArray() ? QJsonValue(d.array()) : QJsonValue(d.object()));
 }
 
 }  // namespace tb::ui

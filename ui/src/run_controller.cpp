@@ -46,8 +46,8 @@ QJsonObject restoreInlineFiles(const QByteArray& line, const QString& dir, const
     if (error) *error = QStringLiteral("not a JSON object");
     return {};
   }
-  const std::string why = client::restore_files(m, dir.toStdString(), prefix.toStdString());
-  if (!why.empty() && error) *error = QString::fromStdString(why);
+  const Status restored = client::restore_files(m, dir.toStdString(), prefix.toStdString());
+  if (!restored && error) *error = QString::fromStdString(restored.error().message);
   return QJsonDocument::fromJson(QByteArray::fromStdString(m.dump())).object();
 }
 
@@ -58,11 +58,11 @@ QString RunController::setRemote(const QString& spec, const QString& remote_cli)
   QStringList hosts;
   std::optional<client::RemoteTarget> first;
   for (const QString& h : spec.split(',')) {
-    std::string error;
-    auto t = client::parse_remote(h.trimmed().toStdString(), &error);
-    if (!t) return QString::fromStdString(error) + (spec.contains(',') ? QStringLiteral(" (in %1)").arg(spec) : QString());
+    auto t = client::parse_remote(h.trimmed().toStdString());
+    if (!t)
+      return QString::fromStdString(t.error().message) + (spec.contains(',') ? QStringLiteral(" (in %1)").arg(spec) : QString());
     if (!remote_cli.isEmpty()) t->cli = remote_cli.toStdString();
-    if (!first) first = t;
+    if (!first) first = *t;
     hosts << QString::fromStdString(t->display());
   }
   remote_ = first;
@@ -197,7 +197,7 @@ void RunController::stopAndWait(int ms) {
 void RunController::send(const QJsonObject& m) {
   if (!isRunning()) return;
   QJsonObject msg = m;
-  msg.insert("v", 1);
+  msg.insert("v", client::protocol::kVersion);
   proc_->write(QJsonDocument(msg).toJson(QJsonDocument::Compact) + '\n');
 }
 
@@ -308,7 +308,8 @@ void RunController::handleLine(const QByteArray& line) {
   }
   if (type == "hello") {
     rec_.hello = m;
-    rec_.knobs = parseKnobs(m);
+    auto knobs = parseKnobs(m);
+    rec_.knobs = knobs ? std::move(knobs).value() : std::vector<KnobSpec>{};
     emit hello(m);
   } else if (type == "started") {
     rec_.started = m;

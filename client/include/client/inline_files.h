@@ -11,20 +11,22 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "base/result.h"
+
 namespace tb::client {
 
 // gzip + base64 of `bytes`; "" on a zlib failure.
 std::string pack_bytes(const std::string& bytes);
-// The inverse; false (with `error`) on bad base64 or a corrupt stream.
-bool unpack_bytes(const std::string& packed, std::string& bytes, std::string* error);
+// The inverse; an error on bad base64 or a corrupt stream.
+Result<std::string> unpack_bytes(const std::string& packed);
 
 // Sender side: adds the files a message names to it and removes them from disk (they now travel in the
-// stream). Messages of other types are left alone. Returns "" or why a file could not be read (the message
+// stream). Messages of other types are left alone. An error says why a file could not be read (the message
 // is then sent as it was, with that reason in `inline_error`).
-std::string inline_files(nlohmann::json& msg);
+Status inline_files(nlohmann::json& msg);
 
 // Receiver side: writes the carried files under `dir` (which must exist), named after the server's file
-// names with `prefix` in front, and points the message's paths at them. Returns "" or why not.
-std::string restore_files(nlohmann::json& msg, const std::string& dir, const std::string& prefix);
+// names with `prefix` in front, and points the message's paths at them, or says why not.
+Status restore_files(nlohmann::json& msg, const std::string& dir, const std::string& prefix);
 
 }  // namespace tb::client

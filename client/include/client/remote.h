@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
+
 namespace tb::client {
 
 struct RemoteTarget {
@@ -21,9 +23,9 @@ struct RemoteTarget {
   std::string display() const;        // "user@host:port" for messages and the window
 };
 
-// "[user@]host[:port]" (IPv6: "[::1]:2222"). nullopt with `error` set on bad input: empty, a leading '-'
-// (ssh would read it as an option), a port outside 1..65535.
-std::optional<RemoteTarget> parse_remote(const std::string& spec, std::string* error);
+// "[user@]host[:port]" (IPv6: "[::1]:2222"). An error on bad input: empty, a leading '-' (ssh would read it
+// as an option), a port outside 1..65535.
+Result<RemoteTarget> parse_remote(const std::string& spec);
 
 // POSIX shell single-quoting: the remote login shell gets `s` as one word, whatever it holds.
 std::string shell_quote(const std::string& s);

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
+
 namespace tb::engine {
 
 // Values of the knob, as the catalog spells them: "glibc", "glibc_tuned", "jemalloc", "tcmalloc".
@@ -31,8 +33,8 @@ std::string cpu_allocator_library(const std::string& value);
 std::string cpu_allocator_unavailable(const std::string& value);
 
 // Makes this running process use `value` if that is possible without a restart: the active one (nothing to
-// do), or glibc -> glibc_tuned (mallopt). Returns "" or why not (it needs a process start).
-std::string switch_cpu_allocator_live(const std::string& value);
+// do), or glibc -> glibc_tuned (mallopt). Else why not (it needs a process start).
+Status switch_cpu_allocator_live(const std::string& value);
 
 // The environment that gives a new process `value` ("LD_PRELOAD=/usr/lib/.../libtcmalloc_minimal.so.4",
 // "GLIBC_TUNABLES=glibc.malloc.mmap_threshold=268435456:glibc.malloc.trim_threshold=268435456"); "" for glibc.
@@ -44,8 +46,8 @@ std::string page_fault_hint(double faults_per_step, double step_ms);
 
 // For an executable's main(), before anything else: makes this process run under `value`. glibc_tuned is set
 // in place; jemalloc / tcmalloc re-execute the program (/proc/self/exe, same argv) with the library preloaded
-// and do not return on success. Returns "" or a one-line error (missing library, preload did not take).
-std::string start_process_with_cpu_allocator(const std::string& value, char** argv);
+// and do not return on success. Else a one-line error (missing library, preload did not take).
+Status start_process_with_cpu_allocator(const std::string& value, char** argv);
 
 // The cpu_allocator value requested by `--set` arguments of a command line (the last one wins); nullopt when
 // none asks for one. Values are not validated here (the command's own parser reports bad ones).

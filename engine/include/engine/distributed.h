@@ -14,6 +14,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "base/result.h"
+
 namespace tb::engine {
 
 struct DistOptions {
@@ -52,11 +54,11 @@ DistBackend choose_dist_backend(const std::string& requested, bool on_cuda, bool
 // ProcessGroupNCCL, and nccl.h).
 bool nccl_built();
 
-// Reads torchrun's variables. nullopt when WORLD_SIZE is unset (not launched as a rank); `error` is set (and
-// nullopt returned) when they are present but inconsistent: RANK outside [0, WORLD_SIZE), a missing
-// MASTER_PORT, a non-numeric value. TUNEBENCH_DIST_TIMEOUT (seconds) overrides the collective timeout;
-// TUNEBENCH_DIST_BACKEND (auto, gloo, nccl) picks the backend.
-std::optional<DistOptions> dist_from_env(std::string& error);
+// Reads torchrun's variables. nullopt when WORLD_SIZE is unset (not launched as a rank); an error when they
+// are present but inconsistent: RANK outside [0, WORLD_SIZE), a missing MASTER_PORT, a non-numeric value.
+// TUNEBENCH_DIST_TIMEOUT (seconds) overrides the collective timeout; TUNEBENCH_DIST_BACKEND (auto, gloo,
+// nccl) picks the backend.
+Result<std::optional<DistOptions>> dist_from_env();
 
 // The name a rank gives its process in traces: "rank 1", or "rank 1 on node2" when the group spans hosts.
 // `distributed`: a session's describe()["distributed"].

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "base/result.h"
+
 namespace tb::engine {
 
 enum class KnobType { Bool, Int, Enum };
@@ -49,8 +51,8 @@ const KnobInfo* find_knob(const std::string& id);
 // Knob id -> value text. Missing ids mean the default.
 using Config = std::map<std::string, std::string>;
 
-// Validates and normalizes one value ("true"/"1"/"on" -> "on"); returns an error message on failure.
-std::optional<std::string> normalize_knob_value(const std::string& id, std::string& value);
+// Validates and normalizes one value ("true"/"1"/"on" -> "on"), or says why it is not one.
+Result<std::string> normalize_knob_value(const std::string& id, const std::string& value);
 // Parses "k=v,k=v" (CLI --set). Throws std::invalid_argument with a one-line message.
 Config parse_config_list(const std::string& text);
 // Every knob with its default, overridden by `overrides`.

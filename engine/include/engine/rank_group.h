@@ -19,8 +19,12 @@ namespace tb::engine {
 
 // How many ranks `run`/`serve` asks for and whether this process already is one: `ranks` from --ranks (0 when
 // not given) reconciled with --set ranks=N (the tuner's and the GUI's way to say it) and torchrun's
-// environment (`env`, set when WORLD_SIZE is). Returns "" or a one-line usage error.
-std::string resolve_group(const SessionOptions& opts, int64_t& ranks, std::optional<DistOptions>& env);
+// environment (`env`, set when WORLD_SIZE is). Or a one-line usage error.
+struct GroupAsk {
+  int64_t ranks = 0;
+  std::optional<DistOptions> env;
+};
+Result<GroupAsk> resolve_group(const SessionOptions& opts, int64_t ranks);
 // This process as the rank `env` says, with the collective timeout (0: the environment's) and the same
 // warm-up on every rank (an until-stable rule could end it at different steps).
 void join_group(SessionOptions& opts, const DistOptions& env, int64_t dist_timeout_s);

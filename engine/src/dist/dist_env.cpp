@@ -34,10 +34,10 @@ bool read_int(const char* name, int& out, std::string& error, bool required) {
   return true;
 }
 
-}  // namespace
 
-std::optional<DistOptions> dist_from_env(std::string& error) {
-  error.clear();
+
+// dist_from_env's reading, with the error in `error` (read_int's shape).
+std::optional<DistOptions> read_torchrun_env(std::string& error) {
   const char* ws = std::getenv("WORLD_SIZE");
   if (!ws || !*ws) return std::nullopt;
   DistOptions d;
@@ -76,6 +76,15 @@ std::optional<DistOptions> dist_from_env(std::string& error) {
   }
   if (!read_int("TUNEBENCH_DIST_TIMEOUT", d.timeout_s, error, false)) return std::nullopt;
   if (d.timeout_s < 1) d.timeout_s = 1;
+  return d;
+}
+
+}  // namespace
+
+Result<std::optional<DistOptions>> dist_from_env() {
+  std::string error;
+  std::optional<DistOptions> d = read_torchrun_env(error);
+  if (!error.empty()) return Error{error};
   return d;
 }
 

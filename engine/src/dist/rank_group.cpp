@@ -58,22 +58,22 @@ nlohmann::json merge_rank_results(const std::vector<std::string>& per_rank) {
   return out;
 }
 
-std::string resolve_group(const SessionOptions& opts, int64_t& ranks, std::optional<DistOptions>& env) {
+Result<GroupAsk> resolve_group(const SessionOptions& opts, int64_t ranks) {
   if (auto it = opts.knobs.find("ranks"); it != opts.knobs.end()) {
     char* end = nullptr;
     const long long n = std::strtoll(it->second.c_str(), &end, 10);
-    if (it->second.empty() || *end != '\0' || n < 1 || n > 64) return "ranks needs an integer from 1 to 64";
+    if (it->second.empty() || *end != '\0' || n < 1 || n > 64) return Error{"ranks needs an integer from 1 to 64"};
     if (ranks > 0 && ranks != n)
-      return "--ranks " + std::to_string(ranks) + " disagrees with --set ranks=" + it->second;
+      return Error{"--ranks " + std::to_string(ranks) + " disagrees with --set ranks=" + it->second};
     ranks = n;
   }
-  std::string err;
-  env = dist_from_env(err);
-  if (!err.empty()) return "bad torchrun environment: " + err;
+  const auto from_env = dist_from_env();
+  if (!from_env) return Error{"bad torchrun environment: " + from_env.error().message};
+  const std::optional<DistOptions>& env = *from_env;
   if (env && ranks > 0 && ranks != env->world_size)
-    return "--ranks " + std::to_string(ranks) + " but this process is one of WORLD_SIZE=" +
-           std::to_string(env->world_size) + " ranks (drop --ranks under torchrun)";
-  return "";
+    return Error{"--ranks " + std::to_string(ranks) + " but this process is one of WORLD_SIZE=" +
+                 std::to_string(env->world_size) + " ranks (drop --ranks under torchrun)"};
+  return GroupAsk{ranks, env};
 }
 
 void join_group(SessionOptions& opts, const DistOptions& env, int64_t dist_timeout_s) {

@@ -12,7 +12,7 @@ LiveTuneOutcome apply_tune_live(Session& session, const TuneResult& result) {
     const KnobInfo* info = find_knob(k);
     if (info && info->process_scope) {
       if (auto b = result.baseline.find(k); b != result.baseline.end() && b->second == v) continue;
-      if (k != "cpu_allocator" || !switch_cpu_allocator_live(v).empty()) {
+      if (k != "cpu_allocator" || !switch_cpu_allocator_live(v)) {
         o.warnings.push_back("the tuner keeps " + k + "=" + v + ", which takes effect when a process starts: " +
                              "restart the run with --set " + k + "=" + v +
                              (k == "cpu_allocator" ? " (" + cpu_allocator_env(v) + ")" : ""));

@@ -245,7 +245,7 @@ class ScriptWorkload : public Workload {
     for (const auto& kv : opts_.set)
       if (std::none_of(set.begin(), set.end(), [&](const auto& x) { return x.first == kv.first; })) o.set.push_back(kv);
     auto r = std::make_unique<client::ScriptRunner>();
-    if (std::string err = r->start(o); !err.empty()) throw TrialFailure(err, false);
+    if (Status st = r->start(o); !st) throw TrialFailure(st.error().message, false);
     return r;
   }
 

@@ -85,8 +85,8 @@ void SessionWorkload::apply(const Config& requested) {
   }
   // The session reverts a batch size that does not fit (and says so); anything it did not take is a failure.
   for (const auto& [k, v] : changes) {
-    std::string want = v;
-    normalize_knob_value(k, want);
+    const auto normalized = normalize_knob_value(k, v);
+    const std::string want = normalized ? *normalized : v;
     if (session_->config().at(k) != want) {
       if (!oom.empty() || k == "batch_size")
         throw TrialFailure(oom.empty() ? "batch_size " + want + " does not fit in memory" : oom, true);

@@ -9,6 +9,8 @@
 #include <QStringList>
 #include <vector>
 
+#include "base/result.h"
+
 namespace tb::ui {
 
 struct KnobSpec {
@@ -31,8 +33,8 @@ QString knobValueText(const QJsonValue& v);
 bool knobBoolOn(const QString& text);  // "on", "true", "1", "yes"
 
 // Parses an array of knob objects. Accepts a bare array, {"knobs": [...]} or a hello message. Entries without
-// an id are skipped; `error` (if given) receives a one-line message when the document is not usable.
-std::vector<KnobSpec> parseKnobs(const QJsonValue& doc, QString* error = nullptr);
-std::vector<KnobSpec> parseKnobsJson(const QByteArray& json, QString* error = nullptr);
+// an id are skipped; a one-line error when the document is not usable (no list, an empty one, bad JSON).
+Result<std::vector<KnobSpec>> parseKnobs(const QJsonValue& doc);
+Result<std::vector<KnobSpec>> parseKnobsJson(const QByteArray& json);
 
 }  // namespace tb::ui

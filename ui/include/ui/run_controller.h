@@ -136,7 +136,7 @@ class RunController : public QObject {
   void sendTrace(bool start);
   void sendTune(double budget_s, const QStringList& knobs = {});  // knobs: tune only these (protocol `tune`)
   void sendStart(const QJsonObject& startMsg);  // for a serve started without --model
-  void send(const QJsonObject& msg);            // adds "v": 1
+  void send(const QJsonObject& msg);            // adds the protocol's version "v"
 
   const RunRecord& record() const { return rec_; }
   RunRecord& record() { return rec_; }
