@@ -6,9 +6,34 @@
 #include <sstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/tuner.h"
 
 namespace tb::engine::report_detail {
+
+// A string field of `j` ("unknown" when missing or not a string).
+inline std::string jstr(const nlohmann::json& j, const char* key, const std::string& dflt = "unknown") {
+  if (j.is_object() && j.contains(key)) {
+    const auto& v = j[key];
+    if (v.is_string()) return v.get<std::string>();
+    if (!v.is_null()) return v.dump();
+  }
+  return dflt;
+}
+
+// The catalog entry of a knob the tune screened (nullptr when it screened no such knob).
+inline const KnobInfo* info_of(const TuneResult& r, const std::string& id) {
+  for (const auto& k : r.knobs)
+    if (k.info.id == id) return &k.info;
+  return nullptr;
+}
+
+// A knob's value in `c` ("" when unset).
+inline std::string value_in(const Config& c, const std::string& k) {
+  auto it = c.find(k);
+  return it == c.end() ? std::string() : it->second;
+}
 
 inline std::string fmt(double v, int prec = 2) {
   if (!std::isfinite(v)) return "n/a";
