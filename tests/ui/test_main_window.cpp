@@ -8,6 +8,7 @@
 #include <QLineEdit>
 #include <QProcess>
 #include <QPushButton>
+#include <QDir>
 #include <QFile>
 #include <QMessageBox>
 #include <QPlainTextEdit>
@@ -371,6 +372,29 @@ class TestMainWindow : public QObject {
     // The straggler is a finding too, first.
     QVERIFY(!w.findings()->entries().empty());
     QCOMPARE(w.findings()->entries().front().id, QString("straggler"));
+  }
+
+  // Demo ▸ the dataset: made once by a real make-dataset child (its progress on the bar), then found again.
+  void demoDatasetIsMadeOnce() {
+    const QString cli = tbtest::realCliWithEngine();
+    if (cli.isEmpty()) QSKIP("no tunebench-cli with the engine (set TUNEBENCH_CLI to one)");
+    qputenv("TUNEBENCH_CLI", cli.toUtf8());
+    const QByteArray cache = qgetenv("XDG_CACHE_HOME");
+    qputenv("XDG_CACHE_HOME", tmp_.filePath("cache").toUtf8());
+    MainWindow w;
+    w.setQuiet(true);
+    QSignalSpy ready(&w, &MainWindow::demoDatasetReady);
+    w.startDemo(false);
+    QVERIFY2(ready.count() > 0 || ready.wait(180000), qPrintable(w.lastError()));
+    const QString dir = ready.at(0).at(0).toString();
+    QVERIFY2(dir.startsWith(tmp_.filePath("cache")), qPrintable(dir));
+    QCOMPARE(QDir(dir).entryList(QDir::Dirs | QDir::NoDotAndDotDot).size(), 10);  // one folder per class
+    QVERIFY(QFile::exists(dir + "/.tunebench-demo-complete"));
+    QCOMPARE(w.findChild<QProgressBar*>()->maximum(), 256);  // "make-dataset: N/256 images" reached the bar
+    w.startDemo(false);  // made already: ready at once, no child
+    QCOMPARE(ready.count(), 2);
+    if (cache.isNull()) qunsetenv("XDG_CACHE_HOME");
+    else qputenv("XDG_CACHE_HOME", cache);
   }
 
   // Run ▸ Data-parallel run: a live group of two real ranks (Gloo). Its trace chunks have a row group per rank

@@ -226,42 +226,31 @@ void MainWindow::startDemo(bool start_run) {
     return;
   }
   if (!remote) QDir().mkpath(dir);
-  auto* proc = new QProcess(this);
-  progress_->show();
-  progress_->setRange(0, 0);
-  progress_->setFormat(tr("making the demo dataset…"));
-  run_label_->setText(tr("making the demo dataset (once)…"));
   log(tr("making the demo dataset in %1").arg(dir));
-  connect(proc, &QProcess::readyReadStandardError, this, [this, proc] {
-    const QString s = QString::fromUtf8(proc->readAllStandardError());
-    proc->setProperty("err", (proc->property("err").toString() + s).right(2000));
-    // make-dataset prints "\rN/M images" progress on stderr; show the latest one.
-    const QStringList parts = s.split(QRegularExpression("[\r\n]"), Qt::SkipEmptyParts);
-    const QString last = parts.isEmpty() ? QString() : parts.last();
-    const QRegularExpression re("(\\d+)\\s*/\\s*(\\d+)");
-    const auto m = re.match(last);
-    if (m.hasMatch() && m.captured(2).toInt() > 0) {
-      progress_->setRange(0, m.captured(2).toInt());
-      progress_->setValue(m.captured(1).toInt());
-    }
-  });
-  connect(proc, &QProcess::finished, this, [this, proc, marker, launch](int code, QProcess::ExitStatus st) {
-    progress_->hide();
-    proc->deleteLater();
-    if (st != QProcess::NormalExit || code != 0) {
-      showError(tr("Cannot make the demo dataset"),
-                tr("tunebench-cli make-dataset exited with status %1\n\n%2").arg(code).arg(proc->property("err").toString().trimmed()));
-      return;
-    }
-    if (!marker.isEmpty()) {
-      QFile f(marker);
-      if (f.open(QIODevice::WriteOnly)) f.write("ok\n");
-    }
-    launch();
-  });
   QStringList args{"make-dataset", "--out", dir, "--images", "256", "--size", "640x480", "--classes", "10"};
-  if (remote) args << "--remote" << run_->remoteDisplay() << "--remote-cli" << QString::fromStdString(run_->remoteCli());
-  proc->start(cli, args);
+  startCliChild(
+      args, tr("making the demo dataset…"), tr("making the demo dataset (once)…"),
+      [this](const QString& line) {  // "make-dataset: 120/256 images (46%)"
+        static const QRegularExpression re("(\\d+)\\s*/\\s*(\\d+)");
+        const auto m = re.match(line);
+        if (m.hasMatch() && m.captured(2).toInt() > 0) {
+          progress_->setRange(0, m.captured(2).toInt());
+          progress_->setValue(m.captured(1).toInt());
+        }
+      },
+      [this, marker, launch](int code, const QString& out) {
+        progress_->hide();
+        if (code != 0) {
+          showError(tr("Cannot make the demo dataset"),
+                    tr("tunebench-cli make-dataset exited with status %1\n\n%2").arg(code).arg(out.right(2000)));
+          return;
+        }
+        if (!marker.isEmpty()) {
+          QFile f(marker);
+          if (f.open(QIODevice::WriteOnly)) f.write("ok\n");
+        }
+        launch();
+      });
 }
 
 void MainWindow::loadKnobsFile(const QString& path) {
@@ -270,13 +259,12 @@ void MainWindow::loadKnobsFile(const QString& path) {
     showError(tr("Cannot load knobs"), tr("%1: %2").arg(path, f.errorString()));
     return;
   }
-  QString err;
-  const auto knobs = parseKnobsJson(f.readAll(), &err);
-  if (knobs.empty()) {
-    showError(tr("Cannot load knobs"), tr("%1: %2").arg(path, err));
+  const auto knobs = parseKnobsJson(f.readAll());
+  if (!knobs) {
+    showError(tr("Cannot load knobs"), tr("%1: %2").arg(path, QString::fromStdString(knobs.error().message)));
     return;
   }
-  toggles_->setKnobs(knobs);
+  toggles_->setKnobs(*knobs);
   findings_->refresh();
 }
 
