@@ -6,7 +6,7 @@
 #   test       the GPU-capable tests (carried binaries: the GPU-named ones; a build there: ctest)
 #   scenarios  ResNet-50 scenarios, in priority order: the collector's cost per CUPTI activity kind, the naive
 #              baseline (trace kept), synthetic best, CUDA graphs
-#   sequence   seed 003's sequence, cumulative (a trace per stage)
+#   sequence   the classic hand sequence (cudnn autotune, fp16, prefetching loader, CUDA graphs), cumulative (a trace per stage)
 #   script     examples/train_folder.py unmodified on the box's torch: a traced naive run, knobs, compile
 #   knobs      each knob alone from the naive baseline, one traced run each
 #   collector  what recording costs, in one process: windows with the recording off and on alternating, per
