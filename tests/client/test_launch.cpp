@@ -66,9 +66,15 @@ TEST(Launch, AMissingProgramIsAOneLineError) {
 }
 
 TEST(Launch, TheLadderEndsAChildThatIgnoresSigterm) {
-  auto p = Process::launch({.argv = {"sh", "-c", "trap '' TERM; while :; do sleep 0.05; done"}, .own_group = true});
+  int out[2];
+  ASSERT_EQ(pipe2(out, O_CLOEXEC), 0);
+  auto p = Process::launch(
+      {.argv = {"sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.05; done"}, .out = out[1], .own_group = true});
+  ::close(out[1]);
   ASSERT_TRUE(p) << p.error().message;
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the trap is set
+  char c = 0;
+  ASSERT_EQ(::read(out[0], &c, 1), 1);  // the trap is set (a loaded machine may take a while to get there)
+  ::close(out[0]);
   const auto t0 = std::chrono::steady_clock::now();
   const int status = p->stop(0.5);
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << describe_exit(status);
