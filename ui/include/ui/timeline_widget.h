@@ -90,7 +90,16 @@ class TimelineWidget : public QWidget {
   };
   void requestBuild();
   void applyView();
+  // Painting (timeline_paint.cpp): paintAll computes the frame, then one pass per layer.
+  struct Frame;
   void paintAll(QPainter& p, const QRect& r);
+  void paintRowsAndGrid(QPainter& p, const Frame& f) const;
+  void paintBands(QPainter& p, const Frame& f) const;
+  void paintEvents(QPainter& p, const Frame& f) const;
+  void paintFlow(QPainter& p, const Frame& f) const;
+  void paintMarkersAndSelection(QPainter& p, const Frame& f) const;
+  void paintRuler(QPainter& p, const Frame& f) const;
+  void paintGutter(QPainter& p, const Frame& f) const;
   Hit hitTest(const QPoint& pos) const;
   QString describe(const Hit& h) const;
   const std::pair<uint32_t, uint32_t>* findCorr(int64_t corr, const Hit& not_this) const;
