@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -46,6 +47,8 @@ Status ChildProcess::start(const std::vector<std::string>& argv, const std::vect
     ::close(proto[0]), ::close(proto[1]), ::close(input[0]), ::close(input[1]);
     return Error{std::string("pipe: ") + std::strerror(errno)};
   }
+  // A child that dies must not kill us with SIGPIPE when we write to its channel.
+  signal(SIGPIPE, SIG_IGN);
   // Its own process group: terminate() reaches DataLoader worker processes the script started, too.
   auto p = Process::launch({.argv = argv, .env = env, .in = kDevNull, .out = out[1], .err = out[1],
                             .fds = {{proto[1], 3}, {input[0], 4}}, .own_group = true});

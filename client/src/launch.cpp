@@ -105,8 +105,6 @@ Result<Process> Process::launch(const LaunchSpec& spec) {
   for (const auto& e : spec.env) ev.push_back(const_cast<char*>(e.c_str()));
   ev.push_back(nullptr);
   char* const* envp = spec.env.empty() ? environ : ev.data();
-  // A child that dies must not kill us with SIGPIPE when we write to it.
-  ::signal(SIGPIPE, SIG_IGN);
   pid_t pid = -1;
   int rc = 0;
   if (spec.dies_with_parent) {
