@@ -157,10 +157,7 @@ bool ChildProcess::write_line(const std::string& line) {
 
 void ChildProcess::close_input() { close_fd(input_); }
 
-bool ChildProcess::exited() {
-  if (!proc_.started() || proc_.poll()) return true;
-  return false;
-}
+bool ChildProcess::exited() { return !proc_.started() || proc_.poll(); }
 
 std::optional<int> ChildProcess::exit_code() const {
   if (!proc_.status()) return std::nullopt;

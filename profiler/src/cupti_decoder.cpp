@@ -69,6 +69,14 @@ void CuptiDecoder::decode(const void* record) {
     }
     return true;
   };
+  // An event over a record's [start, end], on our clock (after valid() said the times are usable).
+  auto span = [&](EventKind kind, uint64_t start, uint64_t end) {
+    Event e;
+    e.kind = kind;
+    e.start_ns = clock_.to_mono(static_cast<int64_t>(start));
+    e.end_ns = clock_.to_mono(static_cast<int64_t>(end));
+    return e;
+  };
   auto gpu_track = [&](uint32_t device, uint32_t stream) {
     return trace_->track_for(TrackKind::GpuStream, device, stream);
   };
@@ -77,10 +85,7 @@ void CuptiDecoder::decode(const void* record) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const auto* k = static_cast<const CUpti_ActivityKernel10*>(record);
       if (!valid(k->start, k->end)) return;
-      Event e;
-      e.kind = EventKind::Kernel;
-      e.start_ns = clock_.to_mono(static_cast<int64_t>(k->start));
-      e.end_ns = clock_.to_mono(static_cast<int64_t>(k->end));
+      Event e = span(EventKind::Kernel, k->start, k->end);
       e.correlation = k->correlationId;
       e.name = trace_->intern(k->name ? k->name : "kernel");
       char buf[128];
@@ -95,10 +100,7 @@ void CuptiDecoder::decode(const void* record) {
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto* m = static_cast<const CUpti_ActivityMemcpy6*>(record);
       if (!valid(m->start, m->end)) return;
-      Event e;
-      e.kind = EventKind::Memcpy;
-      e.start_ns = clock_.to_mono(static_cast<int64_t>(m->start));
-      e.end_ns = clock_.to_mono(static_cast<int64_t>(m->end));
+      Event e = span(EventKind::Memcpy, m->start, m->end);
       e.correlation = m->correlationId;
       const MemcpyKind mk = memcpy_kind(m->copyKind);
       e.flags = static_cast<uint16_t>(mk);
@@ -111,10 +113,7 @@ void CuptiDecoder::decode(const void* record) {
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const auto* m = static_cast<const CUpti_ActivityMemset4*>(record);
       if (!valid(m->start, m->end)) return;
-      Event e;
-      e.kind = EventKind::Memset;
-      e.start_ns = clock_.to_mono(static_cast<int64_t>(m->start));
-      e.end_ns = clock_.to_mono(static_cast<int64_t>(m->end));
+      Event e = span(EventKind::Memset, m->start, m->end);
       e.correlation = m->correlationId;
       e.arg = static_cast<int64_t>(std::min<uint64_t>(m->bytes, INT64_MAX));
       e.name = trace_->intern("Memset");
@@ -127,10 +126,7 @@ void CuptiDecoder::decode(const void* record) {
       const auto* a = static_cast<const CUpti_ActivityAPI*>(record);
       if (!valid(a->start, a->end)) return;
       const bool rt = base->kind == CUPTI_ACTIVITY_KIND_RUNTIME;
-      Event e;
-      e.kind = rt ? EventKind::Runtime : EventKind::Driver;
-      e.start_ns = clock_.to_mono(static_cast<int64_t>(a->start));
-      e.end_ns = clock_.to_mono(static_cast<int64_t>(a->end));
+      Event e = span(rt ? EventKind::Runtime : EventKind::Driver, a->start, a->end);
       e.correlation = a->correlationId;
       std::string name;
       if (api_name_) name = strip_api_version(api_name_(rt, a->cbid));
@@ -146,10 +142,7 @@ void CuptiDecoder::decode(const void* record) {
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
       const auto* s = static_cast<const CUpti_ActivitySynchronization2*>(record);
       if (!valid(s->start, s->end)) return;
-      Event e;
-      e.kind = EventKind::Sync;
-      e.start_ns = clock_.to_mono(static_cast<int64_t>(s->start));
-      e.end_ns = clock_.to_mono(static_cast<int64_t>(s->end));
+      Event e = span(EventKind::Sync, s->start, s->end);
       e.correlation = 0;  // the API call that caused it carries the correlation; keep the arrow on the kernel
       e.arg = s->correlationId;
       e.name = trace_->intern(sync_name(s->type));
@@ -168,10 +161,7 @@ void CuptiDecoder::decode(const void* record) {
     case CUPTI_ACTIVITY_KIND_OVERHEAD: {
       const auto* o = static_cast<const CUpti_ActivityOverhead3*>(record);
       if (!valid(o->start, o->end)) return;
-      Event e;
-      e.kind = EventKind::Overhead;
-      e.start_ns = clock_.to_mono(static_cast<int64_t>(o->start));
-      e.end_ns = clock_.to_mono(static_cast<int64_t>(o->end));
+      Event e = span(EventKind::Overhead, o->start, o->end);
       e.name = trace_->intern("CUPTI overhead");
       const int64_t tid = o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? o->objectId.pt.threadId : 0;
       trace_->add_event(trace_->track_for(TrackKind::CpuThread, pid_, tid), e);
