@@ -164,9 +164,11 @@ class AgainstHta(unittest.TestCase):
                 split = r.type_split()
                 # HTA truncates every piece of its split to whole microseconds: its figures are the truncated
                 # sums (the same as the exact ones on a trace in whole microseconds).
-                self.assertEqual(set(types), set(split))
+                # HTA also lists a piece of zero length where two types only touch (the DDP trace's
+                # "COMPUTATION overlapping MEMORY", 0 us): the labels compared are those with time.
+                self.assertEqual({k for k, v in types.items() if v > 0}, {k for k, (v, _) in split.items() if v > 0})
                 for label, (_, truncated) in split.items():
-                    self.assertEqual(types[label], truncated, label)
+                    self.assertEqual(types.get(label, 0), truncated, label)
                 compute = sum(v for k, (v, _) in split.items() if "COMPUTATION" in k)
                 comm = sum(v for k, (v, _) in split.items() if "COMMUNICATION" in k)
                 comm_alone = sum(v for k, (v, _) in split.items() if "COMMUNICATION" in k and "COMPUTATION" not in k)
