@@ -26,7 +26,7 @@ void usage(FILE* out) {
   std::fputs(
       "usage: tunebench-cli tune --model M --data D [--budget S] [--report R.html] [--json OUT.json] [--set k=v,...]\n"
       "       [--knobs k1,k2,...] [--rounds N] [--warmup N] [--seed N] [--device auto|cpu|cuda] [--input C,H,W]\n"
-      "       [--classes K] [--ranks N [--dist-timeout S] [--fresh-groups]] [--quiet] [--simulate]\n"
+      "       [--classes K] [--ranks N [--dist-timeout S] [--fresh-groups]] [--quiet] [--simulate [--profile P]]\n"
       "       tunebench-cli tune --script train.py [--python PY] [--budget S] [--report R.html] [--json OUT.json]\n"
       "       [--set k=v,...] [--knobs ...] [--patch P.diff] [-- SCRIPT ARGS]   (a user's PyTorch script, run unmodified;\n"
       "       the kept changes as a patch of it: P.diff, or R.diff next to --report R.html)\n"
@@ -38,7 +38,11 @@ void usage(FILE* out) {
       "  all ranks, so they change together; the throughput is the group's; loss probes and process knobs run in\n"
       "  fresh groups. --fresh-groups measures every window in a fresh group (run --ranks N) instead\n"
       "  (docs/distributed.md).\n"
-      "  --simulate tunes the built-in deterministic simulation instead of a model (a demo of the report).\n",
+      "  --simulate tunes the built-in deterministic simulation instead of a model, in seconds: --profile toy (the\n"
+      "  default), gpu (the engine's ResNet-50 on a JPEG folder on an H100), gpu-synthetic (the same on synthetic data)\n"
+      "  or script-gpu (a public ImageNet training\n"
+      "  script there), calibrated to what was measured on a lent GPU; it prints the profile's hand configuration\n"
+      "  and speed-up beside the tuner's.\n",
       out);
 }
 
@@ -71,6 +75,7 @@ int cmd_tune(int argc, char** argv) {
   engine::TuneOptions to;
   std::string report, json_out, knobs_list, patch_out;
   bool quiet = false, simulate = false, fresh_groups = false;
+  std::string profile;
   int ranks = 1, dist_timeout = 0;
   client::ScriptOptions script;
   std::vector<std::string> script_args;
@@ -133,6 +138,8 @@ int cmd_tune(int argc, char** argv) {
       quiet = true;
     } else if (a == "--simulate") {
       simulate = true;
+    } else if (a == "--profile") {
+      if (!value(profile) || profile.empty()) return fail("--profile needs a name (toy, gpu, script-gpu)", 2);
     } else {
       bool matched = false;
       std::string err = parse_session_option(argc, argv, i, so, matched);
@@ -141,6 +148,9 @@ int cmd_tune(int argc, char** argv) {
 
     }
   }
+  if (!profile.empty() && !simulate) return fail("--profile names a simulation: use it with --simulate", 2);
+  if (!profile.empty() && profile != "toy" && profile != "gpu" && profile != "gpu-synthetic" && profile != "script-gpu")
+    return fail("unknown --profile '" + profile + "' (toy, gpu, gpu-synthetic, script-gpu)", 2);
   if (!script.script.empty() && (simulate || !so.model.empty()))
     return fail("--script replaces --model/--data/--simulate", 2);
   if (!simulate && script.script.empty() && so.model.empty()) return fail("tune needs --model (mnist_cnn, resnet18, resnet50, vit_tiny, torchscript:PATH)", 2);
@@ -202,7 +212,7 @@ int cmd_tune(int argc, char** argv) {
   } end_group{leader};
   std::unique_ptr<engine::Workload> workload;  // after the leader: it may hold the leader's session
   try {
-    if (simulate) workload = engine::make_simulated_workload(so.seed ? so.seed : 7);
+    if (simulate) workload = engine::make_simulated_workload(so.seed ? so.seed : 7, profile.empty() ? "toy" : profile);
     else if (!script.script.empty()) {
       script.output = script_output_to_stderr(true);  // the script's prints would drown the progress lines
       workload = engine::make_script_workload(script);
@@ -259,6 +269,21 @@ int cmd_tune(int argc, char** argv) {
     std::printf("\n");
   }
   std::printf("noise     %s\n", result.noise.text.c_str());
+  std::printf("budget    %.0f s of %.0f s", result.elapsed_s, result.budget_s);
+  for (const auto& [phase, s] : result.budget_phases)
+    if (s >= 0.5) std::printf("%s %s %.0f s", &phase == &result.budget_phases.front().first ? ":" : ",", phase.c_str(), s);
+  std::printf("\nended     %s\n", result.ended.c_str());
+  if (result.environment.contains("simulation")) {
+    const auto& sim = result.environment["simulation"];
+    if (sim.contains("hand_speedup")) {
+      std::printf("by hand   %.2fx (the profile's hand configuration:", sim["hand_speedup"].get<double>());
+      for (const auto& [k, v] : sim["hand_config"].items()) std::printf(" %s=%s", k.c_str(), v.get<std::string>().c_str());
+      std::printf(")\n");
+    }
+    if (sim.contains("best_speedup"))
+      std::printf("best      %.2fx exists in the profile's space (exhaustive search, not a measurement)\n",
+                  sim["best_speedup"].get<double>());
+  }
   if (!result.drift_note.empty()) std::printf("drift     %s\n", result.drift_note.c_str());
   for (const auto& t : result.trials)
     std::printf("  %-11s %-18s %-10s %7.3fx [%.3f, %.3f]  %s\n", t.phase.c_str(), t.knob.empty() ? "(all)" : t.knob.c_str(),
@@ -266,7 +291,9 @@ int cmd_tune(int argc, char** argv) {
                 t.estimate.hi, t.phase == "noise floor" ? "noise floor" : t.accepted ? "kept" : t.outcome.c_str());
   if (!result.skipped.empty()) {
     std::printf("skipped:");
-    for (const auto& s : result.skipped) std::printf(" %s%s%s", s.knob.c_str(), s.value.empty() ? "" : "=", s.value.c_str());
+    for (const auto& s : result.skipped)
+      std::printf(" %s%s%s%s", s.knob.c_str(), s.value.empty() ? "" : "=", s.value.c_str(),
+                  s.reason.rfind("budget", 0) == 0 ? "(budget)" : "");
     std::printf("\n");
   }
   if (!report.empty()) std::printf("report    %s (+ %s)\n", report.c_str(), markdown_path_for(report).c_str());

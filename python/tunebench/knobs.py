@@ -168,10 +168,14 @@ class IntraOpThreads(Knob):
 
 
 class CudnnBenchmark(Knob):
+    # Process-scope, as the engine's: PyTorch's algorithm cache answers whatever the flag says once a shape was
+    # seen, so a running script cannot switch it off again; the tuner measures it in fresh processes (a live
+    # off after on is refused below), on top of every in-process winner.
     id = "cudnn_benchmark"
     title = "cuDNN autotuner"
     description = "torch.backends.cudnn.benchmark"
     snippet = "torch.backends.cudnn.benchmark = True"
+    process_scope = True
 
     def applicable(self):
         return (True, "") if _cuda() else (False, "needs CUDA")

@@ -15,7 +15,7 @@
 #include "cli_runner.h"
 #include "engine/make_dataset.h"
 #include "engine/report.h"
-#include "tuner/report_script.h"
+#include "tuner/report/report_script.h"
 
 namespace {
 

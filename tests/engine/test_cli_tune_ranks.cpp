@@ -20,7 +20,7 @@
 #include "cli_runner.h"
 #include "rank_test_data.h"
 #include "engine/tuner.h"
-#include "tuner/fresh_run.h"
+#include "tuner/workloads/fresh_run.h"
 
 namespace {
 

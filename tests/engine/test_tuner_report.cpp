@@ -13,7 +13,7 @@
 
 #include "engine/report.h"
 #include "engine/tuner.h"
-#include "tuner/sim_workload.h"
+#include "tuner/workloads/sim_workload.h"
 
 using namespace tb::engine;
 

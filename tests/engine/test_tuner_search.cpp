@@ -1,4 +1,4 @@
-// The search against the deterministic simulated workload (engine/src/tuner/sim_workload.h), whose best
+// The search against the deterministic simulated workload (engine/src/tuner/workloads/sim_toy.cpp), whose best
 // configuration is known by enumeration and which hides interactions (cuda_graphs and a second worker only
 // pay once amp made the GPU fast; batch 128 runs out of memory; tf32 hurts the loss).
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <set>
 
 #include "engine/tuner.h"
-#include "tuner/sim_workload.h"
+#include "tuner/workloads/sim_workload.h"
 
 using namespace tb::engine;
 
@@ -68,8 +68,8 @@ TEST(TunerSearch, FindsTheKnownBestConfiguration) {
     EXPECT_NEAR(r.speedup.ratio, true_speedup, 0.05 * true_speedup);
     EXPECT_LE(r.speedup.lo, true_speedup * 1.02);
     EXPECT_GE(r.speedup.hi, true_speedup * 0.98);
-    // Budget respected (the final comparison may run a little past it by design, never far).
-    EXPECT_LE(r.elapsed_s, o.budget_s * 1.15);
+    // Budget respected (the final's minimum may run past it by the stated margin, never further).
+    EXPECT_LE(r.elapsed_s, o.budget_s * (1 + o.overrun));
     // Progress reported, ending with "done" at 1.
     ASSERT_FALSE(progress.empty());
     EXPECT_EQ(progress.back().phase, "done");
@@ -81,39 +81,42 @@ TEST(TunerSearch, FindsTheKnownBestConfiguration) {
   }
 }
 
-TEST(TunerSearch, InteractionFoundAfterScreeningSaidNoEffect) {
+// The search measures each knob where it can act: the baseline waits on the loader, so the loader's knob
+// comes first; amp is measured on top of the worker, CUDA graphs (which alone from the baseline do nothing)
+// on top of amp, and a second worker once amp made the GPU fast.
+TEST(TunerSearch, EachKnobIsMeasuredWhereItCanAct) {
   SimulatedWorkload w(7, 0.03);
   TuneOptions o;
   o.budget_s = 480;
   TuneResult r = run_tune(w, o);
-  // Screening: cuda_graphs alone is no effect...
-  const Trial* screen = find_trial(r, "screen", "cuda_graphs", "on");
-  ASSERT_NE(screen, nullptr);
-  EXPECT_EQ(screen->outcome, "no effect");
-  EXPECT_FALSE(screen->accepted);
-  // ...yet it is kept later, on top of the accumulated configuration.
-  bool kept_later = false;
-  for (const auto& t : r.trials)
-    if (t.knob == "cuda_graphs" && t.phase != "screen" && t.accepted) kept_later = true;
-  EXPECT_TRUE(kept_later);
-  // workers stopped at 1 in the screening (2 was no effect), then went to 2 in the revisit.
-  const Trial* w2 = find_trial(r, "screen", "workers", "2");
-  ASSERT_NE(w2, nullptr);
-  EXPECT_FALSE(w2->accepted);
-  // The workers scan goes on to the core count past a rung that did not pay, against the best rung so far.
-  const Trial* w4 = find_trial(r, "screen", "workers", "4");
-  ASSERT_NE(w4, nullptr);
-  EXPECT_EQ(w4->from, "1");
-  // The bottleneck moved: the baseline waits on the loader; the loader's own knob is screened and kept
-  // first, and every later knob is measured on top of it.
+  const Config base = w.baseline();
+  Config graphs = base;
+  graphs["cuda_graphs"] = "on";
+  ASSERT_NEAR(w.throughput(graphs) / w.throughput(base), 1.0, 1e-9);  // alone: nothing
+  auto kept = [&](const std::string& knob) -> const Trial* {
+    for (const auto& t : r.trials)
+      if (t.knob == knob && (t.phase == "screen" || t.phase == "revisit") && t.accepted) return &t;
+    return nullptr;
+  };
   ASSERT_GE(r.snapshots.size(), 3u);
   EXPECT_EQ(r.snapshots.front().label, "baseline");
   EXPECT_EQ(r.snapshots.front().bottleneck, "loader");
   EXPECT_EQ(r.snapshots[1].label, "+ workers=1");
   EXPECT_NE(r.snapshots[1].bottleneck, "loader");
-  const Trial* amp = find_trial(r, "screen", "amp", "bf16");
+  const Trial* amp = kept("amp");
   ASSERT_NE(amp, nullptr);
   EXPECT_NE(amp->reference.find("workers=1"), std::string::npos) << amp->reference;
+  const Trial* cg = kept("cuda_graphs");
+  ASSERT_NE(cg, nullptr);
+  EXPECT_NE(cg->reference.find("amp=bf16"), std::string::npos) << cg->reference;
+  // No trial of cuda_graphs from the baseline, where it cannot act.
+  for (const auto& t : r.trials) EXPECT_FALSE(t.knob == "cuda_graphs" && t.reference == "baseline");
+  // The second worker only pays once amp made the GPU fast: kept on top of amp, after it.
+  const Trial* w2 = nullptr;
+  for (const auto& t : r.trials)
+    if (t.knob == "workers" && t.value == "2" && t.accepted) w2 = &t;
+  ASSERT_NE(w2, nullptr);
+  EXPECT_NE(w2->reference.find("amp=bf16"), std::string::npos) << w2->reference;
   // The waterfall starts from the headline's baseline and ends near the measured final throughput.
   ASSERT_FALSE(r.waterfall.empty());
   EXPECT_NEAR(r.waterfall.back().second / r.final_throughput, 1.0, 0.15);
@@ -124,7 +127,7 @@ TEST(TunerSearch, OomDriftAndNotApplicableAreReportedNotFatal) {
   TuneOptions o;
   o.budget_s = 480;
   TuneResult r = run_tune(w, o);
-  const Trial* oom = find_trial(r, "screen", "batch_size", "128");
+  const Trial* oom = find_trial(r, "revisit", "batch_size", "128");
   ASSERT_NE(oom, nullptr);
   EXPECT_EQ(oom->outcome, "oom");
   EXPECT_FALSE(oom->accepted);
@@ -199,7 +202,7 @@ TEST(TunerSearch, TightBudgetSkipsAndSaysSo) {
   for (const auto& s : r.skipped)
     if (s.reason.rfind("budget", 0) == 0) budget_skip = true;
   EXPECT_TRUE(budget_skip);
-  EXPECT_LE(r.elapsed_s, o.budget_s * 1.35);  // only the final comparison may run past
+  EXPECT_LE(r.elapsed_s, o.budget_s * (1 + o.overrun));  // only the final's minimum may run past, by 10%
   // The shortest window: min_window steps, and at least min_window_s at the baseline's step time.
   const int shortest = std::max(o.min_window, int(std::ceil(o.min_window_s * 1000 / w.step_ms(w.baseline()))));
   EXPECT_NEAR(r.window, shortest, 1);
@@ -274,7 +277,8 @@ TEST(TunerSearch, ProtocolInvariants) {
     if (v == r.baseline.at(k) || k == "cpu_allocator") continue;
     bool rechecked = false;
     for (const auto& t : r.trials)
-      rechecked |= t.phase == "final" && t.knob == k && (t.outcome == "held" || t.outcome == "dropped");
+      rechecked |= t.phase == "final" && (t.knob == k || t.also.find(k + "=") != std::string::npos) &&
+                   (t.outcome == "held" || t.outcome == "dropped");  // a pair kept together is checked together
     EXPECT_TRUE(rechecked) << k;
   }
   for (const auto& t : r.trials) {
@@ -284,8 +288,9 @@ TEST(TunerSearch, ProtocolInvariants) {
     // Intervals come from paired windows: as many reference windows as candidate ones.
     EXPECT_EQ(t.a.size(), t.b.size());
   }
+  // Process knobs are measured last, on top of every in-process winner: last in the waterfall too.
   ASSERT_FALSE(r.waterfall.empty());
-  EXPECT_EQ(r.waterfall.front().first, "cpu_allocator=glibc_tuned");
+  EXPECT_EQ(r.waterfall.back().first, "cpu_allocator=glibc_tuned");
 }
 
 // The whole process gets 1.5x faster in the middle of the tune (glibc's allocator changing regime) while
@@ -408,26 +413,31 @@ TEST(TunerSearch, FreshHeadlineTellsWhenTheGainDoesNotCarryOver) {
   EXPECT_NE(notes.find("They are not kept"), std::string::npos) << notes;
 }
 
-// Fresh processes that each settle at their own speed (+-12%): three pairs leave the headline's interval
-// covering 1, so the trial adds pairs until it decides, within its cap.
+// Fresh processes that each settle at their own speed (+-12%): three rounds leave the headline's interval
+// covering 1, so the fresh-process final adds rounds until it decides, within its cap. Over twelve seeds:
+// the headline decides in most, more rounds are added where three were not enough, never past the cap.
 TEST(TunerSearch, FreshHeadlineAddsPairsUntilItDecides) {
-  SimOptions so = workers_need_the_allocator();
-  so.process_noise = 0.12;
-  SimulatedWorkload w(5, so);
-  TuneOptions o;
-  o.budget_s = 400;
-  o.only_knobs = {"workers", "cpu_allocator"};
-  TuneResult r = run_tune(w, o);
-  int most = 0;
-  for (const auto& t : r.trials)
-    if (t.fresh_processes) {
-      EXPECT_LE(t.rounds, o.max_fresh_rounds);
-      EXPECT_EQ(static_cast<int>(t.a.size()), t.rounds);
-            most = std::max(most, t.rounds);
-    }
-  EXPECT_GT(most, o.rounds);
-  EXPECT_EQ(r.verdict, "faster") << r.speedup.ratio << " [" << r.speedup.lo << ", " << r.speedup.hi << "]";
-  EXPECT_GT(r.speedup.lo, 1.0);
+  int faster = 0, most = 0;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    SimOptions so = workers_need_the_allocator();
+    so.process_noise = 0.12;
+    SimulatedWorkload w(seed, so);
+    TuneOptions o;
+    o.budget_s = 400;
+    o.only_knobs = {"workers", "cpu_allocator"};
+    TuneResult r = run_tune(w, o);
+    for (const auto& t : r.trials)
+      if (t.fresh_processes) {
+        EXPECT_LE(t.rounds, o.max_fresh_rounds);
+        EXPECT_EQ(static_cast<int>(t.a.size()), t.rounds);
+        most = std::max(most, t.rounds);
+      }
+    faster += r.verdict == "faster" && r.speedup.lo > 1.0;
+    EXPECT_NE(r.verdict, "none") << "seed " << seed;
+    EXPECT_LE(r.elapsed_s, o.budget_s * (1 + o.overrun)) << "seed " << seed;
+  }
+  EXPECT_GT(most, 3);
+  EXPECT_GE(faster, 10);
 }
 
 // Too noisy to decide within the pairs allowed: the kept change is reported as undecided, in words, with
@@ -452,9 +462,10 @@ TEST(TunerSearch, AnUndecidedHeadlineSaysSo) {
 }
 
 // On an H200 a 147 s tune spent 73% of its budget on one process knob (7 pairs of fresh processes, "no effect")
-// and then skipped workers, amp and CUDA graphs for budget. A process knob that cannot decide gets at most a
-// fifth of the budget; the knobs after it are still screened.
-TEST(TunerSearch, AnUndecidedProcessKnobLeavesTheBudgetToTheOthers) {
+// and then skipped workers, amp and CUDA graphs for budget. Process knobs are now measured last, as arms of the
+// fresh-process final, on top of every in-process winner: the in-process knobs are screened first, and an
+// undecided allocator costs its arm's share of that final only.
+TEST(TunerSearch, ProcessKnobsComeAfterTheInProcessOnes) {
   SimOptions so;
   so.glibc_fresh = 1.0;       // the allocator does nothing...
   so.process_noise = 0.15;    // ...and each fresh process lands somewhere else: it stays undecided
@@ -463,36 +474,38 @@ TEST(TunerSearch, AnUndecidedProcessKnobLeavesTheBudgetToTheOthers) {
   o.budget_s = 150;
   o.only_knobs = {"cpu_allocator", "workers", "amp"};
   TuneResult r = run_tune(w, o);
-  double process_s = 0;
-  for (const auto& t : r.trials)
-    if (t.phase == "process") process_s += t.seconds;
-  EXPECT_LE(process_s, 0.2 * o.budget_s + 15) << process_s;
+  size_t first_fresh = r.trials.size(), last_in_process = 0;
+  for (size_t i = 0; i < r.trials.size(); ++i) {
+    if (r.trials[i].fresh_processes) first_fresh = std::min(first_fresh, i);
+    else if (r.trials[i].phase == "screen" || r.trials[i].phase == "revisit") last_in_process = i;
+  }
+  EXPECT_LT(last_in_process, first_fresh);
   for (const auto& s : r.skipped) EXPECT_NE(s.knob, "workers") << s.knob << "=" << s.value << ": " << s.reason;
   EXPECT_TRUE(find_trial(r, "screen", "workers", "1") || find_trial(r, "screen", "workers", "2"));
   EXPECT_TRUE(find_trial(r, "screen", "amp", "fp16") || find_trial(r, "screen", "amp", "bf16"));
+  EXPECT_LE(r.elapsed_s, o.budget_s * (1 + o.overrun));
 }
 
-// The same on the H200 with fresh processes that start in ~9 s (CUDA, cuDNN, ResNet-50): the minimum 3 pairs
-// alone took 36% of a 150 s budget before the share could stop them. The trial now stops once its pairs
-// cannot fit the share, says so, and the knobs after it are screened.
-TEST(TunerSearch, SlowFreshProcessesStopAProcessKnobEarly) {
+// The same with fresh processes that start in ~9 s (CUDA, cuDNN, ResNet-50 on the H200): the fresh-process
+// final is planned from the start-up the workload reports, reserved once a change is kept, and ends within the
+// budget's margin; the in-process knobs still get their turn.
+TEST(TunerSearch, SlowFreshProcessesAreReservedNotOverrun) {
   SimOptions so;
   so.process_start_s = 9.0;
+  so.measurement_allocator = "glibc_tuned";
   SimulatedWorkload w(5, so);
   TuneOptions o;
   o.budget_s = 150;
   o.only_knobs = {"cpu_allocator", "workers", "amp"};
   TuneResult r = run_tune(w, o);
-  const Trial* alloc = nullptr;
-  for (const auto& t : r.trials)
-    if (t.phase == "process" && t.knob == "cpu_allocator") alloc = &t;
-  ASSERT_NE(alloc, nullptr);
-  EXPECT_LT(alloc->rounds, o.rounds);
-  EXPECT_LE(alloc->seconds, 0.2 * o.budget_s + 5) << alloc->seconds;
-  EXPECT_EQ(alloc->outcome, "no effect");
-  EXPECT_NE(alloc->reason.find("a pair of fresh processes takes"), std::string::npos) << alloc->reason;
   EXPECT_TRUE(find_trial(r, "screen", "workers", "1"));
   EXPECT_TRUE(find_trial(r, "screen", "amp", "bf16") || find_trial(r, "screen", "amp", "fp16"));
+  EXPECT_TRUE(r.speedup_fresh_processes);
+  EXPECT_LE(r.elapsed_s, o.budget_s * (1 + o.overrun)) << r.elapsed_s;
+  double fresh_s = 0;
+  for (const auto& [phase, s] : r.budget_phases)
+    if (phase == "fresh final") fresh_s = s;
+  EXPECT_GT(fresh_s, 6 * 9.0);  // at least its two arms' three rounds of 9 s starts
 }
 
 TEST(TunerSearch, ChangedKnobs) {

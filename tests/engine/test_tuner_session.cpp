@@ -163,7 +163,8 @@ TEST(TunerCli, BadInputExitsTwoWithOneLine) {
                            "tune --model mnist_cnn --data synthetic --set nope=1",
                            "tune --model mnist_cnn --data synthetic --frobnicate",
                            "tune --model nope --data synthetic --budget 10",
-                           "tune --simulate --report /no/such/dir/r.html"}) {
+                           "tune --simulate --report /no/such/dir/r.html",
+                           "tune --simulate --profile h100", "tune --model mnist_cnn --data synthetic --profile gpu"}) {
     CliRun r = run_cli(args);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
     EXPECT_EQ(r.err.rfind("tunebench-cli: error: ", 0), 0u) << args << "\n" << r.err;
@@ -192,5 +193,33 @@ TEST(TunerCli, SimulatedTuneWritesReportsAndProgress) {
   auto j = nlohmann::json::parse(f);
   EXPECT_GT(j["speedup"].get<double>(), 5.0);
   EXPECT_GT(j["trials"].size(), 10u);
+  std::filesystem::remove_all(dir);
+}
+
+// For anyone without a GPU: the GPU-calibrated profile in seconds, its JSON naming the hand configuration and
+// its speed-up beside the tuner's, and how much of the budget the search spent and on what.
+TEST(TunerCli, SimulatedGpuProfileNamesTheHandConfiguration) {
+  const auto dir = std::filesystem::temp_directory_path() / ("tb_tune_gpu_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string js = (dir / "r.json").string();
+  CliRun r = run_cli("tune --simulate --profile gpu --budget 300 --json " + js);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("by hand"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("budget"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ended"), std::string::npos) << r.out;
+  std::ifstream f(js);
+  auto j = nlohmann::json::parse(f);
+  ASSERT_TRUE(j.contains("simulation")) << j.dump();
+  EXPECT_EQ(j["simulation"]["profile"], "gpu");
+  EXPECT_NEAR(j["simulation"]["hand_speedup"].get<double>(), 3.81, 0.2);
+  EXPECT_EQ(j["simulation"]["hand_config"]["amp"], "bf16");
+  EXPECT_GE(j["speedup"].get<double>(), 0.9 * j["simulation"]["hand_speedup"].get<double>());
+  const double used = j["budget_used_s"].get<double>();
+  EXPECT_GE(used, 0.85 * 300);
+  EXPECT_LE(used, 1.10 * 300);
+  double phases = 0;
+  for (const auto& p : j["budget_phases"]) phases += p["seconds"].get<double>();
+  EXPECT_NEAR(phases, used, 1.0);
+  EXPECT_FALSE(j["ended"].get<std::string>().empty());
   std::filesystem::remove_all(dir);
 }

@@ -155,6 +155,12 @@ struct TuneProgress {
 
 struct TuneOptions {
   double budget_s = 240;      // the whole tune, calibration and final measurement included
+  // The final's minimum (its first rounds, a fresh-process headline's first pairs) may run past the budget by
+  // this share of it and no further; everything optional stays within the budget (tuner/search/budget.h).
+  double overrun = 0.10;
+  // An in-process trial stops after two pairs when its answer is already clear (a gain far beyond the
+  // threshold, or a loss); the final alternation checks every kept knob again.
+  bool early_decision = true;
   int rounds = 3;             // A/B pairs of windows per trial (order alternating AB, BA, ...)
   int aa_rounds = 4;          // A/A pairs at the start (the noise floor); as many again in the final alternation
   int min_window = 6;         // measured steps per window: planned once, between these, to fit the budget
@@ -168,10 +174,13 @@ struct TuneOptions {
   // Fresh-process trials add pairs (AB, BA, ...) past `rounds` while their interval still covers 1 and is
   // wider than +-5%, up to this many pairs: process-to-process noise of +-10% needs 6-8 pairs to decide.
   int max_fresh_rounds = 8;
-  // ... but a fresh-process trial other than the headline stops adding pairs at this share of the budget: on an
-  // H200 a 147 s tune gave one process knob 7 pairs (73% of it), found no effect, and skipped the loader,
-  // amp and CUDA graphs for budget.
-  double max_trial_share = 0.2;
+  // An in-process trial that measured faster but could not decide gets more pairs, up to this many, when the
+  // search has nothing likelier to measure (a GPU's windows vary by 5-10%: three pairs resolve only ~8%).
+  int max_trial_pairs = 6;
+  // ... and the fresh-process final (its baseline and final arms, `rounds` rounds) is planned only when it fits
+  // in this share of the budget: a ResNet-50 process starts in ~15 s on an H100, so three pairs take ~105 s;
+  // a smaller budget measures its headline in this process and says what a fresh-start check would need.
+  double max_fresh_share = 0.5;
   // The final alternation likewise adds rounds while a kept change is still undecided, up to this many.
   int max_final_rounds = 8;
   double min_gain = 0.02;     // a significant gain below this ratio-1 still counts as "no effect"
@@ -180,7 +189,6 @@ struct TuneOptions {
   int snapshot_steps = 6;     // steps of each analysed trace (0 = no snapshots)
   double confidence = 0.95;
   uint64_t seed = 1;
-  bool revisit = true;
   int max_batch_size = 4096;  // the batch-size doubling never goes past this
   std::vector<std::string> only_knobs;  // tune only these (empty = every applicable knob)
   std::vector<std::string> skip_knobs;  // never touch these (e.g. the user pinned them with --set)
@@ -212,7 +220,9 @@ struct Trial {
 struct SkippedTrial {
   std::string knob;
   std::string value;   // "" when the whole knob was skipped
-  std::string reason;  // "not applicable here: no CUDA", "budget", "pinned by --set"...
+  std::string reason;  // "not applicable here: no CUDA", "budget: ...", "pinned by --set"...
+  double left_s = std::numeric_limits<double>::quiet_NaN();  // budget: seconds left when it was given up
+  double need_s = std::numeric_limits<double>::quiet_NaN();  // budget: seconds its measurement needed
 };
 
 struct TuneResult {
@@ -253,6 +263,12 @@ struct TuneResult {
   std::vector<measure::Window> baseline_windows;
   double budget_s = 0;
   double elapsed_s = 0;
+  // Seconds each phase took, in order ("calibrate", "noise floor", "screen", "revisit", "deferred", "final",
+  // "fresh final"): snapshots and loss probes count in the phase that asked for them.
+  std::vector<std::pair<std::string, double>> budget_phases;
+  // Why the search ended, one sentence: every knob tried, or the budget ran out with N knobs not tried, and
+  // what the final did.
+  std::string ended;
   int window = 0;                  // measured steps per window, every phase
   std::vector<std::string> notes;  // plan, warnings from the workload
 };
@@ -299,6 +315,11 @@ std::unique_ptr<Workload> make_live_group_workload(Session& live, const SessionO
 // `tunebench-cli tune --simulate`). `noise` is the relative per-step jitter (autocorrelated); same seed,
 // same numbers.
 std::unique_ptr<Workload> make_simulated_workload(uint64_t seed = 7, double noise = 0.03);
+// The same with a calibrated profile: "toy" (the default above), "gpu" (the engine's ResNet-50 on a JPEG folder
+// on an H100) or "script-gpu" (a public ImageNet training script there), with the noise, drift and process
+// start-up measured on the lent GPUs; its describe() names the profile's hand configuration and speed-up.
+// Throws std::invalid_argument for an unknown profile.
+std::unique_ptr<Workload> make_simulated_workload(uint64_t seed, const std::string& profile);
 
 // A user's script under python -m tunebench.launch (client/script_runner.h). Throws TrialFailure when it
 // cannot start (the message says why: no interpreter with torch, script not found, a refused knob...).

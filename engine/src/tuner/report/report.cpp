@@ -1,8 +1,8 @@
 // The report writer of engine/report.h: HTML (its SVG charts in report_svg.cpp), Markdown, JSON.
 #include "engine/report.h"
 
-#include "tuner/report_parts.h"
-#include "tuner/report_script.h"
+#include "tuner/report/report_parts.h"
+#include "tuner/report/report_script.h"
 
 #include <algorithm>
 #include <chrono>
@@ -99,6 +99,23 @@ json windows_json(const std::vector<measure::Window>& ws) {
   return a;
 }
 
+// Where the budget went and why the search ended, one line.
+static std::string budget_text(const TuneResult& r) {
+  std::string s = fmt(r.elapsed_s, 0) + " s of " + fmt(r.budget_s, 0) + " s";
+  if (!r.budget_phases.empty()) {
+    s += " (";
+    bool first = true;
+    for (const auto& [phase, sec] : r.budget_phases) {
+      if (sec < 0.5) continue;
+      s += (first ? "" : ", ") + phase + " " + fmt(sec, 0) + " s";
+      first = false;
+    }
+    s += ")";
+  }
+  if (!r.ended.empty()) s += "; " + r.ended;
+  return s;
+}
+
 json report_json(const TuneResult& r) {
   json j;
   j["format"] = "tunebench-tune";
@@ -130,6 +147,14 @@ json report_json(const TuneResult& r) {
   j["final_throughput"] = num(r.final_throughput);
   j["budget_s"] = r.budget_s;
   j["elapsed_s"] = r.elapsed_s;
+  // How much of the budget the search spent, and on what.
+  j["budget_used_s"] = r.elapsed_s;
+  json phases = json::array();
+  for (const auto& [phase, s] : r.budget_phases) phases.push_back({{"phase", phase}, {"seconds", s}});
+  j["budget_phases"] = phases;
+  j["ended"] = r.ended;
+  // A simulated tune names what a person reaches by hand on the simulated machine, beside the tuner's figure.
+  if (r.environment.is_object() && r.environment.contains("simulation")) j["simulation"] = r.environment["simulation"];
   j["window"] = r.window;
   // What the GUI's dialog says (the protocol's tune_done without the file names): a tune run as a child
   // process (`tune --ranks N` from the GUI) is summed up from this file the same way as a live one.
@@ -163,7 +188,8 @@ json report_json(const TuneResult& r) {
   }
   j["trials"] = trials;
   json skipped = json::array();
-  for (const auto& s : r.skipped) skipped.push_back({{"knob", s.knob}, {"value", s.value}, {"reason", s.reason}});
+  for (const auto& s : r.skipped)
+    skipped.push_back({{"knob", s.knob}, {"value", s.value}, {"reason", s.reason}, {"left_s", num(s.left_s)}});
   j["skipped"] = skipped;
   json wf = json::array();
   for (const auto& [l, v] : r.waterfall) wf.push_back({{"label", l}, {"throughput", num(v)}});
@@ -229,6 +255,8 @@ std::string report_html(const TuneResult& r) {
     h += "<p><strong>What was slow:</strong> " + esc(b.bottleneck.empty() ? "see the breakdown" : b.bottleneck) +
          (b.findings.empty() ? "" : " — " + esc(b.findings.front())) + "</p>\n";
   }
+  if (!r.budget_phases.empty() || !r.ended.empty())
+    h += "<p><strong>The budget:</strong> " + esc(budget_text(r)) + "</p>\n";
   h += "<p class=\"muted\">" +
        esc(std::to_string(r.trials.size()) + " trials in " + fmt(r.elapsed_s, 0) + " s of a " + fmt(r.budget_s, 0) +
            " s budget; " + std::to_string(r.skipped.size()) + " skipped. Each trial runs the reference and the " +
@@ -401,6 +429,7 @@ std::string report_markdown(const TuneResult& r) {
   if (env.is_object() && env.contains("versions")) m << "- versions: " << env["versions"].dump() << "\n";
   m << "- model: " << jstr(env, "model") << "\n- data: " << jstr(env, "data") << "\n- budget: " << fmt(r.budget_s, 0)
     << " s, used " << fmt(r.elapsed_s, 0) << " s\n";
+  if (!r.budget_phases.empty() || !r.ended.empty()) m << "- " << budget_text(r) << "\n";
   for (const auto& n : r.notes) m << "- " << n << "\n";
   return m.str();
 }
@@ -441,16 +470,9 @@ nlohmann::json tune_done_message(const TuneResult& r, const std::string& html_pa
   m["final_throughput"] = num(r.final_throughput);
   // A tune that stops at 17 of 60 s must say why (a user saw "used 17 s" of 60 and no reason). The search ends when every phase is
   // done; the budget only cuts it short.
-  std::string ended;
-  if (r.budget_s > 0 && r.elapsed_s < 0.9 * r.budget_s) {
-    size_t not_here = 0;
-    for (const auto& sk : r.skipped) not_here += sk.reason.rfind("not applicable", 0) == 0 || sk.reason.rfind("needs", 0) == 0;
-    ended = "every applicable knob was tried (" + std::to_string(r.trials.size()) + " trials; " +
-            std::to_string(r.skipped.size()) + " knobs or values skipped, " + std::to_string(not_here) +
-            " of them not applicable here) and the final alternation confirmed the result";
-  } else if (r.elapsed_s >= r.budget_s) {
+  std::string ended = r.ended;
+  if (ended.empty() && r.budget_s > 0 && r.elapsed_s >= r.budget_s)
     ended = "the budget ran out; knobs not tried are listed as skipped in the report";
-  }
   m["ended"] = ended;
   return m;
 }

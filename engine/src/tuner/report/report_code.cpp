@@ -8,8 +8,8 @@
 #include <set>
 
 #include "engine/cpu_allocator.h"
-#include "tuner/report_parts.h"
-#include "tuner/report_script.h"
+#include "tuner/report/report_parts.h"
+#include "tuner/report/report_script.h"
 
 namespace tb::engine {
 namespace {

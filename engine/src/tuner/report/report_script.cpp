@@ -1,4 +1,4 @@
-#include "tuner/report_script.h"
+#include "tuner/report/report_script.h"
 
 #include <regex>
 #include <set>

@@ -3,7 +3,7 @@
 #include "engine/session_report.h"
 
 #include "engine/report.h"
-#include "tuner/report_parts.h"
+#include "tuner/report/report_parts.h"
 
 #include <fstream>
 #include <regex>

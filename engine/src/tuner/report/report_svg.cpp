@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "tuner/report_parts.h"
+#include "tuner/report/report_parts.h"
 
 namespace tb::engine::report_detail {
 namespace {
@@ -21,6 +21,17 @@ std::string color_of_outcome(const Trial& t) {
   if (t.outcome == "held") return "#2e7d32";
   if (t.outcome == "oom" || t.outcome == "failed") return "#6d4c41";
   return "#757575";
+}
+
+// A label right-aligned at the chart's left edge, shortened to the room there (about 0.55 em a character) so
+// that it does not run out of the picture: long ones ("all kept knobs + cpu_allocator=... (fresh processes)",
+// a pair of knobs kept together) did. The tables have them whole.
+std::string fit(std::string lbl, double room_px, double font_size) {
+  const size_t room = static_cast<size_t>(room_px / (0.55 * font_size));
+  if (lbl.size() <= room || room < 4) return lbl;
+  size_t cut = room - 3;
+  while (cut > 0 && (static_cast<unsigned char>(lbl[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
+  return lbl.substr(0, cut) + "...";
 }
 
 std::string svg_open(int w, int h, const std::string& label) {
@@ -75,7 +86,7 @@ std::string svg_waterfall(const TuneResult& r) {
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto& row = rows[i];
     const double y = top + rh * static_cast<double>(i);
-    s += text(left - 6, y + 17, row.label, "end");
+    s += text(left - 6, y + 17, fit(row.label, left - 8, 12), "end");
     const double a = std::min(row.from, row.to), b = std::max(row.from, row.to);
     const std::string fill = row.total ? "#4e79a7" : (row.to >= row.from ? "#59a14f" : "#e15759");
     s += rect(left + a * sx, y + 4, (b - a) * sx, rh - 8, fill, row.label + ": " + fmt(row.to, 1) + " samples/s");
@@ -117,16 +128,7 @@ std::string svg_forest(const TuneResult& r) {
     const Trial& t = *ts[i];
     const double y = top + rh * static_cast<double>(i) + rh / 2.0;
     const std::string c = color_of_outcome(t);
-    // Long labels ("all kept knobs + cpu_allocator=... (fresh processes)") ran out at the left: shortened to
-    // the room there (about 0.55 em a character); the table below has them whole.
-    std::string lbl = trial_label(t) + " (" + t.phase + ")";
-    const size_t room = static_cast<size_t>((left - 8) / (0.55 * 11));
-    if (lbl.size() > room) {
-      size_t cut = room - 3;
-      while (cut > 0 && (static_cast<unsigned char>(lbl[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
-      lbl = lbl.substr(0, cut) + "...";
-    }
-    s += text(left - 6, y + 4, lbl, "end", " font-size=\"11\"");
+    s += text(left - 6, y + 4, fit(trial_label(t) + " (" + t.phase + ")", left - 8, 11), "end", " font-size=\"11\"");
     s += line(X(t.estimate.lo), y, X(t.estimate.hi), y, c, 2);
     s += "<circle cx=\"" + fmt(X(t.estimate.ratio), 1) + "\" cy=\"" + fmt(y, 1) + "\" r=\"4\" fill=\"" + c +
          "\"><title>" + esc(trial_label(t) + ": " + interval_text(t.estimate) + ", " + t.outcome) + "</title></circle>\n";
@@ -156,7 +158,7 @@ std::string svg_breakdown(const TuneResult& r) {
   for (size_t i = 0; i < r.snapshots.size(); ++i) {
     const auto& sn = r.snapshots[i];
     const double y = top + rh * static_cast<double>(i);
-    s += text(left - 6, y + 17, sn.label, "end");
+    s += text(left - 6, y + 17, fit(sn.label, left - 8, 12), "end");
     double x = left;
     for (const auto& [p, v] : sn.breakdown_ms) {
       size_t ci = std::find(parts.begin(), parts.end(), p) - parts.begin();
@@ -191,7 +193,7 @@ std::string svg_stall(const TuneResult& r) {
   int i = 0;
   for (const Snapshot* sn : {&a, &b}) {
     const double y = top + rh * i++;
-    s += text(left - 6, y + 18, i == 1 ? "baseline" : "final (" + sn->label + ")", "end");
+    s += text(left - 6, y + 18, fit(i == 1 ? "baseline" : "final (" + sn->label + ")", left - 8, 12), "end");
     const double w = sn->worst_stall_ms / maxv * (W - left - right);
     s += rect(left, y + 4, w, rh - 8, i == 1 ? "#e15759" : "#59a14f");
     s += text(left + w + 4, y + 18, fmt(sn->worst_stall_ms, 1) + " ms " + sn->worst_stall_kind);

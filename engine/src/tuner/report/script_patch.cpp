@@ -8,8 +8,8 @@
 #include <regex>
 #include <sstream>
 
-#include "tuner/report_parts.h"
-#include "tuner/report_script.h"
+#include "tuner/report/report_parts.h"
+#include "tuner/report/report_script.h"
 
 namespace tb::engine {
 namespace fs = std::filesystem;

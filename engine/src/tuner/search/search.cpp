@@ -1,6 +1,7 @@
-// The search of engine/tuner.h: calibrate, noise floor, process knobs, screen, accumulate, revisit, final.
+// The search of engine/tuner.h: calibrate, noise floor, the search loop, the final alternation, the fresh-process
+// final, the summary.
 // This file runs the phases in order (Tuner::run) and holds the start phases; search.h lists the others.
-#include "tuner/search.h"
+#include "tuner/search/search.h"
 
 #include <cmath>
 #include <sstream>
@@ -59,6 +60,7 @@ TuneResult Tuner::run() {
   t0_ = w_.now_s();
   res_.budget_s = o_.budget_s;
   res_.environment = w_.describe();
+  cuda_ = res_.environment.value(nlohmann::json::json_pointer("/device_info/kind"), std::string()) == "cuda";
   res_.knobs = w_.knobs();
   const std::vector<std::string> first = w_.first_knobs();
   for (const auto& id : first)
@@ -72,16 +74,20 @@ TuneResult Tuner::run() {
   res_.baseline = baseline_;
   calibrate();
   noise_floor_phase();
-  process_phase(/*primary=*/true);
-  screen();
-  accumulate();
-  if (o_.revisit) revisit();
-  process_phase(/*primary=*/false);
+  search();
   final_phase();
+  fresh_final();
   summarize();
+  enter("done");
   res_.elapsed_s = w_.now_s() - t0_;
+  res_.budget_phases = budget_.by_phase();
   progress("done", "tuning finished: " + summary_line(), 1.0);
   return std::move(res_);
+}
+
+void Tuner::enter(const std::string& phase) {
+  if (!phase_.empty()) budget_.charge(phase_, elapsed());
+  phase_ = phase;
 }
 
 void Tuner::progress(const std::string& phase, const std::string& msg, double frac) {
@@ -123,7 +129,7 @@ bool Tuner::eligible(const KnobState& k, bool record_skip) {
 }
 
 void Tuner::calibrate() {
-  phase_ = "calibrate";
+  enter("calibrate");
   progress(phase_, "measuring the step time (for the plan only)", 0.0);
   current_ = baseline_;
   double t = w_.now_s();
@@ -135,10 +141,7 @@ void Tuner::calibrate() {
   const double spent = w_.now_s() - t;
   sec_per_step_ = m.steps > 0 && m.wall_s > 0 ? m.wall_s / m.steps : spent / std::max(1, m.steps + m.warmup_steps);
   warmup_est_ = m.warmup_steps;
-  if (const double s = w_.start_s(); s > 0) {
-    process_start_s_ = s;
-    start_cost_seen_ = true;
-  }
+  if (const double s = w_.start_s(); s > 0) process_start_s_ = s;
   // Fresh windows: each also pays the start-up of its processes, which is not in its steps.
   if (!w_.fresh_windows().empty())
     apply_s_ = std::max(apply_s_, spent - m.wall_s - m.warmup_steps * sec_per_step_);
@@ -160,6 +163,11 @@ void Tuner::calibrate() {
                                                                            o_.min_window_s / std::max(sec_per_step_, 1e-9)))));
   window_ = std::clamp(win, shortest, std::max(shortest, o_.max_window));
   res_.window = window_;
+  // The budget's priors until windows and processes have been measured here: this window, and a process's
+  // start-up as the workload saw its own (2 s when it cannot tell).
+  const double start = process_start_s_ > 0 ? process_start_s_ : 2.0;
+  budget_.prime(apply_s_ + (warmup_est_ + window_) * sec_per_step_,
+                start + (warmup_est_ + fresh_window()) * sec_per_step_);
   res_.notes.push_back("plan: " + std::to_string(n) + " screening trials, ~" + std::to_string(planned_trials_) +
                        " trials in all, each " + std::to_string(o_.rounds) + " pairs of windows (AB, BA, ...) of " +
                        std::to_string(window_) + " measured steps after a warm-up until stable (" +
@@ -174,9 +182,9 @@ void Tuner::calibrate() {
 
 // The baseline against itself, measured like a trial: the spread of a pair's log ratio on this machine.
 void Tuner::noise_floor_phase() {
-  phase_ = "noise floor";
+  enter("noise floor");
   // At most ~15% of the budget, and never fewer than 2 pairs (one pair has no spread).
-  const int aa = std::clamp(static_cast<int>(0.15 * o_.budget_s / (2 * window_cost_s())), 2, std::max(2, o_.aa_rounds));
+  const int aa = std::clamp(static_cast<int>(0.15 * o_.budget_s / (2 * budget_.window_s())), 2, std::max(2, o_.aa_rounds));
   progress(phase_, "A/A: the baseline against itself (" + std::to_string(aa) + " pairs)");
   Trial t;
   t.phase = phase_;

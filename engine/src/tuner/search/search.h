@@ -1,7 +1,9 @@
 // The tuner's search state (private to the engine): run_tune's Tuner class, declared once here so that its
-// phases can live in separate files: search.cpp (the run, the start phases), search_trial.cpp (one A/B
-// trial), search_plan.cpp (ladders, candidates, costs), search_process.cpp (process knobs),
-// search_screen.cpp (screen, accumulate, revisit), search_final.cpp (the final alternation, the summary).
+// phases can live in separate files: search.cpp (the run, the start phases), search_trial.cpp (one A/B trial),
+// search_plan.cpp (ladders, candidates, the order, what a trial costs and what is reserved), search_screen.cpp
+// (the search loop: the likeliest win next, on top of what is kept), search_final.cpp (the final alternation in this process),
+// search_fresh.cpp (the fresh-process final: the headline and the process knobs), search_summary.cpp (the
+// summary). The budget's rules are budget.h's; the knobs' priors priority.h's.
 #pragma once
 
 #include <algorithm>
@@ -14,6 +16,8 @@
 #include <vector>
 
 #include "engine/tuner.h"
+#include "tuner/search/budget.h"
+#include "tuner/search/priority.h"
 
 namespace tb::engine::search {
 
@@ -33,20 +37,22 @@ struct Change {
 
 class Tuner {
  public:
-  Tuner(Workload& w, const TuneOptions& o) : w_(w), o_(o) {}
+  Tuner(Workload& w, const TuneOptions& o) : w_(w), o_(o), budget_(o.budget_s, o.overrun) {}
 
   TuneResult run();
 
  private:
-  struct Winner {
-    Change change;
-    double gain = 1;
+  // A knob the budget could not pay for when its turn came: tried again when budget is left, else skipped.
+  struct Deferred {
+    std::string knob, value;
+    double need_s = 0, left_s = 0, reserve_s = 0;
   };
 
   // ----- helpers (search.cpp) ----------------------------------------------------------------------
   double elapsed() { return w_.now_s() - t0_; }
   double left() { return o_.budget_s - elapsed(); }
-
+  // Starts a phase; the time since the last phase boundary is charged to the phase before.
+  void enter(const std::string& phase);
   void progress(const std::string& phase, const std::string& msg, double frac = -1);
 
   Config final_config() const {
@@ -68,18 +74,20 @@ class Tuner {
     auto it = knobs_.find(knob);
     return it != knobs_.end() && it->second.info.process_scope;
   }
+  // Every window is a fresh process (a group): process knobs are screened like the others.
+  bool all_fresh() { return !w_.fresh_windows().empty(); }
+  bool cuda() const { return cuda_; }
   bool has_knob(const std::string& id) { return knobs_.count(id) && eligible(knobs_[id], false); }
   // The in-process windows ran under another allocator than the one the baseline starts with.
   bool measured_under_other_allocator() {
     const std::string m = w_.measurement_allocator();
     return !m.empty() && knobs_.count("cpu_allocator") && m != value_in(baseline_, "cpu_allocator");
   }
-  // Whether the headline is measured in fresh processes: a process knob is kept, or the in-process windows
-  // ran under another allocator than the user's start.
-  bool fresh_headline() {
-    if (!w_.fresh_windows().empty()) return false;  // the final alternation already ran in fresh processes
-    return !process_choice_.empty() ||
-           (!no_fresh_processes_ && measured_under_other_allocator() && final_config() != baseline_);
+  // Whether the headline must be measured in fresh processes: the in-process windows ran under another
+  // allocator than the user's start and something is kept (process knobs come as arms of that same final).
+  bool fresh_headline_needed() {
+    if (all_fresh() || no_fresh_processes_) return false;
+    return measured_under_other_allocator() && current_ != baseline_;
   }
   bool eligible(const KnobState& k, bool record_skip);
 
@@ -98,29 +106,34 @@ class Tuner {
     return d;
   }
 
-  // ----- ladders, candidates and costs (search_plan.cpp) --------------------------------------------
+  // ----- ladders, candidates, order and costs (search_plan.cpp) ---------------------------------------
   Ladder ladder_of(const KnobInfo& info);
   std::optional<std::string> ladder_next(const KnobInfo& info, const std::string& from);
   std::vector<Change> rung(const Config& ref, const std::string& id, const std::string& next);
   std::vector<std::string> plain_values(const KnobState& k, const std::string& from);
   std::optional<std::string> not_worth(const KnobInfo& info, const Config& c);
-  std::vector<std::string> revisit_order();
+  // Expected gain over cost of screening `id` now (the last snapshot's bottleneck), for the order.
+  double priority(const std::string& id);
+  // `ids` by priority, the workload's first knobs first, ties in catalog order.
+  std::vector<std::string> by_priority(const std::vector<std::string>& ids);
 
   double step_cost_s() { return sec_per_step_ > 0 ? sec_per_step_ : 0.05; }
-  double window_cost_s() { return (warmup_est_ + window_) * step_cost_s() + apply_s_; }
-  double trial_cost_s(const std::string& knob);
   // Measured steps of a fresh-process window: the trials' window, at least min_fresh_window_s long.
   int fresh_window() {
     const int by_time = static_cast<int>(std::ceil(o_.min_fresh_window_s / step_cost_s()));
     return std::clamp(by_time, window_, std::max(window_, 4 * o_.max_window));
   }
-  // process_start_s_ holds what a fresh window costs beyond its measured steps (start-up and warm-up).
-  double fresh_pair_cost_s() { return 2.0 * (fresh_window() * step_cost_s() + process_start_s_); }
-  double fresh_trial_cost_s() { return o_.rounds * fresh_pair_cost_s(); }
-  double final_cost_s(int extra_arms = 1);
-  double fresh_headline_cost_s();
-  bool fits_fresh(const std::string& knob, const std::string& value);
-  bool fits(const std::string& knob, const std::string& value);
+  double trial_cost_s(const std::string& knob, bool fresh = false);
+  // The in-process final alternation's arms: final, baseline and one without each kept knob.
+  int final_arms();
+  // The fresh-process final with its two arms (baseline, final): planned when needed and affordable.
+  bool fresh_final_planned();
+  // Arms reserved for it: the baseline, the final, and the measurement allocator's when it is the user's other.
+  int planned_fresh_arms();
+  // What the end of the tune needs (budget.h): the in-process final and the planned fresh final.
+  double reserve_s();
+  // Whether a trial of `knob`=`value` may start now; if not, it is deferred (and said).
+  bool fits(const std::string& knob, const std::string& value, bool fresh = false);
 
   // ----- one A/B trial (search_trial.cpp) -----------------------------------------------------------
   void take_snapshot(const std::string& lbl);
@@ -130,54 +143,87 @@ class Tuner {
   void classify(Trial& t, bool use_floor);
   Trial trial(const std::string& phase, const Config& ref, const std::string& ref_label, const Change& change,
               const Config& cand, bool fresh = false);
-  bool another_fresh_pair(const Trial& t, int pairs);
+  bool decided_early(const Trial& t);
   Trial& record(Trial t);
+  // The noise floor the intervals pool with: the A/A pairs and the spread of every in-process trial's pairs
+  // around its own mean (four A/A pairs alone misjudge it by 2x often enough: an H100 tune's 5.6%, a
+  // simulated one's 14% where the truth was 7%, which hid a 1.32x loader gain inside "the noise").
+  measure::NoiseFloor floor() const { return measure::pool(res_.noise_floor, residuals_); }
+  void learn_noise(const Trial& t);
 
   // ----- phases ------------------------------------------------------------------------------------
   // search.cpp
   void calibrate();
   void noise_floor_phase();
-  // search_process.cpp
-  void process_phase(bool primary);
   // search_screen.cpp
-  void screen();
+  void search();
+  // What to measure next for `id` from the current configuration: the next rung of its ladder (a workers
+  // rung with the intra-op threads it leaves, and on a CPU with every core), or its next value not yet
+  // measured from here; empty when there is none.
+  std::vector<Change> next_changes(const std::string& id);
+  // `ready` restricted to the model-level GPU knobs not yet measured when the first third's deadline for
+  // them is near (search_screen.cpp); else `ready`.
+  std::vector<std::string> due_first(const std::vector<std::string>& ready);
+  // Measures next_changes(id) and keeps a winner. False when it did not fit (deferred).
+  bool step_knob(const std::string& id);
+  // A trial of `id` from the current configuration that measured faster but could not decide (its interval
+  // covers 1): more pairs may decide it. nullopt when there is none (or it has all the pairs it may have).
+  std::optional<size_t> extendable(const std::string& id);
+  // Adds `rounds` pairs to trial `i` and decides again; keeps it when it now shows a gain.
+  void extend(size_t i);
+  // When no single knob is left to measure from here: two that each did not pay alone, of different kinds
+  // (the loader and the device's arithmetic), together. False when there is no such pair or it does not fit.
+  bool try_pair();
   void accept(size_t trial_index, const Change& c);
-  void accumulate();
   std::string current_label();
-  void revisit();
+  int misses(const std::string& id);
+  void defer(const std::string& knob, const std::string& value, double need);
+  void undefer(const std::string& knob);
+  // Every eligible knob that never had a trial, in the skipped list with the reason (budget, a knob it
+  // needs, nothing to try).
+  void record_untried();
   // search_final.cpp
   void final_phase();
-  bool fresh_headline_phase();
+  // search_fresh.cpp
+  void fresh_final();
+  // search_summary.cpp
   void summarize();
 
   Workload& w_;
   const TuneOptions& o_;
+  Budget budget_;
   TuneResult res_;
   measure::LoadProbe load_;
   double t0_ = 0;
+  bool cuda_ = false;
   std::string phase_;
   std::map<std::string, KnobState> knobs_;
-  std::vector<std::string> order_;
+  std::vector<std::string> order_;  // catalog order, the workload's first knobs first
   Config baseline_, current_;
   std::map<std::string, std::string> process_choice_;  // process knobs kept (measured in fresh processes)
   bool no_fresh_processes_ = false;
-  std::set<std::string> deferred_;  // process knobs left from the primary pass to the second one
-  double sec_per_step_ = 0, apply_s_ = 0, probe_s_ = 0, warmup_est_ = 3, process_start_s_ = 1.0;
-  bool start_cost_seen_ = false;  // process_start_s_ comes from a process measured here, not the default
+  double sec_per_step_ = 0, apply_s_ = 0, warmup_est_ = 3;
+  double process_start_s_ = -1;  // a fresh process's cost before its first measured step, when known
   int window_ = 8;
   int planned_trials_ = 0;
-  int screened_knobs_ = 0;
   std::optional<double> baseline_loss_;
-  std::vector<Winner> winners_;
-  std::vector<Change> kept_;         // in the order they were kept (process knobs first)
+  std::vector<Change> kept_;         // in the order they were kept
   std::vector<size_t> kept_trial_;   // the trial each was kept on
   std::vector<double> kept_ratio_;   // its ratio against the configuration before it was kept
   std::map<std::string, std::vector<measure::Window>> baseline_phase_;
   std::set<std::string> tried_;   // ref|cand pairs already measured
   std::set<std::string> failed_;  // knob=value that failed (OOM, drift): never retried
-  std::set<std::string> slower_;  // knob=value measured slower: not revisited
   std::map<std::string, int64_t> oom_floor_;  // lowest value of an int knob that ran out of memory
+  std::vector<Deferred> deferred_;
   std::string last_bottleneck_;
+  StepShares shares_;  // where the step's time went, from the last snapshot (priority.h)
+  measure::NoiseFloor residuals_;  // pooled spread of the trials' pairs around their means
+  // What each search trial compared, for extend().
+  struct Plan {
+    Config ref, cand;
+    Change change;
+  };
+  std::map<size_t, Plan> plans_;
 };
 
 }  // namespace tb::engine::search

@@ -1,91 +1,331 @@
-// The process-knob phase of the tuner's search (search.h): knobs that take effect at process start,
-// measured in fresh processes against the baseline.
-#include "tuner/search.h"
+// The fresh-process final of the tuner's search (search.h): what a user who starts the training gets.
+//
+// One alternation of fresh processes answers two questions at once. Its arms: the baseline as the user starts
+// it, the final configuration, and the final configuration with each process knob (KnobInfo::process_scope:
+// cpu_allocator, cudnn_benchmark, ranks; they cannot be switched back and forth in a running process, so they
+// are measured here, on top of every in-process winner, where they can act). A process knob is kept when its
+// arm beats the final arm; the headline is the baseline against the best arm. A separate trial per process
+// knob, as before, measured it against the naive baseline (where a loader-bound step hides cuDNN's autotuner)
+// and paid the start-ups twice: on an H100 a fresh ResNet-50 process takes ~15 s before its first step, and
+// three pairs of them took a third of a 255 s budget before any other knob had a turn.
+//
+// The headline arms are reserved from the first kept change (budget.h); process-knob arms join only when the
+// budget still pays for them. Where the kept knobs lose their gain under the user's allocator (a script's
+// loader worker processes under glibc's defaults) the allocator the in-process windows ran under is the
+// cpu_allocator arm, and it is kept with them when it is what makes them pay; where every arm is slower than
+// the baseline, nothing is recommended.
+#include <cmath>
+#include <limits>
+
+#include "tuner/search/search.h"
 
 namespace tb::engine::search {
 
-// Knobs that take effect at process start, each value in fresh processes against the baseline. Fresh
-// processes are expensive (start-up, model build): the primary pass tries each knob's recommended value
-// only; the other values come after the revisit, with what is left of the budget.
-void Tuner::process_phase(bool primary) {
-  phase_ = "process";
+namespace {
+
+struct FreshArm {
+  std::string name;
+  Config config;
+  Change change;  // the process knob it adds (empty knob for the baseline and final arms)
+  std::vector<measure::Window> windows;
+  std::string failed;
+};
+
+void paired(const FreshArm& x, const FreshArm& y, std::vector<measure::Window>& a, std::vector<measure::Window>& b) {
+  const size_t n = std::min(x.windows.size(), y.windows.size());
+  a.assign(x.windows.begin(), x.windows.begin() + long(n));
+  b.assign(y.windows.begin(), y.windows.begin() + long(n));
+}
+
+}  // namespace
+
+void Tuner::fresh_final() {
+  if (all_fresh()) return;  // every window was a fresh process: the final alternation was already this
+  enter("fresh final");
+  // The process knobs' candidate values.
+  std::vector<Change> candidates;
   for (const auto& id : order_) {
     const auto& k = knobs_[id];
-    if (!k.info.process_scope || !eligible(k, primary)) continue;
-    if (auto why = not_worth(k.info, final_config()); why) {
-      if (primary) res_.skipped.push_back({id, "", *why});
+    if (!k.info.process_scope || !eligible(k, true)) continue;
+    for (const auto& v : k.applicability.unavailable_values)
+      res_.skipped.push_back({id, v, k.applicability.reason.empty() ? "unavailable here" : k.applicability.reason});
+    if (no_fresh_processes_) {
+      res_.skipped.push_back({id, "", "takes effect at process start and this workload cannot start processes"});
       continue;
     }
-    if (primary)
-      for (const auto& v : k.applicability.unavailable_values)
-        res_.skipped.push_back({id, v, k.applicability.reason.empty() ? "unavailable here" : k.applicability.reason});
-    if (!primary && no_fresh_processes_) break;
-    // The allocator, when the in-process windows ran under another one (a script's live child): the
-    // fresh-process headline measures the kept knobs under the user's allocator and then under the
-    // measurement one, so trying it alone first would spend a third of a small budget on a question the
-    // headline answers. Alone it comes in the second pass, when budget is left.
-    if (primary && id == "cpu_allocator" && measured_under_other_allocator()) {
-      deferred_.insert(id);
+    if (auto why = not_worth(k.info, current_)) {
+      res_.skipped.push_back({id, "", *why});
       continue;
     }
-    std::optional<size_t> best;
-    for (size_t i = 0; i < res_.trials.size(); ++i)
-      if (res_.trials[i].phase == "process" && res_.trials[i].knob == id && res_.trials[i].accepted) best = i;
-    std::vector<std::string> values;
-    for (const auto& v : plain_values(k, baseline_[id]))
-      if ((v == k.info.recommended_value) == primary) values.push_back(v);
-    if (primary && values.empty()) values = plain_values(k, baseline_[id]);  // no recommended: all now
-    if (!primary && deferred_.count(id)) values = plain_values(k, baseline_[id]);
-    // On top of the other process knobs already chosen: two of them can address one cause. Measured here,
-    // a 2-rank group ran 3.5x the baseline process only because the baseline page-faulted under glibc's
-    // malloc and the ranks did not (c10d's start-up raised glibc's mmap threshold); against the process with
-    // cpu_allocator=glibc_tuned the ranks gave about 1.05x (one run each).
-    Config ref = baseline_;
-    std::string ref_label = "baseline";
-    for (const auto& [k, chosen] : process_choice_)
-      if (k != id) {
-        ref[k] = chosen;
-        ref_label += " + " + label(k, chosen);
-      }
-    for (const auto& v : values) {
-      if (!fits_fresh(id, v)) break;
-      Config cand = ref;
-      cand[id] = v;
-      Change c;
-      c.delta[id] = v;
-      c.knob = id;
-      c.value = v;
-      Trial& t = record(trial(phase_, ref, ref_label, c, cand, /*fresh=*/true));
-      if (t.outcome == "failed" && t.reason.find("cannot start fresh processes") != std::string::npos) {
-        res_.trials.pop_back();
-        res_.skipped.push_back({id, "", "takes effect at process start and this workload cannot start processes"});
-        no_fresh_processes_ = true;
-        break;
-      }
-      const size_t i = res_.trials.size() - 1;
-      if (res_.trials[i].accepted && (!best || res_.trials[i].estimate.ratio > res_.trials[*best].estimate.ratio)) {
-        if (best) res_.trials[*best].accepted = false;
-        best = i;
-      } else if (res_.trials[i].accepted) {
-        res_.trials[i].accepted = false;
-        res_.trials[i].reason += "; " + label(id, res_.trials[*best].value) + " was faster";
-      }
+    // The allocator the in-process windows ran under is the one the kept knobs were measured with.
+    std::string v = k.info.recommended_value;
+    if (id == "cpu_allocator" && measured_under_other_allocator()) v = w_.measurement_allocator();
+    const auto& bad = k.applicability.unavailable_values;
+    if (v.empty() || v == value_in(baseline_, id) || std::find(bad.begin(), bad.end(), v) != bad.end()) {
+      res_.skipped.push_back({id, "", "the recommended value is the baseline's"});
+      continue;
     }
-    auto chosen = process_choice_.find(id);
-    if (best && (chosen == process_choice_.end() || chosen->second != res_.trials[*best].value)) {
-      process_choice_[id] = res_.trials[*best].value;
-      for (size_t i = kept_.size(); i-- > 0;)
-        if (kept_[i].knob == id) {
-          kept_.erase(kept_.begin() + long(i));
-          kept_trial_.erase(kept_trial_.begin() + long(i));
-          kept_ratio_.erase(kept_ratio_.begin() + long(i));
-        }
-      // Process knobs first in the waterfall: they apply before anything else runs.
-      kept_.insert(kept_.begin(), {{{id, res_.trials[*best].value}}, id, res_.trials[*best].value, ""});
-      kept_trial_.insert(kept_trial_.begin(), *best);
-      kept_ratio_.insert(kept_ratio_.begin(), res_.trials[*best].estimate.ratio);
+    candidates.push_back({{{id, v}}, id, v, ""});
+  }
+  const bool need = fresh_headline_needed();
+  if (!need && candidates.empty()) return;
+
+  std::vector<FreshArm> arms;
+  arms.push_back({"baseline", baseline_, {}, {}, ""});
+  const bool has_final = current_ != baseline_;
+  if (has_final) arms.push_back({"final", current_, {}, {}, ""});
+  const size_t ref = has_final ? 1 : 0;  // what a process knob is measured on top of
+  const double base_cost = budget_.alternation_s(int(arms.size()), o_.rounds, true);
+  // Planned (reserved from the first kept change) it may use the budget's margin; unplanned it runs when what
+  // is left pays for it (the search ended early).
+  if (need && !(fresh_final_planned() ? budget_.may_finish(elapsed(), base_cost) : budget_.may_extend(elapsed(), base_cost))) {
+    res_.notes.push_back("a fresh-process headline needs ~" + fmt(base_cost, 0) + " s here (" + std::to_string(o_.rounds) +
+                         " rounds of a baseline and a final process, ~" + fmt(budget_.fresh_window_s(), 0) +
+                         " s each) and " + fmt(std::max(0.0, left()), 0) +
+                         " s are left: the headline is this process's final alternation; give at least " +
+                         fmt(std::max(base_cost / o_.max_fresh_share, elapsed() + base_cost), 0) +
+                         " s for a fresh-start check");
+    for (const auto& c : candidates)
+      res_.skipped.push_back({c.knob, c.value,
+                              "budget: takes effect at process start, and a fresh-process final (~" + fmt(base_cost, 0) +
+                                  " s) did not fit in what was left",
+                              std::max(0.0, left()), base_cost});
+    return;
+  }
+  // Process-knob arms, most likely win first, while the alternation stays within the budget. The allocator the
+  // in-process windows ran under comes first when it differs from the user's: without it a headline that
+  // loses in a fresh start cannot say whether the allocator is what the kept knobs need. Until a fresh
+  // process has been measured here its cost is the workload's own figure, or a guess when it has none: then a
+  // quarter as much again is held back.
+  std::vector<std::string> ids;
+  for (const auto& c : candidates) ids.push_back(c.knob);
+  ids = by_priority(ids);
+  if (measured_under_other_allocator())
+    std::stable_partition(ids.begin(), ids.end(), [](const std::string& id) { return id == "cpu_allocator"; });
+  const double guess = budget_.fresh_measured() || w_.start_s() > 0 ? 1.0 : 1.25;
+  for (const auto& id : ids) {
+    const Change& c = *std::find_if(candidates.begin(), candidates.end(), [&](const Change& x) { return x.knob == id; });
+    const double cost = guess * budget_.alternation_s(int(arms.size()) + 1, o_.rounds, true);
+    // Without a headline to measure, the two arms a process knob needs are its own cost.
+    if (budget_.may_extend(elapsed(), cost) || (arms.size() == 1 && budget_.may_finish(elapsed(), cost))) {
+      arms.push_back({"+ " + label(c), with(arms[ref].config, c.delta), c, {}, ""});
+    } else {
+      res_.skipped.push_back({c.knob, c.value,
+                              "budget: takes effect at process start; its arm in the fresh-process final needs ~" +
+                                  fmt(guess * budget_.alternation_s(1, o_.rounds, true), 0) + " s (" +
+                                  std::to_string(o_.rounds) + " processes of ~" + fmt(guess * budget_.fresh_window_s(), 0) +
+                                  " s) and " +
+                                  fmt(std::max(0.0, left() - guess * budget_.alternation_s(int(arms.size()), o_.rounds, true)), 0) +
+                                  " s are left beside the arms before it",
+                              std::max(0.0, left()), guess * budget_.alternation_s(1, o_.rounds, true)});
+      progress(phase_, "skipped " + label(c) + " (budget)");
     }
   }
+  // Nothing to measure: no headline needed and no process knob affordable.
+  if (arms.size() < 2 || (!need && arms.size() == (has_final ? 2u : 1u))) return;
+
+  std::string names;
+  for (const auto& a : arms) names += (names.empty() ? "" : ", ") + a.name;
+  progress(phase_, "fresh processes: " + names + ", " + std::to_string(o_.rounds) + " rounds");
+  const double start = w_.now_s();
+  // More rounds while a question is still open (its interval covers 1 and a gain, and is wider than +-5%) and
+  // the budget pays for a round: process-to-process noise of +-10% needs 6-8 pairs to decide.
+  auto open = [&] {
+    std::vector<measure::Window> a, b;
+    auto undecided = [&](const FreshArm& x, const FreshArm& y) {
+      paired(x, y, a, b);
+      const auto e = measure::paired_ratio(a, b, nullptr, o_.confidence);
+      return !e.valid() || !(e.lo > 1 || e.hi < 1 + o_.min_gain || e.hi - e.lo < 0.10);
+    };
+    for (size_t j = 1; j < arms.size(); ++j) {
+      if (!arms[j].failed.empty()) continue;
+      // Each arm against the baseline (a headline it may become), each process knob against the final.
+      if (undecided(arms[0], arms[j])) return true;
+      if (j != ref && ref != 0 && undecided(arms[ref], arms[j])) return true;
+    }
+    return false;
+  };
+  auto live = [&] {
+    int n = 0;
+    for (const auto& a : arms) n += a.failed.empty();
+    return n;
+  };
+  int rounds = 0;
+  std::string fatal;
+  for (int r = 0; fatal.empty(); ++r) {
+    if (r >= 2 && r < o_.rounds && !budget_.may_finish(elapsed(), budget_.alternation_s(live(), 1, true))) {
+      res_.notes.push_back("the fresh-process final stopped after " + std::to_string(r) +
+                           " rounds at the budget's hard end (a fresh process took ~" + fmt(budget_.fresh_window_s(), 0) +
+                           " s here)");
+      break;
+    }
+    if (r >= o_.rounds) {
+      if (r >= o_.max_fresh_rounds || !open()) break;
+      if (!budget_.may_extend(elapsed(), budget_.alternation_s(live(), 1, true))) break;
+      progress(phase_, "undecided after " + std::to_string(r) + " rounds of fresh processes: one more round");
+    }
+    for (size_t j = 0; j < arms.size(); ++j) {
+      FreshArm& arm = arms[(j + size_t(r)) % arms.size()];
+      if (!arm.failed.empty()) continue;
+      try {
+        arm.windows.push_back(window_of(arm.config, true));
+      } catch (const TrialFailure& f) {
+        const std::string why = f.what();
+        if (why.find("cannot start fresh processes") != std::string::npos) {
+          no_fresh_processes_ = true;
+          fatal = why;
+          break;
+        }
+        arm.failed = why;
+        if (&arm == &arms[0] || (has_final && &arm == &arms[1])) fatal = arm.name + ": " + why;
+      }
+    }
+    rounds = r + 1;
+  }
+  if (no_fresh_processes_) {
+    for (size_t j = 1; j < arms.size(); ++j)
+      if (!arms[j].change.knob.empty())
+        res_.skipped.push_back({arms[j].change.knob, "", "takes effect at process start and this workload cannot start processes"});
+    return;
+  }
+  const double spent = w_.now_s() - start;
+  if (!fatal.empty()) {
+    res_.notes.push_back("the final configuration failed in a fresh process (" + fatal + "); the headline is this process's");
+    return;
+  }
+
+  // Each process knob: its arm against the final's.
+  std::optional<size_t> chosen;
+  std::vector<std::string> also_paid;
+  for (size_t j = 0; j < arms.size(); ++j) {
+    if (arms[j].change.knob.empty()) continue;
+    const Change& c = arms[j].change;
+    Trial t;
+    t.phase = "process";
+    t.knob = c.knob;
+    t.value = c.value;
+    t.from = value_in(baseline_, c.knob);
+    t.reference = has_final ? "final (fresh processes)" : "baseline (fresh processes)";
+    t.fresh_processes = true;
+    t.window = fresh_window();
+    t.seconds = spent / double(arms.size());
+    if (!arms[j].failed.empty()) {
+      t.outcome = "failed";
+      t.reason = "could not run: " + arms[j].failed;
+      record(std::move(t));
+      continue;
+    }
+    paired(arms[ref], arms[j], t.a, t.b);
+    t.rounds = static_cast<int>(t.a.size());
+    t.before = measure::pooled_throughput(t.a);
+    t.after = measure::pooled_throughput(t.b);
+    t.estimate = measure::paired_ratio(t.a, t.b, nullptr, o_.confidence);
+    classify(t, false);
+    if (t.accepted) {
+      if (!chosen || t.estimate.ratio > res_.trials[*chosen].estimate.ratio) {
+        if (chosen) also_paid.push_back(label(res_.trials[*chosen].knob, res_.trials[*chosen].value));
+        chosen = res_.trials.size();
+      } else {
+        also_paid.push_back(label(c));
+      }
+    }
+    record(std::move(t));
+  }
+  if (!also_paid.empty()) {
+    std::string s;
+    for (const auto& x : also_paid) s += (s.empty() ? "" : ", ") + x;
+    res_.notes.push_back(s + " also paid alone in fresh processes; only the fastest process knob is kept (the pair was "
+                             "not measured together): tune again with it set to measure the rest on top");
+  }
+  for (auto& t : res_.trials)
+    if (chosen && &t != &res_.trials[*chosen] && t.phase == "process" && t.accepted) {
+      t.accepted = false;
+      t.reason += "; " + label(res_.trials[*chosen].knob, res_.trials[*chosen].value) + " was faster";
+    }
+
+  // The headline: the baseline against the best arm.
+  auto headline = [&](size_t j, const std::string& what) {
+    Trial t;
+    t.phase = "final";
+    t.value = what;
+    t.reference = "baseline";
+    t.fresh_processes = true;
+    t.window = fresh_window();
+    t.seconds = spent / double(arms.size());
+    paired(arms[0], arms[j], t.a, t.b);
+    t.rounds = static_cast<int>(t.a.size());
+    t.before = measure::pooled_throughput(t.a);
+    t.after = measure::pooled_throughput(t.b);
+    t.estimate = measure::paired_ratio(t.a, t.b, nullptr, o_.confidence);
+    classify(t, false);
+    t.accepted = false;
+    return t;
+  };
+  std::optional<size_t> chosen_arm;
+  if (chosen)
+    for (size_t j = 0; j < arms.size(); ++j)
+      if (arms[j].change.knob == res_.trials[*chosen].knob) chosen_arm = j;
+  if (!has_final && !chosen_arm) return;  // a process knob alone that did not pay: nothing kept, no headline
+  const std::string meas = w_.measurement_allocator();
+  const std::string user = value_in(baseline_, "cpu_allocator");
+  const std::string in_process =
+      res_.speedup_in_process.valid() ? fmt(res_.speedup_in_process.ratio, 2) + "x" : std::string("a gain");
+  std::string alloc_reason;  // the allocator arm's verdict, for the notes
+  for (const auto& t : res_.trials)
+    if (t.phase == "process" && t.knob == "cpu_allocator") alloc_reason = t.reason;
+  // The final as it is, under the user's start (recorded beside the headline when a process knob joins it).
+  Trial plain;
+  if (has_final) plain = headline(ref, "all kept knobs (fresh processes)");
+  const std::string plain_reason = plain.reason;
+  Trial h;
+  if (chosen_arm) {
+    const Change& c = arms[*chosen_arm].change;
+    h = headline(*chosen_arm, has_final ? "all kept knobs + " + label(c) + " (fresh processes)" : label(c) + " (fresh processes)");
+    if (has_final && c.knob == "cpu_allocator" && plain.outcome != "gain" && measured_under_other_allocator()) {
+      res_.notes.push_back("the kept knobs measured " + in_process + " in this process (under " + meas + ") but " +
+                           plain_reason + " in fresh processes under " + user + "; with " + label(c) + ": " + h.reason +
+                           (h.outcome == "gain" ? ": they hold with it, kept with them" : ""));
+      alloc_reason.clear();  // said
+    }
+    if (has_final) record(std::move(plain));
+  } else {
+    h = std::move(plain);
+  }
+  res_.speedup = h.estimate;
+  res_.speedup_fresh_processes = true;
+  res_.baseline_throughput = h.before;
+  res_.final_throughput = h.after;
+  const bool slower = h.outcome == "slower", lost = h.outcome != "gain";
+  const std::string h_reason = h.reason;
+  record(std::move(h));
+  if (chosen_arm && !slower) {
+    const Change& c = arms[*chosen_arm].change;
+    process_choice_[c.knob] = c.value;
+    kept_.push_back(c);
+    kept_trial_.push_back(*chosen);
+    kept_ratio_.push_back(res_.trials[*chosen].estimate.ratio);
+  }
+  if (!lost || !measured_under_other_allocator() || !has_final) return;
+  if (chosen_arm && arms[*chosen_arm].change.knob == "cpu_allocator" && !slower) return;  // said above
+  // Faster in this process, not in a fresh one under the user's allocator.
+  const std::string why = "the kept knobs measured " + in_process + " in this process (under " + meas + ") but " +
+                          plain_reason + " in fresh processes under " + user;
+  std::string alloc;
+  if (!has_knob("cpu_allocator")) alloc = "cpu_allocator is not tuned here";
+  else if (!alloc_reason.empty()) alloc = "with cpu_allocator=" + meas + " too: " + alloc_reason;
+  else alloc = "cpu_allocator was not measured with them (budget)";
+  if (!slower) {
+    res_.notes.push_back(why + "; " + alloc);
+    return;
+  }
+  // Never recommend what a fresh start measured slower: back to the baseline, and say how to keep them.
+  res_.notes.push_back(why + "; " + alloc + ". They are not kept: a training started with them runs slower " +
+                       "(tune with cpu_allocator, or set it, to keep them)");
+  current_ = baseline_;
+  kept_.clear();
+  kept_trial_.clear();
+  kept_ratio_.clear();
+  process_choice_.clear();
 }
 
 }  // namespace tb::engine::search

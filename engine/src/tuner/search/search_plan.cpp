@@ -1,27 +1,9 @@
 // Planning of the tuner's search (search.h): the ladders of the int knobs, the candidates of a rung, the
-// values worth screening, the revisit order and the budget each trial needs.
-#include "tuner/search.h"
+// values worth screening, the order (priority.h) and what a trial costs and the end reserves (budget.h).
+#include "tuner/search/priority.h"
+#include "tuner/search/search.h"
 
 namespace tb::engine::search {
-
-namespace {
-
-// Knobs that address each kind of bottleneck, tried first in the revisit phase (the analysis' findings name them: docs/analysis.md).
-const std::map<std::string, std::vector<std::string>>& remedies() {
-  static const std::map<std::string, std::vector<std::string>> m = {
-      {"loader", {"workers", "prefetch", "pin_memory", "non_blocking", "fp32_preprocess", "intra_op_threads"}},
-      {"h2d", {"pin_memory", "non_blocking", "prefetch"}},
-      {"launch", {"cuda_graphs", "batch_size", "fused_pointwise", "fused_optimizer", "zero_grad_none"}},
-      {"sync", {"sync_free_logging", "cuda_graphs"}},
-      {"comm", {"bucket_cap_mb", "comm_hook", "gradient_as_bucket_view", "grad_accumulation", "static_graph",
-                "broadcast_buffers"}},
-      {"compute", {"amp", "tf32", "channels_last", "cudnn_benchmark", "anomaly_detection", "fused_pointwise",
-                   "conv_bias_before_bn", "batch_size", "intra_op_threads"}},
-  };
-  return m;
-}
-
-}  // namespace
 
 Ladder Tuner::ladder_of(const KnobInfo& info) {
   if (info.type != KnobType::Int) return Ladder::None;
@@ -78,7 +60,9 @@ std::vector<Change> Tuner::rung(const Config& ref, const std::string& id, const 
     int64_t w = 0;
     parse_int(next, w);
     const int cores = std::max(1, w_.cpu_cores());
-    if (std::max<int64_t>(1, cores - w) != cores) {
+    // On a GPU the intra-op threads idle while the device computes: the variant would double the rungs'
+    // cost for nothing (the H100's tune measured workers=1 1.80x and with 16 threads 1.86x, within noise).
+    if (!cuda_ && std::max<int64_t>(1, cores - w) != cores) {
       Change all = c;
       all.delta["intra_op_threads"] = std::to_string(cores);
       all.also = also("intra_op_threads=" + std::to_string(cores));
@@ -124,9 +108,10 @@ std::vector<std::string> Tuner::plain_values(const KnobState& k, const std::stri
   }
   std::vector<std::string> choices = info.choices;
   if (choices.empty() && info.type == KnobType::Bool) choices = {"off", "on"};
-  // Mixed precision on a CPU: bf16 first. Most CPUs have bf16 kernels but no fp16 arithmetic (fp16 measured
-  // 0.085x here), and a tight budget spent on fp16 left bf16 (1.3-1.5x) untried.
-  if (info.id == "amp" && res_.environment.value(nlohmann::json::json_pointer("/device_info/kind"), std::string()) == "cpu") {
+  // Mixed precision: bf16 first. Most CPUs have bf16 kernels but no fp16 arithmetic (fp16 measured 0.085x
+  // here), and a tight budget spent on fp16 left bf16 (1.3-1.5x) untried; on an Ampere or newer GPU bf16 runs
+  // as fast as fp16 without a loss scaler (the hand sequence's amp=bf16 on the H100).
+  if (info.id == "amp") {
     auto bf16 = std::find(choices.begin(), choices.end(), "bf16"), fp16 = std::find(choices.begin(), choices.end(), "fp16");
     if (bf16 != choices.end() && fp16 != choices.end() && fp16 < bf16) std::iter_swap(bf16, fp16);
   }
@@ -149,65 +134,91 @@ std::optional<std::string> Tuner::not_worth(const KnobInfo& info, const Config& 
   return std::nullopt;
 }
 
-// Knobs ordered by how well they address the last bottleneck, then catalog order.
-std::vector<std::string> Tuner::revisit_order() {
+double Tuner::priority(const std::string& id) {
+  // A knob measured without paying comes back at half its expected gain each time (once the configuration
+  // changed: two knobs may pay only together); one never tried keeps its full prior.
+  double gain = 1.0 + (expected_gain(id, shares_, cuda_) - 1.0) * std::pow(0.5, misses(id));
+  // Nothing new to try, but a trial from here measured faster without deciding: what it measured is its
+  // prior (discounted: a chance high ratio is likelier among the undecided ones).
+  if (next_changes(id).empty())
+    if (auto i = extendable(id)) gain = 1.0 + 0.5 * (res_.trials[*i].estimate.ratio - 1.0);
+  return (gain - 1.0) / std::max(1e-3, trial_cost_s(id, process_knob(id) && !all_fresh()));
+}
+
+std::vector<std::string> Tuner::by_priority(const std::vector<std::string>& ids) {
+  const std::vector<std::string> first = w_.first_knobs();
+  auto rank = [&](const std::string& id) {
+    auto f = std::find(first.begin(), first.end(), id);
+    return f == first.end() ? first.size() : size_t(f - first.begin());
+  };
+  std::vector<std::pair<std::string, double>> scored;
+  for (const auto& id : ids) scored.push_back({id, priority(id)});
+  std::stable_sort(scored.begin(), scored.end(), [&](const auto& a, const auto& b) {
+    if (rank(a.first) != rank(b.first)) return rank(a.first) < rank(b.first);
+    return a.second > b.second;
+  });
   std::vector<std::string> out;
-  auto it = remedies().find(last_bottleneck_);
-  if (it != remedies().end())
-    for (const auto& id : it->second)
-      if (knobs_.count(id)) out.push_back(id);
-  for (const auto& id : order_)
-    if (std::find(out.begin(), out.end(), id) == out.end()) out.push_back(id);
+  for (const auto& [id, p] : scored) out.push_back(id);
   return out;
 }
 
-double Tuner::trial_cost_s(const std::string& knob) {
-  double c = 2.0 * o_.rounds * window_cost_s();
-  if (numerics(knob)) c += probe_s_ > 0 ? probe_s_ : o_.probe_steps * step_cost_s() * 2;
-  return c;
+double Tuner::trial_cost_s(const std::string& knob, bool fresh) {
+  return budget_.trial_s(o_.rounds, fresh, numerics(knob) && w_.has_loss_probe(),
+                         extra_cost_s(knob, cuda_, value_in(current_, "compile") == "on"));
 }
 
-// The final alternation: baseline, final and final-without-each-kept-knob arms, `rounds` times, and the
-// fresh-process headline when a process knob is kept.
-double Tuner::final_cost_s(int extra_arms) {
-  const int arms = 2 + static_cast<int>(kept_.size()) + extra_arms;
-  double c = arms * o_.rounds * window_cost_s();
-  return c + fresh_headline_cost_s();
+int Tuner::final_arms() {
+  int inproc = 0;
+  for (const auto& c : kept_)
+    if (all_fresh() || !process_knob(c.knob)) ++inproc;
+  // With one kept knob, "final without it" is the baseline arm; with none the baseline alone is measured.
+  return inproc == 0 ? 1 : inproc == 1 ? 2 : 2 + inproc;
 }
 
-// The fresh-process headline, when there will be one. Under another allocator than the user's it may need a
-// second fresh trial (with the measurement allocator) when the kept knobs lose their gain in a fresh start.
-double Tuner::fresh_headline_cost_s() {
-  if (!fresh_headline()) return 0;
-  return (measured_under_other_allocator() && !process_choice_.count("cpu_allocator") ? 2 : 1) * fresh_trial_cost_s();
+int Tuner::planned_fresh_arms() {
+  // The baseline and the final, and the allocator the windows ran under when the user's is another: the
+  // headline's question is incomplete without it (search_fresh.cpp).
+  const bool alloc = has_knob("cpu_allocator") && measured_under_other_allocator();
+  return 2 + (alloc ? 1 : 0);
 }
 
-// A process-knob trial and the fresh-process headline it would add to the final.
-bool Tuner::fits_fresh(const std::string& knob, const std::string& value) {
-  // Once a fresh process has shown what it costs here: a trial that cannot finish its pairs within its share.
-  if (start_cost_seen_ && fresh_trial_cost_s() > o_.max_trial_share * o_.budget_s) {
-    res_.skipped.push_back({knob, value, "budget: a fresh-process trial needs ~" + fmt(fresh_trial_cost_s(), 0) +
-                                             " s here, more than " + fmt(o_.max_trial_share * 100, 0) +
-                                             "% of the budget"});
-    progress(phase_, "skipped " + label(knob, value) + " (budget)");
-    return false;
+bool Tuner::fresh_final_planned() {
+  if (!fresh_headline_needed()) return false;
+  return budget_.affordable_share(budget_.alternation_s(2, o_.rounds, true), o_.max_fresh_share);
+}
+
+double Tuner::reserve_s() {
+  double r = budget_.alternation_s(final_arms(), o_.rounds, false);
+  if (fresh_final_planned()) {
+    const int arms = budget_.affordable_share(budget_.alternation_s(planned_fresh_arms(), o_.rounds, true), o_.max_fresh_share)
+                         ? planned_fresh_arms()
+                         : 2;
+    r += budget_.alternation_s(arms, o_.rounds, true);
   }
-  const double need = 2 * fresh_trial_cost_s() + final_cost_s();
-  if (need <= left()) return true;
-  res_.skipped.push_back({knob, value, "budget: fresh-process trials need ~" + fmt(2 * fresh_trial_cost_s(), 0) +
-                                           " s with their final check, " +
-                                           fmt(std::max(0.0, left() - final_cost_s()), 0) + " s left"});
-  progress(phase_, "skipped " + label(knob, value) + " (budget)");
-  return false;
+  // Under torch.compile every arm that changes amp or channels_last compiles once more in this process, and
+  // every fresh process of the final arm compiles.
+  if (value_in(current_, "compile") == "on") {
+    const double compile = extra_cost_s("compile", cuda_, false);
+    for (const auto& c : kept_)
+      if (c.knob == "amp" || c.knob == "channels_last") r += compile;
+    if (fresh_final_planned()) r += o_.rounds * compile;
+  }
+  // The final's windows switch configuration every time (a warm-up each), and a drop may need one more check.
+  return 1.15 * r;
 }
 
-bool Tuner::fits(const std::string& knob, const std::string& value) {
-  double need = trial_cost_s(knob) + final_cost_s();
-  if (need <= left()) return true;
-  res_.skipped.push_back({knob, value, "budget: needs ~" + fmt(trial_cost_s(knob), 0) + " s, " +
-                                            fmt(std::max(0.0, left() - final_cost_s()), 0) +
-                                            " s left before the final alternation"});
-  progress(phase_, "skipped " + label(knob, value) + " (budget)");
+bool Tuner::fits(const std::string& knob, const std::string& value, bool fresh) {
+  const double need = trial_cost_s(knob, fresh);
+  // As if it were kept: one more arm in the final, and the first kept change brings the fresh final with it.
+  double reserve = reserve_s() + budget_.alternation_s(1, o_.rounds, false);
+  if (current_ == baseline_ && measured_under_other_allocator() && !all_fresh() && !no_fresh_processes_) {
+    const double fresh_cost = budget_.alternation_s(2, o_.rounds, true);
+    const double with_alloc = budget_.alternation_s(planned_fresh_arms(), o_.rounds, true);
+    if (budget_.affordable_share(with_alloc, o_.max_fresh_share)) reserve += with_alloc;
+    else if (budget_.affordable_share(fresh_cost, o_.max_fresh_share)) reserve += fresh_cost;
+  }
+  if (budget_.fits(elapsed(), need, reserve)) return true;
+  defer(knob, value, need);
   return false;
 }
 

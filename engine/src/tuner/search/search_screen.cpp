@@ -1,122 +1,295 @@
-// The in-process phases of the tuner's search (search.h): screen each knob on top of the winners so far,
-// accumulate what the screening left, revisit the knobs that address the last bottleneck.
+// The in-process search of the tuner (search.h): one loop that measures, each time, the knob with the highest
+// expected gain over cost from the configuration kept so far, and keeps each winner at once.
 //
-// Why on top of the winners, not each against the baseline: a bottleneck masks every knob behind it. On a
-// GPU with the loader inline, amp or CUDA graphs measured against the baseline show nothing (the step waits
-// for JPEG decoding either way) and only pay once workers are on; screened against the baseline they were
-// called "no effect" and never tried again. The knobs come in the table's order (the loader's first; a
-// workload may put its own first), so each screen measures a knob behind the bottlenecks already removed.
-// Not reordered by the bottleneck each kept change leaves: that greedy path stalls where two knobs pay only
-// together (batch 64 and a second worker, once CUDA graphs removed the launch cost batch 64 amortised).
-#include "tuner/search.h"
+// Why on top of the winners, not each against the baseline: a bottleneck masks every knob behind it. On a GPU
+// with the loader inline, amp or CUDA graphs measured against the baseline show nothing (the step waits for
+// JPEG decoding either way) and only pay once workers are on.
+// Why one loop ordered by the bottleneck, not a screening pass in a fixed order and a revisit after it: on an
+// H100 a 255 s tune spent its first fifth on the loader's rungs and stopped before amp or CUDA graphs had a
+// turn; and where the step is loader-bound a whole pass finds "no effect" for every knob behind the loader,
+// which then waits for a revisit the budget may not reach. Here each kept change takes a snapshot, the
+// bottleneck it names ranks the knobs (priority.h), a knob that did not pay comes back at half its expected
+// gain once the configuration has changed (two knobs may pay only together), and every knob not yet tried
+// keeps its full prior, so a tune with time left tries them all.
+#include "tuner/search/search.h"
 
 namespace tb::engine::search {
 
-void Tuner::screen() {
-  phase_ = "screen";
+namespace {
+bool paid(const Trial& t) { return t.accepted || t.outcome == "gain"; }
+}  // namespace
+
+std::vector<Change> Tuner::next_changes(const std::string& id) {
+  const auto& k = knobs_[id];
+  if (not_worth(k.info, current_)) return {};
+  const std::string from = current_[id];
+  const Ladder l = ladder_of(k.info);
+  if (l != Ladder::None) {
+    // The next rung not yet measured from here. Past a rung that did not pay the climb stops until the
+    // configuration changes, except from 0 workers: one worker can lose to loading inline while two win.
+    std::string at = from;
+    while (auto next = ladder_next(k.info, at)) {
+      std::vector<Change> out;
+      bool all_tried = true;
+      for (const Change& c : rung(current_, id, *next)) {
+        if (failed_.count(label(c))) return {};
+        if (tried_.count(config_key(current_) + "|" + config_key(with(current_, c.delta)))) continue;
+        all_tried = false;
+        out.push_back(c);
+      }
+      if (!all_tried) return out;
+      if (!(l == Ladder::Workers && from == "0" && *next == "1")) return {};
+      at = *next;
+    }
+    return {};
+  }
+  // A switch already changed stays; a value that failed (out of memory, the loss drifted) is not tried again.
+  // One measured slower is, once the configuration has changed: at a tie between the loader and the device a
+  // 1.5x knob measured 0.98x (priority() counts it as two misses).
+  if (current_[id] != baseline_[id]) return {};
+  for (const auto& v : plain_values(k, from)) {
+    const Config cand = with(current_, {{id, v}});
+    if (failed_.count(label(id, v)) || tried_.count(config_key(current_) + "|" + config_key(cand)))
+      continue;
+    Change c;
+    c.delta[id] = v;
+    c.knob = id;
+    c.value = v;
+    return {c};
+  }
+  return {};
+}
+
+void Tuner::search() {
+  enter("search");
   for (const auto& id : order_) {
     const auto& k = knobs_[id];
-    if (k.info.process_scope) continue;
-    if (!eligible(k, true)) continue;
-    if (auto why = not_worth(k.info, current_)) {
-      res_.skipped.push_back({id, "", *why});
-      continue;
-    }
-    const std::string base_v = current_[id];
-    ++screened_knobs_;
-    Ladder l = ladder_of(k.info);
-    if (l != Ladder::None) {
-      // Climb from the current value; each rung is measured against the previous winning rung, which is kept.
-      const Config start = current_;
-      Config ref = current_;
-      std::string ref_label = current_label();
-      double gain = 1;
-      std::optional<Change> best;
-      std::string from = base_v;
-      while (auto next = ladder_next(k.info, from)) {
-        std::optional<size_t> won;
-        bool stop = false;
-        for (const Change& c : rung(ref, id, *next)) {
-          if (!fits(id, *next)) {
-            stop = true;
-            break;
-          }
-          Trial& t = record(trial(phase_, ref, ref_label, c, with(ref, c.delta)));
-          const size_t i = res_.trials.size() - 1;
-          if (t.outcome == "oom" || t.outcome == "failed") stop = true;
-          if (t.accepted && (!won || t.estimate.ratio > res_.trials[*won].estimate.ratio)) {
-            if (won) {
-              res_.trials[*won].accepted = false;
-              res_.trials[*won].reason += "; " + label(c) + " was faster";
-            }
-            won = i;
-          } else if (t.accepted) {
-            t.accepted = false;
-            t.reason += "; " + label(res_.trials[*won].knob, res_.trials[*won].value) + " was faster";
-          }
-        }
-        if (!won) {
-          // workers: the whole scan up to the core count (one worker can lose to loading inline while two
-          // win); the doubling knobs stop at the first rung that does not pay.
-          if (l == Ladder::Workers && !stop) {
-            from = *next;
-            continue;
-          }
-          break;
-        }
-        const Trial& wt = res_.trials[*won];
-        Change c;
-        for (const auto& ch : rung(ref, id, *next))
-          if (ch.also == wt.also) c = ch;
-        gain *= wt.estimate.ratio;
-        accept(*won, c);
-        ref = current_;
-        best = Change{changed_delta(start, ref), id, *next, c.also};
-        ref_label = current_label();
-        from = *next;
-        if (stop) break;
-      }
-      if (best) winners_.push_back({*best, gain});
-      continue;
-    }
+    if (k.info.process_scope && !all_fresh()) continue;
+    if (!eligible(k, true)) continue;  // says why once (not applicable here, pinned, not asked for)
     for (const auto& v : k.applicability.unavailable_values)
       res_.skipped.push_back({id, v, k.applicability.reason.empty() ? "unavailable here" : k.applicability.reason});
-    auto values = plain_values(k, base_v);
-    if (values.empty()) {
-      res_.skipped.push_back({id, "", "the recommended value is the baseline's"});
-      continue;
-    }
-    std::optional<size_t> best;
-    for (const auto& v : values) {
-      if (!fits(id, v)) break;
-      Change c;
-      c.delta[id] = v;
-      c.knob = id;
-      c.value = v;
-      record(trial(phase_, current_, current_label(), c, with(current_, c.delta)));
-      const size_t i = res_.trials.size() - 1;
-      if (res_.trials[i].accepted && (!best || res_.trials[i].estimate.ratio > res_.trials[*best].estimate.ratio))
-        best = i;
-    }
-    if (best) {
-      const size_t best_index = *best;
-      // Only the best value of an enum stays a winner; the others are noted.
-      for (size_t i = res_.trials.size(); i-- > 0;) {
-        Trial& t = res_.trials[i];
-        if (t.knob != id || t.phase != phase_) break;
-        if (i != best_index && t.accepted) {
-          t.accepted = false;
-          t.reason += "; " + label(id, res_.trials[best_index].value) + " was faster";
-        }
-      }
-      Change c;
-      c.delta[id] = res_.trials[best_index].value;
-      c.knob = id;
-      c.value = res_.trials[best_index].value;
-      winners_.push_back({c, res_.trials[best_index].estimate.ratio});
-      accept(best_index, c);
-    }
   }
+  for (;;) {
+    std::vector<std::string> ready;
+    for (const auto& id : order_) {
+      const auto& k = knobs_[id];
+      if (k.info.process_scope && !all_fresh()) continue;  // arms of the fresh-process final (search_fresh.cpp)
+      if (!eligible(k, false)) continue;
+      if (!next_changes(id).empty() || extendable(id)) ready.push_back(id);
+    }
+    if (ready.empty()) {
+      // Every knob was measured from the configuration kept last; two that pay only together are the last
+      // chance here (a second worker and bf16's faster arithmetic, when the step waits on both).
+      if (try_pair()) continue;
+      return;
+    }
+    bool ran = false;
+    for (const auto& id : by_priority(due_first(ready))) {
+      if (!step_knob(id)) continue;  // deferred: it does not fit; a cheaper one may
+      ran = true;
+      break;  // what it kept re-ranks the rest
+    }
+    if (!ran) return;  // nothing fits beside the final's reserve
+  }
+}
+
+// On a GPU the knobs that change the model's own work are each measured once within the first third of the
+// budget: a deadline, not an order. They go next only when the time left before it just pays for the ones
+// not yet measured; until then the likeliest win does (the H100's tunes reached them at a fifth to a third of
+// their budget, or never).
+std::vector<std::string> Tuner::due_first(const std::vector<std::string>& ready) {
+  static const std::vector<std::string> model_level = {"amp", "channels_last", "conv_bias_before_bn", "zero_grad_none",
+                                                       "fused_optimizer", "cuda_graphs"};
+  if (!cuda_) return ready;
+  std::vector<std::string> due;
+  double need = 0;
+  for (const auto& id : ready) {
+    if (std::find(model_level.begin(), model_level.end(), id) == model_level.end()) continue;
+    bool tried = false;
+    for (const auto& t : res_.trials) tried |= t.knob == id;
+    if (tried) continue;
+    due.push_back(id);
+    need += trial_cost_s(id);
+  }
+  if (due.empty() || elapsed() >= o_.budget_s / 3) return ready;
+  // The likeliest other win first, when it would still leave them their time.
+  std::vector<std::string> others;
+  for (const auto& id : ready)
+    if (std::find(due.begin(), due.end(), id) == due.end()) others.push_back(id);
+  if (others.empty()) return ready;
+  const std::string next = by_priority(others).front();
+  if (priority(next) < priority(by_priority(due).front())) return ready;  // a due one is the likeliest anyway
+  return elapsed() + need + trial_cost_s(next) > o_.budget_s / 3 ? due : ready;
+}
+
+bool Tuner::step_knob(const std::string& id) {
+  const std::vector<Change> changes = next_changes(id);
+  if (changes.empty()) {
+    const auto i = extendable(id);
+    if (!i) return false;
+    // More pairs cost what a trial's pairs cost.
+    if (!budget_.fits(elapsed(), trial_cost_s(id), reserve_s() + budget_.alternation_s(1, o_.rounds, false))) return false;
+    extend(*i);
+    return true;
+  }
+  if (!fits(id, changes.front().value)) return false;
+  bool before = false;
+  for (const auto& t : res_.trials) before |= t.knob == id && (t.phase == "screen" || t.phase == "revisit");
+  const std::string phase = before ? "revisit" : "screen";
+  std::optional<size_t> won;
+  Change won_change;
+  for (const Change& c : changes) {
+    const Config cand = with(current_, c.delta);
+    Trial& t = record(trial(phase, current_, current_label(), c, cand));
+    const size_t i = res_.trials.size() - 1;
+    plans_[i] = {current_, cand, c};
+    if (t.accepted && (!won || t.estimate.ratio > res_.trials[*won].estimate.ratio)) {
+      if (won) {
+        res_.trials[*won].accepted = false;
+        res_.trials[*won].reason += "; " + label(c) + " was faster";
+      }
+      won = i;
+      won_change = c;
+    } else if (t.accepted) {
+      t.accepted = false;
+      t.reason += "; " + label(won_change) + " was faster";
+    }
+    if (t.outcome == "oom" || t.outcome == "failed") break;
+  }
+  if (won) accept(*won, won_change);
+  return true;
+}
+
+std::optional<size_t> Tuner::extendable(const std::string& id) {
+  for (size_t i = res_.trials.size(); i-- > 0;) {
+    const Trial& t = res_.trials[i];
+    if (t.knob != id || (t.phase != "screen" && t.phase != "revisit")) continue;
+    auto p = plans_.find(i);
+    if (p == plans_.end() || p->second.ref != current_) return std::nullopt;
+    if (t.accepted || t.outcome != "no effect" || !t.estimate.valid() || t.rounds >= o_.max_trial_pairs ||
+        t.estimate.ratio < 1 + std::max(o_.min_gain, 0.05))
+      return std::nullopt;
+    return i;
+  }
+  return std::nullopt;
+}
+
+void Tuner::extend(size_t i) {
+  const Plan plan = plans_.at(i);
+  Trial& t0 = res_.trials[i];
+  const int more = std::min(o_.rounds, o_.max_trial_pairs - t0.rounds);
+  progress(phase_, label(plan.change) + ": undecided at " + fmt(t0.estimate.ratio, 3) + "x, " + std::to_string(more) +
+                       " more pairs");
+  const double start = w_.now_s();
+  std::vector<measure::Window> a = t0.a, b = t0.b;
+  const int first = t0.rounds;
+  for (int r = first; r < first + more; ++r)
+    for (int side = 0; side < 2; ++side) {
+      const bool is_ref = (side == 0) == (r % 2 == 0);
+      try {
+        (is_ref ? a : b).push_back(window_of(is_ref ? plan.ref : plan.cand, false));
+      } catch (const TrialFailure& f) {
+        Trial& t = res_.trials[i];
+        t.reason += "; more pairs failed: " + std::string(f.what());
+        t.rounds = o_.max_trial_pairs;  // not again
+        try {
+          w_.apply(current_);
+        } catch (const TrialFailure&) {
+        }
+        return;
+      }
+    }
+  const size_t n = std::min(a.size(), b.size());
+  a.resize(n);
+  b.resize(n);
+  Trial& t = res_.trials[i];
+  t.a = a;
+  t.b = b;
+  t.rounds = static_cast<int>(n);
+  t.seconds += w_.now_s() - start;
+  t.before = measure::pooled_throughput(t.a);
+  t.after = measure::pooled_throughput(t.b);
+  const measure::NoiseFloor nf = floor();
+  t.estimate = measure::paired_ratio(t.a, t.b, &nf, o_.confidence);
+  t.accepted = false;
+  classify(t, true);
+  t.reason += " (" + std::to_string(n) + " pairs: more were measured while it was undecided)";
+  bool guard = false;
+  for (const auto& k : changed_knobs(plan.ref, plan.cand)) guard = guard || numerics(k);
+  if (t.accepted && guard && w_.has_loss_probe()) {
+    try {
+      const double d = loss_drift(plan.cand);
+      t.loss_drift = d;
+      if (!std::isfinite(d) || d > o_.drift_tolerance) {
+        t.accepted = false;
+        t.outcome = "drift";
+        t.reason = "loss drift " + (std::isfinite(d) ? fmt(d * 100, 1) + "%" : std::string("non-finite")) +
+                   " beyond the " + fmt(o_.drift_tolerance * 100, 0) + "% tolerance";
+        failed_.insert(label(plan.change));
+      }
+    } catch (const TrialFailure& f) {
+      t.accepted = false;
+      t.outcome = f.oom ? "oom" : "failed";
+      t.reason = std::string("loss probe failed: ") + f.what();
+    }
+  } else if (t.accepted && guard) {
+    t.reason += "; the loss was not checked (no seeded replay of a script's batches): watch its convergence";
+  }
+  progress(phase_, label(plan.change) + ": " + t.reason);
+  if (t.accepted) accept(i, plan.change);
+}
+
+bool Tuner::try_pair() {
+  std::vector<Change> singles;
+  std::set<std::string> seen;
+  for (size_t i = res_.trials.size(); i-- > 0;) {
+    auto p = plans_.find(i);
+    const Trial& t = res_.trials[i];
+    if (p == plans_.end() || p->second.ref != current_ || t.accepted || (t.outcome != "no effect" && t.outcome != "slower"))
+      continue;
+    if (!seen.insert(p->second.change.knob).second) continue;
+    singles.push_back(p->second.change);
+  }
+  struct Pair {
+    Change a, b;
+    double score;
+  };
+  std::vector<Pair> pairs;
+  for (size_t i = 0; i < singles.size(); ++i)
+    for (size_t j = i + 1; j < singles.size(); ++j) {
+      const std::string ka = kind_of(singles[i].knob, cuda_), kb = kind_of(singles[j].knob, cuda_);
+      if (ka.empty() || kb.empty() || ka == kb) continue;
+      const Config cand = with(with(current_, singles[i].delta), singles[j].delta);
+      if (tried_.count(config_key(current_) + "|" + config_key(cand))) continue;
+      // Scored on an even split of the step, not the snapshot's: when two kinds of time tie, the snapshot
+      // shows neither as a stall (the loader and the device finish together), which is why neither paid alone.
+      const double g = expected_gain(singles[i].knob, StepShares{}, cuda_) * expected_gain(singles[j].knob, StepShares{}, cuda_);
+      pairs.push_back({singles[i], singles[j], g});
+    }
+  if (pairs.empty()) return false;
+  // At most three pairs from one configuration: past them, what is left is unlikely to pay.
+  int from_here = 0;
+  for (const auto& [i, plan] : plans_)
+    from_here += plan.ref == current_ && !res_.trials[i].also.empty() && res_.trials[i].phase == "revisit" &&
+                 plan.change.also.find('=') != std::string::npos && kind_of(plan.change.knob, cuda_) != "" &&
+                 plan.change.delta.size() >= 2;
+  if (from_here >= 3) return false;
+  std::stable_sort(pairs.begin(), pairs.end(), [](const Pair& x, const Pair& y) { return x.score > y.score; });
+  const Pair& p = pairs.front();
+  if (p.score < 1.0 + o_.min_gain) return false;
+  Change c = p.a;
+  for (const auto& [k, v] : p.b.delta) c.delta[k] = v;
+  c.also = label(p.b) + (p.a.also.empty() ? "" : " + " + p.a.also);
+  const double need = trial_cost_s(p.a.knob) + (numerics(p.b.knob) ? budget_.probe_s() : 0.0);
+  if (!budget_.fits(elapsed(), need, reserve_s() + budget_.alternation_s(1, o_.rounds, false))) return false;
+  const Config cand = with(current_, c.delta);
+  progress(phase_, "no single knob is left to measure from here: " + label(p.a) + " and " + label(p.b) +
+                       " together (they remove different kinds of time)");
+  Trial& t = record(trial("revisit", current_, current_label(), c, cand));
+  const size_t i = res_.trials.size() - 1;
+  plans_[i] = {current_, cand, c};
+  if (t.accepted) accept(i, c);
+  return true;
 }
 
 void Tuner::accept(size_t trial_index, const Change& c) {
@@ -137,40 +310,6 @@ void Tuner::accept(size_t trial_index, const Change& c) {
   take_snapshot("+ " + label(c));
 }
 
-void Tuner::accumulate() {
-  phase_ = "accumulate";
-  std::stable_sort(winners_.begin(), winners_.end(), [](const Winner& a, const Winner& b) { return a.gain > b.gain; });
-  if (!winners_.empty()) {
-    std::string order;
-    for (const auto& w : winners_) order += (order.empty() ? "" : ", ") + label(w.change) + " " + fmt(w.gain, 2) + "x";
-    res_.notes.push_back("winners of the screening, by gain: " + order);
-  }
-  for (const auto& win : winners_) {
-    if (with(current_, win.change.delta) == current_) continue;
-    // The first winner's reference is still the baseline: its screening trial already measured exactly this
-    // A/B (same window length), so it is kept on that evidence; the final alternation re-measures it.
-    if (current_ == baseline_) {
-      bool kept = false;
-      for (size_t i = res_.trials.size(); i-- > 0;) {
-        const Trial& st = res_.trials[i];
-        if (st.phase == "screen" && st.accepted && st.reference == "baseline" && st.knob == win.change.knob &&
-            st.value == win.change.value && st.also == win.change.also) {
-          progress(phase_, label(win.change) + ": kept on its screening trial (same reference: baseline)");
-          accept(i, win.change);
-          kept = true;
-          break;
-        }
-      }
-      if (kept) continue;
-    }
-    if (!fits(win.change.knob, win.change.value)) continue;
-    const Config cand = with(current_, win.change.delta);
-    Trial& t = record(trial(phase_, current_, current_label(), win.change, cand));
-    if (t.accepted) accept(res_.trials.size() - 1, win.change);
-    else t.reason += " (on top of the accumulated configuration)";
-  }
-}
-
 std::string Tuner::current_label() {
   auto ch = changed_knobs(baseline_, current_);
   if (ch.empty()) return "baseline";
@@ -179,97 +318,51 @@ std::string Tuner::current_label() {
   return s;
 }
 
-void Tuner::revisit() {
-  phase_ = "revisit";
-  for (int pass = 0; pass < 3; ++pass) {
-    bool changed = false;
-    bool out_of_budget = false;
-    for (const auto& id : revisit_order()) {
-      const auto& k = knobs_[id];
-      if (k.info.process_scope || !eligible(k, false)) continue;
-      Ladder l = ladder_of(k.info);
-      // A switch already changed stays; a value that was slower alone is not retried.
-      if (l == Ladder::None && current_[id] != baseline_[id]) continue;
-      if (not_worth(k.info, current_)) continue;
-      if (l != Ladder::None) {
-        const bool full_scan = l == Ladder::Workers;
-        std::string from = current_[id];
-        while (auto next = ladder_next(k.info, from)) {
-          std::optional<size_t> won;
-          Change won_change;
-          bool stop = false;
-          for (const Change& c : rung(current_, id, *next)) {
-            const Config cand = with(current_, c.delta);
-            if (failed_.count(label(c))) {
-              stop = true;
-              break;
-            }
-            if (tried_.count(config_key(current_) + "|" + config_key(cand))) continue;
-            if (!fits(id, *next)) {
-              out_of_budget = stop = true;
-              break;
-            }
-            Trial& t = record(trial(phase_, current_, current_label(), c, cand));
-            const size_t i = res_.trials.size() - 1;
-            if (t.outcome == "oom" || t.outcome == "failed") stop = true;
-            if (t.accepted && (!won || t.estimate.ratio > res_.trials[*won].estimate.ratio)) {
-              if (won) res_.trials[*won].accepted = false;
-              won = i;
-              won_change = c;
-            } else if (t.accepted) {
-              t.accepted = false;
-            }
-          }
-          if (!won) {
-            if (!full_scan || stop) break;
-            from = *next;
-            continue;
-          }
-          accept(*won, won_change);
-          changed = true;
-          from = *next;
-          if (stop) break;
-        }
-      } else {
-        std::optional<size_t> best;
-        Change best_change;
-        for (const auto& v : plain_values(k, current_[id])) {
-          Change c;
-          c.delta[id] = v;
-          c.knob = id;
-          c.value = v;
-          const Config cand = with(current_, c.delta);
-          if (failed_.count(label(id, v)) || slower_.count(label(id, v)) ||
-              tried_.count(config_key(current_) + "|" + config_key(cand)))
-            continue;
-          if (!fits(id, v)) {
-            out_of_budget = true;
-            break;
-          }
-          record(trial(phase_, current_, current_label(), c, cand));
-          const size_t i = res_.trials.size() - 1;
-          if (!res_.trials[i].accepted) continue;
-          if (!best || res_.trials[i].estimate.ratio > res_.trials[*best].estimate.ratio) {
-            if (best) {
-              res_.trials[*best].accepted = false;
-              res_.trials[*best].reason += "; " + label(id, v) + " was faster";
-            }
-            best = i;
-            best_change = c;
-          } else {
-            res_.trials[i].accepted = false;
-            res_.trials[i].reason += "; " + label(id, res_.trials[*best].value) + " was faster";
-          }
-        }
-        if (best) {
-          accept(*best, best_change);
-          changed = true;
-        }
-      }
-      if (out_of_budget) break;
-    }
-    if (!changed || out_of_budget) break;
+// How many times `id` was measured without paying since it last paid: each halves its expected gain.
+int Tuner::misses(const std::string& id) {
+  int n = 0;
+  for (const auto& t : res_.trials) {
+    if (t.knob != id || (t.phase != "screen" && t.phase != "revisit")) continue;
+    n = paid(t) ? 0 : n + (t.outcome == "slower" ? 2 : 1);
   }
+  return n;
+}
+
+void Tuner::defer(const std::string& knob, const std::string& value, double need) {
+  for (auto& d : deferred_)
+    if (d.knob == knob) {
+      d = {knob, value, need, left(), reserve_s()};
+      return;
+    }
+  deferred_.push_back({knob, value, need, left(), reserve_s()});
+}
+
+void Tuner::record_untried() {
+  std::set<std::string> tried;
+  for (const auto& t : res_.trials) tried.insert(t.knob);
+  for (const auto& id : order_) {
+    const auto& k = knobs_[id];
+    if ((k.info.process_scope && !all_fresh()) || tried.count(id) || !eligible(k, false)) continue;
+    auto d = std::find_if(deferred_.begin(), deferred_.end(), [&](const Deferred& x) { return x.knob == id; });
+    if (d != deferred_.end()) {
+      res_.skipped.push_back({id, d->value,
+                              "budget: a trial needs ~" + fmt(d->need_s, 0) + " s; when its turn came " +
+                                  fmt(std::max(0.0, d->left_s), 0) + " s were left and the final needed ~" +
+                                  fmt(d->reserve_s, 0) + " s",
+                              std::max(0.0, d->left_s), d->need_s});
+      progress(phase_, "skipped " + label(id, d->value) + " (budget)");
+    } else if (auto why = not_worth(k.info, current_)) {
+      res_.skipped.push_back({id, "", *why});
+    } else {
+      res_.skipped.push_back({id, "", "nothing to try: the recommended value is the baseline's"});
+    }
+  }
+  deferred_.clear();
+}
+
+void Tuner::undefer(const std::string& knob) {
+  deferred_.erase(std::remove_if(deferred_.begin(), deferred_.end(), [&](const Deferred& d) { return d.knob == knob; }),
+                  deferred_.end());
 }
 
 }  // namespace tb::engine::search

@@ -2,7 +2,7 @@
 // against the noise floor, the loss-drift guard, the record of the result.
 #include <cmath>
 
-#include "tuner/search.h"
+#include "tuner/search/search.h"
 
 namespace tb::engine::search {
 
@@ -23,13 +23,16 @@ double mean_of(const std::vector<double>& v) {
 
 void Tuner::take_snapshot(const std::string& lbl) {
   if (o_.snapshot_steps <= 0) return;
+  const double start = w_.now_s();
   try {
     w_.apply(current_);
     auto s = w_.snapshot(o_.snapshot_steps);
+    budget_.observe_snapshot(w_.now_s() - start);
     if (!s) return;
     s->label = lbl;
     s->config = current_;
     last_bottleneck_ = s->bottleneck;
+    shares_ = shares_of(s->breakdown_ms, s->step_ms);
     res_.snapshots.push_back(std::move(*s));
   } catch (const TrialFailure& f) {
     res_.notes.push_back("snapshot '" + lbl + "' failed: " + std::string(f.what()));
@@ -42,7 +45,7 @@ double Tuner::loss_drift(const Config& cand) {
   double t = w_.now_s();
   if (!baseline_loss_) baseline_loss_ = mean_of(w_.loss_probe(baseline_, o_.probe_steps));
   double c = mean_of(w_.loss_probe(cand, o_.probe_steps));
-  probe_s_ = (w_.now_s() - t);
+  budget_.observe_probe(w_.now_s() - t);
   double b = *baseline_loss_;
   if (!std::isfinite(b) || !std::isfinite(c)) return std::nan("");
   return (c - b) / std::max(std::fabs(b), 1e-12);
@@ -54,24 +57,24 @@ void Tuner::note_baseline(const std::string& phase, const measure::Window& w) {
   res_.baseline_windows.push_back(w);
 }
 
-// One window of `config`: in this process (apply + measure) or in a fresh process.
+// One window of `config`: in this process (apply + measure) or in a fresh process. Its whole cost (the apply,
+// the warm-up, a process's start-up) is what the budget learns a window costs.
 measure::Window Tuner::window_of(const Config& config, bool fresh) {
+  const double t = w_.now_s();
   if (fresh) {
-    const double t = w_.now_s();
     auto m = w_.measure_fresh(config, fresh_window());
     if (!m) throw TrialFailure("this workload cannot start fresh processes", false);
     const double spent = w_.now_s() - t;
-    const double start_s = std::max(0.0, spent - m->wall_s);
-    process_start_s_ = start_cost_seen_ ? 0.5 * process_start_s_ + 0.5 * start_s : start_s;
-    start_cost_seen_ = true;
+    process_start_s_ = std::max(0.0, spent - m->wall_s);
+    budget_.observe_fresh_window(spent);
     return *m;
   }
-  const double ta = w_.now_s();
   w_.apply(config);
-  apply_s_ = 0.7 * apply_s_ + 0.3 * (w_.now_s() - ta);
+  apply_s_ = 0.7 * apply_s_ + 0.3 * (w_.now_s() - t);
   measure::Window m = w_.measure(window_);
   if (m.steps > 0 && m.wall_s > 0) sec_per_step_ = 0.8 * sec_per_step_ + 0.2 * (m.wall_s / m.steps);
   warmup_est_ = 0.7 * warmup_est_ + 0.3 * m.warmup_steps;
+  budget_.observe_window(w_.now_s() - t);
   return m;
 }
 
@@ -80,7 +83,8 @@ measure::Window Tuner::window_of(const Config& config, bool fresh) {
 void Tuner::classify(Trial& t, bool use_floor) {
   const auto& e = t.estimate;
   const std::string ci = fmt(e.ratio, 3) + "x [" + fmt(e.lo, 3) + ", " + fmt(e.hi, 3) + "]";
-  const double band = use_floor && res_.noise_floor.valid() ? res_.noise_floor.band(e.pairs, o_.confidence) : 0.0;
+  const measure::NoiseFloor nf = floor();
+  const double band = use_floor && nf.valid() ? nf.band(e.pairs, o_.confidence) : 0.0;
   const double threshold = std::max(o_.min_gain, std::isfinite(band) ? band : 0.0);
   if (!e.valid()) {
     t.outcome = "failed";
@@ -110,17 +114,27 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
   t.also = change.also;
   t.from = value_in(ref, change.knob);
   t.reference = ref_label;
-  t.window = window_;
+  t.window = fresh ? fresh_window() : window_;
   t.rounds = o_.rounds;
   t.fresh_processes = fresh;
   const double start = w_.now_s();
   tried_.insert(config_key(ref) + "|" + config_key(cand));
+  if (!change.knob.empty()) undefer(change.knob);
   progress(phase, change.knob.empty() ? phase + ": baseline vs tuned configuration"
                                       : phase + ": " + label(change) + " vs " + ref_label);
   const bool ref_is_baseline = !fresh && config_key(ref) == config_key(baseline_);
-  if (fresh) t.window = fresh_window();
-  std::string stopped;  // why the pairs stopped short of o_.rounds
-  for (int r = 0; r < o_.rounds || (fresh && another_fresh_pair(t, r)); ++r) {
+  bool early = false;
+  // Past its pairs, a trial that measured faster but could not decide takes more pairs while the budget
+  // pays for them (a GPU's windows vary by 5-10%: three pairs resolve ~8%, six ~6%): a 1.09x amp on a
+  // loader-bound script step measured 1.03-1.07x "no effect" four times in three pairs each.
+  auto promising = [&] {
+    if (fresh || t.a.size() < size_t(o_.rounds) || int(t.a.size()) >= o_.max_trial_pairs) return false;
+    const measure::NoiseFloor nf = floor();
+    const auto e = measure::paired_ratio(t.a, t.b, &nf, o_.confidence);
+    if (!e.valid() || e.lo > 1.0 || e.ratio < 1.0 + std::max(o_.min_gain, 0.05)) return false;
+    return budget_.fits(elapsed(), 2 * budget_.window_s(), reserve_s());
+  };
+  for (int r = 0; r < o_.rounds || promising(); ++r) {
     // AB, BA, AB...: a linear drift cancels within a pair.
     for (int side = 0; side < 2; ++side) {
       const bool is_ref = (side == 0) == (r % 2 == 0);
@@ -150,38 +164,23 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
         const size_t n = std::min(t.a.size(), t.b.size());
         t.a.resize(n);
         t.b.resize(n);
+        t.rounds = static_cast<int>(n);
         t.seconds = w_.now_s() - start;
         return t;
       }
     }
     t.rounds = r + 1;
-    // A trial other than the headline that could not finish its pairs within max_trial_share of the budget
-    // stops: fresh processes start slower than the tuner assumed before it saw one (ResNet-50 on an H200:
-    // about 9 s each, so 3 pairs of them took 36% of a 150 s budget).
-    if (fresh && phase != "final" && r + 1 < o_.rounds) {
-      const double per_pair = (w_.now_s() - start) / (r + 1);
-      if (o_.rounds * per_pair > o_.max_trial_share * o_.budget_s) {
-        stopped = "budget: a pair of fresh processes takes ~" + fmt(per_pair, 0) + " s here, and " +
-                  std::to_string(o_.rounds) + " pairs would take more than " + fmt(o_.max_trial_share * 100, 0) +
-                  "% of the budget (give at least " + fmt(o_.rounds * per_pair / o_.max_trial_share, 0) + " s)";
-        progress(phase, label(change) + ": stopped after " + std::to_string(r + 1) + " pair(s): " + stopped);
-        break;
-      }
+    if (!fresh && r + 1 == 2 && r + 1 < o_.rounds && decided_early(t)) {
+      early = true;
+      break;
     }
   }
-  // Only complete pairs count (a window without its partner carries drift, not the knob).
-  const size_t n = std::min(t.a.size(), t.b.size());
-  t.a.resize(n);
-  t.b.resize(n);
   t.before = measure::pooled_throughput(t.a);
   t.after = measure::pooled_throughput(t.b);
-  t.estimate = measure::paired_ratio(t.a, t.b, fresh ? nullptr : &res_.noise_floor, o_.confidence);
+  const measure::NoiseFloor nf = floor();
+  t.estimate = measure::paired_ratio(t.a, t.b, fresh ? nullptr : &nf, o_.confidence);
   classify(t, !fresh);
-  if (!stopped.empty() && !t.accepted) {
-    // Too few pairs to decide: not a failure of the knob, and not evidence against it either.
-    t.outcome = "no effect";
-    t.reason = "undecided, " + stopped;
-  }
+  if (early) t.reason += " (clear after 2 pairs)";
   const std::string ci = fmt(t.estimate.ratio, 3) + "x [" + fmt(t.estimate.lo, 3) + ", " + fmt(t.estimate.hi, 3) + "]";
   // The loss-drift guard: only for a change that may alter numerics and would otherwise be kept.
   bool guard = false;
@@ -218,34 +217,39 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
   return t;
 }
 
-// Whether a fresh-process trial that has run `pairs` pairs measures another: while a gain is still possible
-// but not shown (the interval covers both 1 and the minimum gain) and the interval is wider than +-5%, up to
-// max_fresh_rounds pairs. A headline may run past the budget by a quarter of it (it is the tune's answer);
-// any other trial stops at the budget the final alternation needs, and at max_trial_share of the whole budget. Adding pairs until decided looks at the interval more than once, which
-// widens its true error a little; the minimum gain and the final alternation guard against a chance gain.
-bool Tuner::another_fresh_pair(const Trial& t, int pairs) {
-  if (pairs >= o_.max_fresh_rounds) return false;
-  const auto e = measure::paired_ratio(t.a, t.b, nullptr, o_.confidence);
-  // Decided: a gain is shown (the interval lies above 1), ruled out (it lies below the minimum gain), or
-  // the interval is narrow enough to call no effect.
-  if (e.valid() && (e.lo > 1 || e.hi < 1 + o_.min_gain || e.hi - e.lo < 0.10)) return false;
-  const bool headline = t.phase == "final";
-  const double spare = headline ? left() + 0.25 * o_.budget_s : left() - final_cost_s();
-  if (spare < fresh_pair_cost_s()) return false;
-  if (!headline && (pairs + 1) * fresh_pair_cost_s() > o_.max_trial_share * o_.budget_s) {
-    progress(t.phase, "undecided after " + std::to_string(pairs) + " pairs of fresh processes: stops at " +
-                          fmt(o_.max_trial_share * 100, 0) + "% of the budget, which the other knobs need");
-    return false;
-  }
-  progress(t.phase, "undecided after " + std::to_string(pairs) + " pairs of fresh processes" +
-                        (e.valid() ? " (" + fmt(e.ratio, 3) + "x [" + fmt(e.lo, 3) + ", " + fmt(e.hi, 3) + "])" : "") +
-                        ": one more pair");
-  return true;
+// After two pairs, whether the third can change the answer: a gain twice beyond the threshold that the
+// interval (pooled with the A/A floor) already shows, or a loss it already shows. Anything closer runs all
+// its pairs. Kept changes are measured again in the final alternation, so an early gain is checked twice.
+bool Tuner::decided_early(const Trial& t) {
+  const measure::NoiseFloor nf = floor();
+  if (!o_.early_decision || !nf.valid()) return false;
+  const auto e = measure::paired_ratio(t.a, t.b, &nf, o_.confidence);
+  if (!e.valid()) return false;
+  const double band = nf.band(e.pairs, o_.confidence);
+  const double threshold = std::max(o_.min_gain, std::isfinite(band) ? band : 0.0);
+  return e.lo > 1.0 + 2 * threshold || e.hi < 1.0 - threshold;
+}
+
+void Tuner::learn_noise(const Trial& t) {
+  if (t.fresh_processes || t.phase == "noise floor" || t.a.size() < 2 || t.a.size() != t.b.size()) return;
+  std::vector<double> r;
+  for (size_t i = 0; i < t.a.size(); ++i)
+    if (t.a[i].throughput() > 0 && t.b[i].throughput() > 0) r.push_back(std::log(t.b[i].throughput() / t.a[i].throughput()));
+  if (r.size() < 2) return;
+  double mean = 0, ss = 0;
+  for (double x : r) mean += x;
+  mean /= double(r.size());
+  for (double x : r) ss += (x - mean) * (x - mean);
+  measure::NoiseFloor f;
+  f.df = double(r.size() - 1);
+  f.sd_log = std::sqrt(ss / f.df);
+  f.pairs = static_cast<int>(r.size());
+  f.bias = 0;
+  residuals_ = measure::pool(residuals_, f);
 }
 
 Trial& Tuner::record(Trial t) {
-  // Slower in its screening: not worth revisiting (a chance "slower" later on is not held against it).
-  if (t.outcome == "slower" && t.phase == "screen" && !t.knob.empty()) slower_.insert(label(t.knob, t.value) + t.also);
+  learn_noise(t);
   progress(phase_, (t.knob.empty() ? t.phase : label(t.knob, t.value)) + ": " + t.reason);
   res_.trials.push_back(std::move(t));
   return res_.trials.back();

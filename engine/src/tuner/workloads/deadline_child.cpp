@@ -1,4 +1,4 @@
-#include "tuner/deadline_child.h"
+#include "tuner/workloads/deadline_child.h"
 
 #include <sys/wait.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "tuner/fresh_run.h"
+#include "tuner/workloads/fresh_run.h"
 
 #include <unistd.h>
 
@@ -8,7 +8,7 @@
 
 #include "client/child_process.h"
 #include "engine/tuner.h"
-#include "tuner/deadline_child.h"
+#include "tuner/workloads/deadline_child.h"
 
 namespace tb::engine {
 

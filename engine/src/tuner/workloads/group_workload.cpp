@@ -16,8 +16,8 @@
 #include "engine/tuner.h"
 #include "measure/stats.h"
 #include "profiler/trace_io.h"
-#include "tuner/fresh_run.h"
-#include "tuner/snapshot_fill.h"
+#include "tuner/workloads/fresh_run.h"
+#include "tuner/workloads/snapshot_fill.h"
 
 namespace tb::engine {
 namespace {

@@ -13,9 +13,9 @@
 #include "measure/stats.h"
 #include "profiler/ranks.h"
 #include "profiler/recorder.h"
-#include "tuner/fresh_run.h"
-#include "tuner/session_workload.h"
-#include "tuner/snapshot_fill.h"
+#include "tuner/workloads/fresh_run.h"
+#include "tuner/workloads/session_workload.h"
+#include "tuner/workloads/snapshot_fill.h"
 
 namespace tb::engine {
 namespace {

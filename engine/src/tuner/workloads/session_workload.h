@@ -31,6 +31,9 @@ class SessionWorkload : public Workload {
   double now_s() override;
   int cpu_cores() override;
   std::string measurement_allocator() const override { return measurement_allocator_; }
+  // A fresh `tunebench-cli run` pays what this session's creation cost (model build, CUDA and cuDNN set-up,
+  // the loader's start) and the process's own start (loading LibTorch); < 0 for a live session.
+  double start_s() const override { return start_s_; }
   nlohmann::json describe() override;
 
  protected:
@@ -49,6 +52,7 @@ class SessionWorkload : public Workload {
   double last_step_s_ = 0;
   std::map<std::string, std::vector<double>> probe_cache_;
   std::chrono::steady_clock::time_point t0_;
+  double start_s_ = -1;
 };
 
 }  // namespace tb::engine

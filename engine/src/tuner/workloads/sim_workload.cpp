@@ -1,165 +1,154 @@
-// The simulated workload of sim_workload.h.
-#include "tuner/sim_workload.h"
+// The simulated workload of sim_workload.h, and the parts of sim_model.h every model shares.
+#include "tuner/workloads/sim_workload.h"
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include "measure/warmup.h"
 
 namespace tb::engine {
-namespace {
 
-KnobInfo info(std::string id, std::string title, KnobType type, std::string def, std::string rec,
-              std::vector<std::string> choices, bool numerics, std::string py, std::string cpp) {
-  KnobInfo k;
-  k.id = std::move(id);
-  k.title = std::move(title);
-  k.type = type;
-  k.default_value = std::move(def);
-  k.recommended_value = std::move(rec);
-  k.choices = std::move(choices);
-  k.changes_numerics = numerics;
-  k.pytorch_snippet = std::move(py);
-  k.libtorch_snippet = std::move(cpp);
-  k.applies_to = "cuda";
-  if (k.type == KnobType::Int) {
-    k.min = 0;
-    k.max = 4096;
-  }
-  return k;
+std::unique_ptr<SimModel> make_toy_sim_model();
+std::unique_ptr<SimModel> make_engine_gpu_sim_model(bool synthetic);
+std::unique_ptr<SimModel> make_script_gpu_sim_model();
+
+Config SimModel::complete(const Config& c) const {
+  Config out = baseline();
+  for (const auto& [k, v] : c) out[k] = v;
+  return out;
 }
 
-const std::vector<KnobInfo>& sim_catalog() {
-  static const std::vector<KnobInfo> c = {
-      info("workers", "Loader worker threads", KnobType::Int, "0", "4", {}, false,
-           "DataLoader(ds, num_workers={value})", "options.workers = {value};"),
-      info("pin_memory", "Pinned host buffers", KnobType::Bool, "off", "on", {"off", "on"}, false,
-           "DataLoader(ds, pin_memory=True)", "options.pin_memory = true;"),
-      info("prefetch", "Batches in flight", KnobType::Int, "2", "4", {}, false,
-           "DataLoader(ds, prefetch_factor={value})", "options.prefetch = {value};"),
-      info("amp", "Mixed precision", KnobType::Enum, "off", "bf16", {"off", "fp16", "bf16"}, true,
-           "with torch.autocast('cuda', dtype=torch.{value}):", "at::autocast::set_enabled(true);"),
-      info("tf32", "TF32 math", KnobType::Bool, "off", "on", {"off", "on"}, true,
-           "torch.backends.cuda.matmul.allow_tf32 = True", "at::globalContext().setAllowTF32CuBLAS(true);"),
-      info("channels_last", "Channels-last layout", KnobType::Bool, "off", "on", {"off", "on"}, false,
-           "model = model.to(memory_format=torch.channels_last)",
-           "model->to(torch::MemoryFormat::ChannelsLast);"),
-      info("batch_size", "Batch size", KnobType::Int, "32", "64", {}, true, "DataLoader(ds, batch_size={value})",
-           "options.batch_size = {value};"),
-      info("zero_grad_none", "Grads to None", KnobType::Bool, "off", "on", {"off", "on"}, false,
-           "optimizer.zero_grad(set_to_none=True)", "optimizer.zero_grad(/*set_to_none=*/true);"),
-      info("anomaly_detection", "Anomaly detection", KnobType::Bool, "on", "off", {"off", "on"}, false,
-           "torch.autograd.set_detect_anomaly(False)", "torch::autograd::AnomalyMode::set_enabled(false);"),
-      info("cuda_graphs", "CUDA graphs", KnobType::Bool, "off", "on", {"off", "on"}, false,
-           "g = torch.cuda.CUDAGraph(); with torch.cuda.graph(g): step()", "at::cuda::CUDAGraph graph;"),
-      [] {
-        KnobInfo k = info("cpu_allocator", "CPU memory allocator", KnobType::Enum, "glibc", "glibc_tuned",
-                          {"glibc", "glibc_tuned"}, false, "GLIBC_TUNABLES=... python train.py",
-                          "mallopt(M_MMAP_THRESHOLD, 256 << 20);");
-        k.process_scope = true;
-        return k;
-      }(),
-  };
+Config SimModel::defaults() const {
+  Config c;
+  for (const auto& k : catalog()) c[k.id] = k.default_value;
   return c;
 }
 
-int to_int(const Config& c, const char* k) { return std::stoi(c.at(k)); }
-bool on(const Config& c, const char* k) { return c.at(k) == "on"; }
-double amp_factor(const std::string& a) { return a == "bf16" ? 0.35 : a == "fp16" ? 0.5 : 1.0; }
-double loss_penalty(const Config& c) {
-  return (on(c, "tf32") ? 0.25 : 0.0) + (c.at("amp") == "fp16" ? 0.01 : c.at("amp") == "bf16" ? 0.02 : 0.0);
+Config SimModel::baseline() const { return defaults(); }
+
+bool SimModel::has(const std::string& id) const {
+  for (const auto& k : catalog())
+    if (k.id == id) return true;
+  return false;
 }
 
-struct Parts {
-  double gpu, launch, device, h2d, load_per_worker, data_wait, step;
-  int workers;
-};
-
-Parts parts(const Config& c) {
-  Parts p{};
-  const int b = to_int(c, "batch_size");
-  p.workers = to_int(c, "workers");
-  p.gpu = (20 + 1.5 * b) * amp_factor(c.at("amp")) * (on(c, "anomaly_detection") ? 1.5 : 1.0) *
-          (on(c, "tf32") ? 0.8 : 1.0);
-  p.launch = on(c, "cuda_graphs") ? 3 : 45;
-  p.device = std::max(p.gpu, p.launch) * (on(c, "zero_grad_none") ? 0.998 : 1.0);
-  p.h2d = b * (on(c, "pin_memory") ? 0.03 : 0.1);
-  const double load = 1.2 * b;
-  if (p.workers <= 0) {
-    p.load_per_worker = load;
-    p.data_wait = load;
-    p.step = load + p.h2d + p.device;
-  } else {
-    p.load_per_worker = load / std::min(p.workers, 4);
-    p.data_wait = std::max(0.0, p.load_per_worker - (p.h2d + p.device));
-    p.step = std::max(p.load_per_worker, p.h2d + p.device) + 0.5;
-  }
-  return p;
+std::unique_ptr<SimModel> make_sim_model(const std::string& name) {
+  if (name == "toy") return make_toy_sim_model();
+  if (name == "gpu") return make_engine_gpu_sim_model(false);
+  if (name == "gpu-synthetic") return make_engine_gpu_sim_model(true);
+  if (name == "script-gpu") return make_script_gpu_sim_model();
+  return nullptr;
 }
-}  // namespace
+
+std::vector<std::string> sim_model_names() { return {"toy", "gpu", "gpu-synthetic", "script-gpu"}; }
+
+SimOptions sim_options_for(const std::string& profile) {
+  auto model = make_sim_model(profile);
+  if (!model)
+    throw std::invalid_argument("unknown simulation profile '" + profile + "' (toy, gpu, gpu-synthetic, script-gpu)");
+  SimOptions o;
+  o.profile = profile;
+  if (profile == "toy") return o;
+  // Measured on the H100 and H200 (docs/gpu-results.md): A/A pairs of a script 5.6% sd, single pairs 4-17%
+  // apart; a baseline that moved 20-37% over a tune; fresh ResNet-50 processes ~15 s before the first step.
+  o.noise = 0.03;
+  o.window_noise = 0.05;
+  o.drift_amplitude = 0.10;
+  o.drift_period_s = 500;
+  o.process_noise = 0.03;
+  o.glibc_fresh = 1.0;  // the host allocator does not move a GPU step
+  o.measurement_allocator = "glibc_tuned";
+  o.process_start_s = model->costs().process_start_s;
+  return o;
+}
 
 SimulatedWorkload::SimulatedWorkload(uint64_t seed, double noise) : SimulatedWorkload(seed, SimOptions{noise}) {}
 
-SimulatedWorkload::SimulatedWorkload(uint64_t seed, const SimOptions& options) : rng_(seed), opt_(options) {
+SimulatedWorkload::SimulatedWorkload(uint64_t seed, const SimOptions& options)
+    : SimulatedWorkload(seed, options, make_sim_model(options.profile)) {}
+
+SimulatedWorkload::SimulatedWorkload(uint64_t seed, const SimOptions& options, std::unique_ptr<SimModel> model)
+    : model_(std::move(model)), rng_(seed), opt_(options) {
+  if (!model_) throw std::invalid_argument("unknown simulation profile '" + options.profile + "'");
+  // A seeded phase for the calibrated profiles (the toy keeps its fixed one: its tests' numbers depend on it).
+  if (opt_.profile != "toy") drift_phase_ = std::uniform_real_distribution<double>(0, 6.283185307)(rng_);
   current_ = full({});
 }
 
 std::vector<KnobState> SimulatedWorkload::knobs() {
   std::vector<KnobState> out;
-  for (const auto& k : sim_catalog()) {
+  for (const auto& k : model_->catalog()) {
     KnobState s;
     s.info = k;
     s.value = current_.count(k.id) ? current_.at(k.id) : k.default_value;
-    if (k.id == "channels_last") s.applicability = {false, "the simulated model has no convolutions"};
+    s.applicability = model_->applicability(k);
     out.push_back(s);
   }
   return out;
 }
 
-Config SimulatedWorkload::full(const Config& config) const {
-  Config c;
-  for (const auto& k : sim_catalog()) c[k.id] = k.default_value;
-  for (const auto& [k, v] : config) c[k] = v;
-  return c;
-}
+Config SimulatedWorkload::full(const Config& config) const { return model_->complete(config); }
 
-Config SimulatedWorkload::baseline() { return full({}); }
+Config SimulatedWorkload::baseline() { return model_->baseline(); }
+
+int64_t SimulatedWorkload::batch_of(const Config& c) const {
+  auto it = c.find("batch_size");
+  return it == c.end() ? (opt_.profile == "script-gpu" ? 64 : 32) : std::stoll(it->second);
+}
 
 void SimulatedWorkload::apply(const Config& config) {
   Config c = full(config);
-  for (const auto& [k, v] : c) {
-    bool known = false;
-    for (const auto& i : sim_catalog()) known = known || i.id == k;
-    if (!known) throw TrialFailure("unknown knob '" + k + "'", false);
-  }
+  for (const auto& [k, v] : c)
+    if (!model_->has(k)) throw TrialFailure("unknown knob '" + k + "'", false);
   ++applies_;
-  now_s_ += 0.2 + (c.at("workers") != current_.at("workers") ? 0.5 : 0.0);
-  if (to_int(c, "batch_size") >= 128) {
+  const SimCosts costs = model_->costs();
+  const bool new_workers = c.count("workers") && current_.count("workers") && c.at("workers") != current_.at("workers");
+  now_s_ += costs.apply_s + (new_workers ? costs.workers_apply_s : 0.0);
+  if (auto oom = model_->out_of_memory(c)) {
     now_s_ += 1.0;  // the allocation that failed
-    throw TrialFailure("CUDA out of memory (simulated: batch " + c.at("batch_size") + " needs more than 80 GiB)",
-                       true);
+    throw TrialFailure(*oom, true);
   }
-  // The process knob does not change this process (it is measured in fresh ones), unless every window is one.
-  if (!opt_.every_window_fresh) c["cpu_allocator"] = current_.at("cpu_allocator");
-  if (c != current_) changed_ = true;
+  if (auto no = model_->refuses(c)) throw TrialFailure(*no, false);
+  // Process knobs do not change this process (they are measured in fresh ones), unless every window is one.
+  if (!opt_.every_window_fresh)
+    for (const auto& k : model_->catalog())
+      if (k.process_scope) c[k.id] = current_.at(k.id);
+  if (c != current_) {
+    changed_ = true;
+    pending_compile_s_ += compile_cost(c, compiled_);
+  }
   current_ = c;
+}
+
+double SimulatedWorkload::compile_cost(const Config& c, std::set<std::string>& compiled) {
+  auto it = c.find("compile");
+  if (it == c.end() || it->second != "on" || model_->costs().compile_s <= 0) return 0;
+  // Inductor compiles again for another dtype or memory format; a variant built once is reused.
+  const std::string variant = c.at("amp") + "/" + c.at("channels_last");
+  if (!compiled.insert(variant).second) return 0;
+  return model_->costs().compile_s;
 }
 
 double SimulatedWorkload::noisy(double ms) {
   std::normal_distribution<double> g(0.0, opt_.noise * std::sqrt(1 - opt_.phi * opt_.phi));
   e_ = opt_.phi * e_ + g(rng_);
   // Autocorrelated per-step jitter on a slow drift (thermals, other processes) that alternation must cancel.
-  const double drift = 1.0 + 0.02 * std::sin(now_s_ / 30.0);
+  const double drift = 1.0 + opt_.drift_amplitude * std::sin(now_s_ * 6.283185307 / opt_.drift_period_s + drift_phase_);
   const double speed = (now_s_ >= opt_.jump_at_s ? opt_.jump : 1.0) * (1.0 + opt_.drift_per_s * now_s_);
   return ms * drift * std::exp(e_) / speed;
 }
 
-measure::Window SimulatedWorkload::run_window(double ms, int64_t batch, int steps, bool warm) {
+measure::Window SimulatedWorkload::run_window(double ms, int64_t batch, int steps, bool warm, double first_extra_s) {
   measure::Window w;
+  if (opt_.window_noise > 0) ms *= std::exp(std::normal_distribution<double>(0.0, opt_.window_noise)(rng_));
+  const double first = model_->costs().first_step_factor;
   if (warm) {
     measure::WarmupDetector d(3, 2, 0.10, 30);
     for (int i = 0; !d.done(); ++i) {
-      const double t = noisy(ms * (i == 0 ? 3.0 : i == 1 ? 1.2 : 1.0));  // first steps after a change: autotune etc.
+      // First steps after a change: autotune, allocator growth, a compile.
+      double t = noisy(ms * (i == 0 ? first : i == 1 ? 1.2 : 1.0));
+      if (i == 0) t += first_extra_s * 1000;
       now_s_ += t / 1000.0;
       ++steps_;
       d.add(batch, int64_t(t * 1e6));
@@ -182,35 +171,40 @@ measure::Window SimulatedWorkload::measure(int steps) {
   if (opt_.every_window_fresh) return *measure_fresh(current_, steps);
   const bool warm = changed_;
   changed_ = false;
-  return run_window(parts(current_).step, to_int(current_, "batch_size"), steps, warm);
+  const double compile = pending_compile_s_;
+  pending_compile_s_ = 0;
+  return run_window(model_->step(current_).step, batch_of(current_), steps, warm, compile);
 }
 
 std::optional<measure::Window> SimulatedWorkload::measure_fresh(const Config& config, int steps) {
   if (!opt_.fresh_processes) return std::nullopt;
   Config c = full(config);
   now_s_ += opt_.process_start_s;
-  if (to_int(c, "batch_size") >= 128) throw TrialFailure("CUDA out of memory (simulated, fresh process)", true);
+  if (auto oom = model_->out_of_memory(c)) throw TrialFailure(*oom + " (fresh process)", true);
+  if (auto no = model_->refuses(c)) throw TrialFailure(*no, false);
   changed_ = true;  // this process's state is untouched, but the next window here starts after a pause
   double speed = 1;
   if (opt_.process_noise > 0) speed = std::exp(std::normal_distribution<double>(0.0, opt_.process_noise)(rng_));
-  return run_window(1000.0 * to_int(c, "batch_size") / (fresh_throughput(c) * speed), to_int(c, "batch_size"), steps,
-                    true);
+  std::set<std::string> fresh_compiled;
+  const double compile = compile_cost(c, fresh_compiled);
+  return run_window(1000.0 * batch_of(c) / (fresh_throughput(c) * speed), batch_of(c), steps, true, compile);
 }
 
 std::vector<double> SimulatedWorkload::loss_probe(const Config& config, int steps) {
   Config c = full(config);
   now_s_ += 0.5;
-  const double b = to_int(c, "batch_size");
+  if (auto oom = model_->out_of_memory(c)) throw TrialFailure(*oom, true);
+  const double b = static_cast<double>(batch_of(c));
   std::vector<double> out;
   for (int i = 0; i < steps; ++i) {
-    now_s_ += parts(c).step / 1000.0;
-    out.push_back(2.3 * std::exp(-0.05 * i * std::sqrt(b / 32.0)) * (1.0 + loss_penalty(c)));
+    now_s_ += model_->step(c).step / 1000.0;
+    out.push_back(2.3 * std::exp(-0.05 * i * std::sqrt(b / 32.0)) * (1.0 + model_->loss_penalty(c)));
   }
   return out;
 }
 
 std::optional<Snapshot> SimulatedWorkload::snapshot(int steps) {
-  const Parts p = parts(current_);
+  const SimStep p = model_->step(current_);
   Snapshot s;
   s.throughput = measure(std::max(1, steps)).throughput();
   s.step_ms = p.step;
@@ -243,55 +237,83 @@ std::optional<Snapshot> SimulatedWorkload::snapshot(int steps) {
 }
 
 nlohmann::json SimulatedWorkload::describe() {
-  return {{"device", "simulated GPU (deterministic model, not a measurement)"},
-          {"versions", {{"libtorch", "n/a"}, {"cuda", "n/a"}}},
-          {"model", "simulated"},
-          {"data", "simulated"},
-          {"simulated", true}};
+  nlohmann::json j = {{"device", model_->device()},
+                      {"device_info", {{"kind", model_->kind()}, {"cores", model_->cores()}}},
+                      {"versions", {{"libtorch", "n/a"}, {"cuda", "n/a"}}},
+                      {"model", opt_.profile == "toy" ? "simulated" : "simulated ResNet-50"},
+                      {"data", opt_.profile == "toy" ? "simulated" : "simulated JPEG folder"},
+                      {"simulated", true}};
+  if (opt_.profile != "toy") j["model"] = opt_.profile == "gpu" ? "simulated engine ResNet-50 (profile gpu)"
+                                                                 : "simulated ImageNet training script (profile script-gpu)";
+  if (!opt_.measurement_allocator.empty()) j["measurement_allocator"] = opt_.measurement_allocator;
+  // What a person reaches by hand and what exists at all, for the report beside the tuner's own figure.
+  nlohmann::json sim = {{"profile", opt_.profile}, {"process_start_s", opt_.process_start_s}};
+  const Config base = model_->baseline();
+  if (const Config hand = model_->hand_config(); !hand.empty()) {
+    nlohmann::json changed = nlohmann::json::object();
+    for (const auto& [k, v] : hand)
+      if (base.count(k) && base.at(k) != v) changed[k] = v;
+    sim["hand_config"] = changed;
+    sim["hand_speedup"] = fresh_throughput(hand) / fresh_throughput(base);
+  }
+  const Config best = best_config();
+  nlohmann::json best_changed = nlohmann::json::object();
+  for (const auto& [k, v] : best)
+    if (base.count(k) && base.at(k) != v) best_changed[k] = v;
+  sim["best_config"] = best_changed;
+  sim["best_speedup"] = fresh_throughput(best) / fresh_throughput(base);
+  j["simulation"] = sim;
+  return j;
 }
 
-double SimulatedWorkload::step_ms(const Config& config) const { return parts(full(config)).step; }
+double SimulatedWorkload::step_ms(const Config& config) const { return model_->step(full(config)).step; }
 
 double SimulatedWorkload::throughput(const Config& config) const {
   Config c = full(config);
-  return to_int(c, "batch_size") / (parts(c).step / 1000.0);
+  return static_cast<double>(batch_of(c)) / (model_->step(c).step / 1000.0);
 }
 
 double SimulatedWorkload::fresh_throughput(const Config& config) const {
   Config c = full(config);
-  if (c.at("cpu_allocator") != "glibc") return throughput(c);
-  const Parts p = parts(c);
-  double step = p.step;
-  if (p.workers > 0) step = std::max(p.load_per_worker * opt_.glibc_worker_load, p.h2d + p.device) + 0.5;
-  return 1000.0 * to_int(c, "batch_size") / step * opt_.glibc_fresh;
+  if (!c.count("cpu_allocator") || c.at("cpu_allocator") != "glibc") return throughput(c) * model_->fresh_factor(c);
+  return 1000.0 * static_cast<double>(batch_of(c)) / model_->step(c, opt_.glibc_worker_load).step * opt_.glibc_fresh *
+         model_->fresh_factor(c);
 }
 
 Config SimulatedWorkload::best_config() const {
+  if (best_) return *best_;
+  const auto space = model_->search_space();
   Config best;
   double best_tp = 0;
-  for (int w : {0, 1, 2, 4})
-    for (int b : {32, 64})
-      for (const char* amp : {"off", "fp16", "bf16"})
-        for (const char* tf32 : {"off", "on"})
-          for (const char* an : {"on", "off"})
-            for (const char* cg : {"off", "on"})
-              for (const char* pin : {"off", "on"})
-                for (const char* zg : {"off", "on"}) {
-                  Config c = full({{"workers", std::to_string(w)}, {"batch_size", std::to_string(b)},
-                                   {"amp", amp}, {"tf32", tf32}, {"anomaly_detection", an},
-                                   {"cuda_graphs", cg}, {"pin_memory", pin}, {"zero_grad_none", zg}});
-                  if (loss_penalty(c) > 0.10) continue;
-                  double tp = throughput(c);
-                  if (tp > best_tp * 1.0000001) {
-                    best_tp = tp;
-                    best = c;
-                  }
-                }
+  std::vector<size_t> at(space.size(), 0);
+  for (;;) {
+    Config c;
+    for (size_t i = 0; i < space.size(); ++i) c[space[i].first] = space[i].second[at[i]];
+    c = full(c);
+    if (model_->loss_penalty(c) <= 0.10 && !model_->out_of_memory(c)) {
+      const double tp = fresh_throughput(c);
+      if (tp > best_tp * 1.0000001) {
+        best_tp = tp;
+        best = c;
+      }
+    }
+    size_t i = 0;
+    for (; i < space.size(); ++i) {
+      if (++at[i] < space[i].second.size()) break;
+      at[i] = 0;
+    }
+    if (i == space.size()) break;
+  }
+  best_ = best;
   return best;
 }
 
 std::unique_ptr<Workload> make_simulated_workload(uint64_t seed, double noise) {
   return std::make_unique<SimulatedWorkload>(seed, noise);
+}
+
+std::unique_ptr<Workload> make_simulated_workload(uint64_t seed, const std::string& profile) {
+  return std::make_unique<SimulatedWorkload>(seed, sim_options_for(profile));
 }
 
 }  // namespace tb::engine

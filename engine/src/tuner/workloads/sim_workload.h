@@ -1,40 +1,35 @@
-// A deterministic simulation of one GPU training step (private to the engine; tests include it).
-//
-// The model is a queue of three resources with knob-dependent costs, chosen so that the search has to
-// discover interactions the way real tuning meets them (docs/design.md: the loader only mattered once
-// fp16 made the GPU fast):
-//   gpu     = (20 + 1.5*B) ms * amp factor (off 1, fp16 0.5, bf16 0.35) * 1.5 with anomaly_detection on
-//             * 0.8 with tf32 on
-//   launch  = 45 ms of host launch work per step, 3 ms with cuda_graphs on;  device = max(gpu, launch)
-//   h2d     = 0.1 ms per sample pageable, 0.03 with pin_memory on (on the training thread)
-//   load    = 1.2 ms per sample on one core; workers W>0 load in parallel on min(W, cores=4) cores
-//   step    = load + h2d + device               (workers = 0: loading on the training thread)
-//           = max(load / W', h2d + device) + 0.5 (workers > 0)
-//   batch_size >= 128 runs out of memory; tf32 makes the loss 25% worse (to exercise the drift guard).
-//   cpu_allocator (a process knob): a fresh process under glibc runs every step 2x slower than under
-//   glibc_tuned (SimOptions::glibc_fresh), its workers optionally slower (glibc_worker_load); windows in this
-//   (simulated) process always run steady, as the real workload's do.
-// Step noise is AR(1) (lag-1 correlation 0.5, marginal CV `noise`) on a slow sinusoidal drift; the first
-// steps after a change are slow (3x, 1.2x) and the warm-up ends by measure/warmup.h's rule, as for real.
-// SimOptions add a one-way jump (the whole process gets faster at a given moment, like glibc's allocator
-// switching regime) and a linear drift, to test that the protocol neither credits nor hides them.
-// From the naive baseline (workers 0, batch 32, amp off, anomaly on) cuda_graphs alone does nothing and
-// more than one worker does nothing; both pay once amp made the GPU fast. best_config() enumerates the
-// space to give the known optimum the tests compare against.
-//
-// Time is virtual: every step, apply and probe advances now_s() by its simulated cost, so budgets are
-// exercised without waiting. Noise is seeded: same seed, same samples.
+// A deterministic simulated workload (private to the engine; tests include it): one of the simulated jobs of
+// sim_model.h ("toy", "gpu", "script-gpu"), run on a virtual clock with the things real measurements meet.
+//   - Step noise is AR(1) (lag-1 correlation `phi`, marginal CV `noise`); each window also gets its own speed
+//     (`window_noise`: a GPU's clocks and neighbours move whole windows, 4-17% a pair on the H100 and H200);
+//   - a slow drift (a sinusoid of `drift_amplitude` and `drift_period_s`: +-10% is the +-20% a tune saw on a
+//     GPU), an optional one-way jump (the whole process gets faster at a moment, like glibc's allocator
+//     switching regime) and a linear drift, to test that the protocol neither credits nor hides them;
+//   - the first steps after a change are slow (x3, x1.2; torch.compile's first step costs its compile time)
+//     and the warm-up ends by measure/warmup.h's rule, as for real;
+//   - process knobs (KnobInfo::process_scope) do not change this process: they take effect in a fresh one,
+//     which costs `process_start_s` before its first step and runs at its own speed (`process_noise`); a fresh
+//     process under cpu_allocator=glibc runs at `glibc_fresh` of the steady speed, its loader workers
+//     `glibc_worker_load` times slower (the toy's allocator effect; 1 on the GPU models).
+// Time is virtual: every step, apply and probe advances now_s() by its simulated cost, so budgets are exercised
+// without waiting. Noise is seeded: same seed, same samples.
 #pragma once
 
+#include <memory>
 #include <random>
+#include <set>
 
 #include "engine/tuner.h"
+#include "tuner/workloads/sim_model.h"
 
 namespace tb::engine {
 
 struct SimOptions {
   double noise = 0.03;
   double phi = 0.5;             // lag-1 autocorrelation of the step noise
+  double window_noise = 0.0;    // each window's own speed: exp(N(0, window_noise))
+  double drift_amplitude = 0.02;  // slow sinusoidal drift of the whole machine
+  double drift_period_s = 188.5;  // (2 pi 30 s)
   double jump_at_s = 1e300;     // from this virtual time on every step is `jump` times faster
   double jump = 1.0;
   double drift_per_s = 0.0;     // relative speed-up per second of virtual time (linear)
@@ -54,12 +49,22 @@ struct SimOptions {
   double process_noise = 0.0;
   // What a fresh process costs before its first measured step (start-up, model build, CUDA and cuDNN set-up).
   double process_start_s = 1.0;
+  // The simulated job: "toy" (the default), "gpu" or "script-gpu" (sim_model.h).
+  std::string profile = "toy";
 };
+
+// The options a profile is calibrated with: for "gpu" and "script-gpu" the noise, drift and process start-up
+// measured on the H100 and H200 (per-pair noise 4-17%, drift up to 20% over a tune, 15 and 22 s a process),
+// the pinned measurement allocator the real workloads use and no allocator effect on the GPU; for "toy" the
+// defaults above. Throws std::invalid_argument for an unknown profile.
+SimOptions sim_options_for(const std::string& profile);
 
 class SimulatedWorkload : public Workload {
  public:
   explicit SimulatedWorkload(uint64_t seed = 7, double noise = 0.03);
   SimulatedWorkload(uint64_t seed, const SimOptions& options);
+  // With a model of the caller's (tests: a job shaped like a case a user met).
+  SimulatedWorkload(uint64_t seed, const SimOptions& options, std::unique_ptr<SimModel> model);
 
   std::vector<KnobState> knobs() override;
   Config baseline() override;
@@ -69,18 +74,24 @@ class SimulatedWorkload : public Workload {
   std::vector<double> loss_probe(const Config& config, int steps) override;
   std::optional<Snapshot> snapshot(int steps) override;
   double now_s() override { return now_s_; }
-  int cpu_cores() override { return 4; }
+  int cpu_cores() override { return model_->cores(); }
   nlohmann::json describe() override;
   std::string measurement_allocator() const override { return opt_.measurement_allocator; }
   std::string fresh_windows() const override { return opt_.every_window_fresh ? "a fresh simulated process" : ""; }
+  // What a fresh process costs before its first step, as the real workloads know it from their own start.
+  double start_s() const override { return opt_.process_start_s; }
 
   // Noise-free milliseconds per step and samples/s of a configuration (missing knobs = baseline).
   double step_ms(const Config& config) const;
   double throughput(const Config& config) const;
   // What a fresh process with `config` runs at (the allocator included).
   double fresh_throughput(const Config& config) const;
-  // The fastest configuration whose loss passes a 10% drift guard, by exhaustive enumeration.
-  Config best_config() const;
+  // The fastest configuration whose loss passes a 10% drift guard and that fits in memory, by exhaustive
+  // enumeration of the model's search space (fresh-process speed).
+  Config best_config() const;  // computed once
+  // The configuration a person found by hand (the profile's measured sequence), complete; {} for the toy.
+  Config hand_config() const { return model_->hand_config(); }
+  const SimModel& model() const { return *model_; }
 
   int applies() const { return applies_; }
   int steps_run() const { return steps_; }
@@ -88,17 +99,26 @@ class SimulatedWorkload : public Workload {
  private:
   Config full(const Config& config) const;
   double noisy(double ms);
-  // Runs steps of `ms` (noise-free) until the warm-up rule says stable, then `steps` measured ones.
-  measure::Window run_window(double ms, int64_t batch, int steps, bool warm);
+  int64_t batch_of(const Config& c) const;
+  // Runs steps of `ms` (noise-free) until the warm-up rule says stable, then `steps` measured ones;
+  // `first_extra_s` is added to the first step (a compile).
+  measure::Window run_window(double ms, int64_t batch, int steps, bool warm, double first_extra_s = 0);
+  // Seconds the first step under `c` spends compiling, once per compiled variant in this process.
+  double compile_cost(const Config& c, std::set<std::string>& compiled);
 
+  std::unique_ptr<SimModel> model_;
   std::mt19937_64 rng_;
   SimOptions opt_;
   double e_ = 0;  // AR(1) state
+  double drift_phase_ = 0;
   bool changed_ = true;
+  double pending_compile_s_ = 0;
+  std::set<std::string> compiled_;  // compiled variants this (simulated) process has built
   Config current_;
   double now_s_ = 0;
   int applies_ = 0;
   int steps_ = 0;
+  mutable std::optional<Config> best_;
 };
 
 }  // namespace tb::engine

@@ -1,4 +1,4 @@
-#include "tuner/snapshot_fill.h"
+#include "tuner/workloads/snapshot_fill.h"
 
 #include <algorithm>
 #include <string>

@@ -1,0 +1,79 @@
+// The tuner's budget, its rules in one place (docs/tuning.md "The budget"):
+//
+//  * What things cost is measured, not assumed: an in-process window from its apply to its last step (warm-up
+//    included), a fresh-process window from the process start to its last step, a loss probe, a snapshot.
+//    Until one has run, the calibration's window and the workload's own start-up stand in.
+//  * What is reserved is the end of the tune: the final alternation (the baseline, the final configuration and
+//    one arm per kept knob, `rounds` rounds) and, when the headline is measured in fresh processes, its arms.
+//    The reserve follows the kept knobs and the measured costs; nothing else is held back.
+//  * A trial starts only when it and the reserve fit in what is left. One that does not fit is deferred, not
+//    dropped: deferred knobs are tried again, cheapest first, whenever something was not spent as planned; a
+//    knob is reported "skipped (budget)" only when it is still deferred as the final starts.
+//  * The end: extra final rounds and extra fresh pairs only within the budget; the final's minimum may run past
+//    it by `overrun` (10%) and no further: a tune that cannot afford its fresh-process headline within that
+//    measures its headline in this process and says so.
+//  * A tune that ends early says why: every applicable knob was tried.
+// The tuner asks; this class answers and keeps the accounts (seconds by phase, for the report).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tb::engine::search {
+
+class Budget {
+ public:
+  explicit Budget(double budget_s = 240, double overrun = 0.10) : total_(budget_s), overrun_(overrun) {}
+
+  double total() const { return total_; }
+  double overrun() const { return overrun_; }
+  // No work starts past this, the final's minimum included.
+  double hard_end() const { return total_ * (1.0 + overrun_); }
+
+  // ----- measured costs (exponential averages; the first measurement replaces the prior) -------------------
+  // Priors before anything was measured: an in-process window, a fresh-process window (start-up included).
+  void prime(double window_s, double fresh_window_s);
+  void observe_window(double seconds);
+  void observe_fresh_window(double seconds);
+  void observe_probe(double seconds);
+  void observe_snapshot(double seconds);
+  double window_s() const { return window_s_; }
+  double fresh_window_s() const { return fresh_window_s_; }
+  bool fresh_measured() const { return fresh_seen_; }
+  double probe_s() const { return probe_s_; }
+  double snapshot_s() const { return snapshot_s_; }
+
+  // ----- what things will cost -----------------------------------------------------------------------------
+  // A trial of `pairs` pairs of windows; a numerics knob adds its loss probes; `extra_s` a known warm-up (a
+  // compile); a winner's snapshot is counted (it follows every kept change).
+  double trial_s(int pairs, bool fresh, bool probe, double extra_s = 0) const;
+  // An alternation of `arms` configurations over `rounds` rounds.
+  double alternation_s(int arms, int rounds, bool fresh) const;
+
+  // ----- the rules -------------------------------------------------------------------------------------------
+  // A trial of `cost` may start at `elapsed` with `reserve` still to come.
+  bool fits(double elapsed, double cost, double reserve) const { return elapsed + cost + reserve <= total_; }
+  // Optional work (another final round, another fresh pair) may run: within the budget.
+  bool may_extend(double elapsed, double cost, double reserve = 0) const { return elapsed + cost + reserve <= total_; }
+  // The final's minimum may run: within the hard end.
+  bool may_finish(double elapsed, double cost) const { return elapsed + cost <= hard_end(); }
+  // A fresh-process headline of `cost` is worth planning at all: it fits within `share` of the budget.
+  bool affordable_share(double cost, double share) const { return cost <= share * total_; }
+
+  // ----- accounts ---------------------------------------------------------------------------------------------
+  // Everything from the last boundary up to `now` belongs to `phase` (in the order phases first appear).
+  void charge(const std::string& phase, double now);
+  const std::vector<std::pair<std::string, double>>& by_phase() const { return phases_; }
+
+ private:
+  static void average(double& into, bool& seen, double x, double weight);
+
+  double total_, overrun_;
+  double window_s_ = 1, fresh_window_s_ = 2, probe_s_ = 0, snapshot_s_ = 0;
+  bool window_seen_ = false, fresh_seen_ = false, probe_seen_ = false, snapshot_seen_ = false;
+  double last_charge_ = 0;
+  std::vector<std::pair<std::string, double>> phases_;
+};
+
+}  // namespace tb::engine::search

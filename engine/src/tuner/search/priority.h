@@ -1,0 +1,50 @@
+// Which knob the tuner measures next: the expected gain over the measured cost (docs/tuning.md "Order").
+//
+// A knob removes part of one kind of time: loader workers most of the loader stall, CUDA graphs most of the
+// host's launch gaps, bf16 about 40% of the device's arithmetic, pinned memory half of a pageable copy. The
+// last snapshot says how much of the step each kind of time takes (Snapshot::breakdown_ms), so the expected
+// speed-up of a knob is 1 / (1 - the share it removes): one worker is worth 1.8x on an H100 step that waits
+// 45% on JPEG decoding and nothing once the loader keeps up; amp is worth little while the GPU idles for data.
+// The fractions come from what was measured (a first worker 1.80x on the H100's JPEG pipeline, CUDA graphs ~2x
+// of a launch-bound step, conv bias off + grads to None 1.6-1.8x of the engine's launch-bound step, bf16 1.3-
+// 1.6x of a compute-bound one: docs/gpu-results.md, docs/cpu-results.md). Without a breakdown the step is
+// taken to be split evenly. The cost is the trial's measured cost (a numerics knob adds its loss probes,
+// torch.compile its compile).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tb::engine::search {
+
+// Where a step's time goes, as shares of the step (they need not sum to 1).
+struct StepShares {
+  double loader = 0.25, h2d = 0.05, launch = 0.2, sync = 0.05, compute = 0.45, comm = 0;
+};
+
+// The shares of a snapshot's breakdown (GPU: "GPU busy", "loader stall", "launch gaps", "other idle"; CPU:
+// "data wait", "h2d", "forward", "backward", "optimizer", "comm wait", "other") over `step_ms`. An empty
+// breakdown gives the even default.
+StepShares shares_of(const std::vector<std::pair<std::string, double>>& breakdown_ms, double step_ms);
+
+// The speed-up `knob` may give on a step split as `s`, on a `cuda` device or a CPU. >= 1.
+double expected_gain(const std::string& knob, const StepShares& s, bool cuda);
+
+// The kind of time `knob` mostly removes ("loader", "h2d", "launch", "sync", "compute", "comm"): two knobs
+// of different kinds may pay only together, when the step waits on both.
+std::string kind_of(const std::string& knob, bool cuda);
+
+// A known warm-up a trial of `knob` pays on top of its windows, seconds: torch.compile compiles when it is
+// switched on, and again when amp or channels_last changes under it (`compiled`: compile is on now).
+double extra_cost_s(const std::string& knob, bool cuda, bool compiled);
+
+// Knobs whose setting only means something while `knob` is at a non-default value (prefetch and
+// persistent_workers without loader workers, non_blocking without pinned memory): an arm "without knob"
+// reverts them too.
+std::vector<std::string> dependents(const std::string& knob);
+
+// The knob `knob` needs to mean anything (the inverse of dependents()), "" when none.
+std::string depends_on(const std::string& knob);
+
+}  // namespace tb::engine::search

@@ -1,0 +1,113 @@
+// The summary of the tuner's search (search.h): the verdict, the waterfall, the baselines by phase and the
+// drift between them, the noise, and why the search ended.
+#include <cmath>
+#include <limits>
+
+#include "tuner/search/search.h"
+
+namespace tb::engine::search {
+
+void Tuner::summarize() {
+  res_.final_config = final_config();
+  // The sources a script reported while it ran (its DataLoader and forward lines, for the patch) arrive after
+  // the description taken at the start.
+  res_.environment = w_.describe();
+  if (final_config() == baseline_) {
+    // The headline is the baseline as measured last (the final arm or the A/A), never the calibration.
+    if (std::none_of(res_.notes.begin(), res_.notes.end(),
+                     [](const std::string& n) { return n.find("They are not kept") != std::string::npos ||
+                                                       n.find("every kept knob was dropped") != std::string::npos; }))
+      res_.notes.push_back("no change beat the baseline: the final configuration is the baseline");
+    const auto& last = baseline_phase_.count("final") ? baseline_phase_["final"] : baseline_phase_["start"];
+    res_.baseline_throughput = res_.final_throughput = measure::pooled_throughput(last);
+    res_.speedup = measure::RatioInterval{};
+    res_.speedup_fresh_processes = false;
+  }
+  if (changed_knobs(baseline_, res_.final_config).empty()) res_.verdict = "none";
+  else if (res_.speedup.valid() && !res_.speedup.no_effect() && res_.speedup.ratio > 1) res_.verdict = "faster";
+  else {
+    res_.verdict = "undecided";
+    std::string in_process;
+    if (res_.speedup_fresh_processes && res_.speedup_in_process.valid())
+      in_process = "; in the tune's own process it measured " + fmt(res_.speedup_in_process.ratio, 2) + "x [" +
+                   fmt(res_.speedup_in_process.lo, 2) + ", " + fmt(res_.speedup_in_process.hi, 2) + "] under " +
+                   w_.measurement_allocator() + ", which a fresh start does not promise";
+    res_.notes.push_back("could not decide: the headline's interval " + fmt(res_.speedup.lo, 2) + "-" +
+                         fmt(res_.speedup.hi, 2) + " covers 1 (the machine was too noisy for this budget)" +
+                         in_process + "; measure again with a larger --budget before relying on it");
+  }
+  // Waterfall: the headline's baseline times the accepted ratios of the knobs still kept, in the order they
+  // were kept (process knobs last: they were measured on top of the others).
+  double cum = 1;
+  for (size_t i = 0; i < kept_.size(); ++i) {
+    if (std::isfinite(kept_ratio_[i])) cum *= kept_ratio_[i];
+    res_.waterfall.push_back({label(kept_[i]), res_.baseline_throughput * cum});
+  }
+  // Baselines by phase, and drift between the start and the end.
+  for (const char* ph : {"start", "screen", "revisit", "deferred", "final"}) {
+    auto it = baseline_phase_.find(ph);
+    if (it == baseline_phase_.end() || it->second.empty()) continue;
+    TuneResult::PhaseBaseline b;
+    b.phase = ph;
+    b.throughput = measure::pooled_throughput(it->second);
+    b.windows = static_cast<int>(it->second.size());
+    double mid = 0;
+    for (const auto& w : it->second) mid += w.mid_s();
+    b.at_s = mid / b.windows;
+    res_.baselines.push_back(b);
+  }
+  std::sort(res_.baseline_windows.begin(), res_.baseline_windows.end(),
+            [](const measure::Window& a, const measure::Window& b) { return a.start_s < b.start_s; });
+  res_.noise = measure::assess_noise(res_.baseline_windows, load_.stop());
+  if (baseline_phase_.count("start") && baseline_phase_.count("final")) {
+    // Beyond the noise = the interval excludes 1 and the move is larger than a trial could resolve.
+    const auto d = measure::welch_ratio(baseline_phase_["start"], baseline_phase_["final"], o_.confidence);
+    const double band = std::max(o_.min_gain, std::isfinite(res_.noise_band) ? res_.noise_band : 0.0);
+    const std::string moved = "the baseline measured " + fmt(d.ratio, 3) + "x at the end of the tune against the start (" +
+                              "95% interval " + fmt(d.lo, 3) + "-" + fmt(d.hi, 3) + ")";
+    if (d.valid() && !d.no_effect() && std::fabs(d.ratio - 1) >= band)
+      res_.drift_note = "the machine drifted: " + moved + "; ratios measured in alternation cancel a slow drift, but " +
+                        "the absolute samples/s of different phases are not comparable";
+    else if (d.valid())
+      res_.notes.push_back("baseline agreement: " + moved + ", within the noise (±" + pct(band) + ")");
+  }
+  if (!res_.drift_note.empty()) res_.notes.push_back(res_.drift_note);
+  res_.notes.push_back("noise: " + res_.noise.text);
+
+  // Skips that a later turn made good are not skips: a knob deferred or waiting for workers that was tried.
+  std::set<std::string> tried_knobs;
+  for (const auto& t : res_.trials)
+    if (!t.knob.empty()) tried_knobs.insert(t.knob);
+  res_.skipped.erase(std::remove_if(res_.skipped.begin(), res_.skipped.end(),
+                                    [&](const SkippedTrial& s) {
+                                      return tried_knobs.count(s.knob) && s.value.empty() &&
+                                             s.reason.find("only matters with") != std::string::npos;
+                                    }),
+                     res_.skipped.end());
+  // Why it ended, in what really happened.
+  size_t budget_skips = 0, process_skips = 0;
+  for (const auto& s : res_.skipped)
+    if (s.reason.rfind("budget", 0) == 0) (process_knob(s.knob) && !all_fresh() ? process_skips : budget_skips)++;
+  std::string end = budget_skips == 0
+                        ? "every applicable knob was tried" + std::string(process_skips ? " in this process" : "") + " (" + std::to_string(res_.trials.size()) + " trials)"
+                        : "the budget ran out with " + std::to_string(budget_skips) +
+                              " knob value(s) not tried (listed as skipped, with what they needed)";
+  if (process_skips > 0)
+    end += "; " + std::to_string(process_skips) + " process knob(s) not measured: they need fresh processes, which "
+           "the budget left could not pay for (listed as skipped)";
+  bool final_failed = false, dropped_all = false, not_kept = false;
+  for (const auto& n : res_.notes) {
+    final_failed |= n.find("the final alternation failed") != std::string::npos;
+    dropped_all |= n.find("every kept knob was dropped") != std::string::npos;
+    not_kept |= n.find("They are not kept") != std::string::npos;
+  }
+  if (final_failed) end += "; the final alternation failed, so nothing is recommended";
+  else if (dropped_all) end += "; the final alternation dropped every kept knob";
+  else if (not_kept) end += "; the kept knobs ran slower in a fresh start, so nothing is recommended";
+  else if (res_.verdict == "faster") end += "; the final alternation confirmed the result";
+  else if (res_.verdict == "undecided") end += "; the headline could not be decided";
+  else end += "; nothing beat the baseline";
+  res_.ended = end;
+}
+
+}  // namespace tb::engine::search

@@ -1,0 +1,94 @@
+// The machines and training jobs the simulated workload runs (sim_workload.h): what one steady step costs
+// under a configuration, noise-free. Three of them:
+//   "toy"        the small model with a known optimum and hidden interactions the search tests were written
+//                against (sim_toy.cpp);
+//   "gpu"        the engine's ResNet-50 on a JPEG folder on an H100, calibrated to the figures measured there
+//                (sim_gpu.cpp, docs/gpu-results.md): the naive start, the hand sequence, a worker; and
+//   "gpu-synthetic" the same on synthetic batches: the points with and without conv bias / zero_grad to None;
+//   "script-gpu" a public ImageNet training script (torchvision ResNet-50, 4 DataLoader worker processes,
+//                pinned memory, batch 64, loss.item() each step) on the same GPU, its knobs the launcher's.
+// A model knows its knob catalog, its baseline, the configuration a person found by hand, and what a fresh
+// process costs; SimulatedWorkload adds time, noise, drift, warm-up and fresh processes on top.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/knobs.h"
+#include "engine/tuner.h"
+
+namespace tb::engine {
+
+// One steady step, in milliseconds (the parts a snapshot shows) and the memory it holds.
+struct SimStep {
+  double step = 0;       // wall time of a step
+  double gpu = 0;        // device busy time (kernels)
+  double launch = 0;     // host time to issue the step's work (the launch path)
+  double data_wait = 0;  // time the training thread waits for a batch (loader stall)
+  double h2d = 0;        // host-to-device copy on the training thread
+  double sync = 0;       // host blocked on the device each step (loss.item())
+  double peak_mb = 0;    // device (or host, on a CPU model) memory at its peak within a step
+};
+
+// Costs of the machine around the steps (seconds): what a fresh process, a knob change and a compile take.
+struct SimCosts {
+  double process_start_s = 1.0;  // process start to its first step (imports, model build, CUDA and cuDNN set-up)
+  double apply_s = 0.2;          // a live knob change
+  double workers_apply_s = 0.5;  // ... that restarts the loader's workers
+  double first_step_factor = 3.0;  // the first step after a change (autotune, allocator growth)
+  double compile_s = 0;          // the first steps under torch.compile (0: no such knob)
+};
+
+class SimModel {
+ public:
+  virtual ~SimModel() = default;
+  virtual std::string name() const = 0;
+  virtual std::string device() const = 0;  // for describe(): "simulated H100 (calibrated ...)"
+  virtual std::string kind() const { return "cuda"; }  // device_info.kind
+  virtual const std::vector<KnobInfo>& catalog() const = 0;
+  // Applicability of a catalog knob here (every knob applies unless the model says otherwise).
+  virtual Applicability applicability(const KnobInfo& k) const {
+    (void)k;
+    return {};
+  }
+  // The starting configuration: the catalog's defaults with the job's own settings (a script's 4 workers).
+  virtual Config baseline() const;
+  // `c` complete. `loader_slowdown` > 1: the loader's workers load that many times slower (a fresh process's
+  // worker processes re-faulting their memory under glibc's defaults).
+  virtual SimStep step(const Config& c, double loader_slowdown = 1.0) const = 0;
+  // A fresh process's speed relative to the steady in-process one (the allocator it starts under).
+  virtual double fresh_factor(const Config& c) const {
+    (void)c;
+    return 1.0;
+  }
+  // Relative worsening of the loss over the probe batches (the drift guard rejects > 10%).
+  virtual double loss_penalty(const Config& c) const = 0;
+  // Why `c` cannot run (out of memory), or nullopt.
+  virtual std::optional<std::string> out_of_memory(const Config& c) const = 0;
+  // Why the job refuses `c` (a script's launcher refuses prefetch without loader workers), or nullopt.
+  virtual std::optional<std::string> refuses(const Config& c) const {
+    (void)c;
+    return std::nullopt;
+  }
+  virtual int cores() const = 0;
+  virtual SimCosts costs() const { return {}; }
+  // The best configuration a person found by hand (the measured sequence), complete; empty when none.
+  virtual Config hand_config() const { return {}; }
+  // Values the exhaustive search of best_config() tries per knob (the others stay at the baseline).
+  virtual std::vector<std::pair<std::string, std::vector<std::string>>> search_space() const = 0;
+
+  // The catalog's defaults.
+  Config defaults() const;
+  // The baseline overridden by `c`.
+  Config complete(const Config& c) const;
+  bool has(const std::string& id) const;
+};
+
+// "toy", "gpu", "gpu-synthetic" or "script-gpu"; nullptr for another name.
+std::unique_ptr<SimModel> make_sim_model(const std::string& name);
+// The names make_sim_model knows, for error messages.
+std::vector<std::string> sim_model_names();
+
+}  // namespace tb::engine

@@ -1,0 +1,111 @@
+// The tuner's budget rules (tuner/search/budget.h) and the knobs' priors (tuner/search/priority.h), on their own.
+#include <gtest/gtest.h>
+
+#include "tuner/search/budget.h"
+#include "tuner/search/priority.h"
+
+using namespace tb::engine::search;
+
+TEST(TunerBudget, CostsAreMeasuredAndPriorsOnlyStandIn) {
+  Budget b(300);
+  b.prime(1.5, 20);
+  EXPECT_DOUBLE_EQ(b.window_s(), 1.5);
+  EXPECT_DOUBLE_EQ(b.fresh_window_s(), 20);
+  EXPECT_FALSE(b.fresh_measured());
+  // The first measurement replaces the prior; later ones average.
+  b.observe_window(2.0);
+  EXPECT_DOUBLE_EQ(b.window_s(), 2.0);
+  b.observe_window(1.0);
+  EXPECT_NEAR(b.window_s(), 1.7, 1e-9);
+  b.prime(9, 9);  // priors never override a measurement
+  EXPECT_NEAR(b.window_s(), 1.7, 1e-9);
+  b.observe_fresh_window(17.5);
+  EXPECT_TRUE(b.fresh_measured());
+  EXPECT_DOUBLE_EQ(b.fresh_window_s(), 17.5);
+  EXPECT_DOUBLE_EQ(b.fresh_window_s(), 17.5);
+  // A 55 s compile in one window is not carried into every later estimate (at most 3x the current one).
+  b.observe_window(55);
+  EXPECT_LE(b.window_s(), 1.7 * (0.7 + 0.3 * 3) + 1e-9);
+}
+
+TEST(TunerBudget, ATrialCostsItsPairsItsProbeAndItsSnapshot) {
+  Budget b(300);
+  b.prime(1.0, 18);
+  EXPECT_DOUBLE_EQ(b.trial_s(3, false, false), 6.0);
+  EXPECT_DOUBLE_EQ(b.trial_s(3, true, false), 108.0);
+  EXPECT_DOUBLE_EQ(b.trial_s(3, false, true), 8.0);  // a probe: two windows until one was measured
+  b.observe_probe(0.5);
+  b.observe_snapshot(1.5);
+  EXPECT_DOUBLE_EQ(b.trial_s(3, false, true), 6.0 + 0.5 + 1.5);
+  EXPECT_DOUBLE_EQ(b.trial_s(3, false, false, 60), 6.0 + 1.5 + 60);
+  EXPECT_DOUBLE_EQ(b.alternation_s(4, 3, false), 12.0);
+  EXPECT_DOUBLE_EQ(b.alternation_s(2, 3, true), 108.0);
+}
+
+TEST(TunerBudget, TheBudgetIsAWallWithAStatedMargin) {
+  Budget b(300, 0.10);
+  EXPECT_DOUBLE_EQ(b.hard_end(), 330);
+  // A trial starts only when it and the reserve fit in the budget.
+  EXPECT_TRUE(b.fits(100, 10, 190));
+  EXPECT_FALSE(b.fits(100, 10, 191));
+  // Optional work stays within the budget; the final's minimum may use the margin, no more.
+  EXPECT_TRUE(b.may_extend(290, 10));
+  EXPECT_FALSE(b.may_extend(291, 10));
+  EXPECT_TRUE(b.may_finish(291, 39));
+  EXPECT_FALSE(b.may_finish(291, 40));
+  EXPECT_TRUE(b.affordable_share(105, 0.5));
+  EXPECT_FALSE(b.affordable_share(160, 0.5));
+}
+
+TEST(TunerBudget, EveryPhaseIsChargedItsTime) {
+  Budget b(100);
+  b.charge("calibrate", 0);  // the first boundary: nothing before it
+  b.charge("calibrate", 2);
+  b.charge("noise floor", 12);
+  b.charge("search", 70);
+  b.charge("final", 90);
+  b.charge("search", 91);  // a phase met again adds to its first entry
+  ASSERT_EQ(b.by_phase().size(), 4u);
+  EXPECT_EQ(b.by_phase()[0].first, "calibrate");
+  EXPECT_DOUBLE_EQ(b.by_phase()[0].second, 2);
+  EXPECT_DOUBLE_EQ(b.by_phase()[1].second, 10);
+  EXPECT_DOUBLE_EQ(b.by_phase()[2].second, 58 + 1);
+  EXPECT_DOUBLE_EQ(b.by_phase()[3].second, 20);
+}
+
+// The priors follow where the step's time goes: a loader-bound step ranks workers above amp, a compute-bound
+// one amp above workers, a launch-bound one CUDA graphs first.
+TEST(TunerPriority, TheExpectedGainFollowsTheBreakdown) {
+  // The naive H100 step: 90 ms, the GPU busy 31, the loader stall 40.
+  const StepShares loader = shares_of({{"GPU busy", 31}, {"loader stall", 40}, {"launch gaps", 16}, {"other idle", 3}}, 90);
+  EXPECT_NEAR(loader.loader, 40.0 / 90, 1e-9);
+  EXPECT_GT(expected_gain("workers", loader, true), 1.5);
+  EXPECT_GT(expected_gain("workers", loader, true), expected_gain("amp", loader, true));
+  const StepShares compute = shares_of({{"GPU busy", 46}, {"loader stall", 1}, {"launch gaps", 0}, {"other idle", 1}}, 48);
+  EXPECT_GT(expected_gain("amp", compute, true), 1.4);
+  EXPECT_GT(expected_gain("amp", compute, true), expected_gain("workers", compute, true));
+  EXPECT_LT(expected_gain("workers", compute, true), 1.05);
+  const StepShares launch = shares_of({{"GPU busy", 31}, {"loader stall", 0}, {"launch gaps", 17}, {"other idle", 2}}, 50);
+  EXPECT_GT(expected_gain("cuda_graphs", launch, true), expected_gain("amp", launch, true));
+  // A CPU's breakdown (data wait, forward, backward, optimizer): no CUDA knob gains there.
+  const StepShares cpu = shares_of({{"data wait", 20}, {"h2d", 0}, {"forward", 30}, {"backward", 40}, {"optimizer", 10}}, 100);
+  EXPECT_NEAR(cpu.compute, 0.8, 1e-9);
+  EXPECT_DOUBLE_EQ(expected_gain("cuda_graphs", cpu, false), 1.0);
+  EXPECT_GT(expected_gain("intra_op_threads", cpu, false), expected_gain("intra_op_threads", cpu, true));
+  // No breakdown: an even split, every knob its prior.
+  EXPECT_GT(expected_gain("workers", shares_of({}, 0), true), 1.0);
+}
+
+TEST(TunerPriority, DependentsAndKinds) {
+  EXPECT_EQ(dependents("workers"), (std::vector<std::string>{"prefetch", "persistent_workers"}));
+  EXPECT_EQ(dependents("pin_memory"), (std::vector<std::string>{"non_blocking"}));
+  EXPECT_EQ(depends_on("prefetch"), "workers");
+  EXPECT_EQ(depends_on("amp"), "");
+  EXPECT_EQ(kind_of("workers", true), "loader");
+  EXPECT_EQ(kind_of("amp", true), "compute");
+  EXPECT_EQ(kind_of("cuda_graphs", true), "launch");
+  EXPECT_DOUBLE_EQ(extra_cost_s("compile", true, false), 60);
+  EXPECT_DOUBLE_EQ(extra_cost_s("compile", true, true), 0);
+  EXPECT_DOUBLE_EQ(extra_cost_s("amp", true, true), 60);  // a recompile under torch.compile
+  EXPECT_DOUBLE_EQ(extra_cost_s("amp", true, false), 0);
+}
