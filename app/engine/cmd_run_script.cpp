@@ -148,6 +148,10 @@ int cmd_run_script(int argc, char** argv) {
                hello.value(nlohmann::json::json_pointer("/device/kind"), std::string("cpu")).c_str());
 
   std::vector<engine::StepRecord> records;
+  // What the launcher's steps add to a step record (the phases, how the update was made, what `samples`
+  // counts), kept for the run JSON: step_json writes only the record's fields.
+  std::vector<nlohmann::json> step_extras;
+  std::string unit = "samples";
   nlohmann::json warnings = nlohmann::json::array(), sources = nlohmann::json::array(), done;
   nlohmann::json config = config_of_hello(hello);
   std::string failure, traceback;
@@ -172,6 +176,11 @@ int cmd_run_script(int argc, char** argv) {
     const std::string type = m->value("type", std::string());
     if (type == "step") {
       records.push_back(step_record_of(*m));
+      nlohmann::json extra = nlohmann::json::object();
+      for (const char* k : {"forward_ns", "backward_ns", "optim_ns", "optimizer_steps", "update", "unit", "tokens"})
+        if (m->contains(k)) extra[k] = (*m)[k];
+      step_extras.push_back(std::move(extra));
+      unit = m->value("unit", std::string("samples"));
       if (!records.back().warmup) ++measured;
       if (measured_steps > 0 && measured >= measured_steps && !stop_sent) {
         runner.send({{"type", "stop"}});
@@ -215,7 +224,13 @@ int cmd_run_script(int argc, char** argv) {
   out["config"] = config;
   out["throughput"] = throughput_json(records, load.stop());
   out["steps"] = nlohmann::json::array();
-  for (const auto& r : records) out["steps"].push_back(step_json(r));
+  for (size_t k = 0; k < records.size(); ++k) {
+    nlohmann::json s = step_json(records[k]);
+    for (auto it = step_extras[k].begin(); it != step_extras[k].end(); ++it) s[it.key()] = it.value();
+    out["steps"].push_back(std::move(s));
+  }
+  // A sequence model's steps count its sequences (or, when its batch could not be told, its time steps).
+  if (unit != "samples") out["throughput"]["unit"] = unit + "/s";
   out["outside"] = outside;
   out["source"] = sources;
   out["warnings"] = warnings;
@@ -240,9 +255,11 @@ int cmd_run_script(int argc, char** argv) {
     }
   }
   const auto& tp = out["throughput"];
-  std::printf("%s: %.1f samples/s over %zu measured steps (%zu in all); %s\n", so.script.c_str(),
-              tp["samples_per_s"].get<double>(), tp["measured_steps"].get<size_t>(), records.size(),
+  std::printf("%s: %.1f %s/s over %zu measured steps (%zu in all); %s\n", so.script.c_str(),
+              tp["samples_per_s"].get<double>(), unit.c_str(), tp["measured_steps"].get<size_t>(), records.size(),
               tp["noise"]["text"].get<std::string>().c_str());
+  if (unit == "time steps")
+    std::fprintf(stderr, "run: samples = time steps: the batch dimension of the script's model could not be told\n");
   if (!failure.empty()) {
     if (!traceback.empty()) std::fprintf(stderr, "%s", traceback.c_str());
     std::fprintf(stderr, "tunebench-cli: error: %s\n", failure.c_str());

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <regex>
 #include <sstream>
 
 
@@ -157,7 +158,13 @@ Status ScriptRunner::start(const ScriptOptions& o, double hello_timeout_s) {
   if (alive)
     return Error{"no training step (a batch, its backward() and update) in " + std::to_string(int(hello_timeout_s)) +
                  " s - is this a training script?"};
+  // The launcher sends the script's own error line; without one (the interpreter died) the last line printed
+  // is the best word left, except a library's C++ log line ("ERROR: ... DeviceProperties.cpp:48] ...", which
+  // torch prints on a machine without a GPU, even at exit): the last line that is not one comes first.
   const auto tail = child_.output_tail();
+  static const std::regex library_log(R"(\.(cpp|cc|cu|h|hpp):\d+\])");
+  for (auto it = tail.rbegin(); it != tail.rend(); ++it)
+    if (!it->empty() && !std::regex_search(*it, library_log)) return Error{*it};
   for (auto it = tail.rbegin(); it != tail.rend(); ++it)
     if (!it->empty()) return Error{*it};
   return Error{"the script's launcher sent nothing within " + std::to_string(int(hello_timeout_s)) + " s"};

@@ -72,7 +72,8 @@ class CorpusTest(unittest.TestCase):
 
     def check(self, name, iteration, args=(), code=0, samples=None, optimizer_steps=None, timeout=300):
         """Runs `name` both ways and checks what every script must keep; returns the run for more checks.
-        iteration: a regex matching the line the script prints once per training iteration."""
+        iteration: a regex matching the line the script prints once per training iteration; args: the
+        script's, "{tmp}" standing for the run's directory."""
         r = CorpusRun(self, name, args, timeout=timeout)
         (pcode, pout, perr), (lcode, lout, lerr) = r.plain, r.launched
         self.assertEqual(pcode, code, perr[-2000:])
@@ -91,7 +92,9 @@ class CorpusTest(unittest.TestCase):
             self.assertGreater(s["backward_ns"], 0, s)
             phases = s["forward_ns"] + s["backward_ns"] + s["optim_ns"] + s["data_wait_ns"]
             self.assertLessEqual(phases, s["wall_ns"], s)  # exclusive phases inside the step
-            self.assertEqual(s["optim_ns"] > 0, s["optimizer_steps"] > 0, s)
+            # the update is timed whether an optimizer made it or the script did by hand
+            self.assertEqual(s["optim_ns"] > 0, s["update"] != "none", s)
+            self.assertEqual(s["update"] == "optimizer", s["optimizer_steps"] > 0, s)
             if optimizer_steps is not None:
                 want = optimizer_steps(s["i"]) if callable(optimizer_steps) else optimizer_steps
                 self.assertEqual(s["optimizer_steps"], want, s)
@@ -133,6 +136,8 @@ class CorpusTest(unittest.TestCase):
         r = self.check("accum_plateau", r"^epoch \d+ batch \d+ loss", code=3, samples=8,
                        optimizer_steps=lambda i: 1 if i % 4 == 3 else 0)
         self.assertEqual([o["epoch"] for o in r.outside], [1, 2, 3])
+        err = next(m for m in r.messages if m["type"] == "error")  # a failing exit code is said in one line
+        self.assertEqual(err["message"], "exit code 3 at accum_plateau.py:80: sys.exit(3)")
 
     def test_gan_two_optimizers_per_batch_are_one_step(self):
         r = self.check("dcgan", r"^\[\d+/\d+\]\[\d+/\d+\] Loss_D", samples=16, optimizer_steps=2)
@@ -159,6 +164,7 @@ class CorpusTest(unittest.TestCase):
     def test_hand_written_sgd_without_optimizer_or_dataloader(self):
         r = self.check("manual_sgd", r"^epoch \d+ it \d+ loss", args=["--out", "{tmp}"], samples=24,
                        optimizer_steps=0)
+        self.assertTrue(all(s["update"] == "hand-written" for s in r.steps))  # `param -= ...` under no_grad
         self.assertEqual(len(r.outside), 3)  # the validation after each epoch; the save at the end
         self.assertEqual(r.outside[-1]["until"], "exit")
         self.assertGreater(r.outside[-1]["checkpoint_ns"], 0)
@@ -242,7 +248,75 @@ class CorpusTest(unittest.TestCase):
         hooks_model.set_compile(run, False)
         self.assertEqual(m(x).dtype, torch.float32)
 
+    # --- sequence models: the batch is the batch dimension ---------------------------------------------------
+    def _text_corpus(self):
+        """train/valid/test.txt of generated sentences; returns the directory and the train split's tokens."""
+        import random
+        d = tempfile.mkdtemp(prefix="tb-text-")
+        self.addCleanup(shutil.rmtree, d, True)
+        rng = random.Random(0)
+        words = ["w%d" % i for i in range(60)]
+        tokens = {}
+        for name, lines in (("train", 160), ("valid", 30), ("test", 30)):
+            with open(os.path.join(d, name + ".txt"), "w") as f:
+                tokens[name] = 0
+                for _ in range(lines):
+                    sentence = [rng.choice(words) for _ in range(rng.randint(5, 15))]
+                    f.write(" ".join(sentence) + "\n")
+                    tokens[name] += len(sentence) + 1  # and <eos>
+        return d, tokens["train"]
+
+    def _word_language_model(self, arch):
+        """Sequence-first (35, 20) batches from get_batch, no DataLoader, no optimizer: every step has its
+        forward, backward and hand-written update, and counts its 20 sequences, not its 35 time steps."""
+        data, train_tokens = self._text_corpus()
+        r = self.check("word_lm", r"^\| epoch +\d+ \| +\d+/ *\d+ batches", args=["--data", data, "--model", arch],
+                       samples=20, optimizer_steps=0)
+        rows = train_tokens // 20  # batchify: one column per sequence
+        lengths = [min(35, rows - 1 - i) for i in range(0, rows - 1, 35)]
+        self.assertEqual([s["tokens"] for s in r.steps], [20 * n for n in lengths] * 3)
+        for s in r.steps:
+            self.assertEqual((s["unit"], s["update"]), ("sequences", "hand-written"), s)
+            self.assertGreater(s["optim_ns"], 0, s)
+        # each epoch's validation and the best model's torch.save are outside the steps
+        self.assertEqual(len(r.outside), 3)
+        self.assertTrue(all(o["evaluation_ns"] > 0 for o in r.outside))
+        self.assertGreater(r.outside[0]["checkpoint_ns"], 0)
+
+    def test_word_language_model_lstm_sequence_first_with_a_hand_written_update(self):
+        self._word_language_model("LSTM")
+
+    def test_word_language_model_transformer_encoder_sequence_first(self):
+        self._word_language_model("Transformer")
+
+    def test_rnn_classifier_batch_first_with_a_dataloader(self):
+        r = self.check("rnn_classify", r"^epoch \d+ batch \d+ loss", samples=16, optimizer_steps=1)
+        for s in r.steps:
+            self.assertEqual((s["unit"], s["tokens"], s["update"]), ("sequences", 16 * 12, "optimizer"), s)
+        self.assertEqual([o["epoch"] for o in r.outside], [1, 2])
+
     # --- failures: one clear line --------------------------------------------------------------------------
+    def test_an_argparse_error_is_the_line_not_a_library_log_after_it(self):
+        r = CorpusRun(self, "arch_cli", ["-a", "resnet50"])
+        code, _, err = r.plain
+        self.assertEqual(code, 2)
+        self.assertEqual((r.launched[0], r.launched[2]), (code, err))
+        lines = err.strip().splitlines()
+        self.assertIn("DeviceProperties.cpp:48]", lines[-1])  # the library's log line comes last
+        message = next(m for m in r.messages if m["type"] == "error")["message"]
+        self.assertEqual(message, "arch_cli.py: error: argument -a/--arch: invalid choice: 'resnet50' (choose from "
+                                  "'linear', 'mlp')")
+        self.assertIn(message, lines)
+        self.assertEqual(r.done["summary"], {"steps": 0, "reason": "error"})
+
+    def test_an_exception_in_the_loop_is_the_line_not_a_library_log_after_it(self):
+        r = self.check("arch_cli", r"^epoch \d+ iter \d+ loss", args=["--lr", "50"], code=1, samples=16)
+        lines = r.plain[2].strip().splitlines()
+        self.assertIn("DeviceProperties.cpp:48]", lines[-1])
+        message = next(m for m in r.messages if m["type"] == "error")["message"]
+        self.assertEqual(message, lines[-2])  # the traceback's last line
+        self.assertTrue(message.startswith("FloatingPointError: loss is "), message)
+
     def test_a_missing_dataset_path(self):
         r = CorpusRun(self, "folder_spawn", ["--data", "/nonexistent/tunebench-dataset"])
         self.assertEqual(r.launched[0], r.plain[0])
@@ -290,7 +364,9 @@ class CorpusTest(unittest.TestCase):
                 """))
         c = Child(path, launcher_args=["--stall-warn", "1.5"], env=ENV, cwd=d)
         try:
-            w = c.until(lambda m: m["type"] == "warning" and m.get("kind") == "stalled", timeout=60)
+            # The stall after the steps (a slow start-up may bring its own "no training step yet" first).
+            w = c.until(lambda m: m["type"] == "warning" and m.get("kind") == "stalled" and
+                        "no training step for" in m["message"], timeout=60)
             self.assertIsNotNone(w, c.messages)
             self.assertNotIn("\n", w["message"])
             self.assertEqual((w["file"], w["line"]), (path, 8))

@@ -3,7 +3,7 @@ loops, with a clock the test moves (1 unit = 1 ns), so every boundary and phase 
 
 import unittest
 
-from tunebench.iterations import Iterations, Sink
+from tunebench.iterations import Iterations, Sink, Span
 
 
 class Loader:
@@ -15,11 +15,15 @@ class Recorder(Sink):
         self.steps = []
         self.outsides = []
         self.dropped = 0
+        self.windows = []  # update_window() calls: a window's number, 0 when it closed
 
     def step(self, i, span, end_ns):
         self.steps.append(dict(i=i, t0=span.t0, end=end_ns, samples=span.samples, data_wait=span.data_wait_ns,
                                forward=span.forward_ns, backward=span.backward_ns, optim=span.optim_ns,
-                               optimizer_steps=span.optimizer_steps))
+                               optimizer_steps=span.optimizer_steps, unit=span.unit, tokens=span.tokens))
+
+    def update_window(self, serial):
+        self.windows.append(serial)
 
     def outside(self, o, end_ns, until):
         ev, ck, other = o.parts(end_ns)
@@ -181,6 +185,68 @@ class StepRuleTest(unittest.TestCase):
             lp.wait(5)  # p -= lr * p.grad under no_grad
         rec = lp.finish()
         self.assertEqual([s["optimizer_steps"] for s in rec.steps], [0, 0, 0, 0])
+
+    def test_a_hand_written_updates_signs_are_its_optimizer_time_and_nothing_between_them(self):
+        lp = Loop(optimizers=())
+        for _ in range(3):
+            lp.forward()
+            lp.backward()
+            window = lp.it.window
+            self.assertEqual(lp.rec.windows[-1], window)  # opened at the backward's end
+            t_block = lp.t
+            lp.wait(1)
+            clip = lp.t
+            lp.wait(4)
+            lp.it.update_seen(window, clip, lp.t)  # clip_grad_norm_
+            for _ in range(3):  # p.data.add_(p.grad, alpha=-lr): from the .data read to its release
+                lp.wait(1)      # the loop's own code between parameters
+                t0 = lp.t
+                lp.wait(2)
+                lp.it.update_seen(window, t0, lp.t)
+            lp.it.update_seen(window, clip + 1, clip + 3)  # inside the clip: counted once
+            lp.wait(3)  # loss.item(), a print: not the update
+            if window % 2:  # the same, wrapped in a no_grad block that changed parameters: all of it counts
+                lp.it.update_seen(window, t_block, lp.t - 3)
+        lp.forward()  # the next iteration begins: the window closes
+        lp.it.update_seen(window, 0, lp.t)  # a sign from a window that has closed (a no_grad validation) is not
+        rec = lp.finish()
+        self.assertEqual(rec.windows, [1, 0, 2, 0, 3, 0])
+        self.assertEqual([s["optim"] for s in rec.steps], [1 + 4 + 3 * 3, 4 + 3 * 2, 1 + 4 + 3 * 3])
+        for s in rec.steps:
+            self.assertEqual(s["end"] - s["t0"], 10 + 20 + 1 + 4 + 3 * 3 + 3)
+
+    def test_update_signs_are_kept_as_their_union_in_any_order(self):
+        sp = Span(1, 0, None)
+        for a, b in [(10, 12), (20, 22), (5, 8)]:
+            sp.add_update(a, b)
+        self.assertEqual((sp.updates, sp.update_ns()), ([[5, 8], [10, 12], [20, 22]], 7))
+        sp.add_update(11, 21)
+        self.assertEqual((sp.updates, sp.update_ns()), ([[5, 8], [10, 22]], 15))
+        sp.add_update(0, 30)
+        self.assertEqual((sp.updates, sp.update_ns()), ([[0, 30]], 30))
+
+    def test_no_update_window_with_an_optimizer_or_outside_an_iteration(self):
+        lp, train = Loop(), Loader()
+        lp.train_batch(train)
+        lp.it.update_seen(1, 0, lp.t)
+        rec = lp.finish()
+        self.assertEqual(rec.windows, [])
+        self.assertEqual(rec.steps[0]["optim"], 5)
+
+    def test_the_first_training_forward_tells_the_batch(self):
+        lp, train = Loop(optimizers=()), Loader()
+        first = lp.it.forward_start(True, True, 35, lp.t)
+        self.assertTrue(first)
+        self.assertIsNone(lp.it.loader_samples())  # no DataLoader: the rule has only the model's input
+        lp.it.forward_end(lp.t)
+        lp.it.batch_told(20, "sequences", 700)
+        self.assertFalse(lp.it.forward_start(True, True, 35, lp.t))  # a second forward in the iteration
+        lp.it.forward_end(lp.t)
+        lp.backward()
+        lp.fetch(train, n=12)
+        self.assertEqual(lp.it.loader_samples(), 12)
+        rec = lp.finish()
+        self.assertEqual([(s["samples"], s["unit"], s["tokens"]) for s in rec.steps], [(20, "sequences", 700)])
 
     def test_a_closure_optimizer_is_one_step_per_call(self):
         lp = Loop()

@@ -236,6 +236,8 @@ class LaunchTest(unittest.TestCase):
         scope = {k["id"]: k["process_scope"] for k in hello["knobs"]}
         self.assertFalse(scope["persistent_workers"])
         self.assertFalse(scope["workers"])
+        # cudnn_benchmark cannot go back off in a running process: the tuner measures it in fresh ones.
+        self.assertTrue(scope["cudnn_benchmark"])
         c.send(type="set", knob="batch_size", value=64)
         err = c.until(lambda m: m["type"] == "error")
         self.assertTrue(err["recoverable"])
@@ -372,6 +374,112 @@ class LaunchTest(unittest.TestCase):
         code, _, err = c.finish()
         self.assertEqual(code, 0, err)
         self.assertEqual(open(os.path.join(self.dir.name, "zg.txt")).read(), "True 1")
+
+    # --- a hand-written update; what samples count ------------------------------------------------------------
+    def test_a_hand_written_update_is_timed_and_nothing_around_it(self):
+        # The script brackets its own clip and update (to a file: its stdout stays its own); a no_grad metric
+        # and a sleep after it change no parameter and must not be counted.
+        brackets = os.path.join(self.dir.name, "brackets.json")
+        script = self.write("by_hand.py", """
+            import json, sys, time, torch
+            torch.manual_seed(0)
+            model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 4))
+            x, y = torch.randn(32, 64), torch.randint(0, 4, (32,))
+            brackets = []
+            for it in range(8):
+                model.zero_grad()
+                out = model(x)
+                loss = torch.nn.functional.cross_entropy(out, y)
+                loss.backward()
+                t0 = time.monotonic_ns()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                if it % 2:
+                    for p in model.parameters():
+                        p.data.add_(p.grad, alpha=-0.1)
+                else:
+                    with torch.no_grad():
+                        for p in model.parameters():
+                            p -= 0.1 * p.grad
+                brackets.append(time.monotonic_ns() - t0)
+                with torch.no_grad():
+                    accuracy = (out.argmax(1) == y).float().mean()
+                    time.sleep(0.01)
+                print(it, loss.item(), accuracy.item())
+                time.sleep(0.01)
+            json.dump(brackets, open(sys.argv[1], "w"))
+        """)
+        c = Child(script, [brackets])
+        code, _, err = c.finish()
+        self.assertEqual(code, 0, err)
+        steps = [m for m in c.messages if m["type"] == "step"]
+        with open(brackets) as f:
+            measured = json.load(f)
+        self.assertEqual(len(steps), 8)
+        for s, bracket in zip(steps, measured):
+            self.assertEqual((s["update"], s["optimizer_steps"]), ("hand-written", 0), s)
+            self.assertLessEqual(s["optim_ns"], bracket, s)  # nothing outside the update is in it
+            self.assertGreater(s["optim_ns"], bracket // 4, (s, bracket))  # and most of the update is
+            self.assertGreater(s["wall_ns"], s["forward_ns"] + s["backward_ns"] + s["optim_ns"] + 20_000_000)
+
+    def test_sequence_modules_tell_their_batch_dimension(self):
+        import torch
+        from torch import nn
+        from torch.nn.utils.rnn import pack_sequence
+        from tunebench.batch_dim import decide, model_input, sequence_batch
+
+        self.assertEqual(sequence_batch(nn.LSTM(8, 8), (torch.randn(35, 20, 8),)), (20, 35))
+        self.assertEqual(sequence_batch(nn.GRU(8, 8, batch_first=True), (torch.randn(20, 35, 8),)), (20, 35))
+        self.assertEqual(sequence_batch(nn.LSTM(8, 8), (torch.randn(35, 8),)), (1, 35))  # unbatched
+        self.assertEqual(sequence_batch(nn.GRUCell(8, 8), (torch.randn(20, 8),)), (20, None))
+        self.assertEqual(sequence_batch(nn.MultiheadAttention(8, 2), (torch.randn(35, 20, 8),) * 3), (20, 35))
+        layer = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True)
+        self.assertEqual(sequence_batch(layer, (torch.randn(20, 35, 8),)), (20, 35))
+        packed = pack_sequence([torch.randn(n, 8) for n in (5, 3, 2)])
+        self.assertEqual(sequence_batch(nn.LSTM(8, 8), (packed,)), (3, 5))
+        self.assertIsNone(sequence_batch(nn.LSTM(8, 8), ()))  # called with keywords only
+
+        tokens = model_input((torch.zeros(35, 20, dtype=torch.long), None))
+        self.assertEqual(tokens, ("shape", (35, 20)))
+        self.assertEqual(decide(tokens, (20, 35)), (20, "sequences", 700))  # a language model, sequence first
+        self.assertEqual(decide(("shape", (20, 35)), (20, 35)), (20, "sequences", 700))  # batch first
+        # a DataLoader whose collate pads sequence-first: its batch's first dimension is the longest sequence
+        self.assertEqual(decide(("shape", (9, 4)), (4, 9), loader_count=9), (4, "sequences", 36))
+        self.assertEqual(decide(("shape", (32, 3, 28, 28)), None, loader_count=32), (32, "samples", None))
+        # an image read by attention as patches stays a sample
+        self.assertEqual(decide(("shape", (8, 3, 32, 32)), (8, 64)), (8, "samples", 512))
+        # sub-sequences of each sample (4 documents of 6 sentences): the first dimension is the batch
+        self.assertEqual(decide(("shape", (4, 6, 10)), (24, 10)), (4, "samples", None))
+        self.assertEqual(decide(("shape", (35,)), (1, 35)), (1, "sequences", 35))  # one unbatched sequence
+        self.assertEqual(decide(model_input((packed,)), (3, 5)), (3, "sequences", 10))
+        # the input begins with its 35 time steps and its batch (20) is not one of its dimensions
+        self.assertEqual(decide(("shape", (35, 160)), (20, 35)), (35, "time steps", None))
+
+    def test_when_the_batch_cannot_be_told_the_steps_count_time_steps_and_say_so(self):
+        script = self.write("flat.py", """
+            import torch
+            class Model(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.rnn = torch.nn.LSTM(8, 16)
+                    self.out = torch.nn.Linear(16, 1)
+                def forward(self, x):  # (time, batch * features), features last
+                    h, _ = self.rnn(x.view(x.shape[0], -1, 8))
+                    return self.out(h)
+            model = Model()
+            opt = torch.optim.SGD(model.parameters(), lr=0.01)
+            for _ in range(4):
+                opt.zero_grad()
+                model(torch.randn(35, 20 * 8)).pow(2).mean().backward()
+                opt.step()
+        """)
+        c = Child(script)
+        code, _, err = c.finish()
+        self.assertEqual(code, 0, err)
+        steps = [m for m in c.messages if m["type"] == "step"]
+        self.assertEqual([(s["samples"], s["unit"]) for s in steps], [(35, "time steps")] * 4)
+        warnings = [m for m in c.messages if m["type"] == "warning" and m.get("kind") == "unit"]
+        self.assertEqual(len(warnings), 1)
+        self.assertTrue(warnings[0]["message"].startswith("samples = time steps"), warnings[0])
 
 
 if __name__ == "__main__":

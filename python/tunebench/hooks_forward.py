@@ -6,9 +6,10 @@ are, and the hooks return None (they never change an input or an output).
 
 Only the outermost call of a module with trainable parameters counts (a loss module, a metric or a
 transform has none); calls in other threads (DataParallel's replicas) and inside a backward (activation
-checkpointing re-runs the forward there) are left out. Inside torch.compile's tracing the hooks do nothing,
-so they add no graph break; a compiled model's own call (the OptimizedModule) runs outside the graph and is
-what is timed.
+checkpointing re-runs the forward there) are left out. During an iteration's first training forward, the
+first sequence module it calls is read too: its input says the batch dimension (batch_dim.py). Inside
+torch.compile's tracing the hooks do nothing, so they add no graph break; a compiled model's own call (the
+OptimizedModule) runs outside the graph and is what is timed.
 """
 
 import threading
@@ -17,6 +18,7 @@ import weakref
 
 import torch
 
+from . import batch_dim
 from .hooks_dataloader import batch_size_of
 
 try:
@@ -40,6 +42,7 @@ _outer = None             # (module, record_function or None, grad enabled) of t
 _handles = []
 _trained = weakref.WeakSet()   # modules that ran a forward with grad enabled
 _backward_open = False    # a backward's start was seen and its end callback is queued
+_probe = None             # during an iteration's first training forward: [its input, first sequence module's batch]
 annotate = False          # a trace is being recorded: mark each outermost forward with a `## forward ##` range
 _on_error = None
 
@@ -121,7 +124,7 @@ def _watch_backward(out):
 
 def _enter(module, args):
     """The outermost call (depth already 1): a model's forward, if the module has trainable parameters."""
-    global _outer
+    global _outer, _probe
     if _graph_task_id() != -1:
         return  # a forward the backward runs (activation checkpointing)
     if _backward_open:
@@ -138,7 +141,8 @@ def _enter(module, args):
     else:
         has_trained = module in _trained
     # The batch size is needed only without a DataLoader: asked for then.
-    _tracker.forward_start(grad, has_trained, lambda: batch_size_of(args), t)
+    if _tracker.forward_start(grad, has_trained, lambda: batch_size_of(args), t):
+        _probe = [batch_dim.model_input(args), None]
     rf = None
     if annotate:
         rf = torch.autograd.profiler.record_function("## forward ##")
@@ -147,14 +151,35 @@ def _enter(module, args):
 
 
 def _exit(module, out):
-    global _outer
+    global _outer, _probe
     _, rf, grad = _outer
     _outer = None
     if rf is not None:
         rf.__exit__(None, None, None)
     _tracker.forward_end(time.monotonic_ns())
+    if _probe is not None:
+        probe, _probe = _probe, None
+        _tell_batch(*probe)
     if grad and out is not None and _HAS_NODE_PREHOOK:
         _watch_backward(out)
+
+
+def _tell_batch(inp, seq):
+    samples, unit, tokens = batch_dim.decide(inp, seq, _tracker.loader_samples())
+    if unit != "samples" or tokens is not None:
+        _tracker.batch_told(samples, unit, tokens)
+    if unit == "time steps":
+        _run.warn_once("time-steps", "samples = time steps: the model's input begins with its sequence length "
+                                     "and its batch dimension could not be told from its sequence modules",
+                       kind="unit")
+
+
+def _read_sequence_module(module, args):
+    """An inner call during the probe: the first sequence module gives the batch it reads."""
+    if isinstance(module, batch_dim.SEQUENCE_MODULES):
+        found = batch_dim.sequence_batch(module, args)
+        if found is not None:
+            _probe[1] = found
 
 
 # The registered hooks run for every module call, so their path for an inner module is kept to a few
@@ -169,6 +194,11 @@ def _pre_hook(module, args):
         if _depth == 1:
             try:
                 _enter(module, args)
+            except Exception as e:  # noqa: BLE001
+                _fail(e)
+        elif _probe is not None and _probe[1] is None:
+            try:
+                _read_sequence_module(module, args)
             except Exception as e:  # noqa: BLE001
                 _fail(e)
     return None
@@ -248,10 +278,11 @@ def disable():
 
 
 def uninstall():
-    global _tracker, _run, _depth, _outer, _backward_open
+    global _tracker, _run, _depth, _outer, _backward_open, _probe
     for h in _handles:
         h.remove()
     _handles.clear()
     _tracker = _run = _outer = None
     _depth = 0
     _backward_open = False
+    _probe = None

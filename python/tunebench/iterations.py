@@ -30,6 +30,13 @@ The rule
 
 Times are monotonic nanoseconds. Phases (forward, backward, optimizer) nest - LBFGS runs the forward and
 backward inside its step - and each is counted exclusive of the phases inside it.
+
+A hand-written update (no optimizer object) has no call to time: after a backward of a script that holds no
+optimizer, an **update window** stays open until the next thing the tracker sees (a forward, a batch, a
+backward, a save, the step's end). The hooks report what happens in it that updates parameters
+(hooks_update.py: a clip_grad_norm_, a no_grad block that changed parameters, a parameter's `.data`
+statement) as intervals; their union is the step's optimizer time. Nothing else runs in the window - the loss
+read, a print - is counted.
 """
 
 import weakref
@@ -52,6 +59,8 @@ class Iterations:
         self.stack = []               # open phases: [phase, resume_ns, eval_outside_start or None]
         self.in_backward = 0
         self._boundary = None         # where the last fetch that opened a span ended a step (None: it did not)
+        self.window = 0               # the open update window's number (0: none is open)
+        self._windows = 0
         self.finished = False
         self.last_progress_ns = clock()
 
@@ -89,8 +98,11 @@ class Iterations:
 
     def _close_step(self, t):
         sp = self.span
+        self._close_window()
         self._flush(t)
         self.span = None
+        if sp.updates:
+            sp.optim_ns += sp.update_ns()
         if sp.stepped:
             self.prev_cycle = set(sp.stepped)
         i = self.steps
@@ -137,6 +149,20 @@ class Iterations:
         need = self.prev_cycle if self.prev_cycle is not None else live
         return need <= sp.stepped
 
+    def _open_window(self):
+        """After a backward: a script without an optimizer may update its parameters by hand now."""
+        sp = self.span
+        if sp is None or not sp.trained or self.stack or self.window or list(self.live_optimizers()):
+            return
+        self._windows += 1
+        self.window = self._windows
+        self.sink.update_window(self.window)
+
+    def _close_window(self):
+        if self.window:
+            self.window = 0
+            self.sink.update_window(0)
+
     def _is_training_loader(self, loader):
         try:
             return loader in self.train_loaders
@@ -150,6 +176,7 @@ class Iterations:
         the launcher's own work belongs to no step)."""
         if self.finished:
             return t
+        self._close_window()
         if self.outside is not None:
             self.sink.poll()
             if self.finished:
@@ -212,9 +239,11 @@ class Iterations:
         """The outermost forward of a module with trainable parameters. `has_trained`: this module has run a
         forward with grad enabled before (a validation forward is one of a model that trains; a frozen
         teacher's or a target network's is not). `samples`: its batch size, or a function that returns it
-        (asked only when the step has no DataLoader)."""
+        (asked only when the step has no DataLoader). Returns True for the iteration's first forward with grad
+        enabled: the one whose input batch_told() may then describe."""
         if self.finished or self.in_backward:
-            return  # activation checkpointing re-runs forwards inside the backward: that is backward time
+            return False  # activation checkpointing re-runs forwards inside the backward: that is backward time
+        self._close_window()
         sp = self.span
         outside_eval = None
         if grad_enabled:
@@ -233,7 +262,7 @@ class Iterations:
             if self.outside is not None:
                 self.sink.poll()
                 if self.finished:
-                    return
+                    return False
             if sp is not None and sp.trained:
                 self._close_step(t)
                 self._start_outside(t)
@@ -244,6 +273,19 @@ class Iterations:
         if sp is not None:
             sp.forwards += 1
         self._push(FORWARD, t, outside_eval)
+        return grad_enabled and sp.train_forwards == 1
+
+    def loader_samples(self):
+        """The samples of the current iteration's DataLoader batch (None: it has no DataLoader)."""
+        sp = self.span
+        return sp.samples if sp is not None and sp.loader is not None else None
+
+    def batch_told(self, samples, unit, tokens):
+        """What the iteration's first training forward says its batch counts (batch_dim.decide): its samples,
+        their unit and, for a sequence model, its tokens."""
+        sp = self.span
+        if sp is not None and not self.finished:
+            sp.samples, sp.unit, sp.tokens = samples, unit, tokens
 
     def forward_end(self, t):
         if self.finished or self.in_backward:
@@ -258,6 +300,7 @@ class Iterations:
         self.in_backward += 1
         if self.in_backward > 1:
             return
+        self._close_window()
         sp = self.span
         if (sp is not None and sp.trained and sp.loader is None and sp.train_forwards == 0
                 and not self._in_optimizer() and self._updates_done(sp)):
@@ -277,10 +320,20 @@ class Iterations:
         if not self.in_backward:
             self._pop(BACKWARD, t)
             self.last_progress_ns = t
+            self._open_window()
+
+    def update_seen(self, window, t0, t1):
+        """A sign of a hand-written update in update window `window`, from t0 to t1 (hooks_update.py); one
+        from a window that has closed since (a forward ran inside a no_grad block: validation) is not."""
+        sp = self.span
+        if self.finished or not window or window != self.window or sp is None:
+            return
+        sp.add_update(max(t0, sp.t0), t1)
 
     def optimizer_start(self, opt_id, t):
         if self.finished:
             return
+        self._close_window()
         sp = self.span
         if sp is not None and sp.trained and sp.loader is None and opt_id in sp.stepped \
                 and not self._in_optimizer():
@@ -301,6 +354,7 @@ class Iterations:
     def save_start(self, t):
         if self.finished:
             return
+        self._close_window()
         sp = self.span
         if sp is not None and sp.trained:
             self._close_step(t)
@@ -317,6 +371,7 @@ class Iterations:
         interval in progress ends here."""
         if self.finished:
             return
+        self._close_window()
         sp = self.span
         if sp is not None:
             if sp.trained:

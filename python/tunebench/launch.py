@@ -23,8 +23,8 @@ import traceback
 
 import torch
 
-from . import (__version__, hooks_dataloader, hooks_forward, hooks_optimizer, hooks_save, iterations, knobs,
-               machine, script_errors)
+from . import (__version__, hooks_dataloader, hooks_forward, hooks_optimizer, hooks_save, hooks_update, iterations,
+               knobs, machine, script_errors)
 from .protocol import VERSION, Channel, Inbox
 from .state import Run, minor_faults
 from .tracing import Tracer
@@ -33,8 +33,9 @@ from .watchdog import Watchdog
 _MODEL_KNOBS = ("amp", "channels_last", "compile")
 _STEP = ('{"v": ' + str(VERSION) + ', "type": "step", "i": %d, "samples": %d, "wall_ns": %d, "data_wait_ns": %d, "h2d_ns": 0, '
          '"minor_faults": %d, "loss": null, "config_rev": %d, "warmup": false, "skipped": %s, "t_ns": %d, '
-         '"forward_ns": %d, "backward_ns": %d, "optim_ns": %d, "optimizer_steps": %d}\n')
-_HOOKS = (hooks_dataloader, hooks_forward, hooks_optimizer, hooks_save)
+         '"forward_ns": %d, "backward_ns": %d, "optim_ns": %d, "optimizer_steps": %d, "update": "%s", '
+         '"unit": "%s", "tokens": %s}\n')
+_HOOKS = (hooks_dataloader, hooks_forward, hooks_optimizer, hooks_save, hooks_update)
 
 
 def _trace_detail(text):
@@ -153,11 +154,14 @@ class Launcher(iterations.Sink):
         faults0, scalers0 = span.mark
         faults = minor_faults()
         skipped = span.optimizer_steps == 0 and hooks_optimizer.scaler_updated(scalers0)
+        update = "optimizer" if span.optimizer_steps else "hand-written" if span.updates else "none"
         # Formatted by hand: json.dumps of this dict is most of a step's own cost on a slow CPU. Every field
-        # is an int or a bool; the keys and their order are what json.dumps wrote.
+        # is an int, a bool, null or one of our own words (nothing to escape); the keys and their order are
+        # what json.dumps wrote.
         self.ch.send_line(_STEP % (i, span.samples, end_ns - span.t0, span.data_wait_ns, faults - faults0, run.rev,
                                    "true" if skipped else "false", span.t0, span.forward_ns, span.backward_ns,
-                                   span.optim_ns, span.optimizer_steps))
+                                   span.optim_ns, span.optimizer_steps, update, span.unit,
+                                   "null" if span.tokens is None else int(span.tokens)))
         self.boundary_faults = faults
         run.step_i = i + 1
         if self.tracer is not None:
@@ -168,6 +172,12 @@ class Launcher(iterations.Sink):
             self.pending = []
         if run.steps_limit and run.step_i >= run.steps_limit:
             self.finish("steps", 0, hard=True)
+
+    def update_window(self, serial):
+        if serial:
+            hooks_update.open_window(serial)
+        else:
+            hooks_update.close_window()
 
     def poll(self):
         # Outside the iterations only a stop is acted on at once; anything else (a loader knob would re-create
@@ -230,6 +240,7 @@ class Launcher(iterations.Sink):
         hooks_optimizer.install(run, tr, err)
         hooks_forward.install(run, tr, err)
         hooks_save.install(tr, err)
+        hooks_update.install(run, tr, err)
 
         def in_child():  # a forked DataLoader worker inherits the hooks and our fds: it reports nothing
             self.ch.closed = True
@@ -275,6 +286,9 @@ class Launcher(iterations.Sink):
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
             watchdog.stop.set()
+            failure = script_errors.exit_line(e, opts.script)
+            if failure:  # the script's own line, which a library's log line on stderr may follow
+                self.ch.send("error", recoverable=False, message=failure)
             if self.finish("completed" if code == 0 else "error", code) != code:
                 sys.exit(1)  # no training step: the launcher's own failure
             raise  # Python prints a non-integer code and exits as it would have

@@ -1,8 +1,17 @@
 """A script's failure as Python itself would show it: the traceback from the script's first frame on (runpy's
-and the launcher's frames left out), and the one line a parent shows."""
+and the launcher's frames left out), and the one line a parent shows.
 
+That line is the script's own last error - its exception's `Type: message`, argparse's `prog: error: ...`,
+the text of sys.exit("..."), or the exit code and the script's line that exited - taken from the exception
+itself, never from the last line on stderr: a library's log line (torch's C++ warnings print
+`ERROR: ... DeviceProperties.cpp:48] ...` on a machine without a GPU, at import or at exit) can come after it."""
+
+import argparse
+import linecache
 import os
 import traceback
+
+_ARGPARSE_EXIT = argparse.ArgumentParser.exit.__code__
 
 
 def script_traceback(tb, script):
@@ -20,3 +29,44 @@ def one_line(e):
         return "%s: %s" % (type(e).__name__, e)
     last = "".join(traceback.format_exception_only(type(e), e)).strip().splitlines()
     return last[-1] if last else type(e).__name__
+
+
+def _argparse_message(tb):
+    """The message argparse's exit() printed before it raised SystemExit (parser.error() builds it: `prog:
+    error: ...`), read from its frame; None when argparse did not end the script."""
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code is _ARGPARSE_EXIT:
+            message = frame.f_locals.get("message")
+            return message if isinstance(message, str) and message.strip() else None
+        tb = tb.tb_next
+    return None
+
+
+def _pick(text):
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return next((line for line in lines if ": error: " in line), lines[-1] if lines else "")
+
+
+def exit_line(e, script):
+    """The one line for a SystemExit with a failing code (None: it exits with 0)."""
+    code = e.code
+    if code is None or code == 0:
+        return None
+    message = _argparse_message(e.__traceback__)
+    if message is not None:
+        return _pick(message)
+    if not isinstance(code, int):
+        return _pick(str(code)) or "exit code 1"
+    line = "exit code %d" % code
+    tb = script_traceback(e.__traceback__, script)
+    last = None
+    while tb is not None:  # the script's own innermost frame: where it called sys.exit
+        if os.path.abspath(tb.tb_frame.f_code.co_filename) == os.path.abspath(script):
+            last = tb
+        tb = tb.tb_next
+    if last is not None:
+        path, lineno = last.tb_frame.f_code.co_filename, last.tb_lineno
+        text = linecache.getline(path, lineno).strip()
+        line += " at %s:%d" % (os.path.basename(path), lineno) + (": " + text if text else "")
+    return line

@@ -10,7 +10,7 @@ class Span:
 
     __slots__ = ("serial", "t0", "loader", "samples", "data_wait_ns", "forward_ns", "backward_ns", "optim_ns",
                  "save_ns", "trained", "forwards", "train_forwards", "stepped", "optimizer_steps", "mark",
-                 "fresh", "__weakref__")
+                 "fresh", "unit", "tokens", "updates", "__weakref__")
 
     def __init__(self, serial, t0, loader):
         self.serial = serial
@@ -29,6 +29,29 @@ class Span:
         self.optimizer_steps = 0
         self.mark = None              # the sink's own bookkeeping (page faults, scaler state at the start)
         self.fresh = False            # opened for a batch still being fetched
+        self.unit = "samples"         # what `samples` counts (batch_dim.py)
+        self.tokens = None            # a sequence model's batch x sequence length
+        self.updates = None           # a hand-written update's intervals: [[t0, t1], ...], disjoint, in order
+
+    def add_update(self, t0, t1):
+        """One sign of a hand-written update, [t0, t1]. Signs nest (a no_grad block around the parameters'
+        statements, clip_grad_norm_'s own no_grad), so their union is kept, never their sum: disjoint intervals
+        in order, the ones this one touches merged into it. They arrive as they end, so those are at the end."""
+        iv = self.updates
+        if iv is None:
+            iv = self.updates = []
+        hi = len(iv)
+        while hi and iv[hi - 1][0] > t1:
+            hi -= 1
+        lo = hi
+        while lo and iv[lo - 1][1] >= t0:
+            lo -= 1
+        if lo < hi:
+            t0, t1 = min(t0, iv[lo][0]), max(t1, iv[hi - 1][1])
+        iv[lo:hi] = [[t0, t1]]
+
+    def update_ns(self):
+        return sum(b - a for a, b in self.updates) if self.updates else 0
 
 
 class Outside:
@@ -75,6 +98,10 @@ class Sink:
 
     def outside(self, record, end_ns, until):
         pass
+
+    def update_window(self, serial):
+        """A hand-written update may run now (serial > 0: the window's number, for update_seen), or no longer
+        (0)."""
 
     def poll(self):
         """Called now and then while outside the training iterations (a long validation), where no step

@@ -145,6 +145,53 @@ TEST_F(CliScript, AnExceptionKeepsTheStepsAndTheTraceback) {
   EXPECT_NE(j["traceback"].get<std::string>().find("Traceback"), std::string::npos);
 }
 
+// A word-level language model as people write it (batchify/get_batch over one long tensor, sequence-first
+// (35, 20) batches, no optimizer: clip_grad_norm_ and p.data.add_): its run JSON has each step's phases and
+// counts its 20 sequences, not its 35 time steps.
+TEST_F(CliScript, ALanguageModelWithAHandWrittenUpdateHasItsPhasesAndItsBatch) {
+  const std::string corpus = tmp("text");
+  std::filesystem::create_directories(corpus);
+  for (const char* name : {"train", "valid", "test"}) {
+    std::ofstream f(corpus + "/" + name + ".txt");
+    unsigned x = 1;
+    for (int line = 0; line < 300; ++line) {
+      for (int w = 0; w < 8; ++w) {
+        x = x * 1103515245u + 12345u;
+        f << "w" << (x >> 16) % 40 << ' ';
+      }
+      f << '\n';
+    }
+  }
+  const std::string js = tmp("lm.json");
+  Out r = cli("run --script " + std::string(TB_SOURCE_DIR) + "/python/tests/corpus/word_lm.py --steps 6 --json " + js +
+              " -- --data " + corpus + " --model LSTM");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ifstream f(js);
+  auto j = nlohmann::json::parse(f);
+  ASSERT_GE(j["steps"].size(), 6u);
+  for (const auto& s : j["steps"]) {
+    EXPECT_EQ(s["samples"], 20) << s.dump();
+    EXPECT_EQ(s["unit"], "sequences") << s.dump();
+    EXPECT_EQ(s["update"], "hand-written") << s.dump();
+    EXPECT_GT(s["forward_ns"].get<int64_t>(), 0) << s.dump();
+    EXPECT_GT(s["backward_ns"].get<int64_t>(), 0) << s.dump();
+    EXPECT_GT(s["optim_ns"].get<int64_t>(), 0) << s.dump();
+  }
+  EXPECT_EQ(j["throughput"]["unit"], "sequences/s");
+  EXPECT_NE(r.out.find("sequences/s"), std::string::npos) << r.out;
+}
+
+// A script that fails in its own argument parsing, on a machine where a library logs an "ERROR:" line after it
+// (torch without a GPU): the line shown is argparse's.
+TEST_F(CliScript, TheScriptsOwnErrorIsTheOneLine) {
+  Out r = cli("run --script " + std::string(TB_SOURCE_DIR) + "/python/tests/corpus/arch_cli.py --steps 4 -- -a resnet999");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("tunebench-cli: error: "), std::string::npos) << r.err;
+  const std::string last = r.err.substr(r.err.rfind("tunebench-cli: error: "));
+  EXPECT_NE(last.find("error: argument -a/--arch: invalid choice: 'resnet999'"), std::string::npos) << r.err;
+  EXPECT_EQ(last.find("DeviceProperties.cpp"), std::string::npos) << r.err;
+}
+
 TEST_F(CliScript, TunesTheExampleAndWritesTheSameDocument) {
   const std::string js = tmp("tune.json");
   Out r = cli("tune --script " + example() + " --budget 40 --knobs workers,zero_grad_none --json " + js +
