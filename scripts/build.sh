@@ -9,6 +9,9 @@ jobs="${TB_JOBS:-$(nproc)}"
 export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}" CCACHE_BASEDIR="$PWD" CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-5G}"
 # Precompiled headers and ccache: let ccache reuse PCH-based objects.
 export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}"
+# A debug-info build hashes its working directory by default, so a clean clone elsewhere (CI's) missed every
+# object a checkout had cached (254 of 255): the paths are relative under CCACHE_BASEDIR, the objects the same.
+export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-true}"
 # The engine links the PyTorch wheel of the project's environment (scripts/python-env.sh); TB_PYTHON names
 # another interpreter whose torch to use.
 python="${TB_PYTHON:-$(bash scripts/python-env.sh --existing)}"
