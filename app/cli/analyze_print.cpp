@@ -1,6 +1,8 @@
 // `tunebench-cli analyze`'s readable summary (analyze_print.h).
 #include "analyze_print.h"
 
+#include "profiler/recording_cost.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -46,34 +48,44 @@ void print_gpu_time(const prof::AnalysisResult& r, FILE* out) {
   std::snprintf(b, sizeof b, "(%u intervals)", r.event_wait_count);
   line(out, "  waiting on another stream (event wait)", r.event_wait_ns, W, r.event_wait_count ? b : "");
   line(out, "  other (no named cause)", r.other_idle_ns, W);
+  if (r.profiler_ns > 0) {
+    std::snprintf(b, sizeof b, "(%u intervals; not the program's)", r.profiler_count);
+    line(out, "  profiler (TuneBench)", r.profiler_ns, W, b);
+  }
 }
 
 void print_steps(const prof::AnalysisResult& r, FILE* out) {
   std::fprintf(out, "\nper step (ms; host phases on the step's CPU time, GPU columns on the GPU work it launched)\n");
   if (!r.has_gpu) {
     const bool comm = r.comm_ns > 0;  // data parallel: the all-reduce and the part backward waited for
+    const bool own = r.profiler_ns > 0;  // TuneBench's own pauses in the steps: their column
     std::fprintf(out, "%8s %9s %9s %8s %8s %8s %8s %8s", "step", "duration", "data_wait", "h2d", "forward", "backward",
                  "optim", "sync");
     if (comm) std::fprintf(out, " %9s %9s", "allreduce", "comm_wait");
+    if (own) std::fprintf(out, " %9s", "profiler");
     std::fputc('\n', out);
     for (const auto& s : r.steps) {
       std::fprintf(out, "%8lld %9.3f %9.3f %8.3f %8.3f %8.3f %8.3f %8.3f", static_cast<long long>(s.index),
                    ms(s.duration_ns()), ms(s.data_wait_ns), ms(s.h2d_ns), ms(s.forward_ns), ms(s.backward_ns),
                    ms(s.optimizer_ns), ms(s.sync_ns));
       if (comm) std::fprintf(out, " %9.3f %9.3f", ms(s.comm_ns), ms(s.comm_exposed_ns));
+      if (own) std::fprintf(out, " %9.3f", ms(s.profiler_ns));
       std::fputc('\n', out);
     }
     return;
   }
-  std::fprintf(out, "%8s %9s %9s %8s %8s %8s %9s %8s %8s %8s %8s %8s %8s %7s\n", "step", "duration", "data_wait",
+  const bool own = r.profiler_ns > 0;
+  std::fprintf(out, "%8s %9s %9s %8s %8s %8s %9s %8s %8s %8s %8s %8s %8s %7s%s\n", "step", "duration", "data_wait",
                "forward", "backward", "optim", "gpu_busy", "comm_exp", "stall", "sync", "launch", "wait+other", "edge",
-               "kernels");
+               "kernels", own ? "  profiler" : "");
   for (const auto& s : r.steps) {
-    std::fprintf(out, "%8lld %9.3f %9.3f %8.3f %8.3f %8.3f %9.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %7u\n",
+    std::fprintf(out, "%8lld %9.3f %9.3f %8.3f %8.3f %8.3f %9.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %7u",
                  static_cast<long long>(s.index), ms(s.duration_ns()), ms(s.data_wait_ns), ms(s.forward_ns),
                  ms(s.backward_ns), ms(s.optimizer_ns), ms(s.gpu_busy_ns), ms(s.comm_exposed_ns), ms(s.loader_stall_ns),
                  ms(s.sync_idle_ns), ms(s.launch_gap_ns + s.launch_overhead_ns),
                  ms(s.event_wait_ns + s.other_idle_ns + s.runtime_idle_ns), ms(s.edge_idle_ns), s.kernel_count);
+    if (own) std::fprintf(out, " %9.3f", ms(s.profiler_ns));
+    std::fputc('\n', out);
   }
 }
 
@@ -105,6 +117,8 @@ void print_summary(const prof::Trace& trace, const prof::AnalysisResult& r, FILE
   if (!m.collector_state.empty())
     std::fprintf(out, "collector %s%s%s\n", m.collector_state.c_str(), m.collector_reason.empty() ? "" : ": ",
                  m.collector_reason.c_str());
+  if (const prof::RecordingCost rc = prof::recording_cost(trace); !rc.text.empty())
+    std::fprintf(out, "recording %s\n", rc.text.c_str());
   if (r.has_gpu || r.pid >= 0) {
     std::fprintf(out, "scope     ");
     if (r.has_gpu) std::fprintf(out, "GPU %lld, ", static_cast<long long>(r.device));
@@ -132,6 +146,10 @@ void print_summary(const prof::Trace& trace, const prof::AnalysisResult& r, FILE
     char b[64];
     std::snprintf(b, sizeof b, "(%u intervals)", r.loader_stall_count);
     line(out, "training thread waiting for data", r.loader_stall_ns, W, b);
+    if (r.profiler_ns > 0) {
+      std::snprintf(b, sizeof b, "(%u intervals; not the program's)", r.profiler_count);
+      line(out, "profiler (TuneBench)", r.profiler_ns, W, b);
+    }
     if (r.comm_ns > 0) {
       // Host collectives (Gloo, data parallel): what backward did not hide.
       std::snprintf(b, sizeof b, "(of %.3f ms all-reduce, %.0f%% overlapped)", ms(r.comm_ns),
@@ -146,6 +164,23 @@ void print_summary(const prof::Trace& trace, const prof::AnalysisResult& r, FILE
   }
   std::snprintf(b, sizeof b, "(%u calls)", r.sync_count);
   line(out, "host blocked in sync calls", r.sync_ns, W, b);
+  if (r.memory.present) {
+    // Memory beside time: the peaks and what the device had left at the largest.
+    auto gib = [](int64_t x) { return static_cast<double>(x) / static_cast<double>(int64_t(1) << 30); };
+    std::fprintf(out, "\nmemory   ");
+    if (r.memory.device_step_peak >= 0) {
+      std::fprintf(out, " device peak %.2f GiB allocated (step %lld)", gib(r.memory.device_step_peak),
+                   static_cast<long long>(r.memory.peak_step));
+      if (r.memory.device_reserved_peak >= 0) std::fprintf(out, ", %.2f GiB reserved", gib(r.memory.device_reserved_peak));
+      if (r.memory.headroom >= 0)
+        std::fprintf(out, ", %.2f GiB free of %.2f GiB", gib(r.memory.headroom), gib(r.memory.device_total));
+      std::fprintf(out, ";");
+    }
+    if (r.memory.host_rss_peak >= 0) std::fprintf(out, " host RSS peak %.2f GiB", gib(r.memory.host_rss_peak));
+    else if (r.memory.host_allocated_peak >= 0)
+      std::fprintf(out, " host allocated peak %.2f GiB (torch)", gib(r.memory.host_allocated_peak));
+    std::fprintf(out, "\n");
+  }
   if (!r.steps.empty()) print_steps(r, out);
   if (!r.top_kernels.empty()) print_kernels(r, out);
   if (!r.launch_outliers.empty()) {

@@ -268,6 +268,8 @@ int cmd_run(int argc, char** argv) {
   double step_ms = 0, n = 0;
   for (const auto& r : records)
     if (!r.warmup) step_ms += r.wall_ns / 1e6, ++n;
+  if (const std::string mem = engine::memory_summary_text(out.value("memory", nlohmann::json())); !mem.empty())
+    std::printf("%s\n", mem.c_str());
   const std::string hint = engine::page_fault_hint(tp["page_faults_per_step"].get<double>(), step_ms / std::max(1.0, n));
   if (!hint.empty()) std::fprintf(stderr, "tunebench-cli: hint: %s\n", hint.c_str());
   if (!failure.empty()) {

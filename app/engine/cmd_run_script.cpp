@@ -41,6 +41,7 @@ std::string merge_chunks(const std::vector<std::string>& chunks, const std::stri
     if (merged.event_count() == 0) merged.meta() = t.value()->meta();
     merged.merge(*t.value());
   }
+  merged.meta().extra["tunebench_run"] = "script";  // the analysis proposes the launcher's knobs
   merged.finalize();
   if (auto st = prof::write_chrome_trace(merged, path); !st) return st.error().to_string();
   return "";
@@ -177,7 +178,8 @@ int cmd_run_script(int argc, char** argv) {
     if (type == "step") {
       records.push_back(step_record_of(*m));
       nlohmann::json extra = nlohmann::json::object();
-      for (const char* k : {"forward_ns", "backward_ns", "optim_ns", "optimizer_steps", "update", "unit", "tokens"})
+      for (const char* k : {"forward_ns", "backward_ns", "optim_ns", "optimizer_steps", "update", "unit", "tokens",
+                            "profiler_ns"})
         if (m->contains(k)) extra[k] = (*m)[k];
       step_extras.push_back(std::move(extra));
       unit = m->value("unit", std::string("samples"));
@@ -207,6 +209,13 @@ int cmd_run_script(int argc, char** argv) {
     } else if (type == "error") {
       failure = m->value("message", std::string("the script failed"));
       traceback = m->value("traceback", std::string());
+      // An out-of-memory error says where and how full: the step after which it failed and what it held.
+      if (m->contains("memory")) {
+        const auto& after = (*m)["after_step"];
+        const std::string state = engine::memory_state_text(engine::memory_of_json((*m)["memory"]));
+        failure += std::string(" [") + (after.is_number() ? "after step " + after.dump() : "before the first step") +
+                   (state.empty() ? "" : "; " + state) + "]";
+      }
     } else if (type == "done") {
       done = *m;
     }
@@ -223,6 +232,7 @@ int cmd_run_script(int argc, char** argv) {
   out["versions"] = hello.value("versions", nlohmann::json::object());
   out["config"] = config;
   out["throughput"] = throughput_json(records, load.stop());
+  out["memory"] = engine::memory_summary_json(records);
   out["steps"] = nlohmann::json::array();
   for (size_t k = 0; k < records.size(); ++k) {
     nlohmann::json s = step_json(records[k]);
@@ -258,6 +268,7 @@ int cmd_run_script(int argc, char** argv) {
   std::printf("%s: %.1f %s/s over %zu measured steps (%zu in all); %s\n", so.script.c_str(),
               tp["samples_per_s"].get<double>(), unit.c_str(), tp["measured_steps"].get<size_t>(), records.size(),
               tp["noise"]["text"].get<std::string>().c_str());
+  if (const std::string mem = engine::memory_summary_text(out["memory"]); !mem.empty()) std::printf("%s\n", mem.c_str());
   if (unit == "time steps")
     std::fprintf(stderr, "run: samples = time steps: the batch dimension of the script's model could not be told\n");
   if (!failure.empty()) {

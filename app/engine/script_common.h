@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "client/script_runner.h"
+#include "engine/run_json.h"
 #include "engine/session.h"
 
 namespace tb::cli {
@@ -30,6 +31,7 @@ inline engine::StepRecord step_record_of(const nlohmann::json& m) {
   // A training iteration that made no optimizer step (an accumulation micro-batch, a hand-written update).
   if (m.contains("optimizer_steps")) r.optimizer_step = m.value("optimizer_steps", int64_t(1)) > 0;
   if (m.contains("loss") && m["loss"].is_number()) r.loss = m["loss"].get<double>();
+  if (m.contains("memory")) r.memory = engine::memory_of_json(m["memory"]);
   return r;
 }
 

@@ -56,6 +56,12 @@ std::unique_ptr<prof::Trace> collect_recorded_trace(const nlohmann::json& descri
     m.collector_reason = "no CUDA device: CPU-only timeline";
   }
   if (describe.contains("model")) m.extra["model"] = describe["model"].get<std::string>();
+  m.extra["tunebench_run"] = "engine";  // the analysis proposes the engine's knobs (not a script's)
+  // The device's size, for the headroom the analysis states beside the memory peak.
+  if (const auto mem = describe.value(nlohmann::json::json_pointer("/device/memory_bytes"), nlohmann::json());
+      mem.is_number() && mem.get<int64_t>() > 0 &&
+      describe.value(nlohmann::json::json_pointer("/device/kind"), std::string()) == "cuda")
+    m.extra["device_memory_bytes"] = std::to_string(mem.get<int64_t>());
   // A rank of a data-parallel group names its process: merged with the others, the timeline says "rank 1"
   // ("rank 1 on node2" when the group spans hosts). On another host than rank 0's its events move to rank
   // 0's clock (engine/src/dist/ddp.h, RankClock).

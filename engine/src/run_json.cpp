@@ -1,11 +1,92 @@
 // The run protocol's JSON for what a run measures (engine/run_json.h).
 #include "engine/run_json.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <string>
 
 #include "measure/stats.h"
 
 namespace tb::engine {
+
+namespace {
+std::string gib_text(int64_t b) {
+  char x[32];
+  std::snprintf(x, sizeof x, "%.2f GiB", double(b) / double(int64_t(1) << 30));
+  return x;
+}
+}  // namespace
+
+nlohmann::json memory_summary_json(const std::vector<StepRecord>& steps) {
+  int64_t rss = -1, alloc = -1, reserved = -1, peak = -1, total = -1, retries = -1, ooms = -1;
+  int64_t peak_step = -1;
+  for (const auto& r : steps) {
+    const StepMemory& m = r.memory;
+    rss = std::max(rss, m.host_rss_bytes);
+    alloc = std::max(alloc, m.device_allocated_bytes);
+    reserved = std::max(reserved, m.device_reserved_bytes);
+    if (m.device_peak_bytes > peak) {
+      peak = m.device_peak_bytes;
+      peak_step = r.index;
+    }
+    total = std::max(total, m.device_total_bytes);
+    retries = std::max(retries, m.device_alloc_retries);
+    ooms = std::max(ooms, m.device_ooms);
+  }
+  if (rss < 0 && alloc < 0) return nullptr;
+  nlohmann::json j = nlohmann::json::object();
+  if (rss >= 0) j["host_rss_peak"] = rss;
+  if (alloc >= 0) {
+    j["device_allocated_peak"] = alloc;
+    j["device_reserved_peak"] = reserved;
+    j["device_step_peak"] = peak;
+    j["device_step_peak_at"] = peak_step;
+    j["device_alloc_retries"] = retries;
+    j["device_ooms"] = ooms;
+  }
+  if (total > 0) {
+    j["device_total"] = total;
+    j["device_headroom"] = total - std::max(peak, reserved);  // what the largest step left of the device
+  }
+  return j;
+}
+
+std::string memory_summary_text(const nlohmann::json& s) {
+  if (!s.is_object()) return "";
+  std::string t = "memory:";
+  if (s.contains("host_rss_peak")) t += " peak host RSS " + gib_text(s["host_rss_peak"].get<int64_t>());
+  if (s.contains("device_step_peak")) {
+    t += (t.size() > 7 ? ";" : "") + std::string(" device peak ") + gib_text(s["device_step_peak"].get<int64_t>()) +
+         " allocated (step " + std::to_string(s["device_step_peak_at"].get<int64_t>()) + "), " +
+         gib_text(s["device_reserved_peak"].get<int64_t>()) + " reserved";
+    if (s.contains("device_total"))
+      t += ", of " + gib_text(s["device_total"].get<int64_t>()) + " (" + gib_text(s["device_headroom"].get<int64_t>()) + " free at the peak)";
+    if (s.value("device_alloc_retries", int64_t(0)) > 0)
+      t += "; " + std::to_string(s["device_alloc_retries"].get<int64_t>()) + " cudaMalloc retries";
+  }
+  return t;
+}
+
+std::string memory_state_text(const StepMemory& m) {
+  if (m.device_peak_bytes >= 0)
+    return "device peak " + gib_text(m.device_peak_bytes) +
+           (m.device_total_bytes > 0 ? " of " + gib_text(m.device_total_bytes) : std::string());
+  if (m.host_rss_bytes >= 0) return "host RSS " + gib_text(m.host_rss_bytes);
+  return "";
+}
+
+std::string memory_fit_text(int64_t batch, const StepMemory& m) {
+  const std::string s = memory_state_text(m);
+  return s.empty() ? s : "batch " + std::to_string(batch) + ": " + s;
+}
+
+void add_step_memory(measure::Window& w, const StepMemory& m) {
+  const int64_t peak = m.device_peak_bytes >= 0 ? m.device_peak_bytes : m.host_rss_bytes;
+  w.peak_memory_bytes = std::max(w.peak_memory_bytes, peak);
+  w.held_memory_bytes = std::max(w.held_memory_bytes, m.device_allocated_bytes);
+  w.memory_total_bytes = std::max(w.memory_total_bytes, m.device_total_bytes);
+}
 
 nlohmann::json config_json(const Config& c) {
   nlohmann::json j = nlohmann::json::object();
@@ -23,7 +104,37 @@ nlohmann::json step_json(const StepRecord& r) {
   else
     j["loss"] = nullptr;
   if (r.loss_scale > 0) j["loss_scale"] = r.loss_scale;
+  if (r.memory.measured()) j["memory"] = memory_json(r.memory);
   return j;
+}
+
+nlohmann::json memory_json(const StepMemory& m) {
+  nlohmann::json j = nlohmann::json::object();
+  auto put = [&](const char* k, int64_t v) {
+    if (v >= 0) j[k] = v;
+  };
+  put("host_rss", m.host_rss_bytes);
+  put("device_allocated", m.device_allocated_bytes);
+  put("device_reserved", m.device_reserved_bytes);
+  put("device_peak", m.device_peak_bytes);
+  put("device_alloc_retries", m.device_alloc_retries);
+  put("device_ooms", m.device_ooms);
+  put("device_total", m.device_total_bytes);
+  return j;
+}
+
+StepMemory memory_of_json(const nlohmann::json& j) {
+  StepMemory m;
+  if (!j.is_object()) return m;
+  auto get = [&](const char* k) { return j.contains(k) && j[k].is_number() ? j[k].get<int64_t>() : int64_t(-1); };
+  m.host_rss_bytes = get("host_rss");
+  m.device_allocated_bytes = get("device_allocated");
+  m.device_reserved_bytes = get("device_reserved");
+  m.device_peak_bytes = get("device_peak");
+  m.device_alloc_retries = get("device_alloc_retries");
+  m.device_ooms = get("device_ooms");
+  m.device_total_bytes = get("device_total");
+  return m;
 }
 
 std::vector<measure::StepTiming> measured_timings(const std::vector<StepRecord>& steps) {
@@ -78,6 +189,7 @@ nlohmann::json run_document(const Session& session, const nlohmann::json& d, con
   out["config"] = config_json(session.config());
   out["config_rev"] = session.revision();
   out["throughput"] = throughput_json(steps, load);
+  out["memory"] = memory_summary_json(steps);
   out["counters"] = {{"skipped_steps", d.value("skipped_steps", nlohmann::json())},
                      {"nan_losses", d.value("nan_losses", nlohmann::json())},
                      {"optimizer_steps", d.value("optimizer_steps", nlohmann::json())},

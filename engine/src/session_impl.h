@@ -141,6 +141,7 @@ class SessionImpl final : public Session {
   measure::WarmupDetector warmup_{0};
   int64_t micro_ = 0;
   int64_t last_good_batch_ = 0;
+  StepMemory good_batch_memory_;  // a step's memory at last_good_batch_ (for the out-of-memory message)
   torch::Tensor scale_, growth_;
   int64_t skipped_steps_ = 0, nan_losses_ = 0;
   int64_t graph_replays_ = 0;

@@ -9,6 +9,8 @@
 #include "profiler/range_names.h"
 #include "profiler/recorder.h"
 #include "session_impl.h"
+#include "engine/run_json.h"
+#include "step_memory.h"
 
 #if TUNEBENCH_TORCH_CUDA
 #include <ATen/autocast_mode.h>
@@ -50,7 +52,9 @@ StepRecord SessionImpl::step() {
   } catch (const std::exception& e) {
     ddp_in_step_ = false;
     if (compat::is_oom(e) && !group_ && last_good_batch_ > 0 && num(config_, "batch_size") > last_good_batch_) {
-      warnings_.push_back("out of memory at batch_size " + val(config_, "batch_size") + "; reverted to " +
+      const std::string fit = memory_fit_text(last_good_batch_, good_batch_memory_);
+      warnings_.push_back("out of memory at batch_size " + val(config_, "batch_size") + " in step " +
+                          std::to_string(step_index_) + (fit.empty() ? "" : " (" + fit + ")") + "; reverted to " +
                           std::to_string(last_good_batch_));
       apply({{"batch_size", std::to_string(last_good_batch_)}});
       rec.skipped = true;
@@ -62,9 +66,22 @@ StepRecord SessionImpl::step() {
   rec.wall_ns = tb::prof::now_ns() - rec.start_ns;
   rec.minor_faults = process_minor_faults() - faults0;
   tb::prof::Recorder::counter(tb::prof::names::kPageFaults, double(rec.minor_faults));
+  // What the step held: the host's resident set and heap, the device's allocated, reserved and peak (the peak
+  // is reset here, so each step's is its own). The trace carries them as counters beside the steps.
+  rec.memory = read_step_memory(device_.is_cuda() ? std::max<int>(0, device_.index()) : -1);
+  tb::prof::Recorder::counter(tb::prof::names::kHostRss, double(rec.memory.host_rss_bytes));
+  if (rec.memory.device_allocated_bytes >= 0) {
+    tb::prof::Recorder::counter(tb::prof::names::kDeviceAllocated, double(rec.memory.device_allocated_bytes));
+    tb::prof::Recorder::counter(tb::prof::names::kDeviceReserved, double(rec.memory.device_reserved_bytes));
+    tb::prof::Recorder::counter(tb::prof::names::kDevicePeak, double(rec.memory.device_peak_bytes));
+    tb::prof::Recorder::counter(tb::prof::names::kDeviceRetries, double(rec.memory.device_alloc_retries));
+  }
   rec.warmup = !warmup_.done();
   if (rec.warmup) warmup_.add(rec.samples, rec.wall_ns);
-  if (!rec.skipped && rec.optimizer_step) last_good_batch_ = std::max(last_good_batch_, num(config_, "batch_size"));
+  if (!rec.skipped && rec.optimizer_step && num(config_, "batch_size") >= last_good_batch_) {
+    last_good_batch_ = num(config_, "batch_size");
+    good_batch_memory_ = rec.memory;
+  }
   if (read_loss && !rec.skipped && !std::isfinite(rec.loss)) {
     ++nan_losses_;
     if (nan_losses_ <= 3 || nan_losses_ % 100 == 0)

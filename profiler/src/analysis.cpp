@@ -7,6 +7,7 @@
 
 #include "analysis_findings.h"
 #include "analysis_idle.h"
+#include "analysis_memory.h"
 #include "analysis_intervals.h"
 #include "analysis_names.h"
 #include "analysis_steps.h"
@@ -30,6 +31,8 @@ const char* to_string(FindingKind k) {
     case FindingKind::RuntimeCalls: return "runtime_calls";
     case FindingKind::EventWait: return "event_wait";
     case FindingKind::Straggler: return "straggler";
+    case FindingKind::MemoryFragmentation: return "memory_fragmentation";
+    case FindingKind::MemoryGrowth: return "memory_growth";
   }
   return "?";
 }
@@ -67,9 +70,11 @@ HostSide collect_host(const Trace& trace, const detail::Scope& sc, const Analysi
     for (const Event& e : t.events()) {
       any_runtime |= e.kind == EventKind::Runtime;
       any_driver |= e.kind == EventKind::Driver;
+      if (e.kind == EventKind::Overhead && e.end_ns > e.start_ns) h.profiler.push_back({e.start_ns, e.end_ns});
       if (e.kind == EventKind::Range) {
         const std::string_view n = trace.name(e.name);
-        if (n == names::kGlooAllReduce) h.comm_host.push_back({e.start_ns, e.end_ns});
+        if (nc::is_profiler_own(n)) h.profiler.push_back({e.start_ns, e.end_ns});
+        else if (n == names::kGlooAllReduce) h.comm_host.push_back({e.start_ns, e.end_ns});
         else if (nc::is_forward(n)) h.fwd.push_back({e.start_ns, e.end_ns});
         else if (nc::is_backward(n)) h.bwd.push_back({e.start_ns, e.end_ns});
         else if (nc::is_optimizer(n)) h.optim.push_back({e.start_ns, e.end_ns});
@@ -114,8 +119,11 @@ HostSide collect_host(const Trace& trace, const detail::Scope& sc, const Analysi
   std::sort(r.sync_points.begin(), r.sync_points.end(),
             [](const SyncPoint& a, const SyncPoint& b) { return a.interval.t0 < b.interval.t0; });
   for (Intervals* v : {&h.data_wait, &h.h2d, &h.fwd, &h.bwd, &h.optim, &h.sync_calls, &h.slow_runtime, &h.comm_host,
-                       &h.comm_wait})
+                       &h.comm_wait, &h.profiler})
     *v = iv::merge(std::move(*v));
+  // A wait for data that TuneBench's own pause sits in (a chunk boundary inside the loader's __next__) is the
+  // profiler's for that part.
+  h.data_wait = iv::subtract(h.data_wait, h.profiler);
   // Exposed communication is waiting while a collective runs: the wait's tail after the last result came
   // back (the Reducer copying it out) is not communication.
   h.comm_wait = iv::subtract(h.comm_wait, iv::subtract(h.comm_wait, h.comm_host));
@@ -252,9 +260,10 @@ void per_step(const GpuSide& g, const HostSide& h, const IdlePieces& p, Analysis
     if (!r.has_gpu) {
       s.gpu_idle_ns = b - a;
       s.loader_stall_ns = s.data_wait_ns;
+      s.profiler_ns = iv::measure(h.profiler, a, b);
       s.comm_ns = iv::measure(h.comm_host, a, b);
       s.comm_exposed_ns = iv::measure(h.comm_wait, a, b);
-      s.other_idle_ns = s.gpu_idle_ns - s.loader_stall_ns;
+      s.other_idle_ns = std::max<int64_t>(0, s.gpu_idle_ns - s.loader_stall_ns - s.profiler_ns);
       continue;
     }
     const int64_t x = s.gpu_start_ns, y = s.gpu_end_ns;
@@ -273,6 +282,7 @@ void per_step(const GpuSide& g, const HostSide& h, const IdlePieces& p, Analysis
     s.launch_overhead_ns = iv::measure(p.overhead, x, y);
     s.event_wait_ns = iv::measure(p.event_wait, x, y);
     s.other_idle_ns = iv::measure(p.other, x, y);
+    s.profiler_ns = iv::measure(p.profiler, x, y);
     if (by_time)
       s.kernel_count = static_cast<uint32_t>(std::lower_bound(kernel_starts.begin(), kernel_starts.end(), y) -
                                              std::lower_bound(kernel_starts.begin(), kernel_starts.end(), x));
@@ -528,7 +538,10 @@ AnalysisResult analyze(const Trace& trace, const AnalysisOptions& opt) {
     iv::clip(h.data_wait, W0, W1, pieces.stall);
     r.loader_stall_ns = iv::total(pieces.stall);
     r.loader_stall_count = static_cast<uint32_t>(pieces.stall.size());
-    r.other_idle_ns = window_len - r.loader_stall_ns;
+    iv::clip(h.profiler, W0, W1, pieces.profiler);
+    r.profiler_ns = iv::total(pieces.profiler);
+    r.profiler_count = static_cast<uint32_t>(pieces.profiler.size());
+    r.other_idle_ns = std::max<int64_t>(0, window_len - r.loader_stall_ns - r.profiler_ns);
     // Host collectives (Gloo): exposed = the training thread's recorded wait for them after backward.
     r.comm_ns = iv::measure(h.comm_host, W0, W1);
     r.comm_exposed_ns = iv::measure(h.comm_wait, W0, W1);
@@ -538,6 +551,17 @@ AnalysisResult analyze(const Trace& trace, const AnalysisOptions& opt) {
       r.notes.push_back("no GPU activity in this trace: CPU-only analysis (loader stall = data-wait time)");
   }
 
+  for (const Interval& x : pieces.profiler)
+    if (r.profiler_intervals.size() < opt.max_intervals) r.profiler_intervals.push_back(x);
+  if (r.profiler_ns > 0) {
+    char b[240];
+    std::snprintf(b, sizeof b,
+                  "profiler (TuneBench): %.3f ms of the window in %u intervals is the profiler's own time (trace chunk "
+                  "boundaries, recording work), not the program's: no cause, no finding, and left out of every "
+                  "finding's bound",
+                  static_cast<double>(r.profiler_ns) * 1e-6, r.profiler_count);
+    r.notes.push_back(b);
+  }
   if (!r.steps.empty()) per_step(g, h, pieces, r);
   kernel_statistics(trace, g, opt, r);
   op_statistics(trace, sc, opt, r);
@@ -559,6 +583,7 @@ AnalysisResult analyze(const Trace& trace, const AnalysisOptions& opt) {
       ev.comm = iv::largest(waits);
     }
   }
+  detail::analyze_memory(trace, sc.pid, opt, r);
   detail::add_findings(trace, opt, ev, r);
 
   if (r.has_gpu && trace.flows().empty())

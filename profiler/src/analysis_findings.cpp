@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <string>
 
 #include "analysis_cpu.h"
@@ -46,11 +47,81 @@ int compute_major(const Trace& trace) {
   return it == trace.meta().extra.end() ? -1 : std::atoi(it->second.c_str());
 }
 
+// The knobs a script run has (the launcher's, python/tunebench/knobs.py, and the interpreter's allocator).
+const std::set<std::string>& script_knobs() {
+  static const std::set<std::string> s = {"workers",       "pin_memory",        "prefetch", "persistent_workers",
+                                          "intra_op_threads", "cudnn_benchmark", "tf32",     "zero_grad_none",
+                                          "anomaly_detection", "amp",           "channels_last", "compile",
+                                          "cpu_allocator"};
+  return s;
+}
+
+// What a script (or a trace from elsewhere) is told where the engine would be given a knob it does not have:
+// the code change in words, and the script knob that comes closest.
+struct Remedy {
+  const char* words;          // the "-> ..." clause
+  const char* script_knob;    // "" when no script knob does it
+  const char* script_value;
+};
+const Remedy* remedy_for(const std::string& engine_knob) {
+  static const std::pair<const char*, Remedy> table[] = {
+      {"sync_free_logging",
+       {"read the loss on the host every N steps instead of loss.item() (or a metric's .item()) each step: a code "
+        "change", "", ""}},
+      {"cuda_graphs",
+       {"torch.compile (compile=on; mode=\"reduce-overhead\" replays CUDA graphs) / a bigger batch (the DataLoader's "
+        "batch_size and the learning rate: a code change) / a fused optimizer (foreach=True or fused=True)",
+        "compile", "on"}},
+  };
+  for (const auto& [k, r] : table)
+    if (engine_knob == k) return &r;
+  return nullptr;
+}
+
+// A finding proposes only what exists for the run its trace came from
+// (TraceMetadata::extra["tunebench_run"]: "engine" from the recorder, "script" from the launcher): the
+// engine's knobs for an engine run, the launcher's for a script, and words for a trace from elsewhere (no
+// run to switch a knob on). An analysis of a public ImageNet script once offered `sync_free_logging`, an
+// engine knob no script has.
+void fit_to_run(const Trace& trace, AnalysisResult& r) {
+  const auto it = trace.meta().extra.find("tunebench_run");
+  std::string run = it == trace.meta().extra.end() ? "" : it->second;
+  // Traces the engine's recorder wrote before it named its run are in TuneBench's own format.
+  if (run.empty() && trace.meta().source_format == "tunebench") run = "engine";
+  if (run == "engine") return;
+  for (Finding& f : r.findings) {
+    if (f.knob.empty()) continue;
+    const bool script = run == "script";
+    if (script) {
+      std::vector<std::string> also;
+      for (const auto& a : f.also)
+        if (script_knobs().count(a)) also.push_back(a);
+      f.also = also;
+      if (script_knobs().count(f.knob)) continue;
+    }
+    const Remedy* rem = remedy_for(f.knob);
+    if (rem) {
+      // The "-> ...; " clause before the bound names the change.
+      const size_t a = f.message.find("-> "), b = f.message.rfind("; ");
+      if (a != std::string::npos && b != std::string::npos && b > a)
+        f.message = f.message.substr(0, a + 3) + rem->words + f.message.substr(b);
+    }
+    if (script && rem && rem->script_knob[0]) {
+      f.knob = rem->script_knob;
+      f.value = rem->script_value;
+    } else {
+      f.knob.clear();
+      f.value.clear();
+      if (!script) f.also.clear();
+    }
+  }
+}
+
 }  // namespace
 
 void add_tensor_core_finding(const Trace& trace, const AnalysisOptions& opt, int64_t mm_total, int64_t mm_tc,
                              int64_t compute_total, AnalysisResult& r) {
-  const int64_t window_len = r.window.length();
+  const int64_t window_len = r.window.length() - r.profiler_ns;  // the program's own time, as add_findings
   if (mm_total <= 0 || compute_total <= 0 || window_len <= 0 || r.tensor_core_share >= 0.5) return;
   if (r.matmul_share < 0.2) return;
   const int cc = compute_major(trace);
@@ -71,7 +142,9 @@ void add_tensor_core_finding(const Trace& trace, const AnalysisOptions& opt, int
 }
 
 void add_findings(const Trace& trace, const AnalysisOptions& opt, const Evidence& ev, AnalysisResult& r) {
-  const int64_t window_len = r.window.length();
+  // Shares and bounds are of the program's own time: the profiler's own (r.profiler_ns) is in no class of the
+  // program's and would only shrink every share it is not in.
+  const int64_t window_len = r.window.length() - r.profiler_ns;
   const double wl = window_len > 0 ? static_cast<double>(window_len) : 1.0;
   const char* span = r.window_from_steps ? "step time" : "the analysed window";
   auto push = [&](Finding f, const std::string& text) {
@@ -145,6 +218,7 @@ void add_findings(const Trace& trace, const AnalysisOptions& opt, const Evidence
              "syncs/record_stream, CUDA graphs; ");
   }
   add_host_findings(trace, opt, r);
+  fit_to_run(trace, r);
   std::stable_sort(r.findings.begin(), r.findings.end(),
                    [](const Finding& a, const Finding& b) { return a.share > b.share; });
 

@@ -49,6 +49,9 @@ GpuSide collect_gpu(const Trace& trace, const Scope& sc, AnalysisResult& r);
 // Host-side ranges and calls of the analysed process.
 struct HostSide {
   iv::Intervals data_wait, h2d, fwd, bwd, optim, sync_calls, slow_runtime;
+  // TuneBench's own time on any thread of the process (trace chunk boundaries, recorder and collector work,
+  // CUPTI's overhead records): the profiler's class, taken out of every other.
+  iv::Intervals profiler;
   // Host-side collectives (Gloo) on any thread of the process, and the training thread's wait for them
   // (only while one runs: comm_wait within comm_host).
   iv::Intervals comm_host, comm_wait;
@@ -58,7 +61,7 @@ struct HostSide {
 
 // The idle classes as sorted, disjoint pieces (per-step figures measure them).
 struct IdlePieces {
-  iv::Intervals stall, sync, runtime, edge, gap, gap_unrecorded, event_wait, overhead, other;
+  iv::Intervals stall, sync, runtime, edge, gap, gap_unrecorded, event_wait, overhead, other, profiler;
 };
 
 // Splits the window's idle time into the classes (fills the *_ns totals, counts and evidence of `r`).

@@ -47,7 +47,8 @@ std::string to_json(const AnalysisResult& r, const TraceMetadata* meta) {
   const std::pair<const char*, int64_t> classes[] = {
       {"loader_stall_us", r.loader_stall_ns}, {"sync_us", r.sync_idle_ns},          {"runtime_us", r.runtime_idle_ns},
       {"lead_in_us", r.lead_in_ns},           {"tail_us", r.tail_ns},               {"launch_gap_us", r.launch_gap_ns},
-      {"launch_overhead_us", r.launch_overhead_ns}, {"event_wait_us", r.event_wait_ns}, {"other_us", r.other_idle_ns}};
+      {"launch_overhead_us", r.launch_overhead_ns}, {"event_wait_us", r.event_wait_ns}, {"other_us", r.other_idle_ns},
+      {"profiler_us", r.profiler_ns}};
   for (const auto& [k, v] : classes) w.key(k).value(us(v));
   // The share of the idle time no named cause explains (0 when there is no idle time).
   w.key("other_share_of_idle").value(r.gpu_idle_ns > 0 ? static_cast<double>(r.other_idle_ns) / r.gpu_idle_ns : 0.0);
@@ -67,6 +68,26 @@ std::string to_json(const AnalysisResult& r, const TraceMetadata* meta) {
   w.key("share").value(r.loader_stall_ns / wl);
   w.key("intervals_us");
   intervals(r.loader_stall_intervals);
+  w.end_object();
+  // Memory beside time: the peaks from the trace's memory counters (bytes; -1 unknown).
+  w.key("memory").begin_object();
+  w.key("present").value(r.memory.present);
+  w.key("device_allocated_peak").value(r.memory.device_allocated_peak);
+  w.key("device_reserved_peak").value(r.memory.device_reserved_peak);
+  w.key("device_step_peak").value(r.memory.device_step_peak);
+  w.key("peak_step").value(r.memory.peak_step);
+  w.key("device_total").value(r.memory.device_total);
+  w.key("headroom").value(r.memory.headroom);
+  w.key("alloc_retries").value(r.memory.alloc_retries);
+  w.key("host_rss_peak").value(r.memory.host_rss_peak);
+  w.key("host_allocated_peak").value(r.memory.host_allocated_peak);
+  w.end_object();
+  // The profiler's own time (TuneBench's pauses, CUPTI's overhead records): its own class.
+  w.key("profiler").begin_object();
+  w.key("total_us").value(us(r.profiler_ns)).key("count").value(static_cast<int64_t>(r.profiler_count));
+  w.key("share").value(r.profiler_ns / wl);
+  w.key("intervals_us");
+  intervals(r.profiler_intervals);
   w.end_object();
   w.key("outside_training").begin_object();
   w.key("total_us").value(us(r.outside_training_ns)).key("count").value(static_cast<int64_t>(r.outside_training_count));
@@ -128,6 +149,8 @@ std::string to_json(const AnalysisResult& r, const TraceMetadata* meta) {
     w.key("launch_gap_us").value(us(s.launch_gap_ns)).key("launch_overhead_us").value(us(s.launch_overhead_ns));
     w.key("event_wait_us").value(us(s.event_wait_ns));
     w.key("other_idle_us").value(us(s.other_idle_ns));
+    w.key("profiler_us").value(us(s.profiler_ns));
+    w.key("memory_peak_bytes").value(s.memory_peak_bytes);
     w.key("sync_us").value(us(s.sync_ns)).key("sync_count").value(static_cast<int64_t>(s.sync_count));
     w.key("kernel_count").value(static_cast<int64_t>(s.kernel_count));
     w.end_object();

@@ -15,6 +15,9 @@ bool is_backward(std::string_view n);
 bool is_optimizer(std::string_view n);
 // Time between training iterations (validation, checkpoints, logging), as a script's trace marks it.
 bool is_outside_training(std::string_view n);
+// TuneBench's own time on a host thread: the launcher's trace chunk boundaries, the recorder's and collector's
+// work ("TuneBench: ..." ranges).
+bool is_profiler_own(std::string_view n);
 // Step number from the arg, else from "#N" in the name, else `ordinal`.
 int64_t step_number(std::string_view n, int64_t arg, int64_t ordinal);
 

@@ -401,6 +401,7 @@ void CuptiCollector::annotate(TraceMetadata& meta) const {
     why = impl_->was_on ? "" : impl_->reason;
     // A trace with only some kinds lacks what the others give (launches, syncs): the reader must know.
     if (impl_->was_on && impl_->kinds != kCuptiAll) why = "activity kinds: " + cupti_kinds_text(impl_->kinds);
+    if (impl_->was_on) meta.extra["recording_cupti_kinds"] = cupti_kinds_text(impl_->kinds);
   }
   meta.collector_state = st;
   meta.collector_reason = why;

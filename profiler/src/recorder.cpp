@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -86,6 +87,9 @@ struct Registry {
   std::atomic<int64_t> stop_ts{0};   // ticks
   std::vector<ClockPair> clock_samples;  // since the latest start(), sorted; guarded by mu
   std::atomic<uint64_t> dropped_total{0};
+  // What one record costs the recording thread (a begin or an end: the clock, the buffer, NVTX when a tool
+  // listens), measured at the first start(); 0 before.
+  std::atomic<int64_t> record_ns{0};
 };
 
 // The hot path's only shared read: a constant-initialized global (no function-local-static guard).
@@ -357,6 +361,20 @@ void Recorder::start() {
   (void)nvtx_domain();
 #endif
   decide_clock();
+  if (r.record_ns.load(std::memory_order_relaxed) == 0) {
+    // What a record costs the traced program, for the trace to say (recording_record_ns): 2000 real
+    // begin/end pairs on this thread, before start_ts, so the next collect() discards them.
+    g_enabled.store(true, std::memory_order_release);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < 2000; ++i) {
+      begin("tunebench.calibration");
+      end();
+    }
+    const auto t1 = std::chrono::steady_clock::now();
+    g_enabled.store(false, std::memory_order_release);
+    const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count() / 4000;
+    r.record_ns.store(std::max<int64_t>(1, ns), std::memory_order_relaxed);
+  }
   {
     // Clear what was recorded before: records older than start_ts are discarded by the next collect();
     // open ranges from an earlier session are forgotten.
@@ -451,6 +469,10 @@ std::unique_ptr<Trace> Recorder::collect() {
   // recorded here carries them (CLI runs, serve chunks and the tuner's snapshots alike).
   if (unsigned cores = std::thread::hardware_concurrency(); cores > 0)
     trace->meta().extra["cpu_cores"] = std::to_string(cores);
+  // What recording cost the program, as far as the recorder knows it: its records' count (below) times what
+  // one costs (docs/analysis.md "What recording cost").
+  if (const int64_t ns = r.record_ns.load(std::memory_order_relaxed); ns > 0)
+    trace->meta().extra["recording_record_ns"] = std::to_string(ns);
   const bool recording = g_enabled.load(std::memory_order_acquire);
   const int64_t start_ts = r.start_ts.load(std::memory_order_acquire);
   const int64_t close_ts = recording ? 0 : r.stop_ts.load(std::memory_order_acquire);
@@ -569,6 +591,8 @@ std::unique_ptr<Trace> Recorder::collect() {
   trace->meta().collector_state = cupti.collector_state;
   trace->meta().collector_reason = cupti.collector_reason;
   for (const auto& [k, v] : cupti.versions) trace->meta().versions.emplace(k, v);
+  for (const auto& [k, v] : cupti.extra) trace->meta().extra.emplace(k, v);
+  trace->meta().extra["recording_events"] = std::to_string(trace->event_count());
   trace->finalize();
   return trace;
 }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "profiler/cupti_collector.h"
+#include "profiler/range_names.h"
 #include "profiler/trace_io.h"
 
 namespace tb::prof::import {
@@ -72,7 +73,7 @@ bool parse_us_token(std::string_view tok, int64_t& ns) {
 
 // ---------- import ----------
 
-enum class Cat : uint8_t { Other, Kernel, Memcpy, Memset, Runtime, Driver, Sync, GpuAnnotation, Finding, Flow };
+enum class Cat : uint8_t { Other, Kernel, Memcpy, Memset, Runtime, Driver, Sync, GpuAnnotation, Finding, Flow, Profiler };
 
 Cat classify_cat(std::string_view c) {
   if (c == "kernel" || c == "Kernel") return Cat::Kernel;
@@ -83,6 +84,9 @@ Cat classify_cat(std::string_view c) {
   if (c == "cuda_sync") return Cat::Sync;
   if (c == "gpu_user_annotation") return Cat::GpuAnnotation;
   if (c == "tunebench_finding") return Cat::Finding;
+  // TuneBench's own pauses written into a script's trace (the launcher's chunk boundaries), and Kineto's or
+  // CUPTI's own overhead records: the profiler's time, not the program's.
+  if (c == "tunebench" || c == "overhead" || c == "Overhead") return Cat::Profiler;
   if (c == "ac2g" || c == "fwdbwd") return Cat::Flow;
   return Cat::Other;
 }
@@ -357,7 +361,7 @@ Status Importer::event(od::value ev_value) {
   }
   const char p = ph[0];
   const Cat c = classify_cat(cat);
-  if (c != Cat::Other && c != Cat::Finding) saw_kineto = true;
+  if (c != Cat::Other && c != Cat::Finding && c != Cat::Profiler) saw_kineto = true;
   if (p == 'M') {
     if (name == "process_name") process_names[pid] = std::string(meta_name);
     else if (name == "process_labels") process_labels[pid] = std::string(label_s);
@@ -410,6 +414,35 @@ Status Importer::event(od::value ev_value) {
     case 'I':
     case 'R':
     case 'n': {
+      if (name == "[memory]") {
+        // torch.profiler's profile_memory=True: one instant per allocation and free, with the allocator's
+        // totals after it. Kept as the memory counters TuneBench's own traces carry (allocated and reserved on
+        // the device, allocated on the host), not as thousands of markers.
+        double device_type = -1, allocated = -1, reserved = -1;
+        for (const auto& [k, val] : counter_values) {
+          if (k == "Device Type") device_type = val;
+          else if (k == "Total Allocated") allocated = val;
+          else if (k == "Total Reserved") reserved = val;
+        }
+        const bool cuda = device_type == 1;
+        auto sample = [&](const char* cname, double value) {
+          if (value < 0) return;
+          auto key = std::make_pair(pid, std::string(cname));
+          auto it = counter_tracks.find(key);
+          if (it == counter_tracks.end()) {
+            const uint32_t t = trace.track_for(TrackKind::Counter, pid, static_cast<int64_t>(counter_tracks.size()), cname);
+            it = counter_tracks.emplace(key, t).first;
+          }
+          Event ce = e;
+          ce.kind = EventKind::Counter;
+          ce.value = value;
+          ce.name = trace.intern(cname);
+          trace.add_event(it->second, ce);
+        };
+        sample(cuda ? names::kDeviceAllocated : names::kHostAllocated, allocated);
+        if (cuda) sample(names::kDeviceReserved, reserved);
+        return Status::Ok();
+      }
       e.kind = EventKind::Instant;
       // Global-scope instants ("s": "g", Kineto's "Iteration Start" / "Record Window End") mark the whole
       // trace, not a thread: one markers track instead of an empty row per made-up pid/tid.
@@ -466,6 +499,7 @@ Status Importer::event(od::value ev_value) {
                                 std::to_string(wait_record));
       break;
     case Cat::GpuAnnotation: e.kind = EventKind::Range; gpu = true; e.correlation = 0; break;
+    case Cat::Profiler: e.kind = EventKind::Overhead; break;
     default: e.kind = EventKind::Range; break;
   }
   if (!tb_kind_s.empty()) {

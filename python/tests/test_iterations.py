@@ -339,6 +339,50 @@ class StepRuleTest(unittest.TestCase):
         self.assertEqual(len(rec.steps), 1)
         self.assertEqual((rec.steps[0]["forward"], rec.steps[0]["backward"]), (10, 20))
 
+    def test_the_sinks_work_at_a_step_boundary_is_in_no_step_and_no_outside_interval(self):
+        # The launcher stops and starts a trace session when a step ends (P units here): that time is its
+        # own, whatever ends the step - the next batch, the pass's end, a validation forward, a save, the
+        # next forward without a loader.
+        P = 1000
+
+        def pausing(lp):
+            step = lp.rec.step
+
+            def step_and_pause(i, span, end_ns):
+                step(i, span, end_ns)
+                lp.t += P
+            lp.rec.step = step_and_pause
+            return lp
+
+        lp, train, val = pausing(Loop()), Loader(), Loader()
+        for _ in range(3):
+            lp.train_batch(train)
+        lp.end_of(train)
+        lp.fetch(val, dt=4)
+        lp.forward(grad=False, dt=50)
+        lp.end_of(val)
+        lp.train_batch(train)
+        lp.forward(grad=False, dt=50)  # a validation forward right after the step
+        lp.wait(6)
+        lp.train_batch(train)
+        lp.save(dt=30)  # a checkpoint right after the step
+        rec = lp.finish()
+        self.assertEqual([s["end"] - s["t0"] for s in rec.steps], [40] * 5)
+        self.assertEqual([b["t0"] - a["end"] for a, b in zip(rec.steps, rec.steps[1:3])], [P, P])
+        self.assertEqual([(o["t0"] - rec.steps[o["after"]]["end"], o["end"] - o["t0"]) for o in rec.outsides],
+                         [(P, 1 + 4 + 50 + 1), (P, 50 + 6), (P, 30)])
+        self.assertEqual([(o["evaluation"], o["checkpoint"]) for o in rec.outsides], [(4 + 50, 0), (50, 0), (0, 30)])
+
+        lp = pausing(Loop())  # without a DataLoader: the next forward ends the step
+        for _ in range(3):
+            lp.forward()
+            lp.backward()
+            lp.step()
+        rec = lp.finish()
+        self.assertEqual([s["end"] - s["t0"] for s in rec.steps], [35] * 3)
+        self.assertEqual([b["t0"] - a["end"] for a, b in zip(rec.steps, rec.steps[1:])], [P, P])
+        self.assertEqual([(s["forward"], s["backward"], s["optim"]) for s in rec.steps], [(10, 20, 5)] * 3)
+
 
 if __name__ == "__main__":
     unittest.main()

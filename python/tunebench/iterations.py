@@ -27,6 +27,8 @@ The rule
   boundary to the start of the next training iteration (or the script's end) and is reported on its own,
   split into evaluation (forwards with grad disabled and batches of non-training passes), checkpoint
   (inside torch.save) and other (logging, schedulers, anything else).
+* The sink's own work when a step ends (the launcher stops and starts a trace session there) is in neither
+  the step nor what follows: that starts when the sink returns. The launcher reports that time itself.
 
 Times are monotonic nanoseconds. Phases (forward, backward, optimizer) nest - LBFGS runs the forward and
 backward inside its step - and each is counted exclusive of the phases inside it.
@@ -97,6 +99,9 @@ class Iterations:
             sp.save_ns += dt
 
     def _close_step(self, t):
+        """Ends the current span as a step at t. Returns the time the sink handed back: what follows (the next
+        span, an outside interval, a phase) starts then, so that the launcher's own work at the boundary (a
+        trace chunk's stop and start) is in no step and no outside interval."""
         sp = self.span
         self._close_window()
         self._flush(t)
@@ -109,6 +114,10 @@ class Iterations:
         self.steps += 1
         self.last_progress_ns = t
         self.sink.step(i, sp, t)
+        t = self.clock()
+        if self.stack:
+            self.stack[-1][1] = max(self.stack[-1][1], t)
+        return t
 
     def _close_untrained(self, t):
         """A span without a backward: validation or other work; it joins the outside interval."""
@@ -186,11 +195,10 @@ class Iterations:
         if sp is not None:
             if sp.trained:
                 same = loader is sp.loader or self._is_training_loader(loader)
-                self._close_step(t)
+                t = self._close_step(t)
                 boundary = t
                 if not same:
                     self._start_outside(t)  # a batch of a loader that never trained: validation begins
-                t = self.clock()
             elif sp.forwards and loader is sp.loader:
                 self._close_untrained(t)  # its previous batch was used without a backward
             else:
@@ -229,7 +237,7 @@ class Iterations:
                 self._start_outside(self._boundary, epoch=self.passes)
             return
         if sp.trained:  # (the hooks always ask for the batch first; kept right without that too)
-            self._close_step(t)
+            t = self._close_step(t)
             self.passes += 1
             self._start_outside(t, epoch=self.passes)
             return
@@ -249,8 +257,7 @@ class Iterations:
         if grad_enabled:
             if (sp is not None and sp.trained and sp.loader is None and not self._in_optimizer()
                     and self._updates_done(sp)):
-                self._close_step(t)
-                t = self.clock()
+                t = self._close_step(t)
                 sp = None
             if sp is None:
                 sp = self._open(t, None)
@@ -264,7 +271,7 @@ class Iterations:
                 if self.finished:
                     return False
             if sp is not None and sp.trained:
-                self._close_step(t)
+                t = self._close_step(t)
                 self._start_outside(t)
                 sp = None
             if sp is None:
@@ -304,8 +311,7 @@ class Iterations:
         sp = self.span
         if (sp is not None and sp.trained and sp.loader is None and sp.train_forwards == 0
                 and not self._in_optimizer() and self._updates_done(sp)):
-            self._close_step(t)  # a model without nn.Module calls: the backward is all we see of a batch
-            t = self.clock()
+            t = self._close_step(t)  # a model without nn.Module calls: the backward is all we see of a batch
             sp = None
         if sp is None:
             sp = self._open(t, None)
@@ -337,8 +343,7 @@ class Iterations:
         sp = self.span
         if sp is not None and sp.trained and sp.loader is None and opt_id in sp.stepped \
                 and not self._in_optimizer():
-            self._close_step(t)
-            t = self.clock()
+            t = self._close_step(t)
             self._open(t, None)  # a new iteration begins with this step() call (a closure inside it)
         self._push(OPTIM, t)
 
@@ -357,7 +362,7 @@ class Iterations:
         self._close_window()
         sp = self.span
         if sp is not None and sp.trained:
-            self._close_step(t)
+            t = self._close_step(t)
             self._start_outside(t)
         self._push(SAVE, t)
 
@@ -375,7 +380,7 @@ class Iterations:
         sp = self.span
         if sp is not None:
             if sp.trained:
-                self._close_step(t)
+                t = self._close_step(t)
             elif sp.train_forwards and sp.train_forwards == sp.forwards:
                 # An iteration cut short before its backward (the script raised, or exited, in it): neither
                 # a step nor time outside one.

@@ -24,7 +24,7 @@ import traceback
 import torch
 
 from . import (__version__, hooks_dataloader, hooks_forward, hooks_optimizer, hooks_save, hooks_update, iterations,
-               knobs, machine, script_errors)
+               knobs, machine, memory, script_errors)
 from .protocol import VERSION, Channel, Inbox
 from .state import Run, minor_faults
 from .tracing import Tracer
@@ -34,7 +34,7 @@ _MODEL_KNOBS = ("amp", "channels_last", "compile")
 _STEP = ('{"v": ' + str(VERSION) + ', "type": "step", "i": %d, "samples": %d, "wall_ns": %d, "data_wait_ns": %d, "h2d_ns": 0, '
          '"minor_faults": %d, "loss": null, "config_rev": %d, "warmup": false, "skipped": %s, "t_ns": %d, '
          '"forward_ns": %d, "backward_ns": %d, "optim_ns": %d, "optimizer_steps": %d, "update": "%s", '
-         '"unit": "%s", "tokens": %s}\n')
+         '"unit": "%s", "tokens": %s, "profiler_ns": %d, "memory": %s}\n')
 _HOOKS = (hooks_dataloader, hooks_forward, hooks_optimizer, hooks_save, hooks_update)
 
 
@@ -71,6 +71,7 @@ class Launcher(iterations.Sink):
                                                                   message="malformed message: " + line[:120]))
         self.run = Run(self.ch, self.inbox, opts.steps)
         self.tracer = None
+        self.step_memory = memory.StepMemory(self.run)
         self.tracker = iterations.Iterations(self, self.run.now_ns, self.run.optimizer_ids)
         self.outside_total = {"evaluation_ns": 0, "checkpoint_ns": 0, "other_ns": 0, "intervals": 0}
         self.done = False
@@ -89,7 +90,8 @@ class Launcher(iterations.Sink):
         for h in _HOOKS:
             h.disable()
         if self.tracer is not None:
-            self.tracer.stop(run.step_i - 1)
+            self.tracer.stop()
+            self.tracer.flush()  # every chunk announced before `done`, the parent's last message
         if not run.hello_sent and reason != "error":
             self.ch.send("error", recoverable=False, message="the script ended without a training step (no "
                                                              "backward() of a model seen): is this a training script?")
@@ -97,6 +99,8 @@ class Launcher(iterations.Sink):
         summary = {"steps": run.step_i, "reason": reason}
         if self.outside_total["intervals"]:
             summary["outside"] = dict(self.outside_total)
+        if self.tracer is not None:
+            summary["profiler_ns"] = self.tracer.total_pause_ns
         self.ch.send("done", summary=summary)
         sys.stdout.flush()
         sys.stderr.flush()
@@ -117,6 +121,18 @@ class Launcher(iterations.Sink):
         self.ch.send("started", model="script:" + self.opts.script, data=" ".join(self.opts.args),
                      script=self.opts.script, args=self.opts.args, config=dict(run.config), rev=run.rev)
         run.hello_sent = True
+
+    def oom_fields(self, e):
+        """What an out-of-memory `error` adds: the memory when the failure reached us, read as a step's is
+        (on CUDA its device_peak is the most allocated at once since the last step's end, the failed request
+        not included), and the step whose message came last. {} for any other failure."""
+        if not memory.is_out_of_memory(e):
+            return {}
+        try:
+            mem = self.step_memory.read()
+        except Exception:  # the error message itself must go out
+            mem = {}
+        return {"memory": mem, "after_step": self.run.step_i - 1 if self.run.step_i else None}
 
     def internal_error(self, e):
         """A bug of ours inside a hook: the script goes on untouched, without timing."""
@@ -152,24 +168,32 @@ class Launcher(iterations.Sink):
                         self.ch.send("warning", message="%s=%s: %s" % (kid, run.requested[kid], e))
             self.send_hello()
         faults0, scalers0 = span.mark
+        # TuneBench's trace pauses since the last step: between the two steps, in neither one's wall_ns.
+        profiler_ns = self.tracer.take_pause_ns() if self.tracer is not None else 0
         faults = minor_faults()
+        mem = self.step_memory.read()
         skipped = span.optimizer_steps == 0 and hooks_optimizer.scaler_updated(scalers0)
         update = "optimizer" if span.optimizer_steps else "hand-written" if span.updates else "none"
         # Formatted by hand: json.dumps of this dict is most of a step's own cost on a slow CPU. Every field
-        # is an int, a bool, null or one of our own words (nothing to escape); the keys and their order are
-        # what json.dumps wrote.
+        # is an int, a bool, null, one of our own words (nothing to escape) or `memory`, an object of ints;
+        # the keys and their order are what json.dumps wrote.
         self.ch.send_line(_STEP % (i, span.samples, end_ns - span.t0, span.data_wait_ns, faults - faults0, run.rev,
                                    "true" if skipped else "false", span.t0, span.forward_ns, span.backward_ns,
                                    span.optim_ns, span.optimizer_steps, update, span.unit,
-                                   "null" if span.tokens is None else int(span.tokens)))
+                                   "null" if span.tokens is None else int(span.tokens), profiler_ns,
+                                   memory.to_json(mem)))
         self.boundary_faults = faults
         run.step_i = i + 1
         if self.tracer is not None:
-            self.tracer.span_closed(span.serial, i)
+            # The run's last step (--steps reached, or the run is ending): no new trace session after it.
+            last = self.done or bool(run.steps_limit and run.step_i >= run.steps_limit)
+            self.tracer.span_closed(span.serial, i, last, (end_ns, mem))
         if self.pending or not self.inbox.q.empty():
             for msg in self.pending + self.inbox.drain():
                 self.handle(msg)
             self.pending = []
+        if self.tracer is not None and self.tracer.pause_ns:
+            self.boundary_faults = None  # the profiler's page faults are not the next step's
         if run.steps_limit and run.step_i >= run.steps_limit:
             self.finish("steps", 0, hard=True)
 
@@ -231,7 +255,7 @@ class Launcher(iterations.Sink):
                     self.tracer = Tracer(run, self.opts.trace_dir, self.opts.trace_every, self.opts.trace_detail)
                 self.tracer.start(run.step_i)
             elif msg.get("action") == "stop" and self.tracer is not None:
-                self.tracer.stop(run.step_i - 1)
+                self.tracer.stop()
 
     # --- main --------------------------------------------------------------------------------------------
     def install(self):
@@ -296,7 +320,7 @@ class Launcher(iterations.Sink):
             watchdog.stop.set()
             tb = script_errors.script_traceback(e.__traceback__, opts.script)
             self.ch.send("error", recoverable=False, message=script_errors.one_line(e),
-                         traceback="".join(traceback.format_exception(type(e), e, tb)))
+                         traceback="".join(traceback.format_exception(type(e), e, tb)), **self.oom_fields(e))
             self.finish("error", 1)
             sys.excepthook(type(e), e.with_traceback(tb), tb)
             sys.stderr.flush()

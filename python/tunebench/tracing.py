@@ -8,18 +8,41 @@ A span (iterations.py) is recorded under a provisional name, `tunebench.span#SER
 a training iteration, and its step number, are known only later (at its backward, at its end). When the chunk
 is written, the ranges of the spans that became steps are renamed `ProfilerStep#N` and the others (batches
 of a validation pass) `## outside training ##`, so that a step range never holds time outside the training
-iterations."""
+iterations.
 
-import json
+The training thread only stops and starts sessions (that must happen on it); the trace writer's thread
+(trace_writer.py) writes and announces the chunks. What TuneBench still costs the training thread at a
+chunk boundary - the device sync, the session's stop and the next one's start, a wait for the writer - is
+measured and drawn into the trace as its own `cat: "tunebench"` events (trace_chunk.py), and is reported in
+the next step's `profiler_ns`: it falls between two steps, never inside one (the launcher reads a step's
+start after this returns)."""
+
 import os
 import time
 
 import torch
 
 from . import hooks_forward
+from .trace_chunk import CLOCK_MARK, SPAN, Pause
+from .trace_writer import Chunk, ChunkWriter
 
-_SPAN = "tunebench.span#"
-OUTSIDE = "## outside training ##"
+# How long a chunk boundary waits for the writer to have room before that chunk is dropped (with a warning),
+# and how long the end of the run waits for the last chunks before `done`. Neither may hang the run.
+ROOM_TIMEOUT_S = 30.0
+FLUSH_TIMEOUT_S = 60.0
+
+
+def clock_mark():
+    """Records the clock marker (trace_chunk.py) in the running session; returns time.monotonic_ns() just
+    before it. The range's start is stamped early in the enter call, at a steady distance from this reading,
+    while the rest of the call (the Python handle) varies: on this 2-core machine under load the call took
+    110-270 µs and ranges entered the same way mapped to within 70 µs of their own start."""
+    rf = torch.autograd.profiler.record_function(CLOCK_MARK)
+    torch.ops.profiler._record_function_enter_new  # resolved lazily on first use: 200 µs, not inside the bracket
+    t = time.monotonic_ns()
+    with rf:
+        pass
+    return t
 
 
 class Tracer:
@@ -33,11 +56,84 @@ class Tracer:
         self.chunk = 0
         self.range = None      # (serial, record_function) of the span being recorded
         self.steps = {}        # serial -> step number, for the spans of this chunk that became steps
+        self.memory = []       # (end ns, memory object) of this chunk's steps
+        self.writer = ChunkWriter(run.ch)
+        self.pending = []      # pauses not drawn yet: they go into the next chunk handed to the writer
+        self.last = None       # the last chunk handed over (a pause with no chunk after it joins it)
+        self.pause_ns = 0      # pause time since take_pause_ns()
+        self.total_pause_ns = 0
         os.makedirs(directory, exist_ok=True)
 
+    # --- what the launcher calls -------------------------------------------------------------------------
     def start(self, at_step):
         if self.prof is not None:
             return
+        t0 = time.monotonic_ns()
+        self._start(at_step)
+        self._paused(Pause(t0, time.monotonic_ns(), "profiler start", 0))
+
+    def stop(self):
+        """Ends tracing (a `trace stop`, the run's end): this chunk is the last, so this pause is drawn in it."""
+        if self.prof is None:
+            return
+        t0 = time.monotonic_ns()
+        chunk = self._stop()
+        waited, room = self._room(chunk)
+        pause = Pause(t0, time.monotonic_ns(), "profiler stop", waited)
+        self._paused(pause)
+        if chunk is not None and room:
+            self._submit(chunk)
+        elif self.last is not None and self.writer.add_pauses(self.last, self.pending):
+            self.pending = []
+        # else: the pauses stay pending for a next start; none comes after the run's last step, and the
+        # steps' profiler_ns and `done` still count them.
+
+    def flush(self):
+        """Before `done`: waits (bounded) until the chunks handed over are written and announced."""
+        left = self.writer.flush(FLUSH_TIMEOUT_S)
+        if left:
+            self.run.ch.send("warning", message="%d trace chunk(s) not written within %d s: left out"
+                                                % (left, FLUSH_TIMEOUT_S))
+
+    def take_pause_ns(self):
+        """TuneBench's pause time on the training thread since the last call (for the next step's message)."""
+        ns, self.pause_ns = self.pause_ns, 0
+        return ns
+
+    def span_opened(self, serial):
+        if self.prof is None:
+            return
+        self._close_range()
+        rf = torch.autograd.profiler.record_function(SPAN + str(serial))
+        rf.__enter__()
+        self.range = (serial, rf)
+
+    def span_closed(self, serial, step=None, last=False, memory=None):
+        """The span ended: a step (its number), or not one (None). last: the run ends after it (no new
+        session then: the run's end stops this one). memory: (the step's end, monotonic ns; its `memory`
+        object), drawn into the chunk as counters."""
+        if self.prof is None or self.range is None or self.range[0] != serial:
+            return
+        self._close_range()
+        if step is None:
+            return
+        self.steps[serial] = step
+        if memory is not None:
+            self.memory.append(memory)
+        if step + 1 - self.first >= self.every and not last:
+            self._boundary(step)
+
+    # --- sessions ----------------------------------------------------------------------------------------
+    def _boundary(self, step):
+        t0 = time.monotonic_ns()
+        chunk = self._stop()
+        waited, room = self._room(chunk)
+        self._start(step + 1)
+        if chunk is not None and room:
+            self._submit(chunk)  # after the start: the writer's thread, woken, would take the GIL from it
+        self._paused(Pause(t0, time.monotonic_ns(), "profiler stop and start", waited))
+
+    def _start(self, at_step):
         acts = [torch.profiler.ProfilerActivity.CPU]
         if torch.cuda.is_available():
             acts.append(torch.profiler.ProfilerActivity.CUDA)
@@ -45,38 +141,14 @@ class Tracer:
                                            with_stack="stack" in self.detail)
         self.prof.__enter__()
         self.base_us = time.monotonic_ns() // 1000  # the legacy export counts from here
+        self.mark_ns = clock_mark()
         self.first = at_step
         self.steps = {}
+        self.memory = []
         hooks_forward.annotate = True
 
-    def span_opened(self, serial):
-        if self.prof is None:
-            return
-        self._close_range()
-        rf = torch.autograd.profiler.record_function(_SPAN + str(serial))
-        rf.__enter__()
-        self.range = (serial, rf)
-
-    def _close_range(self):
-        if self.range is not None:
-            self.range[1].__exit__(None, None, None)
-            self.range = None
-
-    def span_closed(self, serial, step=None):
-        """The span ended: a step (its number), or not one (None)."""
-        if self.prof is None or self.range is None or self.range[0] != serial:
-            return
-        self._close_range()
-        if step is None:
-            return
-        self.steps[serial] = step
-        if step + 1 - self.first >= self.every:
-            self.stop(step)
-            self.start(step + 1)
-
-    def stop(self, last_step):
-        if self.prof is None:
-            return
+    def _stop(self):
+        """Stops the session; its chunk (None when it holds no step)."""
         self._close_range()
         hooks_forward.annotate = False
         if torch.cuda.is_available():
@@ -84,51 +156,34 @@ class Tracer:
         prof, self.prof = self.prof, None
         prof.__exit__(None, None, None)
         if not self.steps:
-            return
+            return None
         self.chunk += 1
-        path = os.path.join(self.dir, "chunk-%05d.json" % self.chunk)
-        try:
-            prof.export_chrome_trace(path)
-            _finish_chunk(path, self.base_us, self.steps)
-        except Exception as e:  # a failed export loses a chunk, not the run
-            self.run.ch.send("warning", message="trace chunk not written: %s" % e)
-            return
-        self.run.ch.send("trace", path=os.path.abspath(path), first_step=min(self.steps.values()),
-                         last_step=max(self.steps.values()))
+        return Chunk(prof, os.path.join(self.dir, "chunk-%05d.json" % self.chunk), dict(self.steps),
+                     self.base_us, self.mark_ns, self.memory)
 
+    def _room(self, chunk):
+        """(ns waited, room) for handing `chunk` to the writer; a chunk that gets no room is lost."""
+        if chunk is None:
+            return 0, False
+        t = time.monotonic_ns()
+        room = self.writer.wait_room(ROOM_TIMEOUT_S)
+        if not room:
+            self.run.ch.send("warning", message="trace chunk not written: the chunks before it were still being "
+                                                "written after %d s" % ROOM_TIMEOUT_S)
+        return time.monotonic_ns() - t, room
 
-def _finish_chunk(path, base_us, steps):
-    """Makes a chunk self-describing and placeable: the spans' ranges named as steps (`steps`: serial -> step
-    number; the others as outside training), the machine's cores as a top-level "cpu_cores" string (as the engine's traces
-    have: the loader-stall finding suggests workers up to the cores, not a guess of 4 on a 2-core machine),
-    and, for torch 1.13's legacy export (a bare event array whose timestamps count from the profiler's start),
-    the events moved onto the monotonic clock, so that chunks merged into one trace follow each other instead
-    of all starting at 0. Kineto's object form keeps its own absolute times."""
-    with open(path) as f:
-        doc = json.load(f)
-    events = doc if isinstance(doc, list) else doc.get("traceEvents") if isinstance(doc, dict) else None
-    if isinstance(events, list):
-        kept = []
-        for e in events:
-            name = e.get("name") if isinstance(e, dict) else None
-            if isinstance(name, str) and name.startswith(_SPAN):
-                try:
-                    step = steps.get(int(name[len(_SPAN):]))
-                except ValueError:
-                    step = None
-                # A span that stayed no training iteration (a validation batch) keeps its range under its
-                # own name: the timeline shows that time as outside training, and the profiler's event
-                # numbering stays whole (a gap in it says a trace was sampled).
-                e["name"] = OUTSIDE if step is None else "ProfilerStep#%d" % step
-            kept.append(e)
-        events[:] = kept
-    if isinstance(doc, list):
-        for e in doc:
-            if isinstance(e, dict) and isinstance(e.get("ts"), (int, float)):
-                e["ts"] += base_us
-        doc = {"traceEvents": doc}
-    if not isinstance(doc, dict):
-        return
-    doc["cpu_cores"] = str(os.cpu_count() or 1)
-    with open(path, "w") as f:
-        json.dump(doc, f)
+    def _submit(self, chunk):
+        chunk.pauses, self.pending = self.pending, []
+        self.writer.submit(chunk)
+        self.last = chunk
+
+    def _paused(self, pause):
+        self.pending.append(pause)
+        ns = pause.t1_ns - pause.t0_ns
+        self.pause_ns += ns
+        self.total_pause_ns += ns
+
+    def _close_range(self):
+        if self.range is not None:
+            self.range[1].__exit__(None, None, None)
+            self.range = None

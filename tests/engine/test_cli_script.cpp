@@ -183,6 +183,52 @@ TEST_F(CliScript, ALanguageModelWithAHandWrittenUpdateHasItsPhasesAndItsBatch) {
 
 // A script that fails in its own argument parsing, on a machine where a library logs an "ERROR:" line after it
 // (torch without a GPU): the line shown is argparse's.
+// Memory beside time for a script: each step's resident set in the run JSON and its summary, and an
+// out-of-memory error (a whole-set evaluation batch the host cannot hold, after a few steps of training) says
+// after which step and how full the process was, in its one line.
+TEST_F(CliScript, StepsCarryTheirMemoryAndAnOutOfMemoryErrorSaysWhere) {
+  const std::string script = tmp("eval_all.py");
+  {
+    std::ofstream f(script);
+    f << "import argparse\nimport torch\nfrom torch import nn\n"
+         "p = argparse.ArgumentParser()\np.add_argument('--eval-rows', type=int, default=0)\nargs = p.parse_args()\n"
+         "torch.manual_seed(0)\nmodel = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4))\n"
+         "opt = torch.optim.AdamW(model.parameters(), lr=1e-3)\n"
+         "sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)\n"
+         "for epoch in range(2):\n"
+         "    model.train()\n"
+         "    for i in range(3):\n"
+         "        x, y = torch.randn(16, 32), torch.randint(0, 4, (16,))\n"
+         "        loss = nn.functional.cross_entropy(model(x), y)\n"
+         "        opt.zero_grad()\n        loss.backward()\n        opt.step()\n"
+         "    sched.step()\n"
+         "    if args.eval_rows:\n"
+         "        model.eval()\n"
+         "        with torch.no_grad():\n"
+         "            everything = torch.empty(args.eval_rows, 1 << 20)\n"
+         "            print(model(everything[:, :32]).argmax(1).float().mean().item())\n";
+  }
+  const std::string js = tmp("eval_all.json");
+  Out ok = cli("run --script " + script + " --steps 5 --json " + js);
+  ASSERT_EQ(ok.code, 0) << ok.err;
+  std::ifstream f(js);
+  auto j = nlohmann::json::parse(f);
+  ASSERT_GE(j["steps"].size(), 5u);
+  for (const auto& s : j["steps"]) EXPECT_GT(s["memory"]["host_rss"].get<int64_t>(), 10 << 20) << s.dump();
+  EXPECT_GT(j["memory"]["host_rss_peak"].get<int64_t>(), 10 << 20) << j["memory"].dump();
+  EXPECT_NE(ok.out.find("memory: peak host RSS "), std::string::npos) << ok.out;
+  // 2^40 rows of 1 MiB: no host has that; the allocator says so at once.
+  Out oom = cli("run --script " + script + " --steps 20 -- --eval-rows 1099511627776");
+  EXPECT_NE(oom.code, 0);
+  const size_t at = oom.err.rfind("tunebench-cli: error: ");
+  ASSERT_NE(at, std::string::npos) << oom.err;
+  const std::string last = oom.err.substr(at);
+  EXPECT_NE(last.find("can't allocate memory"), std::string::npos) << oom.err;
+  // Steps 0 and 1 were reported; the third iteration's step is still open when the evaluation fails (a
+  // script's step ends where the next one starts), so the error follows step 1.
+  EXPECT_NE(last.find("[after step 1; host RSS "), std::string::npos) << oom.err;
+}
+
 TEST_F(CliScript, TheScriptsOwnErrorIsTheOneLine) {
   Out r = cli("run --script " + std::string(TB_SOURCE_DIR) + "/python/tests/corpus/arch_cli.py --steps 4 -- -a resnet999");
   EXPECT_NE(r.code, 0);

@@ -163,7 +163,11 @@ TEST(TunerReport, HtmlIsWellFormedSelfContainedAndComplete) {
   EXPECT_EQ(count_of(html, "<circle "), valid);
   // Rejected ones with their reasons; the environment; the code.
   EXPECT_NE(html.find("exceeds the 10% tolerance"), std::string::npos);
-  EXPECT_NE(html.find("out of memory"), std::string::npos);
+  // The simulation reports each step's memory: the batch rung that would not fit is refused with its figures
+  // (the search's own tests cover an out-of-memory trial), and every trial has its peak beside its speed.
+  EXPECT_NE(html.find("would peak at"), std::string::npos);
+  EXPECT_NE(html.find("peak memory"), std::string::npos);
+  EXPECT_NE(html.find("Memory:"), std::string::npos);
   EXPECT_NE(html.find("not applicable here"), std::string::npos);
   EXPECT_NE(html.find("simulated GPU"), std::string::npos);
   EXPECT_NE(html.find("torch.bfloat16"), std::string::npos);

@@ -123,7 +123,12 @@ TEST(TunerSearch, EachKnobIsMeasuredWhereItCanAct) {
 }
 
 TEST(TunerSearch, OomDriftAndNotApplicableAreReportedNotFatal) {
-  SimulatedWorkload w(3, 0.03);
+  // Without memory readings (a CPU run's device, a workload that reports none) the tuner cannot foresee the
+  // out-of-memory batch: it runs into it, and says so (test_tuner_memory.cpp: with them it does not try).
+  SimOptions so;
+  so.noise = 0.03;
+  so.memory_readings = false;
+  SimulatedWorkload w(3, so);
   TuneOptions o;
   o.budget_s = 480;
   TuneResult r = run_tune(w, o);
@@ -132,6 +137,7 @@ TEST(TunerSearch, OomDriftAndNotApplicableAreReportedNotFatal) {
   EXPECT_EQ(oom->outcome, "oom");
   EXPECT_FALSE(oom->accepted);
   EXPECT_NE(oom->reason.find("out of memory"), std::string::npos);
+  EXPECT_NE(oom->reason.find("the largest batch that ran: 64"), std::string::npos) << oom->reason;
   // tf32, screened where the GPU is the bottleneck (alone, from the baseline): faster, but its loss drifts.
   SimulatedWorkload w2(3, 0.03);
   TuneOptions o2;

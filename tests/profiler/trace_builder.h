@@ -16,6 +16,9 @@ struct Builder {
   uint32_t cpu = t.track_for(TrackKind::CpuThread, 1, 1, "train");
   uint64_t next_corr = 100;
 
+  // A trace of the engine's (its findings name the engine's knobs) unless a test says otherwise.
+  Builder() { t.meta().extra["tunebench_run"] = "engine"; }
+
   void range(const char* name, int64_t a, int64_t b, int64_t arg = kNoArg, uint32_t track = UINT32_MAX) {
     Event e;
     e.kind = EventKind::Range;

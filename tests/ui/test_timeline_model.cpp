@@ -193,6 +193,42 @@ class TestTimelineModel : public QObject {
     QCOMPARE(d->eventCount(), size_t(1));
   }
 
+  // The memory counters (the engine's after each step, a script's, torch.profiler's) become the strip's
+  // series, one per counter, by time; other counters are not memory.
+  void memoryCountersBecomeTheStripsSeries() {
+    tb::prof::Trace t;
+    const uint32_t train = t.track_for(tb::prof::TrackKind::CpuThread, 1, 1, "train");
+    tb::prof::Event step;
+    step.kind = tb::prof::EventKind::Range;
+    step.name = t.intern("step");
+    step.start_ns = 0;
+    step.end_ns = 10000;
+    t.add_event(train, step);
+    auto counter = [&](const char* name, int64_t at, double v) {
+      const uint32_t c = t.track_for(tb::prof::TrackKind::Counter, 1, int64_t(std::hash<std::string>{}(name) % 1000), name);
+      tb::prof::Event e;
+      e.kind = tb::prof::EventKind::Counter;
+      e.name = t.intern(name);
+      e.start_ns = e.end_ns = at;
+      e.value = v;
+      t.add_event(c, e);
+    };
+    counter("memory: device allocated", 8000, 2e9);
+    counter("memory: device allocated", 2000, 1e9);
+    counter("memory: host RSS", 2000, 5e8);
+    counter("page faults", 2000, 12);
+    t.finalize();
+    auto d = toTimeline(t, nullptr);
+    QCOMPARE(int(d->memory.size()), 2);
+    const MemorySeries* dev = nullptr;
+    for (const auto& m : d->memory)
+      if (m.name == "memory: device allocated") dev = &m;
+    QVERIFY(dev);
+    QCOMPARE(int(dev->t.size()), 2);
+    QCOMPARE(dev->t.front(), int64_t(2000));
+    QCOMPARE(dev->v.back(), 2e9);
+  }
+
   // The live compare: windows of each side, samples over wall time, Welch's t; a drifting side is flagged.
   void compareWindows() {
     using tb::measure::Window;

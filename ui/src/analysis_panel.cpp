@@ -24,8 +24,10 @@ std::vector<TimeSlice> timeSlices(const tb::prof::AnalysisResult& r) {
     // A script's validation and checkpoints between epochs: no step holds them.
     if (r.outside_training_ns > 0)
       s.push_back({QObject::tr("outside training"), r.outside_training_ns, QColor(0x90, 0x96, 0xa0)});
+    if (r.profiler_ns > 0) s.push_back({QObject::tr("profiler (TuneBench)"), r.profiler_ns, QColor(0x4d, 0xb6, 0xac)});
     s.push_back({QObject::tr("training thread busy / other"),
-                 r.window.length() - r.loader_stall_ns - r.comm_exposed_ns - r.outside_training_ns, QColor(0x6a, 0x6a, 0x6a)});
+                 r.window.length() - r.loader_stall_ns - r.comm_exposed_ns - r.outside_training_ns - r.profiler_ns,
+                 QColor(0x6a, 0x6a, 0x6a)});
     return s;
   }
   const int64_t memory = r.gpu_busy_ns - r.compute_ns - r.comm_exposed_ns;  // memcpy/memset alone
@@ -40,6 +42,7 @@ std::vector<TimeSlice> timeSlices(const tb::prof::AnalysisResult& r) {
   s.push_back({QObject::tr("before/after kernels"), r.lead_in_ns + r.tail_ns, QColor(0xbb, 0xbb, 0xbb)});
   s.push_back({QObject::tr("waiting on another stream"), r.event_wait_ns, QColor(0x9a, 0x8f, 0xb8)});
   s.push_back({QObject::tr("other idle"), r.other_idle_ns, QColor(0x70, 0x70, 0x70)});
+  s.push_back({QObject::tr("profiler (TuneBench)"), r.profiler_ns, QColor(0x4d, 0xb6, 0xac)});
   return s;
 }
 
@@ -131,12 +134,15 @@ AnalysisPanel::AnalysisPanel(QWidget* parent) : QWidget(parent) {
   tabs_ = new QTabWidget;
   steps_model_ = new KeyedTableModel({tr("step"), tr("duration ms"), tr("data wait"), tr("forward"), tr("backward"),
                                       tr("optim"), tr("GPU busy"), tr("comm exposed"), tr("stall"), tr("sync"),
-                                      tr("launch gap"), tr("other"), tr("kernels"), tr("outside after")}, this);
+                                      tr("launch gap"), tr("other"), tr("kernels"), tr("outside after"),
+                                      tr("profiler"), tr("mem peak MiB")}, this);
   steps_ = table(steps_model_);
   steps_->setObjectName("analysis_steps");
   steps_->setToolTip(tr("Host phases on the step's CPU time; GPU columns on the GPU work the step launched.\n"
                         "Outside after: time outside training that followed the step (a script's validation or "
                         "checkpoint), in no step and no throughput window.\n"
+                        "Profiler: TuneBench's own time in the step (a trace chunk boundary), in no class of the "
+                        "program's.\n"
                         "Double-click: show the step on the timeline."));
   steps_->sortByColumn(0, Qt::AscendingOrder);  // in step order until the user sorts by a column
   kernels_model_ = new KeyedTableModel({tr("kernel"), tr("count"), tr("total ms"), tr("avg µs"), tr("% kernel time"),
@@ -290,6 +296,16 @@ void AnalysisPanel::setAnalysis(std::shared_ptr<const tb::prof::AnalysisResult> 
   }
   if (a.has_gpu) s += tr(" · GPU busy %1%").arg(W > 0 ? 100.0 * a.gpu_busy_ns / W : 0, 0, 'f', 1);
   if (!a.trusted) s += tr(" · too few steps to bound a gain");
+  // Memory beside time: the peak the run reached and what the device had left.
+  if (a.memory.present) {
+    auto gib = [](int64_t b) { return QStringLiteral("%1 GiB").arg(double(b) / double(int64_t(1) << 30), 0, 'f', 2); };
+    if (a.memory.device_step_peak >= 0) {
+      s += tr(" · memory peak %1 (step %2)").arg(gib(a.memory.device_step_peak)).arg(a.memory.peak_step);
+      if (a.memory.headroom >= 0) s += tr(", %1 headroom").arg(gib(a.memory.headroom));
+    } else if (a.memory.host_rss_peak >= 0) {
+      s += tr(" · host memory peak %1").arg(gib(a.memory.host_rss_peak));
+    }
+  }
   summary_->setText(s);
   bar_->setSlices(timeSlices(a), W);
 
@@ -302,7 +318,8 @@ void AnalysisPanel::setAnalysis(std::shared_ptr<const tb::prof::AnalysisResult> 
                       num(st.gpu_busy_ns / 1e6), num(st.comm_exposed_ns / 1e6), num(st.loader_stall_ns / 1e6),
                       num(st.sync_idle_ns / 1e6), num((st.launch_gap_ns + st.launch_overhead_ns) / 1e6),
                       num((st.event_wait_ns + st.other_idle_ns + st.runtime_idle_ns + st.edge_idle_ns) / 1e6),
-                      num(double(st.kernel_count), 0), num(st.outside_after_ns / 1e6)},
+                      num(double(st.kernel_count), 0), num(st.outside_after_ns / 1e6), num(st.profiler_ns / 1e6),
+                      st.memory_peak_bytes >= 0 ? num(double(st.memory_peak_bytes) / double(1 << 20), 0) : QVariant()},
                      qint64(st.index), {}, {}});
   steps_model_->setRows(std::move(steps));
   fitColumnsIfNew(steps_, *steps_model_);

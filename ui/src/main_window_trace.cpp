@@ -2,6 +2,8 @@
 // chunks on a worker thread, and the exports (comparisons, timeline PNG, Chrome trace).
 #include "ui/main_window.h"
 
+#include "profiler/recording_cost.h"
+
 #include <QComboBox>
 #include <QDesktopServices>
 #include <QDialog>
@@ -127,7 +129,12 @@ void MainWindow::onTraceLoaded(LoadedTrace t, bool live) {
     const auto& meta = trace_.meta;
     if (!meta.device.empty() && !run_->isRunning())
       device_label_->setText(tr("trace: %1 (%2)").arg(QString::fromStdString(meta.device), QString::fromStdString(meta.source_format)));
-    statusBar()->showMessage(tr("Opened %1: %2 events, %3 tracks").arg(path).arg(trace_.timeline->eventCount()).arg(trace_.timeline->tracks.size()), 8000);
+    // What recording cost the program, from the trace's own metadata: how much of it is the profiler's.
+    const auto cost = tb::prof::recording_cost(meta, trace_.timeline->t_max - trace_.timeline->t_min);
+    statusBar()->showMessage(tr("Opened %1: %2 events, %3 tracks").arg(path).arg(trace_.timeline->eventCount()).arg(trace_.timeline->tracks.size()) +
+                                 (cost.text.empty() ? QString() : tr("; recording: %1").arg(QString::fromStdString(cost.text))),
+                             15000);
+    if (!cost.text.empty()) device_label_->setToolTip(tr("Recording: %1").arg(QString::fromStdString(cost.text)));
     log(tr("opened %1").arg(path));
   }
   emit traceOpenFinished(true, QString());

@@ -3,6 +3,7 @@
 // data area; then the ruler and the gutter around it. Passes read the frame's geometry and grid, computed once.
 #include "ui/timeline_widget.h"
 #include "timeline_format.h"
+#include "timeline_frame.h"
 
 #include "profiler/range_names.h"
 
@@ -26,6 +27,7 @@ const QColor kGap(0xb3, 0x88, 0xff);
 const QColor kSel(0x4f, 0xa3, 0xff);
 // Outside training (validation, checkpoints between epochs): a neutral grey, apart from the faults' colours.
 const QColor kOutside(0x90, 0x96, 0xa0);
+const QColor kProfiler(0x4d, 0xb6, 0xac);  // TuneBench's own time: teal, unlike any cause of the program's
 // Markers (trace-wide instants, config changes): dashed lines over the events, labels on the ruler.
 const QColor kMarker(0xf0, 0xc0, 0x40);
 
@@ -58,15 +60,6 @@ QColor colorFor(EventCat c, uint32_t name) {
 
 }  // namespace
 
-// One paint's geometry: the whole rectangle, where the rows start, the data area's left edge and width, the
-// label font's metrics, and the grid (tick step, the trace's start, the first tick after the view's start).
-struct TimelineWidget::Frame {
-  QRect r;
-  int top, x0, w;
-  QFontMetrics fm;
-  double avg_char;
-  double step = 0, base = 0, first_tick = 0;
-};
 
 void TimelineWidget::paintAll(QPainter& p, const QRect& r) {
   p.fillRect(r, kBg);
@@ -102,6 +95,7 @@ void TimelineWidget::paintAll(QPainter& p, const QRect& r) {
   p.setClipping(false);
   paintRuler(p, f);
   paintGutter(p, f);
+  paintMemory(p, f);
 }
 
 void TimelineWidget::paintRowsAndGrid(QPainter& p, const Frame& f) const {
@@ -127,11 +121,12 @@ void TimelineWidget::paintBands(QPainter& p, const Frame& f) const {
   // Analysis bands: full-height translucent columns. Adjacent sub-pixel bands merge into one.
   auto bandColor = [](BandKind k) {
     QColor c = k == BandKind::LoaderStall ? kStall : k == BandKind::LaunchGap ? kGap : k == BandKind::Sync ? QColor(0xe5, 0x39, 0x35)
-               : k == BandKind::OutsideTraining ? kOutside : kSel;
-    c.setAlpha(k == BandKind::LoaderStall ? 70 : k == BandKind::OutsideTraining ? 80 : 55);
+               : k == BandKind::OutsideTraining ? kOutside : k == BandKind::Profiler ? kProfiler : kSel;
+    c.setAlpha(k == BandKind::LoaderStall ? 70 : k == BandKind::OutsideTraining || k == BandKind::Profiler ? 80 : 55);
     return c;
   };
-  for (BandKind kind : {BandKind::OutsideTraining, BandKind::LaunchGap, BandKind::Sync, BandKind::LoaderStall}) {
+  for (BandKind kind :
+       {BandKind::OutsideTraining, BandKind::Profiler, BandKind::LaunchGap, BandKind::Sync, BandKind::LoaderStall}) {
     double run0 = -1, run1 = -2;
     const QColor c = bandColor(kind);
     for (const Band& b : data_->bands) {
@@ -344,6 +339,9 @@ void TimelineWidget::paintGutter(QPainter& p, const Frame& f) const {
   if (data_->outside_count)
     foot.push_back({tr("■ outside training %1 (%2)").arg(fmtDuration(double(data_->outside_total_ns))).arg(data_->outside_count),
                     kOutside.lighter(130)});
+  if (data_->profiler_count)
+    foot.push_back({tr("■ profiler (TuneBench) %1 (%2)").arg(fmtDuration(double(data_->profiler_total_ns))).arg(data_->profiler_count),
+                    kProfiler.lighter(120)});
   if (!foot.empty()) {
     const int n = int(foot.size());
     const QRect box(0, r.height() - f.fm.height() * n - 10, x0, f.fm.height() * n + 10);

@@ -154,7 +154,7 @@ void TimelineWidget::applyView() {
   update();
 }
 
-int TimelineWidget::contentHeight() const { return int(rows_.size()) * kRowHeight; }
+int TimelineWidget::contentHeight() const { return int(rows_.size()) * kRowHeight + memoryStripHeight(); }
 
 void TimelineWidget::requestBuild() {
   if (!data_) return;

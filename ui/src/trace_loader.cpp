@@ -63,6 +63,21 @@ std::shared_ptr<TimelineData> toTimeline(const tb::prof::Trace& trace, const tb:
       cpu_pids.push_back(pt.pid());
   tb::prof::sort_processes(trace.meta(), cpu_pids);
   for (const tb::prof::Track& pt : trace.tracks()) {
+    if (pt.kind() == tb::prof::TrackKind::Counter && !pt.empty()) {
+      // The memory counters (the engine's after every step, torch.profiler's profile_memory totals): a strip
+      // under the rows. A counter track holds one name.
+      const std::string cname(trace.name(pt.events().front().name));
+      if (cname.rfind("memory: ", 0) == 0) {
+        MemorySeries s;
+        s.name = cname;
+        for (const tb::prof::Event& e : pt.events()) {
+          s.t.push_back(e.start_ns);
+          s.v.push_back(e.value);
+        }
+        d->memory.push_back(std::move(s));
+      }
+      continue;
+    }
     if (pt.kind() == tb::prof::TrackKind::Counter || pt.empty()) continue;
     Track t;
     t.kind = pt.kind() == tb::prof::TrackKind::GpuStream ? TrackKind::GpuStream : TrackKind::CpuThread;
@@ -115,6 +130,7 @@ std::shared_ptr<TimelineData> toTimeline(const tb::prof::Trace& trace, const tb:
     for (const auto& iv : a->launch_gap_intervals) d->bands.push_back({BandKind::LaunchGap, iv.t0, iv.t1});
     for (const auto& sp : a->sync_points) d->bands.push_back({BandKind::Sync, sp.interval.t0, sp.interval.t1});
     for (const auto& iv : a->outside_training_intervals) d->bands.push_back({BandKind::OutsideTraining, iv.t0, iv.t1});
+    for (const auto& iv : a->profiler_intervals) d->bands.push_back({BandKind::Profiler, iv.t0, iv.t1});
     std::sort(d->bands.begin(), d->bands.end(), [](const Band& x, const Band& y) { return x.start < y.start; });
     d->stall_total_ns = a->loader_stall_ns;
     d->gap_total_ns = a->launch_gap_ns;
@@ -122,6 +138,8 @@ std::shared_ptr<TimelineData> toTimeline(const tb::prof::Trace& trace, const tb:
     d->gap_count = int(a->launch_gap_count);
     d->outside_total_ns = a->outside_training_ns;
     d->outside_count = int(a->outside_training_count);
+    d->profiler_total_ns = a->profiler_ns;
+    d->profiler_count = int(a->profiler_count);
   }
   d->source = trace.meta().source_path;
   d->finalize();

@@ -35,6 +35,7 @@ TuneSummary tuneSummary(const QJsonObject& m) {
     const QString ended = m.value("ended").toString();
     lines << (ended.isEmpty() ? used + "." : used + QObject::tr(": ") + ended + ".");
   }
+  if (!m.value("memory").toString().isEmpty()) lines << QObject::tr("Memory: %1").arg(m.value("memory").toString());
   if (!m.value("noise").toString().isEmpty()) lines << QObject::tr("Measurement: %1").arg(m.value("noise").toString());
   s.detail = lines.join('\n');
   return s;

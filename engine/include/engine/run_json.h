@@ -15,6 +15,24 @@ namespace tb::engine {
 
 nlohmann::json config_json(const Config& c);
 nlohmann::json step_json(const StepRecord& r);
+// A step's `memory` object (bytes; the fields measured) and back (missing fields -1).
+nlohmann::json memory_json(const StepMemory& m);
+StepMemory memory_of_json(const nlohmann::json& j);
+
+// The run's memory in one object: the peaks over its steps (host RSS, device allocated and reserved, the
+// largest step peak), the device's size and the headroom left at the peak, the allocator's retries and OOMs;
+// null when no step measured memory.
+nlohmann::json memory_summary_json(const std::vector<StepRecord>& steps);
+// One line for a human: "memory: peak host RSS 1.2 GiB; device peak 9.8 of 79.1 GiB allocated (69.3 GiB free),
+// 11.2 GiB reserved"; "" when nothing was measured.
+std::string memory_summary_text(const nlohmann::json& summary);
+// "device peak 9.81 GiB of 79.10 GiB" ("host RSS 1.20 GiB" on a CPU run); "" when not measured.
+std::string memory_state_text(const StepMemory& m);
+// "batch 64: device peak 9.81 GiB of 79.10 GiB"; "" when not measured.
+std::string memory_fit_text(int64_t batch, const StepMemory& m);
+// Folds a step's memory into a window: its peak (the device's peak allocation on CUDA, else the host's resident
+// set) and the device's size.
+void add_step_memory(measure::Window& w, const StepMemory& m);
 
 // The measured steps (warm-up excluded; skipped steps keep their time) as the windowing sees them.
 std::vector<measure::StepTiming> measured_timings(const std::vector<StepRecord>& steps);

@@ -57,6 +57,18 @@ struct SessionOptions {
   DistOptions dist;
 };
 
+// What a step held in memory (docs/protocol.md "step"): -1 where not measured (the device fields on a CPU run).
+struct StepMemory {
+  int64_t host_rss_bytes = -1;          // the process's resident set after the step
+  int64_t device_allocated_bytes = -1;  // CUDA caching allocator: tensors alive after the step
+  int64_t device_reserved_bytes = -1;   // ... and what it holds from the device (allocated + cached free blocks)
+  int64_t device_peak_bytes = -1;       // the most allocated at once during the step
+  int64_t device_alloc_retries = -1;    // cudaMalloc failures it recovered from by freeing its cache (so far)
+  int64_t device_ooms = -1;             // out-of-memory errors it raised (so far)
+  int64_t device_total_bytes = -1;      // the device's memory
+  bool measured() const { return host_rss_bytes >= 0 || device_allocated_bytes >= 0; }
+};
+
 struct StepRecord {
   int64_t index = 0;          // global step index
   int64_t samples = 0;
@@ -71,6 +83,7 @@ struct StepRecord {
   bool optimizer_step = true; // false for a grad-accumulation micro-batch
   double loss_scale = 0;      // fp16 loss scale after this step (0 when not fp16)
   int64_t minor_faults = 0;   // minor page faults of the whole process during the step (getrusage)
+  StepMemory memory;          // what the step held (host, device)
 };
 
 struct KnobState {

@@ -215,6 +215,9 @@ struct Trial {
   int window = 0;         // measured steps per window
   int rounds = 0;
   double seconds = 0;     // time the trial took on the workload's clock
+  // The most memory a step held on each side (bytes: the device's peak allocation on CUDA, else the host's
+  // resident set; -1 not measured) and the device's size (-1 unknown).
+  int64_t peak_before = -1, peak_after = -1, memory_total = -1;
 };
 
 struct SkippedTrial {

@@ -17,6 +17,13 @@ struct Window {
   int warmup_steps = 0;     // unmeasured steps run before it, after the configuration took effect
   int64_t minor_faults = 0; // page faults of the process during the window (getrusage)
   double data_wait_s = 0;   // time the training thread waited for data in the window
+  // The most memory a step of the window held (bytes): the device's peak allocation on CUDA, else the host's
+  // resident set; -1 when not measured. held_memory_bytes: what stays allocated between steps on the device
+  // (weights, gradients, optimizer state: the part a bigger batch does not grow), -1 unknown.
+  // memory_total_bytes: what the device has (-1 unknown).
+  int64_t peak_memory_bytes = -1;
+  int64_t held_memory_bytes = -1;
+  int64_t memory_total_bytes = -1;
   double throughput() const { return wall_s > 0 ? double(samples) / wall_s : 0.0; }
   double mid_s() const { return start_s + 0.5 * wall_s; }
 };

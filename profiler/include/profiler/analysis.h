@@ -22,7 +22,8 @@
 //   with a note. GPU work belongs to the step that launched it (correlation ids); a step's GPU span runs from
 //   the end of the previous step's GPU work to the end of its own, and the window from the first step's start
 //   to the end of the last step's GPU work (the CPU runs ahead of the GPU).
-// - Every idle interval is split, in this order of precedence, into: loader stall (training thread in a
+// - Every idle interval first gives up the profiler's own time (TuneBench's pauses, CUPTI's overhead records:
+//   its own class, "profiler (TuneBench)"); the rest is split, in this order of precedence, into: loader stall (training thread in a
 //   data-wait range); sync (the interval began while a host thread was blocked in a sync call: the queue
 //   ran dry because the host waited); runtime (a host thread inside a slow CUDA runtime call: allocation,
 //   stream creation, module loading, a launch taking >= 1 ms); lead-in / tail (before the first / after the
@@ -109,6 +110,10 @@ struct StepBreakdown {
   int64_t launch_overhead_ns = 0;
   int64_t event_wait_ns = 0;   // cross-stream / event waits
   int64_t other_idle_ns = 0;
+  int64_t profiler_ns = 0;     // TuneBench's own time in this step (a trace chunk boundary): not the program's
+  // The most memory in use during the step (bytes): the device's peak allocation when the trace has it, else
+  // its allocated counter's highest sample, else the host's; -1 when the trace has no memory counters.
+  int64_t memory_peak_bytes = -1;
   int64_t sync_ns = 0;         // host time in sync points that start in this step
   uint32_t sync_count = 0;
   uint32_t kernel_count = 0;   // kernels this step launched (by time when there are no correlation ids)
@@ -174,6 +179,8 @@ enum class FindingKind {
   RuntimeCalls,    // GPU idle while the host sits in allocation / setup runtime calls
   EventWait,       // GPU idle while queued work waited on another stream (cross-stream event waits)
   Straggler,       // across ranks (profiler/ranks.h): the others wait for one rank at the collectives
+  MemoryFragmentation,  // the caching allocator holds far more than the tensors need, or retried cudaMalloc
+  MemoryGrowth,         // the step's peak memory rises window after window (a tensor kept across steps)
 };
 const char* to_string(FindingKind k);
 
@@ -188,6 +195,19 @@ struct Finding {
   double max_speedup = 1;  // upper bound on the throughput gain from removing it: 1 / (1 - share)
   bool bounded = true;     // false: too few steps to promise max_speedup (the message says why)
   Interval evidence;       // where to look on the timeline (the largest such interval)
+};
+
+// Memory beside time (docs/analysis.md "Memory"): from the counters TuneBench's traces carry after every step
+// (host RSS; the CUDA caching allocator's allocated, reserved and per-step peak) or torch.profiler's
+// profile_memory events. -1 where the trace says nothing.
+struct MemorySummary {
+  bool present = false;
+  int64_t device_allocated_peak = -1, device_reserved_peak = -1, device_step_peak = -1;
+  int64_t host_rss_peak = -1, host_allocated_peak = -1;
+  int64_t device_total = -1;     // the device's memory (the run's metadata), for the headroom
+  int64_t headroom = -1;         // device_total - the largest of the peaks
+  int64_t alloc_retries = -1;    // cudaMalloc retries the allocator made (the run's last count)
+  int64_t peak_step = -1;        // the step whose peak is the largest
 };
 
 struct AnalysisResult {
@@ -229,6 +249,13 @@ struct AnalysisResult {
   uint32_t event_wait_count = 0;
   std::vector<EventWait> event_waits;  // one per interval, by time (capped by max_intervals)
   int64_t other_idle_ns = 0;
+  // The profiler's own time (docs/analysis.md "The profiler's own time"): TuneBench's pauses on the host
+  // (a script's trace chunk boundaries, the recorder's and collector's work) and CUPTI's overhead records.
+  // Its own class, first in the order of precedence: never a cause of the program's, never a finding, and
+  // left out of the window every finding's bound is taken over.
+  int64_t profiler_ns = 0;
+  uint32_t profiler_count = 0;
+  std::vector<Interval> profiler_intervals;  // for the timeline's own band (capped by max_intervals)
   uint32_t idle_interval_count = 0;
   int64_t compute_ns = 0;            // union of compute kernels in the window
   int64_t comm_ns = 0;               // union of communication kernels in the window
@@ -255,6 +282,7 @@ struct AnalysisResult {
   double tensor_core_share = 0;    // share of GEMM/conv kernel time in Tensor Core kernels (-1: no GEMM/conv)
   double matmul_share = 0;         // share of compute kernel time in GEMM/conv kernels
   int32_t training_track = -1;     // index into Trace::tracks(), -1 none
+  MemorySummary memory;
   std::vector<Finding> findings;   // most important first
   std::vector<std::string> notes;  // caveats ("no correlation ids: launch gaps cannot be attributed", ...)
   bool trusted = false;            // enough steps to bound a knob's gain (AnalysisOptions::min_trusted_steps)
@@ -263,7 +291,7 @@ struct AnalysisResult {
 // Sum of every idle class (equals gpu_idle_ns).
 inline int64_t idle_total(const AnalysisResult& r) {
   return r.loader_stall_ns + r.sync_idle_ns + r.runtime_idle_ns + r.lead_in_ns + r.tail_ns + r.launch_gap_ns +
-         r.launch_overhead_ns + r.event_wait_ns + r.other_idle_ns;
+         r.launch_overhead_ns + r.event_wait_ns + r.other_idle_ns + r.profiler_ns;
 }
 
 // `trace` must be finalized (load_trace, Recorder::collect and CuptiCollector::collect return finalized traces;

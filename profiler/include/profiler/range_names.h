@@ -22,4 +22,12 @@ inline constexpr const char* kGlooAllReduce = "gloo:allreduce";
 inline constexpr const char* kCommWait = "comm_wait";
 // Counter: minor page faults of the process during one training step (the allocator-bound finding).
 inline constexpr const char* kPageFaults = "page_faults";
+// Memory after each step (counters, bytes): the host's resident set, the CUDA caching allocator's allocated
+// and reserved bytes and the step's peak allocation.
+inline constexpr const char* kHostRss = "memory: host RSS";
+inline constexpr const char* kDeviceAllocated = "memory: device allocated";
+inline constexpr const char* kDeviceReserved = "memory: device reserved";
+inline constexpr const char* kDevicePeak = "memory: device peak";
+inline constexpr const char* kDeviceRetries = "memory: cudaMalloc retries";  // the allocator's count so far
+inline constexpr const char* kHostAllocated = "memory: host allocated";  // torch's CPU allocator (Kineto's [memory])
 }  // namespace tb::prof::names

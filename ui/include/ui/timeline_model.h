@@ -75,7 +75,9 @@ struct Track {
 // Analysis bands painted over the timeline (loader stall, launch gap, sync) with their totals.
 // OutsideTraining: time between training iterations (a script's validation, checkpoints, logging), which no
 // step holds and no throughput window counts.
-enum class BandKind : uint8_t { LoaderStall, LaunchGap, Sync, Selection, OutsideTraining };
+// Profiler: TuneBench's own time (a trace chunk boundary), a band of its own so that it is never read as the
+// program's.
+enum class BandKind : uint8_t { LoaderStall, LaunchGap, Sync, Selection, OutsideTraining, Profiler };
 struct Band {
   BandKind kind;
   int64_t start, end;
@@ -89,8 +91,17 @@ struct Marker {
   int64_t arg = 0;    // config revision for config_change, else 0
 };
 
+// A memory counter of the trace (bytes by time, sorted): the device's allocated and reserved bytes, the host's
+// resident set, drawn as a strip under the rows (TimelineWidget::paintMemory).
+struct MemorySeries {
+  std::string name;  // "memory: device allocated", ...
+  std::vector<int64_t> t;
+  std::vector<double> v;
+};
+
 struct TimelineData {
   std::vector<Track> tracks;
+  std::vector<MemorySeries> memory;
   std::vector<Marker> markers;     // sorted by time after finalize()
   std::vector<std::string> names;  // names[0] = ""
   std::vector<std::string> args;   // pretty "k: v" lines per event; args[0] = ""
@@ -100,6 +111,8 @@ struct TimelineData {
   int stall_count = 0, gap_count = 0;
   int64_t outside_total_ns = 0;
   int outside_count = 0;
+  int64_t profiler_total_ns = 0;   // TuneBench's own time (BandKind::Profiler)
+  int profiler_count = 0;
   std::string source;              // file it came from, or "live run"
 
   uint32_t intern(const std::string& s);  // linear-time map lookup via the index below

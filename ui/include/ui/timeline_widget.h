@@ -24,6 +24,7 @@ class TimelineWidget : public QWidget {
   Q_OBJECT
  public:
   static constexpr int kRowHeight = 18;
+  static constexpr int kMemoryHeight = 3 * kRowHeight;  // the memory strip under the rows, when the trace has one
   static constexpr int kRulerHeight = 26;
   static constexpr int kGutterWidth = 190;
 
@@ -100,6 +101,8 @@ class TimelineWidget : public QWidget {
   void paintMarkersAndSelection(QPainter& p, const Frame& f) const;
   void paintRuler(QPainter& p, const Frame& f) const;
   void paintGutter(QPainter& p, const Frame& f) const;
+  void paintMemory(QPainter& p, const Frame& f) const;  // timeline_memory.cpp
+  int memoryStripHeight() const { return data_ && !data_->memory.empty() ? kMemoryHeight : 0; }
   Hit hitTest(const QPoint& pos) const;
   QString describe(const Hit& h) const;
   const std::pair<uint32_t, uint32_t>* findCorr(int64_t corr, const Hit& not_this) const;

@@ -182,6 +182,9 @@ json report_json(const TuneResult& r) {
                       {"outcome", t.outcome},
                       {"reason", t.reason},
                       {"loss_drift", num(t.loss_drift)},
+                      {"peak_memory_before", t.peak_before >= 0 ? json(t.peak_before) : json(nullptr)},
+                      {"peak_memory_after", t.peak_after >= 0 ? json(t.peak_after) : json(nullptr)},
+                      {"memory_total", t.memory_total > 0 ? json(t.memory_total) : json(nullptr)},
                       {"window", t.window},
                       {"rounds", t.rounds},
                       {"seconds", t.seconds}});
@@ -257,6 +260,7 @@ std::string report_html(const TuneResult& r) {
   }
   if (!r.budget_phases.empty() || !r.ended.empty())
     h += "<p><strong>The budget:</strong> " + esc(budget_text(r)) + "</p>\n";
+  if (const std::string mem = memory_headline(r); !mem.empty()) h += "<p><strong>Memory:</strong> " + esc(mem) + "</p>\n";
   h += "<p class=\"muted\">" +
        esc(std::to_string(r.trials.size()) + " trials in " + fmt(r.elapsed_s, 0) + " s of a " + fmt(r.budget_s, 0) +
            " s budget; " + std::to_string(r.skipped.size()) + " skipped. Each trial runs the reference and the " +
@@ -314,7 +318,8 @@ std::string report_html(const TuneResult& r) {
        "loss-drift guard; purple: kept earlier but dropped in the final alternation.</p>\n" +
        svg_forest(r);
   h += "<div class=\"scroll\"><table>\n<thead><tr><th>#</th><th>phase</th><th>knob</th><th>change</th><th>vs</th>"
-       "<th>before</th><th>after</th><th>ratio [95% CI]</th><th>loss drift</th><th>result</th></tr></thead>\n<tbody>\n";
+       "<th>before</th><th>after</th><th>ratio [95% CI]</th><th>peak memory</th><th>loss drift</th><th>result</th></tr>"
+       "</thead>\n<tbody>\n";
   for (size_t i = 0; i < r.trials.size(); ++i) {
     const Trial& t = r.trials[i];
     const std::string cls = t.accepted ? "accepted" : t.outcome == "no effect" ? "" : t.outcome;
@@ -322,8 +327,8 @@ std::string report_html(const TuneResult& r) {
          std::to_string(i + 1) + "</td><td>" + esc(t.phase) + "</td><td>" + esc(t.knob.empty() ? "all" : t.knob) +
          "</td><td>" + esc(change_text(t)) + "</td><td>" + esc(t.reference) +
          "</td><td class=\"n\">" + esc(fmt(t.before, 1)) + "</td><td class=\"n\">" + esc(fmt(t.after, 1)) +
-         "</td><td class=\"n\">" + esc(interval_text(t.estimate)) + "</td><td class=\"n\">" +
-         esc(std::isfinite(t.loss_drift) ? fmt(t.loss_drift * 100, 1) + "%" : "") + "</td><td><strong>" +
+         "</td><td class=\"n\">" + esc(interval_text(t.estimate)) + "</td><td class=\"n\">" + esc(memory_text(t)) +
+         "</td><td class=\"n\">" + esc(std::isfinite(t.loss_drift) ? fmt(t.loss_drift * 100, 1) + "%" : "") + "</td><td><strong>" +
          esc(result_text(t)) + "</strong> " + esc(reason_after(t, result_text(t))) + "</td></tr>\n";
   }
   h += "</tbody></table></div>\n";
@@ -384,6 +389,7 @@ std::string report_markdown(const TuneResult& r) {
   else
     m << "**No change beat the baseline** (" << fmt(r.baseline_throughput, 1) << " samples/s)\n\n";
   m << "**Keep:** " << config_text(r.baseline, r.final_config) << "\n\n";
+  if (const std::string mem = memory_headline(r); !mem.empty()) m << "**Memory:** " << mem << "\n\n";
   m << "**Measurement:** " << (r.noise.text.empty() ? "n/a" : r.noise.text);
   if (r.noise_floor.valid())
     m << "; noise floor (A/A): one trial resolves changes beyond ±" << fmt(100 * r.noise_band, 1) << "%";
@@ -407,13 +413,13 @@ std::string report_markdown(const TuneResult& r) {
     }
     m << "\n";
   }
-  m << "## Trials\n\n| # | phase | knob | change | before | after | ratio [95% CI] | loss drift | result |\n"
-       "|---:|---|---|---|---:|---:|---|---:|---|\n";
+  m << "## Trials\n\n| # | phase | knob | change | before | after | ratio [95% CI] | peak memory | loss drift | result |\n"
+       "|---:|---|---|---|---:|---:|---|---:|---:|---|\n";
   for (size_t i = 0; i < r.trials.size(); ++i) {
     const Trial& t = r.trials[i];
     m << "| " << i + 1 << " | " << t.phase << " | " << md(t.knob.empty() ? "all" : t.knob) << " | "
       << md(change_text(t)) << " | " << fmt(t.before, 1) << " | "
-      << fmt(t.after, 1) << " | " << interval_text(t.estimate) << " | "
+      << fmt(t.after, 1) << " | " << interval_text(t.estimate) << " | " << memory_text(t) << " | "
       << (std::isfinite(t.loss_drift) ? fmt(t.loss_drift * 100, 1) + "%" : "") << " | **"
       << result_text(t) << "** " << md(reason_after(t, result_text(t))) << " |\n";
   }
@@ -474,6 +480,7 @@ nlohmann::json tune_done_message(const TuneResult& r, const std::string& html_pa
   if (ended.empty() && r.budget_s > 0 && r.elapsed_s >= r.budget_s)
     ended = "the budget ran out; knobs not tried are listed as skipped in the report";
   m["ended"] = ended;
+  m["memory"] = report_detail::memory_headline(r);
   return m;
 }
 

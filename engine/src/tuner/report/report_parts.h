@@ -75,6 +75,28 @@ inline std::string interval_text(const RatioEstimate& e) {
   return fmt(e.ratio, 3) + "x [" + fmt(e.lo, 3) + ", " + fmt(e.hi, 3) + "]";
 }
 
+inline std::string gib_text(int64_t b) { return fmt(double(b) / double(int64_t(1) << 30), 2); }
+
+// A trial's peak memory per step, before → after ("9.81 → 5.20 GiB"; one side when only one was measured,
+// "" when neither): what a change costs in memory beside what it gains in speed.
+inline std::string memory_text(const Trial& t) {
+  if (t.peak_before < 0 && t.peak_after < 0) return "";
+  if (t.peak_after < 0) return gib_text(t.peak_before) + " GiB → ?";
+  if (t.peak_before < 0) return "? → " + gib_text(t.peak_after) + " GiB";
+  return gib_text(t.peak_before) + " → " + gib_text(t.peak_after) + " GiB";
+}
+
+// The headline's memory: "peak per step 9.81 GiB (baseline) → 5.20 GiB (final) of 79.10 GiB" from the last
+// final-vs-baseline trial that measured both sides; "" when none did.
+inline std::string memory_headline(const TuneResult& r) {
+  for (auto it = r.trials.rbegin(); it != r.trials.rend(); ++it) {
+    if (!it->knob.empty() || it->phase == "noise floor" || it->peak_before < 0 || it->peak_after < 0) continue;
+    return "peak per step " + gib_text(it->peak_before) + " GiB (baseline) → " + gib_text(it->peak_after) +
+           " GiB (final)" + (it->memory_total > 0 ? " of the device's " + gib_text(it->memory_total) + " GiB" : "");
+  }
+  return "";
+}
+
 // The tuning report's stylesheet and its UTC time stamp (report.cpp): the session report (report_session.cpp)
 // looks the same.
 const char* report_css();

@@ -3,7 +3,7 @@
 // search_plan.cpp (ladders, candidates, the order, what a trial costs and what is reserved), search_screen.cpp
 // (the search loop: the likeliest win next, on top of what is kept), search_final.cpp (the final alternation in this process),
 // search_fresh.cpp (the fresh-process final: the headline and the process knobs), search_summary.cpp (the
-// summary). The budget's rules are budget.h's; the knobs' priors priority.h's.
+// summary), search_memory.cpp (what the windows held: a trial's two sides, a batch that would not fit). The budget's rules are budget.h's; the knobs' priors priority.h's.
 #pragma once
 
 #include <algorithm>
@@ -151,6 +151,17 @@ class Tuner {
   measure::NoiseFloor floor() const { return measure::pool(res_.noise_floor, residuals_); }
   void learn_noise(const Trial& t);
 
+  // ----- memory (search_memory.cpp) ------------------------------------------------------------------
+  // Remembers what a window of `c` held (its peak, the part held between steps, the device's size).
+  void note_memory(const Config& c, const measure::Window& m);
+  // The peaks of a trial's two sides from its windows.
+  static void fill_memory(Trial& t);
+  // Why the batch-size rung `next` would not fit from the current configuration (its measured peak, the part
+  // of it that does not grow with the batch, the device's size), or nullopt when it may or nothing is known.
+  std::optional<std::string> memory_short(const std::string& id, const std::string& from, const std::string& next);
+  // "; the largest batch that ran: 64 (peak 9.81 GiB of 79.10 GiB)" for an out-of-memory trial's reason.
+  std::string largest_fit() const;
+
   // ----- phases ------------------------------------------------------------------------------------
   // search.cpp
   void calibrate();
@@ -214,6 +225,12 @@ class Tuner {
   std::set<std::string> tried_;   // ref|cand pairs already measured
   std::set<std::string> failed_;  // knob=value that failed (OOM, drift): never retried
   std::map<std::string, int64_t> oom_floor_;  // lowest value of an int knob that ran out of memory
+  struct Held {
+    int64_t peak = -1, held = -1;
+  };
+  std::map<std::string, Held> memory_seen_;  // config_key -> its last window's memory
+  int64_t memory_total_ = -1;                // the device's size, once a window said it
+  int64_t largest_batch_ = -1, largest_batch_peak_ = -1;  // the largest batch size a window ran, its peak
   std::vector<Deferred> deferred_;
   std::string last_bottleneck_;
   StepShares shares_;  // where the step's time went, from the last snapshot (priority.h)

@@ -29,6 +29,16 @@ std::vector<Change> Tuner::next_changes(const std::string& id) {
     // configuration changes, except from 0 workers: one worker can lose to loading inline while two win.
     std::string at = from;
     while (auto next = ladder_next(k.info, at)) {
+      if (auto why = memory_short(id, at, *next)) {
+        // Predicted not to fit: said once, with the figures, and the climb ends here.
+        const bool said = std::any_of(res_.skipped.begin(), res_.skipped.end(),
+                                      [&](const SkippedTrial& s) { return s.knob == id && s.value == *next; });
+        if (!said) {
+          res_.skipped.push_back({id, *next, *why});
+          progress(phase_, "skipped " + label(id, *next) + " (" + *why + ")");
+        }
+        return {};
+      }
       std::vector<Change> out;
       bool all_tried = true;
       for (const Change& c : rung(current_, id, *next)) {
@@ -343,6 +353,8 @@ void Tuner::record_untried() {
   for (const auto& id : order_) {
     const auto& k = knobs_[id];
     if ((k.info.process_scope && !all_fresh()) || tried.count(id) || !eligible(k, false)) continue;
+    if (std::any_of(res_.skipped.begin(), res_.skipped.end(), [&](const SkippedTrial& s) { return s.knob == id; }))
+      continue;  // already said why (memory)
     auto d = std::find_if(deferred_.begin(), deferred_.end(), [&](const Deferred& x) { return x.knob == id; });
     if (d != deferred_.end()) {
       res_.skipped.push_back({id, d->value,

@@ -67,6 +67,7 @@ measure::Window Tuner::window_of(const Config& config, bool fresh) {
     const double spent = w_.now_s() - t;
     process_start_s_ = std::max(0.0, spent - m->wall_s);
     budget_.observe_fresh_window(spent);
+    note_memory(config, *m);
     return *m;
   }
   w_.apply(config);
@@ -75,6 +76,7 @@ measure::Window Tuner::window_of(const Config& config, bool fresh) {
   if (m.steps > 0 && m.wall_s > 0) sec_per_step_ = 0.8 * sec_per_step_ + 0.2 * (m.wall_s / m.steps);
   warmup_est_ = 0.7 * warmup_est_ + 0.3 * m.warmup_steps;
   budget_.observe_window(w_.now_s() - t);
+  note_memory(config, m);
   return m;
 }
 
@@ -150,6 +152,7 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
         } else {
           t.outcome = f.oom ? "oom" : "failed";
           t.reason = (f.oom ? std::string("out of memory: ") : std::string("could not run: ")) + f.what();
+          if (f.oom && change.knob == "batch_size") t.reason += largest_fit();
           if (f.oom && !change.knob.empty()) {
             int64_t v = 0;
             if (parse_int(change.value, v) && (!oom_floor_.count(change.knob) || v < oom_floor_[change.knob]))
@@ -250,6 +253,7 @@ void Tuner::learn_noise(const Trial& t) {
 
 Trial& Tuner::record(Trial t) {
   learn_noise(t);
+  fill_memory(t);
   progress(phase_, (t.knob.empty() ? t.phase : label(t.knob, t.value)) + ": " + t.reason);
   res_.trials.push_back(std::move(t));
   return res_.trials.back();

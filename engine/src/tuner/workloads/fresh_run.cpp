@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "client/child_process.h"
+#include "engine/run_json.h"
 #include "engine/tuner.h"
 #include "tuner/workloads/deadline_child.h"
 
@@ -98,6 +99,12 @@ measure::Window window_of_run(const nlohmann::json& doc) {
   w.wall_s = jw.value("wall_s", 0.0);
   w.warmup_steps = jw.value("warmup_steps", 0);
   w.minor_faults = jw.value("minor_faults", int64_t(0));
+  if (doc.contains("memory") && doc["memory"].is_object()) {
+    const auto& m = doc["memory"];
+    w.peak_memory_bytes = m.value("device_step_peak", m.value("host_rss_peak", int64_t(-1)));
+    w.held_memory_bytes = m.value("device_allocated_peak", int64_t(-1));
+    w.memory_total_bytes = m.value("device_total", int64_t(-1));
+  }
   if (doc.contains("ranks") && doc["ranks"].is_array() && doc["ranks"].size() > 1) {
     int64_t samples = 0, faults = 0;
     double wall = 0;

@@ -7,6 +7,7 @@
 
 #include "client/script_runner.h"
 #include "engine/cpu_allocator.h"
+#include "engine/run_json.h"
 #include "engine/tuner.h"
 
 namespace tb::engine {
@@ -158,6 +159,7 @@ class ScriptWorkload : public Workload {
       w.wall_s += m->value("wall_ns", int64_t(0)) * 1e-9;
       w.data_wait_s += m->value("data_wait_ns", int64_t(0)) * 1e-9;
       w.minor_faults += m->value("minor_faults", int64_t(0));
+      if (m->contains("memory")) add_step_memory(w, memory_of_json((*m)["memory"]));
       last = now_s();
     }
     (void)last;
@@ -183,6 +185,7 @@ class ScriptWorkload : public Workload {
       ++w.steps;
       w.samples += m->value("samples", int64_t(0));
       w.wall_s += m->value("wall_ns", int64_t(0)) * 1e-9;
+      if (m->contains("memory")) add_step_memory(w, memory_of_json((*m)["memory"]));
     }
     r->stop(5);
     return w;

@@ -11,6 +11,7 @@
 
 #include "engine/cpu_allocator.h"
 #include "engine/session.h"
+#include "engine/run_json.h"
 #include "engine/tuner.h"
 #include "measure/stats.h"
 #include "tuner/workloads/fresh_run.h"
@@ -133,6 +134,7 @@ measure::Window SessionWorkload::measure(int steps) {
     w.samples += r.samples;
     w.minor_faults += r.minor_faults;
     w.data_wait_s += r.data_wait_ns * 1e-9;
+    add_step_memory(w, r.memory);
   }
   session_->synchronize();
   w.wall_s = now_s() - t0;

@@ -115,6 +115,7 @@ class GpuModelBase : public SimModel {
       p.step = std::max(loader, train);
     }
     // Weights, grads and optimizer state; activations per sample; cuDNN's autotuner workspace; a graph's pool.
+    p.held_mb = 410;
     p.peak_mb = 410 + batch * (amp_on ? 42.0 : 75.0) * (graphs ? 1.1 : 1.0) + (is_on(c, "cudnn_benchmark") ? 1024 : 0);
     return p;
   }

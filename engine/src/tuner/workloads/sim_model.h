@@ -30,6 +30,7 @@ struct SimStep {
   double h2d = 0;        // host-to-device copy on the training thread
   double sync = 0;       // host blocked on the device each step (loss.item())
   double peak_mb = 0;    // device (or host, on a CPU model) memory at its peak within a step
+  double held_mb = 0;    // ... of it, what stays allocated between steps (weights, gradients, optimizer state)
 };
 
 // Costs of the machine around the steps (seconds): what a fresh process, a knob change and a compile take.
@@ -65,6 +66,8 @@ class SimModel {
   }
   // Relative worsening of the loss over the probe batches (the drift guard rejects > 10%).
   virtual double loss_penalty(const Config& c) const = 0;
+  // The device's memory (MiB): what the peaks of step() are held against.
+  virtual double memory_total_mb() const { return 80.0 * 1024; }
   // Why `c` cannot run (out of memory), or nullopt.
   virtual std::optional<std::string> out_of_memory(const Config& c) const = 0;
   // Why the job refuses `c` (a script's launcher refuses prefetch without loader workers), or nullopt.

@@ -167,13 +167,22 @@ measure::Window SimulatedWorkload::run_window(double ms, int64_t batch, int step
   return w;
 }
 
+measure::Window SimulatedWorkload::with_memory(measure::Window w, const SimStep& p) const {
+  if (!opt_.memory_readings) return w;
+  w.peak_memory_bytes = int64_t(p.peak_mb * 1048576.0);
+  w.held_memory_bytes = int64_t(p.held_mb * 1048576.0);
+  w.memory_total_bytes = int64_t(model_->memory_total_mb() * 1048576.0);
+  return w;
+}
+
 measure::Window SimulatedWorkload::measure(int steps) {
   if (opt_.every_window_fresh) return *measure_fresh(current_, steps);
   const bool warm = changed_;
   changed_ = false;
   const double compile = pending_compile_s_;
   pending_compile_s_ = 0;
-  return run_window(model_->step(current_).step, batch_of(current_), steps, warm, compile);
+  const SimStep p = model_->step(current_);
+  return with_memory(run_window(p.step, batch_of(current_), steps, warm, compile), p);
 }
 
 std::optional<measure::Window> SimulatedWorkload::measure_fresh(const Config& config, int steps) {
@@ -187,7 +196,8 @@ std::optional<measure::Window> SimulatedWorkload::measure_fresh(const Config& co
   if (opt_.process_noise > 0) speed = std::exp(std::normal_distribution<double>(0.0, opt_.process_noise)(rng_));
   std::set<std::string> fresh_compiled;
   const double compile = compile_cost(c, fresh_compiled);
-  return run_window(1000.0 * batch_of(c) / (fresh_throughput(c) * speed), batch_of(c), steps, true, compile);
+  return with_memory(run_window(1000.0 * batch_of(c) / (fresh_throughput(c) * speed), batch_of(c), steps, true, compile),
+                     model_->step(c));
 }
 
 std::vector<double> SimulatedWorkload::loss_probe(const Config& config, int steps) {

@@ -51,6 +51,8 @@ struct SimOptions {
   double process_start_s = 1.0;
   // The simulated job: "toy" (the default), "gpu" or "script-gpu" (sim_model.h).
   std::string profile = "toy";
+  // Windows carry the step's memory (peak, held, the device's size) as a real CUDA run's do.
+  bool memory_readings = true;
 };
 
 // The options a profile is calibrated with: for "gpu" and "script-gpu" the noise, drift and process start-up
@@ -103,6 +105,8 @@ class SimulatedWorkload : public Workload {
   // Runs steps of `ms` (noise-free) until the warm-up rule says stable, then `steps` measured ones;
   // `first_extra_s` is added to the first step (a compile).
   measure::Window run_window(double ms, int64_t batch, int steps, bool warm, double first_extra_s = 0);
+  // The window with the step's simulated peak and the device's size.
+  measure::Window with_memory(measure::Window w, const SimStep& p) const;
   // Seconds the first step under `c` spends compiling, once per compiled variant in this process.
   double compile_cost(const Config& c, std::set<std::string>& compiled);
 

@@ -1,0 +1,217 @@
+"""One exported trace chunk made final: the spans' ranges named as steps, the machine's cores, the run's kind
+(`tunebench_run`: "script"), TuneBench's own pauses at chunk boundaries and the memory after each step (counters)
+drawn on the chunk's clock.
+
+This runs on the trace writer's thread while the script trains, so it must not hold the GIL for long: a
+chunk from a GPU run is 100+ MB, and json.load of 115 MB held it 4.6 s here (the training thread stood still
+as long). Kineto's object form is therefore rewritten as text, in blocks (a regular expression per block
+holds the GIL well under a millisecond; reads and writes release it), in two passes: one finds the clock
+marker, one writes. Only torch's legacy export (a bare event array, from a torch without Kineto: small CPU traces) and a
+layout the text pass does not recognise go through json.load.
+
+Kineto's `ts` is not time.monotonic_ns(): on torch 2.11 it is CLOCK_REALTIME in µs less the document's
+baseTimeNanoseconds (converted from the TSC), and the legacy export counts from the profiler's start. So no
+clock is assumed: each session enters a `TuneBench: clock` range right after it starts, with monotonic time
+read just before (tracing.clock_mark), and the marker's `ts` in the exported chunk gives the offset between
+the two clocks (and the pid and tid under which Kineto writes the training thread)."""
+
+import collections
+import json
+import os
+import re
+
+CLOCK_MARK = "TuneBench: clock"
+PAUSE_NAME = "TuneBench: trace chunk boundary"
+PAUSE_CAT = "tunebench"
+OUTSIDE = "## outside training ##"
+SPAN = "tunebench.span#"
+TMP_SUFFIX = ".rewrite.tmp"  # the rewrite's file before it replaces the chunk (Kineto's export uses ".tmp")
+# The chunk's own top-level fields besides Kineto's: the analyses read them as the trace's metadata (string
+# values only). "tunebench_run" says whose knobs a finding may propose: a script's (the engine's say "engine").
+RUN_KIND = "script"
+# A step's `memory` key -> the counter it is drawn as: the names the engine's traces use
+# (profiler/include/profiler/range_names.h), so one analysis reads both.
+MEMORY_COUNTERS = (("host_rss", "memory: host RSS"), ("device_allocated", "memory: device allocated"),
+                   ("device_reserved", "memory: device reserved"), ("device_peak", "memory: device peak"),
+                   ("device_alloc_retries", "memory: cudaMalloc retries"))
+
+# A pause TuneBench made on the training thread (monotonic ns); writer_wait_ns: the part spent waiting for
+# the writer to have room (inside t0..t1).
+Pause = collections.namedtuple("Pause", "t0_ns t1_ns what writer_wait_ns")
+
+_BLOCK = 1 << 18       # a regular expression over 256 KB holds the GIL well under a millisecond
+_HEAD_MAX = 16 << 20   # the object form's header (device properties, distributed info) is a few KB
+_SPAN_RE = re.compile(rb'"' + re.escape(SPAN.encode()) + rb'(\d+)"')
+_MARK_RE = re.compile(rb'"name"\s*:\s*"' + re.escape(CLOCK_MARK.encode()) + rb'"')
+_FIELD_RE = re.compile(rb'"(pid|tid|ts)"\s*:\s*("(?:[^"\\]|\\.)*"|-?[0-9][0-9.eE+-]*)')
+_EVENTS_RE = re.compile(rb'"traceEvents"\s*:\s*\[')
+
+
+def finish_chunk(path, steps, base_us, mark_ns, pauses, cores, memory=()):
+    """Rewrites the chunk at `path` in place (a new file moved over it: a reader never sees half of it).
+    steps: span serial -> step number (the other spans are outside training); base_us: monotonic µs at the
+    session's start (the legacy export counts from there); mark_ns: monotonic ns of the clock marker (None:
+    none was entered); pauses: Pause records to draw; memory: (a step's end, monotonic ns; its `memory`
+    object) for each step, drawn as counters. Returns the number of pauses drawn (0 when the chunk holds no
+    marker to place them, or the counters, by)."""
+    with open(path, "rb") as f:
+        first = f.read(4096).lstrip()[:1]
+    if first == b"{":
+        drawn = _finish_object_text(path, steps, mark_ns, pauses, cores, memory)
+        if drawn is not None:
+            return drawn
+    return _finish_json(path, steps, base_us, mark_ns, pauses, cores, memory)
+
+
+def _to_chunk_us(mark, mark_ns):
+    """Monotonic ns -> µs on the chunk's clock. mark: (pid, tid, ts) of the clock marker."""
+    offset_us = mark[2] - mark_ns / 1000.0
+    return lambda t_ns: round(t_ns / 1000.0 + offset_us, 3)
+
+
+def pause_events(pauses, mark, mark_ns):
+    """The complete events of `pauses` on the chunk's clock, on the training thread's row."""
+    pid, tid, _ = mark
+    at = _to_chunk_us(mark, mark_ns)
+    return [{"ph": "X", "cat": PAUSE_CAT, "name": PAUSE_NAME, "pid": pid, "tid": tid,
+             "ts": at(p.t0_ns), "dur": round((p.t1_ns - p.t0_ns) / 1000.0, 3),
+             "args": {"what": p.what, "writer_wait_us": round(p.writer_wait_ns / 1000.0, 3)}} for p in pauses]
+
+
+def memory_events(memory, mark, mark_ns):
+    """A counter event per measured key of each step's `memory`, at the step's end on the chunk's clock, under
+    the training thread's process (a counter track is the process's: tid 0)."""
+    pid = mark[0]
+    at = _to_chunk_us(mark, mark_ns)
+    return [{"ph": "C", "name": name, "pid": pid, "tid": 0, "ts": at(end_ns), "args": {"value": m[key]}}
+            for end_ns, m in memory for key, name in MEMORY_COUNTERS if key in m]
+
+
+def _drawn(mark, mark_ns, pauses, memory):
+    """Our events for the chunk: its pauses, then its memory counters ([] without a marker to place them)."""
+    if mark is None or mark_ns is None:
+        return []
+    return pause_events(pauses, mark, mark_ns) + memory_events(memory, mark, mark_ns)
+
+
+def _top_fields(cores):
+    return {"cpu_cores": str(cores), "tunebench_run": RUN_KIND}
+
+
+def _step_name(steps, serial):
+    step = steps.get(serial)
+    # A span that stayed no training iteration (a validation batch) keeps its range under its own name: the
+    # timeline shows that time as outside training, and the profiler's event numbering stays whole (a gap
+    # in it says a trace was sampled).
+    return OUTSIDE if step is None else "ProfilerStep#%d" % step
+
+
+# --- Kineto's object form, as text ---------------------------------------------------------------------------
+def _find_mark(path):
+    """(pid, tid, ts) of the clock marker's event, or None. Kineto writes an event's fields before its args,
+    so the marker's own fields lie between the `{` before its name and the next brace after it."""
+    with open(path, "rb") as f:
+        buf = b""
+        while True:
+            block = f.read(_BLOCK)
+            buf += block
+            m = _MARK_RE.search(buf)
+            if m is None:
+                if not block:
+                    return None
+                buf = buf[-256:]  # a name cut by the block's end is found with the next block
+                continue
+            start = buf.rfind(b"{", 0, m.start())
+            ends = [i for i in (buf.find(b"{", m.end()), buf.find(b"}", m.end())) if i >= 0]
+            if start < 0:
+                return None
+            if not ends:
+                if not block:
+                    return None
+                buf = buf[start:]  # the event goes on in the next block
+                continue
+            fields = {k.decode(): json.loads(v) for k, v in _FIELD_RE.findall(buf[start:min(ends)])}
+            if not isinstance(fields.get("ts"), (int, float)) or "pid" not in fields or "tid" not in fields:
+                return None
+            return fields["pid"], fields["tid"], float(fields["ts"])
+
+
+def _finish_object_text(path, steps, mark_ns, pauses, cores, memory):
+    """The text pass; None when the layout is not Kineto's (no `"traceEvents": [` in the header)."""
+    mark = _find_mark(path) if mark_ns is not None and (pauses or memory) else None
+    events = _drawn(mark, mark_ns, pauses, memory)
+
+    def rename(m):
+        return b'"' + _step_name(steps, int(m.group(1))).encode() + b'"'
+
+    tmp = path + TMP_SUFFIX
+    with open(path, "rb") as src:
+        head = b""
+        while True:
+            block = src.read(_BLOCK)
+            head += block
+            m = _EVENTS_RE.search(head)
+            rest = head[m.end():].lstrip() if m else b""
+            if m and rest:
+                break
+            if not block or len(head) > _HEAD_MAX:
+                return None
+        brace = head.index(b"{")
+        inserted = b"".join(json.dumps(e).encode() + b",\n" for e in events)
+        if events and rest[:1] == b"]":
+            inserted = inserted[:-2]  # an empty event array: no comma after ours
+        with open(tmp, "wb") as dst:
+            dst.write(head[:brace + 1] + b"".join(json.dumps(k).encode() + b": " + json.dumps(v).encode() + b", "
+                                                  for k, v in _top_fields(cores).items()))
+            dst.write(head[brace + 1:m.end()] + b"\n" + inserted)
+            carry = head[m.end():]
+            while True:
+                block = src.read(_BLOCK)
+                buf = carry + block
+                if block:
+                    cut = buf.rfind(b"\n") + 1  # a JSON string holds no raw newline: no name is cut at one
+                    if cut == 0:
+                        carry = buf
+                        continue
+                    buf, carry = buf[:cut], buf[cut:]
+                dst.write(_SPAN_RE.sub(rename, buf))
+                if not block:
+                    break
+    os.replace(tmp, path)
+    return len(pauses) if events else 0
+
+
+# --- the legacy array, and anything else, through json ------------------------------------------------------
+def _finish_json(path, steps, base_us, mark_ns, pauses, cores, memory):
+    """Also moves the legacy export's events onto the monotonic clock (they count from the session's start),
+    so that chunks merged into one trace follow each other instead of all starting at 0. Kineto's object
+    form keeps its own absolute times."""
+    with open(path) as f:
+        doc = json.load(f)
+    events = doc if isinstance(doc, list) else doc.get("traceEvents") if isinstance(doc, dict) else None
+    if not isinstance(events, list):
+        return 0
+    mark = None
+    for e in events:
+        if not isinstance(e, dict):
+            continue
+        if isinstance(doc, list) and isinstance(e.get("ts"), (int, float)):
+            e["ts"] += base_us
+        name = e.get("name")
+        if isinstance(name, str) and name.startswith(SPAN):
+            try:
+                e["name"] = _step_name(steps, int(name[len(SPAN):]))
+            except ValueError:
+                pass
+        elif name == CLOCK_MARK and isinstance(e.get("ts"), (int, float)) and mark is None:
+            mark = (e.get("pid"), e.get("tid"), float(e["ts"]))
+    if isinstance(doc, list):
+        doc = {"traceEvents": events}
+    added = _drawn(mark, mark_ns, pauses, memory)
+    events.extend(added)
+    doc.update(_top_fields(cores))
+    tmp = path + TMP_SUFFIX
+    with open(tmp, "w") as f:
+        json.dump(doc, f)
+    os.replace(tmp, path)
+    return len(pauses) if added else 0

@@ -1,0 +1,128 @@
+"""The trace writer: one thread that turns stopped profiler sessions into chunk files, one at a time, in the
+order they came, and announces each (`trace`) once its file is complete.
+
+Writing a chunk (Kineto's export, then trace_chunk's rewrite) takes seconds for a GPU run; on the training
+thread it was a 5.3 s pause inside the script's next DataLoader fetch, which the analyses then blamed on the
+script. Kineto's export releases the GIL and trace_chunk holds it only briefly, so the script trains on while
+a chunk is written.
+
+The queue is bounded: a chunk holds its session's events in memory until written, so at most `capacity`
+chunks (the one being written and the ones waiting) are held. The tracer asks for room before handing one
+over and waits for it, with a timeout; that wait is TuneBench's pause and is drawn as such (trace_chunk.Pause).
+A chunk that fails to be written is lost with a warning, never the run. After flush() gave up (its timeout)
+the writer announces nothing more: `done` is the parent's last message."""
+
+import collections
+import os
+import threading
+import time
+
+from . import trace_chunk
+
+# Read here only: makes every chunk's export this many seconds slower, so a test can show that the training
+# thread does not wait for it.
+DELAY_ENV = "TUNEBENCH_TEST_EXPORT_DELAY_S"
+
+
+class Chunk:
+    """A stopped session on its way to its file."""
+
+    def __init__(self, prof, path, steps, base_us, mark_ns, memory=()):
+        self.prof = prof
+        self.path = path
+        self.steps = steps          # span serial -> step number
+        self.base_us = base_us
+        self.mark_ns = mark_ns
+        self.memory = memory        # (end ns, memory object) of its steps: drawn as counters
+        self.first_step = min(steps.values())
+        self.last_step = max(steps.values())
+        self.pauses = []            # trace_chunk.Pause records drawn into it
+        self.sealed = False         # its pauses were read: it takes no more
+
+
+class ChunkWriter:
+    def __init__(self, channel, capacity=2):
+        self.ch = channel
+        self.capacity = max(1, int(capacity))
+        self._cond = threading.Condition()
+        self._jobs = collections.deque()
+        self._held = 0                   # chunks handed over and not yet finished (waiting or being written)
+        self._announce = threading.Lock()
+        self._closed = False             # flush() gave up: nothing is announced any more
+        self._thread = None
+        self._delay = float(os.environ.get(DELAY_ENV) or 0)
+
+    def wait_room(self, timeout):
+        """Waits (at most `timeout` s) until a chunk can be handed over; False when none could."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self._held < self.capacity, timeout)
+
+    def submit(self, chunk):
+        """Hands `chunk` over (after wait_room said yes: only the training thread submits, so the room stays)."""
+        with self._cond:
+            self._held += 1
+            self._jobs.append(chunk)
+            self._cond.notify_all()
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, daemon=True, name="tunebench-trace-writer")
+                self._thread.start()
+
+    def add_pauses(self, chunk, pauses):
+        """Draws `pauses` into `chunk` too, if its pauses were not read yet; False otherwise."""
+        with self._cond:
+            if chunk.sealed:
+                return False
+            chunk.pauses.extend(pauses)
+            return True
+
+    def flush(self, timeout):
+        """Waits until every chunk handed over is written and announced; after `timeout` s gives up, and the
+        rest are never announced. Returns the number of chunks given up."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._held == 0, timeout)
+            left = self._held
+        if left:
+            with self._announce:
+                self._closed = True
+        return left
+
+    # --- the writer's thread -----------------------------------------------------------------------------
+    def _loop(self):
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._jobs)
+                chunk = self._jobs.popleft()
+            try:
+                self._write(chunk)
+            finally:
+                with self._cond:
+                    self._held -= 1
+                    self._cond.notify_all()
+
+    def _write(self, chunk):
+        try:
+            if self._delay:
+                time.sleep(self._delay)
+            prof, chunk.prof = chunk.prof, None
+            prof.export_chrome_trace(chunk.path)
+            del prof  # the session's events are in the file now: their memory goes back before the rewrite
+            with self._cond:
+                chunk.sealed = True
+                pauses = list(chunk.pauses)
+            trace_chunk.finish_chunk(chunk.path, chunk.steps, chunk.base_us, chunk.mark_ns, pauses,
+                                     os.cpu_count() or 1, chunk.memory)
+        except Exception as e:  # a failed export loses a chunk, not the run
+            for p in (chunk.path, chunk.path + ".tmp", chunk.path + trace_chunk.TMP_SUFFIX):
+                try:
+                    os.remove(p)
+                except OSError:
+                    pass
+            self._send("warning", message="trace chunk not written: %s" % e)
+            return
+        self._send("trace", path=os.path.abspath(chunk.path), first_step=chunk.first_step,
+                   last_step=chunk.last_step)
+
+    def _send(self, msg_type, **fields):
+        with self._announce:
+            if not self._closed:
+                self.ch.send(msg_type, **fields)
