@@ -225,12 +225,22 @@ fi
 if has collector; then
   bench="$build/bench/bench_engine_collector"
   if [[ -x $bench ]]; then
-    for kinds in none kernel kernel,memcpy,memset kernel,memcpy,memset,runtime all; do
+    # "default" is kernel,memcpy,memset + the launches and syncs from CUPTI's callback API; "all" the activity
+    # kinds of before (a record per API call).
+    for kinds in none kernel default kernel,memcpy,memset,runtime all; do
       t=$(cap 100 40); (( t > 0 )) || { log "collector $kinds skipped: $(left) s left"; continue; }
       if [[ $kinds == none ]]; then envs="TUNEBENCH_CUPTI_OFF=1"; else envs="TUNEBENCH_CUPTI_KINDS=$kinds"; fi
       env $envs timeout "$t" "$bench" --model "$model" --data synthetic --set cudnn_benchmark=on,amp=bf16 \
         --window 20 --pairs 6 > "$work/logs/collector_$kinds.txt" 2>&1
       log "collector [$kinds] rc=$? $(tail -1 "$work/logs/collector_$kinds.txt" | cut -c1-200)"
+    done
+    # Beside PyTorch's profiler on torchvision's model of the same name, same batch and settings, each
+    # alternating in its own process.
+    for batch in 32 128; do
+      t=$(cap 240 60); (( t > 0 )) || { log "recording vs torch.profiler batch $batch skipped: $(left) s left"; continue; }
+      timeout "$t" "$python" bench/bench_recording_cost.py --model "$model" --batch $batch --window 20 --pairs 6 \
+        --bench "$bench" > "$work/logs/recording_vs_kineto_$batch.txt" 2>&1
+      log "recording vs torch.profiler, batch $batch: rc=$? $(tail -2 "$work/logs/recording_vs_kineto_$batch.txt" | tr '\n' ' ' | cut -c1-240)"
     done
   else
     log "collector stage skipped: no $bench (built with TUNEBENCH_BENCH=OFF?)"

@@ -29,12 +29,14 @@ struct CuptiCollector::Impl {
   std::string version;
   bool running = false;
   Options options;
-  uint32_t kinds = kCuptiAll;  // what start() enabled (parse_cupti_kinds)
+  uint32_t kinds = kCuptiDefault;  // what start() enabled (parse_cupti_kinds)
+  std::string settings;  // the buffer settings start() made, for the trace's metadata
   std::deque<std::pair<uint8_t*, size_t>> completed;  // buffers CUPTI handed back, not decoded yet
   std::atomic<size_t> outstanding{0};                 // buffers allocated and not freed
   std::atomic<uint64_t> refused{0};                   // buffer requests refused at the cap
   std::atomic<uint64_t> cupti_dropped{0};
   CuptiDecoder decoder{static_cast<int64_t>(::getpid())};
+  std::unique_ptr<ApiCallLog> calls;  // kCuptiCallbacks: the launches and syncs the callback API reported
   std::unique_ptr<Trace> pending;  // decoded since the last collect()
   void* lib = nullptr;
 
@@ -56,6 +58,13 @@ struct CuptiCollector::Impl {
   CUptiResult (*PopExternal)(CUpti_ExternalCorrelationKind, uint64_t*) = nullptr;
   CUptiResult (*EnableRuntimeApi)(CUpti_CallbackId, uint8_t) = nullptr;
   CUptiResult (*EnableDriverApi)(CUpti_CallbackId, uint8_t) = nullptr;
+  CUptiResult (*Subscribe)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*) = nullptr;
+  CUptiResult (*Unsubscribe)(CUpti_SubscriberHandle) = nullptr;
+  CUptiResult (*EnableCallback)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId) = nullptr;
+  CUptiResult (*Finalize)() = nullptr;
+  CUptiResult (*SetAttribute)(CUpti_ActivityAttribute, size_t*, void*) = nullptr;
+  CUptiResult (*FlushPeriod)(uint32_t) = nullptr;
+  CUpti_SubscriberHandle subscriber = nullptr;
   size_t muted = 0;  // API calls whose records mute_queries() turned off
   std::vector<CUpti_ActivityKind> enabled;
 
@@ -189,6 +198,73 @@ const char* api_name(bool runtime, uint32_t cbid) {
     return nullptr;
   return n;
 }
+
+uint64_t cupti_now() {
+  CuptiCollector::Impl* impl = g_impl;
+  uint64_t t = 0;
+  if (impl && impl->GetTimestamp) impl->GetTimestamp(&t);
+  return t;
+}
+
+void CUPTIAPI api_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  auto* impl = static_cast<CuptiCollector::Impl*>(userdata);
+  if (!impl || !impl->calls) return;
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API)
+    impl->calls->on_call(domain == CUPTI_CB_DOMAIN_RUNTIME_API, cbid, data);
+}
+
+// A size from the environment in MiB, or `fallback`.
+size_t env_mib(const char* name, size_t fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  const long long n = std::atoll(v);
+  return n > 0 ? size_t(n) << 20 : fallback;
+}
+
+// Buffer settings, made before the buffer callbacks are registered (CUPTI reads them for the contexts it
+// instruments next). A device buffer of 8 MiB and a pool of 4 keep CUPTI from stalling a launch-bound stream
+// on a full buffer; records are not zeroed (CUPTI writes every field we read); each thread writes its own
+// buffer (no lock shared with another launching thread). TUNEBENCH_CUPTI_DEVICE_BUFFER_MB,
+// TUNEBENCH_CUPTI_POOL and TUNEBENCH_CUPTI_FLUSH_MS change them; the trace's metadata says what was set.
+std::string configure_buffers(CuptiCollector::Impl& d) {
+  if (!d.SetAttribute) return "buffer settings: CUPTI's defaults (cuptiActivitySetAttribute missing)";
+  std::string out;
+  auto set = [&](CUpti_ActivityAttribute a, auto value, const char* what) {
+    size_t size = sizeof value;
+    const bool ok = d.SetAttribute(a, &size, &value) == CUPTI_SUCCESS;
+    out += std::string(out.empty() ? "" : ", ") + what + (ok ? "" : " (refused)");
+  };
+  const size_t dev = env_mib("TUNEBENCH_CUPTI_DEVICE_BUFFER_MB", size_t(8) << 20);
+  set(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, dev, ("device buffer " + std::to_string(dev >> 20) + " MiB").c_str());
+  size_t pool = 4;
+  if (const char* v = std::getenv("TUNEBENCH_CUPTI_POOL"); v && std::atoi(v) > 0) pool = size_t(std::atoi(v));
+  set(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_POOL_LIMIT, pool, ("pool " + std::to_string(pool)).c_str());
+  set(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, uint8_t(0), "unzeroed");
+  set(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, uint8_t(1), "per-thread");
+  if (const char* v = std::getenv("TUNEBENCH_CUPTI_FLUSH_MS"); v && std::atoi(v) > 0 && d.FlushPeriod) {
+    const bool ok = d.FlushPeriod(uint32_t(std::atoi(v))) == CUPTI_SUCCESS;
+    out += std::string(", flush every ") + v + " ms" + (ok ? "" : " (refused)");
+  }
+  return out;
+}
+
+// kCuptiCallbacks: the launches and syncs of the domains whose activity kind is off. "" or why not.
+std::string subscribe(CuptiCollector::Impl& d) {
+  const bool rt = !(d.kinds & kCuptiRuntime), drv = !(d.kinds & kCuptiDriver);
+  if (!(d.kinds & kCuptiCallbacks) || (!rt && !drv)) return "";
+  if (!d.Subscribe || !d.EnableCallback || !d.Unsubscribe) return "cuptiSubscribe missing";
+  if (!d.calls) d.calls = std::make_unique<ApiCallLog>(&cupti_now);
+  if (CUptiResult r = d.Subscribe(&d.subscriber, &api_callback, &d); r != CUPTI_SUCCESS) {
+    d.subscriber = nullptr;
+    return d.err("cuptiSubscribe", r);
+  }
+  auto enable = [&](CUpti_CallbackDomain dom, const std::vector<uint32_t>& ids) {
+    for (uint32_t id : ids) d.EnableCallback(1, d.subscriber, dom, id);
+  };
+  if (rt) enable(CUPTI_CB_DOMAIN_RUNTIME_API, ApiCallLog::runtime_ids());
+  if (drv) enable(CUPTI_CB_DOMAIN_DRIVER_API, ApiCallLog::driver_ids());
+  return "";
+}
 #endif
 }  // namespace
 
@@ -272,6 +348,12 @@ Status CuptiCollector::start(const Options& options) {
   sym(d.SetThreadIdType, "cuptiSetThreadIdType");
   sym(d.EnableRuntimeApi, "cuptiActivityEnableRuntimeApi");  // optional (CUPTI 12.8+): per-call filtering
   sym(d.EnableDriverApi, "cuptiActivityEnableDriverApi");
+  sym(d.Subscribe, "cuptiSubscribe");  // optional: without them, launches come from the RUNTIME kind
+  sym(d.Unsubscribe, "cuptiUnsubscribe");
+  sym(d.EnableCallback, "cuptiEnableCallback");
+  sym(d.Finalize, "cuptiFinalize");
+  sym(d.SetAttribute, "cuptiActivitySetAttribute");
+  sym(d.FlushPeriod, "cuptiActivityFlushPeriod");
   if (missing) return fail(std::string("version mismatch: symbol ") + missing + " missing in libcupti");
   uint32_t ver = 0;
   if (d.GetVersion(&ver) != CUPTI_SUCCESS) return fail("version mismatch: cuptiGetVersion failed");
@@ -286,6 +368,13 @@ Status CuptiCollector::start(const Options& options) {
   d.decoder.set_api_name_fn(&api_name);
   // gettid() thread ids (not pthread_self()), so API calls land on the recorder's thread tracks when merged.
   if (d.SetThreadIdType) d.SetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+  d.settings = configure_buffers(d);
+  // Launches and syncs from the callback API; where it cannot subscribe (another subscriber, an old
+  // library), from the RUNTIME and DRIVER activity kinds as before, and the trace says so.
+  if (std::string why = subscribe(d); !why.empty()) {
+    d.kinds = (d.kinds & ~uint32_t(kCuptiCallbacks)) | kCuptiRuntime | kCuptiDriver;
+    d.settings += "; launches from activity records: " + why;
+  }
   if (CUptiResult r = d.ActivityRegisterCallbacks(&buffer_requested, &buffer_completed); r != CUPTI_SUCCESS)
     return fail(d.err("cuptiActivityRegisterCallbacks", r));
   const std::pair<uint32_t, CUpti_ActivityKind> all_kinds[] = {
@@ -340,6 +429,7 @@ void CuptiCollector::flush() {
     std::free(buf);
     d.outstanding.fetch_sub(1);
   }
+  if (d.calls) ApiCallLog::replay(d.calls->drain(), static_cast<uint32_t>(::getpid()), d.decoder);
   size_t dropped = 0;
   if (d.ActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) d.cupti_dropped += dropped;
 #endif
@@ -359,6 +449,17 @@ void CuptiCollector::stop() {
 #if defined(TUNEBENCH_HAVE_CUPTI)
   for (CUpti_ActivityKind k : d.enabled) d.ActivityDisable(k);
   d.enabled.clear();
+  if (d.subscriber) {
+    d.Unsubscribe(d.subscriber);
+    d.subscriber = nullptr;
+  }
+  // Disabling the kinds leaves CUPTI's instrumentation in the process; cuptiFinalize removes it, so the
+  // training after a recording runs at its untraced speed (TUNEBENCH_CUPTI_FINALIZE=0 keeps it). The next
+  // start() registers everything again.
+  if (const char* f = std::getenv("TUNEBENCH_CUPTI_FINALIZE"); d.Finalize && !(f && std::string(f) == "0")) {
+    d.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    d.Finalize();
+  }
 #endif
   std::lock_guard<std::mutex> lock(d.mu);
   d.running = false;
@@ -390,7 +491,9 @@ std::string CuptiCollector::reason() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->reason;
 }
-uint64_t CuptiCollector::dropped() const { return impl_->cupti_dropped.load() + impl_->refused.load(); }
+uint64_t CuptiCollector::dropped() const {
+  return impl_->cupti_dropped.load() + impl_->refused.load() + (impl_->calls ? impl_->calls->dropped() : 0);
+}
 
 void CuptiCollector::annotate(TraceMetadata& meta) const {
   std::string st, why;
@@ -400,8 +503,10 @@ void CuptiCollector::annotate(TraceMetadata& meta) const {
     st = impl_->was_on ? "on" : impl_->state;
     why = impl_->was_on ? "" : impl_->reason;
     // A trace with only some kinds lacks what the others give (launches, syncs): the reader must know.
-    if (impl_->was_on && impl_->kinds != kCuptiAll) why = "activity kinds: " + cupti_kinds_text(impl_->kinds);
+    if (impl_->was_on && impl_->kinds != kCuptiAll && impl_->kinds != kCuptiDefault)
+      why = "activity kinds: " + cupti_kinds_text(impl_->kinds);
     if (impl_->was_on) meta.extra["recording_cupti_kinds"] = cupti_kinds_text(impl_->kinds);
+    if (impl_->was_on && !impl_->settings.empty()) meta.extra["recording_cupti_settings"] = impl_->settings;
   }
   meta.collector_state = st;
   meta.collector_reason = why;

@@ -85,7 +85,7 @@ namespace {
 constexpr std::pair<std::string_view, uint32_t> kKindNames[] = {
     {"kernel", kCuptiKernel},   {"memcpy", kCuptiMemcpy}, {"memset", kCuptiMemset},     {"runtime", kCuptiRuntime},
     {"driver", kCuptiDriver},   {"sync", kCuptiSync},     {"external", kCuptiExternal}, {"overhead", kCuptiOverhead},
-    {"queries", kCuptiQueries}};
+    {"queries", kCuptiQueries}, {"callbacks", kCuptiCallbacks}};
 }  // namespace
 
 Result<uint32_t> parse_cupti_kinds(std::string_view names) {
@@ -99,8 +99,8 @@ Result<uint32_t> parse_cupti_kinds(std::string_view names) {
     while (!n.empty() && n.back() == ' ') n.remove_suffix(1);
     at = end + 1;
     if (n.empty()) continue;
-    if (n == "all") {
-      kinds |= kCuptiAll;
+    if (n == "all" || n == "default") {
+      kinds |= n == "all" ? uint32_t(kCuptiAll) : uint32_t(kCuptiDefault);
       continue;
     }
     uint32_t bit = 0;
@@ -109,11 +109,12 @@ Result<uint32_t> parse_cupti_kinds(std::string_view names) {
     if (!bit) {
       std::string known;
       for (const auto& [name, b] : kKindNames) known += std::string(known.empty() ? "" : ", ") + std::string(name);
-      return Error{"unknown CUPTI activity kind '" + std::string(n) + "' (known: " + known + ", all)"};
+      return Error{"unknown CUPTI activity kind '" + std::string(n) + "' (known: " + known + ", all, default)"};
     }
     kinds |= bit;
   }
-  return (kinds & kCuptiAll) ? kinds : kinds | uint32_t(kCuptiAll);  // "" or only "queries": every kind
+  if (kinds & (kCuptiAll | kCuptiCallbacks)) return kinds;
+  return kinds ? kinds | uint32_t(kCuptiAll) : uint32_t(kCuptiDefault);  // only "queries": every kind
 }
 
 std::string cupti_kinds_text(uint32_t kinds) {

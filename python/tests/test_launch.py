@@ -706,10 +706,12 @@ class StepMemoryTest(unittest.TestCase):
         self.assertLess(rss[19] - rss[2], 40 * MIB, rss)
         leak, printed, _ = self.run_steps("leak")
         rss = [s["memory"]["host_rss"] for s in leak]
-        # Each step keeps 4 MiB more: 4 MiB a step over the run, and no step gives a step's worth back.
+        # Each step keeps 4 MiB more: 4 MiB a step over the run, and every 5 steps higher than the step 5
+        # before (the allocator's own blocks move the set by up to 8 MiB either way between two steps, as
+        # above: a single step can give more than a step's worth back, five steps' 20 MiB cannot).
         self.assertGreaterEqual(rss[19] - rss[2], 17 * 4 * MIB * 0.9, rss)
-        for a, b in zip(rss[2:], rss[3:]):
-            self.assertGreater(b, a - 4 * MIB, rss)
+        for a, b in zip(rss[2:], rss[7:]):
+            self.assertGreater(b, a, rss)
 
     def test_the_chunks_hold_each_steps_memory_as_counters_on_their_clock(self):
         import torch

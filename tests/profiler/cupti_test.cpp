@@ -2,6 +2,7 @@
 // alignment math, API-name handling, and the failure path (no driver / library not found) on this machine.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "profiler/analysis.h"
@@ -96,7 +97,12 @@ TEST(CuptiNames, StripVersionAndSyncSet) {
 }
 
 TEST(CuptiKinds, NamesParseToBitsAndBack) {
-  EXPECT_EQ(parse_cupti_kinds("").value(), uint32_t(kCuptiAll));
+  // By default the GPU's work and, from the callback API, the launches and syncs: no record per API call.
+  EXPECT_EQ(parse_cupti_kinds("").value(), uint32_t(kCuptiDefault));
+  EXPECT_EQ(parse_cupti_kinds("default").value(), uint32_t(kCuptiDefault));
+  EXPECT_EQ(uint32_t(kCuptiDefault) & uint32_t(kCuptiRuntime | kCuptiDriver | kCuptiSync | kCuptiExternal | kCuptiOverhead), 0u);
+  EXPECT_EQ(cupti_kinds_text(kCuptiDefault), "kernel,memcpy,memset,callbacks");
+  EXPECT_EQ(parse_cupti_kinds(cupti_kinds_text(kCuptiDefault)).value(), uint32_t(kCuptiDefault));
   EXPECT_EQ(parse_cupti_kinds("all").value(), uint32_t(kCuptiAll));
   EXPECT_EQ(parse_cupti_kinds("kernel").value(), uint32_t(kCuptiKernel));
   EXPECT_EQ(parse_cupti_kinds(" kernel, runtime ,memcpy").value(), uint32_t(kCuptiKernel | kCuptiRuntime | kCuptiMemcpy));
@@ -323,12 +329,108 @@ TEST(CuptiCollector, FailsCleanlyWithReason) {
   }
 }
 
+// The callback API's launches and syncs (kCuptiCallbacks): CUPTI calls the callback at each call's entry and
+// exit with the same CUpti_CallbackData; the log keeps the call as the activity record it stands for, and the
+// decoder makes of it what a RUNTIME record gives: the launch on its thread, linked to its kernel by CUPTI's
+// correlation id, and a stream sync flagged as blocking.
+TEST(CuptiCallbacks, CallsBecomeTheEventsOfTheirActivityRecords) {
+  static uint64_t now = 0;
+  ApiCallLog log([] { return now; });
+  auto call = [&](bool runtime, uint32_t cbid, uint32_t correlation, uint64_t t0, uint64_t t1) {
+    uint64_t slot = 0;
+    int ret = 0;
+    CUpti_CallbackData d;
+    std::memset(&d, 0, sizeof d);
+    d.correlationData = &slot;
+    d.correlationId = correlation;
+    d.functionReturnValue = &ret;
+    d.callbackSite = CUPTI_API_ENTER;
+    now = t0;
+    log.on_call(runtime, cbid, &d);
+    d.callbackSite = CUPTI_API_EXIT;
+    now = t1;
+    log.on_call(runtime, cbid, &d);
+  };
+  call(true, 211, 55, 11000, 12000);  // fake_api_name: 211 is cudaLaunchKernel
+  call(true, 131, 58, 52000, 60000);  // 131 is cudaStreamSynchronize
+  // An exit whose entry came before the subscription has no start: no call.
+  {
+    uint64_t slot = 0;
+    CUpti_CallbackData d;
+    std::memset(&d, 0, sizeof d);
+    d.correlationData = &slot;
+    d.callbackSite = CUPTI_API_EXIT;
+    log.on_call(true, 211, &d);
+  }
+  const std::vector<ApiCall> calls = log.drain();
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0].start, 11000u);
+  EXPECT_EQ(calls[0].end, 12000u);
+  EXPECT_EQ(calls[0].correlation, 55u);
+  EXPECT_GT(calls[0].thread, 0u);
+  EXPECT_TRUE(log.drain().empty());  // drained once
+
+  CuptiDecoder dec(/*pid=*/4242);
+  dec.set_api_name_fn(&fake_api_name);
+  ApiCallLog::replay(calls, 4242, dec);
+  CUpti_ActivityKernel10 k;
+  std::memset(&k, 0, sizeof k);
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.start = 21000;
+  k.end = 51000;
+  k.streamId = 7;
+  k.correlationId = 55;
+  k.name = "volta_sgemm_128x64_nn";
+  dec.decode(&k);
+  EXPECT_EQ(dec.stats().runtime, 2u);
+  auto t = dec.take();
+  const Event* launch = nullptr;
+  const Event* sync = nullptr;
+  const Event* kernel = nullptr;
+  for (const Track& tr : t->tracks())
+    for (const Event& e : tr.events()) {
+      const std::string n(t->name(e.name));
+      if (n == "cudaLaunchKernel") launch = &e;
+      if (n == "cudaStreamSynchronize") sync = &e;
+      if (e.kind == EventKind::Kernel) kernel = &e;
+    }
+  ASSERT_NE(launch, nullptr);
+  ASSERT_NE(sync, nullptr);
+  ASSERT_NE(kernel, nullptr);
+  EXPECT_EQ(launch->correlation, kernel->correlation);
+  EXPECT_TRUE(sync->flags & kFlagBlockingSync);
+  EXPECT_FALSE(launch->flags & kFlagBlockingSync);
+  // The launches that matter are in the lists the collector subscribes to; the state queries are not.
+  const auto& ids = ApiCallLog::runtime_ids();
+  EXPECT_NE(std::find(ids.begin(), ids.end(), uint32_t(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000)), ids.end());
+  EXPECT_EQ(std::find(ids.begin(), ids.end(), uint32_t(CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020)), ids.end());
+  EXPECT_FALSE(ApiCallLog::driver_ids().empty());
+}
+
+// At its cap the log counts what it could not keep.
+TEST(CuptiCallbacks, ACappedLogCountsWhatItDropped) {
+  ApiCallLog log([] { return uint64_t(5); }, /*max_calls=*/1);
+  for (int i = 0; i < 3; ++i) {
+    uint64_t slot = 0;
+    CUpti_CallbackData d;
+    std::memset(&d, 0, sizeof d);
+    d.correlationData = &slot;
+    d.callbackSite = CUPTI_API_ENTER;
+    log.on_call(false, 1, &d);
+    d.callbackSite = CUPTI_API_EXIT;
+    log.on_call(false, 1, &d);
+  }
+  EXPECT_EQ(log.drain().size(), 1u);
+  EXPECT_EQ(log.dropped(), 2u);
+}
+
 #else
 TEST(CuptiCollector, NotBuilt) {
   auto& c = CuptiCollector::instance();
   EXPECT_FALSE(c.start().ok());
   EXPECT_EQ(c.state(), "not built");
 }
+
 #endif
 
 }  // namespace

@@ -114,16 +114,59 @@ enum CuptiKind : uint32_t {
   kCuptiSync = 1u << 5,      // "sync": synchronization records (event and stream waits)
   kCuptiExternal = 1u << 6,  // "external": external correlation ids
   kCuptiOverhead = 1u << 7,  // "overhead": CUPTI's own buffer and instrumentation time
-  kCuptiAll = (1u << 8) - 1,
+  kCuptiAll = (1u << 8) - 1,  // every activity kind (the collector's default before the callback API)
   // "queries": also the API calls that only read state (cudaGetDevice, cudaGetLastError,
   // cuDevicePrimaryCtxGetState, cuKernelGetName, ...). Left out unless named: in 8 steps of ResNet-50 on an
   // H200 they were 250 000 of the 326 000 API records (6 cudaGetDevice per kernel), and no analysis reads them.
   kCuptiQueries = 1u << 8,
+  // "callbacks": the launches, copies, memsets, syncs and allocations among the runtime and driver API calls,
+  // from CUPTI's callback API (ApiCallLog) for the domains whose activity kind is off. Only those calls are
+  // instrumented, each with two timestamps and an append; the RUNTIME/DRIVER activity kinds make CUPTI write a
+  // record for every API call of the process. Their correlation id is CUPTI's, as in the kernels' records.
+  kCuptiCallbacks = 1u << 9,
+  // What a trace records unless told otherwise: the GPU's work and the launches and syncs that caused it.
+  kCuptiDefault = kCuptiKernel | kCuptiMemcpy | kCuptiMemset | kCuptiCallbacks,
 };
-// "kernel,memcpy,runtime" -> the bit set; an empty string or "all" -> kCuptiAll; an unknown name -> an error
-// that lists the names. "queries" adds kCuptiQueries.
+// "kernel,memcpy,runtime" -> the bit set; an empty string or "default" -> kCuptiDefault; "all" -> kCuptiAll
+// (every activity kind); an unknown name -> an error that lists the names. "queries" alone means "all,queries".
 Result<uint32_t> parse_cupti_kinds(std::string_view names);
 std::string cupti_kinds_text(uint32_t kinds);  // the bit set back as names ("all" for every one)
+
+// The API calls CUPTI's callback API reports (kCuptiCallbacks), kept as the activity records they stand for.
+// on_call() is the body of the CUpti_CallbackFunc for the runtime and driver domains: at the call's entry it
+// stores the entry time in the call's own correlationData slot (no lookup, no lock), at its exit it appends
+// one ApiCall. replay() hands them to a decoder as CUpti_ActivityAPI records, so they become the same events,
+// with the same names, blocking-sync flags and kernel correlations, as the RUNTIME/DRIVER kinds give.
+struct ApiCall {
+  uint64_t start = 0, end = 0;  // CUPTI timestamps (ns)
+  uint32_t thread = 0;          // gettid()
+  uint32_t cbid = 0;
+  uint32_t correlation = 0;
+  int32_t result = 0;           // the call's cudaError_t / CUresult
+  bool runtime = true;          // runtime or driver domain
+};
+class ApiCallLog {
+ public:
+  using Clock = uint64_t (*)();  // cuptiGetTimestamp, or a test's clock
+  explicit ApiCallLog(Clock clock, size_t max_calls = size_t(8) << 20) : clock_(clock), max_calls_(max_calls) {}
+  // `callback_data` is CUPTI's CUpti_CallbackData for (domain, cbid).
+  void on_call(bool runtime, uint32_t cbid, const void* callback_data);
+  std::vector<ApiCall> drain();
+  uint64_t dropped() const;  // calls past max_calls since the start (kept calls are drained, never lost)
+  // Decodes `calls` as CUpti_ActivityAPI records of process `pid` (no-op without CUPTI's headers).
+  static void replay(const std::vector<ApiCall>& calls, uint32_t pid, CuptiDecoder& decoder);
+  // The callback ids worth a record: launches (kernels, graphs), copies and memsets, syncs and waits, and the
+  // allocations that can synchronize. Empty without CUPTI's headers.
+  static const std::vector<uint32_t>& runtime_ids();
+  static const std::vector<uint32_t>& driver_ids();
+
+ private:
+  Clock clock_;
+  size_t max_calls_;
+  mutable std::mutex mu_;
+  std::vector<ApiCall> calls_;
+  uint64_t dropped_ = 0;
+};
 
 class CuptiCollector {
  public:
