@@ -995,10 +995,11 @@ class TraceChunkTest(unittest.TestCase):
             d, r = drawn[0], real[0]
             self.assertEqual(d["name"], "TuneBench: trace chunk boundary")
             self.assertEqual((d["pid"], d["tid"]), (r["pid"], r["tid"]))  # the row of the thread that ran it
-            # The range began inside the bracket, mapped onto the chunk's clock by the marker: to 0.15 ms
-            # (70 µs seen on this machine under load; a step is tens of ms).
-            self.assertGreaterEqual(r["ts"], d["ts"] - 150, (d, r))
-            self.assertLessEqual(r["ts"], d["ts"] + d["dur"] + 150, (d, r))
+            # The range began inside the bracket, mapped onto the chunk's clock by the marker: to 0.4 ms
+            # (70 µs seen on this machine under load, 151 µs a second after the marker in a CI run with the
+            # script corpus on the other core: Kineto's clock drifts from the marker's; a step is tens of ms).
+            self.assertGreaterEqual(r["ts"], d["ts"] - 400, (d, r))
+            self.assertLessEqual(r["ts"], d["ts"] + d["dur"] + 400, (d, r))
             # The step's memory, as counters at the same moment, under the thread's process.
             k = int(p.what.split("#")[1])
             counters = {e["name"]: e for e in events if e.get("ph") == "C" and e["ts"] == d["ts"]}
