@@ -1,0 +1,88 @@
+"""What the launcher's tests share: the child process the C++ parent would start, and readers of what it
+writes (trace chunks, the resident set)."""
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+
+PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+MIB = 1 << 20
+
+
+def vm_rss():
+    """This process's resident set as the kernel reports it for people (kB in /proc/self/status)."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))
+
+
+def tunebench_events(path):
+    with open(path) as f:
+        return [e for e in json.load(f)["traceEvents"] if e.get("cat") == "tunebench"]
+
+
+def step_ranges(path):
+    """ProfilerStep#N -> (ts, end) in the chunk at `path`."""
+    with open(path) as f:
+        return {int(e["name"][len("ProfilerStep#"):]): (e["ts"], e["ts"] + e["dur"])
+                for e in json.load(f)["traceEvents"] if str(e.get("name", "")).startswith("ProfilerStep#")}
+
+
+class Child:
+    def __init__(self, script, args=(), launcher_args=(), with_input=False, env=None, cwd=None):
+        self.out_r, out_w = os.pipe()
+        fds = [out_w]
+        cmd = [sys.executable, "-m", "tunebench.launch", "--out-fd", str(out_w)]
+        self.in_w = None
+        if with_input:
+            in_r, self.in_w = os.pipe()
+            fds.append(in_r)
+            cmd += ["--in-fd", str(in_r)]
+        cmd += list(launcher_args) + [script] + list(args)
+        env = dict(env if env is not None else os.environ, PYTHONPATH=PKG)
+        self.p = subprocess.Popen(cmd, pass_fds=fds, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        os.close(out_w)
+        if with_input:
+            os.close(in_r)
+        self.buf = b""
+        self.messages = []
+
+    def next(self, timeout=60):
+        deadline = time.time() + timeout
+        while b"\n" not in self.buf:
+            left = deadline - time.time()
+            if left <= 0:
+                return None
+            r, _, _ = select.select([self.out_r], [], [], left)
+            if not r:
+                return None
+            chunk = os.read(self.out_r, 65536)
+            if not chunk:
+                return None
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        m = json.loads(line)
+        self.messages.append(m)
+        return m
+
+    def until(self, pred, timeout=60):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            m = self.next(deadline - time.time())
+            if m is None:
+                return None
+            if pred(m):
+                return m
+        return None
+
+    def send(self, **msg):
+        os.write(self.in_w, (json.dumps(dict(msg, v=1)) + "\n").encode())
+
+    def finish(self, timeout=60):
+        while self.next(timeout) is not None:
+            pass
+        out, err = self.p.communicate(timeout=timeout)
+        return self.p.returncode, out.decode(), err.decode()

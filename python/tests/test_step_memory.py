@@ -1,0 +1,270 @@
+"""The memory each step reports, through the launcher run as the C++ parent runs it (tests/launch_util.Child):
+in the step messages, in the trace chunks' counters, in an out-of-memory error; and the reader itself."""
+
+import json
+import os
+import sys
+import tempfile
+import textwrap
+import timeit
+import unittest
+
+from tests.launch_util import MIB, Child, step_ranges, vm_rss
+
+# Steps that each make a 4 MiB output; with `leak` the script keeps every output (without .detach(): the graph
+# hangs on too), as a script that collects its predictions for a metric by mistake does. It prints after each
+# iteration the resident set the kernel reports in /proc/self/status, to check the launcher's figure against.
+STEP_OUTPUTS = textwrap.dedent('''
+    import sys, torch
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+
+    def resident():
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))
+
+    mode = sys.argv[1]
+    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 4096))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(256, 64)
+    outputs = []
+    for i in range(100):
+        out = model(x)  # 256 x 4096 floats: 4 MiB
+        if mode == "cpu-oom" and i == 3:
+            torch.empty(2 ** 50, dtype=torch.uint8)  # a petabyte: the CPU allocator refuses it
+        if mode == "cuda-oom" and i == 1:  # what the CUDA caching allocator raises, raised by the script
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
+        loss = out.pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if mode == "leak":
+            outputs.append(out)
+        print(i, resident(), flush=True)
+''')
+# The same on a CUDA device: every other step also allocates and frees 256 MiB at once (a peak that leaves
+# nothing allocated), `leak` keeps each step's 1 MiB output, `oom` asks for twice the device after step 3's
+# update (so its backward ran: that iteration is still sent as a step, after the error).
+CUDA_STEPS = textwrap.dedent('''
+    import sys, torch
+    torch.manual_seed(0)
+    dev = torch.device("cuda")
+    mode = sys.argv[1]
+    model = torch.nn.Linear(1024, 1024).to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(256, 1024, device=dev)
+    kept = []
+    for i in range(100):
+        out = model(x)  # 256 x 1024 floats: 1 MiB
+        loss = out.pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if i % 2 == 1:
+            tmp = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
+            del tmp
+        if mode == "leak":
+            kept.append(out)
+        if mode == "oom" and i == 3:
+            torch.empty(torch.cuda.get_device_properties(dev).total_memory * 2, dtype=torch.uint8, device=dev)
+        print(i, torch.cuda.memory_allocated(dev), flush=True)
+''')
+
+
+class StepMemoryTest(unittest.TestCase):
+    """The memory each step reports: in the step messages, in the trace chunks' counters, in an
+    out-of-memory error; and the reader itself, in this process."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.script = os.path.join(self.dir.name, "outputs.py")
+        with open(self.script, "w") as f:
+            f.write(STEP_OUTPUTS)
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def run_steps(self, mode, launcher_args=()):
+        """(steps, the script's own VmRSS after each iteration, child)."""
+        c = Child(self.script, args=[mode], launcher_args=["--steps", "20"] + list(launcher_args))
+        code, out, err = c.finish(timeout=120)
+        self.assertEqual(code, 0, err)
+        printed = {int(i): int(rss) for i, rss in (line.split() for line in out.splitlines())}
+        return [m for m in c.messages if m["type"] == "step"], printed, c
+
+    def test_every_step_says_its_resident_set_and_a_leak_makes_it_rise(self):
+        import torch
+        flat, printed, _ = self.run_steps("flat")
+        self.assertEqual(len(flat), 20)
+        for s in flat:
+            mem = s["memory"]
+            if not torch.cuda.is_available():
+                self.assertEqual(set(mem), {"host_rss"})  # a CPU run: no device keys, no CUDA call
+            self.assertGreater(mem["host_rss"], 10 * MIB)
+            # Read at the step's end, right after the script's own reading of the same kernel counter (the
+            # next forward ends the step): the same figure, to the page (0.03 MiB apart at most here).
+            self.assertLess(abs(mem["host_rss"] - printed[s["i"]]), 4 * MIB, (s["i"], mem, printed[s["i"]]))
+        rss = [s["memory"]["host_rss"] for s in flat]
+        # Without the leak the allocator's 4 MiB blocks come and go (rss[2:] moved 8-25 MiB here, both ways).
+        self.assertLess(rss[19] - rss[2], 40 * MIB, rss)
+        leak, printed, _ = self.run_steps("leak")
+        rss = [s["memory"]["host_rss"] for s in leak]
+        # Each step keeps 4 MiB more: 4 MiB a step over the run, and every 5 steps higher than the step 5
+        # before (the allocator's own blocks move the set by up to 8 MiB either way between two steps, as
+        # above: a single step can give more than a step's worth back, five steps' 20 MiB cannot).
+        self.assertGreaterEqual(rss[19] - rss[2], 17 * 4 * MIB * 0.9, rss)
+        for a, b in zip(rss[2:], rss[7:]):
+            self.assertGreater(b, a, rss)
+
+    def test_the_chunks_hold_each_steps_memory_as_counters_on_their_clock(self):
+        import torch
+        tdir = os.path.join(self.dir.name, "trace")
+        steps, _, c = self.run_steps("leak", ["--trace-dir", tdir, "--trace-every", "5"])
+        chunks = [m for m in c.messages if m["type"] == "trace"]
+        self.assertEqual([(m["first_step"], m["last_step"]) for m in chunks], [(0, 4), (5, 9), (10, 14), (15, 19)])
+        drawn = []
+        for m in chunks:
+            with open(m["path"]) as f:
+                doc = json.load(f)
+            self.assertEqual(doc["tunebench_run"], "script")  # read by the analyses: a script's trace
+            events = doc["traceEvents"]
+            mark = next(e for e in events if e.get("name") == "TuneBench: clock")
+            counters = [e for e in events if e.get("ph") == "C"]
+            if not torch.cuda.is_available():
+                self.assertEqual({e["name"] for e in counters}, {"memory: host RSS"})
+            rss = [e for e in counters if e["name"] == "memory: host RSS"]
+            own = steps[m["first_step"]:m["last_step"] + 1]
+            self.assertEqual([e["args"]["value"] for e in rss], [s["memory"]["host_rss"] for s in own])
+            ranges = step_ranges(m["path"])
+            for e, s in zip(rss, own):
+                self.assertEqual(set(e), {"ph", "name", "pid", "tid", "ts", "args"})
+                self.assertEqual((e["pid"], e["tid"]), (mark["pid"], 0))  # the training process's counter track
+                # At the step's end on the chunk's clock: inside the step's range, which closes once the step's
+                # message is out (later still when the writer's thread held the GIL), and before the next one.
+                start, end = ranges[s["i"]]
+                self.assertGreater(e["ts"], start, (e, s["i"], ranges))
+                self.assertLessEqual(e["ts"], end + 200, (e, s["i"], ranges))
+                if s["i"] + 1 in ranges:
+                    self.assertLessEqual(e["ts"], ranges[s["i"] + 1][0] + 200)
+            drawn += [e["args"]["value"] for e in rss]
+        self.assertEqual(len(drawn), 20)
+        self.assertGreaterEqual(drawn[-1] - drawn[2], 17 * 4 * MIB * 0.9, drawn)  # the leak, chunk after chunk
+
+    def test_an_out_of_memory_error_says_the_memory_and_the_last_step(self):
+        c = Child(self.script, args=["cpu-oom"])
+        code, _, _ = c.finish()
+        self.assertEqual(code, 1)
+        err = next(m for m in c.messages if m["type"] == "error")
+        self.assertIn("DefaultCPUAllocator: can't allocate memory", err["message"])
+        steps = [m for m in c.messages if m["type"] == "step"]
+        self.assertEqual(len(steps), 3)
+        self.assertEqual(err["after_step"], 2)  # it failed in the iteration after step 2
+        self.assertGreater(err["memory"]["host_rss"], 10 * MIB)
+        self.assertLess(abs(err["memory"]["host_rss"] - steps[-1]["memory"]["host_rss"]), 32 * MIB)
+        c = Child(self.script, args=["cuda-oom"])
+        code, _, _ = c.finish()
+        self.assertEqual(code, 1)
+        err = next(m for m in c.messages if m["type"] == "error")
+        self.assertEqual(err["message"], "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB")
+        self.assertEqual(err["after_step"], 0)
+        self.assertIn("host_rss", err["memory"])
+
+    def test_on_cuda_each_step_says_its_own_peak_and_an_oom_says_the_memory(self):
+        import torch
+        if not torch.cuda.is_available():
+            self.skipTest("no CUDA device")
+        script = os.path.join(self.dir.name, "cuda_steps.py")
+        with open(script, "w") as f:
+            f.write(CUDA_STEPS)
+        total = torch.cuda.get_device_properties(0).total_memory
+        tdir = os.path.join(self.dir.name, "trace")
+        c = Child(script, args=["leak"], launcher_args=["--steps", "20", "--trace-dir", tdir, "--trace-every", "5"])
+        code, out, err = c.finish(timeout=180)
+        self.assertEqual(code, 0, err)
+        printed = {int(i): int(a) for i, a in (line.split() for line in out.splitlines())}
+        steps = [m for m in c.messages if m["type"] == "step"]
+        self.assertEqual(len(steps), 20)
+        for s in steps:
+            mem = s["memory"]
+            self.assertEqual(set(mem), {"host_rss", "device_allocated", "device_reserved", "device_peak",
+                                        "device_alloc_retries", "device_ooms", "device_total"}, mem)
+            self.assertEqual(mem["device_total"], total)
+            # Read right after the script's own reading at the end of the iteration: nothing comes between.
+            self.assertLess(abs(mem["device_allocated"] - printed[s["i"]]), MIB, (s["i"], mem, printed[s["i"]]))
+            self.assertGreaterEqual(mem["device_reserved"], mem["device_allocated"])
+            self.assertGreaterEqual(mem["device_peak"], mem["device_allocated"])
+            self.assertEqual(mem["device_ooms"], 0)
+            if s["i"] % 2:  # the 256 MiB came and went in this step: in its peak alone
+                self.assertGreaterEqual(mem["device_peak"], mem["device_allocated"] + 256 * MIB, (s["i"], mem))
+            elif s["i"]:  # ... and not in the next one's: the peak was reset after each step
+                self.assertLess(mem["device_peak"], mem["device_allocated"] + 64 * MIB, (s["i"], mem))
+        alloc = [s["memory"]["device_allocated"] for s in steps]
+        self.assertGreaterEqual(alloc[19] - alloc[2], 17 * MIB, alloc)  # the kept outputs
+        names = {"memory: host RSS", "memory: device allocated", "memory: device reserved", "memory: device peak",
+                 "memory: cudaMalloc retries"}
+        for m in (m for m in c.messages if m["type"] == "trace"):
+            with open(m["path"]) as f:
+                counters = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "C" and e["name"] in names]
+            n = m["last_step"] - m["first_step"] + 1
+            self.assertEqual(sorted(e["name"] for e in counters), sorted(list(names) * n))
+            peaks = [e["args"]["value"] for e in counters if e["name"] == "memory: device peak"]
+            self.assertEqual(peaks, [s["memory"]["device_peak"] for s in steps[m["first_step"]:m["last_step"] + 1]])
+        c = Child(script, args=["oom"])
+        code, _, _ = c.finish(timeout=180)
+        self.assertEqual(code, 1)
+        err = next(m for m in c.messages if m["type"] == "error")
+        self.assertTrue(err["message"].startswith("torch.OutOfMemoryError: CUDA out of memory"), err["message"])
+        self.assertEqual(err["after_step"], 2)
+        mem = err["memory"]
+        self.assertGreaterEqual(mem["device_ooms"], 1)
+        self.assertEqual(mem["device_total"], total)
+        self.assertGreaterEqual(mem["device_peak"], mem["device_allocated"] + 256 * MIB)  # step 3's own peak
+        after = [m for m in c.messages[c.messages.index(err):] if m["type"] == "step"]
+        self.assertEqual([m["i"] for m in after], [3])  # the iteration that failed had trained: still a step
+
+    # --- the reader, in this process -----------------------------------------------------------------------
+    def reader(self):
+        from tunebench import memory, state
+        return memory.StepMemory(state.Run(None, None))
+
+    def test_the_cpu_path_reads_the_resident_set_cheaply_and_calls_no_cuda(self):
+        import torch
+        from tunebench import memory
+        vm = vm_rss()
+        reader = self.reader()
+        mem = reader.read()
+        self.assertLess(abs(mem["host_rss"] - vm), 4 * MIB, (mem, vm))
+        self.assertEqual(json.loads(memory.to_json(mem)), mem)
+        if torch.cuda.is_available():
+            return
+        self.assertEqual(set(mem), {"host_rss"})
+        self.assertFalse(torch.cuda.is_initialized())
+        # A guard against a cost of another order (a file opened or a CUDA call per step), not a speed target:
+        # the read and its JSON took 3-5 µs here, on a machine busy building C++.
+        best = min(timeit.timeit(lambda: memory.to_json(reader.read()), number=1000) / 1000 for _ in range(5))
+        self.assertLess(best, 100e-6)
+        self.assertFalse(torch.cuda.is_initialized())
+
+    def test_a_forked_child_reads_its_own_resident_set(self):
+        # A DataLoader worker is such a child. Its resident set is not its parent's: the shared library pages
+        # it has not touched are not in it, and here it also touches 96 MiB of its own.
+        reader = self.reader()
+        reader.read()  # opens /proc/self/statm, which the fork inherits
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                ballast = bytearray(96 * MIB)
+                for k in range(0, len(ballast), 4096):
+                    ballast[k] = 1
+                os.write(w, json.dumps([reader.read()["host_rss"], vm_rss()]).encode())
+            finally:
+                os._exit(0)
+        os.close(w)
+        with os.fdopen(r) as f:
+            child, child_vm = json.loads(f.read())
+        os.waitpid(pid, 0)
+        parent, parent_vm = reader.read()["host_rss"], vm_rss()
+        self.assertGreater(abs(child_vm - parent_vm), 32 * MIB)  # the two differ: the test can tell them apart
+        self.assertLess(abs(child - child_vm), 4 * MIB, (child, child_vm, parent_vm))
+        self.assertLess(abs(parent - parent_vm), 4 * MIB)

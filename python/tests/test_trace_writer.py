@@ -1,0 +1,214 @@
+"""The trace writer and a chunk's rewrite with a real torch.profiler session in this process: the training
+thread's speed while a chunk is written, what the rewrite draws, and on which clock."""
+
+import json
+import os
+import tempfile
+import time
+import unittest
+
+
+
+class ChunkWriterTest(unittest.TestCase):
+    """The writer with a real profiler session: while a chunk is written the training thread keeps its
+    Python speed (Kineto's export holds the GIL, so a writer thread alone would stop it), and the file and
+    its announcement come as before."""
+
+    class Channel:
+        def __init__(self):
+            self.messages = []
+
+        def send(self, msg_type, **fields):
+            self.messages.append(dict(fields, type=msg_type))
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def chunk(self, name):
+        import torch
+        from tunebench import tracing, trace_writer
+        x = torch.ones(4)
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            base_us = time.monotonic_ns() // 1000
+            mark_ns = tracing.clock_mark()
+            for k in range(3):
+                with torch.autograd.profiler.record_function("tunebench.span#%d" % (k + 1)):
+                    for _ in range(4000):  # 12 000 ops: an export of a few hundred ms here
+                        x = x + 1
+        return trace_writer.Chunk(prof, os.path.join(self.dir.name, name), {1: 0, 2: 1, 3: 2}, base_us, mark_ns)
+
+    @staticmethod
+    def spin(box, t0):
+        """The longest this thread went without running Python, from t0 until `box` (a list) has something."""
+        longest, last = 0.0, t0
+        while not box:
+            now = time.perf_counter()
+            longest, last = max(longest, now - last), now
+        return max(longest, time.perf_counter() - last)
+
+    def write(self, fork):
+        from tunebench import trace_writer
+        os.environ[trace_writer.FORK_ENV] = "1" if fork else "0"
+        try:
+            ch = self.Channel()
+            w = trace_writer.ChunkWriter(ch)
+            c = self.chunk("chunk-%d.json" % fork)
+            # From before the hand-over: a writer thread that takes the GIL stops this thread inside submit().
+            # The fork itself is in submit(): at a boundary it is part of the pause drawn as TuneBench's.
+            t0 = time.perf_counter()
+            w.submit(c)
+            self.handover = time.perf_counter() - t0
+            stalled = self.spin(ch.messages, t0 + self.handover)
+            took = time.perf_counter() - t0
+            self.assertEqual(w.flush(30), 0)
+            self.last_messages = ch.messages
+        finally:
+            del os.environ[trace_writer.FORK_ENV]
+        self.assertEqual([m["type"] for m in ch.messages], ["trace"], ch.messages)
+        self.assertEqual((ch.messages[0]["first_step"], ch.messages[0]["last_step"]), (0, 2))
+        with open(c.path) as f:
+            doc = json.load(f)
+        self.assertEqual(sorted(e["name"] for e in doc["traceEvents"] if e.get("name", "").startswith("ProfilerStep#")),
+                         ["ProfilerStep#0", "ProfilerStep#1", "ProfilerStep#2"])
+        return stalled, took
+
+    def test_the_training_thread_keeps_its_speed_while_a_chunk_is_written(self):
+        stalled, took = self.write(fork=True)
+        # After the hand-over, in the writer thread (TUNEBENCH_TRACE_FORK=0) this thread stopped for the whole
+        # export, 214-221 ms here; with the forked writer at most 1-4 ms. The fork itself (40-53 ms with
+        # 1.2 GB held; once 286 ms after the launcher's tests) is in submit(): at a boundary, TuneBench's pause.
+        self.assertLess(stalled, 0.1, (stalled, took, self.handover, self.last_messages))
+        self.assertLess(self.handover, 1.0, self.handover)
+
+    def test_without_fork_the_chunk_is_written_in_the_writer_thread(self):
+        stalled, took = self.write(fork=False)
+        self.assertGreater(took, stalled)
+
+
+class TraceChunkTest(unittest.TestCase):
+    """A real profiler session with the tracer's clock marker, exported both ways torch writes a chunk
+    (Kineto's object, the legacy array), then made final as the writer makes it."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def session(self):
+        """(profile, base_us, mark_ns, probes): probes are Pause records of monotonic brackets around the
+        start of a `probe#k` range, spread over a second of the session (the TSC conversion could drift)."""
+        import torch
+        from tunebench import tracing
+        from tunebench.trace_chunk import Pause
+        probes = []
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            base_us = time.monotonic_ns() // 1000
+            mark_ns = tracing.clock_mark()
+            for k in range(4):
+                with torch.autograd.profiler.record_function("tunebench.span#%d" % (k + 1)):
+                    torch.randn(64, 64) @ torch.randn(64, 64)
+                    time.sleep(0.25)
+                a = time.monotonic_ns()
+                with torch.autograd.profiler.record_function("probe#%d" % k):
+                    b = time.monotonic_ns()
+                probes.append(Pause(a, b, "probe#%d" % k, 0))
+        return prof, base_us, mark_ns, probes
+
+    def finished(self, path, base_us, mark_ns, probes):
+        """The chunk made final with the probes drawn as pauses, and a step's memory at each probe's start."""
+        from tunebench.trace_chunk import finish_chunk
+        drawn = finish_chunk(path, {1: 0, 2: 1, 4: 2}, base_us, mark_ns, probes, 2, self.memory(probes))
+        self.assertEqual(drawn, len(probes))
+        with open(path) as f:
+            return json.load(f)
+
+    @staticmethod
+    def memory(probes):
+        # A CUDA step's keys too: each measured one is drawn, and one left out (device_reserved) is not.
+        return [(p.t0_ns, {"host_rss": 1000 + k, "device_allocated": 2000 + k, "device_peak": 3000 + k,
+                           "device_alloc_retries": k, "device_ooms": 0, "device_total": 80 << 30})
+                for k, p in enumerate(probes)]
+
+    def check_clock(self, doc, probes):
+        events = doc["traceEvents"]
+        for p in probes:
+            drawn = [e for e in events if e.get("cat") == "tunebench" and e["args"]["what"] == p.what]
+            real = [e for e in events if e.get("name") == p.what]
+            self.assertEqual((len(drawn), len(real)), (1, 1))
+            d, r = drawn[0], real[0]
+            self.assertEqual(d["name"], "TuneBench: trace chunk boundary")
+            self.assertEqual((d["pid"], d["tid"]), (r["pid"], r["tid"]))  # the row of the thread that ran it
+            # The range began inside the bracket, mapped onto the chunk's clock by the marker: to 0.4 ms
+            # (70 µs seen on this machine under load, 151 µs a second after the marker in a CI run with the
+            # script corpus on the other core: Kineto's clock drifts from the marker's; a step is tens of ms).
+            self.assertGreaterEqual(r["ts"], d["ts"] - 400, (d, r))
+            self.assertLessEqual(r["ts"], d["ts"] + d["dur"] + 400, (d, r))
+            # The step's memory, as counters at the same moment, under the thread's process.
+            k = int(p.what.split("#")[1])
+            counters = {e["name"]: e for e in events if e.get("ph") == "C" and e["ts"] == d["ts"]}
+            self.assertEqual({n: e["args"] for n, e in counters.items()},
+                             {"memory: host RSS": {"value": 1000 + k}, "memory: device allocated": {"value": 2000 + k},
+                              "memory: device peak": {"value": 3000 + k}, "memory: cudaMalloc retries": {"value": k}})
+            self.assertTrue(all((e["pid"], e["tid"]) == (r["pid"], 0) for e in counters.values()))
+        self.assertEqual(sum(1 for e in events if e.get("ph") == "C"), 4 * len(probes))
+        names = {e.get("name") for e in events}
+        self.assertTrue({"ProfilerStep#0", "ProfilerStep#1", "ProfilerStep#2", "## outside training ##"} <= names)
+        self.assertFalse(any(str(n).startswith("tunebench.span#") for n in names))
+        self.assertEqual(doc["cpu_cores"], "2")
+        self.assertEqual(doc["tunebench_run"], "script")
+
+    def test_pauses_are_drawn_on_the_chunks_clock(self):
+        prof, base_us, mark_ns, probes = self.session()
+        kineto = os.path.join(self.dir.name, "kineto.json")
+        prof.export_chrome_trace(kineto)
+        self.check_clock(self.finished(kineto, base_us, mark_ns, probes), probes)
+        legacy = os.path.join(self.dir.name, "legacy.json")
+        prof.events().export_chrome_trace(legacy)  # what a torch without Kineto writes: a bare array
+        with open(legacy) as f:
+            self.assertIsInstance(json.load(f), list)
+        doc = self.finished(legacy, base_us, mark_ns, probes)
+        self.check_clock(doc, probes)
+        # The legacy events moved onto the monotonic clock (they counted from the session's start).
+        first = min(e["ts"] for e in doc["traceEvents"] if e.get("cat") != "tunebench")
+        self.assertLess(abs(first - base_us), 5e5)
+
+    def test_the_text_rewrite_keeps_every_other_event_whatever_its_blocks(self):
+        from tunebench import trace_chunk
+        prof, base_us, mark_ns, probes = self.session()
+        path = os.path.join(self.dir.name, "kineto.json")
+        prof.export_chrome_trace(path)
+        with open(path, "rb") as f:
+            original = f.read()
+        expected = json.loads(original)
+        for e in expected["traceEvents"]:
+            n = e.get("name")
+            if isinstance(n, str) and n.startswith("tunebench.span#"):
+                step = {1: 0, 2: 1, 4: 2}.get(int(n.split("#")[1]))
+                e["name"] = "## outside training ##" if step is None else "ProfilerStep#%d" % step
+        doc = self.finished(path, base_us, mark_ns, probes)
+        ours = [e for e in doc["traceEvents"] if e.get("cat") == "tunebench" or e.get("ph") == "C"]
+        self.assertEqual(len(ours), 5 * len(probes))
+        self.assertEqual([e for e in doc["traceEvents"] if e.get("cat") != "tunebench" and e.get("ph") != "C"],
+                         expected["traceEvents"])
+        self.assertEqual({k: v for k, v in doc.items() if k not in ("traceEvents", "cpu_cores", "tunebench_run")},
+                         {k: v for k, v in expected.items() if k != "traceEvents"})
+        with open(path, "rb") as f:
+            whole = f.read()
+        block = trace_chunk._BLOCK
+        try:
+            trace_chunk._BLOCK = 61  # names, the marker and the header cut across blocks
+            with open(path, "wb") as f:
+                f.write(original)
+            self.finished(path, base_us, mark_ns, probes)
+        finally:
+            trace_chunk._BLOCK = block
+        with open(path, "rb") as f:
+            self.assertEqual(f.read(), whole)
+
+
+if __name__ == "__main__":
+    unittest.main()
