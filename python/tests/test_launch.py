@@ -188,8 +188,9 @@ class LaunchTest(unittest.TestCase):
 
     def test_a_chunk_boundary_pauses_the_training_thread_less_than_a_step(self):
         c, steps = self.boundary_run(13, 3)
-        # Boundaries after steps 2, 5, 8, 11: only the profiler's stop and start (the chunk is written by
-        # the writer's thread). Step 0's pause is the first session's start, before the script ran.
+        # Boundaries after steps 2, 5, 8, 11: the profiler's stop, the chunk's save (short: in place) and the
+        # next start; the rewrite is the writer's. Step 0's pause is the first session's start, before the
+        # script ran.
         pauses = [s["profiler_ns"] for s in steps[1:] if s["profiler_ns"]]
         self.assertEqual([s["i"] for s in steps[1:] if s["profiler_ns"]], [3, 6, 9, 12])
         walls = sorted(s["wall_ns"] for s in steps[1:])
@@ -197,10 +198,24 @@ class LaunchTest(unittest.TestCase):
         self.assertEqual([(m["first_step"], m["last_step"]) for m in c.messages if m["type"] == "trace"],
                          [(0, 2), (3, 5), (6, 8), (9, 11), (12, 12)])
 
-    def test_a_slow_chunk_export_does_not_stall_the_training_thread(self):
-        # Every chunk's export made 3 s slower: the steps go on meanwhile, the chunks come later, all of them,
-        # complete and in order, and before `done`.
+    def test_a_slow_save_is_named_as_the_profilers_then_forked(self):
+        # Every chunk's save made 3 s slower. The first, in place, is the boundary's pause, named: never in a
+        # step. It was long, so the next chunk is forked: that boundary does not wait for its save.
         c, steps = self.boundary_run(7, 3, {"TUNEBENCH_TEST_EXPORT_DELAY_S": "3"})
+        for s in steps[1:]:
+            self.assertLess(s["wall_ns"], 1.5e9, s)
+        self.assertGreater(steps[3]["profiler_ns"], 3e9)
+        self.assertLess(steps[6]["profiler_ns"], 1.5e9)
+        chunks = [m for m in c.messages if m["type"] == "trace"]
+        self.assertEqual([(m["first_step"], m["last_step"]) for m in chunks], [(0, 2), (3, 5), (6, 6)])
+        parts = [(e["args"]["save_us"] > 3e6, e["args"]["fork_us"] > 0) for m in chunks[1:]
+                 for e in tunebench_events(m["path"]) if e["args"]["what"] == "profiler stop and start"]
+        self.assertEqual(parts, [(True, False), (False, True)])
+
+    def test_a_slow_forked_save_does_not_stall_the_training_thread(self):
+        # Every chunk's save made 3 s slower, each in a forked child: the steps go on meanwhile, the chunks
+        # come later, all of them, complete and in order, and before `done`.
+        c, steps = self.boundary_run(7, 3, {"TUNEBENCH_TEST_EXPORT_DELAY_S": "3", "TUNEBENCH_TRACE_FORK": "1"})
         self.assertEqual(len(steps), 7)
         for s in steps[1:]:
             self.assertLess(s["wall_ns"], 1.5e9, s)

@@ -35,9 +35,9 @@ MEMORY_COUNTERS = (("host_rss", "memory: host RSS"), ("device_allocated", "memor
                    ("device_reserved", "memory: device reserved"), ("device_peak", "memory: device peak"),
                    ("device_alloc_retries", "memory: cudaMalloc retries"))
 
-# A pause TuneBench made on the training thread (monotonic ns); writer_wait_ns: the part spent waiting for
-# the writer to have room (inside t0..t1).
-Pause = collections.namedtuple("Pause", "t0_ns t1_ns what writer_wait_ns")
+# A pause TuneBench made on the training thread (monotonic ns). Inside t0..t1: writer_wait_ns waiting for the
+# writer to have room, save_ns saving the chunk in place, fork_ns forking its writer (trace_writer.py).
+Pause = collections.namedtuple("Pause", "t0_ns t1_ns what writer_wait_ns save_ns fork_ns", defaults=(0, 0))
 
 _BLOCK = 1 << 18       # a regular expression over 256 KB holds the GIL well under a millisecond
 _HEAD_MAX = 16 << 20   # the object form's header (device properties, distributed info) is a few KB
@@ -75,7 +75,9 @@ def pause_events(pauses, mark, mark_ns):
     at = _to_chunk_us(mark, mark_ns)
     return [{"ph": "X", "cat": PAUSE_CAT, "name": PAUSE_NAME, "pid": pid, "tid": tid,
              "ts": at(p.t0_ns), "dur": round((p.t1_ns - p.t0_ns) / 1000.0, 3),
-             "args": {"what": p.what, "writer_wait_us": round(p.writer_wait_ns / 1000.0, 3)}} for p in pauses]
+             "args": {"what": p.what, "writer_wait_us": round(p.writer_wait_ns / 1000.0, 3),
+                      "save_us": round(p.save_ns / 1000.0, 3), "fork_us": round(p.fork_ns / 1000.0, 3)}}
+            for p in pauses]
 
 
 def memory_events(memory, mark, mark_ns):

@@ -1,21 +1,30 @@
-"""The trace writer: one thread that turns stopped profiler sessions into chunk files, one at a time, in the
-order they came, and announces each (`trace`) once its file is complete.
+"""The trace writer: turns stopped profiler sessions into chunk files, in the order they came, and announces
+each (`trace`) once its file is complete.
 
-Writing a chunk (Kineto's export, then trace_chunk's rewrite) takes seconds for a GPU run; on the training
-thread it was a 5.3 s pause inside the script's next DataLoader fetch, which the analyses then blamed on the
-script. A thread alone does not help: Kineto's export holds the GIL for all of it (a Python loop on the
-training thread ran at 1% of its speed while a 115 ms export ran beside it), so the pause would only move
-into the next steps, unnamed. So the training thread forks at the chunk boundary and the child writes the
-chunk (the session's events are its copy of them) and exits; the writer thread waits for it without the GIL
-and announces the file. The fork's own time is part of the boundary's pause, drawn as such. If a child fails
-(a library that cannot run after a fork), that chunk and every later one are written in the writer thread as
-before, with a warning; TUNEBENCH_TRACE_FORK=0 asks for that from the start.
+Writing a chunk is Kineto's save (its JSON file), then trace_chunk's rewrite. The rewrite runs in this
+module's thread and holds the GIL only in short blocks. Kineto's save holds it for all of it, so in a thread
+beside the training thread it only moved its time into the script's next steps, unnamed (a 5.3 s save of a
+GPU run's chunk was blamed on the script's DataLoader; a step after a boundary took 249 ms against 12).
+The save therefore runs where its time is named, in one of two ways:
 
-The queue is bounded: a chunk holds its session's events in memory until written, so at most `capacity`
-chunks (the one being written and the ones waiting) are held. The tracer asks for room before handing one
-over and waits for it, with a timeout; that wait is TuneBench's pause and is drawn as such (trace_chunk.Pause).
-A chunk that fails to be written is lost with a warning, never the run. After flush() gave up (its timeout)
-the writer announces nothing more: `done` is the parent's last message."""
+- in place: on the training thread, inside the boundary's pause, drawn as TuneBench's (`save_us`);
+- in a forked child: the training thread forks at the boundary, and the child saves its copy of the session
+  and rewrites it; this thread waits for it without the GIL. The fork's own time is in the pause
+  (`fork_us`), but not what it leaves behind: after a fork every page the parent writes faults once (and is
+  copied while the child lives). That fell in the script's next step: 8-10 thousand faults, +10-40 ms for a
+  small CNN with a 0.8 GB process here, +60-78 ms inside a run with a loader worker, besides 15-25 ms for
+  the fork itself.
+
+So a chunk is saved in place while saves are short (a small CNN's 20-step chunk: 10 ms), and once one
+took longer than FORK_ABOVE_S (a 700-op step's chunk: 270-380 ms) the later ones are forked.
+TUNEBENCH_TRACE_FORK=0 saves in place always, =1 forks always. If a child fails (a library that cannot run
+after a fork), its chunk is saved in this thread and every later one in place, with a warning.
+
+The queue is bounded: a chunk holds its session's events in memory until saved, and its place until
+rewritten, so at most `capacity` chunks are held. The tracer asks for room before handing one over and waits
+for it, with a timeout; that wait is TuneBench's pause and is drawn as such (trace_chunk.Pause). A chunk that
+fails to be written is lost with a warning, never the run. After flush() gave up (its timeout) the writer
+announces nothing more: `done` is the parent's last message."""
 
 import collections
 import os
@@ -25,10 +34,10 @@ import time
 
 from . import trace_chunk
 
-# Read here only: makes every chunk's export this many seconds slower, so a test can show that the training
-# thread does not wait for it.
+# Read here only: makes every chunk's save this many seconds slower, so a test can show where that time goes.
 DELAY_ENV = "TUNEBENCH_TEST_EXPORT_DELAY_S"
 FORK_ENV = "TUNEBENCH_TRACE_FORK"
+FORK_ABOVE_S = 0.1  # a save in place this long or longer costs more than a fork and its faults
 CHILD_TIMEOUT_S = 600  # a child writing one chunk for longer is stuck: killed, and the chunk written here
 
 
@@ -47,6 +56,8 @@ class Chunk:
         self.pauses = []            # trace_chunk.Pause records drawn into it
         self.sealed = False         # its pauses were read: it takes no more
         self.child = None           # (pid, read end of its error pipe) of the process writing it
+        self.saved = False          # Kineto's file was saved in place: only the rewrite is left
+        self.error = None           # why the save in place failed
 
 
 class ChunkWriter:
@@ -60,19 +71,43 @@ class ChunkWriter:
         self._closed = False             # flush() gave up: nothing is announced any more
         self._thread = None
         self._delay = float(os.environ.get(DELAY_ENV) or 0)
-        self._fork = os.environ.get(FORK_ENV, "1") != "0" and hasattr(os, "fork")
+        asked = os.environ.get(FORK_ENV, "auto")
+        # "here" (save in place), "fork", or "auto": in place until a save takes FORK_ABOVE_S, then fork.
+        self.mode = "here" if asked == "0" or not hasattr(os, "fork") else "fork" if asked == "1" else "auto"
 
     def wait_room(self, timeout):
         """Waits (at most `timeout` s) until a chunk can be handed over; False when none could."""
         with self._cond:
             return self._cond.wait_for(lambda: self._held < self.capacity, timeout)
 
+    def save_here(self, chunk):
+        """Saves Kineto's file of `chunk` on this (the training) thread unless chunks are forked; ns taken.
+        Called between two steps, inside the boundary's pause. A failed save is reported by the writer."""
+        if self.mode == "fork":
+            return 0
+        t = time.monotonic_ns()
+        try:
+            if self._delay:
+                time.sleep(self._delay)
+            chunk.prof.export_chrome_trace(chunk.path)
+            chunk.saved = True
+        except Exception as e:
+            chunk.error = str(e) or type(e).__name__
+        chunk.prof = None  # the session's events are in the file now (or lost): their memory goes back
+        took = time.monotonic_ns() - t
+        if self.mode == "auto" and took >= FORK_ABOVE_S * 1e9:
+            self.mode = "fork"
+        return took
+
     def submit(self, chunk):
-        """Hands `chunk` over (after wait_room said yes: only the training thread submits, so the room stays).
-        Called on the training thread, between two steps: the fork happens there, where no op of the
-        script's is half done."""
-        if self._fork:
+        """Hands `chunk` over (after wait_room said yes: only the training thread submits, so the room stays)
+        and forks its writer if it was not saved in place; ns taken by the fork. Called on the training
+        thread, between two steps: the fork happens there, where no op of the script's is half done."""
+        took = 0
+        if chunk.prof is not None and self.mode != "here":
+            t = time.monotonic_ns()
             chunk.child = self._spawn(chunk)
+            took = time.monotonic_ns() - t
         with self._cond:
             self._held += 1
             self._jobs.append(chunk)
@@ -80,6 +115,7 @@ class ChunkWriter:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, daemon=True, name="tunebench-trace-writer")
                 self._thread.start()
+        return took
 
     def add_pauses(self, chunk, pauses):
         """Draws `pauses` into `chunk` too, if its pauses were not read yet; False otherwise."""
@@ -196,19 +232,21 @@ class ChunkWriter:
                                last_step=chunk.last_step)
                     return
                 self._remove(chunk)
-                self._fork = False
-                self._send("warning", message="trace chunks are written in the training process from now on "
-                                              "(they pause its Python while Kineto exports): the forked "
-                                              "writer failed: %s" % why)
-            if self._delay:
-                time.sleep(self._delay)
-            prof, chunk.prof = chunk.prof, None
-            prof.export_chrome_trace(chunk.path)
-            del prof  # the session's events are in the file now: their memory goes back before the rewrite
+                self.mode = "here"
+                self._send("warning", message="trace chunks are saved on the training thread from now on, "
+                                              "inside each boundary's pause: the forked writer failed: %s" % why)
+            if chunk.error is not None:
+                raise RuntimeError(chunk.error)
+            if not chunk.saved:  # its fork failed: saved here, beside the training thread, this once
+                if self._delay:
+                    time.sleep(self._delay)
+                prof, chunk.prof = chunk.prof, None
+                prof.export_chrome_trace(chunk.path)
+                del prof
             pauses = self._seal(chunk)
             trace_chunk.finish_chunk(chunk.path, chunk.steps, chunk.base_us, chunk.mark_ns, pauses,
                                      os.cpu_count() or 1, chunk.memory)
-        except Exception as e:  # a failed export loses a chunk, not the run
+        except Exception as e:  # a failed save or rewrite loses a chunk, not the run
             self._remove(chunk)
             self._send("warning", message="trace chunk not written: %s" % e)
             return

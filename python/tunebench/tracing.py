@@ -10,12 +10,13 @@ is written, the ranges of the spans that became steps are renamed `ProfilerStep#
 of a validation pass) `## outside training ##`, so that a step range never holds time outside the training
 iterations.
 
-The training thread only stops and starts sessions (that must happen on it); the trace writer's thread
-(trace_writer.py) writes and announces the chunks. What TuneBench still costs the training thread at a
-chunk boundary - the device sync, the session's stop and the next one's start, a wait for the writer - is
-measured and drawn into the trace as its own `cat: "tunebench"` events (trace_chunk.py), and is reported in
-the next step's `profiler_ns`: it falls between two steps, never inside one (the launcher reads a step's
-start after this returns)."""
+The training thread stops and starts sessions (that must happen on it) and saves a chunk's file or forks
+its writer (trace_writer.py says which and why); the trace writer's thread rewrites and announces the
+chunks. What TuneBench costs the training thread at a chunk boundary - the device sync, the session's stop,
+the save or the fork, the next session's start, a wait for the writer - is measured and drawn into the
+trace as its own `cat: "tunebench"` events (trace_chunk.py), and is reported in the next step's
+`profiler_ns`: it falls between two steps, never inside one (the launcher reads a step's start after this
+returns)."""
 
 import os
 import time
@@ -79,10 +80,15 @@ class Tracer:
         t0 = time.monotonic_ns()
         chunk = self._stop()
         waited, room = self._room(chunk)
-        pause = Pause(t0, time.monotonic_ns(), "profiler stop", waited)
+        saved = self.writer.save_here(chunk) if room else 0
+        pause = Pause(t0, time.monotonic_ns(), "profiler stop", waited, saved)
         self._paused(pause)
-        if chunk is not None and room:
-            self._submit(chunk)
+        if room:
+            # Drawn in this chunk, the pause is read before a fork; the fork's own time after the run's last
+            # step is only counted.
+            forked = self._submit(chunk)
+            self.pause_ns += forked
+            self.total_pause_ns += forked
         elif self.last is not None and self.writer.add_pauses(self.last, self.pending):
             self.pending = []
         # else: the pauses stay pending for a next start; none comes after the run's last step, and the
@@ -128,10 +134,11 @@ class Tracer:
         t0 = time.monotonic_ns()
         chunk = self._stop()
         waited, room = self._room(chunk)
+        saved = self.writer.save_here(chunk) if room else 0
         self._start(step + 1)
-        if chunk is not None and room:
-            self._submit(chunk)  # after the start: the writer's thread, woken, would take the GIL from it
-        self._paused(Pause(t0, time.monotonic_ns(), "profiler stop and start", waited))
+        # After the start: the writer's thread, woken, would take the GIL from it.
+        forked = self._submit(chunk) if room else 0
+        self._paused(Pause(t0, time.monotonic_ns(), "profiler stop and start", waited, saved, forked))
 
     def _start(self, at_step):
         acts = [torch.profiler.ProfilerActivity.CPU]
@@ -173,9 +180,10 @@ class Tracer:
         return time.monotonic_ns() - t, room
 
     def _submit(self, chunk):
+        """Hands `chunk` to the writer with the pauses not drawn yet; ns the fork of its writer took."""
         chunk.pauses, self.pending = self.pending, []
-        self.writer.submit(chunk)
         self.last = chunk
+        return self.writer.submit(chunk)
 
     def _paused(self, pause):
         self.pending.append(pause)
