@@ -23,6 +23,19 @@ void line(FILE* out, const char* label, int64_t ns, int64_t W, const std::string
   std::fprintf(out, "%-34s %10.3f ms %6.1f%%%s%s\n", label, ms(ns), pct(ns, W), extra.empty() ? "" : "  ", extra.c_str());
 }
 
+// The profiler's own time: how often, and its longest pause beside a step (a chunk boundary under one step's
+// time disturbs no more than one step would).
+std::string profiler_detail(const prof::AnalysisResult& r) {
+  char b[120];
+  if (r.step_median_ns > 0)
+    std::snprintf(b, sizeof b, "(%u intervals, longest %.1f ms = %.2f steps; not the program's)", r.profiler_count,
+                  ms(r.profiler_longest_ns), static_cast<double>(r.profiler_longest_ns) / r.step_median_ns);
+  else
+    std::snprintf(b, sizeof b, "(%u intervals, longest %.1f ms; not the program's)", r.profiler_count,
+                  ms(r.profiler_longest_ns));
+  return b;
+}
+
 void print_gpu_time(const prof::AnalysisResult& r, FILE* out) {
   const int64_t W = r.window.length();
   char b[160];
@@ -48,10 +61,7 @@ void print_gpu_time(const prof::AnalysisResult& r, FILE* out) {
   std::snprintf(b, sizeof b, "(%u intervals)", r.event_wait_count);
   line(out, "  waiting on another stream (event wait)", r.event_wait_ns, W, r.event_wait_count ? b : "");
   line(out, "  other (no named cause)", r.other_idle_ns, W);
-  if (r.profiler_ns > 0) {
-    std::snprintf(b, sizeof b, "(%u intervals; not the program's)", r.profiler_count);
-    line(out, "  profiler (TuneBench)", r.profiler_ns, W, b);
-  }
+  if (r.profiler_ns > 0) line(out, "  profiler (TuneBench)", r.profiler_ns, W, profiler_detail(r).c_str());
 }
 
 void print_steps(const prof::AnalysisResult& r, FILE* out) {
@@ -146,10 +156,7 @@ void print_summary(const prof::Trace& trace, const prof::AnalysisResult& r, FILE
     char b[64];
     std::snprintf(b, sizeof b, "(%u intervals)", r.loader_stall_count);
     line(out, "training thread waiting for data", r.loader_stall_ns, W, b);
-    if (r.profiler_ns > 0) {
-      std::snprintf(b, sizeof b, "(%u intervals; not the program's)", r.profiler_count);
-      line(out, "profiler (TuneBench)", r.profiler_ns, W, b);
-    }
+    if (r.profiler_ns > 0) line(out, "profiler (TuneBench)", r.profiler_ns, W, profiler_detail(r).c_str());
     if (r.comm_ns > 0) {
       // Host collectives (Gloo, data parallel): what backward did not hide.
       std::snprintf(b, sizeof b, "(of %.3f ms all-reduce, %.0f%% overlapped)", ms(r.comm_ns),

@@ -551,18 +551,24 @@ AnalysisResult analyze(const Trace& trace, const AnalysisOptions& opt) {
       r.notes.push_back("no GPU activity in this trace: CPU-only analysis (loader stall = data-wait time)");
   }
 
-  for (const Interval& x : pieces.profiler)
+  for (const Interval& x : pieces.profiler) {
     if (r.profiler_intervals.size() < opt.max_intervals) r.profiler_intervals.push_back(x);
-  if (r.profiler_ns > 0) {
-    char b[240];
-    std::snprintf(b, sizeof b,
-                  "profiler (TuneBench): %.3f ms of the window in %u intervals is the profiler's own time (trace chunk "
-                  "boundaries, recording work), not the program's: no cause, no finding, and left out of every "
-                  "finding's bound",
-                  static_cast<double>(r.profiler_ns) * 1e-6, r.profiler_count);
-    r.notes.push_back(b);
+    r.profiler_longest_ns = std::max(r.profiler_longest_ns, x.length());
   }
   if (!r.steps.empty()) per_step(g, h, pieces, r);
+  if (r.profiler_ns > 0) {
+    char b[360];
+    int n = std::snprintf(b, sizeof b,
+                          "profiler (TuneBench): %.3f ms of the window in %u intervals is the profiler's own time (trace "
+                          "chunk boundaries, recording work), not the program's: no cause, no finding, and left out of "
+                          "every finding's bound; the longest is %.3f ms",
+                          static_cast<double>(r.profiler_ns) * 1e-6, r.profiler_count,
+                          static_cast<double>(r.profiler_longest_ns) * 1e-6);
+    if (r.step_median_ns > 0 && n > 0 && static_cast<size_t>(n) < sizeof b)
+      std::snprintf(b + n, sizeof b - n, ", %.2f median steps",
+                    static_cast<double>(r.profiler_longest_ns) / static_cast<double>(r.step_median_ns));
+    r.notes.push_back(b);
+  }
   kernel_statistics(trace, g, opt, r);
   op_statistics(trace, sc, opt, r);
   launch_outliers(trace, g, r);

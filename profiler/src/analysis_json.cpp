@@ -86,6 +86,7 @@ std::string to_json(const AnalysisResult& r, const TraceMetadata* meta) {
   w.key("profiler").begin_object();
   w.key("total_us").value(us(r.profiler_ns)).key("count").value(static_cast<int64_t>(r.profiler_count));
   w.key("share").value(r.profiler_ns / wl);
+  w.key("longest_us").value(us(r.profiler_longest_ns));
   w.key("intervals_us");
   intervals(r.profiler_intervals);
   w.end_object();

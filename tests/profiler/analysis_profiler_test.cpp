@@ -55,11 +55,16 @@ TEST(ProfilerClass, AChunkBoundaryIsTheProfilersNotASync) {
   EXPECT_EQ(idle_total(r), r.gpu_idle_ns);  // still a partition
   ASSERT_EQ(r.steps.size(), 2u);
   EXPECT_EQ(r.steps[0].profiler_ns + r.steps[1].profiler_ns, 5300 * us);
+  // Its longest pause is stated beside the median step (1000 us and 1000 us: 5.30 steps).
+  EXPECT_EQ(r.profiler_longest_ns, 5300 * us);
   bool noted = false;
-  for (const auto& n : r.notes) noted |= n.find("profiler (TuneBench)") != std::string::npos;
+  for (const auto& n : r.notes)
+    noted |= n.find("profiler (TuneBench)") != std::string::npos &&
+             n.find("the longest is 5.300 ms, 5.30 median steps") != std::string::npos;
   EXPECT_TRUE(noted);
   const std::string js = to_json(r);
   EXPECT_NE(js.find("\"profiler\":{\"total_us\":"), std::string::npos) << js.substr(0, 400);
+  EXPECT_NE(js.find("\"longest_us\":5300"), std::string::npos);
   EXPECT_NE(js.find("\"profiler_us\":"), std::string::npos);
 }
 

@@ -255,6 +255,7 @@ struct AnalysisResult {
   // left out of the window every finding's bound is taken over.
   int64_t profiler_ns = 0;
   uint32_t profiler_count = 0;
+  int64_t profiler_longest_ns = 0;  // the longest of them (a chunk boundary's pause), stated beside a step
   std::vector<Interval> profiler_intervals;  // for the timeline's own band (capped by max_intervals)
   uint32_t idle_interval_count = 0;
   int64_t compute_ns = 0;            // union of compute kernels in the window
