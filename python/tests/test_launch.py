@@ -199,8 +199,9 @@ class LaunchTest(unittest.TestCase):
                          [(0, 2), (3, 5), (6, 8), (9, 11), (12, 12)])
 
     def test_a_slow_save_is_named_as_the_profilers_then_forked(self):
-        # Every chunk's save made 3 s slower. The first, in place, is the boundary's pause, named: never in a
-        # step. It was long, so the next chunk is forked: that boundary does not wait for its save.
+        # Every chunk's save made 3 s slower. The first, in place (its session stopped fast), is the boundary's
+        # pause, named: never in a step. It was long, so the next chunk is forked: that boundary does not wait
+        # for its save.
         c, steps = self.boundary_run(7, 3, {"TUNEBENCH_TEST_EXPORT_DELAY_S": "3"})
         for s in steps[1:]:
             self.assertLess(s["wall_ns"], 1.5e9, s)

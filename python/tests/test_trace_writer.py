@@ -58,9 +58,11 @@ class ChunkWriterTest(unittest.TestCase):
         finally:
             del os.environ[trace_writer.FORK_ENV]
 
-    def write(self, w, name):
-        """Hands a chunk to `w` as the tracer does at a boundary: (save ns, fork ns, longest stall after)."""
+    def write(self, w, name, stop_s=0.0):
+        """Hands a chunk to `w` as the tracer does at a boundary: (save ns, fork ns, longest stall after).
+        stop_s: how long its session is said to have taken to stop."""
         c = self.chunk(name)
+        c.stop_ns = int(stop_s * 1e9)
         before = len(w.ch.messages)
         saved = w.save_here(c)
         # From before the hand-over: a writer thread that takes the GIL stops this thread inside submit().
@@ -96,18 +98,21 @@ class ChunkWriterTest(unittest.TestCase):
         # The rewrite holds the GIL in blocks well under a millisecond; the save is done already.
         self.assertLess(stalled, 0.1, (stalled, saved))
 
-    def test_auto_saves_in_place_until_a_save_is_long_then_forks(self):
+    def test_auto_forks_a_chunk_that_was_long_to_stop_and_all_after_a_long_save(self):
         from tunebench import trace_writer
         w = self.writer("auto")
         keep = trace_writer.FORK_ABOVE_S
         try:
-            trace_writer.FORK_ABOVE_S = 60.0
-            saved, forked, _ = self.write(w, "short.json")
+            trace_writer.FORK_ABOVE_S = 1.0
+            saved, forked, _ = self.write(w, "short.json", stop_s=0.001)
             self.assertEqual((saved > 0, forked, w.mode), (True, 0, "auto"))
-            trace_writer.FORK_ABOVE_S = 1e-6  # this chunk's save counts as long: the next one is forked
-            saved, forked, _ = self.write(w, "long.json")
+            saved, forked, _ = self.write(w, "big.json", stop_s=1.0)  # its save would be long: forked
+            self.assertEqual((saved, forked > 0, w.mode), (0, True, "auto"))
+            trace_writer.FORK_ABOVE_S = 1e-6  # this chunk's save counts as long (a slow disk): forked from now on
+            saved, forked, _ = self.write(w, "slow.json", stop_s=0.0)
             self.assertEqual((saved > 0, forked, w.mode), (True, 0, "fork"))
-            saved, forked, _ = self.write(w, "forked.json")
+            trace_writer.FORK_ABOVE_S = 1.0
+            saved, forked, _ = self.write(w, "after.json", stop_s=0.001)
             self.assertEqual((saved, forked > 0), (0, True))
         finally:
             trace_writer.FORK_ABOVE_S = keep

@@ -15,8 +15,9 @@ The save therefore runs where its time is named, in one of two ways:
   small CNN with a 0.8 GB process here, +60-78 ms inside a run with a loader worker, besides 15-25 ms for
   the fork itself.
 
-So a chunk is saved in place while saves are short (a small CNN's 20-step chunk: 10 ms), and once one
-took longer than FORK_ABOVE_S (a 700-op step's chunk: 270-380 ms) the later ones are forked.
+So a chunk is saved in place while that is short (a small CNN's 20-step chunk: 10 ms) and forked when its
+session's stop took FORK_ABOVE_S or more (a save takes 0.4-0.65 of the stop here: a 1 000-op step's chunk
+stops in 600-900 ms and saves in 270-380), or once a save in place took that long (a slow disk).
 TUNEBENCH_TRACE_FORK=0 saves in place always, =1 forks always. If a child fails (a library that cannot run
 after a fork), its chunk is saved in this thread and every later one in place, with a warning.
 
@@ -37,7 +38,7 @@ from . import trace_chunk
 # Read here only: makes every chunk's save this many seconds slower, so a test can show where that time goes.
 DELAY_ENV = "TUNEBENCH_TEST_EXPORT_DELAY_S"
 FORK_ENV = "TUNEBENCH_TRACE_FORK"
-FORK_ABOVE_S = 0.1  # a save in place this long or longer costs more than a fork and its faults
+FORK_ABOVE_S = 0.1  # a stop or a save this long: the save in place would cost about what a fork and its faults do
 CHILD_TIMEOUT_S = 600  # a child writing one chunk for longer is stuck: killed, and the chunk written here
 
 
@@ -48,6 +49,7 @@ class Chunk:
         self.prof = prof
         self.path = path
         self.steps = steps          # span serial -> step number
+        self.stop_ns = 0            # how long its session took to stop: its save takes a part of that
         self.base_us = base_us
         self.mark_ns = mark_ns
         self.memory = memory        # (end ns, memory object) of its steps: drawn as counters
@@ -72,7 +74,8 @@ class ChunkWriter:
         self._thread = None
         self._delay = float(os.environ.get(DELAY_ENV) or 0)
         asked = os.environ.get(FORK_ENV, "auto")
-        # "here" (save in place), "fork", or "auto": in place until a save takes FORK_ABOVE_S, then fork.
+        # "here" (save in place), "fork", or "auto": in place unless the chunk is big (its stop took
+        # FORK_ABOVE_S), and forked always once a save in place took that long.
         self.mode = "here" if asked == "0" or not hasattr(os, "fork") else "fork" if asked == "1" else "auto"
 
     def wait_room(self, timeout):
@@ -83,7 +86,7 @@ class ChunkWriter:
     def save_here(self, chunk):
         """Saves Kineto's file of `chunk` on this (the training) thread unless chunks are forked; ns taken.
         Called between two steps, inside the boundary's pause. A failed save is reported by the writer."""
-        if self.mode == "fork":
+        if self.mode == "fork" or (self.mode == "auto" and chunk.stop_ns >= FORK_ABOVE_S * 1e9):
             return 0
         t = time.monotonic_ns()
         try:

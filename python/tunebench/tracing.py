@@ -161,12 +161,16 @@ class Tracer:
         if torch.cuda.is_available():
             torch.cuda.synchronize()  # queued kernels belong in this chunk
         prof, self.prof = self.prof, None
+        t = time.monotonic_ns()
         prof.__exit__(None, None, None)
+        stop_ns = time.monotonic_ns() - t
         if not self.steps:
             return None
         self.chunk += 1
-        return Chunk(prof, os.path.join(self.dir, "chunk-%05d.json" % self.chunk), dict(self.steps),
-                     self.base_us, self.mark_ns, self.memory)
+        chunk = Chunk(prof, os.path.join(self.dir, "chunk-%05d.json" % self.chunk), dict(self.steps),
+                      self.base_us, self.mark_ns, self.memory)
+        chunk.stop_ns = stop_ns
+        return chunk
 
     def _room(self, chunk):
         """(ns waited, room) for handing `chunk` to the writer; a chunk that gets no room is lost."""
