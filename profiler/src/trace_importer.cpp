@@ -136,6 +136,20 @@ uint32_t Importer::track(TrackKind kind, int64_t pid, int64_t tid) {
   return last_track;
 }
 
+void Importer::add_counter(int64_t pid, const std::string& name, const Event& e, double value) {
+  auto key = std::make_pair(pid, name);
+  auto it = counter_tracks.find(key);
+  if (it == counter_tracks.end()) {
+    const uint32_t t = trace.track_for(TrackKind::Counter, pid, static_cast<int64_t>(counter_tracks.size()), name);
+    it = counter_tracks.emplace(std::move(key), t).first;
+  }
+  Event ce = e;
+  ce.kind = EventKind::Counter;
+  ce.value = value;
+  ce.name = trace.intern(name);
+  trace.add_event(it->second, ce);
+}
+
 int64_t Importer::string_id(std::string_view s) {
   auto it = string_ids.find(std::string(s));
   if (it != string_ids.end()) return it->second;
@@ -426,18 +440,7 @@ Status Importer::event(od::value ev_value) {
         }
         const bool cuda = device_type == 1;
         auto sample = [&](const char* cname, double value) {
-          if (value < 0) return;
-          auto key = std::make_pair(pid, std::string(cname));
-          auto it = counter_tracks.find(key);
-          if (it == counter_tracks.end()) {
-            const uint32_t t = trace.track_for(TrackKind::Counter, pid, static_cast<int64_t>(counter_tracks.size()), cname);
-            it = counter_tracks.emplace(key, t).first;
-          }
-          Event ce = e;
-          ce.kind = EventKind::Counter;
-          ce.value = value;
-          ce.name = trace.intern(cname);
-          trace.add_event(it->second, ce);
+          if (value >= 0) add_counter(pid, cname, e, value);
         };
         sample(cuda ? names::kDeviceAllocated : names::kHostAllocated, allocated);
         if (cuda) sample(names::kDeviceReserved, reserved);
@@ -456,19 +459,9 @@ Status Importer::event(od::value ev_value) {
     }
     case 'C': {
       for (auto& [k, val] : counter_values) {
-        const std::string cname = counter_values.size() == 1 && k == "value" ? std::string(name)
-                                                                              : std::string(name) + "." + std::string(k);
-        auto key = std::make_pair(pid, cname);
-        auto it = counter_tracks.find(key);
-        if (it == counter_tracks.end()) {
-          const uint32_t t = trace.track_for(TrackKind::Counter, pid, static_cast<int64_t>(counter_tracks.size()), cname);
-          it = counter_tracks.emplace(key, t).first;
-        }
-        Event ce = e;
-        ce.kind = EventKind::Counter;
-        ce.value = val;
-        ce.name = trace.intern(cname);
-        trace.add_event(it->second, ce);
+        add_counter(pid, counter_values.size() == 1 && k == "value" ? std::string(name)
+                                                                    : std::string(name) + "." + std::string(k),
+                    e, val);
       }
       return Status::Ok();
     }

@@ -67,6 +67,8 @@ struct Importer {
   Status fail(std::string msg, int64_t off) { return Error{std::move(msg), off}; }
 
   uint32_t track(TrackKind kind, int64_t pid, int64_t tid);
+  // One sample of the counter `name` of process `pid`, at `e`'s time, on that counter's own track.
+  void add_counter(int64_t pid, const std::string& name, const Event& e, double value);
   int64_t string_id(std::string_view s);
   // pid/tid: integer, number, or string.
   bool read_id(od::value v, int64_t& out);
