@@ -16,8 +16,8 @@ The save therefore runs where its time is named, in one of two ways:
   the fork itself.
 
 So a chunk is saved in place while that is short (a small CNN's 20-step chunk: 10 ms) and forked when its
-session's stop took FORK_ABOVE_S or more (a save takes 0.4-0.65 of the stop here: a 1 000-op step's chunk
-stops in 600-900 ms and saves in 270-380), or once a save in place took that long (a slow disk).
+session's stop took FORK_ABOVE_S or more (a save takes 0.4-0.65 of the stop here: 20 steps of 1 400 small ops
+stop in 700-970 ms and save in 270-380), or once a save in place took that long (a slow disk).
 TUNEBENCH_TRACE_FORK=0 saves in place always, =1 forks always. If a child fails (a library that cannot run
 after a fork), its chunk is saved in this thread and every later one in place, with a warning.
 
