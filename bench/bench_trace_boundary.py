@@ -9,8 +9,8 @@ step right after a boundary over the median step: time TuneBench leaves in the s
 fork's copy-on-write faults, a new session's first events). Then the pause and the excess over the median
 step, as ratios.
 
-With no script it runs two built-in shapes: a small CNN with a DataLoader worker (few ops, a short save) and
-a deep stack of tiny layers (many ops, a long save).
+With no script it runs two built-in shapes, on the GPU when there is one: a small CNN with a DataLoader
+worker (few ops, a short save) and a deep stack of tiny layers (many ops, a long save).
 
 usage: bench_trace_boundary.py [--script S] [--steps 100] [--every 20] [--rounds 2] [--python P]
 """
@@ -33,24 +33,26 @@ CNN = '''
 import torch, torch.nn as nn, torch.nn.functional as F
 from torch.utils.data import DataLoader, TensorDataset
 torch.manual_seed(0)
+dev = "cuda" if torch.cuda.is_available() else "cpu"
 model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(16, 32, 3, padding=1),
-                      nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(32 * 8 * 8, 10))
+                      nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(32 * 8 * 8, 10)).to(dev)
 loader = DataLoader(TensorDataset(torch.randn(4096, 3, 32, 32), torch.randint(0, 10, (4096,))), batch_size=64,
                     shuffle=True, num_workers=1)
 opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
 for epoch in range(100):
     for x, y in loader:
-        loss = F.cross_entropy(model(x), y)
+        loss = F.cross_entropy(model(x.to(dev)), y.to(dev))
         opt.zero_grad(); loss.backward(); opt.step()
 '''
 
 MANY_OPS = '''
 import torch, torch.nn as nn
 torch.manual_seed(0)
-model = nn.Sequential(*[m for _ in range(40) for m in (nn.Linear(8, 8), nn.Tanh())])
+dev = "cuda" if torch.cuda.is_available() else "cpu"
+model = nn.Sequential(*[m for _ in range(40) for m in (nn.Linear(8, 8), nn.Tanh())]).to(dev)
 opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 for step in range(100000):
-    loss = model(torch.randn(4, 8)).pow(2).mean()
+    loss = model(torch.randn(4, 8, device=dev)).pow(2).mean()
     opt.zero_grad(); loss.backward(); opt.step()
 '''
 

@@ -271,6 +271,15 @@ if has script; then
     timeout 60 $cli analyze "$work/runs/sc_naive.trace.json" > "$work/logs/sc_naive.analysis.txt" 2>&1
     log "sc_naive analysis: $(grep -m3 -E 'GPU|waiting|kernels' "$work/logs/sc_naive.analysis.txt" | tr '\n' ' ')"
     [[ -f $work/runs/sc_naive.trace.json ]] && gzip -f "$work/runs/sc_naive.trace.json"
+    # A chunk boundary's pause on CUDA, each way of saving (the fork of a CUDA process included).
+    t=$(cap 200 60)
+    if (( t > 0 )); then
+      timeout "$t" "$python" bench/bench_trace_boundary.py --steps 60 --every 20 --rounds 1 \
+        > "$work/logs/trace_boundary.txt" 2>&1
+      log "trace boundary: rc=$? $(grep -E 'FORK=|\.py:' "$work/logs/trace_boundary.txt" | tr '\n' ' ' | cut -c1-700)"
+    else
+      log "trace boundary skipped: $(left) s left"
+    fi
     for k in amp=bf16 amp=fp16 compile=on "cudnn_benchmark=on,tf32=on" channels_last=on "workers=8,persistent_workers=on"; do
       srun "sc_${k//[=,]/_}" "$k"
     done
