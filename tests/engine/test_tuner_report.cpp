@@ -14,6 +14,7 @@
 #include "engine/report.h"
 #include "engine/tuner.h"
 #include "tuner/workloads/sim_workload.h"
+#include "tuner/workloads/snapshot_fill.h"
 
 using namespace tb::engine;
 
@@ -321,4 +322,38 @@ TEST(TunerReport, CodeFillsInTheFoundValues) {
   EXPECT_NE(py.find("step % 50 == 0"), std::string::npos) << py;
   EXPECT_NE(py.find("torch.autocast('cpu', dtype=torch.bfloat16)"), std::string::npos) << py;
   EXPECT_NE(cpp.find("set_autocast_cpu_dtype(at::kBFloat16)"), std::string::npos) << cpp;
+}
+
+// TuneBench's own time is a part of its own in a snapshot (its pauses between steps included, out of "other"
+// for what fell inside a step) and is drawn in the GUI's teal in the report's breakdown.
+TEST(TunerReport, TheProfilersOwnTimeIsAPartOfItsOwn) {
+  tb::prof::AnalysisResult a;
+  for (int i = 0; i < 2; ++i) {
+    tb::prof::StepBreakdown st;
+    st.index = i;
+    st.start_ns = i * 20'000'000;
+    st.end_ns = st.start_ns + 10'000'000;  // 10 ms steps, 10 ms apart: a pause between them
+    st.forward_ns = 4'000'000;
+    st.backward_ns = 3'000'000;
+    st.profiler_ns = 1'000'000;  // inside the step
+    a.steps.push_back(st);
+  }
+  a.profiler_ns = 12'000'000;  // 1 + 1 inside the steps, 10 between them
+  Snapshot s;
+  fill_snapshot(s, a);
+  ASSERT_GE(s.breakdown_ms.size(), 2u);
+  EXPECT_EQ(s.breakdown_ms.back().first, kProfilerPart);
+  EXPECT_DOUBLE_EQ(s.breakdown_ms.back().second, 6.0);
+  const auto& other = s.breakdown_ms[s.breakdown_ms.size() - 2];
+  EXPECT_EQ(other.first, "other");
+  EXPECT_DOUBLE_EQ(other.second, 10.0 - 4.0 - 3.0 - 1.0);
+
+  TuneResult r = simulated_result();
+  ASSERT_FALSE(r.snapshots.empty());
+  EXPECT_EQ(report_html(r).find("#4db6ac"), std::string::npos);  // the simulation has no own time
+  r.snapshots[0].breakdown_ms.push_back({kProfilerPart, 6.0});
+  const std::string html = report_html(r);
+  EXPECT_EQ(xml_problem(html), "");
+  EXPECT_NE(html.find("#4db6ac"), std::string::npos);
+  EXPECT_NE(html.find("profiler (TuneBench)"), std::string::npos);
 }

@@ -70,6 +70,9 @@ struct TrialFailure : std::runtime_error {
   bool oom = false;
 };
 
+// The breakdown's part for TuneBench's own time (its pauses, recording work), never the program's.
+inline constexpr const char* kProfilerPart = "profiler (TuneBench)";
+
 // Where one step's time goes, from a short analysed trace (or from the step records when no trace exists).
 struct Snapshot {
   std::string label;   // "baseline", "+ amp=bf16"
@@ -78,7 +81,8 @@ struct Snapshot {
   double step_ms = 0;     // median step wall time
   // Mean milliseconds per step for each part, in display order, partitioning the step (they sum to about
   // step_ms; the report stacks them): on a GPU "GPU busy", "loader stall", "launch gaps", "other idle"; on a
-  // CPU "data wait", "h2d", "forward", "backward", "optimizer", "other".
+  // CPU "data wait", "h2d", "forward", "backward", "optimizer", "other"; then kProfilerPart when TuneBench
+  // took time (its pauses between steps included, so the parts may sum to a little more than step_ms).
   std::vector<std::pair<std::string, double>> breakdown_ms;
   double worst_stall_ms = 0;     // the longest single stall (loader wait or GPU idle interval) seen
   std::string worst_stall_kind;  // "loader stall", "launch gap", ...

@@ -13,6 +13,11 @@ namespace {
 
 const char* kColors[] = {"#4e79a7", "#e15759", "#f28e2b", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#9c755f", "#bab0ac"};
 
+// TuneBench's own time in the GUI's teal wherever it is drawn; the program's parts in the palette's order.
+std::string color_of_part(const std::string& part, size_t i) {
+  return part == kProfilerPart ? "#4db6ac" : kColors[i % 9];
+}
+
 std::string color_of_outcome(const Trial& t) {
   if (t.accepted) return "#2e7d32";
   if (t.outcome == "slower") return "#c62828";
@@ -163,7 +168,7 @@ std::string svg_breakdown(const TuneResult& r) {
     for (const auto& [p, v] : sn.breakdown_ms) {
       size_t ci = std::find(parts.begin(), parts.end(), p) - parts.begin();
       const double w = std::max(0.0, v) * sx;
-      s += rect(x, y + 4, w, rh - 8, kColors[ci % 9], sn.label + ": " + p + " " + fmt(v, 2) + " ms");
+      s += rect(x, y + 4, w, rh - 8, color_of_part(p, ci), sn.label + ": " + p + " " + fmt(v, 2) + " ms");
       x += w;
     }
     s += text(x + 4, y + 17, fmt(sn.step_ms, 1) + " ms");
@@ -172,7 +177,7 @@ std::string svg_breakdown(const TuneResult& r) {
   for (size_t i = 0; i < parts.size(); ++i) {
     const double x = left + 110.0 * static_cast<double>(i % 4);
     const double y = ly + 18.0 * static_cast<double>(i / 4);
-    s += rect(x, y, 10, 10, kColors[i % 9]);
+    s += rect(x, y, 10, 10, color_of_part(parts[i], i));
     s += text(x + 14, y + 9, parts[i], "start", " font-size=\"11\"");
   }
   s += "</svg>\n";

@@ -54,6 +54,14 @@ void fill_snapshot(Snapshot& s, const prof::AnalysisResult& a) {
     s.worst_stall_ms = worst / 1e6;
     s.worst_stall_kind = "data wait";
   }
+  // TuneBench's own time (its pauses between steps included), per step: a part of its own, never the program's.
+  if (a.profiler_ns > 0) {
+    const double own = static_cast<double>(a.profiler_ns) / n / 1e6;
+    auto& last = s.breakdown_ms.back();  // the CPU's "other" holds what of it fell inside the steps
+    if (!a.has_gpu && last.first == "other")
+      last.second = std::max(0.0, last.second - mean(&prof::StepBreakdown::profiler_ns));
+    s.breakdown_ms.push_back({kProfilerPart, own});
+  }
   if (s.step_ms <= 0) s.step_ms = dur;
   for (const auto& f : a.findings) {
     if (s.findings.size() >= 3) break;

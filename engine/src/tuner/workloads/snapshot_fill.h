@@ -11,7 +11,8 @@ namespace tb::engine {
 // Fills breakdown_ms, bottleneck, worst stall, findings (and step_ms when unset) from `a`, which has steps.
 // On the CPU a data-parallel rank's wait for its all-reduces (exposed communication) is its own part,
 // "comm wait", and the bottleneck "comm" when it takes more than 15% of the step; without communication the
-// parts are those of a single process. Findings about the recording itself (collector off) are left out.
+// parts are those of a single process. TuneBench's own time is a last part of its own (kProfilerPart), taken
+// out of "other". Findings about the recording itself (collector off) are left out.
 void fill_snapshot(Snapshot& s, const prof::AnalysisResult& a);
 
 // A group's snapshot from its merged trace: each rank's process (`ranks`: pid and label, rank 0 first)
