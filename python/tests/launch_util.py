@@ -6,7 +6,9 @@ import os
 import select
 import subprocess
 import sys
+import tempfile
 import time
+import unittest
 
 PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -29,6 +31,21 @@ def step_ranges(path):
     with open(path) as f:
         return {int(e["name"][len("ProfilerStep#"):]): (e["ts"], e["ts"] + e["dur"])
                 for e in json.load(f)["traceEvents"] if str(e.get("name", "")).startswith("ProfilerStep#")}
+
+
+class ScriptTest(unittest.TestCase):
+    """A test case with a fresh folder holding one script: SCRIPT_TEXT as SCRIPT_NAME, at self.script."""
+    SCRIPT_NAME = "train.py"
+    SCRIPT_TEXT = ""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.script = os.path.join(self.dir.name, self.SCRIPT_NAME)
+        with open(self.script, "w") as f:
+            f.write(self.SCRIPT_TEXT)
+
+    def tearDown(self):
+        self.dir.cleanup()
 
 
 class Child:

@@ -6,12 +6,10 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
-import unittest
 
-from tests.launch_util import PKG, Child, step_ranges, tunebench_events
+from tests.launch_util import PKG, Child, ScriptTest, step_ranges, tunebench_events
 
 TRAIN = textwrap.dedent('''
     import sys, torch
@@ -53,15 +51,8 @@ STEP_50MS = textwrap.dedent('''
 ''')
 
 
-class LaunchTest(unittest.TestCase):
-    def setUp(self):
-        self.dir = tempfile.TemporaryDirectory()
-        self.script = os.path.join(self.dir.name, "train.py")
-        with open(self.script, "w") as f:
-            f.write(TRAIN)
-
-    def tearDown(self):
-        self.dir.cleanup()
+class LaunchTest(ScriptTest):
+    SCRIPT_TEXT = TRAIN
 
     def write(self, name, text):
         path = os.path.join(self.dir.name, name)

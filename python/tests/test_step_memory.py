@@ -4,12 +4,10 @@ in the step messages, in the trace chunks' counters, in an out-of-memory error; 
 import json
 import os
 import sys
-import tempfile
 import textwrap
 import timeit
-import unittest
 
-from tests.launch_util import MIB, Child, step_ranges, vm_rss
+from tests.launch_util import MIB, Child, ScriptTest, step_ranges, vm_rss
 
 # Steps that each make a 4 MiB output; with `leak` the script keeps every output (without .detach(): the graph
 # hangs on too), as a script that collects its predictions for a metric by mistake does. It prints after each
@@ -71,18 +69,11 @@ CUDA_STEPS = textwrap.dedent('''
 ''')
 
 
-class StepMemoryTest(unittest.TestCase):
+class StepMemoryTest(ScriptTest):
     """The memory each step reports: in the step messages, in the trace chunks' counters, in an
     out-of-memory error; and the reader itself, in this process."""
-
-    def setUp(self):
-        self.dir = tempfile.TemporaryDirectory()
-        self.script = os.path.join(self.dir.name, "outputs.py")
-        with open(self.script, "w") as f:
-            f.write(STEP_OUTPUTS)
-
-    def tearDown(self):
-        self.dir.cleanup()
+    SCRIPT_NAME = "outputs.py"
+    SCRIPT_TEXT = STEP_OUTPUTS
 
     def run_steps(self, mode, launcher_args=()):
         """(steps, the script's own VmRSS after each iteration, child)."""
