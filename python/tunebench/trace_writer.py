@@ -12,7 +12,7 @@ The save therefore runs where its time is named, in one of two ways:
   and rewrites it; this thread waits for it without the GIL. The fork's own time is in the pause
   (`fork_us`), but not what it leaves behind: after a fork every page the parent writes faults once (and is
   copied while the child lives). That fell in the script's next step: 8-10 thousand faults, +10-40 ms for a
-  small CNN with a 0.8 GB process here, +60-78 ms inside a run with a loader worker, besides 15-25 ms for
+  small CNN with a 0.8 GB process here, +60-92 ms inside a run with a loader worker, besides 15-25 ms for
   the fork itself.
 
 So a chunk is saved in place while that is short (a small CNN's 20-step chunk: 10 ms) and forked when its
@@ -90,10 +90,7 @@ class ChunkWriter:
             return 0
         t = time.monotonic_ns()
         try:
-            if self._delay:
-                time.sleep(self._delay)
-            chunk.prof.export_chrome_trace(chunk.path)
-            chunk.saved = True
+            self._save(chunk)
         except Exception as e:
             chunk.error = str(e) or type(e).__name__
         chunk.prof = None  # the session's events are in the file now (or lost): their memory goes back
@@ -188,11 +185,16 @@ class ChunkWriter:
         return pid, r
 
     def _export(self, chunk, pauses):
+        self._save(chunk)
+        trace_chunk.finish_chunk(chunk.path, chunk.steps, chunk.base_us, chunk.mark_ns, pauses,
+                                 os.cpu_count() or 1, chunk.memory)
+
+    def _save(self, chunk):
+        """Kineto's file of `chunk` (wherever that runs: in place, in a child, in this thread)."""
         if self._delay:
             time.sleep(self._delay)
         chunk.prof.export_chrome_trace(chunk.path)
-        trace_chunk.finish_chunk(chunk.path, chunk.steps, chunk.base_us, chunk.mark_ns, pauses,
-                                 os.cpu_count() or 1, chunk.memory)
+        chunk.saved = True
 
     def _wait_child(self, pid, r):
         """(ok, why) of the child writing a chunk; waits without the GIL, at most CHILD_TIMEOUT_S."""
@@ -241,11 +243,8 @@ class ChunkWriter:
             if chunk.error is not None:
                 raise RuntimeError(chunk.error)
             if not chunk.saved:  # its fork failed: saved here, beside the training thread, this once
-                if self._delay:
-                    time.sleep(self._delay)
-                prof, chunk.prof = chunk.prof, None
-                prof.export_chrome_trace(chunk.path)
-                del prof
+                self._save(chunk)
+                chunk.prof = None
             pauses = self._seal(chunk)
             trace_chunk.finish_chunk(chunk.path, chunk.steps, chunk.base_us, chunk.mark_ns, pauses,
                                      os.cpu_count() or 1, chunk.memory)
