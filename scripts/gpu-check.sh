@@ -3,11 +3,18 @@
 # fills it here first). Stages, run in this order whatever order TB_GPU_STAGES names them in:
 #   build      use the binaries carried in .carry/bin when the box's torch is the version they link and every
 #              library resolves; else configure + build there (Release, no Qt, no benches): minutes
+#   links      the collector's default against the activity kinds of before, on one job: every kernel linked to
+#              its launch, none twice, graph launches, launch gaps and syncs (bench/check_cupti_links.py)
 #   test       the GPU-capable tests (carried binaries: the GPU-named ones; a build there: ctest)
+#   memory     a script's per-step device peak against its own torch.cuda.max_memory_allocated(); a script's and
+#              the engine's out-of-memory, explained
+#   profile    the figures the GPU simulation extrapolates: the hand sequence with channels_last, at batch 32,
+#              64 and 128, with 8 and 16 loader workers, and on synthetic data
 #   scenarios  ResNet-50 scenarios, in priority order: the collector's cost per CUPTI activity kind, the naive
 #              baseline (trace kept), synthetic best, CUDA graphs
 #   sequence   the classic hand sequence (cudnn autotune, fp16, prefetching loader, CUDA graphs), cumulative (a trace per stage)
 #   script     examples/train_folder.py unmodified on the box's torch: a traced naive run, knobs, compile
+#   boundary   a script's trace chunk boundary on CUDA, saved in place and in a forked child (also in `script`)
 #   knobs      each knob alone from the naive baseline, one traced run each
 #   collector  what recording costs, in one process: windows with the recording off and on alternating, per
 #              set of CUPTI activity kinds (bench/bench_engine_collector.cpp), with the ratio's interval
@@ -149,7 +156,7 @@ cli="$build/app/tunebench-cli"
 
 # The datasets are made on the CPU while the tests use the GPU; nothing is measured before both are done.
 data=/tmp/tb-imagenet-like sdata=/tmp/tb-script-data
-if has scenarios || has sequence || has knobs || has tune || has ab; then
+if has scenarios || has sequence || has knobs || has tune || has ab || has profile; then
   [[ -d $data ]] || { timeout 300 $cli make-dataset --out $data --images 2048 --size 320x240 --classes 100 \
     > "$work/logs/make-dataset.txt" 2>&1 & }
 fi
@@ -158,10 +165,38 @@ if has script; then
     > "$work/logs/script-dataset.txt" 2>&1 & }
 fi
 
+# Whether the collector's default (kernels, copies, memsets; launches and syncs from CUPTI's callback API) links
+# every kernel to its launch as the activity kinds of before did: the same job traced with each, then every
+# kernel's correlation looked up among the host calls (bench/check_cupti_links.py), and the analysis's launch
+# gaps and syncs side by side. CUDA graphs with the default: the graph launches and the kernels they ran.
+if has links; then
+  lset="workers=0,pin_memory=off,amp=bf16,cudnn_benchmark=on,batch_size=32"
+  lrun() {
+    local name=$1 kinds=$2 set=$3 t; t=$(cap 90 40)
+    (( t > 0 )) || { log "$name skipped: $(left) s left"; return; }
+    TUNEBENCH_CUPTI_KINDS=$kinds timeout "$t" $cli run --model "$model" --data synthetic --set "$set" \
+      --steps "${TB_GPU_LINK_STEPS:-20}" --trace "$work/runs/$name.trace.json" --json "$work/runs/$name.run.json" \
+      > "$work/logs/$name.txt" 2>&1
+    local rc=$?
+    timeout 60 $cli analyze "$work/runs/$name.trace.json" --json "$work/runs/$name.analysis.json" > "$work/logs/$name.analysis.txt" 2>&1
+    log "$name [$kinds] rc=$rc $(timeout 120 "$python" bench/check_cupti_links.py "$work/runs/$name.trace.json" 2>&1 | cut -c1-400)"
+    log "  $name analysis: $("$python" -c "
+import json;a=json.load(open('$work/runs/$name.analysis.json'));j=json.load(open('$work/runs/$name.run.json'))
+w=a['window']['duration_us'] or 1;i=a['idle']
+print('samples/s %.1f launches %d launch_gap %.1f%% (%.0f us) sync %.1f%% syncs %d busy %.1f%% median launch %.2f us collector %s' % (
+  j['throughput']['samples_per_s'], a['gpu']['launches'], 100*i['launch_gap_us']/w, i['launch_gap_us'], 100*i['sync_us']/w,
+  a['sync']['count'], 100*a['gpu']['busy_share'], a['launches']['median_call_us'], a.get('trace',{}).get('collector_state','?')))" 2>&1 | tail -1 | cut -c1-300)"
+    gzip -f "$work/runs/$name.trace.json" 2>/dev/null
+  }
+  lrun l1_default default "$lset"
+  lrun l2_all all "$lset"
+  lrun l3_default_graphs default "$lset,cuda_graphs=on"
+  pack links
+fi
 if has test; then
   if [[ -n $carried ]]; then
     gpu_tests='DistGroup.*Nccl*:DistBackend.*:C10dCompat.*:Knobs.*:DataSynthetic.*:*Cuda*:*Gpu*:*Cupti*:*CudaGraph*:*Amp*'
-    t=$(cap 150); for b in engine profiler; do
+    t=$(cap ${TB_GPU_TEST_CAP:-150}); for b in engine profiler; do
       timeout "$t" "$build/tests/$b/tunebench_${b}_tests" --gtest_filter="$gpu_tests" > "$work/logs/gtest-$b.txt" 2>&1
       log "gtest $b rc=$? $(grep -E '^\[  PASSED|^\[  FAILED|tests ran' "$work/logs/gtest-$b.txt" | tr '\n' ' ')"
       grep -E '^\[  FAILED  \] [A-Za-z]' "$work/logs/gtest-$b.txt" | head -10 | while read -r l; do log "  $l"; done
@@ -203,6 +238,74 @@ print('stall %.1f%% gaps %.1f%% sync %d kernels %d collector %s' % (100*a['loade
   fi
   if [[ "$keep_traces" == *" $name "* && -f $work/runs/$name.trace.json ]]; then gzip -f "$work/runs/$name.trace.json"; else rm -f "$work/runs/$name.trace.json"; fi
 }
+# Memory: the launcher's per-step device peak against the script's own torch.cuda.max_memory_allocated() in
+# the same process; a script and the engine each asked for a batch the device cannot hold.
+if has memory; then
+  t=$(cap 90 30)
+  if (( t > 0 )); then
+    timeout "$t" $cli run --script bench/gpu_memory_script.py --json "$work/runs/m1_script.run.json" -- --batch 128 --steps 40 \
+      > "$work/logs/m1_script.txt" 2>&1
+    log "m1 script memory rc=$? $("$python" -c "
+import json,re;j=json.load(open('$work/runs/m1_script.run.json'));m=j.get('memory') or {}
+s=[int(x) for x in re.findall(r'script_peak_bytes (\d+)', open('$work/logs/m1_script.txt').read())]
+p=m.get('device_step_peak',-1)
+print('launcher device_step_peak', p, 'at step', m.get('device_step_peak_at'), 'allocated', m.get('device_allocated_peak'),
+  'reserved', m.get('device_reserved_peak'), 'total', m.get('device_total'), '| script max_memory_allocated', s,
+  '| ratio %.4f' % (p / s[-1]) if s and s[-1] else '')" 2>&1 | tail -1 | cut -c1-400)"
+  fi
+  t=$(cap 90 30)
+  if (( t > 0 )); then
+    timeout "$t" $cli run --script bench/gpu_memory_script.py --json "$work/runs/m2_script_oom.run.json" -- --batch 8192 --steps 5 \
+      > "$work/logs/m2_script_oom.txt" 2>&1
+    log "m2 script OOM rc=$? $(grep -m2 -iE 'out of memory|error' "$work/logs/m2_script_oom.txt" | tr '\n' ' ' | cut -c1-400)"
+  fi
+  t=$(cap 90 30)
+  if (( t > 0 )); then
+    timeout "$t" $cli run --model "$model" --data synthetic --set batch_size=4096 --steps 3 \
+      --json "$work/runs/m3_engine_oom.run.json" > "$work/logs/m3_engine_oom.txt" 2>&1
+    log "m3 engine OOM rc=$? $(grep -m2 -iE 'out of memory|error' "$work/logs/m3_engine_oom.txt" | tr '\n' ' ' | cut -c1-400)"
+  fi
+  pack memory
+fi
+# A script's chunk boundary on CUDA, each way of saving (the fork of a CUDA process included): the pause, the
+# next step's excess, and whether a forked save of a CUDA process hangs or fails (bench/bench_trace_boundary.py).
+if has boundary || has script; then
+  t=$(cap 200 60)
+  if (( t > 0 )); then
+    timeout "$t" "$python" bench/bench_trace_boundary.py --steps "${TB_GPU_BOUNDARY_STEPS:-60}" --every 20 --rounds 1 \
+      > "$work/logs/trace_boundary.txt" 2>&1
+    log "trace boundary: rc=$? $(grep -E 'FORK=|\.py:' "$work/logs/trace_boundary.txt" | tr '\n' ' ' | cut -c1-700)"
+    grep -iE 'error|hang|timed out|Traceback' "$work/logs/trace_boundary.txt" | head -5 | while read -r l; do log "  $l"; done
+  else
+    log "trace boundary skipped: $(left) s left"
+  fi
+  has script || pack boundary
+fi
+# The figures the GPU simulation extrapolates (engine/src/tuner/workloads/sim_gpu.cpp): the hand sequence on the
+# JPEG folder with and without channels_last, at batch 32 and 128; the loader's ceiling at 8 and 16 workers
+# (batch 128, where the GPU is fastest); the same on synthetic data (the GPU's bound). Untraced single runs.
+if has profile; then
+  hand="workers=8,prefetch=4,pin_memory=on,non_blocking=on,cudnn_benchmark=on,amp=bf16,cuda_graphs=on"
+  prun() {
+    local name=$1 dat=$2 set=$3 t; t=$(cap "$run_timeout" 40)
+    (( t > 0 )) || { log "$name skipped: $(left) s left"; return; }
+    timeout "$t" $cli run --model "$model" --data "$dat" --set "$set" --steps "$steps" \
+      --json "$work/runs/$name.run.json" > "$work/logs/$name.txt" 2>&1
+    local rc=$?
+    log "$name rc=$rc samples/s=$("$python" -c "import json;d=json.load(open('$work/runs/$name.run.json'));t=d['throughput'];print(round(t['samples_per_s'],1), t['noise']['verdict'])" 2>/dev/null) [$set]"
+    [[ $rc -ne 0 ]] && log "  $name: $(grep -m2 -iE 'error|what\(\)' "$work/logs/$name.txt" | tr '\n' ' ' | cut -c1-300)"
+  }
+  img="imagefolder:$data"
+  prun p1_hand_b32 "$img" "$hand,batch_size=32"
+  prun p2_hand_cl_b32 "$img" "$hand,channels_last=on,batch_size=32"
+  prun p3_hand_b128_w8 "$img" "$hand,batch_size=128"
+  prun p4_hand_b128_w16 "$img" "${hand/workers=8/workers=16},batch_size=128"
+  prun p5_synth_hand_b128 synthetic "$hand,batch_size=128"
+  prun p6_hand_cl_b128 "$img" "$hand,channels_last=on,batch_size=128"
+  prun p7_hand_b64 "$img" "$hand,batch_size=64"
+  prun p8_hand_b128_w4 "$img" "${hand/workers=8/workers=4},batch_size=128"
+  pack profile
+fi
 if has scenarios; then
   img="imagefolder:$data"; base="workers=0,pin_memory=off,amp=off,cudnn_benchmark=off,batch_size=32"
   # The collector's cost first, per CUPTI activity kind, on a launch-bound configuration: off, kernels alone,
@@ -227,7 +330,7 @@ if has collector; then
   if [[ -x $bench ]]; then
     # "default" is kernel,memcpy,memset + the launches and syncs from CUPTI's callback API; "all" the activity
     # kinds of before (a record per API call).
-    for kinds in none kernel default kernel,memcpy,memset,runtime all; do
+    for kinds in ${TB_GPU_COLLECTOR_KINDS:-none kernel default kernel,memcpy,memset,runtime all}; do
       t=$(cap 100 40); (( t > 0 )) || { log "collector $kinds skipped: $(left) s left"; continue; }
       if [[ $kinds == none ]]; then envs="TUNEBENCH_CUPTI_OFF=1"; else envs="TUNEBENCH_CUPTI_KINDS=$kinds"; fi
       env $envs timeout "$t" "$bench" --model "$model" --data synthetic --set cudnn_benchmark=on,amp=bf16 \
@@ -236,7 +339,7 @@ if has collector; then
     done
     # Beside PyTorch's profiler on torchvision's model of the same name, same batch and settings, each
     # alternating in its own process.
-    for batch in 32 128; do
+    for batch in ${TB_GPU_RECORDING_BATCHES-32 128}; do
       t=$(cap 240 60); (( t > 0 )) || { log "recording vs torch.profiler batch $batch skipped: $(left) s left"; continue; }
       timeout "$t" "$python" bench/bench_recording_cost.py --model "$model" --batch $batch --window 20 --pairs 6 \
         --bench "$bench" > "$work/logs/recording_vs_kineto_$batch.txt" 2>&1
@@ -271,15 +374,6 @@ if has script; then
     timeout 60 $cli analyze "$work/runs/sc_naive.trace.json" > "$work/logs/sc_naive.analysis.txt" 2>&1
     log "sc_naive analysis: $(grep -m3 -E 'GPU|waiting|kernels' "$work/logs/sc_naive.analysis.txt" | tr '\n' ' ')"
     [[ -f $work/runs/sc_naive.trace.json ]] && gzip -f "$work/runs/sc_naive.trace.json"
-    # A chunk boundary's pause on CUDA, each way of saving (the fork of a CUDA process included).
-    t=$(cap 200 60)
-    if (( t > 0 )); then
-      timeout "$t" "$python" bench/bench_trace_boundary.py --steps 60 --every 20 --rounds 1 \
-        > "$work/logs/trace_boundary.txt" 2>&1
-      log "trace boundary: rc=$? $(grep -E 'FORK=|\.py:' "$work/logs/trace_boundary.txt" | tr '\n' ' ' | cut -c1-700)"
-    else
-      log "trace boundary skipped: $(left) s left"
-    fi
     for k in amp=bf16 amp=fp16 compile=on "cudnn_benchmark=on,tf32=on" channels_last=on "workers=8,persistent_workers=on"; do
       srun "sc_${k//[=,]/_}" "$k"
     done

@@ -19,12 +19,29 @@ uint32_t this_thread() {
   thread_local const uint32_t tid = static_cast<uint32_t>(::syscall(SYS_gettid));
   return tid;
 }
+// The correlation id of the runtime call open on this thread (0: none). A runtime call makes its work through
+// the driver, and CUPTI reports that driver call with the runtime call's own correlation id: on an H100 every
+// cudaLaunchKernel came with a cuLaunchKernel of the same id, each memcpy and sync twice, so launches were
+// counted twice (177 705 for 89 723 kernels). The runtime record stands for the call; a driver call with the
+// open runtime call's id is that same call and is not kept. An id, not a depth: a subscription that starts or
+// stops inside a call cannot leave the thread dropping driver calls (cuBLAS's, Triton's) for good.
+thread_local uint32_t open_runtime_call = 0;
 }  // namespace
 
 void ApiCallLog::on_call(bool runtime, uint32_t cbid, const void* callback_data) {
 #if defined(TUNEBENCH_HAVE_CUPTI)
   const auto* d = static_cast<const CUpti_CallbackData*>(callback_data);
-  if (!d || !d->correlationData) return;
+  if (!d) return;
+  if (runtime) {
+    if (d->callbackSite == CUPTI_API_ENTER) {
+      if (open_runtime_call == 0) open_runtime_call = d->correlationId;
+    } else if (open_runtime_call == d->correlationId) {
+      open_runtime_call = 0;
+    }
+  } else if (d->correlationId != 0 && d->correlationId == open_runtime_call) {
+    return;  // the runtime call's own driver call
+  }
+  if (!d->correlationData) return;
   if (d->callbackSite == CUPTI_API_ENTER) {
     *d->correlationData = clock_();
     return;

@@ -407,6 +407,57 @@ TEST(CuptiCallbacks, CallsBecomeTheEventsOfTheirActivityRecords) {
   EXPECT_FALSE(ApiCallLog::driver_ids().empty());
 }
 
+// A runtime call makes its work through the driver, and CUPTI reports that driver call with the runtime call's
+// correlation id (on an H100 every cudaLaunchKernel came with a cuLaunchKernel of the same id): the runtime
+// record stands for the call, the nested driver one is not kept. A driver call of its own (cuBLAS, Triton) is.
+TEST(CuptiCallbacks, ARuntimeCallsOwnDriverCallIsOneCall) {
+  static uint64_t now = 0;
+  ApiCallLog log([] { return ++now; });
+  struct Site {
+    uint64_t slot = 0;
+    int ret = 0;
+    CUpti_CallbackData d;
+  };
+  auto site = [](Site& s, uint32_t correlation) {
+    std::memset(&s.d, 0, sizeof s.d);
+    s.d.correlationData = &s.slot;
+    s.d.correlationId = correlation;
+    s.d.functionReturnValue = &s.ret;
+  };
+  auto enter = [&](Site& s, bool runtime, uint32_t cbid) {
+    s.d.callbackSite = CUPTI_API_ENTER;
+    log.on_call(runtime, cbid, &s.d);
+  };
+  auto exit_ = [&](Site& s, bool runtime, uint32_t cbid) {
+    s.d.callbackSite = CUPTI_API_EXIT;
+    log.on_call(runtime, cbid, &s.d);
+  };
+  Site rt, drv, own;
+  site(rt, 70);
+  site(drv, 70);  // the runtime's cuLaunchKernel: the same id
+  enter(rt, true, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000);
+  enter(drv, false, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel);
+  exit_(drv, false, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel);
+  exit_(rt, true, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000);
+  site(own, 71);  // cuBLAS launching through the driver, no runtime call open
+  enter(own, false, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel);
+  exit_(own, false, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel);
+  // An exit whose entry came before the subscription leaves nothing open: the next driver call is kept.
+  Site late, after;
+  site(late, 72);
+  exit_(late, true, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000);
+  site(after, 73);
+  enter(after, false, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel);
+  exit_(after, false, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel);
+  const std::vector<ApiCall> calls = log.drain();
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_TRUE(calls[0].runtime);
+  EXPECT_EQ(calls[0].correlation, 70u);
+  EXPECT_FALSE(calls[1].runtime);
+  EXPECT_EQ(calls[1].correlation, 71u);
+  EXPECT_EQ(calls[2].correlation, 73u);
+}
+
 // At its cap the log counts what it could not keep.
 TEST(CuptiCallbacks, ACappedLogCountsWhatItDropped) {
   ApiCallLog log([] { return uint64_t(5); }, /*max_calls=*/1);
