@@ -374,6 +374,37 @@ TEST(AnalysisClasses, LaunchOutliersAreNamed) {
   EXPECT_EQ(r.launch_outliers[1].delay_ns, 3010 * us);
 }
 
+// On an H100 the collector's first callback default kept a runtime launch's own driver call (same correlation
+// id) beside it: a launch is counted once. A CUDA graph's one launch runs many kernels: its call counts once in
+// the median launch call (counted per kernel, its 7 ms became the "typical" launch) and is no slow-call outlier.
+TEST(AnalysisClasses, ALaunchIsCountedOnceAndAGraphLaunchOnce) {
+  Builder b;
+  for (int i = 0; i < 30; ++i) {
+    b.kernel(i * 20 + 2, i * 20 + 10, i * 20, 7, "k");  // cudaLaunchKernel [t, t+1]
+    Event d;
+    d.kind = EventKind::Driver;
+    d.name = b.t.intern("cuLaunchKernel");
+    d.start_ns = i * 20 * us;
+    d.end_ns = d.start_ns + 1 * us;
+    d.correlation = b.next_corr;  // the kernel's, as the runtime call's
+    b.t.add_event(b.cpu, d);
+  }
+  b.runtime("cudaGraphLaunch", 700, 707, 9001);  // one 7 ms launch of 40 kernels
+  for (int i = 0; i < 40; ++i) {
+    Event k;
+    k.kind = EventKind::Kernel;
+    k.name = b.t.intern("graph_kernel");
+    k.start_ns = (710 + i * 10) * us;
+    k.end_ns = k.start_ns + 8 * us;
+    k.correlation = 9001;
+    b.t.add_event(b.t.track_for(TrackKind::GpuStream, 0, 7), k);
+  }
+  auto r = b.run();
+  EXPECT_EQ(r.launches, 31u);
+  EXPECT_EQ(r.launch_median_ns, 1 * us);
+  for (const auto& o : r.launch_outliers) EXPECT_FALSE(o.slow_call) << o.kernel;
+}
+
 // train_step_rank0 (V100, 5 ProfilerSteps, 4350 kernels): every step launches 870 kernels; the profiler's
 // GPU work runs 66-90 ms behind the CPU (figures recomputed from the raw JSON, review 4).
 TEST(AnalysisRealTraces, TrainStepKernelsBelongToTheirSteps) {
