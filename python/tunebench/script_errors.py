@@ -9,7 +9,7 @@ itself, never from the last line on stderr: a library's log line (torch's C++ wa
 import argparse
 import linecache
 import os
-import traceback
+import re
 
 _ARGPARSE_EXIT = argparse.ArgumentParser.exit.__code__
 
@@ -23,12 +23,32 @@ def script_traceback(tb, script):
     return tb
 
 
+# A terminal's colour and bold codes (torch.load's weights-only error has some): not text a parent can show.
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def _type_name(t):
+    """The exception type as Python's traceback prints it: qualified by its module, unless builtins/__main__."""
+    name = getattr(t, "__qualname__", t.__name__)
+    module = getattr(t, "__module__", None)
+    if not isinstance(module, str):
+        module = "<unknown>"
+    return name if module in ("__main__", "builtins") else module + "." + name
+
+
 def one_line(e):
-    """The error as one line: `Type: message` (a SyntaxError names its file and line)."""
+    """The error as one line: `Type: message`, the message's first non-empty line when it has several - the
+    line that says what failed (torch.load's weights-only error ends with a pointer to its documentation,
+    which is no error at all). A SyntaxError names its file and line."""
     if isinstance(e, SyntaxError):
         return "%s: %s" % (type(e).__name__, e)
-    last = "".join(traceback.format_exception_only(type(e), e)).strip().splitlines()
-    return last[-1] if last else type(e).__name__
+    try:
+        message = str(e)
+    except Exception:  # as Python prints it
+        message = "<exception str() failed>"
+    lines = (_ANSI.sub("", line).strip() for line in message.splitlines())
+    first = next((line for line in lines if line), "")
+    return "%s: %s" % (_type_name(type(e)), first) if first else _type_name(type(e))
 
 
 def _argparse_message(tb):
