@@ -255,7 +255,18 @@ int cmd_tune(int argc, char** argv) {
   const auto changed = engine::changed_knobs(result.baseline, result.final_config);
   std::printf("baseline  %.1f samples/s (measured at the end%s)\n", result.baseline_throughput,
               result.speedup_fresh_processes ? ", fresh processes" : "");
-  if (changed.empty()) {
+  const auto unconfirmed = engine::unconfirmed_knobs(result);
+  if (!unconfirmed.empty()) {
+    // Nothing is kept that the headline could not confirm (engine/tuner.h unconfirmed_config).
+    std::printf("final     %.1f samples/s  speedup %.2fx [%.2f, %.2f]  COULD NOT DECIDE: the interval covers 1\n",
+                result.final_throughput, result.speedup.ratio, result.speedup.lo, result.speedup.hi);
+    if (result.speedup_fresh_processes && result.speedup_in_process.valid())
+      std::printf("          in the tune's own process: %.2fx [%.2f, %.2f] (not what a fresh start measured)\n",
+                  result.speedup_in_process.ratio, result.speedup_in_process.lo, result.speedup_in_process.hi);
+    std::printf("keep      nothing: not confirmed:");
+    for (const auto& k : unconfirmed) std::printf(" %s=%s", k.c_str(), result.unconfirmed_config.at(k).c_str());
+    std::printf(" (tune again with a larger --budget)\n");
+  } else if (changed.empty()) {
     std::printf("no change beat the baseline\n");
   } else {
     std::printf("final     %.1f samples/s  speedup %.2fx [%.2f, %.2f]%s\n", result.final_throughput,

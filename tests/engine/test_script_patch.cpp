@@ -185,6 +185,28 @@ TEST_F(ScriptPatchTest, AppliedThePlainScriptRunsTheTunedConfiguration) {
   EXPECT_NE(after.find("channels_last True"), std::string::npos) << after;
 }
 
+// The figure in the patch is the confirmed one: a headline measured in fresh processes is what a plain start
+// of the patched script gets, whatever the tune's own process measured (a script's tune wrote its in-process
+// 12.82x beside a fresh-process 1.07x). An undecided headline keeps nothing, so there is no patch.
+TEST_F(ScriptPatchTest, ThePatchCarriesTheFreshProcessFigure) {
+  auto r = tune({{"workers", "2"}});
+  r.trials.back().estimate = {12.82, 10.9, 15.1};  // in the tune's process
+  r.verdict = "faster";
+  r.speedup = {1.31, 1.12, 1.52};
+  r.speedup_fresh_processes = true;
+  ScriptPatch p = script_patch(r, dir_.string());
+  EXPECT_NE(p.diff.find("workers 1.31x [1.12, 1.52] in fresh processes"), std::string::npos) << p.diff;
+  EXPECT_EQ(p.diff.find("12.82"), std::string::npos) << p.diff;
+  // Kept with another change: the figure says it is theirs together.
+  r = tune({{"workers", "2"}, {"amp", "bf16"}});
+  r.verdict = "faster";
+  r.speedup = {1.31, 1.12, 1.52};
+  r.speedup_fresh_processes = true;
+  p = script_patch(r, dir_.string());
+  EXPECT_NE(p.diff.find("amp=bf16: with the other kept changes, 1.31x [1.12, 1.52] in fresh processes"),
+            std::string::npos) << p.diff;
+}
+
 // Kept changes the script gives no place for are listed, not guessed; nothing kept, no patch.
 TEST_F(ScriptPatchTest, WhatCannotBePlacedIsSaidAndNothingKeptIsNoPatch) {
   auto r = tune({{"compile", "on"}, {"amp", "fp16"}});

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <set>
 
+#include "engine/report.h"
 #include "engine/tuner.h"
 #include "tuner/workloads/sim_workload.h"
 
@@ -446,8 +447,9 @@ TEST(TunerSearch, FreshHeadlineAddsPairsUntilItDecides) {
   EXPECT_GE(faster, 10);
 }
 
-// Too noisy to decide within the pairs allowed: the kept change is reported as undecided, in words, with
-// the in-process figure beside it; never as "faster".
+// Too noisy to decide within the pairs allowed: the change the search kept is reported as undecided, in
+// words, with the in-process figure beside it; never as "faster", and never kept: the final configuration is
+// the baseline, the change is `unconfirmed_config`, and the report's Keep line and JSON say the same.
 TEST(TunerSearch, AnUndecidedHeadlineSaysSo) {
   SimOptions so = workers_need_the_allocator();
   so.glibc_worker_load = 1.0;  // the workers pay in a fresh start too...
@@ -458,13 +460,23 @@ TEST(TunerSearch, AnUndecidedHeadlineSaysSo) {
   o.only_knobs = {"workers"};
   o.max_fresh_rounds = 3;
   TuneResult r = run_tune(w, o);
-  ASSERT_NE(r.final_config, w.baseline());
   ASSERT_TRUE(r.speedup_fresh_processes);
   EXPECT_EQ(r.verdict, "undecided") << r.speedup.ratio << " [" << r.speedup.lo << ", " << r.speedup.hi << "]";
+  EXPECT_EQ(r.final_config, w.baseline());
+  ASSERT_NE(r.unconfirmed_config, w.baseline());
+  EXPECT_NE(r.unconfirmed_config.at("workers"), w.baseline().at("workers"));
+  EXPECT_TRUE(r.waterfall.empty());
   std::string notes;
   for (const auto& n : r.notes) notes += n + "\n";
   EXPECT_NE(notes.find("could not decide"), std::string::npos) << notes;
-  EXPECT_NE(notes.find("in the tune's own process it measured"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("nothing is kept"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("in the tune's own process they measured"), std::string::npos) << notes;
+  EXPECT_NE(r.ended.find("nothing is kept"), std::string::npos) << r.ended;
+  const std::string md = report_markdown(r);
+  EXPECT_NE(md.find("**Keep:** nothing (not confirmed: workers="), std::string::npos) << md;
+  const nlohmann::json j = report_json(r);
+  EXPECT_TRUE(j["changed"].empty()) << j["changed"].dump();
+  EXPECT_TRUE(j["unconfirmed"].contains("workers")) << j["unconfirmed"].dump();
 }
 
 // On an H200 a 147 s tune spent 73% of its budget on one process knob (7 pairs of fresh processes, "no effect")
@@ -520,4 +532,51 @@ TEST(TunerSearch, ChangedKnobs) {
   auto c = changed_knobs(a, b);
   EXPECT_EQ(c, (std::vector<std::string>{"y", "z"}));
   EXPECT_TRUE(changed_knobs(a, a).empty());
+}
+
+// A trial that leaves the process slower is not the machine drifting. A script's tune tried a loader knob on a
+// script without a DataLoader; its process then ran ~10x slower whatever the configuration, and a later
+// in-process trial's 12.82x went into the patch. Here workers=1 slows every later step of the process it ran
+// in tenfold: the tuner names that trial, discards the in-process results from it on, keeps nothing measured
+// in the slowed process, and goes on in fresh processes, where the headline is measured too.
+TEST(TunerSearch, ATrialThatLeavesTheProcessSlowerIsNamedAndTheSearchGoesOnInFreshProcesses) {
+  SimOptions so;
+  so.sticky_change = "workers=1";
+  so.sticky_slowdown = 10;
+  so.measurement_allocator = "glibc";  // the in-process windows ran under the user's allocator
+  SimulatedWorkload w(3, so);
+  TuneOptions o;
+  o.budget_s = 400;
+  TuneResult r = run_tune(w, o);
+  ASSERT_TRUE(w.left_slower()) << "workers=1 was never applied in the tune's process";
+  std::string notes;
+  for (const auto& n : r.notes) notes += n + "\n";
+  const size_t at = notes.find("this process was left slower");
+  ASSERT_NE(at, std::string::npos) << notes;
+  EXPECT_NE(notes.find("(workers=1), which is the suspect, not the machine", at), std::string::npos) << notes;
+  EXPECT_TRUE(r.drift_note.empty()) << r.drift_note;
+  // Nothing measured in the slowed process counts: from the suspect on, every in-process trial is discarded
+  // and none is kept; the search went on in fresh processes.
+  size_t suspect = r.trials.size();
+  for (size_t i = 0; i < r.trials.size(); ++i)
+    if (r.trials[i].outcome == "discarded") suspect = std::min(suspect, i);
+  ASSERT_LT(suspect, r.trials.size());
+  EXPECT_EQ(r.trials[suspect].knob, "workers");
+  bool fresh_search = false;
+  for (size_t i = suspect; i < r.trials.size(); ++i) {
+    const Trial& t = r.trials[i];
+    if (!t.fresh_processes) {
+      EXPECT_EQ(t.outcome, "discarded") << i << " " << t.knob << "=" << t.value;
+      EXPECT_FALSE(t.accepted) << i << " " << t.knob << "=" << t.value;
+    }
+    fresh_search |= t.fresh_processes && (t.phase == "screen" || t.phase == "revisit");
+  }
+  EXPECT_TRUE(fresh_search);
+  EXPECT_NE(r.final_config.at("workers"), "1");
+  // What is kept, the headline confirmed in fresh processes; else nothing.
+  if (r.final_config != w.baseline()) {
+    EXPECT_TRUE(r.speedup_fresh_processes);
+    EXPECT_EQ(r.verdict, "faster");
+  }
+  EXPECT_LE(r.elapsed_s, o.budget_s * (1 + o.overrun));
 }

@@ -286,6 +286,14 @@ class TestMainWindow : public QObject {
     QCOMPARE(none.title, QString("No change beat the baseline"));
     QVERIFY2(none.detail.contains("Baseline 250.0 samples/s") && none.detail.contains("the budget ran out"),
              qPrintable(none.detail));
+    // An undecided headline keeps nothing: never "×1.01 faster" beside "Keep: workers=1".
+    const TuneSummary undecided = tuneSummary(QJsonObject{
+        {"verdict", "undecided"}, {"speedup", 1.01}, {"speedup_ci", QJsonArray{0.65, 1.55}}, {"kept", QJsonArray()},
+        {"unconfirmed", QJsonArray{"workers=1"}}, {"baseline_throughput", 272.0}, {"final_throughput", 274.7}});
+    QCOMPARE(undecided.title, QString("Could not decide: nothing kept"));
+    QVERIFY2(undecided.detail.contains("workers=1 measured ×1.01, 95% interval ×0.65–1.55, which covers 1") &&
+                 undecided.detail.contains("Keep: nothing (not confirmed"),
+             qPrintable(undecided.detail));
     QSignalSpy fin(w.run(), &RunController::finished);
     w.stopRun();
     QVERIFY(waitFor([&] { return fin.count() == 1; }, 3000));

@@ -22,6 +22,15 @@ TuneSummary tuneSummary(const QJsonObject& m) {
     line += m.value("fresh_processes").toBool() ? QObject::tr(" (fresh processes: what a new start gets)")
                                                 : QObject::tr(" (baseline and final alternating at the end)");
     lines << line << QObject::tr("Keep: %1").arg(kept.join(", "));
+  } else if (m.value("verdict").toString() == "undecided") {
+    // The tuner keeps nothing it could not confirm: the title says so, the changes are named as not confirmed.
+    QStringList unconfirmed;
+    for (const auto& k : m.value("unconfirmed").toArray()) unconfirmed << k.toString();
+    s.title = QObject::tr("Could not decide: nothing kept");
+    QString line = QObject::tr("%1 measured ×%2").arg(unconfirmed.join(", ")).arg(m.value("speedup").toDouble(), 0, 'f', 2);
+    if (ci.size() == 2)
+      line += QObject::tr(", 95% interval ×%1–%2, which covers 1").arg(ci[0].toDouble(), 0, 'f', 2).arg(ci[1].toDouble(), 0, 'f', 2);
+    lines << line << QObject::tr("Keep: nothing (not confirmed; tune again with a larger budget)");
   } else {
     s.title = QObject::tr("No change beat the baseline");
     if (m.value("baseline_throughput").isDouble())

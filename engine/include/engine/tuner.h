@@ -237,6 +237,9 @@ struct TuneResult {
   std::vector<KnobState> knobs;    // the catalog as the workload saw it (for snippets and titles)
   Config baseline;
   Config final_config;
+  // What the search kept but its headline could not confirm (verdict "undecided"): none of it is kept, the
+  // final configuration is the baseline, and every output names these as "not confirmed". Empty otherwise.
+  Config unconfirmed_config;
   std::vector<Trial> trials;       // in the order they ran
   std::vector<SkippedTrial> skipped;
   std::vector<Snapshot> snapshots; // baseline first, then one after each accepted change
@@ -250,8 +253,8 @@ struct TuneResult {
   RatioEstimate speedup;
   bool speedup_fresh_processes = false;
   RatioEstimate speedup_in_process;  // the in-process final alternation (equal to speedup when that is it)
-  // "faster" (the headline's interval lies above 1), "undecided" (changes kept, but the headline's interval
-  // covers 1: the machine was too noisy to say), "none" (nothing kept).
+  // "faster" (the headline's interval lies above 1), "undecided" (the search kept changes but the headline's
+  // interval covers 1: nothing is kept, they are `unconfirmed_config`), "none" (nothing beat the baseline).
   std::string verdict = "none";
   // The noise floor from the A/A pairs (start and end pooled), and the band of one trial at it.
   measure::NoiseFloor noise_floor;
@@ -286,6 +289,9 @@ TuneResult run_tune(Workload& workload, const TuneOptions& options);
 
 // The knobs whose value in `config` differs from `baseline`, in catalog order.
 std::vector<std::string> changed_knobs(const Config& baseline, const Config& config);
+// The changes the search kept but its headline could not confirm (TuneResult::unconfirmed_config); none when
+// the result was decided.
+std::vector<std::string> unconfirmed_knobs(const TuneResult& r);
 
 // ---------------------------------------------------------------------------------------------------------
 // Workloads

@@ -43,6 +43,14 @@ std::string config_text(const Config& base, const Config& c) {
   return s.empty() ? "(the baseline)" : s;
 }
 
+// What to keep, one line for every output: the changes, or why nothing is kept. An undecided headline keeps
+// nothing; what it measured is named "not confirmed" so that no reader takes it for a result.
+std::string keep_text(const TuneResult& r) {
+  if (!unconfirmed_knobs(r).empty())
+    return "nothing (not confirmed: " + config_text(r.baseline, r.unconfirmed_config) + ")";
+  return config_text(r.baseline, r.final_config);
+}
+
 std::string change_text(const Trial& t) {
   if (t.knob.empty()) return t.value;
   return t.from + " → " + t.value + (t.also.empty() ? "" : " (" + t.also + ")");
@@ -127,6 +135,9 @@ json report_json(const TuneResult& r) {
   json changed = json::object();
   for (const auto& k : changed_knobs(r.baseline, r.final_config)) changed[k] = value_in(r.final_config, k);
   j["changed"] = changed;
+  json unconfirmed = json::object();
+  for (const auto& k : unconfirmed_knobs(r)) unconfirmed[k] = value_in(r.unconfirmed_config, k);
+  j["unconfirmed"] = unconfirmed;
   j["verdict"] = r.verdict;
   j["speedup"] = num(r.speedup.ratio);
   j["speedup_ci"] = {num(r.speedup.lo), num(r.speedup.hi)};
@@ -225,7 +236,7 @@ std::string report_html(const TuneResult& r) {
   if (env.is_object() && env.contains("versions") && env["versions"].is_object())
     for (const auto& [k, v] : env["versions"].items())
       versions += (versions.empty() ? "" : ", ") + k + " " + (v.is_string() ? v.get<std::string>() : v.dump());
-  const auto changed = changed_knobs(r.baseline, r.final_config);
+  const auto changed = r.unconfirmed_config.empty() ? changed_knobs(r.baseline, r.final_config) : unconfirmed_knobs(r);
 
   std::string h;
   h += "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n";
@@ -252,7 +263,7 @@ std::string report_html(const TuneResult& r) {
     h += "<p>" + esc("Baseline " + fmt(r.baseline_throughput, 1) + " samples/s (measured at the end of the tune).") +
          "</p>\n";
   }
-  h += "<p><strong>Keep:</strong> " + esc(config_text(r.baseline, r.final_config)) + "</p>\n";
+  h += "<p><strong>Keep:</strong> " + esc(keep_text(r)) + "</p>\n";
   if (!r.snapshots.empty()) {
     const auto& b = r.snapshots.front();
     h += "<p><strong>What was slow:</strong> " + esc(b.bottleneck.empty() ? "see the breakdown" : b.bottleneck) +
@@ -379,7 +390,7 @@ std::string report_markdown(const TuneResult& r) {
   std::ostringstream m;
   m << "# Tuning report: " << jstr(env, "model") << "\n\n";
   m << jstr(env, "data") << " on " << jstr(env, "device") << " · " << now_utc() << "\n\n";
-  const auto changed = changed_knobs(r.baseline, r.final_config);
+  const auto changed = r.unconfirmed_config.empty() ? changed_knobs(r.baseline, r.final_config) : unconfirmed_knobs(r);
   if (r.speedup.valid() && !changed.empty())
     m << "**" << (r.verdict == "undecided" ? "Could not decide (" + fmt(r.speedup.ratio, 2) + "x, the interval covers 1)"
                                          : fmt(r.speedup.ratio, 2) + "x faster")
@@ -388,7 +399,7 @@ std::string report_markdown(const TuneResult& r) {
       << fmt(r.speedup.hi, 2) << (r.speedup_fresh_processes ? ", fresh processes" : "") << ")\n\n";
   else
     m << "**No change beat the baseline** (" << fmt(r.baseline_throughput, 1) << " samples/s)\n\n";
-  m << "**Keep:** " << config_text(r.baseline, r.final_config) << "\n\n";
+  m << "**Keep:** " << keep_text(r) << "\n\n";
   if (const std::string mem = memory_headline(r); !mem.empty()) m << "**Memory:** " << mem << "\n\n";
   m << "**Measurement:** " << (r.noise.text.empty() ? "n/a" : r.noise.text);
   if (r.noise_floor.valid())
@@ -464,7 +475,11 @@ nlohmann::json tune_done_message(const TuneResult& r, const std::string& html_pa
   for (const auto& k : changed_knobs(r.baseline, r.final_config)) kept.push_back(k + "=" + value_in(r.final_config, k));
   m["final_config"] = fc;
   m["kept"] = kept;
-  const bool gain = r.speedup.valid() && !kept.empty();
+  json unconfirmed = json::array();
+  for (const auto& k : unconfirmed_knobs(r))
+    unconfirmed.push_back(k + "=" + value_in(r.unconfirmed_config, k));
+  m["unconfirmed"] = unconfirmed;
+  const bool gain = r.speedup.valid() && (!kept.empty() || !unconfirmed.empty());
   m["verdict"] = r.verdict;
   m["speedup"] = gain ? json(r.speedup.ratio) : json(nullptr);
   m["speedup_ci"] = gain ? json::array({r.speedup.lo, r.speedup.hi}) : json(nullptr);

@@ -26,6 +26,10 @@ std::vector<std::string> changed_knobs(const Config& baseline, const Config& con
   return out;
 }
 
+std::vector<std::string> unconfirmed_knobs(const TuneResult& r) {
+  return r.unconfirmed_config.empty() ? std::vector<std::string>{} : changed_knobs(r.baseline, r.unconfirmed_config);
+}
+
 namespace search {
 
 std::string fmt(double v, int prec) {

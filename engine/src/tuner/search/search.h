@@ -3,7 +3,7 @@
 // search_plan.cpp (ladders, candidates, the order, what a trial costs and what is reserved), search_screen.cpp
 // (the search loop: the likeliest win next, on top of what is kept), search_final.cpp (the final alternation in this process),
 // search_fresh.cpp (the fresh-process final: the headline and the process knobs), search_summary.cpp (the
-// summary), search_memory.cpp (what the windows held: a trial's two sides, a batch that would not fit). The budget's rules are budget.h's; the knobs' priors priority.h's.
+// summary), search_sticky.cpp (a trial that leaves the process slower), search_memory.cpp (what the windows held: a trial's two sides, a batch that would not fit). The budget's rules are budget.h's; the knobs' priors priority.h's.
 #pragma once
 
 #include <algorithm>
@@ -87,7 +87,7 @@ class Tuner {
   // allocator than the user's start and something is kept (process knobs come as arms of that same final).
   bool fresh_headline_needed() {
     if (all_fresh() || no_fresh_processes_) return false;
-    return measured_under_other_allocator() && current_ != baseline_;
+    return (measured_under_other_allocator() || left_slower_at_) && current_ != baseline_;
   }
   bool eligible(const KnobState& k, bool record_skip);
 
@@ -150,6 +150,14 @@ class Tuner {
   // simulated one's 14% where the truth was 7%, which hid a 1.32x loader gain inside "the noise").
   measure::NoiseFloor floor() const { return measure::pool(res_.noise_floor, residuals_); }
   void learn_noise(const Trial& t);
+
+  // ----- a change that leaves this process slower (search_sticky.cpp) -------------------------------
+  // After in-process trial `i`: whether one of its configurations ran far slower than when it was measured
+  // before (by more than sticky_tolerance()); then the trial before it is named and everything from it on is
+  // discarded (discard_from). Else remembers what its two configurations ran at.
+  bool left_slower(size_t i);
+  double sticky_tolerance() const;
+  void discard_from(size_t suspect);
 
   // ----- memory (search_memory.cpp) ------------------------------------------------------------------
   // Remembers what a window of `c` held (its peak, the part held between steps, the device's size).
@@ -241,6 +249,13 @@ class Tuner {
     Change change;
   };
   std::map<size_t, Plan> plans_;
+  // Each configuration's throughput as an in-process trial last measured it, and that trial (search_sticky.cpp).
+  struct Level {
+    double throughput = 0;
+    size_t trial = 0;
+  };
+  std::map<std::string, Level> level_;
+  std::optional<size_t> left_slower_at_;  // the trial after which this process ran slower: no more in-process trials
 };
 
 }  // namespace tb::engine::search

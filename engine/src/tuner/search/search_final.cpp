@@ -34,6 +34,9 @@ void Tuner::final_phase() {
   enter("final");
   record_untried();
 
+  // A process left slower measures nothing more: what was kept before the suspect is confirmed in fresh
+  // processes (search_fresh.cpp), or not at all.
+  if (left_slower_at_) return;
   const bool af = all_fresh();
   std::vector<size_t> inproc;  // indices into kept_ of the knobs this alternation checks
   for (size_t i = 0; i < kept_.size(); ++i)

@@ -142,7 +142,9 @@ bool Tuner::step_knob(const std::string& id) {
     extend(*i);
     return true;
   }
-  if (!fits(id, changes.front().value)) return false;
+  // Once a trial left this process slower, every trial is a pair of fresh processes (search_sticky.cpp).
+  const bool fresh = left_slower_at_.has_value();
+  if (!fits(id, changes.front().value, fresh)) return false;
   bool before = false;
   for (const auto& t : res_.trials) before |= t.knob == id && (t.phase == "screen" || t.phase == "revisit");
   const std::string phase = before ? "revisit" : "screen";
@@ -150,9 +152,10 @@ bool Tuner::step_knob(const std::string& id) {
   Change won_change;
   for (const Change& c : changes) {
     const Config cand = with(current_, c.delta);
-    Trial& t = record(trial(phase, current_, current_label(), c, cand));
+    Trial& t = record(trial(phase, current_, current_label(), c, cand, fresh));
     const size_t i = res_.trials.size() - 1;
     plans_[i] = {current_, cand, c};
+    if (left_slower(i)) return true;  // the trials from the suspect on are discarded, its winner too
     if (t.accepted && (!won || t.estimate.ratio > res_.trials[*won].estimate.ratio)) {
       if (won) {
         res_.trials[*won].accepted = false;
@@ -171,6 +174,7 @@ bool Tuner::step_knob(const std::string& id) {
 }
 
 std::optional<size_t> Tuner::extendable(const std::string& id) {
+  if (left_slower_at_) return std::nullopt;  // more pairs would be in the slowed process
   for (size_t i = res_.trials.size(); i-- > 0;) {
     const Trial& t = res_.trials[i];
     if (t.knob != id || (t.phase != "screen" && t.phase != "revisit")) continue;
@@ -250,6 +254,7 @@ void Tuner::extend(size_t i) {
 }
 
 bool Tuner::try_pair() {
+  if (left_slower_at_) return false;  // its pairs would run in the slowed process
   std::vector<Change> singles;
   std::set<std::string> seen;
   for (size_t i = res_.trials.size(); i-- > 0;) {

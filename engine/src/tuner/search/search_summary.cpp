@@ -26,20 +26,31 @@ void Tuner::summarize() {
   if (changed_knobs(baseline_, res_.final_config).empty()) res_.verdict = "none";
   else if (res_.speedup.valid() && !res_.speedup.no_effect() && res_.speedup.ratio > 1) res_.verdict = "faster";
   else {
+    // A result is only what the headline confirms: an undecided headline keeps nothing. A script's tune kept
+    // intra_op_threads=1 and wrote 12.82x into the patch beside a fresh-process headline of 1.07x [0.79, 1.46];
+    // applied, the plain script was not faster.
     res_.verdict = "undecided";
+    res_.unconfirmed_config = res_.final_config;
+    res_.final_config = baseline_;
+    std::string changes;
+    for (const auto& k : changed_knobs(baseline_, res_.unconfirmed_config))
+      changes += (changes.empty() ? "" : ", ") + k + "=" + res_.unconfirmed_config.at(k);
     std::string in_process;
     if (res_.speedup_fresh_processes && res_.speedup_in_process.valid())
-      in_process = "; in the tune's own process it measured " + fmt(res_.speedup_in_process.ratio, 2) + "x [" +
+      in_process = "; in the tune's own process they measured " + fmt(res_.speedup_in_process.ratio, 2) + "x [" +
                    fmt(res_.speedup_in_process.lo, 2) + ", " + fmt(res_.speedup_in_process.hi, 2) + "] under " +
                    w_.measurement_allocator() + ", which a fresh start does not promise";
-    res_.notes.push_back("could not decide: the headline's interval " + fmt(res_.speedup.lo, 2) + "-" +
-                         fmt(res_.speedup.hi, 2) + " covers 1 (the machine was too noisy for this budget)" +
-                         in_process + "; measure again with a larger --budget before relying on it");
+    res_.notes.push_back("could not decide: " + changes + " measured " + fmt(res_.speedup.ratio, 2) + "x [" +
+                         fmt(res_.speedup.lo, 2) + ", " + fmt(res_.speedup.hi, 2) + "] against the baseline" +
+                         (res_.speedup_fresh_processes ? " in fresh processes" : "") +
+                         ", an interval that covers 1" + in_process + "; nothing is kept (not confirmed): measure " +
+                         "again with a larger --budget");
   }
   // Waterfall: the headline's baseline times the accepted ratios of the knobs still kept, in the order they
   // were kept (process knobs last: they were measured on top of the others).
+  // (None when nothing is kept: an unconfirmed change draws no step of it.)
   double cum = 1;
-  for (size_t i = 0; i < kept_.size(); ++i) {
+  for (size_t i = 0; res_.verdict != "undecided" && i < kept_.size(); ++i) {
     if (std::isfinite(kept_ratio_[i])) cum *= kept_ratio_[i];
     res_.waterfall.push_back({label(kept_[i]), res_.baseline_throughput * cum});
   }
@@ -105,7 +116,7 @@ void Tuner::summarize() {
   else if (dropped_all) end += "; the final alternation dropped every kept knob";
   else if (not_kept) end += "; the kept knobs ran slower in a fresh start, so nothing is recommended";
   else if (res_.verdict == "faster") end += "; the final alternation confirmed the result";
-  else if (res_.verdict == "undecided") end += "; the headline could not be decided";
+  else if (res_.verdict == "undecided") end += "; the headline could not be decided, so nothing is kept";
   else end += "; nothing beat the baseline";
   res_.ended = end;
 }

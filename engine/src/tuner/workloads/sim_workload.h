@@ -53,6 +53,11 @@ struct SimOptions {
   std::string profile = "toy";
   // Windows carry the step's memory (peak, held, the device's size) as a real CUDA run's do.
   bool memory_readings = true;
+  // A change that leaves this process slower for good once applied ("workers=1": a script without a
+  // DataLoader whose tune's loader trial left it ~10x slower): every later in-process step takes
+  // `sticky_slowdown` times as long, whatever the configuration; fresh processes are untouched.
+  std::string sticky_change;
+  double sticky_slowdown = 1.0;
 };
 
 // The options a profile is calibrated with: for "gpu" and "script-gpu" the noise, drift and process start-up
@@ -96,9 +101,11 @@ class SimulatedWorkload : public Workload {
   const SimModel& model() const { return *model_; }
 
   int applies() const { return applies_; }
+  bool left_slower() const { return sticky_hit_; }
   int steps_run() const { return steps_; }
 
  private:
+  bool sticky_hit_ = false;  // the sticky change was applied in this process
   Config full(const Config& config) const;
   double noisy(double ms);
   int64_t batch_of(const Config& c) const;
