@@ -122,6 +122,34 @@ class LaunchTest(ScriptTest):
         self.assertEqual(srcs[1]["kind"], "optimizer")
         self.assertEqual(srcs[1]["class"], "SGD")
 
+    def test_loader_knobs_apply_only_where_the_steps_have_a_dataloader(self):
+        # A script that makes its batches itself (a regression on tensors, a hand-written update): the tuner
+        # must not try loader knobs on it, and hello says why. The DataLoader script's are applicable.
+        path = self.write("no_loader.py", textwrap.dedent("""
+            import torch
+            torch.manual_seed(0)
+            x = torch.randn(256, 4); y = x.sum(1, keepdim=True)
+            model = torch.nn.Linear(4, 1)
+            opt = torch.optim.SGD(model.parameters(), lr=0.05)
+            for step in range(6):
+                loss = torch.nn.functional.mse_loss(model(x), y)
+                opt.zero_grad(); loss.backward(); opt.step()
+        """))
+        for script, applicable in ((path, False), (self.script, True)):
+            c = Child(script, launcher_args=["--steps", "3"])
+            code, _, err = c.finish()
+            self.assertEqual(code, 0, err)
+            hello = next(m for m in c.messages if m["type"] == "hello")
+            knobs = {k["id"]: k for k in hello["knobs"]}
+            for kid in ("workers", "prefetch", "persistent_workers"):
+                self.assertEqual(knobs[kid]["applicable"], applicable, (script, knobs[kid]))
+                if not applicable:
+                    self.assertIn("no DataLoader in the script's steps", knobs[kid]["reason"])
+            self.assertTrue(knobs["intra_op_threads"]["applicable"])
+        import torch
+        if not torch.cuda.is_available():  # no CUDA advice on a CPU run
+            self.assertNotIn("cuda", knobs["amp"]["reason"].lower().replace("for cuda devices", ""))
+
     def test_trace_chunks_hold_the_steps_and_the_cores(self):
         tdir = os.path.join(self.dir.name, "trace")
         c = Child(self.script, launcher_args=["--steps", "7", "--trace-dir", tdir, "--trace-every", "3"])

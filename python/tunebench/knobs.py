@@ -78,8 +78,13 @@ class Knob:
         """Returns (pending: bool, note: str). Raises KnobError."""
         raise NotImplementedError
 
+    def applicable_to(self, run):
+        """Whether the knob has anything to change in this run (the script's steps as seen so far); applicable()
+        is what the machine and torch allow, asked before the script runs."""
+        return self.applicable()
+
     def describe(self, run):
-        ok, why = self.applicable()
+        ok, why = self.applicable_to(run)
         bad, bad_why = self.unavailable()
         return {"id": self.id, "title": self.title, "description": self.description, "type": self.type,
                 "default": self.default, "recommended": self.recommended,
@@ -93,6 +98,15 @@ class Knob:
 
 class LoaderKnob(Knob):
     attr = ""
+
+    def applicable_to(self, run):
+        # Described after the first step: a script that never made a DataLoader makes its batches itself, and a
+        # loader knob would change nothing but the tuner's time (a regression script's tune tried workers four
+        # times, and the first trial left its process ten times slower).
+        ok, why = self.applicable()
+        if ok and not list(run.loaders):
+            return False, "no DataLoader in the script's steps (it makes its batches itself): nothing to change"
+        return ok, why
 
     def apply(self, run, value, live):
         return hooks_dataloader.set_loader_option(run, self, value, live)
@@ -249,7 +263,9 @@ class Amp(Knob):
     snippet = ("with torch.autocast(device_type, dtype=torch.bfloat16):\n    loss = criterion(model(x), y)")
 
     def unavailable(self):
-        return ["fp16"], ("amp=fp16 needs a code change: scaler = torch.cuda.amp.GradScaler(); "
+        if not _cuda():  # no CUDA advice on a CPU: bf16 is the CPU's reduced precision
+            return ["fp16"], "amp=fp16 is for CUDA devices: on a CPU, bf16 is the reduced precision (amp=bf16)"
+        return ["fp16"], ("amp=fp16 needs a code change: scaler = torch.amp.GradScaler('cuda'); "
                           "scaler.scale(loss).backward(); scaler.step(optimizer); scaler.update()")
 
     def apply(self, run, value, live):
