@@ -1,6 +1,7 @@
 #include "measure/interval.h"
 
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 
 #include "measure/stats.h"
@@ -139,6 +140,19 @@ RatioInterval welch_ratio(const std::vector<Window>& before, const std::vector<W
   r.method = "Welch t on log window throughputs (" + std::to_string(x.size()) + " + " + std::to_string(y.size()) +
              " windows, df " + df_text(r.df) + "; sequential, not alternated)";
   return r;
+}
+
+std::string RatioInterval::text(int prec) const {
+  if (!(ratio == ratio)) return "n/a";
+  char r[32], a[32], b[32];
+  std::snprintf(r, sizeof r, "%.*fx", prec, ratio);
+  if (!valid() || !(lo > 0) || !std::isfinite(hi))
+    return std::string(r) + " [interval unknown: too few pairs]";
+  if (hi / lo > 100)
+    return std::string(r) + " [interval unknown: " + std::to_string(pairs) + " pairs too far apart]";
+  std::snprintf(a, sizeof a, "%.*f", prec, lo);
+  std::snprintf(b, sizeof b, "%.*f", prec, hi);
+  return std::string(r) + " [" + a + ", " + b + "]";
 }
 
 }  // namespace tb::measure

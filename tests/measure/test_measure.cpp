@@ -107,6 +107,24 @@ TEST(MeasureWindow, ThroughputIsSamplesOverWallTimeNotAMedianOfStepRates) {
   EXPECT_EQ(windows_of(std::vector<StepTiming>(20, {1, 0, 1000, 0, 0}), 8).size(), 3u);
 }
 
+// An interval that says nothing is said to be unknown, not printed: two pairs of a machine at load 2.7 on 2
+// cores gave an A/A "0.846x [0.009, 77.974]", another [0.000, 61650.918].
+TEST(MeasureInterval, AnIntervalThatSaysNothingIsUnknown) {
+  RatioInterval e;
+  EXPECT_EQ(e.text(), "n/a");
+  e.ratio = 1.07;
+  EXPECT_EQ(e.text(), "1.070x [interval unknown: too few pairs]");
+  e.lo = 0.79;
+  e.hi = 1.46;
+  EXPECT_EQ(e.text(), "1.070x [0.790, 1.460]");
+  EXPECT_EQ(e.text(2), "1.07x [0.79, 1.46]");
+  e.ratio = 0.846;
+  e.lo = 0.009;
+  e.hi = 77.974;
+  e.pairs = 2;
+  EXPECT_EQ(e.text(), "0.846x [interval unknown: 2 pairs too far apart]");
+}
+
 TEST(MeasureInterval, PairedRatioExactAndPooled) {
   std::vector<Window> a = {win(100), win(100), win(100)}, b = {win(110), win(110), win(110)};
   RatioInterval r = paired_ratio(a, b);

@@ -287,6 +287,10 @@ struct TuneResult {
 // recorded in the result.
 TuneResult run_tune(Workload& workload, const TuneOptions& options);
 
+// Beyond this band (one trial at the A/A noise floor resolves only changes larger than ±50%) the machine is
+// too noisy to tune: every output says so first.
+constexpr double kTooNoisyBand = 0.5;
+
 // The knobs whose value in `config` differs from `baseline`, in catalog order.
 std::vector<std::string> changed_knobs(const Config& baseline, const Config& config);
 // The changes the search kept but its headline could not confirm (TuneResult::unconfirmed_config); none when

@@ -31,6 +31,9 @@ struct RatioInterval {
   bool faster() const { return valid() && lo > 1.0; }
   bool slower() const { return valid() && hi < 1.0; }
   double half_width() const;    // (hi - lo) / 2 / ratio, relative; NaN when invalid
+  // "1.070x [0.790, 1.460]"; where the interval says nothing (not computed, or spanning more than a factor of
+  // 100: two pairs of a noisy machine gave [0.000, 61650.918]) "0.846x [interval unknown: ...]".
+  std::string text(int prec = 3) const;
 };
 
 // The spread of the log ratio of two windows of one configuration, from A/A pairs.

@@ -4,6 +4,7 @@
 #include "engine/report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <regex>
 #include <set>
 
@@ -168,11 +169,19 @@ std::string join_lines(const std::vector<std::string>& v, const std::string& emp
 
 }  // namespace
 
+// What the code is when nothing is kept: in the result's own words (a ±515% noise floor found nothing; it did
+// not find the baseline fastest).
+std::string nothing_kept(const TuneResult& r) {
+  if (r.verdict == "undecided") return "nothing is kept: the headline could not confirm the changes";
+  if (std::isfinite(r.noise_band) && r.noise_band > kTooNoisyBand) return "nothing is kept: this machine was too noisy to tell";
+  return "nothing beat the baseline configuration";
+}
+
 std::string final_code_pytorch(const TuneResult& r) {
-  return join_lines(code_lines(r).py, "# the baseline configuration was already the fastest found\n");
+  return join_lines(code_lines(r).py, "# " + nothing_kept(r) + "\n");
 }
 std::string final_code_libtorch(const TuneResult& r) {
-  return join_lines(code_lines(r).cpp, "// the baseline configuration was already the fastest found\n");
+  return join_lines(code_lines(r).cpp, "// " + nothing_kept(r) + "\n");
 }
 
 }  // namespace tb::engine

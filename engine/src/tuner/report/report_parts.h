@@ -70,10 +70,7 @@ inline std::string trial_label(const Trial& t) {
   return t.knob + "=" + t.value + (t.also.empty() ? "" : " + " + t.also);
 }
 
-inline std::string interval_text(const RatioEstimate& e) {
-  if (!e.valid()) return e.ratio == e.ratio ? fmt(e.ratio, 3) + "x [no interval]" : "n/a";
-  return fmt(e.ratio, 3) + "x [" + fmt(e.lo, 3) + ", " + fmt(e.hi, 3) + "]";
-}
+inline std::string interval_text(const RatioEstimate& e) { return e.text(3); }
 
 inline std::string gib_text(int64_t b) { return fmt(double(b) / double(int64_t(1) << 30), 2); }
 

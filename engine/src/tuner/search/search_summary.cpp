@@ -112,6 +112,10 @@ void Tuner::summarize() {
     dropped_all |= n.find("every kept knob was dropped") != std::string::npos;
     not_kept |= n.find("They are not kept") != std::string::npos;
   }
+  // On a machine this noisy the honest answer is the noise, said first, not the budget or a verdict.
+  if (std::isfinite(res_.noise_band) && res_.noise_band > kTooNoisyBand)
+    end = "too noisy to tune here: one trial resolves only changes beyond ±" + pct(res_.noise_band, 0) +
+          " (the A/A pairs of the baseline); " + end;
   if (final_failed) end += "; the final alternation failed, so nothing is recommended";
   else if (dropped_all) end += "; the final alternation dropped every kept knob";
   else if (not_kept) end += "; the kept knobs ran slower in a fresh start, so nothing is recommended";
