@@ -141,9 +141,14 @@ int cmd_run_script(int argc, char** argv) {
   if (Status st = runner.start(so, first_step_timeout); !st) {
     const std::string& err = st.error().message;
     std::fprintf(stderr, "tunebench-cli: error: %s\n", err.c_str());
+    // A run that measured nothing still writes its JSON, with the reason.
+    if (!json_path.empty())
+      write_json_file(json_path, {{"model", "script:" + so.script}, {"error", err}, {"not_measured", err},
+                                  {"steps", nlohmann::json::array()}});
     return err.rfind("script not found", 0) == 0 || err.find("python") != std::string::npos ? 2 : 1;
   }
-  const nlohmann::json& hello = runner.hello();
+  // No hello when the training ran in child processes (client/script_runner.h): an empty one.
+  const nlohmann::json hello = runner.hello().is_object() ? runner.hello() : nlohmann::json::object();
   std::fprintf(stderr, "run: %s under %s (torch %s), %s\n", so.script.c_str(), runner.python().path.c_str(),
                runner.python().torch_version.c_str(),
                hello.value(nlohmann::json::json_pointer("/device/kind"), std::string("cpu")).c_str());
@@ -162,10 +167,13 @@ int cmd_run_script(int argc, char** argv) {
   int64_t measured = 0;
   bool stop_sent = false;
   for (;;) {
-    const double wait = records.empty() ? first_step_timeout - runner.seconds_running() : 600 - runner.seconds_since_step();
+    // Training in child processes: the parent makes no step, and waits for them without a time-out.
+    const double wait = runner.trains_elsewhere() ? 1.0
+                        : records.empty()         ? first_step_timeout - runner.seconds_running()
+                                                  : 600 - runner.seconds_since_step();
     if (wait <= 0) {
-      failure = records.empty() ? "no training step (a batch, its backward() and update) in " +
-                                      std::to_string(int(first_step_timeout)) + " s - is this a training script?"
+      failure = records.empty() ? client::first_step_timeout_text(first_step_timeout, runner.training_started_s(),
+                                                                  "--first-step-timeout")
                                 : "no training step for 600 s: the script hangs" + stalled_at;
       break;
     }
@@ -255,6 +263,18 @@ int cmd_run_script(int argc, char** argv) {
     if (!r.warmup) samples += r.samples, wall += r.wall_ns * 1e-9;
   if (measured > 0) out["window"] = {{"steps", measured}, {"samples", samples}, {"wall_s", wall},
                                      {"samples_per_s", wall > 0 ? samples / wall : 0.0}};
+  // Nothing measured: why, in one line (the JSON's and stdout's), never "0.0 samples/s".
+  std::string not_measured;
+  if (measured == 0) {
+    const nlohmann::json summary = done.is_object() ? done.value("summary", nlohmann::json::object()) : nlohmann::json::object();
+    if (summary.contains("no_steps")) not_measured = summary.value("no_steps", std::string());
+    else if (!failure.empty()) not_measured = failure;
+    else if (!records.empty())
+      not_measured = "all " + std::to_string(records.size()) + " steps were warm-up: the step time had not settled (at "
+                     "least " + std::to_string(so.warmup_steps) + " steps, then two blocks within 10%); give the run more steps";
+    else not_measured = "the script made no training step";
+    out["not_measured"] = not_measured;
+  }
   if (!json_path.empty() && !write_json_file(json_path, out)) return 1;
   if (!trace_path.empty()) {
     if (std::string err = merge_chunks(chunks, trace_path); !err.empty()) {
@@ -265,9 +285,12 @@ int cmd_run_script(int argc, char** argv) {
     }
   }
   const auto& tp = out["throughput"];
-  std::printf("%s: %.1f %s/s over %zu measured steps (%zu in all); %s\n", so.script.c_str(),
-              tp["samples_per_s"].get<double>(), unit.c_str(), tp["measured_steps"].get<size_t>(), records.size(),
-              tp["noise"]["text"].get<std::string>().c_str());
+  if (!not_measured.empty())
+    std::printf("%s: nothing measured: %s\n", so.script.c_str(), not_measured.c_str());
+  else
+    std::printf("%s: %.1f %s/s over %zu measured steps (%zu in all); %s\n", so.script.c_str(),
+                tp["samples_per_s"].get<double>(), unit.c_str(), tp["measured_steps"].get<size_t>(), records.size(),
+                tp["noise"]["text"].get<std::string>().c_str());
   if (const std::string mem = engine::memory_summary_text(out["memory"]); !mem.empty()) std::printf("%s\n", mem.c_str());
   if (unit == "time steps")
     std::fprintf(stderr, "run: samples = time steps: the batch dimension of the script's model could not be told\n");

@@ -128,7 +128,11 @@ int cmd_serve_script(int argc, char** argv) {
   const std::string trace_base = so.trace_dir;
   for (;;) {  // one live child per iteration; a tune starts the next one with its result
     auto runner = std::make_unique<client::ScriptRunner>();
-    if (Status st = runner->start(so); !st) {
+    Status st = runner->start(so);
+    if (st && !runner->hello().is_object())  // the training ran in child processes (client/script_runner.h)
+      st = Error{"the training runs in child processes (torch.multiprocessing), which TuneBench does not follow: "
+                 "no step to watch in this process"};
+    if (!st) {
       send_error(st.error().message, false);
       send({{"type", "done"}, {"summary", {{"steps", steps}, {"reason", "error"}, {"unit", "samples/s"}}}});
       finish(2);

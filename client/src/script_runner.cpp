@@ -138,26 +138,32 @@ Status ScriptRunner::start(const ScriptOptions& o, double hello_timeout_s) {
   env.push_back("PYTHONUNBUFFERED=1");
   if (Status st = child_.start(argv, env, o.output); !st) return st;
   const double deadline = now_s() + hello_timeout_s;
-  while (now_s() < deadline) {
-    auto line = child_.read_line(deadline - now_s());
-    if (!line) break;
+  while (elsewhere_ || now_s() < deadline) {
+    auto line = child_.read_line(elsewhere_ ? 1.0 : deadline - now_s());
+    if (!line) {
+      if (elsewhere_ && !child_.eof()) continue;  // the children train: their parent waits, without a step
+      break;
+    }
     auto m = nlohmann::json::parse(*line, nullptr, false);
     if (m.is_discarded() || !m.is_object()) continue;
     if (m.value("type", std::string()) == "hello") {
       hello_ = m;
       return {};
     }
+    note(m);
     early_.push_back(m);
   }
-  // No hello: the launcher refused (a bad --set, a missing package) or the interpreter failed; its own
-  // last line says why. Still running: hello goes out with the first training step, and none came.
+  // No hello. The training ran in children and the script ended: nothing to measure here, said by the
+  // launcher's own messages (its warning and done.summary.no_steps), which next() hands out.
+  for (const auto& m : early_)
+    if (elsewhere_ && m.value("type", std::string()) == "done") return {};
+  // The launcher refused (a bad --set, a missing package) or the interpreter failed; its own last line says
+  // why. Still running: hello goes out with the first training step, and none came.
   const bool alive = !child_.eof();  // the channel is still open: the script runs, without a step
   child_.terminate(2, 1);
   for (const auto& m : early_)
     if (m.value("type", std::string()) == "error") return Error{m.value("message", std::string("the launcher failed"))};
-  if (alive)
-    return Error{"no training step (a batch, its backward() and update) in " + std::to_string(int(hello_timeout_s)) +
-                 " s - is this a training script?"};
+  if (alive) return Error{first_step_timeout_text(hello_timeout_s, training_at_s_, opts_.timeout_option)};
   // The launcher sends the script's own error line; without one (the interpreter died) the last line printed
   // is the best word left, except a library's C++ log line ("ERROR: ... DeviceProperties.cpp:48] ...", which
   // torch prints on a machine without a GPU, even at exit): the last line that is not one comes first.
@@ -181,6 +187,7 @@ std::optional<nlohmann::json> ScriptRunner::next(double timeout_s) {
   auto m = nlohmann::json::parse(*line, nullptr, false);
   if (m.is_discarded() || !m.is_object())
     return nlohmann::json{{"type", "warning"}, {"message", "malformed line from the script's launcher: " + line->substr(0, 200)}};
+  note(m);
   if (m.value("type", std::string()) == "step") {
     const int64_t rev = m.value("config_rev", int64_t(0));
     if (rev != rev_) {
@@ -209,6 +216,25 @@ int ScriptRunner::stop(double timeout_s) {
     child_.close_input();
   }
   return child_.terminate(timeout_s, 2);
+}
+
+void ScriptRunner::note(const nlohmann::json& m) {
+  const std::string type = m.value("type", std::string());
+  if (type == "training" && training_at_s_ < 0) training_at_s_ = now_s() - started_s_;
+  if (type == "warning" && m.value("kind", std::string()) == "children") elsewhere_ = true;
+}
+
+std::string first_step_timeout_text(double limit_s, double training_at_s, const std::string& option) {
+  const std::string limit = std::to_string(int(limit_s));
+  if (training_at_s >= 0) {
+    char at[32];
+    std::snprintf(at, sizeof at, "%.1f", training_at_s);
+    return "the first training step did not end in " + limit + " s (it began " + at + " s after the start and is "
+           "still running: one step takes longer, e.g. an LBFGS step(closure) runs up to 20 forward/backward passes)"
+           " - give it more time with " + option + " S";
+  }
+  return "no training step (a batch, its backward() and update) in " + limit + " s - is this a training script? (" +
+         option + " S waits longer)";
 }
 
 double ScriptRunner::seconds_running() const { return now_s() - started_s_; }

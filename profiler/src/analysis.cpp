@@ -130,6 +130,14 @@ HostSide collect_host(const Trace& trace, const detail::Scope& sc, const Analysi
   // A wait for data that TuneBench's own pause sits in (a chunk boundary inside the loader's __next__) is the
   // profiler's for that part.
   h.data_wait = iv::subtract(h.data_wait, h.profiler);
+  // An optimizer step that runs a closure (LBFGS's step(closure): up to 20 forward/backward passes) holds the
+  // closure's forward and backward: theirs, not its. Counted in both, an LBFGS step's optimizer phase was
+  // 94.8 s of a 94.8 s step on top of 32.3 s forward and 59.0 s backward.
+  h.optim = iv::subtract(h.optim, iv::merge([&] {
+                           Intervals fb = h.fwd;
+                           fb.insert(fb.end(), h.bwd.begin(), h.bwd.end());
+                           return fb;
+                         }()));
   // Exposed communication is waiting while a collective runs: the wait's tail after the last result came
   // back (the Reducer copying it out) is not communication.
   h.comm_wait = iv::subtract(h.comm_wait, iv::subtract(h.comm_wait, h.comm_host));

@@ -70,10 +70,12 @@ class CorpusRun:
 class CorpusTest(unittest.TestCase):
     maxDiff = None
 
-    def check(self, name, iteration, args=(), code=0, samples=None, optimizer_steps=None, timeout=300):
+    def check(self, name, iteration, args=(), code=0, samples=None, optimizer_steps=None, timeout=300,
+              forwards=True):
         """Runs `name` both ways and checks what every script must keep; returns the run for more checks.
         iteration: a regex matching the line the script prints once per training iteration; args: the
-        script's, "{tmp}" standing for the run's directory."""
+        script's, "{tmp}" standing for the run's directory; forwards: the model's forward is called through
+        the module (False: `layer.forward(x)`, which no hook sees: forward_ns is 0)."""
         r = CorpusRun(self, name, args, timeout=timeout)
         (pcode, pout, perr), (lcode, lout, lerr) = r.plain, r.launched
         self.assertEqual(pcode, code, perr[-2000:])
@@ -88,7 +90,7 @@ class CorpusTest(unittest.TestCase):
             self.assertGreater(s["samples"], 0, s)
             if samples is not None:
                 self.assertEqual(s["samples"], samples, s)
-            self.assertGreater(s["forward_ns"], 0, s)
+            self.assertEqual(s["forward_ns"] > 0, forwards, s)
             self.assertGreater(s["backward_ns"], 0, s)
             phases = s["forward_ns"] + s["backward_ns"] + s["optim_ns"] + s["data_wait_ns"]
             self.assertLessEqual(phases, s["wall_ns"], s)  # exclusive phases inside the step
@@ -145,6 +147,10 @@ class CorpusTest(unittest.TestCase):
         self.assertEqual([o["epoch"] for o in r.outside], [1, 2])
         self.assertTrue(all(o["evaluation_ns"] > 0 for o in r.outside))
 
+    def test_gan_without_a_dataloader_runs_its_discriminator_on_the_generators_output(self):
+        # D steps, then G's loss runs D again on G's output: still the same iteration (G's update is to come)
+        self.check("gan_1d", r"^Epoch \d+: D ", samples=32, optimizer_steps=2)
+
     def test_actor_critic_without_a_dataloader(self):
         self.check("actor_critic", r"^episode \d+ ", optimizer_steps=2)
 
@@ -160,6 +166,79 @@ class CorpusTest(unittest.TestCase):
         r = self.check("lbfgs_fit", r"^step \d+ loss", samples=200, optimizer_steps=1)
         for s in r.steps:  # the closure's forwards and backwards run inside the step: counted as theirs
             self.assertGreater(s["optim_ns"], 0)
+
+    def test_lbfgs_time_series_up_to_20_closures_per_step(self):
+        """LBFGS with its default max_iter=20: one optimizer.step(closure) runs up to 20 forward/backward passes
+        of an LSTMCell model unrolled over the series, then a no_grad prediction follows each step."""
+        r = self.check("sine_lbfgs", r"^STEP: ", samples=8, optimizer_steps=1)
+        passes = [len(block.splitlines()) - 1 for block in r.plain[1].split("STEP: ")[1:]]
+        self.assertTrue(all(n > 2 for n in passes), passes)  # "loss:" per closure, then "test loss:"
+        for s in r.steps:  # the closures' forwards and backwards are the step's, and in no other phase
+            self.assertEqual(s["unit"], "sequences", s)
+            self.assertLessEqual(s["forward_ns"] + s["backward_ns"] + s["optim_ns"] + s["data_wait_ns"],
+                                 s["wall_ns"], s)
+            self.assertGreater(s["optim_ns"], 0, s)
+        # the prediction after each step is evaluation between the steps, each step begins at its step() call
+        self.assertEqual([(o["after_step"], o["kind"], o["until"]) for o in r.outside],
+                         [(i, "evaluation", "step") for i in range(len(r.steps) - 1)] +
+                         [(len(r.steps) - 1, "evaluation", "exit")])
+        for o, nxt in zip(r.outside, r.steps[1:]):
+            self.assertEqual(o["t_ns"] + o["wall_ns"], nxt["t_ns"])
+        # the parent hears when the first step began, before the step itself (which can take minutes)
+        types = [m["type"] for m in r.messages]
+        self.assertLess(types.index("training"), types.index("step"))
+        self.assertEqual(r.messages[types.index("training")]["t_ns"], r.steps[0]["t_ns"])
+
+    def test_forward_forward_layer_local_losses_and_optimizers(self):
+        """Each layer trains alone on one batch (next(iter(loader))), its forward called directly: every
+        backward and Adam step of a layer is a step, and the forward's time, which no hook sees, is said to
+        be the loop's own."""
+        r = self.check("forward_forward", r"^Loss: ", samples=256, optimizer_steps=1, forwards=False)
+        self.assertEqual(len(r.steps), 2 * 6)  # two layers, 6 epochs each
+        warned = [m for m in r.messages if m["type"] == "warning" and m.get("kind") == "forward"]
+        self.assertEqual(len(warned), 1, warned)
+        self.assertIn("forward called directly", warned[0]["message"])
+
+    def test_graph_network_full_graph_steps_with_evaluation_between_them(self):
+        """One step per epoch over the whole graph, then an evaluation on the training and validation nodes that
+        takes longer than the step: each evaluation is time between two steps, reported as evaluation."""
+        r = self.check("gcn_full_graph", r"^Epoch: \d+ ", samples=300, optimizer_steps=1)
+        self.assertEqual([(o["after_step"], o["kind"], o["until"]) for o in r.outside],
+                         [(i, "evaluation", "step") for i in range(len(r.steps) - 1)] +
+                         [(len(r.steps) - 1, "evaluation", "exit")])
+        for s, o in zip(r.steps, r.outside):  # from the step's end (and the launcher's own work there) on
+            self.assertGreaterEqual(o["t_ns"], s["t_ns"] + s["wall_ns"])
+            self.assertEqual(o["evaluation_ns"] + o["checkpoint_ns"] + o["other_ns"], o["wall_ns"])
+        for o, nxt in zip(r.outside, r.steps[1:]):
+            self.assertEqual(o["t_ns"] + o["wall_ns"], nxt["t_ns"])
+        # six evaluation forwards of the graph against the step's one
+        self.assertGreater(sum(o["evaluation_ns"] for o in r.outside), sum(s["forward_ns"] for s in r.steps))
+        self.assertEqual(r.done["summary"]["outside"]["intervals"], len(r.steps))
+
+    def test_hogwild_children_train_and_the_parent_says_so(self):
+        """The model in shared memory, two spawned torch.multiprocessing children train it while the parent
+        waits: the parent makes no step, says so in one line, and ends with the script's own exit code."""
+        r = CorpusRun(self, "hogwild", ["--epochs", "1"])
+        (pcode, pout, perr), (lcode, lout, lerr) = r.plain, r.launched
+        self.assertEqual((pcode, lcode), (0, 0), lerr[-2000:])
+
+        def lines(out):  # the children race (Hogwild): their lines interleave, their losses and the accuracy differ
+            return sorted(re.sub(r"\d+(\.\d+)?", "N", line) for line in out.splitlines())
+        self.assertEqual(lines(lout), lines(pout))
+        self.assertEqual(len(r.lines(r"^\d\tTrain Epoch: ")), 2 * 96 // 16)
+        self.assertEqual(r.steps, [])
+        said = [m for m in r.messages if m["type"] == "warning"]
+        self.assertEqual([m.get("kind") for m in said], ["children"])
+        self.assertEqual(said[0]["processes"], 2)
+        self.assertTrue(said[0]["message"].startswith("the training runs in 2 child processes "
+                                                      "(torch.multiprocessing); TuneBench measures "), said[0])
+        self.assertNotIn("is this a training script", " ".join(m.get("message", "") for m in r.messages))
+        summary = r.done["summary"]
+        self.assertEqual((summary["steps"], summary["reason"]), (0, "completed"))
+        self.assertIn("2 child processes", summary["no_steps"])
+        self.assertEqual(summary["children"]["processes"], 2)
+        self.assertGreater(summary["children"]["wall_ns"], 0)
+        self.assertEqual([o["kind"] for o in r.outside], ["evaluation"])  # the parent's test() at the end
 
     def test_hand_written_sgd_without_optimizer_or_dataloader(self):
         r = self.check("manual_sgd", r"^epoch \d+ it \d+ loss", args=["--out", "{tmp}"], samples=24,
@@ -307,7 +386,8 @@ class CorpusTest(unittest.TestCase):
         self.assertEqual(message, "arch_cli.py: error: argument -a/--arch: invalid choice: 'resnet50' (choose from "
                                   "'linear', 'mlp')")
         self.assertIn(message, lines)
-        self.assertEqual(r.done["summary"], {"steps": 0, "reason": "error"})
+        self.assertEqual(r.done["summary"], {"steps": 0, "reason": "error",
+                                             "no_steps": "the script failed before its first training step"})
 
     def test_an_exception_in_the_loop_is_the_line_not_a_library_log_after_it(self):
         r = self.check("arch_cli", r"^epoch \d+ iter \d+ loss", args=["--lr", "50"], code=1, samples=16)
@@ -325,7 +405,8 @@ class CorpusTest(unittest.TestCase):
         err = next(m for m in r.messages if m["type"] == "error")
         self.assertEqual(err["message"], r.plain[2].strip().splitlines()[-1])
         self.assertIn("/nonexistent/tunebench-dataset", err["message"])
-        self.assertEqual(r.done["summary"], {"steps": 0, "reason": "error"})
+        self.assertEqual(r.done["summary"], {"steps": 0, "reason": "error",
+                                             "no_steps": "the script failed before its first training step"})
 
     def test_a_syntax_error(self):
         d = tempfile.mkdtemp(prefix="tb-corpus-")

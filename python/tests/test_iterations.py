@@ -2,6 +2,7 @@
 loops, with a clock the test moves (1 unit = 1 ns), so every boundary and phase time is exact."""
 
 import unittest
+import weakref
 
 from tunebench.iterations import Iterations, Sink, Span
 
@@ -10,12 +11,17 @@ class Loader:
     """Stands for a DataLoader (the tracker only needs identity and weak references)."""
 
 
+class Iterator:
+    """Stands for a DataLoader's iterator: the tracker holds a weak reference to it."""
+
+
 class Recorder(Sink):
     def __init__(self):
         self.steps = []
         self.outsides = []
         self.dropped = 0
         self.windows = []  # update_window() calls: a window's number, 0 when it closed
+        self.began = []    # training_began(): the first training iteration's start
 
     def step(self, i, span, end_ns):
         self.steps.append(dict(i=i, t0=span.t0, end=end_ns, samples=span.samples, data_wait=span.data_wait_ns,
@@ -33,6 +39,9 @@ class Recorder(Sink):
     def span_dropped(self, span):
         self.dropped += 1
 
+    def training_began(self, span):
+        self.began.append(span.t0)
+
 
 class Loop:
     """Drives the tracker like the hooks do, advancing the clock by the duration of each phase."""
@@ -46,10 +55,10 @@ class Loop:
     def wait(self, dt):
         self.t += dt
 
-    def fetch(self, loader, n=8, dt=2):
+    def fetch(self, loader, n=8, dt=2, held=None):
         t0 = self.it.fetch_start(loader, self.t)
         self.t += dt
-        self.it.fetch_end(loader, t0, self.t, n)
+        self.it.fetch_end(loader, t0, self.t, n, held)
 
     def end_of(self, loader, dt=1):
         """The loop asks for a batch and the iterator raises StopIteration."""
@@ -57,18 +66,21 @@ class Loop:
         self.t += dt
         self.it.pass_end(loader, t)
 
-    def forward(self, grad=True, trained=True, n=8, dt=10):
-        self.it.forward_start(grad, trained, n, self.t)
+    def forward(self, grad=True, trained=True, n=8, dt=10, reaches=None):
+        """reaches: the optimizers the forward feeds (its module's, and those its inputs' graphs reach)."""
+        self.it.forward_start(grad, trained, n, self.t, None if reaches is None else lambda: set(reaches))
         self.t += dt
         self.it.forward_end(self.t)
 
-    def backward(self, dt=20):
-        self.it.backward_start(self.t)
+    def backward(self, dt=20, reaches=None):
+        """reaches: the optimizers whose parameters the backward reaches (what hooks_forward walks the graph
+        for, asked only without a model call in the iteration)."""
+        self.it.backward_start(self.t, None if reaches is None else lambda: set(reaches))
         self.t += dt
         self.it.backward_end(self.t)
 
-    def step(self, opt=1, dt=5, inside=None):
-        self.it.optimizer_start(opt, self.t)
+    def step(self, opt=1, dt=5, inside=None, closure=False):
+        self.it.optimizer_start(opt, self.t, closure)
         if inside:
             inside()
         self.t += dt
@@ -267,6 +279,116 @@ class StepRuleTest(unittest.TestCase):
         # the first step begins at the closure's first forward (nothing before it showed a step); the next
         # ones at their step() call
         self.assertEqual([s["optim"] for s in rec.steps], [5, 9, 9, 9])
+
+    def test_a_closure_step_call_is_the_step_from_its_start(self):
+        # LBFGS's step(closure) after an evaluation between steps: the step() call is the iteration, its own
+        # work before the closure's first forward included; the closure's forward and backward are the
+        # step's, each counted once.
+        lp = Loop()
+
+        def closure_evaluations():
+            lp.wait(4)
+            for _ in range(3):
+                lp.forward()
+                lp.backward()
+
+        for _ in range(3):
+            t_call = lp.t
+            lp.step(dt=5, inside=closure_evaluations, closure=True)
+            lp.wait(2)  # print(loss)
+            lp.forward(grad=False, dt=40)  # the prediction under no_grad
+            self.assertEqual(lp.rec.steps[-1]["t0"], t_call)
+        rec = lp.finish()
+        self.assertEqual([(s["forward"], s["backward"], s["optim"]) for s in rec.steps], [(30, 60, 9)] * 3)
+        for s in rec.steps:
+            self.assertEqual(s["end"] - s["t0"], 4 + 3 * 30 + 5 + 2)
+        self.assertEqual([(o["after"], o["evaluation"]) for o in rec.outsides], [(0, 40), (1, 40), (2, 40)])
+        self.assertEqual(rec.began, [0])  # said once, at the first iteration's start
+
+    def test_forward_forward_layers_each_with_its_loss_backward_and_optimizer(self):
+        # One batch taken with next(iter(loader)) (its iterator gone at once), then each layer trains on it in
+        # turn: its own forward called directly (no model call seen), its loss, backward and Adam. Every
+        # [backward, step] is an iteration: the second layer's optimizer not having stepped yet does not make
+        # the first layer's iterations one.
+        lp, train = Loop(optimizers=(1, 2)), Loader()
+        it = Iterator()
+        lp.fetch(train, n=256, dt=9, held=weakref.ref(it))
+        del it
+        for opt in (1, 2):
+            for _ in range(4):
+                lp.wait(6)  # the layer's forward, called directly, and the loss
+                lp.backward(reaches={opt})
+                lp.step(opt)
+                lp.wait(1)  # print
+        rec = lp.finish()
+        self.assertEqual(len(rec.steps), 8)
+        self.assertEqual([s["optimizer_steps"] for s in rec.steps], [1] * 8)
+        self.assertEqual([s["samples"] for s in rec.steps], [256] * 8)  # the batch they all train on
+        self.assertEqual([(s["backward"], s["optim"]) for s in rec.steps], [(20, 5)] * 8)
+        # A step begins at its backward, the first thing of it seen: the unseen forward before it ends the
+        # step before (the first one holds the batch's fetch and its own forward)
+        self.assertEqual([s["end"] - s["t0"] for s in rec.steps], [9 + 6 + 20 + 5 + 1 + 6] + [20 + 5 + 1 + 6] * 6 +
+                         [20 + 5 + 1])
+
+    def test_forward_forward_through_the_layers_call(self):
+        # The same trainer calling `layer(x)`: the forward is seen, and it begins the iteration.
+        lp, train = Loop(optimizers=(1, 2)), Loader()
+        it = Iterator()
+        lp.fetch(train, n=256, dt=9, held=weakref.ref(it))
+        del it
+        for opt in (1, 2):
+            for _ in range(4):
+                lp.forward(n=256, reaches={opt})  # positive data
+                lp.forward(n=256, reaches={opt})  # negative data
+                lp.wait(2)  # the loss
+                lp.backward()
+                lp.step(opt)
+                lp.wait(1)
+        rec = lp.finish()
+        self.assertEqual([(s["forward"], s["backward"], s["optim"], s["optimizer_steps"]) for s in rec.steps],
+                         [(20, 20, 5, 1)] * 8)
+        self.assertEqual([s["end"] - s["t0"] for s in rec.steps], [9 + 48] + [48] * 7)
+
+    def test_a_gans_discriminator_on_the_generators_output_is_the_same_iteration(self):
+        # Without a DataLoader: G makes a sample, D steps on real and fake (detached), then G's loss runs D on
+        # the fake again. D has stepped, but that forward also feeds G (its input's graph reaches G): no new
+        # iteration until G's next sample.
+        lp = Loop(optimizers=("D", "G"))
+        for _ in range(3):
+            lp.forward(reaches={"G"})
+            lp.forward(reaches={"D"})
+            lp.forward(reaches={"D"})
+            lp.backward()
+            lp.step("D")
+            lp.forward(reaches={"D", "G"})
+            lp.backward()
+            lp.step("G")
+        rec = lp.finish()
+        self.assertEqual([(s["forward"], s["optimizer_steps"]) for s in rec.steps], [(40, 2)] * 3)
+
+    def test_a_batch_the_loop_still_holds_is_one_step_however_many_updates(self):
+        # The same two-layer loop over a DataLoader's batches (a `for` holds the iterator): a step per batch.
+        lp, train = Loop(optimizers=(1, 2)), Loader()
+        it = Iterator()
+        for _ in range(3):
+            lp.fetch(train, n=32, held=weakref.ref(it))
+            for opt in (1, 2):
+                lp.backward(reaches={opt})
+                lp.step(opt)
+        rec = lp.finish()
+        self.assertEqual([s["optimizer_steps"] for s in rec.steps], [2, 2, 2])
+
+    def test_a_gan_of_plain_tensors_is_one_step_per_round(self):
+        # No model call seen at all: D's loss reaches D's parameters only (G's sample detached), G's loss
+        # reaches both through D: G's backward is not a new iteration although D has stepped.
+        lp = Loop(optimizers=("D", "G"))
+        for _ in range(3):
+            lp.backward(reaches={"D"})
+            lp.step("D")
+            lp.backward(reaches={"D", "G"})
+            lp.step("G")
+        rec = lp.finish()
+        self.assertEqual([s["optimizer_steps"] for s in rec.steps], [2, 2, 2])
 
     def test_a_training_loader_used_for_evaluation_is_outside(self):
         lp, train = Loop(), Loader()

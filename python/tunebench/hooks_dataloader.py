@@ -147,7 +147,9 @@ def _patched_next(self):
             _fail(e)
         raise
     try:
-        tracker.fetch_end(info.loader, t0, time.monotonic_ns(), batch_size_of(batch))
+        # A weak reference to the iterator: a loop holds it; `next(iter(loader))` drops it at once, and the
+        # script then iterates on that batch itself (iterations.py).
+        tracker.fetch_end(info.loader, t0, time.monotonic_ns(), batch_size_of(batch), weakref.ref(self))
     except Exception as e:  # noqa: BLE001
         _fail(e)
     return batch

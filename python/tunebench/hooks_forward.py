@@ -4,6 +4,13 @@ backward, a pre-hook on the autograd node of each training forward's output plus
 end of that backward. Nothing of the script's is replaced: its modules, tensors and methods stay what they
 are, and the hooks return None (they never change an input or an output).
 
+A backward whose iteration showed no model call has no node of ours to reach: a forward-forward trainer calls
+its layers' `forward` directly, a model may be plain tensors. `torch.autograd.backward` (what
+`Tensor.backward` calls) is wrapped for it: such a backward is timed from the call to its return, and the
+tracker may ask which optimizers' parameters it reaches (a walk of its graph, done only then). Said once
+in a warning: that iteration's forward time is the loop's own. A model forward's tracker call may ask the
+same of it (its parameters' optimizers and its inputs' graphs), in the rare case the step rule needs it.
+
 Only the outermost call of a module with trainable parameters counts (a loss module, a metric or a
 transform has none); calls in other threads (DataParallel's replicas) and inside a backward (activation
 checkpointing re-runs the forward there) are left out. During an iteration's first training forward, the
@@ -12,6 +19,7 @@ torch.compile's tracing the hooks do nothing, so they add no graph break; a comp
 OptimizedModule) runs outside the graph and is what is timed.
 """
 
+import functools
 import threading
 import time
 import weakref
@@ -43,6 +51,9 @@ _handles = []
 _trained = weakref.WeakSet()   # modules that ran a forward with grad enabled
 _backward_open = False    # a backward's start was seen and its end callback is queued
 _probe = None             # during an iteration's first training forward: [its input, first sequence module's batch]
+_hooked_span = -1         # the span whose model forward's output carries our node pre-hook
+_orig_backward = torch.autograd.backward
+_REACH_NODES = 20000      # a bigger graph is not walked: which optimizers it reaches stays unknown
 annotate = False          # a trace is being recorded: mark each outermost forward with a `## forward ##` range
 _on_error = None
 
@@ -109,17 +120,91 @@ def _node_prehook(grad_outputs):
 
 def _watch_backward(out):
     """Pre-hooks on the autograd nodes of a training forward's outputs: the first one the engine reaches
-    starts that backward (the loss's own few nodes before it are not counted)."""
+    starts that backward (the loss's own few nodes before it are not counted). True when one was set."""
     if isinstance(out, torch.Tensor):
         fn = out.grad_fn
         if fn is not None:
             fn.register_prehook(_node_prehook)
+            return True
     elif isinstance(out, (tuple, list)):
-        for o in out[:8]:
-            _watch_backward(o)
+        return any([_watch_backward(o) for o in out[:8]])
     elif isinstance(out, dict):
-        for o in list(out.values())[:8]:
-            _watch_backward(o)
+        return any([_watch_backward(o) for o in list(out.values())[:8]])
+    return False
+
+
+# --- a backward without a model call in its iteration ----------------------------------------------------------
+
+def _owners():
+    """id(parameter) -> id(the optimizer that updates it)."""
+    owner = {}
+    for opt in list(_run.optimizers):
+        for group in opt.param_groups:
+            for p in group["params"]:
+                owner[id(p)] = id(opt)
+    return owner
+
+
+def _reached(tensors, owner=None):
+    """ids of the optimizers whose parameters the backward of `tensors` reaches (None: too big to walk)."""
+    if owner is None:
+        owner = _owners()
+    if isinstance(tensors, torch.Tensor):
+        tensors = (tensors,)
+    stack = [t.grad_fn for t in tensors if isinstance(t, torch.Tensor)]
+    seen, found = set(), set()
+    while stack:
+        fn = stack.pop()
+        if fn is None or fn in seen:
+            continue
+        seen.add(fn)
+        if len(seen) > _REACH_NODES:
+            return None
+        leaf = getattr(fn, "variable", None)  # AccumulateGrad: the parameter its gradient goes to
+        if leaf is not None:
+            if id(leaf) in owner:
+                found.add(owner[id(leaf)])
+            continue
+        stack.extend(nxt for nxt, _ in fn.next_functions)
+    return found
+
+
+def _forward_reached(module, args):
+    """The optimizers a training forward of `module` feeds: those of its parameters, and those its inputs'
+    graphs reach (a GAN's generator output going into the discriminator). Empty when no optimizer updates the
+    module: that tells nothing."""
+    owner = _owners()
+    found = {owner[id(p)] for p in module.parameters() if id(p) in owner}
+    if not found:
+        return found
+    inputs = [a for a in args[:8] if isinstance(a, torch.Tensor) and a.grad_fn is not None]
+    more = _reached(inputs, owner) if inputs else set()
+    return None if more is None else found | more
+
+
+def _backward_call(*args, **kwargs):
+    """torch.autograd.backward, timed by us when no model forward of this iteration set a node pre-hook."""
+    global _backward_open
+    tracker = _tracker
+    if (tracker is None or _backward_open or threading.get_ident() != _thread or _graph_task_id() != -1
+            or _compiling() or _hooked_span == tracker.span_serial()):
+        return _orig_backward(*args, **kwargs)
+    try:
+        tensors = args[0] if args else kwargs.get("tensors")
+        _backward_open = True
+        tracker.backward_start(time.monotonic_ns(), lambda: _reached(tensors))
+        _run.warn_once("direct-forward", "a backward() without a model call in its iteration (a layer's forward "
+                                         "called directly, or a model of plain tensors): its forward time is the "
+                                         "loop's own, not forward_ns", kind="forward")
+    except Exception as e:  # noqa: BLE001
+        _fail(e)
+    try:
+        return _orig_backward(*args, **kwargs)
+    finally:
+        try:
+            _backward_ended()
+        except Exception as e:  # noqa: BLE001
+            _fail(e)
 
 
 def _enter(module, args):
@@ -141,7 +226,8 @@ def _enter(module, args):
     else:
         has_trained = module in _trained
     # The batch size is needed only without a DataLoader: asked for then.
-    if _tracker.forward_start(grad, has_trained, lambda: batch_size_of(args), t):
+    if _tracker.forward_start(grad, has_trained, lambda: batch_size_of(args), t,
+                              lambda: _forward_reached(module, args)):
         _probe = [batch_dim.model_input(args), None]
     rf = None
     if annotate:
@@ -151,7 +237,7 @@ def _enter(module, args):
 
 
 def _exit(module, out):
-    global _outer, _probe
+    global _outer, _probe, _hooked_span
     _, rf, grad = _outer
     _outer = None
     if rf is not None:
@@ -160,8 +246,8 @@ def _exit(module, out):
     if _probe is not None:
         probe, _probe = _probe, None
         _tell_batch(*probe)
-    if grad and out is not None and _HAS_NODE_PREHOOK:
-        _watch_backward(out)
+    if grad and out is not None and _HAS_NODE_PREHOOK and _watch_backward(out):
+        _hooked_span = _tracker.span_serial()
 
 
 def _tell_batch(inp, seq):
@@ -234,7 +320,6 @@ def timed_call(module, call):
 
 def _fallback_backward_wrappers():
     """torch < 2.0 has no autograd node pre-hooks: time torch.autograd.backward / grad themselves."""
-    import functools
     orig_backward, orig_grad = torch.autograd.backward, torch.autograd.grad
 
     def make(orig):
@@ -268,6 +353,8 @@ def install(run, tracker, on_error):
         _handles.append(mm.register_module_forward_hook(_post_hook))
     if not _HAS_NODE_PREHOOK:
         _handles.append(_fallback_backward_wrappers())
+    elif torch.autograd.backward is _orig_backward:
+        torch.autograd.backward = functools.wraps(_orig_backward)(_backward_call)
 
 
 def disable():
@@ -278,10 +365,12 @@ def disable():
 
 
 def uninstall():
-    global _tracker, _run, _depth, _outer, _backward_open, _probe
+    global _tracker, _run, _depth, _outer, _backward_open, _probe, _hooked_span
     for h in _handles:
         h.remove()
     _handles.clear()
+    torch.autograd.backward = _orig_backward
+    _hooked_span = -1
     _tracker = _run = _outer = None
     _depth = 0
     _backward_open = False

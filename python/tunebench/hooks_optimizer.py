@@ -61,18 +61,26 @@ def _fail(e):
         _on_error(e)
 
 
-def _tell(event, opt):
+def _tell(event, opt, *more):
     """The tracker's optimizer_start / optimizer_end for `opt`, now; an internal error turns timing off."""
     tracker = _tracker
     if tracker is not None:
         try:
-            getattr(tracker, event)(id(opt), time.monotonic_ns())
+            getattr(tracker, event)(id(opt), time.monotonic_ns(), *more)
         except Exception as e:  # noqa: BLE001
             _fail(e)
 
 
+def _has_closure(opt, args, kwargs):
+    """Was step() given a closure (LBFGS: it runs the iteration's forwards and backwards)? The global hooks get
+    the call's arguments with the optimizer first; the torch < 2.0 wrapper without it."""
+    if callable(kwargs.get("closure")):
+        return True
+    return any(a is not opt and callable(a) for a in args[:2])
+
+
 def _step_pre(opt, args, kwargs):
-    _tell("optimizer_start", opt)
+    _tell("optimizer_start", opt, _has_closure(opt, args, kwargs))
 
 
 def _step_post(opt, args, kwargs):

@@ -20,7 +20,18 @@ The rule
     nn.Module calls) once the iteration's updates are done: with at most one optimizer, any backward
     before it is enough (gradient accumulation: every batch is a step); with several, each optimizer that
     stepped in the previous iteration has stepped (a GAN's D and G are one iteration); an optimizer that
-    steps a second time also starts a new one (LBFGS's `step(closure)` loop).
+    steps a second time also starts a new one (LBFGS's `step(closure)` loop). A forward (or a backward
+    without a model call seen in its iteration: a layer's `forward` called directly) also starts one when
+    every optimizer it feeds has stepped in this iteration: a forward-forward trainer's layers each have
+    their own loss, backward and Adam, one layer after the other, and its first layer's second pass is
+    the second iteration although the second layer's optimizer has not stepped yet. What a forward feeds
+    is its module's optimizers and those its inputs' graphs reach, so a GAN's discriminator run on the
+    generator's output after the discriminator stepped is still that iteration (the generator's update
+    is to come).
+  "Without a DataLoader" includes a batch the script took once (`x, y = next(iter(loader))`) and
+  iterates on itself: the iterator that gave the span its batch is gone.
+* An optimizer step given a closure (LBFGS) while no iteration is open begins one: the step() call is the
+  iteration, the forwards and backwards its closure runs are that step's.
   So a step is the batch the loop consumes, however many optimizer steps it makes: one, several, every k-th
   (accumulation) or none (a hand-written update).
 * Time after a step boundary that is not the next iteration is an **outside** interval: it runs from the
@@ -65,6 +76,8 @@ class Iterations:
         self._windows = 0
         self.finished = False
         self.last_progress_ns = clock()
+        self.began = False            # a training iteration has begun (training_began was said)
+        self.last_batch = None        # (samples, unit, tokens) of the last step, for an iteration that shows none
 
     # --- spans ---------------------------------------------------------------------------------------------
     def _open(self, t0, loader):
@@ -110,6 +123,8 @@ class Iterations:
             sp.optim_ns += sp.update_ns()
         if sp.stepped:
             self.prev_cycle = set(sp.stepped)
+        if sp.samples:
+            self.last_batch = (sp.samples, sp.unit, sp.tokens)
         i = self.steps
         self.steps += 1
         self.last_progress_ns = t
@@ -146,6 +161,31 @@ class Iterations:
         if self.outside is not None:
             o, self.outside = self.outside, None
             self.sink.outside(o, sp.t0, "step")
+        if not self.began:
+            self.began = True
+            self.sink.training_began(sp)
+
+    @staticmethod
+    def _loaderless(sp):
+        """Does the iteration go on without a DataLoader: none gave it a batch, or the iterator that did is gone
+        (`next(iter(loader))` once, the script looping over that batch itself)? Then its boundaries are the
+        forward / backward / optimizer ones."""
+        return sp.loader is None or (sp.held is not None and sp.held() is None)
+
+    def _inherit(self, sp):
+        """An iteration that shows no batch of its own (no DataLoader, no model call: a layer's forward called
+        directly) works on the batch of the one before."""
+        if not sp.samples and self.last_batch is not None:
+            sp.samples, sp.unit, sp.tokens = self.last_batch
+
+    @staticmethod
+    def _feeds_stepped(sp, reaches):
+        """Does a backward reach only parameters of optimizers that already stepped in this iteration (so it is
+        the next iteration's)? `reaches`: () -> ids of the optimizers it reaches (None: unknown)."""
+        if not sp.stepped or reaches is None:
+            return False
+        found = reaches()
+        return bool(found) and found <= sp.stepped
 
     def _in_optimizer(self):
         return any(p[0] == OPTIM for p in self.stack)
@@ -208,7 +248,8 @@ class Iterations:
         self._boundary = boundary
         return t
 
-    def fetch_end(self, loader, t0, t1, samples):
+    def fetch_end(self, loader, t0, t1, samples, held=None):
+        """held: () -> the iterator the batch came from, or None once it is gone (a weak reference to it)."""
         if self.finished:
             return
         sp = self.span
@@ -218,6 +259,7 @@ class Iterations:
         sp.data_wait_ns += max(0, t1 - t0)
         if loader is sp.loader:
             sp.samples += samples
+            sp.held = held
 
     def pass_end(self, loader, t):
         """`loader`'s iterator ran out: the `for` loop over it is over."""
@@ -243,27 +285,29 @@ class Iterations:
             return
         self._close_untrained(t)
 
-    def forward_start(self, grad_enabled, has_trained, samples, t):
+    def forward_start(self, grad_enabled, has_trained, samples, t, reaches=None):
         """The outermost forward of a module with trainable parameters. `has_trained`: this module has run a
         forward with grad enabled before (a validation forward is one of a model that trains; a frozen
         teacher's or a target network's is not). `samples`: its batch size, or a function that returns it
-        (asked only when the step has no DataLoader). Returns True for the iteration's first forward with grad
-        enabled: the one whose input batch_told() may then describe."""
+        (asked only when the step has no DataLoader). `reaches`: () -> ids of the optimizers this forward
+        feeds (its parameters' and its inputs' graphs'), asked as backward_start's is. Returns True for the
+        iteration's first forward with grad enabled: the one whose input batch_told() may then describe."""
         if self.finished or self.in_backward:
             return False  # activation checkpointing re-runs forwards inside the backward: that is backward time
         self._close_window()
         sp = self.span
         outside_eval = None
         if grad_enabled:
-            if (sp is not None and sp.trained and sp.loader is None and not self._in_optimizer()
-                    and self._updates_done(sp)):
+            if (sp is not None and sp.trained and self._loaderless(sp) and not self._in_optimizer()
+                    and (self._updates_done(sp) or self._feeds_stepped(sp, reaches))):
                 t = self._close_step(t)
                 sp = None
             if sp is None:
                 sp = self._open(t, None)
             if sp.loader is None and sp.train_forwards == 0:
-                # without a DataLoader: the batch of the iteration's first model input
+                # without a DataLoader: the batch of the iteration's first model input (not one inherited)
                 sp.samples = samples() if callable(samples) else samples
+                sp.unit, sp.tokens = "samples", None
             sp.train_forwards += 1
         elif has_trained:
             if self.outside is not None:
@@ -281,6 +325,11 @@ class Iterations:
             sp.forwards += 1
         self._push(FORWARD, t, outside_eval)
         return grad_enabled and sp.train_forwards == 1
+
+    def span_serial(self):
+        """The open span's number (0: none): the backward hooks ask whether a model forward was seen in it."""
+        sp = self.span
+        return sp.serial if sp is not None else 0
 
     def loader_samples(self):
         """The samples of the current iteration's DataLoader batch (None: it has no DataLoader)."""
@@ -301,7 +350,9 @@ class Iterations:
         if entry is not None and entry[2] is not None and self.outside is not None:
             self.outside.evaluation(entry[2], t)
 
-    def backward_start(self, t):
+    def backward_start(self, t, reaches=None):
+        """reaches: () -> ids of the optimizers whose parameters this backward reaches (None: not known); asked
+        only for a backward without a model call in its iteration, in an iteration that has stepped."""
         if self.finished:
             return
         self.in_backward += 1
@@ -309,12 +360,13 @@ class Iterations:
             return
         self._close_window()
         sp = self.span
-        if (sp is not None and sp.trained and sp.loader is None and sp.train_forwards == 0
-                and not self._in_optimizer() and self._updates_done(sp)):
+        if (sp is not None and sp.trained and self._loaderless(sp) and sp.train_forwards == 0
+                and not self._in_optimizer() and (self._updates_done(sp) or self._feeds_stepped(sp, reaches))):
             t = self._close_step(t)  # a model without nn.Module calls: the backward is all we see of a batch
             sp = None
         if sp is None:
             sp = self._open(t, None)
+            self._inherit(sp)
         if not sp.trained:
             self._confirm(sp)
         self._push(BACKWARD, t)
@@ -336,15 +388,19 @@ class Iterations:
             return
         sp.add_update(max(t0, sp.t0), t1)
 
-    def optimizer_start(self, opt_id, t):
+    def optimizer_start(self, opt_id, t, closure=False):
+        """closure: the step() call was given one (LBFGS): it runs the iteration's forwards and backwards."""
         if self.finished:
             return
         self._close_window()
         sp = self.span
-        if sp is not None and sp.trained and sp.loader is None and opt_id in sp.stepped \
-                and not self._in_optimizer():
+        if self._in_optimizer():
+            pass
+        elif sp is not None and sp.trained and self._loaderless(sp) and opt_id in sp.stepped:
             t = self._close_step(t)
-            self._open(t, None)  # a new iteration begins with this step() call (a closure inside it)
+            self._inherit(self._open(t, None))  # a new iteration begins with this step() call (a closure inside it)
+        elif sp is None and closure:
+            self._open(t, None)  # the step() call is the iteration: its closure's work before the first forward too
         self._push(OPTIM, t)
 
     def optimizer_end(self, opt_id, t):

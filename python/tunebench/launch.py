@@ -10,7 +10,9 @@ The script sees no difference: its stdout is its own, an exception it raises pri
 would print (without our frames) and exits 1, sys.exit(code) exits with that code, and its atexit handlers
 run. Only when TuneBench ends the run itself (--steps reached, a `stop`) does the process end at once, at a
 step boundary. Launcher exit codes of its own: 1 (the script made no training step), 2 (bad options or
-knobs).
+knobs). A script whose training runs in child processes it started (Hogwild: torch.multiprocessing children
+train a shared model) is said to be so in one warning, `kind: "children"`, and ends with its own exit code;
+`done.summary.no_steps` says in one line why any run made no step.
 """
 
 import argparse
@@ -19,12 +21,13 @@ import platform
 import runpy
 import signal
 import sys
+import threading
 import traceback
 
 import torch
 
-from . import (__version__, hooks_dataloader, hooks_forward, hooks_optimizer, hooks_save, hooks_update, iterations,
-               knobs, machine, memory, script_errors)
+from . import (__version__, hooks_children, hooks_dataloader, hooks_forward, hooks_optimizer, hooks_save,
+               hooks_update, iterations, knobs, machine, memory, script_errors)
 from .protocol import VERSION, Channel, Inbox
 from .state import Run, minor_faults
 from .tracing import Tracer
@@ -35,7 +38,11 @@ _STEP = ('{"v": ' + str(VERSION) + ', "type": "step", "i": %d, "samples": %d, "w
          '"minor_faults": %d, "loss": null, "config_rev": %d, "warmup": false, "skipped": %s, "t_ns": %d, '
          '"forward_ns": %d, "backward_ns": %d, "optim_ns": %d, "optimizer_steps": %d, "update": "%s", '
          '"unit": "%s", "tokens": %s, "profiler_ns": %d, "memory": %s}\n')
-_HOOKS = (hooks_dataloader, hooks_forward, hooks_optimizer, hooks_save, hooks_update)
+_HOOKS = (hooks_dataloader, hooks_forward, hooks_optimizer, hooks_save, hooks_update, hooks_children)
+
+
+def _processes(n):
+    return "%d child process%s" % (n, "" if n == 1 else "es")
 
 
 def _trace_detail(text):
@@ -77,6 +84,9 @@ class Launcher(iterations.Sink):
         self.done = False
         self.pending = []         # parent messages read outside the iterations, handled at the next step
         self.boundary_faults = None
+        self.children_lock = threading.Lock()
+        self.children_said = False
+        self.children_timer = None
 
     # --- lifecycle ---------------------------------------------------------------------------------------
     def finish(self, reason, code, hard=False):
@@ -85,6 +95,9 @@ class Launcher(iterations.Sink):
         if self.done:
             return code
         run = self.run
+        if self.children_timer is not None:
+            self.children_timer.cancel()
+        self.say_children()  # before `done`, which nothing follows
         self.done = True
         self.tracker.finish(run.now_ns())
         for h in _HOOKS:
@@ -92,11 +105,30 @@ class Launcher(iterations.Sink):
         if self.tracer is not None:
             self.tracer.stop()
             self.tracer.flush()  # every chunk announced before `done`, the parent's last message
-        if not run.hello_sent and reason != "error":
+        no_steps = None
+        if run.hello_sent:
+            pass
+        elif hooks_children.training:
+            no_steps = "the training ran in %s (torch.multiprocessing), which TuneBench does not follow: this " \
+                       "process made no training step" % _processes(hooks_children.training)
+        elif hooks_children.children and reason != "error":
+            # Not "is this a training script?": its children may train (a model each builds itself), unseen.
+            no_steps = "the script made no training step in its own process; it started %s (multiprocessing), " \
+                       "which TuneBench does not follow" % _processes(hooks_children.children)
+        elif reason != "error":
             self.ch.send("error", recoverable=False, message="the script ended without a training step (no "
                                                              "backward() of a model seen): is this a training script?")
             reason, code = "error", 1
+            no_steps = "the script ended without a training step (no backward() seen)"
+        else:
+            no_steps = "stopped before the first training step" if reason == "stopped" else \
+                "the script failed before its first training step"
         summary = {"steps": run.step_i, "reason": reason}
+        if no_steps and not run.step_i:
+            summary["no_steps"] = no_steps
+        if hooks_children.training:
+            summary["children"] = {"processes": hooks_children.training,
+                                   "wall_ns": hooks_children.wall_ns(run.now_ns())}
         if self.outside_total["intervals"]:
             summary["outside"] = dict(self.outside_total)
         if self.tracer is not None:
@@ -121,6 +153,29 @@ class Launcher(iterations.Sink):
         self.ch.send("started", model="script:" + self.opts.script, data=" ".join(self.opts.args),
                      script=self.opts.script, args=self.opts.args, config=dict(run.config), rev=run.rev)
         run.hello_sent = True
+
+    def child_started(self, trains):
+        """The script started a child process (hooks_children); one that was handed a model trains it: said once,
+        when the others have had a moment to start too (Hogwild starts them in a loop)."""
+        if trains and self.children_timer is None and not self.done:
+            self.children_timer = threading.Timer(1.0, self.say_children)
+            self.children_timer.daemon = True
+            self.children_timer.start()
+
+    def say_children(self):
+        with self.children_lock:  # the timer's thread or the run's end, once; never after `done`
+            n = hooks_children.training
+            if self.children_said or self.done or not n:
+                return
+            self.children_said = True
+            if self.run.step_i or self.run.hello_sent:
+                msg = "%s (torch.multiprocessing) train too; TuneBench does not follow them: the steps measured " \
+                      "are this process's only" % _processes(n)
+            else:
+                msg = "the training runs in %s (torch.multiprocessing); TuneBench measures this process only, " \
+                      "which makes no training step (no steps, no throughput), and how long the children run" \
+                      % _processes(n)
+            self.ch.send("warning", message=msg, kind="children", processes=n)
 
     def oom_fields(self, e):
         """What an out-of-memory `error` adds: the memory when the failure reached us, read as a step's is
@@ -149,6 +204,12 @@ class Launcher(iterations.Sink):
         span.mark = (faults if faults is not None else minor_faults(), hooks_optimizer.scaler_marks())
         if self.tracer is not None:
             self.tracer.span_opened(span.serial)
+
+    def training_began(self, span):
+        # Before `hello` (which waits for the first step's end): the parent can tell a script whose first step
+        # is long (LBFGS: 20 forward/backward passes in one step() call) from one that does not train.
+        if not self.run.hello_sent:
+            self.ch.send("training", t_ns=span.t0)
 
     def span_dropped(self, span):
         if self.tracer is not None:
@@ -265,6 +326,7 @@ class Launcher(iterations.Sink):
         hooks_forward.install(run, tr, err)
         hooks_save.install(tr, err)
         hooks_update.install(run, tr, err)
+        hooks_children.install(self.child_started)
 
         def in_child():  # a forked DataLoader worker inherits the hooks and our fds: it reports nothing
             self.ch.closed = True
@@ -295,7 +357,7 @@ class Launcher(iterations.Sink):
             self.tracer = Tracer(run, opts.trace_dir, opts.trace_every, opts.trace_detail)
             self.tracer.start(0)
         watchdog = Watchdog(self.tracker, lambda msg, **f: self.ch.send("warning", message=msg, kind="stalled", **f),
-                            opts.stall_warn)
+                            opts.stall_warn, quiet=lambda: hooks_children.training and not self.tracker.steps)
         watchdog.start()
         sys.argv = [opts.script] + list(opts.args)
         # As `python train.py` has it: the script's directory first, and not the working directory that

@@ -10,7 +10,7 @@ class Span:
 
     __slots__ = ("serial", "t0", "loader", "samples", "data_wait_ns", "forward_ns", "backward_ns", "optim_ns",
                  "save_ns", "trained", "forwards", "train_forwards", "stepped", "optimizer_steps", "mark",
-                 "fresh", "unit", "tokens", "updates", "__weakref__")
+                 "fresh", "unit", "tokens", "updates", "held", "__weakref__")
 
     def __init__(self, serial, t0, loader):
         self.serial = serial
@@ -32,6 +32,7 @@ class Span:
         self.unit = "samples"         # what `samples` counts (batch_dim.py)
         self.tokens = None            # a sequence model's batch x sequence length
         self.updates = None           # a hand-written update's intervals: [[t0, t1], ...], disjoint, in order
+        self.held = None              # () -> the iterator that gave its batch, None once the script dropped it
 
     def add_update(self, t0, t1):
         """One sign of a hand-written update, [t0, t1]. Signs nest (a no_grad block around the parameters'
@@ -98,6 +99,10 @@ class Sink:
 
     def outside(self, record, end_ns, until):
         pass
+
+    def training_began(self, span):
+        """The run's first training iteration has begun (its first backward): `span` may be long before it is a
+        step (LBFGS runs up to 20 forward/backward passes inside one step() call)."""
 
     def update_window(self, serial):
         """A hand-written update may run now (serial > 0: the window's number, for update_seen), or no longer

@@ -25,8 +25,9 @@ def _user_frame(frame):
 
 
 class Watchdog:
-    def __init__(self, tracker, send, seconds, clock=time.monotonic_ns):
+    def __init__(self, tracker, send, seconds, clock=time.monotonic_ns, quiet=None):
         self.tracker = tracker
+        self.quiet = quiet  # () -> True while no step is expected here (the training runs in child processes)
         self.send = send
         self.seconds = seconds
         self.clock = clock
@@ -46,7 +47,7 @@ class Watchdog:
 
     def check(self):
         tr = self.tracker
-        if tr.finished:
+        if tr.finished or (self.quiet is not None and self.quiet()):
             return
         mark = tr.last_progress_ns
         idle = (self.clock() - mark) / 1e9

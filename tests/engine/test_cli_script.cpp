@@ -126,6 +126,46 @@ TEST_F(CliScript, BadInputIsOneClearLine) {
   EXPECT_NE(nt.err.find("without a training step"), std::string::npos) << nt.err;
 }
 
+// A run that measures nothing says why in one line and in its JSON, never "0.0 samples/s": a first step
+// slower than the time-out (it began, so the message says the step is long and names the option; the import
+// of torch takes seconds on a busy machine, hence a 12 s limit, and the first step's 20 closures take 20 s), and a
+// script whose training runs in torch.multiprocessing children (no "is this a training script?").
+TEST_F(CliScript, ARunThatMeasuresNothingSaysWhy) {
+  const std::string slow = tmp("slow_first_step.py");
+  std::ofstream(slow) << "import time, torch\n"
+                         "torch.manual_seed(0)\n"
+                         "m = torch.nn.Linear(4, 1)\n"
+                         "opt = torch.optim.LBFGS(m.parameters(), max_iter=20, tolerance_grad=0, tolerance_change=0)\n"
+                         "x = torch.randn(64, 4); y = x.sum(1, keepdim=True)\n"
+                         "def closure():\n"
+                         "    opt.zero_grad(); loss = torch.nn.functional.mse_loss(m(x), y); loss.backward()\n"
+                         "    time.sleep(1.0); return loss\n"
+                         "for step in range(3):\n"
+                         "    opt.step(closure)\n";
+  const std::string js = tmp("slow.json");
+  Out r = cli("run --script " + slow + " --first-step-timeout 12 --json " + js);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("the first training step did not end in 12 s (it began"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--first-step-timeout S"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("is this a training script"), std::string::npos) << r.err;
+  {
+    std::ifstream f(js);
+    ASSERT_TRUE(f.good()) << "no JSON written";
+    const auto j = nlohmann::json::parse(f);
+    EXPECT_NE(j.value("not_measured", std::string()).find("did not end in 12 s"), std::string::npos) << j.dump();
+  }
+  const std::string hog = std::string(TB_SOURCE_DIR) + "/python/tests/corpus/hogwild.py";
+  const std::string hj = tmp("hogwild.json");
+  Out h = cli("run --script " + hog + " --first-step-timeout 5 --json " + hj);
+  EXPECT_EQ(h.code, 0) << h.err;
+  EXPECT_NE(h.out.find("nothing measured: the training ran in 2 child processes"), std::string::npos) << h.out;
+  EXPECT_EQ(h.err.find("is this a training script"), std::string::npos) << h.err;
+  EXPECT_EQ(h.out.find("samples/s"), std::string::npos) << h.out;
+  std::ifstream f(hj);
+  const auto j = nlohmann::json::parse(f);
+  EXPECT_NE(j.value("not_measured", std::string()).find("child processes"), std::string::npos) << j.dump();
+}
+
 TEST_F(CliScript, AnExceptionKeepsTheStepsAndTheTraceback) {
   const std::string bad = tmp("bad.py");
   {

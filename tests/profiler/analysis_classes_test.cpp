@@ -286,6 +286,25 @@ TEST(AnalysisClasses, FewStepsPromiseNoGain) {
   EXPECT_NE(j.find("\"max_speedup\":null"), std::string::npos);
 }
 
+// An LBFGS step: Optimizer.step runs the closure, whose forward and backward lie inside it. They are the
+// closure's; the optimizer's own time is the rest (before, an LBFGS step's optimizer phase was the whole step on
+// top of its forward and backward).
+TEST(AnalysisClasses, AClosureInsideTheOptimizerStepIsForwardAndBackward) {
+  Builder b;
+  steps(b, 1, 100);
+  b.range("Optimizer.step#LBFGS.step", 5, 95);
+  for (int k = 0; k < 3; ++k) {
+    b.range("## forward ##", 10 + 25 * k, 20 + 25 * k);
+    b.range("## backward ##", 20 + 25 * k, 30 + 25 * k);
+  }
+  b.kernel(10, 90, 9);
+  auto r = b.run();
+  EXPECT_EQ(r.steps[0].forward_ns, 30 * us);
+  EXPECT_EQ(r.steps[0].backward_ns, 30 * us);
+  EXPECT_EQ(r.steps[0].optimizer_ns, 30 * us);  // 90 - the closures' 60
+  EXPECT_LE(r.steps[0].forward_ns + r.steps[0].backward_ns + r.steps[0].optimizer_ns, r.steps[0].duration_ns());
+}
+
 // Review 9: torch.compile's forward and `## data_load ##` are recognised.
 TEST(AnalysisClasses, CompiledForwardAndDataLoadAnnotation) {
   Builder b;

@@ -44,16 +44,29 @@ struct ScriptOptions {
   // settings first (LD_PRELOAD of jemalloc/tcmalloc, GLIBC_TUNABLES malloc entries), so that the
   // interpreter runs exactly the allocator these ask for (the cpu_allocator knob is a process setting).
   std::vector<std::string> env;
+  // The option that gives the first step more time, named when it runs out (the CLI's; the GUI names its own).
+  std::string timeout_option = "--first-step-timeout";
 };
+
+// Why no first step came within `limit_s`: after the launcher said the first training iteration began
+// (`training_at_s` >= 0, seconds after the start) the step is long, not missing (LBFGS's step(closure) runs up to
+// 20 forward/backward passes); else the script may not train at all. Both name `option`.
+std::string first_step_timeout_text(double limit_s, double training_at_s, const std::string& option);
 
 class ScriptRunner {
  public:
   ~ScriptRunner();
   // Starts the interpreter and waits for `hello`, which the launcher sends at the script's first optimizer
   // step (at most `hello_timeout_s`), or says in one line why not (no interpreter with torch, no launcher
-  // package, the launcher refused a knob, the script failed or made no optimizer step, ...).
+  // package, the launcher refused a knob, the script failed or made no optimizer step, ...). A script whose
+  // training runs in child processes (the launcher's "children" warning) is waited for to its end without a
+  // time-out; it succeeds without a hello (hello() is null) and the messages it sent come from next().
   Status start(const ScriptOptions& options, double hello_timeout_s = 120);
   const nlohmann::json& hello() const { return hello_; }
+  // Seconds after the start at which the launcher said the first training iteration began (-1: not yet).
+  double training_started_s() const { return training_at_s_; }
+  // The launcher said the training runs in child processes (torch.multiprocessing) it does not follow.
+  bool trains_elsewhere() const { return elsewhere_; }
   const PythonChoice& python() const { return python_; }
 
   // The next message, waiting at most `timeout_s`; nullopt on timeout or when the child closed the channel
@@ -80,6 +93,10 @@ class ScriptRunner {
   int64_t rev_ = -1;
   int64_t steps_ = 0;
   double started_s_ = 0, last_step_s_ = 0;
+  double training_at_s_ = -1;
+  bool elsewhere_ = false;
+  // Notes what a message says of the run's shape (training began, training in children).
+  void note(const nlohmann::json& m);
 };
 
 }  // namespace tb::client

@@ -249,6 +249,9 @@ class ScriptWorkload : public Workload {
       if (std::none_of(set.begin(), set.end(), [&](const auto& x) { return x.first == kv.first; })) o.set.push_back(kv);
     auto r = std::make_unique<client::ScriptRunner>();
     if (Status st = r->start(o); !st) throw TrialFailure(st.error().message, false);
+    if (!r->hello().is_object())  // client/script_runner.h: the training ran in child processes, now ended
+      throw TrialFailure("the training runs in child processes (torch.multiprocessing), which TuneBench does not "
+                         "follow: there is no step in this process to tune", false);
     return r;
   }
 
