@@ -131,7 +131,9 @@ class Tuner {
   // Arms reserved for it: the baseline, the final, and the measurement allocator's when it is the user's other.
   int planned_fresh_arms();
   // What the end of the tune needs (budget.h): the in-process final and the planned fresh final.
-  double reserve_s();
+  double reserve_s(bool with_fresh = true);
+  // The in-process final alternation of `rounds` rounds, each arm at its own measured speed.
+  double final_s(int rounds);
   // Whether a trial of `knob`=`value` may start now; if not, it is deferred (and said).
   bool fits(const std::string& knob, const std::string& value, bool fresh = false);
 
@@ -144,6 +146,7 @@ class Tuner {
   Trial trial(const std::string& phase, const Config& ref, const std::string& ref_label, const Change& change,
               const Config& cand, bool fresh = false);
   bool decided_early(const Trial& t);
+  bool clearly_slower(const Trial& t);
   Trial& record(Trial t);
   // The noise floor the intervals pool with: the A/A pairs and the spread of every in-process trial's pairs
   // around its own mean (four A/A pairs alone misjudge it by 2x often enough: an H100 tune's 5.6%, a
@@ -196,7 +199,7 @@ class Tuner {
   void accept(size_t trial_index, const Change& c);
   std::string current_label();
   int misses(const std::string& id);
-  void defer(const std::string& knob, const std::string& value, double need);
+  void defer(const std::string& knob, const std::string& value, double need, double reserve);
   void undefer(const std::string& knob);
   // Every eligible knob that never had a trial, in the skipped list with the reason (budget, a knob it
   // needs, nothing to try).
@@ -255,6 +258,7 @@ class Tuner {
     size_t trial = 0;
   };
   std::map<std::string, Level> level_;
+  bool fresh_unreserved_ = false;  // trials ran in the fresh-process headline's reserve (search_plan.cpp fits)
   std::optional<size_t> left_slower_at_;  // the trial after which this process ran slower: no more in-process trials
 };
 

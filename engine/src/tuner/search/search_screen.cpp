@@ -343,13 +343,13 @@ int Tuner::misses(const std::string& id) {
   return n;
 }
 
-void Tuner::defer(const std::string& knob, const std::string& value, double need) {
+void Tuner::defer(const std::string& knob, const std::string& value, double need, double reserve) {
   for (auto& d : deferred_)
     if (d.knob == knob) {
-      d = {knob, value, need, left(), reserve_s()};
+      d = {knob, value, need, left(), reserve};
       return;
     }
-  deferred_.push_back({knob, value, need, left(), reserve_s()});
+  deferred_.push_back({knob, value, need, left(), reserve});
 }
 
 void Tuner::record_untried() {

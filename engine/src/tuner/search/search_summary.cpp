@@ -99,10 +99,19 @@ void Tuner::summarize() {
   size_t budget_skips = 0, process_skips = 0;
   for (const auto& s : res_.skipped)
     if (s.reason.rfind("budget", 0) == 0) (process_knob(s.knob) && !all_fresh() ? process_skips : budget_skips)++;
+  // The budget's own figures: the cheapest knob not tried, what it needed, and what was left when it came up.
+  const SkippedTrial* cheapest = nullptr;
+  for (const auto& s : res_.skipped)
+    if (s.reason.rfind("budget", 0) == 0 && std::isfinite(s.need_s) && (!cheapest || s.need_s < cheapest->need_s))
+      cheapest = &s;
   std::string end = budget_skips == 0
                         ? "every applicable knob was tried" + std::string(process_skips ? " in this process" : "") + " (" + std::to_string(res_.trials.size()) + " trials)"
-                        : "the budget ran out with " + std::to_string(budget_skips) +
-                              " knob value(s) not tried (listed as skipped, with what they needed)";
+                        : "the budget ran out with " + std::to_string(budget_skips) + " knob value(s) not tried" +
+                              (cheapest ? " (the cheapest, " + label(cheapest->knob, cheapest->value) + ", needed ~" +
+                                              fmt(cheapest->need_s, 0) + " s when " + fmt(cheapest->left_s, 0) +
+                                              " s were left and the end of the tune still had to run)"
+                                        : std::string()) +
+                              "; listed as skipped, with what they needed";
   if (process_skips > 0)
     end += "; " + std::to_string(process_skips) + " process knob(s) not measured: they need fresh processes, which "
            "the budget left could not pay for (listed as skipped)";

@@ -177,6 +177,23 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
       early = true;
       break;
     }
+    // A candidate several times slower says so in its first window; each further window of it costs that
+    // many times a window (amp=bf16 on a CPU ran 7x slower, and its three pairs took 13% of a demo's budget).
+    if (r == 0 && clearly_slower(t)) {
+      const double ratio = t.b[0].throughput() / t.a[0].throughput();
+      t.before = measure::pooled_throughput(t.a);
+      t.after = measure::pooled_throughput(t.b);
+      t.estimate = measure::RatioInterval{};
+      t.estimate.ratio = ratio;
+      t.estimate.pairs = 1;
+      t.estimate.method = "one pair: clearly slower";
+      t.outcome = "slower";
+      t.reason = "slower: " + fmt(ratio, 3) + "x after one pair (clear: a window of it took " + fmt(1 / ratio, 1) +
+                 "x the reference's time; not measured further)";
+      failed_.insert(label(change));
+      t.seconds = w_.now_s() - start;
+      return t;
+    }
   }
   t.before = measure::pooled_throughput(t.a);
   t.after = measure::pooled_throughput(t.b);
@@ -218,6 +235,14 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
   }
   t.seconds = w_.now_s() - start;
   return t;
+}
+
+// After the first pair: the candidate ran below a third of the reference's speed, or past three noise bands
+// below it, whichever is further: no noise this machine showed makes that.
+bool Tuner::clearly_slower(const Trial& t) {
+  if (t.a.size() != 1 || t.b.size() != 1 || !(t.a[0].throughput() > 0) || !(t.b[0].throughput() > 0)) return false;
+  const double band = std::isfinite(res_.noise_band) ? res_.noise_band : 0.0;
+  return t.b[0].throughput() * std::max(3.0, 1 + 3 * band) < t.a[0].throughput();
 }
 
 // After two pairs, whether the third can change the answer: a gain twice beyond the threshold that the

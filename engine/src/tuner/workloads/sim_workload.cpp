@@ -118,11 +118,15 @@ void SimulatedWorkload::apply(const Config& config) {
     changed_ = true;
     pending_compile_s_ += compile_cost(c, compiled_);
   }
-  if (const auto eq = opt_.sticky_change.find('='); eq != std::string::npos) {
-    const auto it = c.find(opt_.sticky_change.substr(0, eq));
-    sticky_hit_ = sticky_hit_ || (it != c.end() && it->second == opt_.sticky_change.substr(eq + 1));
-  }
+  sticky_hit_ = sticky_hit_ || has_change(c, opt_.sticky_change);
   current_ = c;
+}
+
+bool SimulatedWorkload::has_change(const Config& c, const std::string& change) {
+  const auto eq = change.find('=');
+  if (eq == std::string::npos) return false;
+  const auto it = c.find(change.substr(0, eq));
+  return it != c.end() && it->second == change.substr(eq + 1);
 }
 
 double SimulatedWorkload::compile_cost(const Config& c, std::set<std::string>& compiled) {
@@ -186,7 +190,7 @@ measure::Window SimulatedWorkload::measure(int steps) {
   const double compile = pending_compile_s_;
   pending_compile_s_ = 0;
   const SimStep p = model_->step(current_);
-  const double slow = sticky_hit_ ? opt_.sticky_slowdown : 1.0;
+  const double slow = (sticky_hit_ ? opt_.sticky_slowdown : 1.0) * (has_change(current_, opt_.slow_change) ? opt_.slow_factor : 1.0);
   return with_memory(run_window(p.step * slow, batch_of(current_), steps, warm, compile), p);
 }
 
@@ -199,11 +203,9 @@ std::optional<measure::Window> SimulatedWorkload::measure_fresh(const Config& co
   changed_ = true;  // this process's state is untouched, but the next window here starts after a pause
   double speed = 1;
   if (opt_.process_noise > 0) speed = std::exp(std::normal_distribution<double>(0.0, opt_.process_noise)(rng_));
-  // A process started with the sticky change is slowed by it from the start.
-  if (const auto eq = opt_.sticky_change.find('='); eq != std::string::npos) {
-    const auto it = c.find(opt_.sticky_change.substr(0, eq));
-    if (it != c.end() && it->second == opt_.sticky_change.substr(eq + 1)) speed /= opt_.sticky_slowdown;
-  }
+  // A process started with the sticky change is slowed by it from the start; the slow change slows its steps.
+  if (has_change(c, opt_.sticky_change)) speed /= opt_.sticky_slowdown;
+  if (has_change(c, opt_.slow_change)) speed /= opt_.slow_factor;
   std::set<std::string> fresh_compiled;
   const double compile = compile_cost(c, fresh_compiled);
   return with_memory(run_window(1000.0 * batch_of(c) / (fresh_throughput(c) * speed), batch_of(c), steps, true, compile),

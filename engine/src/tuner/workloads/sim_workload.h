@@ -58,6 +58,10 @@ struct SimOptions {
   // `sticky_slowdown` times as long, whatever the configuration; fresh processes are untouched.
   std::string sticky_change;
   double sticky_slowdown = 1.0;
+  // A change whose steps take `slow_factor` times as long while it is set (a CPU run under amp=bf16 that ran
+  // 7x slower), in this process and in a fresh one.
+  std::string slow_change;
+  double slow_factor = 1.0;
 };
 
 // The options a profile is calibrated with: for "gpu" and "script-gpu" the noise, drift and process start-up
@@ -107,6 +111,8 @@ class SimulatedWorkload : public Workload {
  private:
   bool sticky_hit_ = false;  // the sticky change was applied in this process
   Config full(const Config& config) const;
+  // Whether `c` sets the knob=value named in `change` ("workers=1").
+  static bool has_change(const Config& c, const std::string& change);
   double noisy(double ms);
   int64_t batch_of(const Config& c) const;
   // Runs steps of `ms` (noise-free) until the warm-up rule says stable, then `steps` measured ones;
