@@ -19,11 +19,14 @@ void usage(FILE* out) {
       "usage: tunebench-cli <command> [options]\n"
       "  knobs [--json]                                  every knob, default, recommended, applicable here + why\n"
       "  run --model M --data D [--set k=v,...] [--steps N | --measured-steps N] [--trace T.json] [--json OUT.json]\n"
-      "  run --script train.py [--set k=v,...] [-- ARGS]  the user's own PyTorch script, unmodified\n"
+      "  run --script train.py [--set k=v,...] [--first-step-timeout S] [-- ARGS]\n"
+      "                                                  the user's own PyTorch script, unmodified\n"
       "  analyze TRACE [--json OUT.json] [--min-gap-us N] [--device N]\n"
       "                                                  our traces, Chrome trace JSON, Kineto (.json/.json.gz)\n"
       "  diff A B [--json OUT.json] [--top N]            what changed between two traces, per step\n"
       "  tune --model M --data D [--budget S] [--report R.html] [--json OUT.json]\n"
+      "  tune --script train.py [--budget S] [--report R.html] [--patch P.diff] [-- ARGS]\n"
+      "                                                  tunes the user's script; the kept changes as a patch of it\n"
       "  make-dataset --out DIR [--images N] [--size WxH] [--classes K]\n"
       "  report --session S.json [--html R.html] [--md R.md] [--json R.json]\n"
       "                                                  the GUI's export: live changes and tunes as one report\n"
@@ -34,6 +37,7 @@ void usage(FILE* out) {
       "  run|tune|serve --remote HOST1,HOST2,... [--ranks-per-host N|gpu] [--master-addr ADDR] ...\n"
       "                                                  one data-parallel group across the hosts (torchrun on each)\n"
       "  --version\n"
+      "COMMAND --help: that command's options\n"
       "models: mnist_cnn resnet18 resnet50 vit_tiny torchscript:PATH   data: synthetic imagefolder:DIR mnist:DIR\n",
       out);
 }

@@ -281,7 +281,8 @@ int cmd_run_script(int argc, char** argv) {
       std::fprintf(stderr, "tunebench-cli: error: --trace: %s\n", err.c_str());
       if (failure.empty()) failure = "--trace: " + err;
     } else {
-      std::fprintf(stderr, "trace: %s (%zu chunks of %d steps)\n", trace_path.c_str(), chunks.size(), so.trace_every);
+      std::fprintf(stderr, "trace: %s (%zu chunk%s of up to %d steps)\n", trace_path.c_str(), chunks.size(),
+                   chunks.size() == 1 ? "" : "s", so.trace_every);
     }
   }
   const auto& tp = out["throughput"];

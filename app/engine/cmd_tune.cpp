@@ -297,8 +297,10 @@ int cmd_tune(int argc, char** argv) {
   }
   if (!result.drift_note.empty()) std::printf("drift     %s\n", result.drift_note.c_str());
   for (const auto& t : result.trials)
+    // A change made with another (a workers rung with the threads it leaves) names it: two rungs of one knob
+    // read as two different trials.
     std::printf("  %-11s %-18s %-10s %s  %s\n", t.phase.c_str(), t.knob.empty() ? "(all)" : t.knob.c_str(),
-                t.knob.empty() ? (t.phase == "final" ? t.value.substr(0, 10).c_str() : "") : (t.value + (t.also.empty() ? "" : "+")).c_str(),
+                t.knob.empty() ? (t.phase == "final" ? t.value.substr(0, 10).c_str() : "") : (t.value + (t.also.empty() ? "" : " + " + t.also)).c_str(),
                 t.estimate.text(3).c_str(), t.phase == "noise floor" ? "noise floor" : t.accepted ? "kept" : t.outcome.c_str());
   if (!result.skipped.empty()) {
     std::printf("skipped:");

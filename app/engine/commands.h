@@ -2,8 +2,12 @@
 // ok, 1 runtime failure, 2 bad input (with a one-line "tunebench-cli: error: ..." on stderr).
 #pragma once
 
+#include <string>
+
 namespace tb::cli {
 int cmd_knobs(int argc, char** argv);         // cmd_knobs.cpp
+bool wants_help(int argc, char** argv);       // cmd_help.cpp: --help / -h before any "--"
+int cmd_help(const std::string& cmd);         // its usage on stdout, 0; -1 for a command that prints its own
 int cmd_run(int argc, char** argv);           // cmd_run.cpp
 int cmd_run_script(int argc, char** argv);    // cmd_run_script.cpp   (a user's script; client/)
 int cmd_serve(int argc, char** argv);         // cmd_serve.cpp        (the loop: engine/serve.h)

@@ -26,6 +26,8 @@ int main(int argc, char** argv) {
   }
   int sub_argc = argc - 1;
   char** sub_argv = argv + 1;
+  if (tb::cli::wants_help(sub_argc, sub_argv))
+    if (const int rc = tb::cli::cmd_help(cmd); rc >= 0) return rc;
   if (cmd == "--version") return tb::cli::cmd_version(sub_argc, sub_argv);
   if (cmd == "knobs") return tb::cli::cmd_knobs(sub_argc, sub_argv);
   if (cmd == "run") return tb::cli::cmd_run(sub_argc, sub_argv);

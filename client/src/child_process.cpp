@@ -49,9 +49,11 @@ Status ChildProcess::start(const std::vector<std::string>& argv, const std::vect
   }
   // A child that dies must not kill us with SIGPIPE when we write to its channel.
   signal(SIGPIPE, SIG_IGN);
-  // Its own process group: terminate() reaches DataLoader worker processes the script started, too.
+  // Its own process group: terminate() reaches DataLoader worker processes the script started, too. It dies
+  // with us: a SIGTERM to tunebench-cli left the script training for ~25 s, until its next write found the
+  // channel closed (DataLoader workers notice their parent's end by themselves).
   auto p = Process::launch({.argv = argv, .env = env, .in = kDevNull, .out = out[1], .err = out[1],
-                            .fds = {{proto[1], 3}, {input[0], 4}}, .own_group = true});
+                            .fds = {{proto[1], 3}, {input[0], 4}}, .own_group = true, .dies_with_parent = true});
   ::close(proto[1]);
   ::close(input[0]);
   ::close(out[1]);
