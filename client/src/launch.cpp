@@ -50,7 +50,9 @@ std::vector<FdMove> plan_moves(const LaunchSpec& s, std::vector<int>& moved) {
 // argv[0] as execve wants it: a name without '/' looked up in PATH (before a fork: the child may only make
 // async-signal-safe calls). "" when not found.
 std::string resolve(const std::string& name) {
-  if (name.find('/') != std::string::npos) return name;
+  // A path is checked too: after a fork its exec failure would only show as the child's exit code 127, where
+  // posix_spawn says "No such file or directory" at once.
+  if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
   const char* path = std::getenv("PATH");
   std::string dirs = path && *path ? path : "/usr/local/bin:/usr/bin:/bin";
   for (size_t at = 0;;) {

@@ -46,6 +46,13 @@ void Tuner::summarize() {
                          ", an interval that covers 1" + in_process + "; nothing is kept (not confirmed): measure " +
                          "again with a larger --budget");
   }
+  // A bigger batch (or accumulation) is faster per sample and a different recipe: said where it is kept.
+  for (const char* k : {"batch_size", "grad_accumulation"})
+    if (value_in(res_.final_config, k) != value_in(baseline_, k) && !value_in(res_.final_config, k).empty())
+      res_.notes.push_back(std::string(k) + "=" + value_in(res_.final_config, k) + " changes the training recipe (from " +
+                           value_in(baseline_, k) + "): fewer updates per epoch at the same learning rate; the " +
+                           "speed-up is in samples/s, not in time to the same accuracy: scale the learning rate " +
+                           "(e.g. linearly with the batch) and check the loss curve");
   // Waterfall: the headline's baseline times the accepted ratios of the knobs still kept, in the order they
   // were kept (process knobs last: they were measured on top of the others).
   // (None when nothing is kept: an unconfirmed change draws no step of it.)
