@@ -625,3 +625,25 @@ TEST(TunerSearch, TheFinalIsReservedAtEachArmsOwnSpeed) {
     EXPECT_NE(r.final_config.at("amp"), "off") << "slow " << slow;
   }
 }
+
+// What was not tried is listed, a ladder's next rung too: a demo kept workers=1, never tried workers=2 (the
+// analysis's own advice) for budget, and workers=2 appeared nowhere in its result.
+TEST(TunerSearch, ANextRungNotTriedIsListedAsSkipped) {
+  int checked = 0;
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    SimulatedWorkload w(seed);
+    TuneOptions o;
+    o.budget_s = 45;
+    TuneResult r = run_tune(w, o);
+    const std::string kept = r.final_config.at("workers");
+    if (kept == "0" || kept == "4") continue;  // no next rung below the toy's 4 cores
+    const std::string next = kept == "1" ? "2" : "4";
+    bool tried = false, skipped = false;
+    for (const auto& t : r.trials) tried |= t.knob == "workers" && t.value == next;
+    for (const auto& s : r.skipped) skipped |= s.knob == "workers" && s.value == next;
+    EXPECT_TRUE(tried || skipped) << "seed " << seed << ": workers=" << kept << " kept, workers=" << next
+                                  << " neither tried nor listed; ended: " << r.ended;
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+}

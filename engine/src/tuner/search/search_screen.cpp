@@ -355,6 +355,20 @@ void Tuner::defer(const std::string& knob, const std::string& value, double need
 void Tuner::record_untried() {
   std::set<std::string> tried;
   for (const auto& t : res_.trials) tried.insert(t.knob);
+  // A deferred rung of a knob that was tried (workers=2 after workers=1 was kept) is a value not tried, too: it
+  // was left out of the skipped list, so a demo's "workers=2" never appeared anywhere.
+  std::set<std::string> tried_values;  // knob=value measured from some configuration (a revisit is not a new value)
+  for (const auto& t : res_.trials)
+    if (!t.knob.empty()) tried_values.insert(label(t.knob, t.value));
+  for (const auto& d : deferred_)
+    if (tried.count(d.knob) && !tried_values.count(label(d.knob, d.value))) {
+      res_.skipped.push_back({d.knob, d.value,
+                              "budget: a trial needs ~" + fmt(d.need_s, 0) + " s; when its turn came " +
+                                  fmt(std::max(0.0, d.left_s), 0) + " s were left and the final needed ~" +
+                                  fmt(d.reserve_s, 0) + " s",
+                              std::max(0.0, d.left_s), d.need_s});
+      progress(phase_, "skipped " + label(d.knob, d.value) + " (budget)");
+    }
   for (const auto& id : order_) {
     const auto& k = knobs_[id];
     if ((k.info.process_scope && !all_fresh()) || tried.count(id) || !eligible(k, false)) continue;
