@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "engine/distributed.h"
 #include "engine/report.h"
+#include "engine/patch_check.h"
 #include "engine/script_patch.h"
 #include "engine/tuner.h"
 #include "engine_cli_common.h"
@@ -28,8 +29,9 @@ void usage(FILE* out) {
       "       [--knobs k1,k2,...] [--rounds N] [--warmup N] [--seed N] [--device auto|cpu|cuda] [--input C,H,W]\n"
       "       [--classes K] [--ranks N [--dist-timeout S] [--fresh-groups]] [--quiet] [--simulate [--profile P]]\n"
       "       tunebench-cli tune --script train.py [--python PY] [--budget S] [--report R.html] [--json OUT.json]\n"
-      "       [--set k=v,...] [--knobs ...] [--patch P.diff] [-- SCRIPT ARGS]   (a user's PyTorch script, run unmodified;\n"
-      "       the kept changes as a patch of it: P.diff, or R.diff next to --report R.html)\n"
+      "       [--set k=v,...] [--knobs ...] [--patch P.diff] [--no-patch-check] [-- SCRIPT ARGS]   (a user's PyTorch script, run unmodified;\n"
+      "       the kept changes as a patch of it: P.diff, or R.diff next to --report R.html, written when the patched\n"
+      "       script run plainly beats the original in fresh processes; --no-patch-check writes it unchecked)\n"
       "  Measures the noise floor (A/A), process knobs (cpu_allocator) in fresh processes, then every applicable\n"
       "  knob on top of the winners so far (paired windows AB, BA, ..., t interval), revisits the rest, re-measures\n"
       "  every kept knob in a final alternation and reports the speedup. --report R.html also writes R.md.\n"
@@ -74,7 +76,7 @@ int cmd_tune(int argc, char** argv) {
   so.data.clear();
   engine::TuneOptions to;
   std::string report, json_out, knobs_list, patch_out;
-  bool quiet = false, simulate = false, fresh_groups = false;
+  bool quiet = false, simulate = false, fresh_groups = false, patch_check = true;
   std::string profile;
   int ranks = 1, dist_timeout = 0;
   client::ScriptOptions script;
@@ -116,6 +118,8 @@ int cmd_tune(int argc, char** argv) {
       if (!value(json_out) || json_out.empty()) return fail("--json needs a file name", 2);
     } else if (a == "--patch") {
       if (!value(patch_out) || patch_out.empty()) return fail("--patch needs a file name (P.diff)", 2);
+    } else if (a == "--no-patch-check") {
+      patch_check = false;
     } else if (a == "--knobs") {
       if (!value(knobs_list)) return fail("--knobs needs k1,k2,...", 2);
       for (const auto& k : split_list(knobs_list)) {
@@ -244,6 +248,36 @@ int cmd_tune(int argc, char** argv) {
   } catch (const std::exception& e) {
     return fail_clean(std::string("tuning failed: ") + e.what(), 1);
   }
+  // A script's tune: the kept changes as a patch of the script (next to the report unless --patch names it),
+  // written only when the patched script, run plainly against the original in fresh processes, is faster
+  // (engine/patch_check.h); the check's line goes into the report's notes.
+  const auto changed = engine::changed_knobs(result.baseline, result.final_config);
+  engine::ScriptPatch patch;
+  engine::PatchCheck check;
+  std::string patch_base;
+  if (!script.script.empty() && !changed.empty()) {
+    if (patch_out.empty() && !report.empty()) patch_out = report.substr(0, report.rfind('.')) + ".diff";
+    std::error_code ec;
+    patch_base = std::filesystem::current_path(ec).string();
+    patch = engine::script_patch(result, patch_base);
+    if (!patch_out.empty() && !patch.diff.empty() && patch_check) {
+      workload->release();  // the tune's live script must not run beside the processes measured now
+      engine::PatchCheckOptions po;
+      po.steps = result.window > 0 ? result.window : 20;
+      for (const auto& t : result.trials)
+        if (t.phase == "final" && t.fresh_processes && t.window > 0) po.steps = t.window;
+      // At most a quarter of the budget again, and never under three pairs.
+      po.max_s = 0.25 * to.budget_s;
+      po.confidence = to.confidence;
+      if (!quiet)
+        po.progress = [](const std::string& m) { std::fprintf(stderr, "[tune  check] patch      %s\n", m.c_str()); };
+      check = engine::check_script_patch(*workload, patch, po);
+      if (!check.verdict.empty())
+        result.notes.push_back("patch: " + check.text() +
+                               (check.confirmed() ? ": written with this figure" : ": the patch was not written"));
+      if (check.confirmed()) patch = engine::script_patch(result, patch_base, check.estimate);
+    }
+  }
   try {
     engine::write_report(result, report, report.empty() ? "" : markdown_path_for(report), json_out);
   } catch (const std::exception& e) {
@@ -252,7 +286,6 @@ int cmd_tune(int argc, char** argv) {
   end_group.ok = true;
 
   // The summary on stdout: what to keep and by how much.
-  const auto changed = engine::changed_knobs(result.baseline, result.final_config);
   std::printf("baseline  %.1f samples/s (measured at the end%s)\n", result.baseline_throughput,
               result.speedup_fresh_processes ? ", fresh processes" : "");
   const auto unconfirmed = engine::unconfirmed_knobs(result);
@@ -311,20 +344,23 @@ int cmd_tune(int argc, char** argv) {
   }
   if (!report.empty()) std::printf("report    %s (+ %s)\n", report.c_str(), markdown_path_for(report).c_str());
   if (!json_out.empty()) std::printf("json      %s\n", json_out.c_str());
-  // A script's tune: the kept changes as a patch of the script (next to the report unless --patch names it).
   if (!script.script.empty() && !changed.empty()) {
-    if (patch_out.empty() && !report.empty()) patch_out = report.substr(0, report.rfind('.')) + ".diff";
-    std::error_code ec;
-    const auto base = std::filesystem::current_path(ec);
-    const engine::ScriptPatch p = engine::script_patch(result, base.string());
-    for (const auto& u : p.unplaced) std::printf("not in the patch: %s\n", u.c_str());
-    if (!patch_out.empty() && !p.diff.empty()) {
+    for (const auto& u : patch.unplaced) std::printf("not in the patch: %s\n", u.c_str());
+    if (check.verdict.empty() && !patch_out.empty() && !patch.diff.empty())
+      std::printf("checked   no: --no-patch-check (the patch was not run against the original)\n");
+    else if (!check.verdict.empty())
+      std::printf("checked   %s (%.0f s)\n", check.text().c_str(), check.seconds);
+    if (!patch_out.empty() && !patch.diff.empty() && (check.verdict.empty() || check.confirmed())) {
       std::ofstream f(patch_out);
-      f << p.diff;
+      f << patch.diff;
       if (!f) return fail("cannot write '" + patch_out + "'", 1);
-      std::printf("patch     %s (from %s: git apply %s, or patch -p1 < %s)\n", patch_out.c_str(), base.c_str(),
+      std::printf("patch     %s (from %s: git apply %s, or patch -p1 < %s)\n", patch_out.c_str(), patch_base.c_str(),
                   patch_out.c_str(), patch_out.c_str());
-      for (const auto& w : p.placed) std::printf("  %s\n", w.c_str());
+      for (const auto& w : patch.placed) std::printf("  %s\n", w.c_str());
+    } else if (!patch_out.empty() && !patch.diff.empty()) {
+      std::printf("patch     not written: the patched script was not confirmed faster than the original "
+                  "(the kept changes stand as measured with TuneBench's knobs; tune again, or apply them by hand)\n");
+      std::remove(patch_out.c_str());  // a patch of an earlier tune under this name must not pass for this one's
     }
   }
   return 0;

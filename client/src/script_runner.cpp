@@ -2,9 +2,11 @@
 
 #include "client/protocol.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <map>
 #include <cstdlib>
 #include <filesystem>
 #include <regex>
@@ -55,6 +57,17 @@ PythonChoice find_python(const std::string& requested) {
 #endif
     candidates.push_back("/usr/bin/python3");
   }
+  // An interpreter found once is the answer for the life of this process: each probe imports torch (~3 s
+  // here), and a tune starts the script in a fresh process a dozen times (every window of its fresh-process
+  // final, every process of the patch check), each paying it again before its first step.
+  static std::mutex found_mu;
+  static std::map<std::string, PythonChoice> found;
+  std::string key;
+  for (const auto& p : candidates) key += p + "\n";
+  {
+    std::lock_guard<std::mutex> lock(found_mu);
+    if (auto it = found.find(key); it != found.end()) return it->second;
+  }
   std::string tried;
   for (const auto& p : candidates) {
     if (tried.find(p + " ") != std::string::npos) continue;
@@ -62,6 +75,8 @@ PythonChoice find_python(const std::string& requested) {
     if (!v.empty()) {
       c.path = p;
       c.torch_version = v;
+      std::lock_guard<std::mutex> lock(found_mu);
+      found[key] = c;
       return c;
     }
     tried += p + " ";
@@ -114,6 +129,7 @@ Status ScriptRunner::start(const ScriptOptions& o, double hello_timeout_s) {
   if (!o.trace_dir.empty())
     argv.insert(argv.end(), {"--trace-dir", o.trace_dir, "--trace-every", std::to_string(o.trace_every)});
   if (!o.trace_dir.empty() && !o.trace_detail.empty()) argv.insert(argv.end(), {"--trace-detail", o.trace_detail});
+  for (const auto& [file, copy] : o.sources) argv.insert(argv.end(), {"--source", file, copy});
   argv.push_back(o.script);
   argv.insert(argv.end(), o.args.begin(), o.args.end());
   std::vector<std::string> env;
@@ -209,8 +225,25 @@ bool ScriptRunner::send(const nlohmann::json& message) {
   return child_.write_line(m.dump());
 }
 
+bool ScriptRunner::pause() {
+  if (paused_ || child_.pid() <= 0 || child_.exited()) return false;
+  // The whole group: the loader workers it forked would go on filling their queues.
+  if (::killpg(child_.pid(), SIGSTOP) != 0) return false;
+  paused_ = true;
+  return true;
+}
+
+void ScriptRunner::resume() {
+  if (!paused_) return;
+  paused_ = false;
+  if (child_.pid() > 0) ::killpg(child_.pid(), SIGCONT);
+  resumed_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                    std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 int ScriptRunner::stop(double timeout_s) {
   if (child_.pid() <= 0) return -1;
+  resume();  // a stopped process would not act on `stop` nor on SIGTERM
   if (!child_.exited()) {
     send({{"type", "stop"}});
     child_.close_input();

@@ -1,5 +1,6 @@
 """python -m tunebench.launch [--out-fd N] [--in-fd N] [--set k=v,...] [--steps N] [--trace-dir DIR]
-                              [--trace-every N] [--trace-detail shapes,stack] [--stall-warn S] SCRIPT [ARGS...]
+                              [--trace-every N] [--trace-detail shapes,stack] [--stall-warn S]
+                              [--source FILE COPY]... SCRIPT [ARGS...]
 
 Runs SCRIPT unmodified as __main__ under TuneBench's hooks and speaks the run protocol (docs/protocol.md)
 on --out-fd (default 1) and --in-fd. A step is one training iteration (iterations.py says exactly what that
@@ -27,7 +28,7 @@ import traceback
 import torch
 
 from . import (__version__, hooks_children, hooks_dataloader, hooks_forward, hooks_optimizer, hooks_save,
-               hooks_update, iterations, knobs, machine, memory, script_errors)
+               hooks_update, iterations, knobs, machine, memory, patched, script_errors)
 from .protocol import VERSION, Channel, Inbox
 from .state import Run, minor_faults
 from .tracing import Tracer
@@ -65,6 +66,8 @@ def _parse(argv):
                    help="what the profiler also records: shapes (record_shapes), stack (with_stack)")
     p.add_argument("--stall-warn", type=float, default=120.0,
                    help="warn once when no training step came for this many seconds (0: never)")
+    p.add_argument("--source", nargs=2, action="append", default=[], metavar=("FILE", "COPY"),
+                   help="run COPY in place of FILE, as FILE (the tuner's check of a patch it wrote)")
     p.add_argument("script")
     p.add_argument("args", nargs=argparse.REMAINDER)
     return p.parse_args(argv)
@@ -352,6 +355,12 @@ class Launcher(iterations.Sink):
             self.ch.send("error", recoverable=False, message="script not found: %s" % opts.script)
             self.ch.send("done", summary={"steps": 0, "reason": "error"})
             os._exit(1)
+        try:
+            patched.install(opts.source)
+        except OSError as e:
+            self.ch.send("error", recoverable=False, message=str(e))
+            self.ch.send("done", summary={"steps": 0, "reason": "error"})
+            os._exit(2)
         self.install()
         if opts.trace_dir:
             self.tracer = Tracer(run, opts.trace_dir, opts.trace_every, opts.trace_detail)

@@ -647,3 +647,53 @@ TEST(TunerSearch, ANextRungNotTriedIsListedAsSkipped) {
   }
   EXPECT_GT(checked, 0);
 }
+
+namespace {
+// The toy job as a script started it: 4 loader workers on a machine of 2 cores.
+class MoreWorkersThanCores : public SimModel {
+ public:
+  MoreWorkersThanCores() : m_(make_sim_model("toy")) {}
+  std::string name() const override { return m_->name(); }
+  std::string device() const override { return m_->device(); }
+  std::string kind() const override { return m_->kind(); }
+  const std::vector<KnobInfo>& catalog() const override { return m_->catalog(); }
+  Applicability applicability(const KnobInfo& k) const override { return m_->applicability(k); }
+  Config baseline() const override {
+    Config c = m_->baseline();
+    c["workers"] = "4";
+    return c;
+  }
+  SimStep step(const Config& c, double s) const override { return m_->step(c, s); }
+  double fresh_factor(const Config& c) const override { return m_->fresh_factor(c); }
+  double loss_penalty(const Config& c) const override { return m_->loss_penalty(c); }
+  double memory_total_mb() const override { return m_->memory_total_mb(); }
+  std::optional<std::string> out_of_memory(const Config& c) const override { return m_->out_of_memory(c); }
+  std::optional<std::string> refuses(const Config& c) const override { return m_->refuses(c); }
+  int cores() const override { return 2; }
+  SimCosts costs() const override { return m_->costs(); }
+  std::vector<std::pair<std::string, std::vector<std::string>>> search_space() const override { return m_->search_space(); }
+
+ private:
+  std::unique_ptr<SimModel> m_;
+};
+}  // namespace
+
+// A script that starts 4 loader workers on 2 cores: the workers rung is down to the core count, not "nothing to
+// try: the recommended value is the baseline's" (a public script's tune said so).
+TEST(TunerSearch, MoreWorkersThanCoresTriesTheCoreCount) {
+  SimulatedWorkload w(3, SimOptions{}, std::make_unique<MoreWorkersThanCores>());
+  ASSERT_EQ(w.cpu_cores(), 2);
+  ASSERT_EQ(w.baseline().at("workers"), "4");
+  TuneOptions o;
+  o.budget_s = 120;
+  const TuneResult r = run_tune(w, o);
+  bool tried = false;
+  for (const auto& t : r.trials) tried |= t.knob == "workers" && t.value == "2";
+  bool listed = false;
+  for (const auto& s : r.skipped) {
+    listed |= s.knob == "workers" && s.value == "2";
+    EXPECT_FALSE(s.knob == "workers" && s.reason.find("the recommended value is the baseline's") != std::string::npos)
+        << s.reason;
+  }
+  EXPECT_TRUE(tried || listed) << r.ended;
+}

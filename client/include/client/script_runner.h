@@ -18,6 +18,7 @@ namespace tb::client {
 
 // The interpreter that runs scripts: the one asked for, else $TUNEBENCH_PYTHON, else the first `python3` on
 // PATH that imports torch, else the one this build linked its torch from (the project's environment).
+// Probed once per process and kept (a tune starts the script many times).
 struct PythonChoice {
   std::string path;           // "" when none
   std::string torch_version;  // what `import torch` reported
@@ -44,6 +45,9 @@ struct ScriptOptions {
   // settings first (LD_PRELOAD of jemalloc/tcmalloc, GLIBC_TUNABLES malloc entries), so that the
   // interpreter runs exactly the allocator these ask for (the cpu_allocator knob is a process setting).
   std::vector<std::string> env;
+  // Files of the script run from patched copies, each as the original at its path (python/tunebench/patched.py):
+  // the tuner's check that the patch it wrote makes the plain script faster.
+  std::vector<std::pair<std::string, std::string>> sources;  // original, copy
   // The option that gives the first step more time, named when it runs out (the CLI's; the GUI names its own).
   std::string timeout_option = "--first-step-timeout";
 };
@@ -74,6 +78,14 @@ class ScriptRunner {
   std::optional<nlohmann::json> next(double timeout_s);
   bool finished() const { return child_.eof(); }
   bool send(const nlohmann::json& message);
+  // Stops the script and its loader workers where they are (SIGSTOP to its process group), and lets them go
+  // on: while the tuner measures a fresh process beside it, the live script must not run (it trained until
+  // its unread step messages filled the pipe, taking a core from the process being measured).
+  bool pause();
+  void resume();
+  // When the last resume() was, on the launcher's clock (CLOCK_MONOTONIC ns; 0: never): a step that began
+  // before it spanned the pause and was not a step of one configuration alone.
+  int64_t resumed_ns() const { return resumed_ns_; }
   // Asks the child to stop and reaps it (SIGTERM/SIGKILL after `timeout_s`). Returns its exit code.
   int stop(double timeout_s = 10);
   std::optional<int> exit_code() { return child_.exited() ? child_.exit_code() : std::nullopt; }
@@ -95,6 +107,8 @@ class ScriptRunner {
   double started_s_ = 0, last_step_s_ = 0;
   double training_at_s_ = -1;
   bool elsewhere_ = false;
+  bool paused_ = false;
+  int64_t resumed_ns_ = 0;
   // Notes what a message says of the run's shape (training began, training in children).
   void note(const nlohmann::json& m);
 };

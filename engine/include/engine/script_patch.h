@@ -19,11 +19,16 @@ struct ScriptPatch {
   std::string diff;                    // "" when no kept change could be placed
   std::vector<std::string> placed;     // what each hunk does, one line each
   std::vector<std::string> unplaced;   // kept changes left out, with why
+  // Each file the diff changes, as it reads with the patch applied: its absolute path, its new text (what the
+  // patch check runs in the original's place).
+  std::vector<std::pair<std::string, std::string>> files;
 };
 
 // The patch of a tune of a script (environment.model "script:..."); empty for anything else. Paths in the
 // diff are relative to `base_dir` (the directory it is applied in); a file outside it keeps its full path.
-ScriptPatch script_patch(const TuneResult& r, const std::string& base_dir);
+// `checked`, when valid, is the patch check's figure (the patched script against the original, each run
+// plainly in fresh processes): each change's comment then carries it, the figure a user applying the patch gets.
+ScriptPatch script_patch(const TuneResult& r, const std::string& base_dir, const measure::RatioInterval& checked = {});
 
 // A unified diff of one file: `before` and `after` are its lines (no newlines), `path` as the diff names it.
 // Hunks carry 3 lines of context; "" when the two are equal.

@@ -112,6 +112,18 @@ class Workload {
     (void)steps;
     return std::nullopt;
   }
+  // A window of `steps` measured steps in a fresh process of the baseline with some of its files replaced by
+  // patched copies (original, copy): a script's tune checks that the patch it wrote makes the plain script
+  // faster (engine/patch_check.h). nullopt where the workload runs no script.
+  virtual std::optional<measure::Window> measure_patched(const std::vector<std::pair<std::string, std::string>>& sources,
+                                                         int steps) {
+    (void)sources;
+    (void)steps;
+    return std::nullopt;
+  }
+  // The tune is over: stop what goes on running (a script's live process), so that what is measured next
+  // runs alone.
+  virtual void release() {}
   // Loss of each of `steps` steps under `config`, from the same initial weights over the same seeded
   // batches every time it is called (the loss-drift guard compares two such curves). May leave the
   // workload in any configuration: the tuner re-applies before it measures again. Throws TrialFailure.

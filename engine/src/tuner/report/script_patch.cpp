@@ -97,8 +97,13 @@ std::string py_bool(const std::string& v) { return v == "on" ? "True" : "False";
 // plain start of the patched script gets, so that is the figure (a script's tune once wrote its in-process
 // 12.82x here while fresh processes measured 1.07x); else the final alternation's when the knob held there,
 // else the trial that kept it.
-std::string gain_of(const TuneResult& r, const std::string& knob) {
+std::string gain_of(const TuneResult& r, const std::string& knob, const measure::RatioInterval& checked) {
   using report_detail::fmt;
+  if (checked.valid()) {
+    const bool others = changed_knobs(r.baseline, r.final_config).size() > 1;
+    return std::string(others ? "with the other changes of this patch, " : "") + fmt(checked.ratio) + "x [" +
+           fmt(checked.lo) + ", " + fmt(checked.hi) + "]: the patched script against the original, in fresh processes";
+  }
   if (r.verdict == "faster" && r.speedup_fresh_processes && r.speedup.valid()) {
     const bool others = changed_knobs(r.baseline, r.final_config).size() > 1;
     return std::string(others ? "with the other kept changes, " : "") + fmt(r.speedup.ratio) + "x [" +
@@ -294,8 +299,9 @@ std::string unified_diff(const std::string& path, const std::vector<std::string>
   return file_diff(path, f);
 }
 
-ScriptPatch script_patch(const TuneResult& r, const std::string& base_dir) {
+ScriptPatch script_patch(const TuneResult& r, const std::string& base_dir, const measure::RatioInterval& checked) {
   ScriptPatch p;
+  auto gain_of = [&](const TuneResult& res, const std::string& knob) { return engine::gain_of(res, knob, checked); };
   const auto& env = r.environment;
   if (!env.is_object() || env.value("model", std::string()).rfind("script:", 0) != 0) return p;
   const std::string script = env.value("model", std::string()).substr(7);
@@ -530,6 +536,16 @@ ScriptPatch script_patch(const TuneResult& r, const std::string& base_dir) {
     std::string shown = fs::relative(path, fs::absolute(base_dir, ec), ec).string();
     if (ec || shown.empty() || shown.rfind("..", 0) == 0) shown = path;
     p.diff += file_diff(shown, fl);
+    if (fl.edits.empty()) continue;
+    // The file as the patch leaves it: edits from the last, so earlier line numbers stay true.
+    std::vector<std::string> lines = fl.lines;
+    for (auto e = fl.edits.rbegin(); e != fl.edits.rend(); ++e) {
+      lines.erase(lines.begin() + long(e->at), lines.begin() + long(e->at + e->remove));
+      lines.insert(lines.begin() + long(e->at), e->insert.begin(), e->insert.end());
+    }
+    std::string text;
+    for (size_t i = 0; i < lines.size(); ++i) text += lines[i] + (i + 1 < lines.size() || fl.ends_with_newline ? "\n" : "");
+    p.files.push_back({path, std::move(text)});
   }
   return p;
 }

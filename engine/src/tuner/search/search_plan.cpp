@@ -12,13 +12,15 @@ Ladder Tuner::ladder_of(const KnobInfo& info) {
   return Ladder::None;
 }
 
-// Next value above `from` on the knob's ladder, or nullopt at the end.
+// Next value above `from` on the knob's ladder, or nullopt at the end (workers past the core count: the count).
 std::optional<std::string> Tuner::ladder_next(const KnobInfo& info, const std::string& from) {
   int64_t v = 0;
   if (!parse_int(from, v)) return std::nullopt;
   int64_t next = 0, cap = 0;
   if (info.id == "workers") {
     cap = std::max(1, w_.cpu_cores());
+    // More workers than cores (4 on 2): the one rung is down to the core count, where they stop contending.
+    if (v > cap) return info.min <= cap ? std::optional<std::string>(std::to_string(cap)) : std::nullopt;
     if (v < 1) next = 1;
     else {
       next = 1;

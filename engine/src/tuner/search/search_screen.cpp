@@ -384,6 +384,9 @@ void Tuner::record_untried() {
       progress(phase_, "skipped " + label(id, d->value) + " (budget)");
     } else if (auto why = not_worth(k.info, current_)) {
       res_.skipped.push_back({id, "", *why});
+    } else if (ladder_of(k.info) == Ladder::Workers && value_in(current_, id) == std::to_string(std::max(1, w_.cpu_cores()))) {
+      res_.skipped.push_back({id, "", "nothing to try: " + value_in(current_, id) + " workers already use the " +
+                                          value_in(current_, id) + " cores"});
     } else {
       res_.skipped.push_back({id, "", "nothing to try: the recommended value is the baseline's"});
     }

@@ -151,6 +151,9 @@ class ScriptWorkload : public Workload {
         ++w.warmup_steps;
         continue;
       }
+      // A step that began before the script was last let go on spanned a fresh process's window (or was
+      // sent before it): it belongs to no window here.
+      if (m->value("t_ns", int64_t(0)) < runner_->resumed_ns()) continue;
       if (measured == 0) w.start_s = now_s() - m->value("wall_ns", int64_t(0)) * 1e-9;
       if (first_measured_s_ < 0 && restarts_ == 0) first_measured_s_ = w.start_s - started_s_;
       ++measured;
@@ -167,28 +170,22 @@ class ScriptWorkload : public Workload {
   }
 
   std::optional<measure::Window> measure_fresh(const Config& config, int steps) override {
+    const Paused paused(*runner_);
     auto it = config.find("cpu_allocator");
     auto r = start(pairs_of(config), it == config.end() ? std::string("glibc") : it->second);
-    measure::Window w;
-    int64_t measured = 0;
-    while (measured < steps) {
-      auto m = r->next(1.0);
-      if (!m) {
-        if (r->finished()) throw TrialFailure("the script ended before " + std::to_string(steps) + " measured steps", false);
-        if (r->seconds_since_step() > 600) throw TrialFailure("no optimizer step for 600 s", false);
-        continue;
-      }
-      if (m->value("type", std::string()) == "error") throw TrialFailure(m->value("message", std::string("failed")), false);
-      if (m->value("type", std::string()) != "step" || m->value("warmup", false)) continue;
-      if (measured == 0) w.start_s = now_s();
-      ++measured;
-      ++w.steps;
-      w.samples += m->value("samples", int64_t(0));
-      w.wall_s += m->value("wall_ns", int64_t(0)) * 1e-9;
-      if (m->contains("memory")) add_step_memory(w, memory_of_json((*m)["memory"]));
-    }
-    r->stop(5);
-    return w;
+    return window_of(*r, steps);
+  }
+
+  std::optional<measure::Window> measure_patched(const std::vector<std::pair<std::string, std::string>>& sources,
+                                                 int steps) override {
+    const Paused paused(*runner_);
+    auto it = baseline_.find("cpu_allocator");
+    auto r = start(pairs_of(baseline_), it == baseline_.end() ? std::string("glibc") : it->second, sources);
+    return window_of(*r, steps);
+  }
+
+  void release() override {
+    if (runner_) runner_->stop(5);
   }
 
   std::vector<double> loss_probe(const Config&, int) override {
@@ -226,6 +223,37 @@ class ScriptWorkload : public Workload {
   }
 
  private:
+  // The live script stands still while a fresh process is measured beside it (client/script_runner.h pause).
+  struct Paused {
+    client::ScriptRunner& r;
+    explicit Paused(client::ScriptRunner& x) : r(x) { r.pause(); }
+    ~Paused() { r.resume(); }
+  };
+
+  // `steps` measured steps of a fresh process, which then stops.
+  measure::Window window_of(client::ScriptRunner& r, int steps) {
+    measure::Window w;
+    int64_t measured = 0;
+    while (measured < steps) {
+      auto m = r.next(1.0);
+      if (!m) {
+        if (r.finished()) throw TrialFailure("the script ended before " + std::to_string(steps) + " measured steps", false);
+        if (r.seconds_since_step() > 600) throw TrialFailure("no optimizer step for 600 s", false);
+        continue;
+      }
+      if (m->value("type", std::string()) == "error") throw TrialFailure(m->value("message", std::string("failed")), false);
+      if (m->value("type", std::string()) != "step" || m->value("warmup", false)) continue;
+      if (measured == 0) w.start_s = now_s();
+      ++measured;
+      ++w.steps;
+      w.samples += m->value("samples", int64_t(0));
+      w.wall_s += m->value("wall_ns", int64_t(0)) * 1e-9;
+      if (m->contains("memory")) add_step_memory(w, memory_of_json((*m)["memory"]));
+    }
+    r.stop(5);
+    return w;
+  }
+
   std::vector<std::pair<std::string, std::string>> pairs_of(const Config& c) {
     std::vector<std::pair<std::string, std::string>> out;
     for (const auto& [k, v] : c) {
@@ -238,9 +266,11 @@ class ScriptWorkload : public Workload {
   }
 
   std::unique_ptr<client::ScriptRunner> start(const std::vector<std::pair<std::string, std::string>>& set,
-                                               const std::string& allocator) {
+                                               const std::string& allocator,
+                                               const std::vector<std::pair<std::string, std::string>>& sources = {}) {
     client::ScriptOptions o = opts_;
     o.set = set;
+    o.sources = sources;
     o.env = allocator_env(allocator);
     if (allocator == "jemalloc" || allocator == "tcmalloc") {
       if (cpu_allocator_library(allocator).empty()) throw TrialFailure(cpu_allocator_unavailable(allocator), false);
@@ -273,6 +303,8 @@ class ScriptWorkload : public Workload {
   void note(const nlohmann::json& m) {
     const std::string type = m.value("type", std::string());
     if (type == "source") sources_.push_back(m);
+    // The launcher's stall warning after the tune held the script still (pause) is the tune's doing.
+    if (type == "warning" && m.value("kind", std::string()) == "stalled" && runner_ && runner_->resumed_ns() > 0) return;
     if (type == "warning" && notes_.size() < 20) notes_.push_back(m.value("message", std::string()));
   }
 
