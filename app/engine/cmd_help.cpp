@@ -24,7 +24,9 @@ constexpr const char* kRun =
     "       [--first-step-timeout S] [--quiet] [-- SCRIPT ARGS]\n"
     "  Runs the user's own PyTorch script, unmodified, and measures its training steps (a batch, its backward\n"
     "  and update): their phases, memory, and the time between them (validation, checkpoints). The first step\n"
-    "  must end within --first-step-timeout seconds (120; an LBFGS step(closure) may need more).\n";
+    "  must end within --first-step-timeout seconds (120; an LBFGS step(closure) may need more). --trace\n"
+    "  records after the first 10 measured steps (a run of under 60 steps: all of them); those are the\n"
+    "  reference for tracing's own cost, stated when above 5%.\n";
 
 constexpr const char* kKnobs =
     "usage: tunebench-cli knobs [--json]\n"

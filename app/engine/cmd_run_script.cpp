@@ -24,6 +24,10 @@
 
 namespace tb::cli {
 namespace {
+
+// Measured steps a traced run makes untraced first: the reference its tracing cost is stated against.
+constexpr int64_t kUntracedSteps = 10;
+
 int usage_error(const std::string& msg) {
   std::fprintf(stderr, "tunebench-cli: error: run: %s\n", msg.c_str());
   return 2;
@@ -127,6 +131,10 @@ int cmd_run_script(int argc, char** argv) {
     if (!mkdtemp(tmpl.data())) return usage_error("cannot make a directory for the trace chunks");
     chunk_dir = tmpl;
     so.trace_dir = chunk_dir.string();
+    // The first measured steps run untraced, the reference for tracing's own cost ("tracing cost" when it is
+    // above 5%: tracing once halved a fast script's speed and the run did not say so). A short run is traced
+    // whole: its steps are too few to spare.
+    so.trace_wait = so.steps > 0 ? so.steps >= 60 : measured_steps > 0 ? measured_steps >= 40 : true;
   }
   struct RemoveDir {
     std::filesystem::path p;
@@ -165,7 +173,8 @@ int cmd_run_script(int argc, char** argv) {
   nlohmann::json outside = nlohmann::json::array();
   measure::LoadProbe load;
   int64_t measured = 0;
-  bool stop_sent = false;
+  bool stop_sent = false, trace_started = false;
+  std::vector<std::pair<int64_t, int64_t>> traced;  // the steps each trace chunk covers
   for (;;) {
     // Training in child processes: the parent makes no step, and waits for them without a time-out.
     const double wait = runner.trains_elsewhere() ? 1.0
@@ -192,6 +201,10 @@ int cmd_run_script(int argc, char** argv) {
       step_extras.push_back(std::move(extra));
       unit = m->value("unit", std::string("samples"));
       if (!records.back().warmup) ++measured;
+      if (so.trace_wait && !trace_started && measured >= kUntracedSteps) {
+        runner.send({{"type", "trace"}, {"action", "start"}});
+        trace_started = true;
+      }
       if (measured_steps > 0 && measured >= measured_steps && !stop_sent) {
         runner.send({{"type", "stop"}});
         stop_sent = true;
@@ -202,6 +215,7 @@ int cmd_run_script(int argc, char** argv) {
       sources.push_back(*m);
     } else if (type == "trace") {
       chunks.push_back(m->value("path", std::string()));
+      traced.push_back({m->value("first_step", int64_t(-1)), m->value("last_step", int64_t(-2))});
     } else if (type == "outside") {
       // Time between training iterations (validation, checkpoints, logging): its own class, outside every
       // step and every throughput window.
@@ -275,19 +289,36 @@ int cmd_run_script(int argc, char** argv) {
     else not_measured = "the script made no training step";
     out["not_measured"] = not_measured;
   }
+  const nlohmann::json tracing = so.trace_wait ? engine::tracing_cost_json(records, traced) : nlohmann::json();
+  if (!tracing.is_null()) out["tracing_cost"] = tracing;
   if (!json_path.empty() && !write_json_file(json_path, out)) return 1;
   if (!trace_path.empty()) {
-    if (std::string err = merge_chunks(chunks, trace_path); !err.empty()) {
+    if (so.trace_wait && !trace_started && chunks.empty()) {
+      const std::string err = "the script ended after " + std::to_string(measured) +
+                              " measured steps, before tracing began (after " + std::to_string(kUntracedSteps) +
+                              " untraced ones, the reference for its cost): pass --steps N under 60 to trace it whole";
+      std::fprintf(stderr, "tunebench-cli: error: --trace: %s\n", err.c_str());
+      if (failure.empty()) failure = "--trace: " + err;
+    } else if (std::string err = merge_chunks(chunks, trace_path); !err.empty()) {
       std::fprintf(stderr, "tunebench-cli: error: --trace: %s\n", err.c_str());
       if (failure.empty()) failure = "--trace: " + err;
     } else {
-      std::fprintf(stderr, "trace: %s (%zu chunk%s of up to %d steps)\n", trace_path.c_str(), chunks.size(),
-                   chunks.size() == 1 ? "" : "s", so.trace_every);
+      std::fprintf(stderr, "trace: %s (%zu chunk%s of up to %d steps%s)\n", trace_path.c_str(), chunks.size(),
+                   chunks.size() == 1 ? "" : "s", so.trace_every,
+                   so.trace_wait ? (", from after " + std::to_string(kUntracedSteps) +
+                                    " untraced measured steps, the reference for its cost").c_str() : "");
+      if (const std::string cost = engine::tracing_cost_text(tracing); !cost.empty())
+        std::printf("%s\n", cost.c_str());
     }
   }
   const auto& tp = out["throughput"];
   if (!not_measured.empty())
     std::printf("%s: nothing measured: %s\n", so.script.c_str(), not_measured.c_str());
+  else if (samples == 0)  // no model forward told the batch (raw tensors, a hand-written model): steps, said so
+    std::printf("%s: %.1f steps/s over %zu measured steps (%zu in all; no batch size: no module's forward was seen, "
+                "so samples are not counted); %s\n",
+                so.script.c_str(), wall > 0 ? double(measured) / wall : 0.0, tp["measured_steps"].get<size_t>(),
+                records.size(), tp["noise"]["text"].get<std::string>().c_str());
   else
     std::printf("%s: %.1f %s/s over %zu measured steps (%zu in all); %s\n", so.script.c_str(),
                 tp["samples_per_s"].get<double>(), unit.c_str(), tp["measured_steps"].get<size_t>(), records.size(),

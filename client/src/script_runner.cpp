@@ -129,6 +129,7 @@ Status ScriptRunner::start(const ScriptOptions& o, double hello_timeout_s) {
   if (!o.trace_dir.empty())
     argv.insert(argv.end(), {"--trace-dir", o.trace_dir, "--trace-every", std::to_string(o.trace_every)});
   if (!o.trace_dir.empty() && !o.trace_detail.empty()) argv.insert(argv.end(), {"--trace-detail", o.trace_detail});
+  if (!o.trace_dir.empty() && o.trace_wait) argv.push_back("--trace-wait");
   for (const auto& [file, copy] : o.sources) argv.insert(argv.end(), {"--source", file, copy});
   argv.push_back(o.script);
   argv.insert(argv.end(), o.args.begin(), o.args.end());

@@ -144,6 +144,37 @@ std::vector<measure::StepTiming> measured_timings(const std::vector<StepRecord>&
   return out;
 }
 
+nlohmann::json tracing_cost_json(const std::vector<StepRecord>& steps,
+                                 const std::vector<std::pair<int64_t, int64_t>>& traced) {
+  int64_t n[2] = {0, 0}, wall[2] = {0, 0};
+  for (const auto& r : steps) {
+    if (r.warmup) continue;
+    const bool in = std::any_of(traced.begin(), traced.end(),
+                                [&](const auto& t) { return r.index >= t.first && r.index <= t.second; });
+    ++n[in];
+    wall[in] += r.wall_ns;
+  }
+  if (n[0] < 5 || n[1] < 5 || wall[0] <= 0 || wall[1] <= 0) return nullptr;
+  // Per step, not per sample: a script whose batch cannot be told counts no samples, and its steps are alike.
+  const double untraced_ms = wall[0] * 1e-6 / double(n[0]), traced_ms = wall[1] * 1e-6 / double(n[1]);
+  return {{"untraced_steps", n[0]}, {"traced_steps", n[1]}, {"untraced_step_ms", untraced_ms},
+          {"traced_step_ms", traced_ms}, {"traced_speed", untraced_ms / traced_ms}};
+}
+
+std::string tracing_cost_text(const nlohmann::json& cost) {
+  if (!cost.is_object()) return "";
+  const double speed = cost.value("traced_speed", 1.0);
+  if (!(speed < 0.95)) return "";
+  char b[320];
+  std::snprintf(b, sizeof b,
+                "tracing cost: the %lld traced steps ran at %.2fx the speed of the %lld untraced ones before them "
+                "(%.3f against %.3f ms a step): the trace's times are stretched by its own recording",
+                static_cast<long long>(cost.value("traced_steps", int64_t(0))), speed,
+                static_cast<long long>(cost.value("untraced_steps", int64_t(0))), cost.value("traced_step_ms", 0.0),
+                cost.value("untraced_step_ms", 0.0));
+  return b;
+}
+
 nlohmann::json throughput_json(const std::vector<StepRecord>& steps, const measure::SystemLoad& load) {
   const auto timings = measured_timings(steps);
   std::vector<double> rates;

@@ -93,8 +93,13 @@ class StepMemoryTest(ScriptTest):
                 self.assertEqual(set(mem), {"host_rss"})  # a CPU run: no device keys, no CUDA call
             self.assertGreater(mem["host_rss"], 10 * MIB)
             # Read at the step's end, right after the script's own reading of the same kernel counter (the
-            # next forward ends the step): the same figure, to the page (0.03 MiB apart at most here).
-            self.assertLess(abs(mem["host_rss"] - printed[s["i"]]), 4 * MIB, (s["i"], mem, printed[s["i"]]))
+            # next forward ends the step): the same figure, to the page on a quiet machine (0.03 MiB apart at
+            # most here). Between the two reads the process's other threads may take or give back the
+            # allocator's 4 MiB blocks: 8 MiB apart was seen once in 20 steps, under the suite run beside a
+            # build. So: nearly every step to the page, none further than a few blocks.
+            self.assertLess(abs(mem["host_rss"] - printed[s["i"]]), 12 * MIB, (s["i"], mem, printed[s["i"]]))
+        close = sum(abs(s["memory"]["host_rss"] - printed[s["i"]]) < MIB for s in flat)
+        self.assertGreaterEqual(close, 16, [(s["i"], s["memory"]["host_rss"] - printed[s["i"]]) for s in flat])
         rss = [s["memory"]["host_rss"] for s in flat]
         # Without the leak the allocator's 4 MiB blocks come and go (rss[2:] moved 8-25 MiB here, both ways).
         self.assertLess(rss[19] - rss[2], 40 * MIB, rss)

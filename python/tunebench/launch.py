@@ -1,5 +1,5 @@
 """python -m tunebench.launch [--out-fd N] [--in-fd N] [--set k=v,...] [--steps N] [--trace-dir DIR]
-                              [--trace-every N] [--trace-detail shapes,stack] [--stall-warn S]
+                              [--trace-every N] [--trace-detail shapes,stack] [--trace-wait] [--stall-warn S]
                               [--source FILE COPY]... SCRIPT [ARGS...]
 
 Runs SCRIPT unmodified as __main__ under TuneBench's hooks and speaks the run protocol (docs/protocol.md)
@@ -64,6 +64,9 @@ def _parse(argv):
     p.add_argument("--trace-every", type=int, default=20)
     p.add_argument("--trace-detail", default="", type=_trace_detail,
                    help="what the profiler also records: shapes (record_shapes), stack (with_stack)")
+    p.add_argument("--trace-wait", action="store_true",
+                   help="with --trace-dir: trace from the first `trace start` message on, not from the start "
+                        "(run --trace measures untraced steps first: the reference for tracing's own cost)")
     p.add_argument("--stall-warn", type=float, default=120.0,
                    help="warn once when no training step came for this many seconds (0: never)")
     p.add_argument("--source", nargs=2, action="append", default=[], metavar=("FILE", "COPY"),
@@ -362,7 +365,7 @@ class Launcher(iterations.Sink):
             self.ch.send("done", summary={"steps": 0, "reason": "error"})
             os._exit(2)
         self.install()
-        if opts.trace_dir:
+        if opts.trace_dir and not opts.trace_wait:
             self.tracer = Tracer(run, opts.trace_dir, opts.trace_every, opts.trace_detail)
             self.tracer.start(0)
         watchdog = Watchdog(self.tracker, lambda msg, **f: self.ch.send("warning", message=msg, kind="stalled", **f),

@@ -39,6 +39,7 @@ struct ScriptOptions {
   std::string trace_dir;          // "" = no tracing
   int trace_every = 20;
   std::string trace_detail;       // "shapes", "stack" or both, comma-separated: what torch.profiler also records
+  bool trace_wait = false;        // trace from a `trace start` message on (run --trace's untraced reference steps)
   int warmup_steps = 3, max_warmup_steps = 30;  // the warm-up rule (measure/warmup.h), as for the engine
   ChildProcess::OutputFn output;  // the script's own prints (stdout+stderr), line by line
   // "K=V" added to (or replacing in) the inherited environment; the inherited one loses its allocator

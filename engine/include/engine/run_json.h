@@ -45,6 +45,16 @@ inline constexpr int kVerdictWindow = 10;
 // over the windows. `load` may be unreadable.
 nlohmann::json throughput_json(const std::vector<StepRecord>& steps, const measure::SystemLoad& load = {});
 
+// Tracing's own cost, where a run's first measured steps ran untraced (run --script --trace): the measured
+// steps inside the traced step ranges `traced` (first, last) against those outside them, each side's mean
+// step time. `traced_speed` is the untraced step time over the traced one (0.52: tracing halved the speed).
+// Null when either side has fewer than 5 measured steps.
+nlohmann::json tracing_cost_json(const std::vector<StepRecord>& steps,
+                                 const std::vector<std::pair<int64_t, int64_t>>& traced);
+// "tracing cost: the 90 traced steps ran at 0.52x the speed of the 10 untraced ones before them (...)", or ""
+// when tracing cost 5% or less (or was not measured).
+std::string tracing_cost_text(const nlohmann::json& cost);
+
 // `run --json`'s document of a finished run, the parts the session knows: what ran (model, data, input,
 // device, versions, optimizer, allocator, threads), its configuration and revision, the throughput, the
 // warm-up rule, the counters (skipped steps, NaN losses, optimizer steps, loader), the drift checks, the

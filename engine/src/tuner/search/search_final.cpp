@@ -107,16 +107,25 @@ void Tuner::final_phase() {
     return n;
   };
   const double fresh_reserve = fresh_final_planned() ? budget_.alternation_s(2, o_.rounds, true) : 0.0;
+  // A round costs at least what the last one took: its arms run at their own speeds, and an arm without a kept
+  // change can be slower than the search measured that change (amp held 7.0x in a final where its trial had
+  // measured 5.0x), where the budget's window cost is the recent, fast windows'.
+  double last_round_s = 0, round_started = w_.now_s();
+  auto round_s = [&] { return std::max(budget_.alternation_s(live_arms(), 1, false), last_round_s); };
   auto another_round = [&](int r) {
+    if (r > 0) {
+      last_round_s = w_.now_s() - round_started;
+      round_started = w_.now_s();
+    }
     // The first rounds are the final's minimum: they may run into the budget's margin (budget.h), and past
     // two rounds (an interval pooled with the noise floor) they stop at its hard end.
     if (r < o_.rounds) {
-      if (r < 2 || budget_.may_finish(elapsed(), budget_.alternation_s(live_arms(), 1, false) + fresh_reserve)) return true;
+      if (r < 2 || budget_.may_finish(elapsed(), round_s() + fresh_reserve)) return true;
       res_.notes.push_back("the final alternation stopped after " + std::to_string(r) + " rounds at the budget's hard end");
       return false;
     }
     if (r >= o_.max_final_rounds || !undecided()) return false;
-    if (!budget_.may_extend(elapsed(), budget_.alternation_s(live_arms(), 1, false), fresh_reserve)) return false;
+    if (!budget_.may_extend(elapsed(), round_s(), fresh_reserve)) return false;
     progress(phase_, "a kept change is still undecided after " + std::to_string(r) + " rounds: one more round");
     return true;
   };
