@@ -21,6 +21,7 @@
 #include "client/script_runner.h"
 #include "engine/patch_check.h"
 #include "engine/script_patch.h"
+#include "script_lines.h"
 #include "engine/tuner.h"
 
 using namespace tb::engine;
@@ -68,13 +69,7 @@ if __name__ == "__main__":
 )";
 }
 
-int line_of(const std::string& text, const std::string& needle) {
-  std::istringstream in(text);
-  std::string l;
-  for (int n = 1; std::getline(in, l); ++n)
-    if (l.find(needle) != std::string::npos) return n;
-  return 0;
-}
+using tb::test_util::line_of;
 
 class PatchCheckTest : public ::testing::Test {
  protected:

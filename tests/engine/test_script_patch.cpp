@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "engine/script_patch.h"
+#include "script_lines.h"
 #include "engine/tuner.h"
 
 using namespace tb::engine;
@@ -78,13 +79,7 @@ if __name__ == "__main__":
     main()
 )";
 
-int line_of(const std::string& text, const std::string& needle) {
-  std::istringstream in(text);
-  std::string l;
-  for (int n = 1; std::getline(in, l); ++n)
-    if (l.find(needle) != std::string::npos) return n;
-  return 0;
-}
+using tb::test_util::line_of;
 
 std::string run(const std::string& cmd) {
   std::string out;
