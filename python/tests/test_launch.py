@@ -146,9 +146,41 @@ class LaunchTest(ScriptTest):
                 if not applicable:
                     self.assertIn("no DataLoader in the script's steps", knobs[kid]["reason"])
             self.assertTrue(knobs["intra_op_threads"]["applicable"])
+            # A Linear model: an optimizer and a module, but no 4-D weight for channels_last to change.
+            self.assertTrue(knobs["zero_grad_none"]["applicable"], knobs["zero_grad_none"])
+            self.assertTrue(knobs["amp"]["applicable"], knobs["amp"])
+            self.assertEqual(knobs["channels_last"]["applicable"], applicable, knobs["channels_last"])
+            if not applicable:
+                self.assertIn("no 4-D weight", knobs["channels_last"]["reason"])
         import torch
         if not torch.cuda.is_available():  # no CUDA advice on a CPU run
             self.assertNotIn("cuda", knobs["amp"]["reason"].lower().replace("for cuda devices", ""))
+
+    def test_each_knob_says_what_it_needs(self):
+        # A model of raw tensors with a hand-written update: no optimizer object for zero_grad_none, no module
+        # for amp, channels_last and compile.
+        raw = self.write("raw.py", textwrap.dedent("""
+            import torch
+            torch.manual_seed(0)
+            w = torch.zeros(4, 1, requires_grad=True)
+            x = torch.randn(256, 4); y = x.sum(1, keepdim=True)
+            for step in range(6):
+                loss = ((x @ w - y) ** 2).mean()
+                loss.backward()
+                with torch.no_grad():
+                    w -= 0.05 * w.grad
+                    w.grad.zero_()
+        """))
+        c = Child(raw, launcher_args=["--steps", "3"])
+        code, _, err = c.finish()
+        self.assertEqual(code, 0, err)
+        k = {x["id"]: x for x in next(m for m in c.messages if m["type"] == "hello")["knobs"]}
+        self.assertFalse(k["zero_grad_none"]["applicable"])
+        self.assertIn("no torch.optim optimizer", k["zero_grad_none"]["reason"])
+        for kid in ("amp", "channels_last", "compile"):
+            self.assertFalse(k[kid]["applicable"], k[kid])
+            self.assertIn("no torch.nn.Module forward", k[kid]["reason"])
+        # (a Linear model and the DataLoader script's convolution: test_loader_knobs_apply_only_where_...)
 
     def test_trace_chunks_hold_the_steps_and_the_cores(self):
         tdir = os.path.join(self.dir.name, "trace")

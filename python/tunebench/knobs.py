@@ -231,6 +231,12 @@ class ZeroGradNone(Knob):
     def default(self):
         return "on" if _torch_major() >= 2 else "off"
 
+    def applicable_to(self, run):
+        ok, why = self.applicable()
+        if ok and not list(run.optimizers):
+            return False, "no torch.optim optimizer in the script's steps (its update is hand-written): nothing to change"
+        return ok, why
+
     def apply(self, run, value, live):
         run.requested[self.id] = value
         hooks_optimizer.apply_zero_grad_none(run)  # the wrapper reads the value at every call
@@ -254,7 +260,18 @@ class AnomalyDetection(Knob):
 
 # --- the model's forward ----------------------------------------------------------------------------------
 
-class Amp(Knob):
+class ModelKnob(Knob):
+    """A knob that acts on the model's forward: nothing to change where the steps run no torch.nn.Module (a
+    model of raw tensors and a hand-written update)."""
+
+    def applicable_to(self, run):
+        ok, why = self.applicable()
+        if ok and not run.models and not list(run.trained_modules):
+            return False, "no torch.nn.Module forward in the script's steps (its model is raw tensors): nothing to change"
+        return ok, why
+
+
+class Amp(ModelKnob):
     id, type = "amp", "enum"
     title = "Mixed precision"
     description = "autocast around the model's forward (bf16); fp16 needs a GradScaler in the script"
@@ -272,17 +289,25 @@ class Amp(Knob):
         return hooks_model.set_amp(run, value)
 
 
-class ChannelsLast(Knob):
+class ChannelsLast(ModelKnob):
     id = "channels_last"
     title = "Channels-last (NHWC)"
     description = "The model's 4-D weights and inputs in NHWC memory format"
     snippet = "model = model.to(memory_format=torch.channels_last)  # and x = x.to(memory_format=torch.channels_last)"
 
+    def applicable_to(self, run):
+        ok, why = super().applicable_to(run)
+        if ok and (run.models or list(run.trained_modules)):
+            modules = list(run.models) + list(run.trained_modules)
+            if not any(p.dim() == 4 for m in modules for p in m.parameters()):
+                return False, "no 4-D weight (no convolution) in the model: its memory format changes nothing"
+        return ok, why
+
     def apply(self, run, value, live):
         return hooks_model.set_channels_last(run, value == "on")
 
 
-class Compile(Knob):
+class Compile(ModelKnob):
     id = "compile"
     title = "torch.compile"
     description = "Compile the model with TorchInductor (torch >= 2.0)"
