@@ -312,6 +312,8 @@ int cmd_tune(int argc, char** argv) {
     for (const auto& k : changed) std::printf(" %s=%s", k.c_str(), result.final_config.at(k).c_str());
     std::printf("\n");
   }
+  if (!result.confirmation.empty() && (!changed.empty() || !unconfirmed.empty()))
+    std::printf("confirmed %s\n", result.confirmation.c_str());
   std::printf("noise     %s\n", result.noise.text.c_str());
   std::printf("budget    %.0f s of %.0f s", result.elapsed_s, result.budget_s);
   for (const auto& [phase, s] : result.budget_phases)

@@ -265,6 +265,11 @@ struct TuneResult {
   RatioEstimate speedup;
   bool speedup_fresh_processes = false;
   RatioEstimate speedup_in_process;  // the in-process final alternation (equal to speedup when that is it)
+  // How the headline was confirmed, one line: "fresh processes (N pairs)", or why it is this process's final
+  // alternation (no fresh start needed; fresh processes could not decide in N pairs and their interval holds
+  // the in-process gain; a fresh-process check would need more time or pairs than were left). "" when nothing
+  // was kept.
+  std::string confirmation;
   // "faster" (the headline's interval lies above 1), "undecided" (the search kept changes but the headline's
   // interval covers 1: nothing is kept, they are `unconfirmed_config`), "none" (nothing beat the baseline).
   std::string verdict = "none";

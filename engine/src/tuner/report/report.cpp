@@ -143,6 +143,7 @@ json report_json(const TuneResult& r) {
   j["speedup_ci"] = {num(r.speedup.lo), num(r.speedup.hi)};
   j["speedup_method"] = r.speedup.method;
   j["speedup_fresh_processes"] = r.speedup_fresh_processes;
+  j["confirmation"] = r.confirmation;
   j["speedup_in_process"] = {{"ratio", num(r.speedup_in_process.ratio)},
                              {"ci", {num(r.speedup_in_process.lo), num(r.speedup_in_process.hi)}}};
   j["noise_floor"] = {{"sd_log", num(r.noise_floor.sd_log)}, {"df", r.noise_floor.df}, {"pairs", r.noise_floor.pairs},
@@ -258,6 +259,7 @@ std::string report_html(const TuneResult& r) {
                      ", baseline and final measured alternately at the end" +
                      (r.speedup_fresh_processes ? ", each window a fresh process" : "") + ").") +
          "</p>\n";
+    if (!r.confirmation.empty()) h += "<p><strong>Confirmed:</strong> " + esc(r.confirmation) + "</p>\n";
   } else {
     h += "<div class=\"headline\">No change beat the baseline</div>\n";
     h += "<p>" + esc("Baseline " + fmt(r.baseline_throughput, 1) + " samples/s (measured at the end of the tune).") +
@@ -397,6 +399,7 @@ std::string report_markdown(const TuneResult& r) {
       << "**: " << fmt(r.baseline_throughput, 1) << " → "
       << fmt(r.final_throughput, 1) << " samples/s (95% interval " << fmt(r.speedup.lo, 2) << "–"
       << fmt(r.speedup.hi, 2) << (r.speedup_fresh_processes ? ", fresh processes" : "") << ")\n\n";
+  if (r.speedup.valid() && !changed.empty() && !r.confirmation.empty()) m << "**Confirmed:** " << r.confirmation << "\n\n";
   else
     m << "**No change beat the baseline** (" << fmt(r.baseline_throughput, 1) << " samples/s)\n\n";
   m << "**Keep:** " << keep_text(r) << "\n\n";

@@ -114,7 +114,9 @@ class Tuner {
   std::optional<std::string> not_worth(const KnobInfo& info, const Config& c);
   // Expected gain over cost of screening `id` now (the last snapshot's bottleneck), for the order.
   double priority(const std::string& id);
-  // `ids` by priority, the workload's first knobs first, ties in catalog order.
+  // A ladder knob whose last rung was just kept (its next rung goes before knobs with no evidence).
+  bool climbing(const std::string& id);
+  // `ids` by priority, the workload's first knobs first, then a climbing ladder, ties in catalog order.
   std::vector<std::string> by_priority(const std::vector<std::string>& ids);
 
   double step_cost_s() { return sec_per_step_ > 0 ? sec_per_step_ : 0.05; }
@@ -130,12 +132,31 @@ class Tuner {
   bool fresh_final_planned();
   // Arms reserved for it: the baseline, the final, and the measurement allocator's when it is the user's other.
   int planned_fresh_arms();
+  // ----- the confirmation's size (search_plan.cpp) ---------------------------------------------------
+  // A fresh-process pair's spread (sd of its log ratio): as this tune's fresh pairs measured it, else the
+  // in-process floor's times kFreshNoise (a new process adds its own placement, page faults and start-up).
+  double fresh_sd();
+  // Fresh pairs that decide a gain of `gain` at spread `sd`: the interval's half-width within kDecideShare of
+  // the gain (in logs), at least `rounds`; 0 when more than max_fresh_rounds would be needed.
+  int fresh_pairs_for(double gain, double sd);
+  // The gain the fresh final is to confirm: the in-process headline once measured, else the kept knobs'
+  // ratios as the search measured them.
+  double gain_to_confirm();
+  // The fresh final's planned rounds for that gain; 0 when fresh processes cannot decide it here.
+  int fresh_rounds();
+  // Its headline's two arms over those rounds (0 when it is not planned).
+  double fresh_reserve_s();
   // What the end of the tune needs (budget.h): the in-process final and the planned fresh final.
   double reserve_s(bool with_fresh = true);
   // The in-process final alternation of `rounds` rounds, each arm at its own measured speed.
   double final_s(int rounds);
   // Whether a trial of `knob`=`value` may start now; if not, it is deferred (and said).
   bool fits(const std::string& knob, const std::string& value, bool fresh = false);
+
+  // The compiled variant a configuration runs (its dtype and memory format), "" without compile.
+  static std::string compile_variant(const Config& c) {
+    return value_in(c, "compile") == "on" ? value_in(c, "amp") + "|" + value_in(c, "channels_last") : "";
+  }
 
   // ----- one A/B trial (search_trial.cpp) -----------------------------------------------------------
   void take_snapshot(const std::string& lbl);
@@ -258,6 +279,9 @@ class Tuner {
     size_t trial = 0;
   };
   std::map<std::string, Level> level_;
+  std::set<std::string> compiled_variants_;  // compile_variant()s this process has run
+  bool in_process_gain_ = false;  // the in-process final's headline was a gain beyond the floor
+  double fresh_sd_measured_ = std::nan("");  // the fresh final's pairs' spread, once it has run 3 rounds
   bool fresh_unreserved_ = false;  // trials ran in the fresh-process headline's reserve (search_plan.cpp fits)
   std::optional<size_t> left_slower_at_;  // the trial after which this process ran slower: no more in-process trials
 };

@@ -106,7 +106,7 @@ void Tuner::final_phase() {
     for (const auto& a : arms) n += a.failed.empty();
     return n;
   };
-  const double fresh_reserve = fresh_final_planned() ? budget_.alternation_s(2, o_.rounds, true) : 0.0;
+  const double fresh_reserve = fresh_reserve_s();
   // A round costs at least what the last one took: its arms run at their own speeds, and an arm without a kept
   // change can be slower than the search measured that change (amp held 7.0x in a final where its trial had
   // measured 5.0x), where the budget's window cost is the recent, fast windows'.
@@ -344,6 +344,9 @@ void Tuner::final_phase() {
   res_.baseline_throughput = head.before;
   res_.final_throughput = head.after;
   res_.speedup = head.estimate;
+  in_process_gain_ = head.outcome == "gain";
+  res_.confirmation = af ? "each window " + w_.fresh_windows() + " (the final alternation)"
+                         : "in this process: the final alternation, against the A/A floor";
   record(std::move(head));
 }
 

@@ -75,21 +75,41 @@ void Tuner::fresh_final() {
   const bool has_final = current_ != baseline_;
   if (has_final) arms.push_back({"final", current_, {}, {}, ""});
   const size_t ref = has_final ? 1 : 0;  // what a process knob is measured on top of
-  const double base_cost = budget_.alternation_s(int(arms.size()), o_.rounds, true);
+  // The headline's rounds: as many as a fresh pair's noise needs to decide the gain this process measured (a
+  // demo's 1.33x took 3 rounds of 4 arms, 58% of its budget, and ended 1.18x [0.84, 1.64], undecided).
+  const double gain = gain_to_confirm();
+  const int planned = need && has_final ? fresh_rounds() : o_.rounds;
+  const int rounds_min = std::max(o_.rounds, planned);
+  const double base_cost = budget_.alternation_s(int(arms.size()), rounds_min, true);
+  const std::string meas = w_.measurement_allocator();
+  const std::string user_alloc = value_in(baseline_, "cpu_allocator");
+  auto in_process_headline = [&](const std::string& why) {
+    res_.notes.push_back(why + ": the headline is this process's final alternation (against the A/A floor, under " +
+                         meas + "); a fresh start under " + user_alloc + " was not measured");
+    res_.confirmation = "in this process: the final alternation, against the A/A floor (" + why + ")";
+    for (const auto& c : candidates)
+      res_.skipped.push_back({c.knob, c.value,
+                              "budget: takes effect at process start, and the fresh-process final did not run (" + why + ")",
+                              std::max(0.0, left()), base_cost});
+  };
+  if (need && has_final && planned == 0 && !(gain > 1 + o_.min_gain)) {
+    in_process_headline("the final alternation measured " + fmt(gain, 2) + "x: no gain for fresh processes to confirm");
+    return;
+  }
+  if (need && has_final && planned == 0) {
+    in_process_headline("fresh processes cannot decide " + fmt(gain, 2) + "x here: a fresh pair varies by ±" +
+                        pct(fresh_sd(), 0) + (std::isfinite(fresh_sd_measured_) ? "" : " (this process's floor x1.8)") +
+                        ", more than " + std::to_string(o_.max_fresh_rounds) + " pairs would be needed");
+    return;
+  }
   // Planned (reserved from the first kept change) it may use the budget's margin; unplanned it runs when what
   // is left pays for it (the search ended early).
   if (need && !(fresh_final_planned() ? budget_.may_finish(elapsed(), base_cost) : budget_.may_extend(elapsed(), base_cost))) {
-    res_.notes.push_back("a fresh-process headline needs ~" + fmt(base_cost, 0) + " s here (" + std::to_string(o_.rounds) +
-                         " rounds of a baseline and a final process, ~" + fmt(budget_.fresh_window_s(), 0) +
-                         " s each) and " + fmt(std::max(0.0, left()), 0) +
-                         " s are left: the headline is this process's final alternation; give at least " +
-                         fmt(std::max(base_cost / o_.max_fresh_share, elapsed() + base_cost), 0) +
-                         " s for a fresh-start check");
-    for (const auto& c : candidates)
-      res_.skipped.push_back({c.knob, c.value,
-                              "budget: takes effect at process start, and a fresh-process final (~" + fmt(base_cost, 0) +
-                                  " s) did not fit in what was left",
-                              std::max(0.0, left()), base_cost});
+    in_process_headline("a fresh-process check of " + fmt(gain, 2) + "x needs ~" + fmt(base_cost, 0) + " s here (" +
+                        std::to_string(rounds_min) + " rounds of a baseline and a final process, ~" +
+                        fmt(budget_.fresh_window_s(), 0) + " s each) and " + fmt(std::max(0.0, left()), 0) +
+                        " s were left; give at least " +
+                        fmt(std::max(base_cost / o_.max_fresh_share, elapsed() + base_cost), 0) + " s for one");
     return;
   }
   // Process-knob arms, most likely win first, while the alternation stays within the budget. The allocator the
@@ -105,19 +125,19 @@ void Tuner::fresh_final() {
   const double guess = budget_.fresh_measured() || w_.start_s() > 0 ? 1.0 : 1.25;
   for (const auto& id : ids) {
     const Change& c = *std::find_if(candidates.begin(), candidates.end(), [&](const Change& x) { return x.knob == id; });
-    const double cost = guess * budget_.alternation_s(int(arms.size()) + 1, o_.rounds, true);
+    const double cost = guess * budget_.alternation_s(int(arms.size()) + 1, rounds_min, true);
     // Without a headline to measure, the two arms a process knob needs are its own cost.
     if (budget_.may_extend(elapsed(), cost) || (arms.size() == 1 && budget_.may_finish(elapsed(), cost))) {
       arms.push_back({"+ " + label(c), with(arms[ref].config, c.delta), c, {}, ""});
     } else {
       res_.skipped.push_back({c.knob, c.value,
                               "budget: takes effect at process start; its arm in the fresh-process final needs ~" +
-                                  fmt(guess * budget_.alternation_s(1, o_.rounds, true), 0) + " s (" +
-                                  std::to_string(o_.rounds) + " processes of ~" + fmt(guess * budget_.fresh_window_s(), 0) +
+                                  fmt(guess * budget_.alternation_s(1, rounds_min, true), 0) + " s (" +
+                                  std::to_string(rounds_min) + " processes of ~" + fmt(guess * budget_.fresh_window_s(), 0) +
                                   " s) and " +
-                                  fmt(std::max(0.0, left() - guess * budget_.alternation_s(int(arms.size()), o_.rounds, true)), 0) +
+                                  fmt(std::max(0.0, left() - guess * budget_.alternation_s(int(arms.size()), rounds_min, true)), 0) +
                                   " s are left beside the arms before it",
-                              std::max(0.0, left()), guess * budget_.alternation_s(1, o_.rounds, true)});
+                              std::max(0.0, left()), guess * budget_.alternation_s(1, rounds_min, true)});
       progress(phase_, "skipped " + label(c) + " (budget)");
     }
   }
@@ -126,7 +146,10 @@ void Tuner::fresh_final() {
 
   std::string names;
   for (const auto& a : arms) names += (names.empty() ? "" : ", ") + a.name;
-  progress(phase_, "fresh processes: " + names + ", " + std::to_string(o_.rounds) + " rounds");
+  progress(phase_, "fresh processes: " + names + ", " + std::to_string(rounds_min) + " rounds" +
+                       (rounds_min > o_.rounds ? " (what a fresh pair's ±" + pct(fresh_sd(), 0) + " needs to decide " +
+                                                     fmt(gain, 2) + "x)"
+                                               : std::string()));
   const double start = w_.now_s();
   // More rounds while a question is still open (its interval covers 1 and a gain, and is wider than +-5%) and
   // the budget pays for a round: process-to-process noise of +-10% needs 6-8 pairs to decide.
@@ -150,19 +173,42 @@ void Tuner::fresh_final() {
     for (const auto& a : arms) n += a.failed.empty();
     return n;
   };
+  // The spread these processes show, pooled with the prior (worth two pairs): three pairs alone misjudge it.
+  const double prior_sd = fresh_sd();
+  auto learn_sd = [&] {
+    const auto nf = measure::noise_floor(arms[0].windows, arms[ref].windows);
+    if (nf.valid()) fresh_sd_measured_ = std::sqrt((2 * prior_sd * prior_sd + nf.df * nf.sd_log * nf.sd_log) / (2 + nf.df));
+  };
   int rounds = 0;
-  std::string fatal;
+  std::string fatal, gave_up;
   for (int r = 0; fatal.empty(); ++r) {
-    if (r >= 2 && r < o_.rounds && !budget_.may_finish(elapsed(), budget_.alternation_s(live(), 1, true))) {
+    if (r >= 2 && r < rounds_min && !budget_.may_finish(elapsed(), budget_.alternation_s(live(), 1, true))) {
       res_.notes.push_back("the fresh-process final stopped after " + std::to_string(r) +
                            " rounds at the budget's hard end (a fresh process took ~" + fmt(budget_.fresh_window_s(), 0) +
                            " s here)");
       break;
     }
     if (r >= o_.rounds) {
-      if (r >= o_.max_fresh_rounds || !open()) break;
-      if (!budget_.may_extend(elapsed(), budget_.alternation_s(live(), 1, true))) break;
-      progress(phase_, "undecided after " + std::to_string(r) + " rounds of fresh processes: one more round");
+      if (!open()) break;  // decided: the planned rounds were a plan, not a quota
+      if (need && has_final) {
+        // Still open: can the rounds the measured spread needs still run? If not, stop now rather than spend
+        // the rest of the budget on an undecided answer.
+        learn_sd();
+        const int n = fresh_pairs_for(gain, fresh_sd());
+        if (n == 0 || (n > r && !budget_.may_finish(elapsed(), budget_.alternation_s(live(), n - r, true)))) {
+          gave_up = "after " + std::to_string(r) + " rounds a fresh pair varied by ±" + pct(fresh_sd(), 0) + ": " +
+                    (n == 0 ? "more than " + std::to_string(o_.max_fresh_rounds) + " pairs"
+                            : std::to_string(n) + " pairs (~" + fmt(budget_.alternation_s(live(), n - r, true), 0) +
+                                  " s more)") +
+                    " would be needed to decide " + fmt(gain, 2) + "x";
+          break;
+        }
+      }
+      if (r >= rounds_min) {
+        if (r >= o_.max_fresh_rounds) break;
+        if (!budget_.may_extend(elapsed(), budget_.alternation_s(live(), 1, true))) break;
+        progress(phase_, "undecided after " + std::to_string(r) + " rounds of fresh processes: one more round");
+      }
     }
     for (size_t j = 0; j < arms.size(); ++j) {
       FreshArm& arm = arms[(j + size_t(r)) % arms.size()];
@@ -266,8 +312,7 @@ void Tuner::fresh_final() {
     for (size_t j = 0; j < arms.size(); ++j)
       if (arms[j].change.knob == res_.trials[*chosen].knob) chosen_arm = j;
   if (!has_final && !chosen_arm) return;  // a process knob alone that did not pay: nothing kept, no headline
-  const std::string meas = w_.measurement_allocator();
-  const std::string user = value_in(baseline_, "cpu_allocator");
+  const std::string& user = user_alloc;
   const std::string in_process =
       res_.speedup_in_process.valid() ? fmt(res_.speedup_in_process.ratio, 2) + "x" : std::string("a gain");
   std::string alloc_reason;  // the allocator arm's verdict, for the notes
@@ -291,6 +336,27 @@ void Tuner::fresh_final() {
   } else {
     h = std::move(plain);
   }
+  if (!gave_up.empty()) res_.notes.push_back("the fresh-process final stopped undecided: " + gave_up);
+  // Fresh processes that measured faster too but could not decide, with an interval that holds the gain the
+  // in-process final decided against the A/A floor, do not overturn it: the headline stays this process's, and
+  // says so. One that measured slower, or rules the in-process gain out (a script's 12.82x in process, 1.07x
+  // [0.79, 1.46] fresh), leaves it undecided: a wide interval holds almost anything.
+  const auto& ip = res_.speedup_in_process;
+  if (!chosen_arm && has_final && in_process_gain_ && ip.valid() && h.estimate.valid() && h.estimate.no_effect() &&
+      h.estimate.ratio > 1 + o_.min_gain && h.estimate.lo <= ip.ratio && ip.ratio <= h.estimate.hi) {
+    const std::string fresh = fmt(h.estimate.ratio, 2) + "x [" + fmt(h.estimate.lo, 2) + ", " + fmt(h.estimate.hi, 2) +
+                              "] in " + std::to_string(h.rounds) + " pairs";
+    res_.notes.push_back("fresh processes measured it faster but could not decide (" + fresh + ", a fresh pair varying by ±" + pct(fresh_sd(), 0) +
+                         "); their interval holds the " + fmt(ip.ratio, 2) + "x this process measured: the headline is " +
+                         "this process's final alternation (against the A/A floor, under " + meas +
+                         "); a fresh start under " + user + " is not confirmed beyond that");
+    res_.confirmation = "in this process: the final alternation, against the A/A floor (fresh processes measured it faster "
+                        "but could not decide: " + fresh + ")";
+    record(std::move(h));
+    return;
+  }
+  res_.confirmation = "fresh processes: " + std::to_string(h.rounds) + " pairs" +
+                      (rounds_min > o_.rounds ? " (as many as their noise needed)" : "");
   res_.speedup = h.estimate;
   res_.speedup_fresh_processes = true;
   res_.baseline_throughput = h.before;

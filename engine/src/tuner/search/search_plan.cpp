@@ -1,5 +1,8 @@
 // Planning of the tuner's search (search.h): the ladders of the int knobs, the candidates of a rung, the
 // values worth screening, the order (priority.h) and what a trial costs and the end reserves (budget.h).
+#include <cmath>
+
+#include "measure/stats.h"
 #include "tuner/search/priority.h"
 #include "tuner/search/search.h"
 
@@ -157,11 +160,23 @@ std::vector<std::string> Tuner::by_priority(const std::vector<std::string>& ids)
   for (const auto& id : ids) scored.push_back({id, priority(id)});
   std::stable_sort(scored.begin(), scored.end(), [&](const auto& a, const auto& b) {
     if (rank(a.first) != rank(b.first)) return rank(a.first) < rank(b.first);
+    if (climbing(a.first) != climbing(b.first)) return climbing(a.first);
     return a.second > b.second;
   });
   std::vector<std::string> out;
   for (const auto& [id, p] : scored) out.push_back(id);
   return out;
+}
+
+// The rung after one that paid is likelier to pay than a knob with no evidence: a demo kept workers=1 at 1.15x,
+// then spent its budget on threads, amp and channels_last (none paid) and skipped workers=2, the analysis's
+// own switch for its loader stall.
+bool Tuner::climbing(const std::string& id) {
+  if (kept_.empty() || kept_.back().knob != id || ladder_of(knobs_[id].info) == Ladder::None) return false;
+  // Only straight after the rung was kept: once another knob had its turn the priors rank it again.
+  for (size_t i = kept_trial_.back() + 1; i < res_.trials.size(); ++i)
+    if (res_.trials[i].knob != id) return false;
+  return !next_changes(id).empty();
 }
 
 double Tuner::trial_cost_s(const std::string& knob, bool fresh) {
@@ -184,9 +199,52 @@ int Tuner::planned_fresh_arms() {
   return 2 + (alloc ? 1 : 0);
 }
 
+namespace {
+// A fresh process's pair against an in-process pair, spread of the log ratio: the demo's JPEG workload on two
+// cores measured 7.6% in process and 13.4-14.5% between fresh processes (2026-11-28); until this tune's own fresh
+// pairs say otherwise, its in-process floor times this.
+constexpr double kFreshNoise = 1.8;
+// A confirmation is planned to end with its interval's half-width within this share of the gain (in logs): the
+// search's ratio is the likeliest too high (the winner of several trials), so the plan leaves a margin.
+constexpr double kDecideShare = 0.75;
+}  // namespace
+
+double Tuner::fresh_sd() {
+  if (std::isfinite(fresh_sd_measured_)) return fresh_sd_measured_;
+  const measure::NoiseFloor nf = floor();
+  return std::max(0.02, kFreshNoise * (nf.valid() ? nf.sd_log : 0.05));
+}
+
+int Tuner::fresh_pairs_for(double gain, double sd) {
+  if (!(gain > 1) || !(sd > 0)) return 0;
+  const double target = kDecideShare * std::log(gain);
+  for (int n = std::max(2, o_.rounds); n <= std::max(o_.rounds, o_.max_fresh_rounds); ++n)
+    if (measure::student_t_quantile(0.5 + o_.confidence / 2, n - 1) * sd / std::sqrt(double(n)) <= target) return n;
+  return 0;
+}
+
+double Tuner::gain_to_confirm() {
+  if (res_.speedup_in_process.valid()) return res_.speedup_in_process.ratio;
+  double g = 1;
+  for (size_t i = 0; i < kept_.size(); ++i)
+    if (!process_knob(kept_[i].knob) && std::isfinite(kept_ratio_[i]) && kept_ratio_[i] > 0) g *= kept_ratio_[i];
+  return g;
+}
+
+int Tuner::fresh_rounds() {
+  // Without an in-process gain to size it by (a process left slower measured no final here) the minimum.
+  if (left_slower_at_ && !res_.speedup_in_process.valid()) return o_.rounds;
+  return fresh_pairs_for(gain_to_confirm(), fresh_sd());
+}
+
 bool Tuner::fresh_final_planned() {
   if (!fresh_headline_needed()) return false;
-  return budget_.affordable_share(budget_.alternation_s(2, o_.rounds, true), o_.max_fresh_share);
+  const int n = fresh_rounds();
+  return n > 0 && budget_.affordable_share(budget_.alternation_s(2, n, true), o_.max_fresh_share);
+}
+
+double Tuner::fresh_reserve_s() {
+  return fresh_final_planned() ? budget_.alternation_s(2, fresh_rounds(), true) : 0.0;
 }
 
 // The in-process final alternation, arm by arm. Its arms run at their own speeds: the baseline and an arm
@@ -214,23 +272,36 @@ double Tuner::final_s(int rounds) {
 }
 
 double Tuner::reserve_s(bool with_fresh) {
-  double r = final_s(o_.rounds);
-  if (with_fresh && fresh_final_planned()) {
-    const int arms = budget_.affordable_share(budget_.alternation_s(planned_fresh_arms(), o_.rounds, true), o_.max_fresh_share)
+  double r = final_s(o_.rounds), f = 0;
+  const bool fresh = with_fresh && fresh_final_planned();
+  if (fresh) {
+    // As many rounds as the fresh processes' noise needs to decide the kept gain (a small gain needs more).
+    const int n = fresh_rounds();
+    const int arms = budget_.affordable_share(budget_.alternation_s(planned_fresh_arms(), n, true), o_.max_fresh_share)
                          ? planned_fresh_arms()
                          : 2;
-    r += budget_.alternation_s(arms, o_.rounds, true);
+    f += budget_.alternation_s(arms, n, true);
   }
   // Under torch.compile every arm that changes amp or channels_last compiles once more in this process, and
   // every fresh process of the final arm compiles.
   if (value_in(current_, "compile") == "on") {
     const double compile = extra_cost_s("compile", cuda_, false);
+    // Only for a variant this process has not compiled yet: Inductor keeps the ones it built (the final arm
+    // without amp is the configuration amp's trial was measured against).
     for (const auto& c : kept_)
-      if (c.knob == "amp" || c.knob == "channels_last") r += compile;
-    if (with_fresh && fresh_final_planned()) r += o_.rounds * compile;
+      if (c.knob == "amp" || c.knob == "channels_last") {
+        Config without = current_;
+        for (const auto& [k, v] : c.delta) without[k] = value_in(baseline_, k);
+        if (!compiled_variants_.count(compile_variant(without))) r += compile;
+      }
+    if (fresh) f += fresh_rounds() * compile;
   }
+  // A fresh final that no longer fits beside the in-process one even if nothing more ran will not run (the
+  // headline is then this process's, and says so): it holds nothing back. A simulated script tune reserved a
+  // 152 s fresh final it could never afford, skipped prefetch "for budget" and ended with 32 s unused.
+  if (f > 0 && !budget_.may_finish(elapsed(), 1.15 * (r + f))) f = 0;
   // The final's windows switch configuration every time (a warm-up each), and a drop may need one more check.
-  return 1.15 * r;
+  return 1.15 * (r + f);
 }
 
 bool Tuner::fits(const std::string& knob, const std::string& value, bool fresh) {

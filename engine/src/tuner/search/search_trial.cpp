@@ -71,6 +71,7 @@ measure::Window Tuner::window_of(const Config& config, bool fresh) {
     return *m;
   }
   w_.apply(config);
+  if (const std::string v = compile_variant(config); !v.empty()) compiled_variants_.insert(v);
   apply_s_ = 0.7 * apply_s_ + 0.3 * (w_.now_s() - t);
   measure::Window m = w_.measure(window_);
   if (m.steps > 0 && m.wall_s > 0) sec_per_step_ = 0.8 * sec_per_step_ + 0.2 * (m.wall_s / m.steps);
