@@ -644,11 +644,12 @@ TEST(TunerSearch, ATrialThatLeavesTheProcessSlowerIsNamedAndTheSearchGoesOnInFre
 }
 
 // A candidate several times slower is clear after one pair: its further windows would each cost that many
-// windows (amp=bf16 on a CPU ran 7x slower and took a demo's search from 22% to 35% of its budget).
+// windows (amp=bf16 on a CPU ran 7x slower and took a demo's search from 22% to 35% of its budget); its
+// one window ends at its first measured step once it has run as long as a clearly slower window would.
 TEST(TunerSearch, AClearlySlowerTrialStopsAfterOnePair) {
   SimOptions so;
   so.slow_change = "amp=bf16";
-  so.slow_factor = 7;
+  so.slow_factor = 20;  // with the toy's own bf16 gain: ~9x slower, as bf16 on a CPU without its kernels
   SimulatedWorkload w(5, so);
   TuneOptions o;
   o.budget_s = 300;
@@ -661,6 +662,10 @@ TEST(TunerSearch, AClearlySlowerTrialStopsAfterOnePair) {
   EXPECT_EQ(bf16->a.size(), 1u);
   EXPECT_EQ(bf16->b.size(), 1u);
   EXPECT_NE(bf16->reason.find("after one pair"), std::string::npos) << bf16->reason;
+  // ...and its one window ended at its first measured step: the rest of it would have cost seven windows.
+  EXPECT_EQ(bf16->b[0].steps, 1) << bf16->reason;
+  EXPECT_EQ(bf16->a[0].steps, r.window);
+  EXPECT_NE(bf16->reason.find("its window cut after 1 of"), std::string::npos) << bf16->reason;
   EXPECT_NE(r.final_config.at("amp"), "bf16");
   // Nothing less slow stops early: every other screening trial ran its pairs or decided after two.
   for (const auto& t : r.trials)

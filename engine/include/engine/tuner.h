@@ -104,6 +104,14 @@ class Workload {
   // is over (the workload's rule: stable step times, measure/warmup.h), then `steps` measured steps timed as
   // a whole. The window's start_s is on now_s()'s clock. Throws TrialFailure (e.g. OOM during the steps).
   virtual measure::Window measure(int steps) = 0;
+  // The same, but its measured steps end once the window (warm-up included) has run `max_s` seconds, after at
+  // least one measured step (the warm-up is never cut): a candidate several times slower says so in its first
+  // step, and the rest of its window would cost that many windows (amp=bf16 on a CPU: 7x). The default
+  // ignores the cap.
+  virtual measure::Window measure_capped(int steps, double max_s) {
+    (void)max_s;
+    return measure(steps);
+  }
   // A window of `steps` measured steps in a fresh process started with `config` (for process knobs: the
   // allocator takes effect at process start). nullopt when this workload cannot start processes. Throws
   // TrialFailure when the process fails.

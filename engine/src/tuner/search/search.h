@@ -162,12 +162,18 @@ class Tuner {
   void take_snapshot(const std::string& lbl);
   double loss_drift(const Config& cand);
   void note_baseline(const std::string& phase, const measure::Window& w);
-  measure::Window window_of(const Config& config, bool fresh);
+  // `cap_s` > 0: an in-process window's measured steps end past that many seconds (Workload::measure_capped).
+  measure::Window window_of(const Config& config, bool fresh, double cap_s = 0);
   void classify(Trial& t, bool use_floor);
   Trial trial(const std::string& phase, const Config& ref, const std::string& ref_label, const Change& change,
               const Config& cand, bool fresh = false);
   bool decided_early(const Trial& t);
   bool clearly_slower(const Trial& t);
+  // How many times slower a first window must be to end a trial at once (3x, or 3 noise bands).
+  double slower_factor() const {
+    const double band = std::isfinite(res_.noise_band) ? res_.noise_band : 0.0;
+    return std::max(3.0, 1 + 3 * band);
+  }
   Trial& record(Trial t);
   // The noise floor the intervals pool with: the A/A pairs and the spread of every in-process trial's pairs
   // around its own mean (four A/A pairs alone misjudge it by 2x often enough: an H100 tune's 5.6%, a

@@ -59,7 +59,7 @@ void Tuner::note_baseline(const std::string& phase, const measure::Window& w) {
 
 // One window of `config`: in this process (apply + measure) or in a fresh process. Its whole cost (the apply,
 // the warm-up, a process's start-up) is what the budget learns a window costs.
-measure::Window Tuner::window_of(const Config& config, bool fresh) {
+measure::Window Tuner::window_of(const Config& config, bool fresh, double cap_s) {
   const double t = w_.now_s();
   if (fresh) {
     auto m = w_.measure_fresh(config, fresh_window());
@@ -73,8 +73,8 @@ measure::Window Tuner::window_of(const Config& config, bool fresh) {
   w_.apply(config);
   if (const std::string v = compile_variant(config); !v.empty()) compiled_variants_.insert(v);
   apply_s_ = 0.7 * apply_s_ + 0.3 * (w_.now_s() - t);
-  measure::Window m = w_.measure(window_);
-  if (m.steps > 0 && m.wall_s > 0) sec_per_step_ = 0.8 * sec_per_step_ + 0.2 * (m.wall_s / m.steps);
+  measure::Window m = cap_s > 0 ? w_.measure_capped(window_, cap_s) : w_.measure(window_);
+  if (m.steps > 0 && m.wall_s > 0 && m.steps == window_) sec_per_step_ = 0.8 * sec_per_step_ + 0.2 * (m.wall_s / m.steps);
   warmup_est_ = 0.7 * warmup_est_ + 0.3 * m.warmup_steps;
   budget_.observe_window(w_.now_s() - t);
   note_memory(config, m);
@@ -126,6 +126,7 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
   progress(phase, change.knob.empty() ? phase + ": baseline vs tuned configuration"
                                       : phase + ": " + label(change) + " vs " + ref_label);
   const bool ref_is_baseline = !fresh && config_key(ref) == config_key(baseline_);
+  double ref_window_s = 0;  // the reference's first window, apply and warm-up included
   bool early = false;
   // Past its pairs, a trial that measured faster but could not decide takes more pairs while the budget
   // pays for them (a GPU's windows vary by 5-10%: three pairs resolve ~8%, six ~6%): a 1.09x amp on a
@@ -142,7 +143,14 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
     for (int side = 0; side < 2; ++side) {
       const bool is_ref = (side == 0) == (r % 2 == 0);
       try {
-        measure::Window m = window_of(is_ref ? ref : cand, fresh);
+        // The candidate's first window ends once it has taken as long as a clearly slower one would (its first
+        // measured step then says so), unless a known warm-up (a compile) makes its first steps slow anyway.
+        double cap = 0;
+        if (!fresh && r == 0 && !is_ref && !t.a.empty() && extra_cost_s(change.knob, cuda_, value_in(ref, "compile") == "on") == 0)
+          cap = slower_factor() * ref_window_s;
+        const double w0 = w_.now_s();
+        measure::Window m = window_of(is_ref ? ref : cand, fresh, cap);
+        if (is_ref && r == 0) ref_window_s = w_.now_s() - w0;
         (is_ref ? t.a : t.b).push_back(m);
         if (is_ref && ref_is_baseline) note_baseline(phase, m);
       } catch (const TrialFailure& f) {
@@ -190,7 +198,11 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
       t.estimate.method = "one pair: clearly slower";
       t.outcome = "slower";
       t.reason = "slower: " + fmt(ratio, 3) + "x after one pair (clear: a window of it took " + fmt(1 / ratio, 1) +
-                 "x the reference's time; not measured further)";
+                 "x the reference's time; not measured further" +
+                 (t.b[0].steps < t.a[0].steps ? ", its window cut after " + std::to_string(t.b[0].steps) + " of " +
+                                                    std::to_string(t.a[0].steps) + " steps"
+                                              : std::string()) +
+                 ")";
       failed_.insert(label(change));
       t.seconds = w_.now_s() - start;
       return t;
@@ -242,8 +254,7 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
 // below it, whichever is further: no noise this machine showed makes that.
 bool Tuner::clearly_slower(const Trial& t) {
   if (t.a.size() != 1 || t.b.size() != 1 || !(t.a[0].throughput() > 0) || !(t.b[0].throughput() > 0)) return false;
-  const double band = std::isfinite(res_.noise_band) ? res_.noise_band : 0.0;
-  return t.b[0].throughput() * std::max(3.0, 1 + 3 * band) < t.a[0].throughput();
+  return t.b[0].throughput() * slower_factor() < t.a[0].throughput();
 }
 
 // After two pairs, whether the third can change the answer: a gain twice beyond the threshold that the

@@ -102,7 +102,10 @@ void SessionWorkload::apply(const Config& requested) {
   if (!oom.empty()) throw TrialFailure(oom, true);
 }
 
-measure::Window SessionWorkload::measure(int steps) {
+measure::Window SessionWorkload::measure(int steps) { return measure_capped(steps, 1e300); }
+
+measure::Window SessionWorkload::measure_capped(int steps, double max_s) {
+  const double started = now_s();
   measure::Window w;
   last_records_.clear();
   auto one = [&]() {
@@ -127,7 +130,7 @@ measure::Window SessionWorkload::measure(int steps) {
   session_->synchronize();
   const double t0 = now_s();
   w.start_s = t0;
-  for (int i = 0; i < steps; ++i) {
+  for (int i = 0; i < steps && (i == 0 || now_s() - started < max_s); ++i) {
     StepRecord r = one();
     last_records_.push_back(r);
     ++w.steps;

@@ -25,6 +25,7 @@ class SessionWorkload : public Workload {
   Config baseline() override { return baseline_; }
   void apply(const Config& requested) override;
   measure::Window measure(int steps) override;
+  measure::Window measure_capped(int steps, double max_s) override;
   std::optional<measure::Window> measure_fresh(const Config& config, int steps) override;
   std::vector<double> loss_probe(const Config& config, int steps) override;
   std::optional<Snapshot> snapshot(int steps) override;

@@ -147,7 +147,9 @@ double SimulatedWorkload::noisy(double ms) {
   return ms * drift * std::exp(e_) / speed;
 }
 
-measure::Window SimulatedWorkload::run_window(double ms, int64_t batch, int steps, bool warm, double first_extra_s) {
+measure::Window SimulatedWorkload::run_window(double ms, int64_t batch, int steps, bool warm, double first_extra_s,
+                                              double max_s) {
+  const double started = now_s_;
   measure::Window w;
   if (opt_.window_noise > 0) ms *= std::exp(std::normal_distribution<double>(0.0, opt_.window_noise)(rng_));
   const double first = model_->costs().first_step_factor;
@@ -164,7 +166,7 @@ measure::Window SimulatedWorkload::run_window(double ms, int64_t batch, int step
     w.warmup_steps = d.steps();
   }
   w.start_s = now_s_;
-  for (int i = 0; i < steps; ++i) {
+  for (int i = 0; i < steps && (i == 0 || now_s_ - started < max_s); ++i) {
     const double t = noisy(ms);
     now_s_ += t / 1000.0;
     ++steps_;
@@ -183,7 +185,9 @@ measure::Window SimulatedWorkload::with_memory(measure::Window w, const SimStep&
   return w;
 }
 
-measure::Window SimulatedWorkload::measure(int steps) {
+measure::Window SimulatedWorkload::measure(int steps) { return measure_capped(steps, 1e300); }
+
+measure::Window SimulatedWorkload::measure_capped(int steps, double max_s) {
   if (opt_.every_window_fresh) return *measure_fresh(current_, steps);
   const bool warm = changed_;
   changed_ = false;
@@ -191,7 +195,7 @@ measure::Window SimulatedWorkload::measure(int steps) {
   pending_compile_s_ = 0;
   const SimStep p = model_->step(current_);
   const double slow = (sticky_hit_ ? opt_.sticky_slowdown : 1.0) * (has_change(current_, opt_.slow_change) ? opt_.slow_factor : 1.0);
-  return with_memory(run_window(p.step * slow, batch_of(current_), steps, warm, compile), p);
+  return with_memory(run_window(p.step * slow, batch_of(current_), steps, warm, compile, max_s), p);
 }
 
 std::optional<measure::Window> SimulatedWorkload::measure_fresh(const Config& config, int steps) {

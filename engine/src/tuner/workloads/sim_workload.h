@@ -81,6 +81,7 @@ class SimulatedWorkload : public Workload {
   Config baseline() override;
   void apply(const Config& config) override;
   measure::Window measure(int steps) override;
+  measure::Window measure_capped(int steps, double max_s) override;
   std::optional<measure::Window> measure_fresh(const Config& config, int steps) override;
   std::vector<double> loss_probe(const Config& config, int steps) override;
   std::optional<Snapshot> snapshot(int steps) override;
@@ -117,7 +118,8 @@ class SimulatedWorkload : public Workload {
   int64_t batch_of(const Config& c) const;
   // Runs steps of `ms` (noise-free) until the warm-up rule says stable, then `steps` measured ones;
   // `first_extra_s` is added to the first step (a compile).
-  measure::Window run_window(double ms, int64_t batch, int steps, bool warm, double first_extra_s = 0);
+  measure::Window run_window(double ms, int64_t batch, int steps, bool warm, double first_extra_s = 0,
+                             double max_s = 1e300);
   // The window with the step's simulated peak and the device's size.
   measure::Window with_memory(measure::Window w, const SimStep& p) const;
   // Seconds the first step under `c` spends compiling, once per compiled variant in this process.
