@@ -16,6 +16,7 @@
 
 #include <filesystem>
 
+#include "client/inputs.h"
 #include "commands.h"
 #include "engine/cpu_allocator.h"
 #include "profiler/trace_io.h"
@@ -71,13 +72,9 @@ int cmd_run_script(int argc, char** argv) {
       if (!value(so.python)) return usage_error("--python needs an interpreter path");
     } else if (a == "--set") {
       if (!value(v)) return usage_error("--set needs k=v,...");
-      std::stringstream ss(v);
-      std::string item;
-      while (std::getline(ss, item, ',')) {
-        const auto eq = item.find('=');
-        if (eq == std::string::npos) return usage_error("bad knob setting '" + item + "': expected knob=value");
-        so.set.push_back({item.substr(0, eq), item.substr(eq + 1)});
-      }
+      const auto items = client::inputs::parse_settings(v);
+      if (!items) return usage_error(items.error().message);
+      for (const auto& kv : *items) so.set.push_back(kv);
     } else if (a == "--steps") {
       if (!value(v) || !parse_int(v, n, 1)) return usage_error("--steps needs a positive integer");
       so.steps = n;

@@ -19,6 +19,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "client/inputs.h"
 #include "client/protocol.h"
 #include "commands.h"
 #include "engine/report.h"
@@ -92,10 +93,13 @@ int cmd_serve_script(int argc, char** argv) {
     if (a == "--script" && value(so.script)) {
     } else if (a == "--python" && value(so.python)) {
     } else if (a == "--set" && value(v)) {
-      std::stringstream ss(v);
-      std::string item;
-      while (std::getline(ss, item, ','))
-        if (auto eq = item.find('='); eq != std::string::npos) so.set.push_back({item.substr(0, eq), item.substr(eq + 1)});
+      // A malformed item is an error, as in run and tune: it was once dropped silently here.
+      const auto items = client::inputs::parse_settings(v);
+      if (!items) {
+        std::fprintf(stderr, "tunebench-cli: error: serve: %s\n", items.error().message.c_str());
+        return 2;
+      }
+      for (const auto& kv : *items) so.set.push_back(kv);
     } else if (a == "--steps" && value(v) && parse_int(v, n)) {
       so.steps = n;
     } else if (a == "--trace-dir" && value(so.trace_dir)) {
@@ -149,9 +153,17 @@ int cmd_serve_script(int argc, char** argv) {
         if (type == "set" || type == "trace") {
           runner->send(msg);
         } else if (type == "tune") {
+          // Checked before the live run is stopped: a bad request costs nothing.
+          const auto budget = client::inputs::tune_budget(msg.contains("budget_s") && msg["budget_s"].is_number()
+                                                              ? msg["budget_s"].get<double>()
+                                                              : client::inputs::kBudgetDefaultS);
+          if (!budget) {
+            send_error("tune: " + budget.error().message, true);
+            continue;
+          }
           runner->stop(5);
           engine::TuneOptions to;
-          to.budget_s = msg.value("budget_s", 120.0);
+          to.budget_s = *budget;
           to.progress = [](const engine::TuneProgress& p) {
             send({{"type", "tune_progress"}, {"phase", p.phase}, {"message", p.message}, {"fraction", p.fraction}});
           };

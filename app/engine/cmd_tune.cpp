@@ -5,10 +5,10 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "client/inputs.h"
 #include "commands.h"
 #include "engine/distributed.h"
 #include "engine/report.h"
@@ -75,6 +75,7 @@ int cmd_tune(int argc, char** argv) {
   so.model.clear();
   so.data.clear();
   engine::TuneOptions to;
+  to.budget_s = client::inputs::kBudgetDefaultS;
   std::string report, json_out, knobs_list, patch_out;
   bool quiet = false, simulate = false, fresh_groups = false, patch_check = true;
   std::string profile;
@@ -95,23 +96,20 @@ int cmd_tune(int argc, char** argv) {
     } else if (a == "--set" && !script.script.empty()) {
       // Script knobs are the launcher's (it validates them): keep them as they are.
       if (!value(v)) return fail("--set needs k=v,...", 2);
-      std::stringstream ss(v);
-      std::string item;
-      while (std::getline(ss, item, ',')) {
-        const auto eq = item.find('=');
-        if (eq == std::string::npos) return fail("bad knob setting '" + item + "': expected knob=value", 2);
-        script.set.push_back({item.substr(0, eq), item.substr(eq + 1)});
-        to.skip_knobs.push_back(item.substr(0, eq));
+      const auto items = client::inputs::parse_settings(v);
+      if (!items) return fail(items.error().message, 2);
+      for (const auto& [k, val] : *items) {
+        script.set.push_back({k, val});
+        to.skip_knobs.push_back(k);
       }
     } else if (a == "--help" || a == "-h") {
       usage(stdout);
       return 0;
     } else if (a == "--budget") {
-      char* end = nullptr;
       if (!value(v)) return fail("--budget needs a number of seconds", 2);
-      double b = std::strtod(v.c_str(), &end);
-      if (*end != '\0' || !(b >= 5) || !std::isfinite(b)) return fail("--budget needs seconds >= 5, got '" + v + "'", 2);
-      to.budget_s = b;
+      const auto b = client::inputs::parse_tune_budget(v);
+      if (!b) return fail("--" + b.error().message, 2);
+      to.budget_s = *b;
     } else if (a == "--report") {
       if (!value(report) || report.empty()) return fail("--report needs a file name (R.html)", 2);
     } else if (a == "--json") {

@@ -6,6 +6,8 @@
 #include <charconv>
 #include <stdexcept>
 
+#include "client/inputs.h"
+
 namespace tb::engine {
 namespace {
 
@@ -284,22 +286,14 @@ Result<std::string> normalize_knob_value(const std::string& id, const std::strin
 }
 
 Config parse_config_list(const std::string& text) {
+  // The syntax is every surface's (client/inputs.h); the catalog says what the knobs and values are.
+  const auto items = client::inputs::parse_settings(text);
+  if (!items) throw std::invalid_argument(items.error().message);
   Config out;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t comma = text.find(',', pos);
-    std::string item = trim(text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos));
-    if (!item.empty()) {
-      size_t eq = item.find('=');
-      if (eq == std::string::npos)
-        throw std::invalid_argument("bad knob setting '" + item + "': expected knob=value");
-      std::string id = trim(item.substr(0, eq));
-      const auto value = normalize_knob_value(id, trim(item.substr(eq + 1)));
-      if (!value) throw std::invalid_argument(value.error().message);
-      out[id] = *value;
-    }
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
+  for (const auto& [id, v] : *items) {
+    const auto value = normalize_knob_value(id, v);
+    if (!value) throw std::invalid_argument(value.error().message);
+    out[id] = *value;
   }
   return out;
 }

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "client/inputs.h"
 #include "client/protocol.h"
 #include "engine/distributed.h"
 #include "engine/knobs.h"
@@ -218,11 +219,14 @@ int serve(ServeOptions o) {
   // shows it.
   auto run_tune_request = [&](const nlohmann::json& msg) {
     TuneOptions topts;
-    if (msg.contains("budget_s") && msg["budget_s"].is_number()) topts.budget_s = msg["budget_s"].get<double>();
-    if (!(topts.budget_s >= 10 && topts.budget_s <= 24 * 3600)) {
-      out.error("tune: budget_s must be between 10 and 86400 seconds", true);
+    const auto budget = client::inputs::tune_budget(msg.contains("budget_s") && msg["budget_s"].is_number()
+                                                        ? msg["budget_s"].get<double>()
+                                                        : client::inputs::kBudgetDefaultS);
+    if (!budget) {
+      out.error("tune: " + budget.error().message, true);
       return;
     }
+    topts.budget_s = *budget;
     // Only these knobs (as tune --knobs).
     for (const auto& k : msg.value("knobs", nlohmann::json::array())) {
       if (!k.is_string() || !find_knob(k.get<std::string>())) {

@@ -172,6 +172,30 @@ TEST(Cli, RunRejectsBadInputWithExitTwoAndOneLine) {
   }
 }
 
+// A knob setting and a tune budget are checked by one rule (client/inputs.h) on every surface: a malformed
+// --set item is an error for run, tune and a script serve alike (the last once dropped it silently), and a
+// budget outside 10-86400 s is refused by the CLI as by serve.
+TEST(Cli, EverySurfaceChecksSettingsAndTheBudgetTheSameWay) {
+  const std::string script = ::testing::TempDir() + "/tb_inputs_script.py";
+  std::ofstream(script) << "print('never run')\n";
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"run", "--script", script, "--set", "workers"},
+           {"tune", "--script", script, "--set", "workers"},
+           {"serve", "--script", script, "--set", "workers"},
+           {"run", "--model", "mnist_cnn", "--data", "synthetic", "--set", "workers"}}) {
+    auto r = run_cli(args);
+    EXPECT_EQ(r.code, 2) << args[0] << " " << r.err;
+    EXPECT_NE(r.err.find("bad knob setting 'workers': expected knob=value"), std::string::npos) << args[0] << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  for (const char* budget : {"5", "86401", "abc"}) {
+    auto r = run_cli({"tune", "--simulate", "--budget", budget});
+    EXPECT_EQ(r.code, 2) << budget << " " << r.err;
+    EXPECT_NE(r.err.find("budget"), std::string::npos) << r.err;
+  }
+  std::remove(script.c_str());
+}
+
 TEST(Cli, ServeRoundTripWithLiveSet) {
   Child c = spawn({"serve", "--model", "mnist_cnn", "--data", "synthetic", "--set", "batch_size=4", "--warmup", "1",
                    "--drift-steps", "0"});

@@ -24,6 +24,7 @@
 #include <QToolBar>
 #include <QUrl>
 
+#include "client/inputs.h"
 #include "ui/timeline_widget.h"
 
 namespace tb::ui {
@@ -172,8 +173,9 @@ void MainWindow::buildMenus() {
   tb->addSeparator();
   tb->addWidget(new QLabel(tr(" budget ")));
   tune_budget_ = new QSpinBox;
-  tune_budget_->setRange(10, 3600);
-  tune_budget_->setValue(120);
+  // The one rule every surface checks (client/inputs.h).
+  tune_budget_->setRange(int(client::inputs::kBudgetMinS), int(client::inputs::kBudgetMaxS));
+  tune_budget_->setValue(int(client::inputs::kBudgetDefaultS));
   tune_budget_->setSuffix(" s");
   tb->addWidget(tune_budget_);
   tb->addAction(act_tune_);

@@ -1,0 +1,34 @@
+// What a user types for a run or a tune, checked in one place: the tune budget (the CLI's --budget, a serve's
+// and a script serve's "tune" message, the GUI's spin box) and knob settings ("k=v,..." of --set). Each
+// surface once had its own rule: the CLI took 5 s and more, `serve` 10-86400, a script serve anything, the GUI
+// 10-3600; a script serve dropped a malformed --set item silently. Errors are one line (base/result.h).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/result.h"
+
+namespace tb::client::inputs {
+
+// The tune budget in seconds: what the tuner needs to measure a baseline, an A/A floor and one trial at
+// the least, and a day at the most.
+inline constexpr double kBudgetMinS = 10;
+inline constexpr double kBudgetMaxS = 24 * 3600;
+// The default everywhere (the README's demo tune, the GUI's spin box, a serve's tune without one).
+inline constexpr double kBudgetDefaultS = 120;
+
+// `seconds` within [kBudgetMinS, kBudgetMaxS], else "budget must be between 10 and 86400 seconds, got X".
+Result<double> tune_budget(double seconds);
+// The same from text ("120", "90.5"); "budget needs seconds, got 'abc'" for anything else.
+Result<double> parse_tune_budget(const std::string& text);
+
+// "k=v,k2=v2" -> {{k, v}, {k2, v2}}, in order, blanks around each trimmed; empty items are skipped. An item
+// without '=' or with an empty key is an error naming it ("bad knob setting 'x': expected knob=value"); a
+// value may be empty ("k="). Whether a knob and its value exist is the run's to say (the engine's catalog,
+// the launcher's knobs).
+using Settings = std::vector<std::pair<std::string, std::string>>;
+Result<Settings> parse_settings(const std::string& text);
+
+}  // namespace tb::client::inputs

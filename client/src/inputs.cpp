@@ -1,0 +1,53 @@
+// Inputs checked in one place (client/inputs.h).
+#include "client/inputs.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+namespace tb::client::inputs {
+
+namespace {
+std::string seconds_text(double s) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%g", s);
+  return b;
+}
+}  // namespace
+
+Result<double> tune_budget(double seconds) {
+  if (!std::isfinite(seconds) || seconds < kBudgetMinS || seconds > kBudgetMaxS)
+    return Error{"budget must be between " + seconds_text(kBudgetMinS) + " and " + seconds_text(kBudgetMaxS) +
+                 " seconds, got " + seconds_text(seconds)};
+  return seconds;
+}
+
+Result<double> parse_tune_budget(const std::string& text) {
+  const char* begin = text.c_str();
+  char* end = nullptr;
+  const double v = std::strtod(begin, &end);
+  if (text.empty() || end == begin || *end != '\0') return Error{"budget needs seconds, got '" + text + "'"};
+  return tune_budget(v);
+}
+
+Result<Settings> parse_settings(const std::string& text) {
+  auto trim = [](const std::string& x) {
+    const auto a = x.find_first_not_of(" \t"), b = x.find_last_not_of(" \t");
+    return a == std::string::npos ? std::string() : x.substr(a, b - a + 1);
+  };
+  Settings out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    item = trim(item);
+    if (item.empty()) continue;  // "a=1,,b=2" and a trailing comma: nothing there
+    const auto eq = item.find('=');
+    if (eq == std::string::npos || trim(item.substr(0, eq)).empty())
+      return Error{"bad knob setting '" + item + "': expected knob=value"};
+    out.emplace_back(trim(item.substr(0, eq)), trim(item.substr(eq + 1)));
+  }
+  return out;
+}
+
+}  // namespace tb::client::inputs

@@ -1,0 +1,42 @@
+// The inputs every surface checks the same way (client/inputs.h): the tune budget and "k=v,..." settings.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "client/inputs.h"
+
+namespace in = tb::client::inputs;
+
+TEST(Inputs, TheBudgetIsOneRange) {
+  EXPECT_EQ(*in::tune_budget(in::kBudgetDefaultS), 120.0);
+  EXPECT_EQ(*in::tune_budget(10), 10.0);
+  EXPECT_EQ(*in::tune_budget(86400), 86400.0);
+  for (double bad : {9.99, 0.0, -5.0, 86401.0, double(NAN), double(INFINITY)}) {
+    const auto r = in::tune_budget(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().message.rfind("budget must be between 10 and 86400 seconds, got ", 0), 0u) << r.error().message;
+  }
+  EXPECT_EQ(*in::parse_tune_budget("90.5"), 90.5);
+  for (const char* bad : {"", "abc", "120s", "12 0", "1e9", "5"}) {
+    const auto r = in::parse_tune_budget(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().message.find('\n'), std::string::npos);
+    EXPECT_NE(r.error().message.find("budget"), std::string::npos) << r.error().message;
+  }
+}
+
+TEST(Inputs, SettingsAreKnobEqualsValueInOrder) {
+  const auto r = in::parse_settings(" workers = 2,amp=bf16,,prefetch=,");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->size(), 3u);
+  EXPECT_EQ((*r)[0], (std::pair<std::string, std::string>{"workers", "2"}));
+  EXPECT_EQ((*r)[1], (std::pair<std::string, std::string>{"amp", "bf16"}));
+  EXPECT_EQ((*r)[2], (std::pair<std::string, std::string>{"prefetch", ""}));
+  EXPECT_TRUE(in::parse_settings("")->empty());
+  for (const char* bad : {"workers", "a=1,workers", "=2", " =2"}) {
+    const auto e = in::parse_settings(bad);
+    ASSERT_FALSE(e.ok()) << bad;
+    EXPECT_EQ(e.error().message.rfind("bad knob setting '", 0), 0u) << e.error().message;
+    EXPECT_NE(e.error().message.find("expected knob=value"), std::string::npos);
+  }
+}
