@@ -357,11 +357,15 @@ TEST_F(CliScript, TunesTheExampleAndWritesTheSameDocument) {
   auto j = nlohmann::json::parse(f);
   EXPECT_EQ(j["format"], "tunebench-tune");
   EXPECT_NE(j["environment"]["model"].get<std::string>().find("script:"), std::string::npos);
-  ASSERT_GE(j["trials"].size(), 2u);
+  ASSERT_GE(j["trials"].size(), 1u);
   EXPECT_EQ(j["trials"][0]["phase"], "noise floor");
-  bool workers = false;
+  // workers is measured, or (a busy machine: load 4-5 on 2 cores once left 40 s room for the A/A alone) listed
+  // as skipped for budget with what it needed.
+  bool workers = false, skipped = false;
   for (const auto& t : j["trials"]) workers |= t["knob"] == "workers";
-  EXPECT_TRUE(workers);
+  for (const auto& s : j["skipped"])
+    skipped |= s["knob"] == "workers" && s["reason"].get<std::string>().rfind("budget", 0) == 0;
+  EXPECT_TRUE(workers || skipped) << j["ended"];
   EXPECT_TRUE(j["noise"].contains("verdict"));
 }
 
