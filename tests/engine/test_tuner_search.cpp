@@ -790,3 +790,4 @@ TEST(TunerSearch, TheNextRungOfAKnobThatPaidGoesNext) {
   }
   EXPECT_GE(climbs, 3);
 }
+

@@ -274,6 +274,12 @@ bool Tuner::try_pair() {
     for (size_t j = i + 1; j < singles.size(); ++j) {
       const std::string ka = kind_of(singles[i].knob, cuda_), kb = kind_of(singles[j].knob, cuda_);
       if (ka.empty() || kb.empty() || ka == kb) continue;
+      // Two changes that set the same knob are not a pair: the second would overwrite the first's value (a
+      // workers rung with 2 intra-op threads and intra_op_threads=1 ran as "intra_op_threads=1 + ... +
+      // intra_op_threads=2", which was neither).
+      if (std::any_of(singles[i].delta.begin(), singles[i].delta.end(),
+                      [&](const auto& kv) { return singles[j].delta.count(kv.first) > 0; }))
+        continue;
       const Config cand = with(with(current_, singles[i].delta), singles[j].delta);
       if (tried_.count(config_key(current_) + "|" + config_key(cand))) continue;
       // Scored on an even split of the step, not the snapshot's: when two kinds of time tie, the snapshot
