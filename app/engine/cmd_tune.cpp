@@ -1,4 +1,6 @@
 // tunebench-cli tune: the auto-tuner (engine/tuner.h) with its report (engine/report.h).
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -76,6 +78,8 @@ int cmd_tune(int argc, char** argv) {
   so.data.clear();
   engine::TuneOptions to;
   to.budget_s = client::inputs::kBudgetDefaultS;
+  // A simulation's seed is the one given (0 included: it once became 7 silently), else 7, said on the terminal.
+  const bool seed_given = std::any_of(argv, argv + argc, [](const char* a) { return std::string(a) == "--seed"; });
   std::string report, json_out, knobs_list, patch_out;
   bool quiet = false, simulate = false, fresh_groups = false, patch_check = true;
   std::string profile;
@@ -213,8 +217,9 @@ int cmd_tune(int argc, char** argv) {
     }
   } end_group{leader};
   std::unique_ptr<engine::Workload> workload;  // after the leader: it may hold the leader's session
+  const uint64_t sim_seed = seed_given ? so.seed : 7;
   try {
-    if (simulate) workload = engine::make_simulated_workload(so.seed ? so.seed : 7, profile.empty() ? "toy" : profile);
+    if (simulate) workload = engine::make_simulated_workload(sim_seed, profile.empty() ? "toy" : profile);
     else if (!script.script.empty()) {
       script.output = script_output_to_stderr(true);  // the script's prints would drown the progress lines
       workload = engine::make_script_workload(script);
@@ -237,6 +242,7 @@ int cmd_tune(int argc, char** argv) {
     return fail_clean(e.what(), 1);
   }
   engine::TuneResult result;
+  const auto tune_start = std::chrono::steady_clock::now();
   try {
     result = engine::run_tune(*workload, to);
   } catch (const engine::TrialFailure& e) {
@@ -283,7 +289,13 @@ int cmd_tune(int argc, char** argv) {
   }
   end_group.ok = true;
 
-  // The summary on stdout: what to keep and by how much.
+  // The summary on stdout: what to keep and by how much. A simulated tune says so first: every figure below
+  // is the model's, its seconds virtual.
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - tune_start).count();
+  if (result.environment.contains("simulation"))
+    std::printf("simulated the profile '%s', seed %llu: every figure below is the simulation's, its seconds virtual "
+                "(%.1f s of wall time here)\n",
+                profile.empty() ? "toy" : profile.c_str(), static_cast<unsigned long long>(sim_seed), wall_s);
   std::printf("baseline  %.1f samples/s (measured at the end%s)\n", result.baseline_throughput,
               result.speedup_fresh_processes ? ", fresh processes" : "");
   const auto unconfirmed = engine::unconfirmed_knobs(result);

@@ -198,6 +198,21 @@ TEST(TunerCli, SimulatedTuneWritesReportsAndProgress) {
 
 // For anyone without a GPU: the GPU-calibrated profile in seconds, its JSON naming the hand configuration and
 // its speed-up beside the tuner's, and how much of the budget the search spent and on what.
+// A simulated tune says so before any figure, names its seed (0 is a seed: it once became 7 silently), and
+// reports no load of the host as if it were the simulated machine's.
+TEST(TunerCli, ASimulatedTuneSaysSoAndKeepsItsSeed) {
+  CliRun a = run_cli("tune --simulate --profile toy --seed 0 --budget 60");
+  ASSERT_EQ(a.code, 0) << a.err;
+  EXPECT_EQ(a.out.rfind("simulated the profile 'toy', seed 0: every figure below is the simulation's", 0), 0u) << a.out;
+  EXPECT_EQ(a.out.find("load average"), std::string::npos) << a.out;
+  EXPECT_EQ(a.out.find(" cores"), std::string::npos) << a.out;
+  CliRun b = run_cli("tune --simulate --profile toy --budget 60");
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_NE(b.out.find("seed 7:"), std::string::npos) << b.out;
+  auto summary = [](const std::string& out) { return out.substr(out.find("\nbaseline")); };
+  EXPECT_NE(summary(a.out), summary(b.out));
+}
+
 TEST(TunerCli, SimulatedGpuProfileNamesTheHandConfiguration) {
   const auto dir = std::filesystem::temp_directory_path() / ("tb_tune_gpu_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);

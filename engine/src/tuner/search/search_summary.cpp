@@ -76,7 +76,9 @@ void Tuner::summarize() {
   }
   std::sort(res_.baseline_windows.begin(), res_.baseline_windows.end(),
             [](const measure::Window& a, const measure::Window& b) { return a.start_s < b.start_s; });
-  res_.noise = measure::assess_noise(res_.baseline_windows, load_.stop());
+  // A simulated machine has no load of its own: the host's (its load average, its cores) is not its.
+  res_.noise = measure::assess_noise(res_.baseline_windows,
+                                     res_.environment.contains("simulation") ? measure::SystemLoad{} : load_.stop());
   if (baseline_phase_.count("start") && baseline_phase_.count("final")) {
     // Beyond the noise = the interval excludes 1 and the move is larger than a trial could resolve.
     const auto d = measure::welch_ratio(baseline_phase_["start"], baseline_phase_["final"], o_.confidence);
