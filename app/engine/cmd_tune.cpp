@@ -19,6 +19,7 @@
 #include "engine/tuner.h"
 #include "engine_cli_common.h"
 #include "run_ranks.h"
+#include "tune_print.h"
 #include "script_common.h"
 #include "engine/live_group.h"
 
@@ -289,73 +290,14 @@ int cmd_tune(int argc, char** argv) {
   }
   end_group.ok = true;
 
-  // The summary on stdout: what to keep and by how much. A simulated tune says so first: every figure below
-  // is the model's, its seconds virtual.
-  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - tune_start).count();
-  if (result.environment.contains("simulation"))
-    std::printf("simulated the profile '%s', seed %llu: every figure below is the simulation's, its seconds virtual "
-                "(%.1f s of wall time here)\n",
-                profile.empty() ? "toy" : profile.c_str(), static_cast<unsigned long long>(sim_seed), wall_s);
-  std::printf("baseline  %.1f samples/s (measured at the end%s)\n", result.baseline_throughput,
-              result.speedup_fresh_processes ? ", fresh processes" : "");
-  const auto unconfirmed = engine::unconfirmed_knobs(result);
-  if (!unconfirmed.empty()) {
-    // Nothing is kept that the headline could not confirm (engine/tuner.h unconfirmed_config).
-    std::printf("final     %.1f samples/s  speedup %.2fx [%.2f, %.2f]  COULD NOT DECIDE: the interval covers 1\n",
-                result.final_throughput, result.speedup.ratio, result.speedup.lo, result.speedup.hi);
-    if (result.speedup_fresh_processes && result.speedup_in_process.valid())
-      std::printf("          in the tune's own process: %.2fx [%.2f, %.2f] (not what a fresh start measured)\n",
-                  result.speedup_in_process.ratio, result.speedup_in_process.lo, result.speedup_in_process.hi);
-    std::printf("keep      nothing: not confirmed:");
-    for (const auto& k : unconfirmed) std::printf(" %s=%s", k.c_str(), result.unconfirmed_config.at(k).c_str());
-    std::printf(" (tune again with a larger --budget)\n");
-  } else if (changed.empty()) {
-    std::printf("no change beat the baseline\n");
-  } else {
-    std::printf("final     %.1f samples/s  speedup %.2fx [%.2f, %.2f]%s\n", result.final_throughput,
-                result.speedup.ratio, result.speedup.lo, result.speedup.hi,
-                result.verdict == "undecided" ? "  COULD NOT DECIDE: the interval covers 1" : "");
-    if (result.verdict == "undecided" && result.speedup_fresh_processes && result.speedup_in_process.valid())
-      std::printf("          in the tune's own process: %.2fx [%.2f, %.2f] (not what a fresh start measured)\n",
-                  result.speedup_in_process.ratio, result.speedup_in_process.lo, result.speedup_in_process.hi);
-    std::printf("keep     ");
-    for (const auto& k : changed) std::printf(" %s=%s", k.c_str(), result.final_config.at(k).c_str());
-    std::printf("\n");
-  }
-  if (!result.confirmation.empty() && (!changed.empty() || !unconfirmed.empty()))
-    std::printf("confirmed %s\n", result.confirmation.c_str());
-  std::printf("noise     %s\n", result.noise.text.c_str());
-  std::printf("budget    %.0f s of %.0f s", result.elapsed_s, result.budget_s);
-  for (const auto& [phase, s] : result.budget_phases)
-    if (s >= 0.5) std::printf("%s %s %.0f s", &phase == &result.budget_phases.front().first ? ":" : ",", phase.c_str(), s);
-  std::printf("\nended     %s\n", result.ended.c_str());
-  if (result.environment.contains("simulation")) {
-    const auto& sim = result.environment["simulation"];
-    if (sim.contains("hand_speedup")) {
-      std::printf("by hand   %.2fx (the profile's hand configuration:", sim["hand_speedup"].get<double>());
-      for (const auto& [k, v] : sim["hand_config"].items()) std::printf(" %s=%s", k.c_str(), v.get<std::string>().c_str());
-      std::printf(")\n");
-    }
-    if (sim.contains("best_speedup"))
-      std::printf("best      %.2fx exists in the profile's space (exhaustive search, not a measurement)\n",
-                  sim["best_speedup"].get<double>());
-  }
-  if (!result.drift_note.empty()) std::printf("drift     %s\n", result.drift_note.c_str());
-  for (const auto& t : result.trials)
-    // A change made with another (a workers rung with the threads it leaves) names it: two rungs of one knob
-    // read as two different trials.
-    std::printf("  %-11s %-18s %-10s %s  %s\n", t.phase.c_str(), t.knob.empty() ? "(all)" : t.knob.c_str(),
-                t.knob.empty() ? (t.phase == "final" ? t.value.substr(0, 10).c_str() : "") : (t.value + (t.also.empty() ? "" : " + " + t.also)).c_str(),
-                t.estimate.text(3).c_str(), t.phase == "noise floor" ? "noise floor" : t.accepted ? "kept" : t.outcome.c_str());
-  if (!result.skipped.empty()) {
-    std::printf("skipped:");
-    for (const auto& s : result.skipped)
-      std::printf(" %s%s%s%s", s.knob.c_str(), s.value.empty() ? "" : "=", s.value.c_str(),
-                  s.reason.rfind("budget", 0) == 0 ? "(budget)" : "");
-    std::printf("\n");
-  }
-  if (!report.empty()) std::printf("report    %s (+ %s)\n", report.c_str(), markdown_path_for(report).c_str());
-  if (!json_out.empty()) std::printf("json      %s\n", json_out.c_str());
+  TuneSummaryContext ctx;
+  ctx.simulated_profile = profile.empty() ? "toy" : profile;
+  ctx.seed = sim_seed;
+  ctx.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - tune_start).count();
+  ctx.report = report;
+  ctx.report_markdown = report.empty() ? "" : markdown_path_for(report);
+  ctx.json = json_out;
+  print_tune_summary(result, ctx);
   if (!script.script.empty() && !changed.empty()) {
     for (const auto& u : patch.unplaced) std::printf("not in the patch: %s\n", u.c_str());
     if (check.verdict.empty() && !patch_out.empty() && !patch.diff.empty())

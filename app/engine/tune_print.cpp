@@ -1,0 +1,78 @@
+// The tune's summary on stdout (tune_print.h).
+#include "tune_print.h"
+
+#include <cstdio>
+
+namespace tb::cli {
+
+void print_tune_summary(const engine::TuneResult& r, const TuneSummaryContext& ctx) {
+  const auto changed = engine::changed_knobs(r.baseline, r.final_config);
+  // The summary on stdout: what to keep and by how much. A simulated tune says so first: every figure below
+  // is the model's, its seconds virtual.
+  if (r.environment.contains("simulation"))
+    std::printf("simulated the profile '%s', seed %llu: every figure below is the simulation's, its seconds virtual "
+                "(%.1f s of wall time here)\n",
+                ctx.simulated_profile.c_str(), static_cast<unsigned long long>(ctx.seed), ctx.wall_s);
+  std::printf("baseline  %.1f samples/s (measured at the end%s)\n", r.baseline_throughput,
+              r.speedup_fresh_processes ? ", fresh processes" : "");
+  const auto unconfirmed = engine::unconfirmed_knobs(r);
+  if (!unconfirmed.empty()) {
+    // Nothing is kept that the headline could not confirm (engine/tuner.h unconfirmed_config).
+    std::printf("final     %.1f samples/s  speedup %.2fx [%.2f, %.2f]  COULD NOT DECIDE: the interval covers 1\n",
+                r.final_throughput, r.speedup.ratio, r.speedup.lo, r.speedup.hi);
+    if (r.speedup_fresh_processes && r.speedup_in_process.valid())
+      std::printf("          in the tune's own process: %.2fx [%.2f, %.2f] (not what a fresh start measured)\n",
+                  r.speedup_in_process.ratio, r.speedup_in_process.lo, r.speedup_in_process.hi);
+    std::printf("keep      nothing: not confirmed:");
+    for (const auto& k : unconfirmed) std::printf(" %s=%s", k.c_str(), r.unconfirmed_config.at(k).c_str());
+    std::printf(" (tune again with a larger --budget)\n");
+  } else if (changed.empty()) {
+    std::printf("no change beat the baseline\n");
+  } else {
+    std::printf("final     %.1f samples/s  speedup %.2fx [%.2f, %.2f]%s\n", r.final_throughput,
+                r.speedup.ratio, r.speedup.lo, r.speedup.hi,
+                r.verdict == "undecided" ? "  COULD NOT DECIDE: the interval covers 1" : "");
+    if (r.verdict == "undecided" && r.speedup_fresh_processes && r.speedup_in_process.valid())
+      std::printf("          in the tune's own process: %.2fx [%.2f, %.2f] (not what a fresh start measured)\n",
+                  r.speedup_in_process.ratio, r.speedup_in_process.lo, r.speedup_in_process.hi);
+    std::printf("keep     ");
+    for (const auto& k : changed) std::printf(" %s=%s", k.c_str(), r.final_config.at(k).c_str());
+    std::printf("\n");
+  }
+  if (!r.confirmation.empty() && (!changed.empty() || !unconfirmed.empty()))
+    std::printf("confirmed %s\n", r.confirmation.c_str());
+  std::printf("noise     %s\n", r.noise.text.c_str());
+  std::printf("budget    %.0f s of %.0f s", r.elapsed_s, r.budget_s);
+  for (const auto& [phase, s] : r.budget_phases)
+    if (s >= 0.5) std::printf("%s %s %.0f s", &phase == &r.budget_phases.front().first ? ":" : ",", phase.c_str(), s);
+  std::printf("\nended     %s\n", r.ended.c_str());
+  if (r.environment.contains("simulation")) {
+    const auto& sim = r.environment["simulation"];
+    if (sim.contains("hand_speedup")) {
+      std::printf("by hand   %.2fx (the profile's hand configuration:", sim["hand_speedup"].get<double>());
+      for (const auto& [k, v] : sim["hand_config"].items()) std::printf(" %s=%s", k.c_str(), v.get<std::string>().c_str());
+      std::printf(")\n");
+    }
+    if (sim.contains("best_speedup"))
+      std::printf("best      %.2fx exists in the profile's space (exhaustive search, not a measurement)\n",
+                  sim["best_speedup"].get<double>());
+  }
+  if (!r.drift_note.empty()) std::printf("drift     %s\n", r.drift_note.c_str());
+  for (const auto& t : r.trials)
+    // A change made with another (a workers rung with the threads it leaves) names it: two rungs of one knob
+    // read as two different trials.
+    std::printf("  %-11s %-18s %-10s %s  %s\n", t.phase.c_str(), t.knob.empty() ? "(all)" : t.knob.c_str(),
+                t.knob.empty() ? (t.phase == "final" ? t.value.substr(0, 10).c_str() : "") : (t.value + (t.also.empty() ? "" : " + " + t.also)).c_str(),
+                t.estimate.text(3).c_str(), t.phase == "noise floor" ? "noise floor" : t.accepted ? "kept" : t.outcome.c_str());
+  if (!r.skipped.empty()) {
+    std::printf("skipped:");
+    for (const auto& s : r.skipped)
+      std::printf(" %s%s%s%s", s.knob.c_str(), s.value.empty() ? "" : "=", s.value.c_str(),
+                  s.reason.rfind("budget", 0) == 0 ? "(budget)" : "");
+    std::printf("\n");
+  }
+  if (!ctx.report.empty()) std::printf("report    %s (+ %s)\n", ctx.report.c_str(), ctx.report_markdown.c_str());
+  if (!ctx.json.empty()) std::printf("json      %s\n", ctx.json.c_str());
+}
+
+}  // namespace tb::cli
