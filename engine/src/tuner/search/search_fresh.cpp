@@ -79,8 +79,8 @@ void Tuner::fresh_final() {
   // demo's 1.33x took 3 rounds of 4 arms, 58% of its budget, and ended 1.18x [0.84, 1.64], undecided).
   const double gain = gain_to_confirm();
   const int planned = need && has_final ? fresh_rounds() : o_.rounds;
-  const int rounds_min = std::max(o_.rounds, planned);
-  const double base_cost = budget_.alternation_s(int(arms.size()), rounds_min, true);
+  int rounds_min = std::max(o_.rounds, planned);
+  double base_cost = budget_.alternation_s(int(arms.size()), rounds_min, true);
   const std::string meas = w_.measurement_allocator();
   const std::string user_alloc = value_in(baseline_, "cpu_allocator");
   auto in_process_headline = [&](const std::string& why) {
@@ -104,7 +104,22 @@ void Tuner::fresh_final() {
   }
   // Planned (reserved from the first kept change) it may use the budget's margin; unplanned it runs when what
   // is left pays for it (the search ended early).
-  if (need && !(fresh_final_planned() ? budget_.may_finish(elapsed(), base_cost) : budget_.may_extend(elapsed(), base_cost))) {
+  auto affordable = [&](double cost) {
+    return fresh_final_planned() ? budget_.may_finish(elapsed(), cost) : budget_.may_extend(elapsed(), cost);
+  };
+  // Fewer rounds than planned, when no fewer than the minimum, rather than none: nothing else is left to spend
+  // the time on (a simulated tune at 17% per pair planned 5 rounds, had room for 4 and left 156 s unused).
+  if (need && has_final && !affordable(base_cost)) {
+    int fit = rounds_min;
+    while (fit > o_.rounds && !affordable(budget_.alternation_s(int(arms.size()), fit, true))) --fit;
+    if (fit < rounds_min && affordable(budget_.alternation_s(int(arms.size()), fit, true))) {
+      res_.notes.push_back("the fresh-process final was planned at " + std::to_string(rounds_min) + " rounds for " +
+                           fmt(gain, 2) + "x and " + std::to_string(fit) + " fit in what was left: it may end undecided");
+      rounds_min = fit;
+      base_cost = budget_.alternation_s(int(arms.size()), fit, true);
+    }
+  }
+  if (need && !affordable(base_cost)) {
     in_process_headline("a fresh-process check of " + fmt(gain, 2) + "x needs ~" + fmt(base_cost, 0) + " s here (" +
                         std::to_string(rounds_min) + " rounds of a baseline and a final process, ~" +
                         fmt(budget_.fresh_window_s(), 0) + " s each) and " + fmt(std::max(0.0, left()), 0) +
