@@ -294,6 +294,13 @@ class TestMainWindow : public QObject {
     QVERIFY2(undecided.detail.contains("workers=1 measured ×1.01, 95% interval ×0.65–1.55, which covers 1") &&
                  undecided.detail.contains("Keep: nothing (not confirmed"),
              qPrintable(undecided.detail));
+    // A kept change says how its headline was confirmed, as the CLI's `confirmed` line does.
+    const TuneSummary in_process = tuneSummary(QJsonObject{
+        {"verdict", "faster"}, {"speedup", 1.20}, {"speedup_ci", QJsonArray{1.17, 1.24}}, {"kept", QJsonArray{"workers=1"}},
+        {"confirmation", "in this process: the final alternation, against the A/A floor (a fresh-process check needs ~31 s)"},
+        {"baseline_throughput", 249.1}, {"final_throughput", 299.4}});
+    QVERIFY2(in_process.detail.contains("Confirmed: in this process: the final alternation, against the A/A floor"),
+             qPrintable(in_process.detail));
     QSignalSpy fin(w.run(), &RunController::finished);
     w.stopRun();
     QVERIFY(waitFor([&] { return fin.count() == 1; }, 3000));

@@ -21,7 +21,11 @@ TuneSummary tuneSummary(const QJsonObject& m) {
       line += QObject::tr(", 95% interval ×%1–%2").arg(ci[0].toDouble(), 0, 'f', 2).arg(ci[1].toDouble(), 0, 'f', 2);
     line += m.value("fresh_processes").toBool() ? QObject::tr(" (fresh processes: what a new start gets)")
                                                 : QObject::tr(" (baseline and final alternating at the end)");
-    lines << line << QObject::tr("Keep: %1").arg(kept.join(", "));
+    lines << line;
+    // Which confirmation the headline has (fresh processes, or this process's final and why), as the CLI says.
+    if (!m.value("confirmation").toString().isEmpty())
+      lines << QObject::tr("Confirmed: %1").arg(m.value("confirmation").toString());
+    lines << QObject::tr("Keep: %1").arg(kept.join(", "));
   } else if (m.value("verdict").toString() == "undecided") {
     // The tuner keeps nothing it could not confirm: the title says so, the changes are named as not confirmed.
     QStringList unconfirmed;

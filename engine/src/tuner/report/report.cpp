@@ -487,6 +487,7 @@ nlohmann::json tune_done_message(const TuneResult& r, const std::string& html_pa
   m["speedup"] = gain ? json(r.speedup.ratio) : json(nullptr);
   m["speedup_ci"] = gain ? json::array({r.speedup.lo, r.speedup.hi}) : json(nullptr);
   m["fresh_processes"] = gain && r.speedup_fresh_processes;
+  m["confirmation"] = gain ? r.confirmation : std::string();  // which confirmation the headline has, in words
   // How the headline was measured, so that the GUI's Compare row and its tooltip say it in the tuner's words.
   m["speedup_method"] = gain ? json(r.speedup.method) : json(nullptr);
   m["speedup_pairs"] = gain ? json(r.speedup.pairs) : json(nullptr);
