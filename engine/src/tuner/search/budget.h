@@ -22,6 +22,22 @@
 
 namespace tb::engine::search {
 
+// The budget's shares, in one place (they were literals spread over five files), each with why.
+// The plan (calibrate) sizes the trials' windows for this share of the budget: estimates run over, and the end
+// of the tune has a margin of its own.
+inline constexpr double kPlanShare = 0.9;
+// The A/A pairs of the noise floor take at most this share (never fewer than two pairs).
+inline constexpr double kNoiseFloorShare = 0.15;
+// On a GPU the model-level knobs (amp, channels_last, CUDA graphs...) are each measured within this share: the
+// H100's tunes reached them at a fifth to a third of their budget, or never.
+inline constexpr double kModelKnobDeadline = 1.0 / 3;
+// A fresh process not measured here yet, whose cost is a guess (no start-up figure from the workload), is held
+// back this much more.
+inline constexpr double kUnmeasuredFreshGuess = 1.25;
+// The end's reserve is its estimate times this: the final's windows switch configuration every time (a warm-up
+// each), and a dropped knob may need one more check.
+inline constexpr double kReserveMargin = 1.15;
+
 class Budget {
  public:
   explicit Budget(double budget_s = 240, double overrun = 0.10) : total_(budget_s), overrun_(overrun) {}

@@ -161,7 +161,7 @@ void Tuner::calibrate() {
   }
   planned_trials_ = 2 * n + 3;
   const double windows = 2.0 * o_.rounds * planned_trials_ + 2.0 * o_.aa_rounds;
-  const double per_window = (o_.budget_s * 0.9 - elapsed()) / windows - apply_s_;
+  const double per_window = (o_.budget_s * kPlanShare - elapsed()) / windows - apply_s_;
   const int win = static_cast<int>(std::floor(per_window / std::max(sec_per_step_, 1e-9) - warmup_est_));
   const int shortest = std::min(o_.max_window, std::max(o_.min_window, static_cast<int>(std::ceil(
                                                                            o_.min_window_s / std::max(sec_per_step_, 1e-9)))));
@@ -188,7 +188,7 @@ void Tuner::calibrate() {
 void Tuner::noise_floor_phase() {
   enter("noise floor");
   // At most ~15% of the budget, and never fewer than 2 pairs (one pair has no spread).
-  const int aa = std::clamp(static_cast<int>(0.15 * o_.budget_s / (2 * budget_.window_s())), 2, std::max(2, o_.aa_rounds));
+  const int aa = std::clamp(static_cast<int>(kNoiseFloorShare * o_.budget_s / (2 * budget_.window_s())), 2, std::max(2, o_.aa_rounds));
   progress(phase_, "A/A: the baseline against itself (" + std::to_string(aa) + " pairs)");
   Trial t;
   t.phase = phase_;

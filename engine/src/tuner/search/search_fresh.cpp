@@ -137,7 +137,7 @@ void Tuner::fresh_final() {
   ids = by_priority(ids);
   if (measured_under_other_allocator())
     std::stable_partition(ids.begin(), ids.end(), [](const std::string& id) { return id == "cpu_allocator"; });
-  const double guess = budget_.fresh_measured() || w_.start_s() > 0 ? 1.0 : 1.25;
+  const double guess = budget_.fresh_measured() || w_.start_s() > 0 ? 1.0 : kUnmeasuredFreshGuess;
   for (const auto& id : ids) {
     const Change& c = *std::find_if(candidates.begin(), candidates.end(), [&](const Change& x) { return x.knob == id; });
     const double cost = guess * budget_.alternation_s(int(arms.size()) + 1, rounds_min, true);

@@ -299,9 +299,9 @@ double Tuner::reserve_s(bool with_fresh) {
   // A fresh final that no longer fits beside the in-process one even if nothing more ran will not run (the
   // headline is then this process's, and says so): it holds nothing back. A simulated script tune reserved a
   // 152 s fresh final it could never afford, skipped prefetch "for budget" and ended with 32 s unused.
-  if (f > 0 && !budget_.may_finish(elapsed(), 1.15 * (r + f))) f = 0;
+  if (f > 0 && !budget_.may_finish(elapsed(), kReserveMargin * (r + f))) f = 0;
   // The final's windows switch configuration every time (a warm-up each), and a drop may need one more check.
-  return 1.15 * (r + f);
+  return kReserveMargin * (r + f);
 }
 
 bool Tuner::fits(const std::string& knob, const std::string& value, bool fresh) {

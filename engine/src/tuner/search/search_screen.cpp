@@ -121,7 +121,7 @@ std::vector<std::string> Tuner::due_first(const std::vector<std::string>& ready)
     due.push_back(id);
     need += trial_cost_s(id);
   }
-  if (due.empty() || elapsed() >= o_.budget_s / 3) return ready;
+  if (due.empty() || elapsed() >= o_.budget_s * kModelKnobDeadline) return ready;
   // The likeliest other win first, when it would still leave them their time.
   std::vector<std::string> others;
   for (const auto& id : ready)
@@ -129,7 +129,7 @@ std::vector<std::string> Tuner::due_first(const std::vector<std::string>& ready)
   if (others.empty()) return ready;
   const std::string next = by_priority(others).front();
   if (priority(next) < priority(by_priority(due).front())) return ready;  // a due one is the likeliest anyway
-  return elapsed() + need + trial_cost_s(next) > o_.budget_s / 3 ? due : ready;
+  return elapsed() + need + trial_cost_s(next) > o_.budget_s * kModelKnobDeadline ? due : ready;
 }
 
 bool Tuner::step_knob(const std::string& id) {
