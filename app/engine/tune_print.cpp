@@ -13,8 +13,11 @@ void print_tune_summary(const engine::TuneResult& r, const TuneSummaryContext& c
     std::printf("simulated the profile '%s', seed %llu: every figure below is the simulation's, its seconds virtual "
                 "(%.1f s of wall time here)\n",
                 ctx.simulated_profile.c_str(), static_cast<unsigned long long>(ctx.seed), ctx.wall_s);
-  std::printf("baseline  %.1f samples/s (measured at the end%s)\n", r.baseline_throughput,
-              r.speedup_fresh_processes ? ", fresh processes" : "");
+  if (r.trials.empty())  // the budget held no trial (TuneResult::ended says why and what would)
+    std::printf("baseline  not measured: nothing was tried\n");
+  else
+    std::printf("baseline  %.1f samples/s (measured at the end%s)\n", r.baseline_throughput,
+                r.speedup_fresh_processes ? ", fresh processes" : "");
   const auto unconfirmed = engine::unconfirmed_knobs(r);
   if (!unconfirmed.empty()) {
     // Nothing is kept that the headline could not confirm (engine/tuner.h unconfirmed_config).
@@ -27,7 +30,7 @@ void print_tune_summary(const engine::TuneResult& r, const TuneSummaryContext& c
     for (const auto& k : unconfirmed) std::printf(" %s=%s", k.c_str(), r.unconfirmed_config.at(k).c_str());
     std::printf(" (tune again with a larger --budget)\n");
   } else if (changed.empty()) {
-    std::printf("no change beat the baseline\n");
+    if (!r.trials.empty()) std::printf("no change beat the baseline\n");
   } else {
     std::printf("final     %.1f samples/s  speedup %.2fx [%.2f, %.2f]%s\n", r.final_throughput,
                 r.speedup.ratio, r.speedup.lo, r.speedup.hi,
@@ -41,7 +44,7 @@ void print_tune_summary(const engine::TuneResult& r, const TuneSummaryContext& c
   }
   if (!r.confirmation.empty() && (!changed.empty() || !unconfirmed.empty()))
     std::printf("confirmed %s\n", r.confirmation.c_str());
-  std::printf("noise     %s\n", r.noise.text.c_str());
+  if (!r.noise.text.empty()) std::printf("noise     %s\n", r.noise.text.c_str());
   std::printf("budget    %.0f s of %.0f s", r.elapsed_s, r.budget_s);
   for (const auto& [phase, s] : r.budget_phases)
     if (s >= 0.5) std::printf("%s %s %.0f s", &phase == &r.budget_phases.front().first ? ":" : ",", phase.c_str(), s);

@@ -55,7 +55,7 @@ TEST_F(RemoteCli, RunGivesTheSameJsonAsALocalRunAndBringsTheTraceBack) {
 }
 
 TEST_F(RemoteCli, TuneBringsTheReportAndItsMarkdownBack) {
-  const auto r = run_cli_shell("", "tune " + remote() + " --simulate --budget 10 -q --report " + out_ +
+  const auto r = run_cli_shell("", "tune " + remote() + " --simulate --budget 40 -q --report " + out_ +
                                        "/r.html --json " + out_ + "/tune.json", 300);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(fs::file_size(out_ + "/r.html") > 1000);

@@ -38,6 +38,12 @@ inline constexpr double kUnmeasuredFreshGuess = 1.25;
 // each), and a dropped knob may need one more check.
 inline constexpr double kReserveMargin = 1.15;
 
+// A window this long is long enough whatever its step count: a step of seconds averages its own jitter, and
+// `min_window` steps of 5 s (30 s a window) left a 60 s tune of an LBFGS script no trial at all.
+inline constexpr double kLongWindowS = 4.0;
+// The smallest tune: the A/A's two pairs, one trial's pairs and the final's (in windows, times `rounds`).
+inline constexpr int kSmallestTuneAAWindows = 4;
+
 class Budget {
  public:
   explicit Budget(double budget_s = 240, double overrun = 0.10) : total_(budget_s), overrun_(overrun) {}

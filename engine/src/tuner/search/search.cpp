@@ -77,10 +77,12 @@ TuneResult Tuner::run() {
   baseline_ = w_.baseline();
   res_.baseline = baseline_;
   calibrate();
-  noise_floor_phase();
-  search();
-  final_phase();
-  fresh_final();
+  if (cannot_fit_.empty()) {
+    noise_floor_phase();
+    search();
+    final_phase();
+    fresh_final();
+  }
   summarize();
   enter("done");
   res_.elapsed_s = w_.now_s() - t0_;
@@ -108,6 +110,7 @@ std::string Tuner::summary_line() {
   std::string s;
   const Config f = final_config();
   auto ch = changed_knobs(baseline_, f);
+  if (!cannot_fit_.empty()) return "nothing tried: the budget holds no trial";
   if (ch.empty()) return "no change beat the baseline";
   for (const auto& k : ch) s += (s.empty() ? "" : ", ") + k + "=" + f.at(k);
   if (res_.speedup.valid())
@@ -140,6 +143,7 @@ void Tuner::calibrate() {
   w_.apply(baseline_);  // a failure here is fatal: nothing to tune against
   apply_s_ = w_.now_s() - t;
   t = w_.now_s();
+  const bool fresh_each = !w_.fresh_windows().empty();
   window_ = std::max(2, o_.min_window);
   measure::Window m = w_.measure(window_);
   const double spent = w_.now_s() - t;
@@ -147,7 +151,7 @@ void Tuner::calibrate() {
   warmup_est_ = m.warmup_steps;
   if (const double s = w_.start_s(); s > 0) process_start_s_ = s;
   // Fresh windows: each also pays the start-up of its processes, which is not in its steps.
-  if (!w_.fresh_windows().empty())
+  if (fresh_each)
     apply_s_ = std::max(apply_s_, spent - m.wall_s - m.warmup_steps * sec_per_step_);
 
   // Plan: screening candidates + about as many again for accumulation and revisits, the A/A pairs, the
@@ -163,8 +167,11 @@ void Tuner::calibrate() {
   const double windows = 2.0 * o_.rounds * planned_trials_ + 2.0 * o_.aa_rounds;
   const double per_window = (o_.budget_s * kPlanShare - elapsed()) / windows - apply_s_;
   const int win = static_cast<int>(std::floor(per_window / std::max(sec_per_step_, 1e-9) - warmup_est_));
-  const int shortest = std::min(o_.max_window, std::max(o_.min_window, static_cast<int>(std::ceil(
-                                                                           o_.min_window_s / std::max(sec_per_step_, 1e-9)))));
+  // At least min_window steps, or kLongWindowS of them when steps are long (never fewer than 2), and at least
+  // min_window_s; capped by max_window.
+  const double sps = std::max(sec_per_step_, 1e-9);
+  const int fewest = std::min(o_.min_window, std::max(2, static_cast<int>(std::ceil(kLongWindowS / sps))));
+  const int shortest = std::min(o_.max_window, std::max(fewest, static_cast<int>(std::ceil(o_.min_window_s / sps))));
   window_ = std::clamp(win, shortest, std::max(shortest, o_.max_window));
   res_.window = window_;
   // The budget's priors until windows and processes have been measured here: this window, and a process's
@@ -181,6 +188,21 @@ void Tuner::calibrate() {
     res_.notes.push_back("the budget is tight for this many knobs: trials use the shortest window (" +
                          std::to_string(shortest) + " steps, at least " + fmt(o_.min_window_s, 1) +
                          " s) and the lowest-priority ones may be skipped");
+  // The smallest tune (the A/A's pairs, one trial, the final's rounds) must fit, its end included: else say so
+  // now, with the budget that would, rather than measure a noise floor the budget cannot use.
+  // The A/A's windows change nothing (no warm-up); a trial's and the final's switch configuration each time.
+  const double window_s = apply_s_ + (warmup_est_ + window_) * sec_per_step_;
+  const double smallest = kSmallestTuneAAWindows * window_ * sec_per_step_ + 4 * o_.rounds * window_s;
+  if (elapsed() + smallest > budget_.hard_end()) {
+    const double need = std::ceil((elapsed() + smallest) / (1.0 + o_.overrun) / 10) * 10;
+    cannot_fit_ = "the budget (" + fmt(o_.budget_s, 0) + " s) holds no trial here: a step takes " +
+                  fmt(sec_per_step_, sec_per_step_ >= 1 ? 1 : 3) + " s, a window of " + std::to_string(window_) +
+                  " steps ~" + fmt(window_s, 0) + " s, and the smallest tune (2 A/A pairs, one trial and the final, " +
+                  std::to_string(o_.rounds) + " pairs each) needs ~" + fmt(elapsed() + smallest, 0) +
+                  " s with the calibration's " + fmt(elapsed(), 0) + " s: nothing was tried; rerun with --budget " +
+                  fmt(need, 0) + " or more";
+    res_.notes.push_back(cannot_fit_);
+  }
   progress(phase_, res_.notes.back());
 }
 

@@ -252,6 +252,8 @@ class Tuner {
   std::map<std::string, std::string> process_choice_;  // process knobs kept (measured in fresh processes)
   bool no_fresh_processes_ = false;
   double sec_per_step_ = 0, apply_s_ = 0, warmup_est_ = 3;
+  // Set by calibrate when the budget cannot hold the smallest tune at this step time: why, and what would.
+  std::string cannot_fit_;
   double process_start_s_ = -1;  // a fresh process's cost before its first measured step, when known
   int window_ = 8;
   int planned_trials_ = 0;

@@ -12,6 +12,11 @@ void Tuner::summarize() {
   // The sources a script reported while it ran (its DataLoader and forward lines, for the patch) arrive after
   // the description taken at the start.
   res_.environment = w_.describe();
+  if (!cannot_fit_.empty()) {  // nothing was measured but the calibration, which is for the plan only
+    res_.verdict = "none";
+    res_.ended = cannot_fit_;
+    return;
+  }
   if (final_config() == baseline_) {
     // The headline is the baseline as measured last (the final arm or the A/A), never the calibration.
     if (std::none_of(res_.notes.begin(), res_.notes.end(),
