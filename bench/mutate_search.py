@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Are the tuner's tests able to fail? Builds the search with one deliberate defect at a time - a lazy search,
+a greedy one, one that lies about what it tried - runs the tuner's tests against it, and says which tests
+caught it. A mutation no test catches is a hole in the tests: the script exits 1 and names it. (Not run in
+CI: each mutation rebuilds the engine's test binary, 1-3 minutes on 2 cores.)
+
+The mutations (issue: "tests that fail when the search is lazy, shown by mutation"):
+  stop-at-30%          the search stops at 30% of its budget
+  never-<knob>         the search silently never tries <knob> (batch_size and each model-level knob in turn)
+  ignore-budget        every trial fits, whatever is left
+  keep-covering-1      a trial whose ratio is above 1 is kept, even when its interval covers 1
+  keep-hurting         every measured trial is kept, a slower one too
+  claim-every-knob     `ended` says "every applicable knob was tried" whatever was skipped for budget
+
+Each source file is restored after its mutation (also on Ctrl-C); the build directory is left rebuilt from
+the restored sources at the end.
+
+usage: /usr/bin/python3 bench/mutate_search.py [--build build] [--only NAME,...] [--filter 'Tuner*']
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SEARCH = "engine/src/tuner/search/"
+
+# (name, file, text to find (exactly once), its replacement)
+MUTATIONS = [
+    ("stop-at-30%", SEARCH + "search_screen.cpp",
+     "  for (;;) {\n    std::vector<std::string> ready;",
+     "  for (;;) {\n    if (elapsed() > 0.3 * o_.budget_s) return;\n    std::vector<std::string> ready;"),
+    ("ignore-budget", SEARCH + "budget.h",
+     "bool fits(double elapsed, double cost, double reserve) const { return elapsed + cost + reserve <= total_; }",
+     "bool fits(double, double, double) const { return true; }"),
+    ("keep-covering-1", SEARCH + "search_trial.cpp",
+     "} else if (e.faster() && e.ratio - 1.0 >= threshold) {",
+     "} else if (e.ratio > 1.0) {"),
+    ("keep-hurting", SEARCH + "search_trial.cpp",
+     "} else if (e.faster() && e.ratio - 1.0 >= threshold) {",
+     "} else if (true) {"),
+    ("claim-every-knob", SEARCH + "search_summary.cpp",
+     "if (s.reason.rfind(\"budget\", 0) == 0) (process_knob(s.knob) && !all_fresh() ? process_skips : budget_skips)++;",
+     "(void)s;"),
+]
+for knob in ("batch_size", "amp", "channels_last", "cuda_graphs", "compile", "cudnn_benchmark", "workers",
+             "pin_memory", "prefetch"):
+    MUTATIONS.append(("never-" + knob, SEARCH + "search.cpp",
+                      "  const auto& id = k.info.id;\n  auto skip = ",
+                      "  const auto& id = k.info.id;\n  if (id == \"%s\") return false;\n  auto skip = " % knob))
+
+
+def run(cmd, timeout):
+    return subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=timeout)
+
+
+def build(build_dir):
+    r = run(["ninja", "-C", build_dir, "-j2", "tunebench_engine_tests"], 3600)
+    return r.returncode == 0, r.stdout[-3000:]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--only", default="", help="comma-separated mutation names")
+    ap.add_argument("--filter", default="Tuner*", help="the tests run against each mutation (gtest filter)")
+    a = ap.parse_args()
+    names = [m[0] for m in MUTATIONS]
+    only = [n for n in a.only.split(",") if n]
+    for n in only:
+        if n not in names:
+            sys.exit("mutate_search: no mutation '%s' (there are: %s)" % (n, ", ".join(names)))
+    tests = os.path.join(ROOT, a.build, "tests", "engine", "tunebench_engine_tests")
+    holes = []
+    print("%-20s %-9s %6s  %s" % ("mutation", "caught", "s", "by"))
+    for name, rel, find, repl in MUTATIONS:
+        if only and name not in only:
+            continue
+        path = os.path.join(ROOT, rel)
+        src = open(path).read()
+        if src.count(find) != 1:
+            sys.exit("mutate_search: %s: the text to mutate is in %s %d times, not once: update this script"
+                     % (name, rel, src.count(find)))
+        t0 = time.time()
+        try:
+            open(path, "w").write(src.replace(find, repl))
+            ok, log = build(a.build)
+            if not ok:
+                sys.exit("mutate_search: %s does not build:\n%s" % (name, log))
+            r = run([tests, "--gtest_filter=" + a.filter], 3600)
+        finally:
+            open(path, "w").write(src)
+        failed = sorted(set(re.findall(r"^\[  FAILED  \] (\S+?)(?: \(|$)", r.stdout, re.M)))
+        caught = r.returncode != 0
+        print("%-20s %-9s %6.0f  %s" % (name, "yes" if caught else "NO", time.time() - t0,
+                                        ", ".join(failed) if failed else "(no test failed)"), flush=True)
+        if not caught:
+            holes.append(name)
+    ok, log = build(a.build)
+    if not ok:
+        sys.exit("mutate_search: the restored sources do not build:\n" + log)
+    if holes:
+        print("not caught by any test: " + ", ".join(holes))
+        return 1
+    print("every mutation was caught")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
