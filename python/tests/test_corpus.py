@@ -296,7 +296,7 @@ class CorpusTest(unittest.TestCase):
         """The tuner measures compile=on against off in one process: off must give the model its eager call
         back, and on again its compiled call (no second compilation), with the same outputs."""
         import torch
-        from tunebench import hooks_model
+        from tunebench.hooks import model as hooks_model
 
         run, m = _run_of_tiny_mlp(8)
         x = torch.randn(4, 8)
@@ -317,7 +317,7 @@ class CorpusTest(unittest.TestCase):
         compiled forward and the step failed ("'autocast' object has no attribute 'prev'"). The hooks run
         eagerly now, and the compiled forward runs under autocast."""
         import torch
-        from tunebench import hooks_model
+        from tunebench.hooks import model as hooks_model
 
         run, m = _run_of_tiny_mlp(16)
         hooks_model.set_compile(run, True)

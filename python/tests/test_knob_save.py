@@ -23,7 +23,8 @@ import torch
 
 from tests.launch_util import Child
 from tests.test_corpus import CORPUS, ENV, _plain
-from tunebench import hooks_model, hooks_optimizer, knobs, script_errors
+from tunebench import knobs, script_errors
+from tunebench.hooks import model as hooks_model, optimizer as hooks_optimizer
 from tunebench.state import Run
 
 # Every knob of the catalog, by what it acts on: a knob added later must be placed here (and so tested).

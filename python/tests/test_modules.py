@@ -8,17 +8,37 @@ import unittest
 PKG = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tunebench")
 
 
+def _modules():
+    """Every module of the package by dotted name below it ("launch", "hooks.forward"), a subpackage's
+    __init__ by the subpackage's name."""
+    out = {}
+    for d, _, files in os.walk(PKG):
+        rel = os.path.relpath(d, PKG)
+        pkg = [] if rel == "." else rel.split(os.sep)
+        for f in files:
+            if f.endswith(".py"):
+                name = pkg if f == "__init__.py" else pkg + [f[:-3]]
+                out[".".join(name)] = (os.path.join(d, f), pkg)
+    return out
+
+
 def _imports():
-    mods = {f[:-3] for f in os.listdir(PKG) if f.endswith(".py")}
+    mods = _modules()
     graph = {}
-    for m in mods:
-        with open(os.path.join(PKG, m + ".py")) as f:
+    for m, (path, pkg) in mods.items():
+        with open(path) as f:
             tree = ast.parse(f.read())
         deps = set()
         for n in ast.walk(tree):  # function-level imports count too: they are the ones that hide a circle
-            if isinstance(n, ast.ImportFrom) and n.level == 1:
-                deps.update([n.module.split(".")[0]] if n.module else [a.name for a in n.names])
-        graph[m] = deps & mods
+            if isinstance(n, ast.ImportFrom) and n.level >= 1:
+                base = pkg[:len(pkg) - (n.level - 1)]
+                if n.module:
+                    target = ".".join(base + n.module.split("."))
+                    deps.add(target)
+                    deps.update(target + "." + a.name for a in n.names)  # from .hooks import forward
+                else:
+                    deps.update(".".join(base + [a.name]) for a in n.names)
+        graph[m] = deps & set(mods)
     return graph
 
 
@@ -42,10 +62,19 @@ class Modules(unittest.TestCase):
 
     def test_the_hooks_do_not_import_the_catalog(self):
         graph = _imports()
-        self.assertIn("hooks_dataloader", graph["knobs"])
-        for m, deps in graph.items():
-            if m.startswith("hooks_"):
-                self.assertNotIn("knobs", deps, m)
+        self.assertIn("hooks.dataloader", graph["knobs"])
+        hooks = [m for m in graph if m.startswith("hooks.")]
+        self.assertGreaterEqual(len(hooks), 7)
+        for m in hooks:
+            self.assertNotIn("knobs", graph[m], m)
+
+    def test_the_parts_are_subpackages(self):
+        """The hooks and the trace writer are their own subpackages; nothing of theirs is left at the top."""
+        mods = _modules()
+        for part in ("hooks", "trace"):
+            self.assertIn(part, mods)  # its __init__, which says what the part is
+        self.assertEqual([m for m in mods if m.startswith(("hooks_", "trace_", "tracing"))], [])
+        self.assertIn("trace.tracer", _imports()["launch"])
 
 
 if __name__ == "__main__":

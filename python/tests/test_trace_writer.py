@@ -30,7 +30,7 @@ class ChunkWriterTest(unittest.TestCase):
 
     def chunk(self, name):
         import torch
-        from tunebench import tracing, trace_writer
+        from tunebench.trace import tracer as tracing, writer as trace_writer
         x = torch.ones(4)
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
             base_us = time.monotonic_ns() // 1000
@@ -51,7 +51,7 @@ class ChunkWriterTest(unittest.TestCase):
         return max(longest, time.perf_counter() - last)
 
     def writer(self, mode):
-        from tunebench import trace_writer
+        from tunebench.trace import writer as trace_writer
         os.environ[trace_writer.FORK_ENV] = mode
         try:
             return trace_writer.ChunkWriter(self.Channel())
@@ -99,7 +99,7 @@ class ChunkWriterTest(unittest.TestCase):
         self.assertLess(stalled, 0.1, (stalled, saved))
 
     def test_auto_forks_a_chunk_that_was_long_to_stop_and_all_after_a_long_save(self):
-        from tunebench import trace_writer
+        from tunebench.trace import writer as trace_writer
         w = self.writer("auto")
         keep = trace_writer.FORK_ABOVE_S
         try:
@@ -142,8 +142,8 @@ class TraceChunkTest(unittest.TestCase):
         """(profile, base_us, mark_ns, probes): probes are Pause records of monotonic brackets around the
         start of a `probe#k` range, spread over a second of the session (the TSC conversion could drift)."""
         import torch
-        from tunebench import tracing
-        from tunebench.trace_chunk import Pause
+        from tunebench.trace import tracer as tracing
+        from tunebench.trace.chunk import Pause
         probes = []
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
             base_us = time.monotonic_ns() // 1000
@@ -160,7 +160,7 @@ class TraceChunkTest(unittest.TestCase):
 
     def finished(self, path, base_us, mark_ns, probes):
         """The chunk made final with the probes drawn as pauses, and a step's memory at each probe's start."""
-        from tunebench.trace_chunk import finish_chunk
+        from tunebench.trace.chunk import finish_chunk
         drawn = finish_chunk(path, {1: 0, 2: 1, 4: 2}, base_us, mark_ns, probes, 2, self.memory(probes))
         self.assertEqual(drawn, len(probes))
         with open(path) as f:
@@ -217,7 +217,7 @@ class TraceChunkTest(unittest.TestCase):
         self.assertLess(abs(first - base_us), 5e5)
 
     def test_the_text_rewrite_keeps_every_other_event_whatever_its_blocks(self):
-        from tunebench import trace_chunk
+        from tunebench.trace import chunk as trace_chunk
         prof, base_us, mark_ns, probes = self.session()
         path = os.path.join(self.dir.name, "kineto.json")
         prof.export_chrome_trace(path)

@@ -5,9 +5,10 @@ forward and backward, optimizer steps, torch.save, global backend switches) and 
 speaking the run protocol of docs/protocol.md to the parent (tunebench-cli) on two file descriptors. A step
 is one training iteration, told apart from validation and checkpoints by iterations.py.
 
-Modules: launch (the process and the protocol's messages), iterations (the step rule), hooks_dataloader,
-hooks_forward, hooks_optimizer, hooks_save (the events), hooks_model and knobs (what the knobs change),
-tracing (torch.profiler chunks), watchdog (a script that stops making steps), protocol, state, source.
+Modules: launch (the process and the protocol's messages), iterations (the step rule), the hooks/ subpackage
+(the events: DataLoader, forward and backward, optimizer, save; what the model knobs change), knobs (the
+catalog), the trace/ subpackage (torch.profiler chunks), watchdog (a script that stops making steps), protocol,
+state, source.
 """
 
 __version__ = "0.1.0"

@@ -47,7 +47,7 @@ backward inside its step - and each is counted exclusive of the phases inside it
 A hand-written update (no optimizer object) has no call to time: after a backward of a script that holds no
 optimizer, an **update window** stays open until the next thing the tracker sees (a forward, a batch, a
 backward, a save, the step's end). The hooks report what happens in it that updates parameters
-(hooks_update.py: a clip_grad_norm_, a no_grad block that changed parameters, a parameter's `.data`
+(hooks/update.py: a clip_grad_norm_, a no_grad block that changed parameters, a parameter's `.data`
 statement) as intervals; their union is the step's optimizer time. Nothing else runs in the window - the loss
 read, a print - is counted.
 """
@@ -381,7 +381,7 @@ class Iterations:
             self._open_window()
 
     def update_seen(self, window, t0, t1):
-        """A sign of a hand-written update in update window `window`, from t0 to t1 (hooks_update.py); one
+        """A sign of a hand-written update in update window `window`, from t0 to t1 (hooks/update.py); one
         from a window that has closed since (a forward ran inside a no_grad block: validation) is not."""
         sp = self.span
         if self.finished or not window or window != self.window or sp is None:

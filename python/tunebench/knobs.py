@@ -8,7 +8,7 @@ import os
 
 import torch
 
-from . import hooks_dataloader, hooks_model, hooks_optimizer
+from .hooks import dataloader as hooks_dataloader, model as hooks_model, optimizer as hooks_optimizer
 from .knob_errors import KnobError, torch_major as _torch_major
 
 

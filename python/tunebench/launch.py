@@ -27,18 +27,15 @@ import traceback
 
 import torch
 
-from . import (__version__, hooks_children, hooks_dataloader, hooks_forward, hooks_optimizer, hooks_save,
-               hooks_update, iterations, knobs, machine, memory, patched, script_errors)
-from .protocol import VERSION, Channel, Inbox
+from . import __version__, iterations, knobs, machine, memory, patched, script_errors
+from .hooks import children as hooks_children, dataloader as hooks_dataloader, forward as hooks_forward
+from .hooks import optimizer as hooks_optimizer, save as hooks_save, update as hooks_update
+from .protocol import Channel, Inbox, step_line
 from .state import Run, minor_faults
-from .tracing import Tracer
+from .trace.tracer import Tracer
 from .watchdog import Watchdog
 
 _MODEL_KNOBS = ("amp", "channels_last", "compile")
-_STEP = ('{"v": ' + str(VERSION) + ', "type": "step", "i": %d, "samples": %d, "wall_ns": %d, "data_wait_ns": %d, "h2d_ns": 0, '
-         '"minor_faults": %d, "loss": null, "config_rev": %d, "warmup": false, "skipped": %s, "t_ns": %d, '
-         '"forward_ns": %d, "backward_ns": %d, "optim_ns": %d, "optimizer_steps": %d, "update": "%s", '
-         '"unit": "%s", "tokens": %s, "profiler_ns": %d, "memory": %s}\n')
 _HOOKS = (hooks_dataloader, hooks_forward, hooks_optimizer, hooks_save, hooks_update, hooks_children)
 
 
@@ -241,14 +238,12 @@ class Launcher(iterations.Sink):
         mem = self.step_memory.read()
         skipped = span.optimizer_steps == 0 and hooks_optimizer.scaler_updated(scalers0)
         update = "optimizer" if span.optimizer_steps else "hand-written" if span.updates else "none"
-        # Formatted by hand: json.dumps of this dict is most of a step's own cost on a slow CPU. Every field
-        # is an int, a bool, null, one of our own words (nothing to escape) or `memory`, an object of ints;
-        # the keys and their order are what json.dumps wrote.
-        self.ch.send_line(_STEP % (i, span.samples, end_ns - span.t0, span.data_wait_ns, faults - faults0, run.rev,
-                                   "true" if skipped else "false", span.t0, span.forward_ns, span.backward_ns,
-                                   span.optim_ns, span.optimizer_steps, update, span.unit,
-                                   "null" if span.tokens is None else int(span.tokens), profiler_ns,
-                                   memory.to_json(mem)))
+        self.ch.send_line(step_line(i=i, samples=span.samples, wall_ns=end_ns - span.t0,
+                                    data_wait_ns=span.data_wait_ns, minor_faults=faults - faults0,
+                                    config_rev=run.rev, skipped=skipped, t_ns=span.t0, forward_ns=span.forward_ns,
+                                    backward_ns=span.backward_ns, optim_ns=span.optim_ns,
+                                    optimizer_steps=span.optimizer_steps, update=update, unit=span.unit,
+                                    tokens=span.tokens, profiler_ns=profiler_ns, memory_json=memory.to_json(mem)))
         self.boundary_faults = faults
         run.step_i = i + 1
         if self.tracer is not None:

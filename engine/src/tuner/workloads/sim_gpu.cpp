@@ -279,7 +279,7 @@ class ScriptGpuModel : public GpuModelBase {
   }
   double loss_penalty(const Config& c) const override { return penalty(c); }
   std::optional<std::string> out_of_memory(const Config& c) const override { return oom_at(c); }
-  // What the launcher refuses (python/tunebench/hooks_dataloader.py).
+  // What the launcher refuses (python/tunebench/hooks/dataloader.py).
   std::optional<std::string> refuses(const Config& c) const override {
     if (int_of(c, "workers", 0) == 0 && int_of(c, "prefetch", 2) != 2)
       return "prefetch=" + text(c, "prefetch") + ": prefetch only matters with workers > 0 (set workers first)";

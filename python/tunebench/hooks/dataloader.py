@@ -19,15 +19,15 @@ import torch
 from torch.utils.data import DataLoader
 from torch.utils.data.dataloader import _BaseDataLoaderIter
 
-from . import source
-from .knob_errors import KnobError, torch_major as _torch_major
+from .. import source
+from .reporter import Reporter
+from ..knob_errors import KnobError, torch_major as _torch_major
 
 _orig_init = DataLoader.__init__
 _orig_iter = DataLoader.__iter__
 _orig_next = _BaseDataLoaderIter.__next__
-_run = None
-_tracker = None
-_on_error = None
+_r = Reporter()  # the run, the tracker, on_error (reporter.py)
+_fail = _r.fail
 
 
 class _IterInfo:
@@ -69,7 +69,7 @@ def batch_size_of(batch):
 
 @functools.wraps(_orig_init)
 def _patched_init(self, *args, **kwargs):
-    run = _run
+    run = _r.run
     user_kwargs = dict(kwargs)
     if run is not None and len(args) <= 5:  # num_workers is the 6th positional parameter; kwargs usually
         req = run.requested
@@ -114,7 +114,7 @@ def _renew(info, it):
     loader = info.loader
     info.replacement = _orig_iter(loader)
     info.recreate = False
-    run = _run
+    run = _r.run
     if run is not None:  # the change took effect: say with what (tests and the GUI read it back)
         run.ch.send("loader", reason="iterator re-created", num_workers=loader.num_workers,
                     pin_memory=loader.pin_memory, prefetch_factor=getattr(loader, "prefetch_factor", None),
@@ -123,7 +123,7 @@ def _renew(info, it):
 
 @functools.wraps(_orig_next)
 def _patched_next(self):
-    tracker = _tracker
+    tracker = _r.tracker
     info = _iters.get(self) if tracker is not None else None
     if info is None:
         return _orig_next(self)
@@ -155,12 +155,6 @@ def _patched_next(self):
     return batch
 
 
-def _fail(e):
-    global _tracker
-    _tracker = None
-    if _on_error is not None:
-        _on_error(e)
-
 
 def shutdown(it):
     fn = getattr(it, "_shutdown_workers", None)
@@ -175,12 +169,12 @@ def shutdown(it):
 def _patched_iter(self):
     t = time.monotonic_ns()
     it = _orig_iter(self)
-    if _run is None or not isinstance(it, _BaseDataLoaderIter):
+    if _r.run is None or not isinstance(it, _BaseDataLoaderIter):
         return it
     info = _iters.get(it)
     if info is None or info.loader is not self:
         _iters[it] = _IterInfo(self, t)
-        _run.iterators.add(it)
+        _r.run.iterators.add(it)
     else:  # persistent workers: the same iterator, reset for a new pass
         info.created_ns, info.first = t, True
     return it
@@ -222,21 +216,18 @@ def set_loader_option(run, knob, value, live):
 
 
 def install(run, tracker=None, on_error=None):
-    global _run, _tracker, _on_error
-    _run, _tracker, _on_error = run, tracker, on_error
+    _r.attach(run, tracker, on_error)
     DataLoader.__init__ = _patched_init
     DataLoader.__iter__ = _patched_iter
     _BaseDataLoaderIter.__next__ = _patched_next
 
 
 def disable():
-    global _tracker
-    _tracker = None
+    _r.disable()
 
 
 def uninstall():
-    global _run, _tracker
-    _run = _tracker = None
+    _r.detach()
     DataLoader.__init__ = _orig_init
     DataLoader.__iter__ = _orig_iter
     _BaseDataLoaderIter.__next__ = _orig_next

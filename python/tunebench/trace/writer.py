@@ -33,7 +33,7 @@ import signal
 import threading
 import time
 
-from . import trace_chunk
+from . import chunk as trace_chunk
 
 # Read here only: makes every chunk's save this many seconds slower, so a test can show where that time goes.
 DELAY_ENV = "TUNEBENCH_TEST_EXPORT_DELAY_S"

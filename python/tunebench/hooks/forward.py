@@ -26,8 +26,9 @@ import weakref
 
 import torch
 
-from . import batch_dim
-from .hooks_dataloader import batch_size_of
+from .. import batch_dim
+from .dataloader import batch_size_of
+from .reporter import Reporter
 
 try:
     from torch.compiler import is_compiling as _compiling
@@ -42,8 +43,7 @@ _graph_task_id = getattr(torch._C, "_current_graph_task_id", lambda: -1)
 _engine = torch.autograd.Variable._execution_engine
 _HAS_NODE_PREHOOK = hasattr(getattr(torch.autograd.graph, "Node", object), "register_prehook")
 
-_tracker = None
-_run = None
+_r = Reporter()           # the run, the tracker, on_error (reporter.py)
 _thread = None
 _depth = 0
 _outer = None             # (module, record_function or None, grad enabled) of the outermost forward running
@@ -55,14 +55,9 @@ _hooked_span = -1         # the span whose model forward's output carries our no
 _orig_backward = torch.autograd.backward
 _REACH_NODES = 20000      # a bigger graph is not walked: which optimizers it reaches stays unknown
 annotate = False          # a trace is being recorded: mark each outermost forward with a `## forward ##` range
-_on_error = None
 
 
-def _fail(e):
-    """The hooks never raise into the script: an internal error turns TuneBench's timing off, said once."""
-    disable()
-    if _on_error is not None:
-        _on_error(e)
+_fail = _r.fail  # the hooks never raise into the script: an internal error turns TuneBench's timing off
 
 
 _trainable_cache = weakref.WeakKeyDictionary()  # module -> (steps when checked, has a trainable parameter)
@@ -72,7 +67,7 @@ def _trainable(module):
     """Has the module a parameter that requires grad? Scanning a big model's parameters at every call costs
     more than the rest of the hooks together, so the answer is kept for the rest of the step (a script that
     freezes or unfreezes layers does it between steps)."""
-    steps = _tracker.steps
+    steps = _r.tracker.steps
     hit = _trainable_cache.get(module)
     if hit is not None and hit[0] == steps:
         return hit[1]
@@ -87,10 +82,10 @@ def _trainable(module):
 
 def _backward_started():
     global _backward_open
-    if _backward_open or _tracker is None:
+    if _backward_open or _r.tracker is None:
         return
     _backward_open = True
-    _tracker.backward_start(time.monotonic_ns())
+    _r.tracker.backward_start(time.monotonic_ns())
     _engine.queue_callback(_backward_ended_hook)
 
 
@@ -99,8 +94,8 @@ def _backward_ended():
     if not _backward_open:
         return
     _backward_open = False
-    if _tracker is not None:
-        _tracker.backward_end(time.monotonic_ns())
+    if _r.tracker is not None:
+        _r.tracker.backward_end(time.monotonic_ns())
 
 
 def _backward_ended_hook():
@@ -138,7 +133,7 @@ def _watch_backward(out):
 def _owners():
     """id(parameter) -> id(the optimizer that updates it)."""
     owner = {}
-    for opt in list(_run.optimizers):
+    for opt in list(_r.run.optimizers):
         for group in opt.param_groups:
             for p in group["params"]:
                 owner[id(p)] = id(opt)
@@ -185,7 +180,7 @@ def _forward_reached(module, args):
 def _backward_call(*args, **kwargs):
     """torch.autograd.backward, timed by us when no model forward of this iteration set a node pre-hook."""
     global _backward_open
-    tracker = _tracker
+    tracker = _r.tracker
     if (tracker is None or _backward_open or threading.get_ident() != _thread or _graph_task_id() != -1
             or _compiling() or _hooked_span == tracker.span_serial()):
         return _orig_backward(*args, **kwargs)
@@ -193,7 +188,7 @@ def _backward_call(*args, **kwargs):
         tensors = args[0] if args else kwargs.get("tensors")
         _backward_open = True
         tracker.backward_start(time.monotonic_ns(), lambda: _reached(tensors))
-        _run.warn_once("direct-forward", "a backward() without a model call in its iteration (a layer's forward "
+        _r.run.warn_once("direct-forward", "a backward() without a model call in its iteration (a layer's forward "
                                          "called directly, or a model of plain tensors): its forward time is the "
                                          "loop's own, not forward_ns", kind="forward")
     except Exception as e:  # noqa: BLE001
@@ -222,11 +217,11 @@ def _enter(module, args):
         has_trained = True
         if module not in _trained:
             _trained.add(module)
-            _run.note_model(module)
+            _r.run.note_model(module)
     else:
         has_trained = module in _trained
     # The batch size is needed only without a DataLoader: asked for then.
-    if _tracker.forward_start(grad, has_trained, lambda: batch_size_of(args), t,
+    if _r.tracker.forward_start(grad, has_trained, lambda: batch_size_of(args), t,
                               lambda: _forward_reached(module, args)):
         _probe = [batch_dim.model_input(args), None]
     rf = None
@@ -242,20 +237,20 @@ def _exit(module, out):
     _outer = None
     if rf is not None:
         rf.__exit__(None, None, None)
-    _tracker.forward_end(time.monotonic_ns())
+    _r.tracker.forward_end(time.monotonic_ns())
     if _probe is not None:
         probe, _probe = _probe, None
         _tell_batch(*probe)
     if grad and out is not None and _HAS_NODE_PREHOOK and _watch_backward(out):
-        _hooked_span = _tracker.span_serial()
+        _hooked_span = _r.tracker.span_serial()
 
 
 def _tell_batch(inp, seq):
-    samples, unit, tokens = batch_dim.decide(inp, seq, _tracker.loader_samples())
+    samples, unit, tokens = batch_dim.decide(inp, seq, _r.tracker.loader_samples())
     if unit != "samples" or tokens is not None:
-        _tracker.batch_told(samples, unit, tokens)
+        _r.tracker.batch_told(samples, unit, tokens)
     if unit == "time steps":
-        _run.warn_once("time-steps", "samples = time steps: the model's input begins with its sequence length "
+        _r.run.warn_once("time-steps", "samples = time steps: the model's input begins with its sequence length "
                                      "and its batch dimension could not be told from its sequence modules",
                        kind="unit")
 
@@ -275,7 +270,7 @@ def _pre_hook(module, args):
     global _depth
     if _compiling():
         return None
-    if _tracker is not None and threading.get_ident() == _thread:
+    if _r.tracker is not None and threading.get_ident() == _thread:
         _depth += 1
         if _depth == 1:
             try:
@@ -294,7 +289,7 @@ def _post_hook(module, args, out):
     global _depth
     if _compiling():
         return None
-    if _tracker is not None and threading.get_ident() == _thread and _depth:
+    if _r.tracker is not None and threading.get_ident() == _thread and _depth:
         _depth -= 1
         if _depth == 0 and _outer is not None and _outer[0] is module:
             try:
@@ -342,8 +337,8 @@ def _fallback_backward_wrappers():
 
 
 def install(run, tracker, on_error):
-    global _tracker, _run, _thread, _on_error
-    _tracker, _run, _on_error = tracker, run, on_error
+    global _thread
+    _r.attach(run, tracker, on_error)
     _thread = threading.get_ident()
     mm = torch.nn.modules.module
     _handles.append(mm.register_module_forward_pre_hook(_pre_hook))
@@ -360,18 +355,18 @@ def install(run, tracker, on_error):
 def disable():
     """Stops reporting (after an internal error, or in a forked child) and leaves the hooks registered:
     torch.compile may have guarded on them."""
-    global _tracker
-    _tracker = None
+    _r.disable()
 
 
 def uninstall():
-    global _tracker, _run, _depth, _outer, _backward_open, _probe, _hooked_span
+    global _depth, _outer, _backward_open, _probe, _hooked_span
     for h in _handles:
         h.remove()
     _handles.clear()
     torch.autograd.backward = _orig_backward
     _hooked_span = -1
-    _tracker = _run = _outer = None
+    _r.detach()
+    _outer = None
     _depth = 0
     _backward_open = False
     _probe = None

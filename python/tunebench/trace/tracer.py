@@ -11,10 +11,10 @@ of a validation pass) `## outside training ##`, so that a step range never holds
 iterations.
 
 The training thread stops and starts sessions (that must happen on it) and saves a chunk's file or forks
-its writer (trace_writer.py says which and why); the trace writer's thread rewrites and announces the
+its writer (writer.py says which and why); the trace writer's thread rewrites and announces the
 chunks. What TuneBench costs the training thread at a chunk boundary - the device sync, the session's stop,
 the save or the fork, the next session's start, a wait for the writer - is measured and drawn into the
-trace as its own `cat: "tunebench"` events (trace_chunk.py), and is reported in the next step's
+trace as its own `cat: "tunebench"` events (chunk.py), and is reported in the next step's
 `profiler_ns`: it falls between two steps, never inside one (the launcher reads a step's start after this
 returns)."""
 
@@ -23,9 +23,9 @@ import time
 
 import torch
 
-from . import hooks_forward
-from .trace_chunk import CLOCK_MARK, SPAN, Pause
-from .trace_writer import Chunk, ChunkWriter
+from ..hooks import forward as hooks_forward
+from .chunk import CLOCK_MARK, SPAN, Pause
+from .writer import Chunk, ChunkWriter
 
 # How long a chunk boundary waits for the writer to have room before that chunk is dropped (with a warning),
 # and how long the end of the run waits for the last chunks before `done`. Neither may hang the run.
@@ -34,7 +34,7 @@ FLUSH_TIMEOUT_S = 60.0
 
 
 def clock_mark():
-    """Records the clock marker (trace_chunk.py) in the running session; returns time.monotonic_ns() just
+    """Records the clock marker (chunk.py) in the running session; returns time.monotonic_ns() just
     before it. The range's start is stamped early in the enter call, at a steady distance from this reading,
     while the rest of the call (the Python handle) varies: on this 2-core machine under load the call took
     110-270 µs and ranges entered the same way mapped to within 70 µs of their own start."""

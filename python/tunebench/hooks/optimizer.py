@@ -19,7 +19,8 @@ import weakref
 import torch
 import importlib
 
-from . import source
+from .. import source
+from .reporter import Reporter
 
 _orig_opt_init = torch.optim.Optimizer.__init__
 _orig_set_anomaly = torch.set_anomaly_enabled
@@ -30,9 +31,7 @@ _orig_scaler_init = _scaler_class.__init__
 _optim_mod = importlib.import_module("torch.optim.optimizer")  # torch.optim deletes the name
 _HAS_GLOBAL_STEP_HOOKS = hasattr(_optim_mod, "register_optimizer_step_pre_hook")
 
-_run = None
-_tracker = None
-_on_error = None
+_r = Reporter()  # the run, the tracker, on_error (reporter.py)
 _handles = []
 _scalers = weakref.WeakSet()
 _zero_grad_wrapped = {}   # class -> its own zero_grad before we wrapped it
@@ -45,7 +44,7 @@ def real_set_detect_anomaly(on):
 
 @functools.wraps(_orig_set_anomaly)
 def _patched_set_anomaly(mode, *args, **kwargs):
-    run = _run
+    run = _r.run
     if run is not None and mode and run.requested.get("anomaly_detection") == "off":
         run.warn_once("anomaly", "the script turns autograd anomaly detection on; anomaly_detection=off keeps it off")
         return _orig_set_anomaly(False, *args, **kwargs)
@@ -54,16 +53,12 @@ def _patched_set_anomaly(mode, *args, **kwargs):
 
 # --- step timing -------------------------------------------------------------------------------------------
 
-def _fail(e):
-    global _tracker
-    _tracker = None
-    if _on_error is not None:
-        _on_error(e)
+_fail = _r.fail
 
 
 def _tell(event, opt, *more):
     """The tracker's optimizer_start / optimizer_end for `opt`, now; an internal error turns timing off."""
-    tracker = _tracker
+    tracker = _r.tracker
     if tracker is not None:
         try:
             getattr(tracker, event)(id(opt), time.monotonic_ns(), *more)
@@ -116,7 +111,7 @@ def _wrap_zero_grad(cls):
 
         @functools.wraps(orig)
         def zero_grad(self, *args, __orig=orig, **kwargs):
-            run = _run
+            run = _r.run
             if run is not None and "zero_grad_none" in run.requested:
                 return __orig(self, set_to_none=run.requested["zero_grad_none"] == "on")
             return __orig(self, *args, **kwargs)
@@ -137,7 +132,7 @@ def apply_zero_grad_none(run):
 @functools.wraps(_orig_opt_init)
 def _patched_opt_init(self, *args, **kwargs):
     _orig_opt_init(self, *args, **kwargs)
-    run = _run
+    run = _r.run
     if run is None:
         return
     run.optimizers.add(self)
@@ -153,7 +148,7 @@ def _patched_opt_init(self, *args, **kwargs):
 @functools.wraps(_orig_scaler_init)
 def _patched_scaler_init(self, *args, **kwargs):
     _orig_scaler_init(self, *args, **kwargs)
-    if _run is not None:
+    if _r.run is not None:
         _scalers.add(self)
 
 
@@ -182,8 +177,7 @@ def scaler_updated(before):
 
 
 def install(run, tracker=None, on_error=None):
-    global _run, _tracker, _on_error
-    _run, _tracker, _on_error = run, tracker, on_error
+    _r.attach(run, tracker, on_error)
     torch.optim.Optimizer.__init__ = _patched_opt_init
     _scaler_class.__init__ = _patched_scaler_init
     torch.set_anomaly_enabled = _patched_set_anomaly
@@ -195,13 +189,11 @@ def install(run, tracker=None, on_error=None):
 
 
 def disable():
-    global _tracker
-    _tracker = None
+    _r.disable()
 
 
 def uninstall():
-    global _run, _tracker
-    _run = _tracker = None
+    _r.detach()
     torch.optim.Optimizer.__init__ = _orig_opt_init
     _scaler_class.__init__ = _orig_scaler_init
     torch.set_anomaly_enabled = _orig_set_anomaly

@@ -18,8 +18,8 @@ import weakref
 
 import torch
 
-from . import hooks_forward
-from .knob_errors import KnobError
+from . import forward as hooks_forward
+from ..knob_errors import KnobError
 
 _compiling = hooks_forward._compiling  # inside torch.compile's tracing: the hooks return None at once
 _targets = {}   # id(module) -> _Target: the modules a model knob is on for

@@ -36,7 +36,7 @@ MEMORY_COUNTERS = (("host_rss", "memory: host RSS"), ("device_allocated", "memor
                    ("device_alloc_retries", "memory: cudaMalloc retries"))
 
 # A pause TuneBench made on the training thread (monotonic ns). Inside t0..t1: writer_wait_ns waiting for the
-# writer to have room, save_ns saving the chunk in place, fork_ns forking its writer (trace_writer.py).
+# writer to have room, save_ns saving the chunk in place, fork_ns forking its writer (writer.py).
 Pause = collections.namedtuple("Pause", "t0_ns t1_ns what writer_wait_ns save_ns fork_ns", defaults=(0, 0))
 
 _BLOCK = 1 << 18       # a regular expression over 256 KB holds the GIL well under a millisecond
