@@ -138,8 +138,18 @@ int serve(ServeOptions o) {
       } else if (type == "set") {
         std::string knob = msg.value("knob", std::string());
         const auto value = normalize_knob_value(knob, msg.contains("value") ? value_text(msg["value"]) : "");
-        if (!value) out.error(value.error().message, true);
-        else opts.knobs[knob] = *value;
+        if (!value) {
+          out.error(value.error().message, true);
+        } else {
+          // Answered as during a run: the whole configuration the start will use, and what changed (rev 0:
+          // no step has run under any).
+          const bool changes = default_config(opts.knobs)[knob] != *value;
+          opts.knobs[knob] = *value;
+          nlohmann::json changed = nlohmann::json::object();
+          if (changes) changed[knob] = *value;
+          out.send({{"type", "config_applied"}, {"rev", 0}, {"knobs", config_json(default_config(opts.knobs))},
+                    {"changed", changed}});
+        }
         continue;
       } else if (type == "tune") {
         out.error("auto-tune needs a model: send start first", true);

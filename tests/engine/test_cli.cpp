@@ -286,7 +286,10 @@ TEST(Cli, ServeRoundTripWithLiveSet) {
 
 TEST(Cli, ServeStartMessageAndStdinClose) {
   Child c = spawn({"serve"});
-  std::string start = nlohmann::json({{"type", "start"}, {"model", "nope"}, {"data", "synthetic"}}).dump() + "\n" +
+  // `set` before the start is answered as during a run: an error for a bad knob, config_applied for a good one.
+  std::string start = nlohmann::json({{"type", "set"}, {"knob", "bogus"}, {"value", 1}}).dump() + "\n" +
+                      nlohmann::json({{"type", "set"}, {"knob", "pin_memory"}, {"value", "true"}}).dump() + "\n" +
+                      nlohmann::json({{"type", "start"}, {"model", "nope"}, {"data", "synthetic"}}).dump() + "\n" +
                       nlohmann::json({{"type", "start"}, {"model", "mnist_cnn"}, {"data", "synthetic"}, {"steps", 2},
                                       {"knobs", {{"batch_size", 2}}}})
                           .dump() +
@@ -299,6 +302,21 @@ TEST(Cli, ServeStartMessageAndStdinClose) {
   close(c.out);
   close(c.err);
   EXPECT_NE(all.find("\"recoverable\":true"), std::string::npos) << all;
+  EXPECT_NE(all.find("unknown knob 'bogus'"), std::string::npos) << all;  // the words a running session says
+  bool applied = false;
+  std::istringstream lines(all);
+  for (std::string line; std::getline(lines, line);) {
+    const auto m = nlohmann::json::parse(line, nullptr, false);
+    if (m.is_object() && m.value("type", std::string()) == "config_applied") {
+      applied = true;
+      EXPECT_EQ(m["rev"], 0);
+      EXPECT_EQ(m["changed"]["pin_memory"], "on");  // normalized as a running session does
+      EXPECT_EQ(m["knobs"]["pin_memory"], "on");
+      EXPECT_EQ(m["knobs"].size(), 28u);  // the whole configuration, as during a run
+    }
+    if (m.is_object() && m.value("type", std::string()) == "started") EXPECT_EQ(m["config"]["pin_memory"], "on");
+  }
+  EXPECT_TRUE(applied) << all;
   EXPECT_NE(all.find("\"type\":\"started\""), std::string::npos) << all;
   EXPECT_NE(all.find("\"reason\":\"completed\""), std::string::npos) << all;
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
