@@ -66,10 +66,8 @@ int cmd_run_script(int argc, char** argv) {
     auto value = [&](std::string& out) { return next_arg(end, argv, i, out); };
     std::string v;
     int64_t n = 0;
-    if (a == "--script") {
-      if (!value(so.script)) return usage_error("--script needs a file");
-    } else if (a == "--python") {
-      if (!value(so.python)) return usage_error("--python needs an interpreter path");
+    if (std::string err; script_source_option(a, value, so, err)) {
+      if (!err.empty()) return usage_error(err);
     } else if (a == "--set") {
       if (!value(v)) return usage_error("--set needs k=v,...");
       const auto items = client::inputs::parse_settings(v);

@@ -90,8 +90,11 @@ int cmd_serve_script(int argc, char** argv) {
     auto value = [&](std::string& out) { return next_arg(end, argv, i, out); };
     std::string v;
     int64_t n = 0;
-    if (a == "--script" && value(so.script)) {
-    } else if (a == "--python" && value(so.python)) {
+    if (std::string err; script_source_option(a, value, so, err)) {
+      if (!err.empty()) {
+        std::fprintf(stderr, "tunebench-cli: error: serve: %s\n", err.c_str());
+        return 2;
+      }
     } else if (a == "--set" && value(v)) {
       // A malformed item is an error, as in run and tune: it was once dropped silently here.
       const auto items = client::inputs::parse_settings(v);

@@ -94,10 +94,8 @@ int cmd_tune(int argc, char** argv) {
     auto value = [&](std::string& out) { return next_arg(end, argv, i, out); };
     std::string v;
     int64_t n = 0;
-    if (a == "--script") {
-      if (!value(script.script) || script.script.empty()) return fail("--script needs a file", 2);
-    } else if (a == "--python") {
-      if (!value(script.python)) return fail("--python needs an interpreter path", 2);
+    if (std::string err; script_source_option(a, value, script, err)) {
+      if (!err.empty()) return fail(err, 2);
     } else if (a == "--set" && !script.script.empty()) {
       // Script knobs are the launcher's (it validates them): keep them as they are.
       if (!value(v)) return fail("--set needs k=v,...", 2);

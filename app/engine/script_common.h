@@ -84,6 +84,21 @@ inline int script_args_split(int argc, char** argv, std::vector<std::string>& sc
   return argc;
 }
 
+// --script FILE and --python P, read the same way by every command that runs a script (run, serve, tune): true
+// when `a` is one of them, its value read into `so` by `value`; `err` then says what was missing ("" if nothing).
+template <class ReadValue>
+bool script_source_option(const std::string& a, ReadValue&& value, client::ScriptOptions& so, std::string& err) {
+  if (a == "--script") {
+    if (!value(so.script) || so.script.empty()) err = "--script needs a file";
+    return true;
+  }
+  if (a == "--python") {
+    if (!value(so.python) || so.python.empty()) err = "--python needs an interpreter path";
+    return true;
+  }
+  return false;
+}
+
 // The script's prints go to our stderr, marked, so a user sees their own output but protocol stays clean.
 inline client::ChildProcess::OutputFn script_output_to_stderr(bool quiet) {
   if (quiet) return {};

@@ -201,17 +201,9 @@ class EngineGpuModel : public GpuModelBase {
 
 KnobInfo script_knob(std::string id, std::string title, KnobType type, std::string def, std::string rec,
                      std::vector<std::string> choices, bool numerics, bool process, std::string snippet) {
-  KnobInfo k;
-  k.id = std::move(id);
-  k.title = std::move(title);
-  k.type = type;
-  k.default_value = std::move(def);
-  k.recommended_value = std::move(rec);
-  k.choices = std::move(choices);
-  if (k.type == KnobType::Bool && k.choices.empty()) k.choices = {"off", "on"};
-  k.changes_numerics = numerics;
+  KnobInfo k = sim_knob(std::move(id), std::move(title), type, std::move(def), std::move(rec), std::move(choices),
+                        numerics, std::move(snippet));
   k.process_scope = process;
-  k.pytorch_snippet = std::move(snippet);
   k.applies_to = "scripts";
   if (k.type == KnobType::Int) k.max = 256;
   return k;

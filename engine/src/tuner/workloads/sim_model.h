@@ -89,6 +89,11 @@ class SimModel {
   bool has(const std::string& id) const;
 };
 
+// A simulated catalog's knob, the fields every profile gives (a Bool with no choices gets off/on); each profile
+// then adds its own (where it applies, its bounds, its snippets).
+KnobInfo sim_knob(std::string id, std::string title, KnobType type, std::string def, std::string rec,
+                  std::vector<std::string> choices, bool numerics, std::string pytorch_snippet);
+
 // "toy", "gpu", "gpu-synthetic" or "script-gpu"; nullptr for another name.
 std::unique_ptr<SimModel> make_sim_model(const std::string& name);
 // The names make_sim_model knows, for error messages.

@@ -20,15 +20,8 @@ namespace {
 
 KnobInfo info(std::string id, std::string title, KnobType type, std::string def, std::string rec,
               std::vector<std::string> choices, bool numerics, std::string py, std::string cpp) {
-  KnobInfo k;
-  k.id = std::move(id);
-  k.title = std::move(title);
-  k.type = type;
-  k.default_value = std::move(def);
-  k.recommended_value = std::move(rec);
-  k.choices = std::move(choices);
-  k.changes_numerics = numerics;
-  k.pytorch_snippet = std::move(py);
+  KnobInfo k = sim_knob(std::move(id), std::move(title), type, std::move(def), std::move(rec), std::move(choices),
+                        numerics, std::move(py));
   k.libtorch_snippet = std::move(cpp);
   k.applies_to = "cuda";
   if (k.type == KnobType::Int) {

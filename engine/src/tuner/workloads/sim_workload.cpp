@@ -41,6 +41,21 @@ std::unique_ptr<SimModel> make_sim_model(const std::string& name) {
   return nullptr;
 }
 
+KnobInfo sim_knob(std::string id, std::string title, KnobType type, std::string def, std::string rec,
+                  std::vector<std::string> choices, bool numerics, std::string pytorch_snippet) {
+  KnobInfo k;
+  k.id = std::move(id);
+  k.title = std::move(title);
+  k.type = type;
+  k.default_value = std::move(def);
+  k.recommended_value = std::move(rec);
+  k.choices = std::move(choices);
+  if (k.type == KnobType::Bool && k.choices.empty()) k.choices = {"off", "on"};
+  k.changes_numerics = numerics;
+  k.pytorch_snippet = std::move(pytorch_snippet);
+  return k;
+}
+
 std::vector<std::string> sim_model_names() { return {"toy", "gpu", "gpu-synthetic", "script-gpu"}; }
 
 SimOptions sim_options_for(const std::string& profile) {
