@@ -37,7 +37,7 @@ std::string profiler_detail(const prof::AnalysisResult& r) {
 }
 
 void print_gpu_time(const prof::AnalysisResult& r, FILE* out) {
-  const int64_t W = r.window.length();
+  const int64_t W = r.traced_ns();
   char b[160];
   line(out, "GPU busy", r.gpu_busy_ns, W);
   line(out, "  compute kernels", r.compute_ns, W);
@@ -137,13 +137,16 @@ void print_summary(const prof::Trace& trace, const prof::AnalysisResult& r, FILE
                  static_cast<unsigned long long>(r.memcpy_count), static_cast<unsigned long long>(r.memset_count),
                  static_cast<unsigned long long>(r.launches));
   }
-  const int64_t W = r.window.length();
+  const int64_t W = r.traced_ns();
   std::fprintf(out, "window    %.3f ms (%s)", ms(W),
                !r.window_from_steps ? (r.has_gpu ? "first to last GPU activity" : "the training thread's span")
                : r.warmup_steps     ? (r.has_gpu ? "first measured step start to the end of the last step's GPU work"
                                                  : "first measured step start to last step end")
                : r.has_gpu          ? "first step start to the end of the last step's GPU work"
                                     : "first step start to last step end");
+  if (r.untraced_ns > 0)
+    std::fprintf(out, ", traced of %.3f ms: a sampled trace, %.3f ms untraced between chunks left out", ms(r.window.length()),
+                 ms(r.untraced_ns));
   if (!r.steps.empty())
     std::fprintf(out, ", %zu steps%s%s, median %.3f ms", r.steps.size() - r.warmup_steps,
                  r.warmup_steps ? (" after " + std::to_string(r.warmup_steps) + " warm-up").c_str() : "",

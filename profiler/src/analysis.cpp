@@ -70,10 +70,12 @@ HostSide collect_host(const Trace& trace, const detail::Scope& sc, const Analysi
     for (const Event& e : t.events()) {
       any_runtime |= e.kind == EventKind::Runtime;
       any_driver |= e.kind == EventKind::Driver;
-      if (e.kind == EventKind::Overhead && e.end_ns > e.start_ns) h.profiler.push_back({e.start_ns, e.end_ns});
+      if (e.kind == EventKind::Overhead && e.end_ns > e.start_ns)
+        (nc::is_untraced(trace.name(e.name)) ? h.untraced : h.profiler).push_back({e.start_ns, e.end_ns});
       if (e.kind == EventKind::Range) {
         const std::string_view n = trace.name(e.name);
-        if (nc::is_profiler_own(n)) h.profiler.push_back({e.start_ns, e.end_ns});
+        if (nc::is_untraced(n)) h.untraced.push_back({e.start_ns, e.end_ns});
+        else if (nc::is_profiler_own(n)) h.profiler.push_back({e.start_ns, e.end_ns});
         else if (n == names::kGlooAllReduce) h.comm_host.push_back({e.start_ns, e.end_ns});
         else if (nc::is_forward(n)) h.fwd.push_back({e.start_ns, e.end_ns});
         else if (nc::is_backward(n)) h.bwd.push_back({e.start_ns, e.end_ns});
@@ -125,7 +127,7 @@ HostSide collect_host(const Trace& trace, const detail::Scope& sc, const Analysi
   std::sort(r.sync_points.begin(), r.sync_points.end(),
             [](const SyncPoint& a, const SyncPoint& b) { return a.interval.t0 < b.interval.t0; });
   for (Intervals* v : {&h.data_wait, &h.h2d, &h.fwd, &h.bwd, &h.optim, &h.sync_calls, &h.slow_runtime, &h.comm_host,
-                       &h.comm_wait, &h.profiler})
+                       &h.comm_wait, &h.profiler, &h.untraced})
     *v = iv::merge(std::move(*v));
   // A wait for data that TuneBench's own pause sits in (a chunk boundary inside the loader's __next__) is the
   // profiler's for that part.
@@ -287,7 +289,8 @@ void per_step(const GpuSide& g, const HostSide& h, const IdlePieces& p, Analysis
     Intervals comm_pieces;
     iv::clip(g.comm, x, y, comm_pieces);
     s.comm_exposed_ns = iv::total(iv::subtract(comm_pieces, g.compute));
-    s.gpu_idle_ns = (y - x) - s.gpu_busy_ns;
+    // The first step after a sampled trace's gap reaches back to the last step's GPU work before it.
+    s.gpu_idle_ns = (y - x) - s.gpu_busy_ns - iv::measure(h.untraced, x, y);
     s.loader_stall_ns = iv::measure(p.stall, x, y);
     s.sync_idle_ns = iv::measure(p.sync, x, y);
     s.runtime_idle_ns = iv::measure(p.runtime, x, y);
@@ -521,9 +524,21 @@ AnalysisResult analyze(const Trace& trace, const AnalysisOptions& opt) {
   }
   r.trusted = r.steps.size() - r.warmup_steps >= opt.min_trusted_steps;
   const int64_t W0 = r.window.t0, W1 = r.window.t1;
-  const int64_t window_len = std::max<int64_t>(0, W1 - W0);
 
   const HostSide h = collect_host(trace, sc, opt, r);
+  // A sampled trace's untraced steps are not in the window: every share below is of the traced time.
+  r.untraced_ns = iv::measure(h.untraced, W0, W1);
+  for (const Interval& x : h.untraced) r.untraced_count += x.t1 > W0 && x.t0 < W1;
+  const int64_t window_len = std::max<int64_t>(0, r.traced_ns());
+  if (r.untraced_ns > 0) {
+    char b[200];
+    std::snprintf(b, sizeof b,
+                  "sampled trace: %.3f ms between %u pairs of chunks ran untraced and is left out of the window "
+                  "(%.1f%% of the time from the first step to the last was recorded)",
+                  static_cast<double>(r.untraced_ns) * 1e-6, r.untraced_count,
+                  100.0 * static_cast<double>(window_len) / static_cast<double>(std::max<int64_t>(1, W1 - W0)));
+    r.notes.push_back(b);
+  }
   if (r.training_track >= 0) {
     for (const Event& e : trace.track(r.training_track).events()) {
       if (e.kind != EventKind::Range || !name_class::is_outside_training(trace.name(e.name))) continue;

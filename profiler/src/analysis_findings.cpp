@@ -121,7 +121,7 @@ void fit_to_run(const Trace& trace, AnalysisResult& r) {
 
 void add_tensor_core_finding(const Trace& trace, const AnalysisOptions& opt, int64_t mm_total, int64_t mm_tc,
                              int64_t compute_total, AnalysisResult& r) {
-  const int64_t window_len = r.window.length() - r.profiler_ns;  // the program's own time, as add_findings
+  const int64_t window_len = r.traced_ns() - r.profiler_ns;  // the program's own time, as add_findings
   if (mm_total <= 0 || compute_total <= 0 || window_len <= 0 || r.tensor_core_share >= 0.5) return;
   if (r.matmul_share < 0.2) return;
   const int cc = compute_major(trace);
@@ -144,7 +144,7 @@ void add_tensor_core_finding(const Trace& trace, const AnalysisOptions& opt, int
 void add_findings(const Trace& trace, const AnalysisOptions& opt, const Evidence& ev, AnalysisResult& r) {
   // Shares and bounds are of the program's own time: the profiler's own (r.profiler_ns) is in no class of the
   // program's and would only shrink every share it is not in.
-  const int64_t window_len = r.window.length() - r.profiler_ns;
+  const int64_t window_len = r.traced_ns() - r.profiler_ns;
   const double wl = window_len > 0 ? static_cast<double>(window_len) : 1.0;
   const char* span = r.window_from_steps ? "step time" : "the analysed window";
   auto push = [&](Finding f, const std::string& text) {

@@ -229,8 +229,8 @@ IdlePieces classify_idle(const Trace& trace, const GpuSide& g, const HostSide& h
   // The profiler's own time comes out first, whatever else held the GPU: a trace chunk written on the training
   // thread after a loss.item() read as 5.3 s of "idle after a host sync" on an H100. The rest of the interval
   // is classified as before, piece by piece.
-  Intervals own, outside;
-  auto split = [&](int64_t a, int64_t b, size_t k, bool lead_in, bool tail) {
+  Intervals own, outside, traced;
+  auto by_profiler = [&](int64_t a, int64_t b, size_t k, bool lead_in, bool tail) {
     if (b <= a) return;
     own.clear();
     iv::clip(h.profiler, a, b, own);
@@ -241,6 +241,15 @@ IdlePieces classify_idle(const Trace& trace, const GpuSide& g, const HostSide& h
     iv::complement(h.profiler, a, b, outside);
     const Intervals pieces = outside;  // handle() reuses the scratch vectors
     for (const Interval& x : pieces) handle(x.t0, x.t1, k, lead_in, tail);
+  };
+  // A sampled trace's untraced steps are no class at all: what lies between two chunks was not recorded.
+  auto split = [&](int64_t a, int64_t b, size_t k, bool lead_in, bool tail) {
+    if (b <= a) return;
+    if (h.untraced.empty()) return by_profiler(a, b, k, lead_in, tail);
+    traced.clear();
+    iv::complement(h.untraced, a, b, traced);
+    const Intervals pieces = traced;
+    for (const Interval& x : pieces) by_profiler(x.t0, x.t1, k, lead_in, tail);
   };
   auto it = iv::first_ending_after(g.busy, W0);
   int64_t cur = W0;

@@ -52,6 +52,8 @@ struct HostSide {
   // TuneBench's own time on any thread of the process (trace chunk boundaries, recorder and collector work,
   // CUPTI's overhead records): the profiler's class, taken out of every other.
   iv::Intervals profiler;
+  // Between two chunks of a sampled trace: the steps run unrecorded. Left out of the window (and every class).
+  iv::Intervals untraced;
   // Host-side collectives (Gloo) on any thread of the process, and the training thread's wait for them
   // (only while one runs: comm_wait within comm_host).
   iv::Intervals comm_host, comm_wait;

@@ -8,7 +8,7 @@ namespace tb::prof {
 std::string to_json(const AnalysisResult& r, const TraceMetadata* meta) {
   JsonWriter w;
   auto us = [](int64_t ns) { return static_cast<double>(ns) / 1000.0; };
-  const double wl = r.window.length() > 0 ? static_cast<double>(r.window.length()) : 1.0;
+  const double wl = r.traced_ns() > 0 ? static_cast<double>(r.traced_ns()) : 1.0;
   w.begin_object();
   w.key("version").value(int64_t{2});
   if (meta) {
@@ -31,6 +31,7 @@ std::string to_json(const AnalysisResult& r, const TraceMetadata* meta) {
   w.key("window").begin_object();
   w.key("start_us").value(us(r.window.t0)).key("end_us").value(us(r.window.t1));
   w.key("duration_us").value(us(r.window.length()));
+  w.key("untraced_us").value(us(r.untraced_ns));  // a sampled trace: between its chunks, not analysed
   w.key("from_steps").value(r.window_from_steps);
   w.end_object();
   w.key("gpu").begin_object();

@@ -36,7 +36,8 @@ bool contains(std::string_view s, std::string_view p) { return s.find(p) != std:
 
 bool is_step(std::string_view n) { return n == names::kStep || starts_with(n, "ProfilerStep#"); }
 bool is_outside_training(std::string_view n) { return n == "## outside training ##"; }
-bool is_profiler_own(std::string_view n) { return starts_with(n, "TuneBench: "); }
+bool is_untraced(std::string_view n) { return n == "TuneBench: untraced steps"; }
+bool is_profiler_own(std::string_view n) { return starts_with(n, "TuneBench: ") && !is_untraced(n); }
 
 bool is_data_wait(std::string_view n) {
   return n == names::kDataWait || n == "## data_load ##" ||

@@ -18,6 +18,9 @@ bool is_outside_training(std::string_view n);
 // TuneBench's own time on a host thread: the launcher's trace chunk boundaries, the recorder's and collector's
 // work ("TuneBench: ..." ranges).
 bool is_profiler_own(std::string_view n);
+// Steps a sampled trace did not record ("TuneBench: untraced steps": the script ran them between two chunks,
+// unwatched): not in the analysed window at all, neither the program's time nor the profiler's.
+bool is_untraced(std::string_view n);
 // Step number from the arg, else from "#N" in the name, else `ordinal`.
 int64_t step_number(std::string_view n, int64_t arg, int64_t ordinal);
 

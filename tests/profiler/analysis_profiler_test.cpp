@@ -136,3 +136,57 @@ TEST(FindingsByRun, AFindingProposesOnlyWhatTheRunHas) {
     EXPECT_EQ(f.message.find("sync_free_logging"), std::string::npos) << f.message;
   }
 }
+
+namespace {
+// A sampled trace as the launcher writes it: two chunks of a step each, the steps between them run untraced
+// ("TuneBench: untraced steps", `cat: "tunebench"`: an Overhead event), a 300 us pause at each boundary.
+Builder sampled(bool mark_untraced) {
+  Builder b;
+  b.range("step", 0, 1000, 20);
+  b.range("data_wait", 0, 200);
+  b.kernel(200, 900, 150);
+  own_pause(b, 1000, 1300);
+  if (mark_untraced) {
+    Event ev;
+    ev.kind = EventKind::Overhead;
+    ev.name = b.t.intern("TuneBench: untraced steps");
+    ev.start_ns = 1300 * us;
+    ev.end_ns = 51000 * us;
+    b.t.add_event(b.cpu, ev);
+  }
+  own_pause(b, 51000, 51300);
+  b.range("step", 51300, 52300, 71);
+  b.range("data_wait", 51300, 51500);
+  b.kernel(51500, 52200, 51450);
+  return b;
+}
+}  // namespace
+
+// The steps a sampled trace did not record are no class of time: neither the program's idle nor the profiler's.
+// Every share is of the traced time (2600 us here, of 52300).
+TEST(ProfilerClass, ASampledTracesUntracedStepsAreLeftOutOfTheWindow) {
+  auto r = sampled(true).run();
+  EXPECT_EQ(r.untraced_ns, 49700 * us);
+  EXPECT_EQ(r.untraced_count, 1u);
+  EXPECT_EQ(r.traced_ns(), 2600 * us);
+  EXPECT_EQ(r.profiler_ns, 600 * us);
+  EXPECT_EQ(r.loader_stall_ns, 400 * us);
+  EXPECT_EQ(r.gpu_busy_ns, 1400 * us);
+  EXPECT_EQ(r.gpu_idle_ns, r.traced_ns() - r.gpu_busy_ns);
+  EXPECT_EQ(idle_total(r), r.gpu_idle_ns);  // still a partition, of the traced time
+  ASSERT_EQ(r.steps.size(), 2u);
+  // The step after the gap reaches back to the last GPU work before it: not its idle time.
+  EXPECT_LE(r.steps[1].gpu_idle_ns, 1000 * us);
+  bool noted = false;
+  for (const auto& n : r.notes) noted |= n.find("sampled trace") != std::string::npos;
+  EXPECT_TRUE(noted);
+  for (const auto& f : r.findings) EXPECT_LE(f.share, 1.0) << f.message;
+  EXPECT_NE(to_json(r).find("\"untraced_us\":49700"), std::string::npos);
+}
+
+// Unmarked, the same gap reads as 49.7 ms of idle GPU: the class exists because the launcher says so.
+TEST(ProfilerClass, AnUnmarkedGapBetweenChunksWouldReadAsIdle) {
+  auto r = sampled(false).run();
+  EXPECT_EQ(r.untraced_ns, 0);
+  EXPECT_GE(r.gpu_idle_ns, 49000 * us);
+}

@@ -26,7 +26,7 @@ std::vector<TimeSlice> timeSlices(const tb::prof::AnalysisResult& r) {
       s.push_back({QObject::tr("outside training"), r.outside_training_ns, QColor(0x90, 0x96, 0xa0)});
     if (r.profiler_ns > 0) s.push_back({QObject::tr("profiler (TuneBench)"), r.profiler_ns, QColor(0x4d, 0xb6, 0xac)});
     s.push_back({QObject::tr("training thread busy / other"),
-                 r.window.length() - r.loader_stall_ns - r.comm_exposed_ns - r.outside_training_ns - r.profiler_ns,
+                 r.traced_ns() - r.loader_stall_ns - r.comm_exposed_ns - r.outside_training_ns - r.profiler_ns,
                  QColor(0x6a, 0x6a, 0x6a)});
     return s;
   }
@@ -286,7 +286,7 @@ void AnalysisPanel::setAnalysis(std::shared_ptr<const tb::prof::AnalysisResult> 
   r_ = std::move(r);
   if (!r_) return clear();
   const auto& a = *r_;
-  const int64_t W = a.window.length();
+  const int64_t W = a.traced_ns();
   QString s = a.has_gpu ? tr("GPU %1, process %2 · ").arg(a.device).arg(a.pid) : tr("CPU-only · ");
   s += tr("window %1 ms").arg(W / 1e6, 0, 'f', 3);
   if (!a.steps.empty()) {

@@ -212,6 +212,11 @@ struct MemorySummary {
 
 struct AnalysisResult {
   Interval window;           // analysed window
+  // A sampled trace (a script's chunks with untraced steps between them): the time between chunks that
+  // recorded nothing. It is inside `window` but no part of it: every share is of traced_ns().
+  int64_t untraced_ns = 0;
+  uint32_t untraced_count = 0;
+  int64_t traced_ns() const { return window.length() - untraced_ns; }
   bool window_from_steps = false;
   bool steps_inferred = false;  // no step ranges: steps from the optimizer's calls (a note says so)
   // Leading steps the recorder marked as warm-up (TraceMetadata::extra "warmup_steps": steps numbered below
