@@ -26,8 +26,15 @@ void line(FILE* out, const char* label, int64_t ns, int64_t W, const std::string
 // The profiler's own time: how often, and its longest pause beside a step (a chunk boundary under one step's
 // time disturbs no more than one step would).
 std::string profiler_detail(const prof::AnalysisResult& r) {
-  char b[120];
-  if (r.step_median_ns > 0)
+  char b[220];
+  // A sampled trace's pauses are paid once per chunk: what they cost the run is their share of all of it,
+  // the untraced steps included (the share beside them is of the traced time only).
+  if (r.untraced_ns > 0 && r.window.length() > 0)
+    std::snprintf(b, sizeof b, "(%u intervals, longest %.1f ms = %.2f steps; not the program's; %.1f%% of the run, "
+                  "untraced steps included)", r.profiler_count, ms(r.profiler_longest_ns),
+                  r.step_median_ns > 0 ? static_cast<double>(r.profiler_longest_ns) / r.step_median_ns : 0.0,
+                  100.0 * static_cast<double>(r.profiler_ns) / static_cast<double>(r.window.length()));
+  else if (r.step_median_ns > 0)
     std::snprintf(b, sizeof b, "(%u intervals, longest %.1f ms = %.2f steps; not the program's)", r.profiler_count,
                   ms(r.profiler_longest_ns), static_cast<double>(r.profiler_longest_ns) / r.step_median_ns);
   else

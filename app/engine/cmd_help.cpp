@@ -20,13 +20,15 @@ constexpr const char* kRun =
     "models: mnist_cnn resnet18 resnet50 vit_tiny torchscript:PATH   data: synthetic imagefolder:DIR mnist:DIR\n"
     "\n"
     "usage: tunebench-cli run --script train.py [--python PY] [--set k=v,...] [--steps N | --measured-steps N]\n"
-    "       [--warmup N] [--json OUT.json] [--trace T.json [--trace-every N] [--trace-detail shapes,stack]]\n"
-    "       [--first-step-timeout S] [--quiet] [-- SCRIPT ARGS]\n"
+    "       [--warmup N] [--json OUT.json] [--trace T.json [--trace-every N] [--trace-share S]\n"
+    "       [--trace-detail shapes,stack]] [--first-step-timeout S] [--quiet] [-- SCRIPT ARGS]\n"
     "  Runs the user's own PyTorch script, unmodified, and measures its training steps (a batch, its backward\n"
     "  and update): their phases, memory, and the time between them (validation, checkpoints). The first step\n"
     "  must end within --first-step-timeout seconds (120; an LBFGS step(closure) may need more). --trace\n"
     "  records after the first 10 measured steps (a run of under 60 steps: all of them); those are the\n"
-    "  reference for tracing's own cost, stated when above 5%.\n";
+    "  reference for tracing's own cost, stated when above 5%. The trace is sampled: chunks of --trace-every\n"
+    "  steps (20) with untraced steps between them, as many as keep watching under --trace-share of the run\n"
+    "  (0.03; 0 traces every step); the analysis leaves the untraced steps out of its window.\n";
 
 constexpr const char* kKnobs =
     "usage: tunebench-cli knobs [--json]\n"

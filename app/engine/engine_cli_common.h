@@ -41,6 +41,16 @@ inline bool parse_int(const std::string& text, int64_t& out, int64_t min = 0) {
   return true;
 }
 
+// Parses a finite number option value; false when it is not one.
+inline bool parse_double(const std::string& text, double& out) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (*end != '\0' || !std::isfinite(v)) return false;
+  out = v;
+  return true;
+}
+
 // "C,H,W" or "CxHxW".
 inline bool parse_input_shape(std::string text, engine::SessionOptions& o) {
   std::replace(text.begin(), text.end(), 'x', ',');

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <cstdlib>
 #include <filesystem>
@@ -128,6 +129,11 @@ Status ScriptRunner::start(const ScriptOptions& o, double hello_timeout_s) {
   if (o.steps > 0) argv.insert(argv.end(), {"--steps", std::to_string(o.steps)});
   if (!o.trace_dir.empty())
     argv.insert(argv.end(), {"--trace-dir", o.trace_dir, "--trace-every", std::to_string(o.trace_every)});
+  if (!o.trace_dir.empty() && o.trace_share >= 0) {
+    char share[32];
+    std::snprintf(share, sizeof share, "%g", o.trace_share);
+    argv.insert(argv.end(), {"--trace-share", share});
+  }
   if (!o.trace_dir.empty() && !o.trace_detail.empty()) argv.insert(argv.end(), {"--trace-detail", o.trace_detail});
   if (!o.trace_dir.empty() && o.trace_wait) argv.push_back("--trace-wait");
   for (const auto& [file, copy] : o.sources) argv.insert(argv.end(), {"--source", file, copy});

@@ -167,7 +167,7 @@ std::string tracing_cost_text(const nlohmann::json& cost) {
   if (!(speed < 0.95)) return "";
   char b[320];
   std::snprintf(b, sizeof b,
-                "tracing cost: the %lld traced steps ran at %.2fx the speed of the %lld untraced ones before them "
+                "tracing cost: the %lld traced steps ran at %.2fx the speed of the %lld untraced ones "
                 "(%.3f against %.3f ms a step): the trace's times are stretched by its own recording",
                 static_cast<long long>(cost.value("traced_steps", int64_t(0))), speed,
                 static_cast<long long>(cost.value("untraced_steps", int64_t(0))), cost.value("traced_step_ms", 0.0),

@@ -87,6 +87,8 @@ std::string to_json(const AnalysisResult& r, const TraceMetadata* meta) {
   w.key("profiler").begin_object();
   w.key("total_us").value(us(r.profiler_ns)).key("count").value(static_cast<int64_t>(r.profiler_count));
   w.key("share").value(r.profiler_ns / wl);
+  // Of the whole run, a sampled trace's untraced steps included: what watching cost the program.
+  w.key("share_of_run").value(r.window.length() > 0 ? r.profiler_ns / static_cast<double>(r.window.length()) : 0.0);
   w.key("longest_us").value(us(r.profiler_longest_ns));
   w.key("intervals_us");
   intervals(r.profiler_intervals);

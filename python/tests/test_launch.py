@@ -184,7 +184,8 @@ class LaunchTest(ScriptTest):
 
     def test_trace_chunks_hold_the_steps_and_the_cores(self):
         tdir = os.path.join(self.dir.name, "trace")
-        c = Child(self.script, launcher_args=["--steps", "7", "--trace-dir", tdir, "--trace-every", "3"])
+        c = Child(self.script, launcher_args=["--steps", "7", "--trace-dir", tdir, "--trace-every", "3",
+                                                      "--trace-share", "0"])
         code, _, err = c.finish()
         self.assertEqual(code, 0, err)
         hello = next(m for m in c.messages if m["type"] == "hello")
@@ -227,7 +228,8 @@ class LaunchTest(ScriptTest):
     def boundary_run(self, steps, every, env=None):
         script = self.write("step50.py", STEP_50MS)
         tdir = os.path.join(self.dir.name, "trace")
-        c = Child(script, launcher_args=["--steps", str(steps), "--trace-dir", tdir, "--trace-every", str(every)],
+        c = Child(script, launcher_args=["--steps", str(steps), "--trace-dir", tdir, "--trace-every", str(every),
+                                         "--trace-share", "0"],
                   env=dict(os.environ, **(env or {})))
         code, _, err = c.finish(timeout=120)
         self.assertEqual(code, 0, err)
@@ -305,7 +307,8 @@ class LaunchTest(ScriptTest):
         # A folder that is not empty in the way of the second chunk's file: its export cannot be moved there.
         os.makedirs(os.path.join(tdir, "chunk-00002.json"))
         open(os.path.join(tdir, "chunk-00002.json", "keep"), "w").close()
-        c = Child(self.script, launcher_args=["--steps", "7", "--trace-dir", tdir, "--trace-every", "3"])
+        c = Child(self.script, launcher_args=["--steps", "7", "--trace-dir", tdir, "--trace-every", "3",
+                                                      "--trace-share", "0"])
         code, _, err = c.finish()
         self.assertEqual(code, 0, err)
         chunks = [m for m in c.messages if m["type"] == "trace"]

@@ -115,7 +115,7 @@ class StepMemoryTest(ScriptTest):
     def test_the_chunks_hold_each_steps_memory_as_counters_on_their_clock(self):
         import torch
         tdir = os.path.join(self.dir.name, "trace")
-        steps, _, c = self.run_steps("leak", ["--trace-dir", tdir, "--trace-every", "5"])
+        steps, _, c = self.run_steps("leak", ["--trace-dir", tdir, "--trace-every", "5", "--trace-share", "0"])
         chunks = [m for m in c.messages if m["type"] == "trace"]
         self.assertEqual([(m["first_step"], m["last_step"]) for m in chunks], [(0, 4), (5, 9), (10, 14), (15, 19)])
         drawn = []
@@ -174,7 +174,8 @@ class StepMemoryTest(ScriptTest):
             f.write(CUDA_STEPS)
         total = torch.cuda.get_device_properties(0).total_memory
         tdir = os.path.join(self.dir.name, "trace")
-        c = Child(script, args=["leak"], launcher_args=["--steps", "20", "--trace-dir", tdir, "--trace-every", "5"])
+        c = Child(script, args=["leak"], launcher_args=["--steps", "20", "--trace-dir", tdir, "--trace-every", "5",
+                                                           "--trace-share", "0"])
         code, out, err = c.finish(timeout=180)
         self.assertEqual(code, 0, err)
         printed = {int(i): int(a) for i, a in (line.split() for line in out.splitlines())}

@@ -1,5 +1,5 @@
 """python -m tunebench.launch [--out-fd N] [--in-fd N] [--set k=v,...] [--steps N] [--trace-dir DIR]
-                              [--trace-every N] [--trace-detail shapes,stack] [--trace-wait] [--stall-warn S]
+                              [--trace-every N] [--trace-share S] [--trace-detail shapes,stack] [--trace-wait] [--stall-warn S]
                               [--source FILE COPY]... SCRIPT [ARGS...]
 
 Runs SCRIPT unmodified as __main__ under TuneBench's hooks and speaks the run protocol (docs/protocol.md)
@@ -59,6 +59,9 @@ def _parse(argv):
     p.add_argument("--steps", type=int, default=0)
     p.add_argument("--trace-dir", default="")
     p.add_argument("--trace-every", type=int, default=20)
+    p.add_argument("--trace-share", type=float, default=0.03,
+                   help="sample the trace: chunks of --trace-every steps with untraced steps between them, as many "
+                        "as keep watching under this share of the run's time (0: trace every step)")
     p.add_argument("--trace-detail", default="", type=_trace_detail,
                    help="what the profiler also records: shapes (record_shapes), stack (with_stack)")
     p.add_argument("--trace-wait", action="store_true",
@@ -249,7 +252,7 @@ class Launcher(iterations.Sink):
         if self.tracer is not None:
             # The run's last step (--steps reached, or the run is ending): no new trace session after it.
             last = self.done or bool(run.steps_limit and run.step_i >= run.steps_limit)
-            self.tracer.span_closed(span.serial, i, last, (end_ns, mem))
+            self.tracer.span_closed(span.serial, i, last, (end_ns, mem), end_ns - span.t0)
         if self.pending or not self.inbox.q.empty():
             for msg in self.pending + self.inbox.drain():
                 self.handle(msg)
@@ -314,7 +317,8 @@ class Launcher(iterations.Sink):
                 self.ch.send("error", recoverable=True, message="tracing needs --trace-dir")
             elif msg.get("action") == "start":
                 if self.tracer is None:
-                    self.tracer = Tracer(run, self.opts.trace_dir, self.opts.trace_every, self.opts.trace_detail)
+                    self.tracer = Tracer(run, self.opts.trace_dir, self.opts.trace_every, self.opts.trace_detail,
+                                         self.opts.trace_share)
                 self.tracer.start(run.step_i)
             elif msg.get("action") == "stop" and self.tracer is not None:
                 self.tracer.stop()
@@ -361,7 +365,7 @@ class Launcher(iterations.Sink):
             os._exit(2)
         self.install()
         if opts.trace_dir and not opts.trace_wait:
-            self.tracer = Tracer(run, opts.trace_dir, opts.trace_every, opts.trace_detail)
+            self.tracer = Tracer(run, opts.trace_dir, opts.trace_every, opts.trace_detail, opts.trace_share)
             self.tracer.start(0)
         watchdog = Watchdog(self.tracker, lambda msg, **f: self.ch.send("warning", message=msg, kind="stalled", **f),
                             opts.stall_warn, quiet=lambda: hooks_children.training and not self.tracker.steps)

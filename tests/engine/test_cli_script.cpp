@@ -72,7 +72,7 @@ TEST_F(CliScript, RunsTheExampleUnmodifiedAndReadsWorkersBack) {
 // --trace: the launcher's chunks become one trace that `analyze` reads as one run, its steps in order.
 TEST_F(CliScript, TraceMergesTheChunksIntoOneRun) {
   const std::string tr = tmp("script.trace.json");
-  Out r = cli("run --script " + example() + " --steps 9 --trace " + tr + " --trace-every 4 -- --data " + data() +
+  Out r = cli("run --script " + example() + " --steps 9 --trace " + tr + " --trace-every 4 --trace-share 0 -- --data " + data() +
               " --epochs 20 --batch-size 8");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("3 chunks of up to 4 steps"), std::string::npos) << r.err;
@@ -148,7 +148,7 @@ TEST_F(CliScript, ARunStatesTracingsOwnCost) {
                          "        for p in model.parameters():\n"
                          "            p -= 0.01 * p.grad\n";
   const std::string js = tmp("fast.json"), tr = tmp("fast.trace.json");
-  Out r = cli("run --script " + fast + " --steps 120 --trace " + tr + " --json " + js);
+  Out r = cli("run --script " + fast + " --steps 120 --trace " + tr + " --trace-share 0 --json " + js);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("tracing cost: the "), std::string::npos) << r.out << r.err;
   EXPECT_NE(r.err.find("from after 10 untraced measured steps"), std::string::npos) << r.err;

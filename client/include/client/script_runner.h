@@ -38,6 +38,9 @@ struct ScriptOptions {
   int64_t steps = 0;              // end after this many optimizer steps (0 = the script's own end)
   std::string trace_dir;          // "" = no tracing
   int trace_every = 20;
+  // A sampled trace: untraced steps between chunks, as many as keep watching under this share of the run's
+  // time (python/tunebench/trace/tracer.py); 0 traces every step; < 0 the launcher's default (3%).
+  double trace_share = -1;
   std::string trace_detail;       // "shapes", "stack" or both, comma-separated: what torch.profiler also records
   bool trace_wait = false;        // trace from a `trace start` message on (run --trace's untraced reference steps)
   int warmup_steps = 3, max_warmup_steps = 30;  // the warm-up rule (measure/warmup.h), as for the engine

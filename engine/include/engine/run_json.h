@@ -51,7 +51,7 @@ nlohmann::json throughput_json(const std::vector<StepRecord>& steps, const measu
 // Null when either side has fewer than 5 measured steps.
 nlohmann::json tracing_cost_json(const std::vector<StepRecord>& steps,
                                  const std::vector<std::pair<int64_t, int64_t>>& traced);
-// "tracing cost: the 90 traced steps ran at 0.52x the speed of the 10 untraced ones before them (...)", or ""
+// "tracing cost: the 90 traced steps ran at 0.52x the speed of the 10 untraced ones (...)", or ""
 // when tracing cost 5% or less (or was not measured).
 std::string tracing_cost_text(const nlohmann::json& cost);
 

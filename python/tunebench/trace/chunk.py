@@ -22,6 +22,10 @@ import re
 
 CLOCK_MARK = "TuneBench: clock"
 PAUSE_NAME = "TuneBench: trace chunk boundary"
+# A sampled trace's steps between two chunks, run unrecorded (a Pause whose `what` is UNTRACED): the analyses
+# leave it out of their window; it is not TuneBench's pause either (the script ran its steps).
+UNTRACED = "untraced steps"
+UNTRACED_NAME = "TuneBench: untraced steps"
 PAUSE_CAT = "tunebench"
 OUTSIDE = "## outside training ##"
 SPAN = "tunebench.span#"
@@ -73,7 +77,7 @@ def pause_events(pauses, mark, mark_ns):
     """The complete events of `pauses` on the chunk's clock, on the training thread's row."""
     pid, tid, _ = mark
     at = _to_chunk_us(mark, mark_ns)
-    return [{"ph": "X", "cat": PAUSE_CAT, "name": PAUSE_NAME, "pid": pid, "tid": tid,
+    return [{"ph": "X", "cat": PAUSE_CAT, "name": UNTRACED_NAME if p.what == UNTRACED else PAUSE_NAME, "pid": pid, "tid": tid,
              "ts": at(p.t0_ns), "dur": round((p.t1_ns - p.t0_ns) / 1000.0, 3),
              "args": {"what": p.what, "writer_wait_us": round(p.writer_wait_ns / 1000.0, 3),
                       "save_us": round(p.save_ns / 1000.0, 3), "fork_us": round(p.fork_ns / 1000.0, 3)}}

@@ -16,15 +16,24 @@ chunks. What TuneBench costs the training thread at a chunk boundary - the devic
 the save or the fork, the next session's start, a wait for the writer - is measured and drawn into the
 trace as its own `cat: "tunebench"` events (chunk.py), and is reported in the next step's
 `profiler_ns`: it falls between two steps, never inside one (the launcher reads a step's start after this
-returns)."""
+returns).
 
+A sampled trace (`share` > 0, the default 3%) records a chunk, then lets the script run untraced for as many
+steps as keep what watching costs under `share` of the run: a chunk's cost is its boundary pauses (the stop,
+the save or fork, the next start, as measured) and what its steps took beyond an untraced step (recording
+work); the untraced time that follows is cost / share less the chunk's own time, in untraced steps at their
+measured median. The untraced interval is drawn into the next chunk as `TuneBench: untraced steps`, which
+the analyses leave out of their window. share 0 traces every step, one chunk after another."""
+
+import math
 import os
+import statistics
 import time
 
 import torch
 
 from ..hooks import forward as hooks_forward
-from .chunk import CLOCK_MARK, SPAN, Pause
+from .chunk import CLOCK_MARK, SPAN, UNTRACED, Pause
 from .writer import Chunk, ChunkWriter
 
 # How long a chunk boundary waits for the writer to have room before that chunk is dropped (with a warning),
@@ -47,8 +56,14 @@ def clock_mark():
 
 
 class Tracer:
-    def __init__(self, run, directory, every, detail=()):
+    def __init__(self, run, directory, every, detail=(), share=0.0):
         self.run = run
+        self.share = max(0.0, float(share))
+        self.resume_at = None  # a sampled trace between chunks: the step at which the next chunk starts
+        self.gap_t0 = 0        # ... and when its untraced time began (monotonic ns)
+        self.chunk_walls = []  # the traced steps' wall times, this chunk
+        self.free_walls = []   # the last untraced steps' wall times (the reference a chunk's cost is taken against)
+        self.start_cost_ns = 0  # what the last sampled chunk's start took
         self.detail = set(detail)
         self.dir = directory
         self.every = max(1, int(every))
@@ -67,15 +82,21 @@ class Tracer:
 
     # --- what the launcher calls -------------------------------------------------------------------------
     def start(self, at_step):
+        self.resume_at = None
         if self.prof is not None:
             return
         t0 = time.monotonic_ns()
         self._start(at_step)
+        # Not a sampled chunk's start cost: the first start pays Kineto's set-up once (1.5 s here).
         self._paused(Pause(t0, time.monotonic_ns(), "profiler start", 0))
 
     def stop(self):
         """Ends tracing (a `trace stop`, the run's end): this chunk is the last, so this pause is drawn in it."""
+        self.resume_at = None
         if self.prof is None:
+            # Between two chunks of a sampled trace: the last chunk's stop, not drawn yet, joins it.
+            if self.pending and self.last is not None and self.writer.add_pauses(self.last, self.pending):
+                self.pending = []
             return
         t0 = time.monotonic_ns()
         chunk = self._stop()
@@ -114,22 +135,73 @@ class Tracer:
         rf.__enter__()
         self.range = (serial, rf)
 
-    def span_closed(self, serial, step=None, last=False, memory=None):
+    def span_closed(self, serial, step=None, last=False, memory=None, wall_ns=0):
         """The span ended: a step (its number), or not one (None). last: the run ends after it (no new
         session then: the run's end stops this one). memory: (the step's end, monotonic ns; its `memory`
-        object), drawn into the chunk as counters."""
-        if self.prof is None or self.range is None or self.range[0] != serial:
+        object), drawn into the chunk as counters. wall_ns: the step's wall time (a sampled trace's costs)."""
+        if self.prof is None:
+            if self.resume_at is not None and step is not None:
+                self.free_walls = (self.free_walls + [wall_ns])[-50:]
+                if step + 1 >= self.resume_at and not last:
+                    self._resume(step + 1)
+            return
+        if self.range is None or self.range[0] != serial:
             return
         self._close_range()
         if step is None:
             return
         self.steps[serial] = step
+        self.chunk_walls.append(wall_ns)
         if memory is not None:
             self.memory.append(memory)
         if step + 1 - self.first >= self.every and not last:
-            self._boundary(step)
+            if self.share > 0:
+                self._sample(step)
+            else:
+                self._boundary(step)
 
     # --- sessions ----------------------------------------------------------------------------------------
+    def _sample(self, step):
+        """A sampled trace's chunk ends: stop, hand it over, and plan the untraced steps that pay for it."""
+        t0 = time.monotonic_ns()
+        chunk = self._stop()
+        waited, room = self._room(chunk)
+        saved = self.writer.save_here(chunk) if room else 0
+        # Drawn in this chunk (as the run's last stop is): no next chunk may come for a long time.
+        self._paused(Pause(t0, time.monotonic_ns(), "profiler stop", waited, saved))
+        if room:
+            forked = self._submit(chunk)
+            self.pause_ns += forked
+            self.total_pause_ns += forked
+        t1 = time.monotonic_ns()
+        self.resume_at = step + 1 + self.untraced_steps(t1 - t0)
+        self.gap_t0 = t1
+        self.chunk_walls = []
+
+    def untraced_steps(self, stop_ns):
+        """How many untraced steps keep this chunk's cost under `share`: its stop `stop_ns`, the next start
+        (the last one's), and its steps' time beyond an untraced step's (once one was measured)."""
+        walls = [w for w in self.chunk_walls if w > 0]
+        traced = sum(walls)
+        free = statistics.median(self.free_walls) if self.free_walls else 0
+        excess = sum(max(0, w - free) for w in walls) if free else 0
+        cost = stop_ns + self.start_cost_ns + excess
+        step_ns = free or (statistics.median(walls) if walls else 0)
+        if step_ns <= 0:
+            return self.every
+        need_ns = cost / self.share - traced - cost
+        return max(1, int(math.ceil(need_ns / step_ns)))
+
+    def _resume(self, at_step):
+        """A sampled trace's next chunk starts: the untraced time before it is drawn in it, as such."""
+        t0 = time.monotonic_ns()
+        self.pending.append(Pause(self.gap_t0, t0, UNTRACED, 0))  # not TuneBench's pause: not in pause_ns
+        self._start(at_step)
+        t1 = time.monotonic_ns()
+        self.start_cost_ns = t1 - t0
+        self._paused(Pause(t0, t1, "profiler start", 0))
+        self.resume_at = None
+
     def _boundary(self, step):
         t0 = time.monotonic_ns()
         chunk = self._stop()

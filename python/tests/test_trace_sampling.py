@@ -1,0 +1,82 @@
+"""A sampled trace (the launcher's default, --trace-share 0.03): chunks of --trace-every steps with untraced
+steps between them, as many as keep TuneBench's pauses under 3% of the run. The script shape that paid most
+for a continuous trace: ~1 ms steps without a DataLoader, whose chunk boundaries took 45.6% of its window."""
+
+import json
+import os
+import textwrap
+import unittest
+
+from tests.launch_util import Child, ScriptTest, step_ranges, tunebench_events
+
+# A small regression, as people write it: no DataLoader, a step of a millisecond or two.
+FAST_STEPS = textwrap.dedent('''
+    import torch
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*[torch.nn.Linear(16, 16) for _ in range(6)])
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x, y = torch.randn(64, 16), torch.randn(64, 16)
+    for step in range(100000):
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+''')
+
+
+class TraceSampling(ScriptTest):
+    SCRIPT_TEXT = FAST_STEPS
+
+    def run_traced(self, steps, share=None):
+        tdir = os.path.join(self.dir.name, "trace")
+        args = ["--steps", str(steps), "--trace-dir", tdir, "--trace-every", "20"]
+        if share is not None:
+            args += ["--trace-share", str(share)]
+        c = Child(self.script, launcher_args=args)
+        code, _, err = c.finish(timeout=300)
+        self.assertEqual(code, 0, err)
+        steps = [m for m in c.messages if m["type"] == "step"]
+        chunks = [m for m in c.messages if m["type"] == "trace"]
+        # What TuneBench cost the run after it started (the first session's start is Kineto's set-up, once).
+        wall = steps[-1]["t_ns"] + steps[-1]["wall_ns"] - steps[0]["t_ns"]
+        paused = sum(s["profiler_ns"] for s in steps[1:])
+        return steps, chunks, paused / wall
+
+    def test_a_fast_script_pays_under_its_share_and_the_gaps_are_marked(self):
+        steps, chunks, cost = self.run_traced(3000)
+        self.assertEqual(len(steps), 3000)
+        spans = [(m["first_step"], m["last_step"]) for m in chunks]
+        self.assertGreaterEqual(len(spans), 2, spans)
+        for a, b in zip(spans, spans[1:]):
+            self.assertGreater(b[0], a[1] + 1, spans)  # untraced steps between them
+        # 3% planned from the measured costs; the run's last stop is paid by no gap. Traced continuously,
+        # this script spent ~40% of its time in chunk boundaries on this machine.
+        self.assertLess(cost, 0.08, (cost, spans))
+        # Each later chunk says where the untraced steps were: after the last traced step of the chunk before
+        # it, before its own first step, on the training thread's row.
+        for k in range(1, len(chunks)):
+            untraced = [e for e in tunebench_events(chunks[k]["path"]) if e["name"] == "TuneBench: untraced steps"]
+            self.assertEqual(len(untraced), 1, untraced)
+            e = untraced[0]
+            before = step_ranges(chunks[k - 1]["path"])[chunks[k - 1]["last_step"]]
+            after = step_ranges(chunks[k]["path"])[chunks[k]["first_step"]]
+            self.assertGreaterEqual(e["ts"], before[1] - 1000)
+            self.assertLessEqual(e["ts"] + e["dur"], after[0] + 1000)
+            # It holds the untraced steps' time (at least theirs: from the stop's end to the next start).
+            gap_steps = [s for s in steps if chunks[k - 1]["last_step"] < s["i"] < chunks[k]["first_step"]]
+            self.assertGreaterEqual(e["dur"] * 1000, sum(s["wall_ns"] for s in gap_steps) * 0.9)
+        # The untraced steps are no pause of TuneBench's: the steps after a gap carry only the next start.
+        self.assertTrue(all(e["name"] != "TuneBench: untraced steps" or e["args"]["what"] == "untraced steps"
+                            for m in chunks for e in tunebench_events(m["path"])))
+
+    def test_share_zero_traces_every_step(self):
+        steps, chunks, _ = self.run_traced(100, share=0)
+        spans = [(m["first_step"], m["last_step"]) for m in chunks]
+        self.assertEqual(spans, [(0, 19), (20, 39), (40, 59), (60, 79), (80, 99)])
+        for m in chunks:
+            self.assertFalse(any(e["name"] == "TuneBench: untraced steps" for e in tunebench_events(m["path"])))
+
+
+if __name__ == "__main__":
+    unittest.main()
