@@ -29,6 +29,11 @@ namespace {
 // Measured steps a traced run makes untraced first: the reference its tracing cost is stated against.
 constexpr int64_t kUntracedSteps = 10;
 
+// The measured (not warm-up) steps among `records`.
+int64_t tp_steps(const std::vector<engine::StepRecord>& records) {
+  return std::count_if(records.begin(), records.end(), [](const engine::StepRecord& r) { return !r.warmup; });
+}
+
 int usage_error(const std::string& msg) {
   std::fprintf(stderr, "tunebench-cli: error: run: %s\n", msg.c_str());
   return 2;
@@ -253,7 +258,23 @@ int cmd_run_script(int argc, char** argv) {
   out["device"] = hello.value("device", nlohmann::json::object());
   out["versions"] = hello.value("versions", nlohmann::json::object());
   out["config"] = config;
-  out["throughput"] = throughput_json(records, load.stop());
+  // A traced run's figures are its untraced steps' (recording slows the traced ones; tracing_cost says how
+  // much) when at least 10 were measured; else every step's.
+  std::vector<engine::StepRecord> figures = records;
+  size_t traced_out = 0;
+  if (!traced.empty()) {
+    std::vector<engine::StepRecord> untraced;
+    for (const auto& r : records)
+      if (std::none_of(traced.begin(), traced.end(),
+                       [&](const auto& t) { return r.index >= t.first && r.index <= t.second; }))
+        untraced.push_back(r);
+    if (std::count_if(untraced.begin(), untraced.end(), [](const auto& r) { return !r.warmup; }) >= 10) {
+      traced_out = records.size() - untraced.size();
+      figures = std::move(untraced);
+    }
+  }
+  out["throughput"] = throughput_json(figures, load.stop());
+  if (traced_out > 0) out["throughput"]["traced_steps_left_out"] = traced_out;
   out["memory"] = engine::memory_summary_json(records);
   out["steps"] = nlohmann::json::array();
   for (size_t k = 0; k < records.size(); ++k) {
@@ -273,9 +294,9 @@ int cmd_run_script(int argc, char** argv) {
   // The measured steps as one window (no device sync from outside the script: the launcher's step times).
   int64_t samples = 0;
   double wall = 0;
-  for (const auto& r : records)
+  for (const auto& r : figures)
     if (!r.warmup) samples += r.samples, wall += r.wall_ns * 1e-9;
-  if (measured > 0) out["window"] = {{"steps", measured}, {"samples", samples}, {"wall_s", wall},
+  if (measured > 0) out["window"] = {{"steps", tp_steps(figures)}, {"samples", samples}, {"wall_s", wall},
                                      {"samples_per_s", wall > 0 ? samples / wall : 0.0}};
   // Nothing measured: why, in one line (the JSON's and stdout's), never "0.0 samples/s".
   std::string not_measured;
@@ -312,17 +333,19 @@ int cmd_run_script(int argc, char** argv) {
     }
   }
   const auto& tp = out["throughput"];
+  const std::string left_out = traced_out ? "; " + std::to_string(traced_out) + " traced steps left out: the figures are "
+                                                "the untraced steps'" : "";
   if (!not_measured.empty())
     std::printf("%s: nothing measured: %s\n", so.script.c_str(), not_measured.c_str());
   else if (samples == 0)  // no model forward told the batch (raw tensors, a hand-written model): steps, said so
-    std::printf("%s: %.1f steps/s over %zu measured steps (%zu in all; no batch size: no module's forward was seen, "
-                "so samples are not counted); %s\n",
-                so.script.c_str(), wall > 0 ? double(measured) / wall : 0.0, tp["measured_steps"].get<size_t>(),
-                records.size(), tp["noise"]["text"].get<std::string>().c_str());
+    std::printf("%s: %.1f steps/s over %zu measured steps (%zu in all%s; no batch size: no module's forward was "
+                "seen, so samples are not counted); %s\n",
+                so.script.c_str(), wall > 0 ? double(tp_steps(figures)) / wall : 0.0, tp["measured_steps"].get<size_t>(),
+                records.size(), left_out.c_str(), tp["noise"]["text"].get<std::string>().c_str());
   else
-    std::printf("%s: %.1f %s/s over %zu measured steps (%zu in all); %s\n", so.script.c_str(),
+    std::printf("%s: %.1f %s/s over %zu measured steps (%zu in all%s); %s\n", so.script.c_str(),
                 tp["samples_per_s"].get<double>(), unit.c_str(), tp["measured_steps"].get<size_t>(), records.size(),
-                tp["noise"]["text"].get<std::string>().c_str());
+                left_out.c_str(), tp["noise"]["text"].get<std::string>().c_str());
   if (const std::string mem = engine::memory_summary_text(out["memory"]); !mem.empty()) std::printf("%s\n", mem.c_str());
   if (unit == "time steps")
     std::fprintf(stderr, "run: samples = time steps: the batch dimension of the script's model could not be told\n");

@@ -8,6 +8,7 @@
 #include <QTableView>
 #include <QToolTip>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cmath>
 
 #include "ui/keyed_table_model.h"
@@ -295,6 +296,11 @@ void AnalysisPanel::setAnalysis(std::shared_ptr<const tb::prof::AnalysisResult> 
     s += tr(", median %1 ms").arg(a.step_median_ns / 1e6, 0, 'f', 3);
   }
   if (a.has_gpu) s += tr(" · GPU busy %1%").arg(W > 0 ? 100.0 * a.gpu_busy_ns / W : 0, 0, 'f', 1);
+  // A sampled trace: the bar is of the traced time; what watching cost the run is of all of it.
+  if (a.untraced_ns > 0)
+    s += tr(" · sampled: %1% of the run traced, TuneBench's pauses %2% of the run")
+             .arg(100.0 * W / std::max<int64_t>(1, a.window.length()), 0, 'f', 1)
+             .arg(100.0 * a.profiler_ns / std::max<int64_t>(1, a.window.length()), 0, 'f', 1);
   if (!a.trusted) s += tr(" · too few steps to bound a gain");
   // Memory beside time: the peak the run reached and what the device had left.
   if (a.memory.present) {

@@ -82,10 +82,13 @@ class Tracer:
 
     # --- what the launcher calls -------------------------------------------------------------------------
     def start(self, at_step):
-        self.resume_at = None
         if self.prof is not None:
+            self.resume_at = None
             return
         t0 = time.monotonic_ns()
+        if self.resume_at is not None:  # a `trace start` between two chunks: the gap so far was untraced
+            self.pending.append(Pause(self.gap_t0, t0, UNTRACED, 0))
+            self.resume_at = None
         self._start(at_step)
         # Not a sampled chunk's start cost: the first start pays Kineto's set-up once (1.5 s here).
         self._paused(Pause(t0, time.monotonic_ns(), "profiler start", 0))
