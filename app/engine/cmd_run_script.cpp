@@ -21,6 +21,7 @@
 #include "engine/cpu_allocator.h"
 #include "profiler/trace_io.h"
 #include "engine_cli_common.h"
+#include "run_script_parts.h"
 #include "script_common.h"
 
 namespace tb::cli {
@@ -29,33 +30,12 @@ namespace {
 // Measured steps a traced run makes untraced first: the reference its tracing cost is stated against.
 constexpr int64_t kUntracedSteps = 10;
 
-// The measured (not warm-up) steps among `records`.
-int64_t tp_steps(const std::vector<engine::StepRecord>& records) {
-  return std::count_if(records.begin(), records.end(), [](const engine::StepRecord& r) { return !r.warmup; });
-}
-
 int usage_error(const std::string& msg) {
   std::fprintf(stderr, "tunebench-cli: error: run: %s\n", msg.c_str());
   return 2;
 }
 }  // namespace
 
-// The launcher's torch.profiler chunks, in order, as one trace at `path` (TuneBench's Chrome trace JSON,
-// what `run --trace` writes for the engine). "" or the error.
-std::string merge_chunks(const std::vector<std::string>& chunks, const std::string& path) {
-  if (chunks.empty()) return "the script wrote no trace chunk (no step was traced)";
-  prof::Trace merged;
-  for (const auto& c : chunks) {
-    auto t = prof::load_trace(c);
-    if (!t) return "trace chunk " + c + ": " + t.error().to_string();
-    if (merged.event_count() == 0) merged.meta() = t.value()->meta();
-    merged.merge(*t.value());
-  }
-  merged.meta().extra["tunebench_run"] = "script";  // the analysis proposes the launcher's knobs
-  merged.finalize();
-  if (auto st = prof::write_chrome_trace(merged, path); !st) return st.error().to_string();
-  return "";
-}
 
 int cmd_run_script(int argc, char** argv) {
   client::ScriptOptions so;
@@ -258,21 +238,8 @@ int cmd_run_script(int argc, char** argv) {
   out["device"] = hello.value("device", nlohmann::json::object());
   out["versions"] = hello.value("versions", nlohmann::json::object());
   out["config"] = config;
-  // A traced run's figures are its untraced steps' (recording slows the traced ones; tracing_cost says how
-  // much) when at least 10 were measured; else every step's.
-  std::vector<engine::StepRecord> figures = records;
   size_t traced_out = 0;
-  if (!traced.empty()) {
-    std::vector<engine::StepRecord> untraced;
-    for (const auto& r : records)
-      if (std::none_of(traced.begin(), traced.end(),
-                       [&](const auto& t) { return r.index >= t.first && r.index <= t.second; }))
-        untraced.push_back(r);
-    if (std::count_if(untraced.begin(), untraced.end(), [](const auto& r) { return !r.warmup; }) >= 10) {
-      traced_out = records.size() - untraced.size();
-      figures = std::move(untraced);
-    }
-  }
+  const std::vector<engine::StepRecord> figures = untraced_figures(records, traced, traced_out);
   out["throughput"] = throughput_json(figures, load.stop());
   if (traced_out > 0) out["throughput"]["traced_steps_left_out"] = traced_out;
   out["memory"] = engine::memory_summary_json(records);
@@ -291,25 +258,11 @@ int cmd_run_script(int argc, char** argv) {
   if (!done.is_null()) out["done"] = done.value("summary", nlohmann::json::object());
   if (!failure.empty()) out["error"] = failure;
   if (!traceback.empty()) out["traceback"] = traceback;
-  // The measured steps as one window (no device sync from outside the script: the launcher's step times).
-  int64_t samples = 0;
-  double wall = 0;
-  for (const auto& r : figures)
-    if (!r.warmup) samples += r.samples, wall += r.wall_ns * 1e-9;
-  if (measured > 0) out["window"] = {{"steps", tp_steps(figures)}, {"samples", samples}, {"wall_s", wall},
-                                     {"samples_per_s", wall > 0 ? samples / wall : 0.0}};
+  if (measured > 0) out["window"] = window_json(figures);
   // Nothing measured: why, in one line (the JSON's and stdout's), never "0.0 samples/s".
-  std::string not_measured;
-  if (measured == 0) {
-    const nlohmann::json summary = done.is_object() ? done.value("summary", nlohmann::json::object()) : nlohmann::json::object();
-    if (summary.contains("no_steps")) not_measured = summary.value("no_steps", std::string());
-    else if (!failure.empty()) not_measured = failure;
-    else if (!records.empty())
-      not_measured = "all " + std::to_string(records.size()) + " steps were warm-up: the step time had not settled (at "
-                     "least " + std::to_string(so.warmup_steps) + " steps, then two blocks within 10%); give the run more steps";
-    else not_measured = "the script made no training step";
-    out["not_measured"] = not_measured;
-  }
+  const std::string not_measured =
+      measured == 0 ? nothing_measured_text(done, failure, records.size(), so.warmup_steps) : "";
+  if (!not_measured.empty()) out["not_measured"] = not_measured;
   const nlohmann::json tracing = so.trace_wait ? engine::tracing_cost_json(records, traced) : nlohmann::json();
   if (!tracing.is_null()) out["tracing_cost"] = tracing;
   if (!json_path.empty() && !write_json_file(json_path, out)) return 1;
@@ -332,20 +285,7 @@ int cmd_run_script(int argc, char** argv) {
         std::printf("%s\n", cost.c_str());
     }
   }
-  const auto& tp = out["throughput"];
-  const std::string left_out = traced_out ? "; " + std::to_string(traced_out) + " traced steps left out: the figures are "
-                                                "the untraced steps'" : "";
-  if (!not_measured.empty())
-    std::printf("%s: nothing measured: %s\n", so.script.c_str(), not_measured.c_str());
-  else if (samples == 0)  // no model forward told the batch (raw tensors, a hand-written model): steps, said so
-    std::printf("%s: %.1f steps/s over %zu measured steps (%zu in all%s; no batch size: no module's forward was "
-                "seen, so samples are not counted); %s\n",
-                so.script.c_str(), wall > 0 ? double(tp_steps(figures)) / wall : 0.0, tp["measured_steps"].get<size_t>(),
-                records.size(), left_out.c_str(), tp["noise"]["text"].get<std::string>().c_str());
-  else
-    std::printf("%s: %.1f %s/s over %zu measured steps (%zu in all%s); %s\n", so.script.c_str(),
-                tp["samples_per_s"].get<double>(), unit.c_str(), tp["measured_steps"].get<size_t>(), records.size(),
-                left_out.c_str(), tp["noise"]["text"].get<std::string>().c_str());
+  print_script_throughput(so.script, out["throughput"], unit, records.size(), figures, traced_out, not_measured);
   if (const std::string mem = engine::memory_summary_text(out["memory"]); !mem.empty()) std::printf("%s\n", mem.c_str());
   if (unit == "time steps")
     std::fprintf(stderr, "run: samples = time steps: the batch dimension of the script's model could not be told\n");

@@ -1,0 +1,89 @@
+// The parts of `run --script` that work on what the run collected (run_script_parts.h).
+#include "run_script_parts.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "profiler/trace_io.h"
+
+namespace tb::cli {
+
+std::string merge_chunks(const std::vector<std::string>& chunks, const std::string& path) {
+  if (chunks.empty()) return "the script wrote no trace chunk (no step was traced)";
+  prof::Trace merged;
+  for (const auto& c : chunks) {
+    auto t = prof::load_trace(c);
+    if (!t) return "trace chunk " + c + ": " + t.error().to_string();
+    if (merged.event_count() == 0) merged.meta() = t.value()->meta();
+    merged.merge(*t.value());
+  }
+  merged.meta().extra["tunebench_run"] = "script";  // the analysis proposes the launcher's knobs
+  merged.finalize();
+  if (auto st = prof::write_chrome_trace(merged, path); !st) return st.error().to_string();
+  return "";
+}
+
+int64_t measured_steps_of(const std::vector<engine::StepRecord>& records) {
+  return std::count_if(records.begin(), records.end(), [](const engine::StepRecord& r) { return !r.warmup; });
+}
+
+nlohmann::json window_json(const std::vector<engine::StepRecord>& figures) {
+  int64_t samples = 0;
+  double wall = 0;
+  for (const auto& r : figures)
+    if (!r.warmup) samples += r.samples, wall += r.wall_ns * 1e-9;
+  return {{"steps", measured_steps_of(figures)}, {"samples", samples}, {"wall_s", wall},
+          {"samples_per_s", wall > 0 ? samples / wall : 0.0}};
+}
+
+std::vector<engine::StepRecord> untraced_figures(const std::vector<engine::StepRecord>& records,
+                                                 const std::vector<std::pair<int64_t, int64_t>>& traced,
+                                                 size_t& left_out) {
+  left_out = 0;
+  if (traced.empty()) return records;
+  std::vector<engine::StepRecord> untraced;
+  for (const auto& r : records)
+    if (std::none_of(traced.begin(), traced.end(),
+                     [&](const auto& t) { return r.index >= t.first && r.index <= t.second; }))
+      untraced.push_back(r);
+  if (measured_steps_of(untraced) < 10) return records;
+  left_out = records.size() - untraced.size();
+  return untraced;
+}
+
+std::string nothing_measured_text(const nlohmann::json& done, const std::string& failure, size_t steps,
+                                  int warmup_steps) {
+  const nlohmann::json summary =
+      done.is_object() ? done.value("summary", nlohmann::json::object()) : nlohmann::json::object();
+  if (summary.contains("no_steps")) return summary.value("no_steps", std::string());
+  if (!failure.empty()) return failure;
+  if (steps > 0)
+    return "all " + std::to_string(steps) + " steps were warm-up: the step time had not settled (at least " +
+           std::to_string(warmup_steps) + " steps, then two blocks within 10%); give the run more steps";
+  return "the script made no training step";
+}
+
+void print_script_throughput(const std::string& script, const nlohmann::json& tp, const std::string& unit,
+                             size_t all_steps, const std::vector<engine::StepRecord>& figures, size_t traced_out,
+                             const std::string& not_measured) {
+  int64_t samples = 0;
+  double wall = 0;
+  for (const auto& r : figures)
+    if (!r.warmup) samples += r.samples, wall += r.wall_ns * 1e-9;
+  const std::string left_out = traced_out ? "; " + std::to_string(traced_out) + " traced steps left out: the figures "
+                                                "are the untraced steps'" : "";
+  if (!not_measured.empty())
+    std::printf("%s: nothing measured: %s\n", script.c_str(), not_measured.c_str());
+  else if (samples == 0)  // no model forward told the batch (raw tensors, a hand-written model): steps, said so
+    std::printf("%s: %.1f steps/s over %zu measured steps (%zu in all%s; no batch size: no module's forward was "
+                "seen, so samples are not counted); %s\n",
+                script.c_str(), wall > 0 ? double(measured_steps_of(figures)) / wall : 0.0,
+                tp["measured_steps"].get<size_t>(), all_steps, left_out.c_str(),
+                tp["noise"]["text"].get<std::string>().c_str());
+  else
+    std::printf("%s: %.1f %s/s over %zu measured steps (%zu in all%s); %s\n", script.c_str(),
+                tp["samples_per_s"].get<double>(), unit.c_str(), tp["measured_steps"].get<size_t>(), all_steps,
+                left_out.c_str(), tp["noise"]["text"].get<std::string>().c_str());
+}
+
+}  // namespace tb::cli

@@ -1,0 +1,42 @@
+// The parts of `run --script` (cmd_run_script.cpp) that work on what the run collected: its trace chunks made
+// one trace, the steps its figures come from, and the lines it prints.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/run_json.h"
+
+namespace tb::cli {
+
+// The launcher's torch.profiler chunks, in order, as one trace at `path` (TuneBench's Chrome trace JSON,
+// what `run --trace` writes for the engine). "" or the error.
+std::string merge_chunks(const std::vector<std::string>& chunks, const std::string& path);
+
+// The measured (not warm-up) steps among `records`.
+int64_t measured_steps_of(const std::vector<engine::StepRecord>& records);
+
+// The measured steps of `figures` as one window: steps, samples, wall_s, samples_per_s (no device sync from
+// outside the script: the launcher's step times).
+nlohmann::json window_json(const std::vector<engine::StepRecord>& figures);
+
+// A traced run's figures are its untraced steps' (recording slows the traced ones; tracing_cost says how much)
+// when at least 10 were measured; else every step's. `left_out`: the traced steps left out.
+std::vector<engine::StepRecord> untraced_figures(const std::vector<engine::StepRecord>& records,
+                                                 const std::vector<std::pair<int64_t, int64_t>>& traced,
+                                                 size_t& left_out);
+
+// Why a run measured nothing, in one line (never "0.0 samples/s"): the launcher's word, the failure, a warm-up
+// that never settled, or no step at all.
+std::string nothing_measured_text(const nlohmann::json& done, const std::string& failure, size_t steps,
+                                  int warmup_steps);
+
+// The run's one line on stdout: its throughput over the steps `figures` (steps/s when no batch was told).
+void print_script_throughput(const std::string& script, const nlohmann::json& throughput, const std::string& unit,
+                             size_t all_steps, const std::vector<engine::StepRecord>& figures, size_t traced_out,
+                             const std::string& not_measured);
+
+}  // namespace tb::cli
