@@ -11,6 +11,7 @@ The mutations (issue: "tests that fail when the search is lazy, shown by mutatio
   keep-covering-1      a trial whose ratio is above 1 is kept, even when its interval covers 1
   keep-hurting         every measured trial is kept, a slower one too
   claim-every-knob     `ended` says "every applicable knob was tried" whatever was skipped for budget
+  pair-slower          a change measured slower alone joins pairs (and chains of them) of changes tried together
 
 Each source file is restored after its mutation (also on Ctrl-C); the build directory is left rebuilt from
 the restored sources at the end.
@@ -42,6 +43,9 @@ MUTATIONS = [
     ("keep-hurting", SEARCH + "search_trial.cpp",
      "} else if (e.faster() && e.ratio - 1.0 >= threshold) {",
      "} else if (true) {"),
+    ("pair-slower", SEARCH + "search_screen.cpp",
+     "t.accepted || t.outcome != \"no effect\") continue;",
+     "t.accepted || (t.outcome != \"no effect\" && t.outcome != \"slower\")) continue;"),
     ("claim-every-knob", SEARCH + "search_summary.cpp",
      "if (s.reason.rfind(\"budget\", 0) == 0) (process_knob(s.knob) && !all_fresh() ? process_skips : budget_skips)++;",
      "(void)s;"),

@@ -46,8 +46,8 @@ void usage(FILE* out) {
       "  --simulate tunes the built-in deterministic simulation instead of a model, in seconds: --profile toy (the\n"
       "  default), gpu (the engine's ResNet-50 on a JPEG folder on an H100), gpu-synthetic (the same on synthetic data)\n"
       "  or script-gpu (a public ImageNet training\n"
-      "  script there), calibrated to what was measured on a lent GPU; it prints the profile's hand configuration\n"
-      "  and speed-up beside the tuner's.\n",
+      "  script there), calibrated to what was measured on a lent GPU, or a world file describing a job (docs/tuning.md\n"
+      "  'Simulated worlds'); it prints the profile's hand configuration and speed-up beside the tuner's.\n",
       out);
 }
 
@@ -144,7 +144,7 @@ int cmd_tune(int argc, char** argv) {
     } else if (a == "--simulate") {
       simulate = true;
     } else if (a == "--profile") {
-      if (!value(profile) || profile.empty()) return fail("--profile needs a name (toy, gpu, script-gpu)", 2);
+      if (!value(profile) || profile.empty()) return fail("--profile needs a name (toy, gpu, script-gpu) or a world file", 2);
     } else {
       bool matched = false;
       std::string err = parse_session_option(argc, argv, i, so, matched);
@@ -154,8 +154,8 @@ int cmd_tune(int argc, char** argv) {
     }
   }
   if (!profile.empty() && !simulate) return fail("--profile names a simulation: use it with --simulate", 2);
-  if (!profile.empty() && profile != "toy" && profile != "gpu" && profile != "gpu-synthetic" && profile != "script-gpu")
-    return fail("unknown --profile '" + profile + "' (toy, gpu, gpu-synthetic, script-gpu)", 2);
+  if (!profile.empty())
+    if (Status ok = engine::check_simulation_profile(profile); !ok) return fail(ok.error().message, 2);
   if (!script.script.empty() && (simulate || !so.model.empty()))
     return fail("--script replaces --model/--data/--simulate", 2);
   if (!simulate && script.script.empty() && so.model.empty()) return fail("tune needs --model (mnist_cnn, resnet18, resnet50, vit_tiny, torchscript:PATH)", 2);

@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "engine/tuner.h"
+#include "sim_tune_checks.h"
 #include "tuner/workloads/sim_workload.h"
 
 using namespace tb::engine;
@@ -18,11 +19,6 @@ namespace {
 Config with(Config c, std::initializer_list<std::pair<const char*, const char*>> kv) {
   for (auto& [k, v] : kv) c[k] = v;
   return c;
-}
-
-std::string value_of(const Config& c, const std::string& k) {
-  auto it = c.find(k);
-  return it == c.end() ? std::string() : it->second;
 }
 
 // One 300 s tune of a profile and what the issue asks of it.
@@ -50,74 +46,7 @@ Outcome tune(const std::string& profile, uint64_t seed, double budget, double pa
   out.elapsed = r.elapsed_s;
   out.budget = budget;
   out.every_knob = r.ended.find("every applicable knob was tried") != std::string::npos;
-  if (r.elapsed_s > budget * (1 + o.overrun)) out.problems.push_back("past the budget's margin: " + std::to_string(r.elapsed_s));
-  if (r.elapsed_s < 0.85 * budget && !out.every_knob)
-    out.problems.push_back("ended at " + std::to_string(r.elapsed_s) + " s without trying every knob: " + r.ended);
-  for (const auto& s : r.skipped) {
-    if (s.reason.rfind("budget", 0) != 0) continue;
-    // Given up for budget only when the budget really could not reach it: the tune then used its budget, or
-    // what it left unused could not have paid for the measurement the skip names (a fresh-process final).
-    const double unused = budget - r.elapsed_s;
-    if (unused > 0.1 * budget && !(std::isfinite(s.need_s) && unused < s.need_s))
-      out.problems.push_back("skipped " + s.knob + " for budget with " + std::to_string(unused) + " s unused");
-    if (s.reason.find(" s") == std::string::npos) out.problems.push_back("budget skip without figures: " + s.reason);
-  }
-  // Every knob that matters in the profile's best configuration (without it, that configuration loses 3% or
-  // more) is measured, at 300 s and more: a search that never tried batch_size passed every test before this.
-  // Process knobs are measured only where a fresh-process final fits; they are not asked for here. The script
-  // profile is held to it too since a fresh final that can no longer fit reserves nothing (it had left prefetch
-  // for budget in 3 seeds of 10 behind a 152 s reserve it could never spend).
-  if (budget >= 300) {
-    const Config best = w.best_config();
-    const auto& cat = w.model().catalog();
-    for (const auto& k : changed_knobs(base, best)) {
-      const auto info = std::find_if(cat.begin(), cat.end(), [&](const KnobInfo& i) { return i.id == k; });
-      if (info == cat.end() || info->process_scope) continue;
-      Config without = best;
-      without[k] = base.at(k);
-      if (w.fresh_throughput(best) < 1.03 * w.fresh_throughput(without)) continue;
-      bool measured = false;
-      for (const auto& t : r.trials) measured |= t.knob == k && !t.a.empty();
-      if (!measured) out.problems.push_back(k + " (worth 3% or more in the profile's best configuration) was never measured");
-    }
-  }
-  // What is kept paid: each in-process knob of the final configuration was kept on a trial whose interval lies
-  // above 1 (a search that keeps a knob whose interval covers 1 fails here), and none of them hurts in the
-  // model: the final without it is not faster by more than 2%.
-  const Config fin = r.final_config;
-  for (const auto& k : changed_knobs(base, fin)) {
-    if (k == "cpu_allocator" || k == "cudnn_benchmark") continue;  // process knobs: kept by the fresh final
-    // The trial's own knob, or one it set with it ("workers=8 + intra_op_threads=0 (auto)", a pair's second).
-    auto sets = [&](const Trial& t) {
-      const std::string all = t.knob + "=" + t.value + " + " + t.also + " ", kv = k + "=" + value_of(fin, k);
-      for (size_t p = all.find(kv); p != std::string::npos; p = all.find(kv, p + 1))
-        if ((p == 0 || all[p - 1] == ' ') && all[p + kv.size()] == ' ') return true;
-      return false;
-    };
-    bool kept = false;
-    for (const auto& t : r.trials) kept |= t.accepted && t.estimate.valid() && t.estimate.lo > 1 && sets(t);
-    bool process = false;
-    for (const auto& t : r.trials) process |= t.knob == k && t.phase == "process" && t.accepted;
-    if (!kept && !process) out.problems.push_back("kept " + k + "=" + value_of(fin, k) + " without a trial that decided it");
-    Config without = fin;
-    without[k] = base.at(k);
-    if (w.fresh_throughput(without) > 1.02 * w.fresh_throughput(fin))
-      out.problems.push_back("kept " + k + "=" + value_of(fin, k) + ", which the model says costs " +
-                             std::to_string(w.fresh_throughput(without) / w.fresh_throughput(fin)) + "x");
-  }
-  // "Every applicable knob was tried" is true of the trials: each knob with no skip entry had one.
-  if (out.every_knob)
-    for (const auto& k : w.knobs()) {
-      if (!k.applicability.applicable) continue;
-      bool tried = false, skipped = false;
-      for (const auto& t : r.trials) tried |= t.knob == k.info.id;
-      for (const auto& s : r.skipped) skipped |= s.knob == k.info.id;
-      if (!tried && !skipped) out.problems.push_back("said every knob was tried, but " + k.info.id + " had no trial");
-    }
-  if (out.every_knob)
-    for (const auto& s : r.skipped)
-      if (s.reason.rfind("budget", 0) == 0 && !(s.knob == "cpu_allocator" || s.knob == "cudnn_benchmark"))
-        out.problems.push_back("said every knob was tried, but " + s.knob + "=" + s.value + " was skipped for budget");
+  for (auto& p : test::rule_problems(w, r, budget, o.overrun)) out.problems.push_back(p);
   // The model-level knobs are measured within the first third (a GPU's; cudnn_benchmark is a process knob:
   // it cannot be switched back off in a process and is measured in the fresh-process final).
   if (profile == "gpu")

@@ -152,7 +152,7 @@ void Tuner::fresh_final() {
                                   " s) and " +
                                   fmt(std::max(0.0, left() - guess * budget_.alternation_s(int(arms.size()), rounds_min, true)), 0) +
                                   " s are left beside the arms before it",
-                              std::max(0.0, left()), guess * budget_.alternation_s(1, rounds_min, true)});
+                              std::max(0.0, left()), cost});
       progress(phase_, "skipped " + label(c) + " (budget)");
     }
   }

@@ -214,6 +214,7 @@ KnobInfo script_knob(std::string id, std::string title, KnobType type, std::stri
 class ScriptGpuModel : public GpuModelBase {
  public:
   std::string name() const override { return "script-gpu"; }
+  int default_batch() const override { return 64; }
   const std::vector<KnobInfo>& catalog() const override {
     static const std::vector<KnobInfo> c = [] {
       std::vector<KnobInfo> v = {

@@ -76,6 +76,8 @@ class SimModel {
     return std::nullopt;
   }
   virtual int cores() const = 0;
+  // The batch a configuration without batch_size runs at.
+  virtual int default_batch() const { return 32; }
   virtual SimCosts costs() const { return {}; }
   // The best configuration a person found by hand (the measured sequence), complete; empty when none.
   virtual Config hand_config() const { return {}; }
@@ -94,7 +96,7 @@ class SimModel {
 KnobInfo sim_knob(std::string id, std::string title, KnobType type, std::string def, std::string rec,
                   std::vector<std::string> choices, bool numerics, std::string pytorch_snippet);
 
-// "toy", "gpu", "gpu-synthetic" or "script-gpu"; nullptr for another name.
+// "toy", "gpu", "gpu-synthetic" or "script-gpu"; nullptr for another name (a world file: sim_world.h).
 std::unique_ptr<SimModel> make_sim_model(const std::string& name);
 // The names make_sim_model knows, for error messages.
 std::vector<std::string> sim_model_names();

@@ -51,6 +51,9 @@ struct SimOptions {
   double process_start_s = 1.0;
   // The simulated job: "toy" (the default), "gpu" or "script-gpu" (sim_model.h).
   std::string profile = "toy";
+  // The snapshot's breakdown is what an analysis of a trace would say, not the model's exact parts: each part
+  // times exp(N(0, breakdown_error)), drawn from its own seeded stream (0: exact; a world's default 0.15).
+  double breakdown_error = 0.0;
   // Windows carry the step's memory (peak, held, the device's size) as a real CUDA run's do.
   bool memory_readings = true;
   // A change that leaves this process slower for good once applied ("workers=1": a script without a
@@ -101,6 +104,8 @@ class SimulatedWorkload : public Workload {
   // The fastest configuration whose loss passes a 10% drift guard and that fits in memory, by exhaustive
   // enumeration of the model's search space (fresh-process speed).
   Config best_config() const;  // computed once
+  // ... among the configurations that keep `fixed` (the baseline's batch: {"batch_size", "32"}).
+  Config best_config_where(const Config& fixed) const;
   // The configuration a person found by hand (the profile's measured sequence), complete; {} for the toy.
   Config hand_config() const { return model_->hand_config(); }
   const SimModel& model() const { return *model_; }
@@ -127,6 +132,7 @@ class SimulatedWorkload : public Workload {
 
   std::unique_ptr<SimModel> model_;
   std::mt19937_64 rng_;
+  std::mt19937_64 analysis_rng_;  // the breakdown's error: its own stream, so that the windows' draws stay put
   SimOptions opt_;
   double e_ = 0;  // AR(1) state
   double drift_phase_ = 0;
