@@ -1,8 +1,11 @@
 // The tuner's budget rules (tuner/search/budget.h) and the knobs' priors (tuner/search/priority.h), on their own.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "tuner/search/budget.h"
 #include "tuner/search/priority.h"
+#include "tuner/workloads/sim_model.h"
 
 using namespace tb::engine::search;
 
@@ -108,4 +111,25 @@ TEST(TunerPriority, DependentsAndKinds) {
   EXPECT_DOUBLE_EQ(extra_cost_s("compile", true, true), 0);
   EXPECT_DOUBLE_EQ(extra_cost_s("amp", true, true), 60);  // a recompile under torch.compile
   EXPECT_DOUBLE_EQ(extra_cost_s("amp", true, false), 0);
+}
+
+// The search's facts of each knob are one table (priority.h knob_facts()): every knob of the engine's catalog
+// and of a script's has its row, each row is a catalog knob's, and what it needs is a row too.
+TEST(TunerPriority, EveryCatalogKnobHasItsRow) {
+  std::set<std::string> ids;
+  for (const auto& k : tb::engine::knob_catalog()) ids.insert(k.id);
+  for (const auto& k : tb::engine::make_sim_model("script-gpu")->catalog()) ids.insert(k.id);
+  for (const auto& id : ids) EXPECT_NE(facts_of(id), nullptr) << id << " has no row in knob_facts()";
+  std::set<std::string> rows;
+  int model_level = 0;
+  for (const auto& f : knob_facts()) {
+    EXPECT_TRUE(rows.insert(f.id).second) << f.id << " has two rows";
+    EXPECT_TRUE(ids.count(f.id)) << f.id << " is in no catalog";
+    if (!f.needs.empty()) EXPECT_NE(facts_of(f.needs), nullptr) << f.id << " needs an unknown " << f.needs;
+    model_level += f.model_level;
+  }
+  EXPECT_EQ(model_level, 6);  // measured within a GPU tune's first third
+  EXPECT_TRUE(facts_of("batch_size")->recipe);
+  EXPECT_TRUE(facts_of("grad_accumulation")->recipe);
+  EXPECT_FALSE(facts_of("amp")->recipe);
 }

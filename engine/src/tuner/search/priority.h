@@ -18,6 +18,33 @@
 
 namespace tb::engine::search {
 
+// The share of each kind of time a knob removes.
+struct Removes {
+  double loader = 0, h2d = 0, launch = 0, sync = 0, compute = 0, comm = 0;
+};
+// How a knob's values are walked: workers up to the core count, a doubling (batch, prefetch), or one by one.
+enum class Ladder { None, Workers, Doubling };
+// What a trial of a knob costs beyond its windows: nothing, a compile (torch.compile switched on), or a
+// recompile while compile is on (amp, channels_last change what Inductor compiled).
+enum class TrialCost { Plain, Compiles, RecompilesUnderCompile };
+
+// Everything the search knows of a knob, one row per knob of the catalogs (the engine's and a script's):
+// the prior (the shares of time it removes on a GPU and on a CPU), the knob it means nothing without, its
+// ladder, whether it is a GPU model-level knob measured within the budget's first third, whether it changes
+// the training recipe (said apart, with the speed-up without it), and what its trial costs.
+struct KnobFacts {
+  std::string id;
+  Removes cuda, cpu;
+  std::string needs;
+  Ladder ladder = Ladder::None;
+  bool model_level = false;
+  bool recipe = false;
+  TrialCost cost = TrialCost::Plain;
+};
+const std::vector<KnobFacts>& knob_facts();
+// The row of `id`, nullptr when the search knows nothing of it (it then gets an even prior).
+const KnobFacts* facts_of(const std::string& id);
+
 // Where a step's time goes, as shares of the step (they need not sum to 1).
 struct StepShares {
   double loader = 0.25, h2d = 0.05, launch = 0.2, sync = 0.05, compute = 0.45, comm = 0;

@@ -10,9 +10,8 @@ namespace tb::engine::search {
 
 Ladder Tuner::ladder_of(const KnobInfo& info) {
   if (info.type != KnobType::Int) return Ladder::None;
-  if (info.id == "workers") return Ladder::Workers;
-  if (info.id == "batch_size" || info.id == "prefetch") return Ladder::Doubling;
-  return Ladder::None;
+  const KnobFacts* f = facts_of(info.id);
+  return f ? f->ladder : Ladder::None;
 }
 
 // Next value above `from` on the knob's ladder, or nullopt at the end (workers past the core count: the count).

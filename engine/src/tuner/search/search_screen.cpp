@@ -108,13 +108,12 @@ void Tuner::search() {
 // not yet measured; until then the likeliest win does (the H100's tunes reached them at a fifth to a third of
 // their budget, or never).
 std::vector<std::string> Tuner::due_first(const std::vector<std::string>& ready) {
-  static const std::vector<std::string> model_level = {"amp", "channels_last", "conv_bias_before_bn", "zero_grad_none",
-                                                       "fused_optimizer", "cuda_graphs"};
   if (!cuda_) return ready;
   std::vector<std::string> due;
   double need = 0;
   for (const auto& id : ready) {
-    if (std::find(model_level.begin(), model_level.end(), id) == model_level.end()) continue;
+    const KnobFacts* f = facts_of(id);
+    if (!f || !f->model_level) continue;
     bool tried = false;
     for (const auto& t : res_.trials) tried |= t.knob == id;
     if (tried) continue;
