@@ -1,9 +1,34 @@
-// The tune's summary on stdout (tune_print.h).
+// The tune's text on the terminal (tune_print.h): its usage and its summary.
 #include "tune_print.h"
 
 #include <cstdio>
 
 namespace tb::cli {
+
+void print_tune_usage(FILE* out) {
+  std::fputs(
+      "usage: tunebench-cli tune --model M --data D [--budget S] [--report R.html] [--json OUT.json] [--set k=v,...]\n"
+      "       [--knobs k1,k2,...] [--rounds N] [--warmup N] [--seed N] [--device auto|cpu|cuda] [--input C,H,W]\n"
+      "       [--classes K] [--ranks N [--dist-timeout S] [--fresh-groups]] [--quiet] [--simulate [--profile P]]\n"
+      "       tunebench-cli tune --script train.py [--python PY] [--budget S] [--report R.html] [--json OUT.json]\n"
+      "       [--set k=v,...] [--knobs ...] [--patch P.diff] [--no-patch-check] [-- SCRIPT ARGS]   (a user's PyTorch script, run unmodified;\n"
+      "       the kept changes as a patch of it: P.diff, or R.diff next to --report R.html, written when the patched\n"
+      "       script run plainly beats the original in fresh processes; --no-patch-check writes it unchecked)\n"
+      "  Measures the noise floor (A/A), process knobs (cpu_allocator) in fresh processes, then every applicable\n"
+      "  knob on top of the winners so far (paired windows AB, BA, ..., t interval), revisits the rest, re-measures\n"
+      "  every kept knob in a final alternation and reports the speedup. --report R.html also writes R.md.\n"
+      "  --set pins knobs (the baseline uses them and the tuner leaves them alone); --knobs tunes only these.\n"
+      "  --ranks N tunes a data-parallel run of N ranks: a live group whose rank 0 orders every step and change to\n"
+      "  all ranks, so they change together; the throughput is the group's; loss probes and process knobs run in\n"
+      "  fresh groups. --fresh-groups measures every window in a fresh group (run --ranks N) instead\n"
+      "  (docs/distributed.md).\n"
+      "  --simulate tunes the built-in deterministic simulation instead of a model, in seconds: --profile toy (the\n"
+      "  default), gpu (the engine's ResNet-50 on a JPEG folder on an H100), gpu-synthetic (the same on synthetic data)\n"
+      "  or script-gpu (a public ImageNet training\n"
+      "  script there), calibrated to what was measured on a lent GPU, or a world file describing a job (docs/tuning.md\n"
+      "  'Simulated worlds'); it prints the profile's hand configuration and speed-up beside the tuner's.\n",
+      out);
+}
 
 void print_tune_summary(const engine::TuneResult& r, const TuneSummaryContext& ctx) {
   const auto changed = engine::changed_knobs(r.baseline, r.final_config);
@@ -44,6 +69,7 @@ void print_tune_summary(const engine::TuneResult& r, const TuneSummaryContext& c
   }
   if (!r.confirmation.empty() && (!changed.empty() || !unconfirmed.empty()))
     std::printf("confirmed %s\n", r.confirmation.c_str());
+  for (const auto& line : r.recipe_changes) std::printf("recipe    %s\n", line.c_str());
   if (!r.noise.text.empty()) std::printf("noise     %s\n", r.noise.text.c_str());
   std::printf("budget    %.0f s of %.0f s", r.elapsed_s, r.budget_s);
   for (const auto& [phase, s] : r.budget_phases)

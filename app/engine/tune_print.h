@@ -1,8 +1,10 @@
-// The tune's summary on stdout: what to keep and by how much, how it was confirmed, the noise, the budget,
-// why it ended, every trial and every skip. cmd_tune.cpp parses and runs; this prints. app/engine only.
+// The tune's text on the terminal: its usage, and its summary on stdout (what to keep and by how much, how it
+// was confirmed, a recipe change with and without it, the noise, the budget, why it ended, every trial and
+// every skip). cmd_tune.cpp parses and runs; this prints. app/engine only.
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 
 #include "engine/tuner.h"
@@ -17,5 +19,7 @@ struct TuneSummaryContext {
 };
 
 void print_tune_summary(const engine::TuneResult& r, const TuneSummaryContext& ctx);
+// `tunebench-cli tune --help`.
+void print_tune_usage(FILE* out);
 
 }  // namespace tb::cli

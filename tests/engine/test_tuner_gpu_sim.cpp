@@ -234,3 +234,39 @@ TEST(TunerGpuSim, TheRulesHoldAtTheMeasuredNoiseLevels) {
     EXPECT_GT(worst, 1.5) << "noise " << noise;
   }
 }
+
+// A bigger batch is a recipe change: kept, it is said apart with the speed-up with and without it, and the
+// figure without it is what the model gives the final at the baseline's batch (within the tune's noise).
+TEST(TunerGpuSim, AKeptBatchIsSaidWithAndWithoutIt) {
+  int kept = 0;
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    SimulatedWorkload w(seed, sim_options_for("gpu"));
+    TuneOptions o;
+    o.budget_s = 600;
+    const TuneResult r = run_tune(w, o);
+    const Config base = w.baseline();
+    if (r.final_config.at("batch_size") == base.at("batch_size")) {
+      EXPECT_TRUE(r.recipe_changes.empty()) << seed;
+      continue;
+    }
+    ++kept;
+    ASSERT_EQ(r.recipe_changes.size(), 1u) << seed;
+    const std::string& line = r.recipe_changes.front();
+    EXPECT_EQ(line.rfind("batch_size=" + r.final_config.at("batch_size") + " changes the training recipe", 0), 0u) << line;
+    const auto at = line.find("without it ~");
+    ASSERT_NE(at, std::string::npos) << line;
+    const double without = std::stod(line.substr(at + 12));
+    Config at_base = r.final_config;
+    at_base["batch_size"] = base.at("batch_size");
+    // ... with what the final alternation's arm had and the final then dropped beside the bigger batch, said.
+    for (const auto& t : r.trials)
+      if (t.phase == "final" && !t.knob.empty() && t.outcome == "dropped") {
+        EXPECT_NE(line.find(t.knob + "=" + t.value), std::string::npos) << line;
+        at_base[t.knob] = t.value;
+      }
+    const double truth = w.fresh_throughput(at_base) / w.fresh_throughput(base);
+    EXPECT_NEAR(without, truth, 0.2 * truth) << seed << ": " << line;
+    EXPECT_NE(std::find(r.notes.begin(), r.notes.end(), line), r.notes.end());
+  }
+  EXPECT_GE(kept, 1) << "no seed kept a bigger batch at 600 s: the test says nothing";
+}

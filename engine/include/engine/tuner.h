@@ -306,6 +306,9 @@ struct TuneResult {
   std::string ended;
   int window = 0;                  // measured steps per window, every phase
   std::vector<std::string> notes;  // plan, warnings from the workload
+  // Each kept change of the training recipe (a bigger batch, gradient accumulation), one line: what it changes,
+  // and the speed-up with and without it (also in `notes`).
+  std::vector<std::string> recipe_changes;
 };
 
 // Runs the whole search. Throws TrialFailure only when the baseline itself cannot run; everything else is

@@ -52,12 +52,40 @@ void Tuner::summarize() {
                          "again with a larger --budget");
   }
   // A bigger batch (or accumulation) is faster per sample and a different recipe: said where it is kept.
-  for (const char* k : {"batch_size", "grad_accumulation"})
-    if (value_in(res_.final_config, k) != value_in(baseline_, k) && !value_in(res_.final_config, k).empty())
-      res_.notes.push_back(std::string(k) + "=" + value_in(res_.final_config, k) + " changes the training recipe (from " +
-                           value_in(baseline_, k) + "): fewer updates per epoch at the same learning rate; the " +
-                           "speed-up is in samples/s, not in time to the same accuracy: scale the learning rate " +
-                           "(e.g. linearly with the batch) and check the loss curve");
+  // The speed-up is then said with and without it: the final alternation measured the final against the final
+  // without each kept change, in the same windows as the headline.
+  for (const auto& facts : knob_facts()) {
+    if (!facts.recipe) continue;
+    const std::string& k = facts.id;
+    if (value_in(res_.final_config, k) == value_in(baseline_, k) || value_in(res_.final_config, k).empty()) continue;
+    std::string line = k + "=" + value_in(res_.final_config, k) + " changes the training recipe (from " +
+                       value_in(baseline_, k) + "): fewer updates per epoch at the same learning rate; the speed-up is " +
+                       "in samples/s, not in time to the same accuracy: scale the learning rate (e.g. linearly with " +
+                       "the batch, or by its square root) and check the loss curve";
+    const Trial* own = nullptr;
+    for (const auto& t : res_.trials)
+      if (t.phase == "final" && t.knob == k && t.estimate.valid()) own = &t;
+    const bool alone = changed_knobs(baseline_, res_.final_config).size() == 1;
+    // The arm without it ran with every knob kept at the time: one the final then dropped (no effect beside
+    // the bigger batch: CUDA graphs once the launches no longer bound the step) was in it, and the figure
+    // without the recipe change is with that knob, said (without it the step may be bound where it was).
+    std::string dropped;
+    for (const auto& t : res_.trials)
+      if (t.phase == "final" && !t.knob.empty() && t.outcome == "dropped")
+        dropped += (dropped.empty() ? "" : ", ") + t.knob + "=" + t.value;
+    if (res_.speedup.valid() && (own || alone)) {
+      const double with_it = own ? own->estimate.ratio : res_.speedup.ratio;
+      line += "; of the " + fmt(res_.speedup.ratio, 2) + "x it is " + fmt(with_it, 2) + "x" +
+              (own ? " [" + fmt(own->estimate.lo, 2) + ", " + fmt(own->estimate.hi, 2) + "] (the final with and without it)"
+                   : " (the only change kept)") +
+              ": without it ~" + fmt(res_.speedup.ratio / with_it, 2) + "x at the baseline's recipe" +
+              (own && !dropped.empty() ? " with " + dropped + " (in the final alternation's arms; dropped beside it)" : "");
+    } else {
+      line += "; the speed-up without it was not measured";
+    }
+    res_.recipe_changes.push_back(line);
+    res_.notes.push_back(line);
+  }
   // Waterfall: the headline's baseline times the accepted ratios of the knobs still kept, in the order they
   // were kept (process knobs last: they were measured on top of the others).
   // (None when nothing is kept: an unconfirmed change draws no step of it.)
