@@ -33,15 +33,6 @@
 namespace tb::engine {
 namespace {
 
-int int_of(const Config& c, const std::string& k, int fallback) {
-  auto it = c.find(k);
-  if (it == c.end()) return fallback;
-  try {
-    return std::stoi(it->second);
-  } catch (...) {
-    return fallback;
-  }
-}
 bool is_on(const Config& c, const std::string& k) {
   auto it = c.find(k);
   return it != c.end() && it->second == "on";
@@ -81,7 +72,7 @@ class GpuModelBase : public SimModel {
   // One step of ResNet-50 on the simulated H100.
   SimStep resnet_step(const Config& c, const JobShape& s, double loader_slowdown) const {
     SimStep p;
-    const int batch = int_of(c, "batch_size", s.python ? 64 : 32);
+    const int batch = sim_int(c, "batch_size", s.python ? 64 : 32);
     const std::string amp = text(c, "amp").empty() ? "off" : text(c, "amp");
     const bool amp_on = amp != "off";
     const bool cl = is_on(c, "channels_last");
@@ -90,10 +81,10 @@ class GpuModelBase : public SimModel {
     const bool fused = s.python || is_on(c, "fused_optimizer");  // torch.optim's default is foreach on CUDA
     const bool graphs = is_on(c, "cuda_graphs");
     const bool compiled = is_on(c, "compile");
-    const int accumulate = std::max(1, int_of(c, "grad_accumulation", 1));
-    const bool sync_free = int_of(c, "sync_free_logging", 1) > 1;
-    const int workers = int_of(c, "workers", 0);
-    const int prefetch = std::max(1, int_of(c, "prefetch", 2));
+    const int accumulate = std::max(1, sim_int(c, "grad_accumulation", 1));
+    const bool sync_free = sim_int(c, "sync_free_logging", 1) > 1;
+    const int workers = sim_int(c, "workers", 0);
+    const int prefetch = std::max(1, sim_int(c, "prefetch", 2));
     const bool pinned = is_on(c, "pin_memory");
     const bool non_blocking = s.python ? true : is_on(c, "non_blocking");  // the script's own .cuda(non_blocking=True)
     const int params = 161 + (bias ? s.conv_biases : 0);
@@ -274,7 +265,7 @@ class ScriptGpuModel : public GpuModelBase {
   std::optional<std::string> out_of_memory(const Config& c) const override { return oom_at(c); }
   // What the launcher refuses (python/tunebench/hooks/dataloader.py).
   std::optional<std::string> refuses(const Config& c) const override {
-    if (int_of(c, "workers", 0) == 0 && int_of(c, "prefetch", 2) != 2)
+    if (sim_int(c, "workers", 0) == 0 && sim_int(c, "prefetch", 2) != 2)
       return "prefetch=" + text(c, "prefetch") + ": prefetch only matters with workers > 0 (set workers first)";
     return std::nullopt;
   }

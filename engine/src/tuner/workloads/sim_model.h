@@ -96,6 +96,9 @@ class SimModel {
 KnobInfo sim_knob(std::string id, std::string title, KnobType type, std::string def, std::string rec,
                   std::vector<std::string> choices, bool numerics, std::string pytorch_snippet);
 
+// A knob's integer value in `c`, or `fallback` when it is missing or not an integer.
+int sim_int(const Config& c, const std::string& knob, int fallback);
+
 // "toy", "gpu", "gpu-synthetic" or "script-gpu"; nullptr for another name (a world file: sim_world.h).
 std::unique_ptr<SimModel> make_sim_model(const std::string& name);
 // The names make_sim_model knows, for error messages.

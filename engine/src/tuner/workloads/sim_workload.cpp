@@ -57,6 +57,16 @@ KnobInfo sim_knob(std::string id, std::string title, KnobType type, std::string 
   return k;
 }
 
+int sim_int(const Config& c, const std::string& knob, int fallback) {
+  auto it = c.find(knob);
+  if (it == c.end()) return fallback;
+  try {
+    return std::stoi(it->second);
+  } catch (...) {
+    return fallback;
+  }
+}
+
 std::vector<std::string> sim_model_names() { return {"toy", "gpu", "gpu-synthetic", "script-gpu"}; }
 
 SimOptions sim_options_for(const std::string& profile) {

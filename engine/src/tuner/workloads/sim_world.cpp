@@ -285,16 +285,6 @@ World parse(const nlohmann::json& j) {
   return w;
 }
 
-int int_in(const Config& c, const std::string& k, int fallback) {
-  auto it = c.find(k);
-  if (it == c.end()) return fallback;
-  try {
-    return std::stoi(it->second);
-  } catch (...) {
-    return fallback;
-  }
-}
-
 class WorldModel : public SimModel {
  public:
   explicit WorldModel(World w) : w_(std::move(w)) {}
@@ -316,7 +306,7 @@ class WorldModel : public SimModel {
       auto it = f.factor.find(part);
       return it == f.factor.end() ? 1.0 : it->second;
     };
-    const double b = int_in(c, "batch_size", w_.batch);
+    const double b = sim_int(c, "batch_size", w_.batch);
     SimStep p;
     p.gpu = (w_.gpu_ms + w_.gpu_per_sample * b) * F("gpu");
     p.launch = (w_.host_ms + w_.host_per_sample * b) * F("host");
@@ -325,14 +315,14 @@ class WorldModel : public SimModel {
     const double other = w_.other_ms * F("other");
     const double load = w_.load_per_sample * b * F("loader");
     const double train = p.h2d + std::max(p.launch, p.gpu) + p.sync + other;
-    const int workers = int_in(c, "workers", 0);
+    const int workers = sim_int(c, "workers", 0);
     if (workers <= 0) {
       p.data_wait = load;
       p.step = load + train;
     } else {
       const double used = std::min(workers, w_.cores);
       const double parallel = used / (1.0 + w_.contention * (used - 1));
-      const int prefetch = std::max(1, int_in(c, "prefetch", 2));
+      const int prefetch = std::max(1, sim_int(c, "prefetch", 2));
       double loader = load / parallel * (1.0 + w_.prefetch_gain / prefetch) * loader_slowdown;
       if (w_.ceiling > 0 && load > 0) loader = std::max(loader, 1000.0 * b / w_.ceiling);
       p.data_wait = std::max(0.0, loader - train);
@@ -347,7 +337,7 @@ class WorldModel : public SimModel {
   std::optional<std::string> out_of_memory(const Config& c) const override {
     const double peak = step(complete(c)).peak_mb;
     if (peak <= w_.memory_total_mb) return std::nullopt;
-    return "out of memory (simulated: batch " + std::to_string(int_in(complete(c), "batch_size", w_.batch)) + " needs " +
+    return "out of memory (simulated: batch " + std::to_string(sim_int(complete(c), "batch_size", w_.batch)) + " needs " +
            std::to_string(int64_t(peak)) + " MiB of " + std::to_string(int64_t(w_.memory_total_mb)) + ")";
   }
   std::optional<std::string> refuses(const Config& c) const override {
