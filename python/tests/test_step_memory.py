@@ -101,8 +101,9 @@ class StepMemoryTest(ScriptTest):
         close = sum(abs(s["memory"]["host_rss"] - printed[s["i"]]) < MIB for s in flat)
         self.assertGreaterEqual(close, 16, [(s["i"], s["memory"]["host_rss"] - printed[s["i"]]) for s in flat])
         rss = [s["memory"]["host_rss"] for s in flat]
-        # Without the leak the allocator's 4 MiB blocks come and go (rss[2:] moved 8-25 MiB here, both ways).
-        self.assertLess(rss[19] - rss[2], 40 * MIB, rss)
+        # Without the leak the allocator's 4 MiB blocks come and go (rss[2:] moved 8-25 MiB here, both ways; 44
+        # MiB up once in a CI run beside the whole suite): it stays under what the leak below must reach.
+        self.assertLess(rss[19] - rss[2], 17 * 4 * MIB * 0.9, rss)
         leak, printed, _ = self.run_steps("leak")
         rss = [s["memory"]["host_rss"] for s in leak]
         # Each step keeps 4 MiB more: 4 MiB a step over the run, and every 5 steps higher than the step 5
