@@ -25,8 +25,9 @@ void print_tune_usage(FILE* out) {
       "  --simulate tunes the built-in deterministic simulation instead of a model, in seconds: --profile toy (the\n"
       "  default), gpu (the engine's ResNet-50 on a JPEG folder on an H100), gpu-synthetic (the same on synthetic data)\n"
       "  or script-gpu (a public ImageNet training\n"
-      "  script there), calibrated to what was measured on a lent GPU, or a world file describing a job (docs/tuning.md\n"
-      "  'Simulated worlds'); it prints the profile's hand configuration and speed-up beside the tuner's.\n",
+      "  script there), calibrated to what was measured on a lent GPU, a world file describing a job (docs/tuning.md\n"
+      "  'Simulated worlds') or random:N (the tests' random world N); it prints the profile's hand configuration\n"
+      "  and speed-up beside the tuner's, and the best its space holds.\n",
       out);
 }
 

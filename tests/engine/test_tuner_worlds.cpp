@@ -233,6 +233,16 @@ TEST(TunerWorlds, FiftyRandomWorldsAt300s) {
     for (const auto& p : test::rule_problems(w, r, 300, o.overrun, std::max(0.02, floor), best))
       ADD_FAILURE() << "world " << seed << ": " << p << "\n  ended: " << r.ended;
   }
+  // Any of them again, as a user would: tune --simulate --profile random:N (the same world, the same tune).
+  const std::string cmd = std::string(TB_CLI_PATH) + " tune --simulate --profile random:46 --seed 46 --budget 300 "
+                          "--set batch_size=32 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[512];
+  while (fgets(buf, sizeof buf, p)) out += buf;
+  EXPECT_EQ(WEXITSTATUS(pclose(p)), 0) << out;
+  EXPECT_EQ(out.rfind("simulated the profile 'random:46', seed 46", 0), 0u) << out;
+  EXPECT_NE(out.find("best "), std::string::npos) << out;
   std::printf("worlds: reached of best at the baseline's batch: min %.2f p10 %.2f median %.2f p90 %.2f; budget used: "
               "min %.2f median %.2f max %.2f; every knob tried in %d of %zu\n",
               quantile(reached, 0), quantile(reached, 0.1), quantile(reached, 0.5), quantile(reached, 0.9),

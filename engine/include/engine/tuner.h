@@ -363,7 +363,8 @@ std::unique_ptr<Workload> make_simulated_workload(uint64_t seed = 7, double nois
 // The same with a calibrated profile: "toy" (the default above), "gpu" (the engine's ResNet-50 on a JPEG folder
 // on an H100) or "script-gpu" (a public ImageNet training script there), with the noise, drift and process
 // start-up measured on the lent GPUs; its describe() names the profile's hand configuration and speed-up.
-// `profile` may also be a world file (docs/tuning.md "Simulated worlds"). Throws std::invalid_argument with one
+// `profile` may also be a world file (docs/tuning.md "Simulated worlds") or "random:N", the seeded random world N
+// the tests tune. Throws std::invalid_argument with one
 // line for an unknown profile or a bad file.
 std::unique_ptr<Workload> make_simulated_workload(uint64_t seed, const std::string& profile);
 // Whether make_simulated_workload would take `profile`, or the one line why not.

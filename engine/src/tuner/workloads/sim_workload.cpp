@@ -388,19 +388,34 @@ std::unique_ptr<Workload> make_simulated_workload(uint64_t seed, double noise) {
   return std::make_unique<SimulatedWorkload>(seed, noise);
 }
 
+namespace {
+// "random:N": random_world(N), the world the tests tune as world N; nullopt for another name.
+std::optional<uint64_t> random_world_seed(const std::string& profile) {
+  if (profile.rfind("random:", 0) != 0) return std::nullopt;
+  const std::string n = profile.substr(7);
+  if (n.empty() || n.size() > 9 || n.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  return std::stoull(n);
+}
+}  // namespace
+
 std::unique_ptr<Workload> make_simulated_workload(uint64_t seed, const std::string& profile) {
   if (make_sim_model(profile)) return std::make_unique<SimulatedWorkload>(seed, sim_options_for(profile));
+  if (auto n = random_world_seed(profile)) {
+    const nlohmann::json world = random_world(*n);
+    return std::make_unique<SimulatedWorkload>(seed, world_options(world), make_world_model(world).value());
+  }
   auto world = read_world_file(profile);
   if (!world) throw std::invalid_argument(world.error().message);
   return std::make_unique<SimulatedWorkload>(seed, world_options(*world), make_world_model(*world).value());
 }
 
 Status check_simulation_profile(const std::string& profile) {
-  if (make_sim_model(profile)) return Status::Ok();
+  if (make_sim_model(profile) || random_world_seed(profile)) return Status::Ok();
+  if (profile.rfind("random:", 0) == 0) return Error{"--profile random:N needs a seed N of up to 9 digits"};
   if (profile.find('/') == std::string::npos && profile.find('.') == std::string::npos) {
     std::string names;
     for (const auto& n : sim_model_names()) names += (names.empty() ? "" : ", ") + n;
-    return Error{"unknown --profile '" + profile + "' (" + names + ", or a world file: docs/tuning.md)"};
+    return Error{"unknown --profile '" + profile + "' (" + names + ", random:N, or a world file: docs/tuning.md)"};
   }
   auto world = read_world_file(profile);
   if (!world) return world.error();
