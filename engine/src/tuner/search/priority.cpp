@@ -2,7 +2,6 @@
 #include "tuner/search/priority.h"
 
 #include <algorithm>
-#include <map>
 
 namespace tb::engine::search {
 namespace {

@@ -26,7 +26,6 @@ std::string pct(double v, int prec = 1);
 std::string config_key(const Config& c);
 bool parse_int(const std::string& s, int64_t& out);
 
-
 // One candidate change: the knobs it sets, and how the report names it.
 struct Change {
   Config delta;
