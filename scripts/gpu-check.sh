@@ -18,7 +18,8 @@
 #   knobs      each knob alone from the naive baseline, one traced run each
 #   collector  what recording costs, in one process: windows with the recording off and on alternating, per
 #              set of CUPTI activity kinds (bench/bench_engine_collector.cpp), with the ratio's interval
-#   tune       the auto-tuner on ResNet-50 from naive defaults
+#   tune       the auto-tuner on ResNet-50 from naive defaults, beside the naive run and the hand sequence
+#   scripttune a public-ImageNet-shaped script (bench/gpu_imagenet_script.py) tuned, its patch checked plainly
 #   ab         each knob alone against the naive baseline, alternated in one process, with its interval
 #   dist       data parallel on the GPU(s): Gloo, auto, NCCL
 # TB_GPU_DEADLINE (seconds from the start, default 540) bounds the whole call: a step that would not finish
@@ -156,7 +157,7 @@ cli="$build/app/tunebench-cli"
 
 # The datasets are made on the CPU while the tests use the GPU; nothing is measured before both are done.
 data=/tmp/tb-imagenet-like sdata=/tmp/tb-script-data
-if has scenarios || has sequence || has knobs || has tune || has ab || has profile; then
+if has scenarios || has sequence || has knobs || has tune || has ab || has profile || has scripttune; then
   [[ -d $data ]] || { timeout 300 $cli make-dataset --out $data --images 2048 --size 320x240 --classes 100 \
     > "$work/logs/make-dataset.txt" 2>&1 & }
 fi
@@ -284,17 +285,19 @@ fi
 # The figures the GPU simulation extrapolates (engine/src/tuner/workloads/sim_gpu.cpp): the hand sequence on the
 # JPEG folder with and without channels_last, at batch 32 and 128; the loader's ceiling at 8 and 16 workers
 # (batch 128, where the GPU is fastest); the same on synthetic data (the GPU's bound). Untraced single runs.
+hand="workers=8,prefetch=4,pin_memory=on,non_blocking=on,cudnn_benchmark=on,amp=bf16,cuda_graphs=on"
+naive="workers=0,pin_memory=off,amp=off,cudnn_benchmark=off,batch_size=32"
+# prun NAME DATA SETTINGS: one untraced run, its samples/s in one line.
+prun() {
+  local name=$1 dat=$2 set=$3 t; t=$(cap "$run_timeout" 40)
+  (( t > 0 )) || { log "$name skipped: $(left) s left"; return; }
+  timeout "$t" $cli run --model "$model" --data "$dat" --set "$set" --steps "$steps" \
+    --json "$work/runs/$name.run.json" > "$work/logs/$name.txt" 2>&1
+  local rc=$?
+  log "$name rc=$rc samples/s=$("$python" -c "import json;d=json.load(open('$work/runs/$name.run.json'));t=d['throughput'];print(round(t['samples_per_s'],1), t['noise']['verdict'])" 2>/dev/null) [$set]"
+  [[ $rc -ne 0 ]] && log "  $name: $(grep -m2 -iE 'error|what\(\)' "$work/logs/$name.txt" | tr '\n' ' ' | cut -c1-300)"
+}
 if has profile; then
-  hand="workers=8,prefetch=4,pin_memory=on,non_blocking=on,cudnn_benchmark=on,amp=bf16,cuda_graphs=on"
-  prun() {
-    local name=$1 dat=$2 set=$3 t; t=$(cap "$run_timeout" 40)
-    (( t > 0 )) || { log "$name skipped: $(left) s left"; return; }
-    timeout "$t" $cli run --model "$model" --data "$dat" --set "$set" --steps "$steps" \
-      --json "$work/runs/$name.run.json" > "$work/logs/$name.txt" 2>&1
-    local rc=$?
-    log "$name rc=$rc samples/s=$("$python" -c "import json;d=json.load(open('$work/runs/$name.run.json'));t=d['throughput'];print(round(t['samples_per_s'],1), t['noise']['verdict'])" 2>/dev/null) [$set]"
-    [[ $rc -ne 0 ]] && log "  $name: $(grep -m2 -iE 'error|what\(\)' "$work/logs/$name.txt" | tr '\n' ' ' | cut -c1-300)"
-  }
   img="imagefolder:$data"
   prun p1_hand_b32 "$img" "$hand,batch_size=32"
   prun p2_hand_cl_b32 "$img" "$hand,channels_last=on,batch_size=32"
@@ -392,16 +395,46 @@ if has knobs; then
   pack knobs
 fi
 if has tune; then
-  b=$(( $(left) - 40 ))
+  # The naive baseline and the hand sequence at batch 32, untraced, in the same call as the tune: the tune's
+  # figure is read against the hand sequence's (TB_GPU_TUNE_HAND=0 leaves them out).
+  if [[ ${TB_GPU_TUNE_HAND:-1} == 1 ]]; then
+    prun t0_naive "imagefolder:$data" "$naive"
+    prun t0_hand_b32 "imagefolder:$data" "$hand,batch_size=32"
+    log "hand sequence / naive, batch 32, this call: $("$python" -c "import json
+r=lambda n: json.load(open('$work/runs/'+n+'.run.json'))['throughput']['samples_per_s']
+print('%.2fx' % (r('t0_hand_b32') / r('t0_naive')))" 2>/dev/null)"
+  fi
+  b=$(( $(left) - ${TB_GPU_TUNE_RESERVE:-40} ))
   if (( b >= 60 )); then
     (( b > ${TB_GPU_TUNE_BUDGET:-300} )) && b=${TB_GPU_TUNE_BUDGET:-300}
     timeout $((b + 60)) $cli tune --model "$model" --data "imagefolder:$data" --budget "$b" \
       --report "$work/runs/tune-report.html" --json "$work/runs/tune.json" > "$work/logs/tune.txt" 2>&1
     log "tune (budget $b s) rc=$? $(python3 -c "import json;j=json.load(open('$work/runs/tune.json'));print('speedup', j['speedup'], j['speedup_ci'], j['noise']['text'], j.get('best',{}).get('settings', ''))" 2>/dev/null | cut -c1-300)"
+    sed -n '/^\[tune 100%\]/,/^skipped:/p' "$work/logs/tune.txt" | cut -c1-400 | while read -r l; do log "  $l"; done
   else
     log "tune skipped: $(left) s left"
   fi
   pack tune
+fi
+# A script shaped like the public ImageNet example (bench/gpu_imagenet_script.py: torchvision ResNet-50,
+# ImageFolder, 4 workers, pinned memory, loss.item() each step, a checkpoint each epoch), tuned as a user's
+# script; the kept changes become a patch only when the patched script, run plainly in fresh processes, beats
+# the original (the tune's own check). The patch comes back with the tune's JSON and log.
+if has scripttune; then
+  b=$(( $(left) - ${TB_GPU_SCRIPTTUNE_RESERVE:-60} ))
+  (( b > ${TB_GPU_SCRIPTTUNE_BUDGET:-150} )) && b=${TB_GPU_SCRIPTTUNE_BUDGET:-150}
+  if (( b >= 60 )); then
+    t=$(cap $((b + 120)) 60)
+    timeout "$t" $cli tune --script bench/gpu_imagenet_script.py --budget "$b" --patch "$work/runs/scripttune.diff" \
+      --report "$work/runs/scripttune-report.html" --json "$work/runs/scripttune.json" \
+      -- "$data" --epochs 1000 -a "${TB_GPU_SCRIPT_ARCH:-resnet50}" --checkpoint /tmp/tb-ckpt.pth ${TB_GPU_SCRIPT_ARGS:-} > "$work/logs/scripttune.txt" 2>&1
+    log "scripttune (budget $b s) rc=$?"
+    sed -n '/^\[tune 100%\]/,/^skipped:/p' "$work/logs/scripttune.txt" | cut -c1-400 | while read -r l; do log "  $l"; done
+    [[ -f $work/runs/scripttune.diff ]] && log "  patch written: $(grep -c '^[-+][^-+]' "$work/runs/scripttune.diff") changed lines"
+  else
+    log "scripttune skipped: $(left) s left"
+  fi
+  pack scripttune
 fi
 # Each knob alone against the naive baseline, alternated in one process with an interval: a tune of that knob
 # only, the others pinned at the baseline (the first runs' single figures cannot separate a knob from noise).
