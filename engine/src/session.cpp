@@ -373,8 +373,8 @@ void SessionImpl::realize(const Config& c, const Config* prev, bool touch_loader
     // Replays write fresh gradients and nothing clears them: the next eager backward would add to the
     // last replay's.
     compat::zero_grad(params_, true);
+    drop_graph();
   }
-  graph_.reset();
   graph_eager_steps_ = 0;
   graph_failed_ = false;
 #endif

@@ -112,6 +112,8 @@ class SessionImpl final : public Session {
   double graph_or_eager_step(Batch& b, StepRecord& rec, bool read_loss);
 #if TUNEBENCH_TORCH_CUDA
   void capture_step(const Batch& b);
+  // Drops the captured step (or a failed capture's leftovers) and returns its memory to the device.
+  void drop_graph();
 #endif
   double train_micro_batch(torch::Tensor x, const torch::Tensor& y, StepRecord& rec, bool read_loss);
   bool probe(int64_t batch);

@@ -130,6 +130,7 @@ double SessionImpl::graph_or_eager_step(Batch& b, StepRecord& rec, bool read_los
           // keep training eagerly rather than failing the run.
           graph_failed_ = true;
           compat::zero_grad(params_, true);
+          drop_graph();  // the failed capture's pool, and what a capture that ran out of memory held
           warnings_.push_back("cuda_graphs: capturing the step failed (" + first_line(e.what()) +
                               "); running eagerly");
         }
@@ -205,6 +206,13 @@ void SessionImpl::capture_step(const Batch& b) {
   after.record(side);
   after.block(current);
   graph_ = std::move(graph);
+}
+
+void SessionImpl::drop_graph() {
+  graph_.reset();
+  // The static tensors: the loss lives in the graph's pool and would keep a segment of it.
+  static_x_ = static_y_ = static_loss_ = torch::Tensor();
+  compat::release_cached_device_memory();
 }
 #endif
 
