@@ -171,6 +171,33 @@ TEST(TunerWorlds, TheExampleWorldIsValid) {
   EXPECT_EQ(read_world_file("/nonexistent/w.json").error().message, "/nonexistent/w.json: cannot be read");
 }
 
+// The H200 world is fitted to GPU round 5 (docs/gpu-results.md): it must give back the figures it cites, the tie
+// included (a second worker and CUDA graphs each pay little alone at the host-bound step, together ~3.5x).
+TEST(TunerWorlds, TheH200WorldGivesBackWhatTheH200Measured) {
+  auto j = read_world_file(std::string(TB_SOURCE_DIR) + "/examples/worlds/h200-resnet50-jpeg.json");
+  ASSERT_TRUE(j) << j.error().message;
+  SimulatedWorkload w(1, world_options(*j), make_world_model(*j).value());
+  const Config base = w.baseline();
+  auto at = [&](std::map<std::string, std::string> c) {
+    Config x = base;
+    for (const auto& [k, v] : c) x[k] = v;
+    return w.throughput(x);
+  };
+  auto near = [](double got, double want, double tol) { return std::abs(got / want - 1) <= tol; };
+  EXPECT_PRED3(near, w.throughput(base), 392.9, 0.05);              // call 1: naive
+  EXPECT_PRED3(near, w.throughput(w.hand_config()), 1477.6, 0.05);  // call 1: the hand sequence
+  EXPECT_PRED3(near, at({{"workers", "1"}}), 700.0, 0.07);          // call 3's windows 670-770, call 4
+  EXPECT_PRED3(near, at({{"workers", "2"}}), 695.1, 0.05);          // call 4
+  EXPECT_PRED3(near, at({{"workers", "1"}, {"amp", "bf16"}}), 697.2, 0.05);
+  EXPECT_PRED3(near, at({{"workers", "2"}, {"amp", "bf16"}}), 718.3, 0.05);
+  // Call 1's screening ratios: graphs 1.169x at one worker, a second worker 1.680x on top.
+  const double w1 = at({{"workers", "1"}}), g1 = at({{"workers", "1"}, {"cuda_graphs", "on"}}),
+               g2 = at({{"workers", "2"}, {"cuda_graphs", "on"}});
+  EXPECT_PRED3(near, g1 / w1, 1.169, 0.05);
+  EXPECT_PRED3(near, g2 / g1, 1.680, 0.05);
+  EXPECT_PRED3(near, at({{"workers", "1"}, {"batch_size", "64"}}) / w1, 1.17, 0.05);  // call 3: 1.170x
+}
+
 TEST(TunerWorlds, RandomWorldsAreValidVariedAndSeeded) {
   std::set<std::string> shapes;
   int with_batch = 0, with_harm = 0;
