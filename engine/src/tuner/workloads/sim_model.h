@@ -70,6 +70,13 @@ class SimModel {
   virtual double memory_total_mb() const { return 80.0 * 1024; }
   // Why `c` cannot run (out of memory), or nullopt.
   virtual std::optional<std::string> out_of_memory(const Config& c) const = 0;
+  // How many times the workload's window noise `c`'s windows carry: a step fed by loader workers jitters more
+  // than one that decodes in the training thread (an H200's trials from one worker: 17.7% a pair, its
+  // baseline's A/A 2.6%).
+  virtual double window_noise_scale(const Config& c) const {
+    (void)c;
+    return 1.0;
+  }
   // Why the job refuses `c` (a script's launcher refuses prefetch without loader workers), or nullopt.
   virtual std::optional<std::string> refuses(const Config& c) const {
     (void)c;

@@ -179,10 +179,11 @@ double SimulatedWorkload::noisy(double ms) {
 }
 
 measure::Window SimulatedWorkload::run_window(double ms, int64_t batch, int steps, bool warm, double first_extra_s,
-                                              double max_s) {
+                                              double max_s, double noise_scale) {
   const double started = now_s_;
   measure::Window w;
-  if (opt_.window_noise > 0) ms *= std::exp(std::normal_distribution<double>(0.0, opt_.window_noise)(rng_));
+  if (opt_.window_noise > 0)
+    ms *= std::exp(std::normal_distribution<double>(0.0, opt_.window_noise * noise_scale)(rng_));
   const double first = model_->costs().first_step_factor;
   if (warm) {
     measure::WarmupDetector d(3, 2, 0.10, 30);
@@ -226,7 +227,9 @@ measure::Window SimulatedWorkload::measure_capped(int steps, double max_s) {
   pending_compile_s_ = 0;
   const SimStep p = model_->step(current_);
   const double slow = (sticky_hit_ ? opt_.sticky_slowdown : 1.0) * (has_change(current_, opt_.slow_change) ? opt_.slow_factor : 1.0);
-  return with_memory(run_window(p.step * slow, batch_of(current_), steps, warm, compile, max_s), p);
+  return with_memory(run_window(p.step * slow, batch_of(current_), steps, warm, compile, max_s,
+                                model_->window_noise_scale(current_)),
+                     p);
 }
 
 std::optional<measure::Window> SimulatedWorkload::measure_fresh(const Config& config, int steps) {
@@ -243,7 +246,8 @@ std::optional<measure::Window> SimulatedWorkload::measure_fresh(const Config& co
   if (has_change(c, opt_.slow_change)) speed /= opt_.slow_factor;
   std::set<std::string> fresh_compiled;
   const double compile = compile_cost(c, fresh_compiled);
-  return with_memory(run_window(1000.0 * batch_of(c) / (fresh_throughput(c) * speed), batch_of(c), steps, true, compile),
+  return with_memory(run_window(1000.0 * batch_of(c) / (fresh_throughput(c) * speed), batch_of(c), steps, true, compile,
+                                1e300, model_->window_noise_scale(c)),
                      model_->step(c));
 }
 

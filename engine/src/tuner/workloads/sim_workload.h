@@ -123,8 +123,9 @@ class SimulatedWorkload : public Workload {
   int64_t batch_of(const Config& c) const;
   // Runs steps of `ms` (noise-free) until the warm-up rule says stable, then `steps` measured ones;
   // `first_extra_s` is added to the first step (a compile).
+  // `noise_scale`: the configuration's window noise relative to the workload's (SimModel::window_noise_scale).
   measure::Window run_window(double ms, int64_t batch, int steps, bool warm, double first_extra_s = 0,
-                             double max_s = 1e300);
+                             double max_s = 1e300, double noise_scale = 1.0);
   // The window with the step's simulated peak and the device's size.
   measure::Window with_memory(measure::Window w, const SimStep& p) const;
   // Seconds the first step under `c` spends compiling, once per compiled variant in this process.

@@ -37,6 +37,7 @@ struct World {
   double gpu_ms = 0, gpu_per_sample = 0, host_ms = 0, host_per_sample = 0, copy_per_sample = 0, sync_ms = 0,
          other_ms = 0, load_per_sample = 0, contention = 0, prefetch_gain = 0, ceiling = 0;
   double held_mb = 0, per_sample_mb = 0;
+  double fed_noise_scale = 1;  // noise.per_pair_with_workers / noise.per_pair
   std::vector<KnobInfo> catalog;
   Config baseline;
   std::map<std::string, std::map<std::string, Effect>> effects;  // knob -> value -> effect
@@ -272,6 +273,10 @@ World parse(const nlohmann::json& j) {
     const auto& n = j.at("noise");
     sourced(n, "noise");
     for (const char* k : {"per_step", "per_pair", "per_process", "drift", "breakdown_error"}) number(n, k, "noise", 0, 0, 2);
+    // A worker-fed step's pairs, when they vary otherwise than the baseline's.
+    const double pair = number(n, "per_pair", "noise", 0.07, 0, 2);
+    const double fed = number(n, "per_pair_with_workers", "noise", pair, 0, 2);
+    w.fed_noise_scale = pair > 0 ? fed / pair : 1.0;
     number(n, "phi", "noise", 0, 0, 0.99);
     number(n, "drift_period_s", "noise", 300, 1);
   }
@@ -299,6 +304,9 @@ class WorldModel : public SimModel {
   Config hand_config() const override { return w_.hand; }
   double memory_total_mb() const override { return w_.memory_total_mb; }
   std::vector<std::pair<std::string, std::vector<std::string>>> search_space() const override { return w_.space; }
+  double window_noise_scale(const Config& c) const override {
+    return sim_int(c, "workers", 0) > 0 ? w_.fed_noise_scale : 1.0;
+  }
 
   SimStep step(const Config& c, double loader_slowdown = 1.0) const override {
     const Effect f = effects(c);
