@@ -12,6 +12,7 @@ The mutations (issue: "tests that fail when the search is lazy, shown by mutatio
   keep-hurting         every measured trial is kept, a slower one too
   claim-every-knob     `ended` says "every applicable knob was tried" whatever was skipped for budget
   pair-slower          a change measured slower alone joins pairs (and chains of them) of changes tried together
+  pair-late            a worker rung tied with another single is paired only once no single is left
 
 Each source file is restored after its mutation (also on Ctrl-C); the build directory is left rebuilt from
 the restored sources at the end.
@@ -46,6 +47,9 @@ MUTATIONS = [
     ("pair-slower", SEARCH + "search_screen.cpp",
      "t.accepted || t.outcome != \"no effect\") continue;",
      "t.accepted || (t.outcome != \"no effect\" && t.outcome != \"slower\")) continue;"),
+    ("pair-late", SEARCH + "search_screen.cpp",
+     "res_.trials.back().outcome == \"no effect\")\n      try_pair(",
+     "res_.trials.back().outcome == \"never\")\n      try_pair("),
     ("claim-every-knob", SEARCH + "search_summary.cpp",
      "if (s.reason.rfind(\"budget\", 0) == 0) (process_knob(s.knob) && !all_fresh() ? process_skips : budget_skips)++;",
      "(void)s;"),

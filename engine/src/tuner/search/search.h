@@ -218,9 +218,11 @@ class Tuner {
   std::optional<size_t> extendable(const std::string& id);
   // Adds `rounds` pairs to trial `i` and decides again; keeps it when it now shows a gain.
   void extend(size_t i);
-  // When no single knob is left to measure from here: two that each did not pay alone, of different kinds
-  // (the loader and the device's arithmetic), together. False when there is no such pair or it does not fit.
-  bool try_pair();
+  // Two singles that each did not pay alone from here, of different kinds (the loader and the device's
+  // arithmetic), together: when no single knob is left, and on a GPU as soon as a worker rung ties with the
+  // knob measured last (`must` = "workers", `with_knob` that knob). False when there is no such pair or it
+  // does not fit.
+  bool try_pair(const std::string& must = "", const std::string& with_knob = "");
   void accept(size_t trial_index, const Change& c);
   std::string current_label();
   int misses(const std::string& id);
