@@ -219,10 +219,10 @@ class Tuner {
   // Adds `rounds` pairs to trial `i` and decides again; keeps it when it now shows a gain.
   void extend(size_t i);
   // Two singles that each did not pay alone from here, of different kinds (the loader and the device's
-  // arithmetic), together: when no single knob is left, and on a GPU as soon as a worker rung ties with the
-  // knob measured last (`must` = "workers", `with_knob` that knob). False when there is no such pair or it
-  // does not fit.
-  bool try_pair(const std::string& must = "", const std::string& with_knob = "");
+  // arithmetic), together: when no single knob is left, and on a GPU as soon as a worker rung and a strong
+  // knob tie, one of them `tied_with` (the knob measured last). False when there is no such pair or it does
+  // not fit.
+  bool try_pair(const std::string& tied_with = "");
   void accept(size_t trial_index, const Change& c);
   std::string current_label();
   int misses(const std::string& id);

@@ -117,7 +117,7 @@ void Tuner::search() {
     // pairs wait until no single is left: tried eagerly, they cost the random worlds' tenth percentile 0.80 ->
     // 0.71 of their best.
     if (cuda_ && res_.trials.size() == before + 1 && res_.trials.back().outcome == "no effect")
-      try_pair("workers", res_.trials.back().knob);
+      try_pair(res_.trials.back().knob);
   }
 }
 
@@ -270,7 +270,7 @@ void Tuner::extend(size_t i) {
   if (t.accepted) accept(i, plan.change);
 }
 
-bool Tuner::try_pair(const std::string& must, const std::string& with_knob) {
+bool Tuner::try_pair(const std::string& tied_with) {
   if (left_slower_at_) return false;  // its pairs would run in the slowed process
   std::vector<Change> singles;
   std::set<std::string> seen;
@@ -294,10 +294,12 @@ bool Tuner::try_pair(const std::string& must, const std::string& with_knob) {
     for (size_t j = i + 1; j < singles.size(); ++j) {
       const std::string ka = kind_of(singles[i].knob, cuda_), kb = kind_of(singles[j].knob, cuda_);
       if (ka.empty() || kb.empty() || ka == kb) continue;
-      if (!must.empty() && singles[i].knob != must && singles[j].knob != must) continue;
-      if (!with_knob.empty() && singles[i].knob != with_knob && singles[j].knob != with_knob) continue;
-      // Eagerly, a worker rung only beside a strong knob.
-      if (!with_knob.empty() && !strong(singles[i].knob == must ? singles[j].knob : singles[i].knob)) continue;
+      // Eagerly: a worker rung beside the knob measured last, the other of the two a strong knob.
+      if (!tied_with.empty()) {
+        const Change* w = singles[i].knob == "workers" ? &singles[i] : singles[j].knob == "workers" ? &singles[j] : nullptr;
+        const Change& other = w == &singles[i] ? singles[j] : singles[i];
+        if (!w || (w->knob != tied_with && other.knob != tied_with) || !strong(other.knob)) continue;
+      }
       // Two changes that set the same knob are not a pair: the second would overwrite the first's value (a
       // workers rung with 2 intra-op threads and intra_op_threads=1 ran as "intra_op_threads=1 + ... +
       // intra_op_threads=2", which was neither).
@@ -328,7 +330,7 @@ bool Tuner::try_pair(const std::string& must, const std::string& with_knob) {
   const double need = trial_cost_s(p.a.knob) + (numerics(p.b.knob) ? budget_.probe_s() : 0.0);
   if (!budget_.fits(elapsed(), need, reserve_s() + budget_.alternation_s(1, o_.rounds, false))) return false;
   const Config cand = with(current_, c.delta);
-  progress(phase_, (with_knob.empty() ? "no single knob is left to measure from here: " : "neither paid alone here: ") +
+  progress(phase_, (tied_with.empty() ? "no single knob is left to measure from here: " : "neither paid alone here: ") +
                        label(p.a) + " and " + label(p.b) + " together (they remove different kinds of time)");
   Trial& t = record(trial("revisit", current_, current_label(), c, cand));
   const size_t i = res_.trials.size() - 1;
