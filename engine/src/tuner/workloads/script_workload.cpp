@@ -124,6 +124,7 @@ class ScriptWorkload : public Workload {
           break;
         }
         if (type == "error") throw TrialFailure(m->value("message", std::string("the script refused ") + k), false);
+        if (type == "step") ++process_steps_;
         note(*m);
       }
     }
@@ -133,6 +134,7 @@ class ScriptWorkload : public Workload {
     measure::Window w;
     int64_t measured = 0;
     double last = -1;
+    window_steps_ = steps;
     while (measured < steps) {
       ensure_running();
       auto m = runner_->next(std::min(600.0, 1.0));
@@ -149,11 +151,14 @@ class ScriptWorkload : public Workload {
       }
       if (m->value("warmup", false)) {
         ++w.warmup_steps;
+        ++process_steps_;
         continue;
       }
+      ++process_steps_;
       // A step that began before the script was last let go on spanned a fresh process's window (or was
       // sent before it): it belongs to no window here.
       if (m->value("t_ns", int64_t(0)) < runner_->resumed_ns()) continue;
+      ++process_measured_;
       if (measured == 0) w.start_s = now_s() - m->value("wall_ns", int64_t(0)) * 1e-9;
       if (first_measured_s_ < 0 && restarts_ == 0) first_measured_s_ = w.start_s - started_s_;
       ++measured;
@@ -286,11 +291,22 @@ class ScriptWorkload : public Workload {
   }
 
   // The script ended (its epochs are done) or crashed between windows: start it again where the tune is.
+  // A script whose whole run is shorter than one window would be restarted for every window, each start
+  // paying its imports and warm-up (one of 4 LBFGS steps restarted 50 times took 318 s of a 40 s budget):
+  // after two such runs in a row the tune stops and says so.
   void ensure_running() {
     if (!runner_->finished()) return;
     runner_->stop(5);
     ++restarts_;
+    short_runs_ = process_measured_ < std::max(1, window_steps_) ? short_runs_ + 1 : 0;
+    if (short_runs_ >= 2)
+      throw TrialFailure("the script ends after " + std::to_string(process_steps_) + " optimizer steps (" +
+                             std::to_string(process_measured_) + " past its warm-up), shorter than one measuring "
+                             "window of " + std::to_string(std::max(1, window_steps_)) +
+                             " steps, twice in a row: give it more epochs or steps so one run holds several windows",
+                         false);
     if (restarts_ > 50) throw TrialFailure("the script ended 50 times during the tune: give it more epochs", false);
+    process_steps_ = process_measured_ = 0;
     runner_ = start(pairs_of(current_), live_allocator_);
   }
 
@@ -315,6 +331,8 @@ class ScriptWorkload : public Workload {
   std::vector<nlohmann::json> sources_;
   std::vector<std::string> notes_;
   int restarts_ = 0;
+  int window_steps_ = 1, short_runs_ = 0;       // the window asked for last; runs in a row shorter than it
+  int process_steps_ = 0, process_measured_ = 0;  // the live child's steps (all, past warm-up) since its start
   double started_s_ = 0, first_measured_s_ = -1;  // the live child's start, its first measured step
   std::string pinned_allocator_, live_allocator_;
   std::chrono::steady_clock::time_point t0_;
