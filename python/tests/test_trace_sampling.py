@@ -66,6 +66,9 @@ class TraceSampling(ScriptTest):
             # It holds the untraced steps' time (at least theirs: from the stop's end to the next start).
             gap_steps = [s for s in steps if chunks[k - 1]["last_step"] < s["i"] < chunks[k]["first_step"]]
             self.assertGreaterEqual(e["dur"] * 1000, sum(s["wall_ns"] for s in gap_steps) * 0.9)
+        # Each step says whether it ran inside a chunk (the parent's figures leave the traced ones out).
+        traced = [s["i"] for s in steps if s["traced"]]
+        self.assertEqual(traced, [i for a, b in spans for i in range(a, b + 1)])
         # The untraced steps are no pause of TuneBench's: the steps after a gap carry only the next start.
         self.assertTrue(all(e["name"] != "TuneBench: untraced steps" or e["args"]["what"] == "untraced steps"
                             for m in chunks for e in tunebench_events(m["path"])))
@@ -74,6 +77,7 @@ class TraceSampling(ScriptTest):
         steps, chunks, _ = self.run_traced(100, share=0)
         spans = [(m["first_step"], m["last_step"]) for m in chunks]
         self.assertEqual(spans, [(0, 19), (20, 39), (40, 59), (60, 79), (80, 99)])
+        self.assertTrue(all(s["traced"] for s in steps))
         for m in chunks:
             self.assertFalse(any(e["name"] == "TuneBench: untraced steps" for e in tunebench_events(m["path"])))
 

@@ -246,7 +246,9 @@ class Launcher(iterations.Sink):
                                     config_rev=run.rev, skipped=skipped, t_ns=span.t0, forward_ns=span.forward_ns,
                                     backward_ns=span.backward_ns, optim_ns=span.optim_ns,
                                     optimizer_steps=span.optimizer_steps, update=update, unit=span.unit,
-                                    tokens=span.tokens, profiler_ns=profiler_ns, memory_json=memory.to_json(mem)))
+                                    tokens=span.tokens, profiler_ns=profiler_ns,
+                                    traced=self.tracer is not None and self.tracer.recording(),
+                                    memory_json=memory.to_json(mem)))
         self.boundary_faults = faults
         run.step_i = i + 1
         if self.tracer is not None:

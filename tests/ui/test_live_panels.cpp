@@ -92,6 +92,46 @@ class TestLivePanels : public QObject {
     QVERIFY(qAbs(samples / seconds - segs[0].throughput()) < 1e-9 * segs[0].throughput());
   }
 
+  // A sampled trace's chunks stretch their steps (0.63x on a 1.9 ms step here): a toggle watched through the
+  // timeline compares the untraced steps, so it gives the figure it gives unwatched, and the traced windows
+  // are drawn apart. A configuration with too few untraced steps keeps its traced ones, and says so.
+  void tracedStepsAreLeftOutOfTheFigures() {
+    auto run = [](bool watched, int untraced_after) {
+      RunRecord rec;
+      rec.configs = {config(0, "0"), config(1, "4")};
+      addSteps(rec, 0, 60, 0, 2);
+      addSteps(rec, 60, 80 + untraced_after, 1, 2);
+      if (watched)  // chunks of 20 steps at 40-59 and 60-79, each step 1.6x as long
+        for (auto& s : rec.steps)
+          if (s.i >= 40 && s.i < 80) {
+            s.traced = true;
+            s.wall_ns = s.wall_ns * 16 / 10;
+          }
+      return rec;
+    };
+    const RunRecord plain = run(false, 40), watched = run(true, 40);
+    const auto c0 = compareSegments(segmentRun(plain)), c1 = compareSegments(segmentRun(watched));
+    QCOMPARE(int(c1.size()), 1);
+    const auto segs = segmentRun(watched);
+    QCOMPARE(segs[0].traced_left_out, 20);
+    QCOMPARE(segs[1].traced_left_out, 18);  // 2 of the chunk's steps are the change's warm-up
+    QCOMPARE(int(segs[0].timings.size()), 38);  // the traced steps are not in its figure
+    QVERIFY(std::abs(segs[0].throughput() / segmentRun(plain)[0].throughput() - 1) < 0.01);
+    QVERIFY2(std::abs(c1[0].stats.ratio / c0[0].stats.ratio - 1) < 0.02,
+             qPrintable(QString("%1 against %2").arg(c1[0].stats.ratio).arg(c0[0].stats.ratio)));
+    QVERIFY2(c1[0].trustText().contains("38 traced steps left out"), qPrintable(c1[0].trustText()));
+    ThroughputChart chart;
+    chart.setRecord(&watched);
+    auto* line = qobject_cast<QLineSeries*>(chart.view()->chart()->series().front());
+    QCOMPARE(line->count(), 7 + 8);  // 38 + 40 untraced measured steps, a window of 5 each
+    QCOMPARE(chart.drawnPointCount() - line->count() - 4, 4 + 3);  // 20 + 18 traced: 4 + 3 windows; 4 warm-up
+    // Only 5 untraced steps after the change: its traced steps stay in the figures, and the trust line says so.
+    const auto few = segmentRun(run(true, 5));
+    QCOMPARE(few[1].traced_left_out, 0);
+    QCOMPARE(few[1].traced_in_figures, 18);
+    QVERIFY(compareSegments(few)[0].trustText().contains("includes 18 traced steps"));
+  }
+
   // Labels never print over each other: markers of changes a few steps apart share two lines, and what fits
   // in neither is hidden (the older label), never drawn on top.
   void labelsNeverOverlap() {

@@ -525,6 +525,18 @@ class TestMainWindow : public QObject {
     QVERIFY2(device.contains("PyTorch"), qPrintable(device));
     const QString collector = w.findChild<QLabel*>("collector_label")->text();
     QVERIFY2(collector.contains("off") && collector.contains("no CUDA device"), qPrintable(collector));
+    // What watching costs the script, beside its throughput, once a chunk's stop lies on screen.
+    auto* watch = w.findChild<QLabel*>("watch_label");
+    QVERIFY(watch);
+    QVERIFY2(waitFor([&] { return watch->text().startsWith("watching costs "); }, 60000),
+             qPrintable(watch->text()));
+    // TB_SCREENSHOT_DIR: the window watching the script, to look at (not a check).
+    if (const QString dir = qEnvironmentVariable("TB_SCREENSHOT_DIR"); !dir.isEmpty()) {
+      w.resize(1400, 900);
+      w.show();
+      QTest::qWait(8000);
+      w.grab().save(dir + "/script_live.png");
+    }
     QSignalSpy fin(w.run(), &RunController::finished);
     w.stopRun();
     QVERIFY(waitFor([&] { return fin.count() == 1; }, 10000));

@@ -10,6 +10,7 @@
 #include "ui/main_window.h"
 #include "ui/observer_cost.h"
 #include "ui/segments.h"
+#include "ui/watch_cost.h"
 #include "ui_test_util.h"
 
 using namespace tb::ui;
@@ -113,6 +114,29 @@ class TestObserverCost : public QObject {
     emit w.run()->step(w.run()->record().steps.back());
     QVERIFY(tbtest::waitFor([&] { return !perf->text().contains("window"); }, 5000));
     QVERIFY(perf->toolTip().isEmpty());
+  }
+
+  // What the live trace costs the run (watch_cost.h): the pauses' share of the run and, when one is longer
+  // than a step, its size in steps and its cause; amber above 3% or over a step; nothing without pauses.
+  void watchCostNamesTheLongestPauseInSteps() {
+    tb::prof::AnalysisResult a;
+    a.window = {0, 10'000'000'000};  // 10 s, of which 1 s traced
+    a.untraced_ns = 9'000'000'000;
+    a.step_median_ns = 2'000'000;
+    a.profiler_ns = 260'000'000;
+    a.profiler_longest_ns = 64'000'000;
+    WatchCost c = watchCost(a);
+    QVERIFY2(c.text == "watching costs 2.6% · a chunk's stop 64 ms = 32 steps", qPrintable(c.text));
+    QVERIFY(c.high);
+    QVERIFY(c.tip.contains("untraced steps between them"));
+    a.profiler_longest_ns = 1'500'000;  // shorter than a step, 2.6%: stated, not flagged
+    c = watchCost(a);
+    QCOMPARE(c.text, QString("watching costs 2.6%"));
+    QVERIFY(!c.high);
+    a.profiler_ns = 400'000'000;  // 4%
+    QVERIFY(watchCost(a).high);
+    a.profiler_ns = 0;
+    QVERIFY(watchCost(a).text.isEmpty());
   }
 };
 

@@ -115,7 +115,16 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     const QJsonObject cfg = m.value("config").toObject();
     for (auto it = cfg.begin(); it != cfg.end(); ++it) v.insert(it.key(), knobValueText(it.value()));
     toggles_->setValues(v);
-    run_label_->setText(tr("running %1 on %2").arg(m.value("model").toString(), m.value("data").toString()));
+    // A script's label is its file name (the path and its arguments in the tip): the status bar also holds the
+    // throughput and what watching costs.
+    const QString model = m.value("model").toString(), data = m.value("data").toString();
+    if (model.startsWith("script:")) {
+      run_label_->setText(tr("running %1").arg(QFileInfo(model.mid(7)).fileName()));
+      run_label_->setToolTip(tr("%1 %2").arg(model.mid(7), data));
+    } else {
+      run_label_->setText(tr("running %1 on %2").arg(model, data));
+      run_label_->setToolTip(QString());
+    }
     log(tr("started %1 on %2").arg(m.value("model").toString(), m.value("data").toString()));
   });
   connect(run_, &RunController::step, this, [this](const StepSample&) { scheduleRefresh(); });
@@ -394,6 +403,8 @@ void MainWindow::buildUi() {
   run_label_ = new QLabel;
   perf_label_ = new QLabel;
   perf_label_->setObjectName("perf_label");
+  watch_label_ = new QLabel;
+  watch_label_->setObjectName("watch_label");
   progress_ = new QProgressBar;
   progress_->setMaximumWidth(220);
   progress_->hide();
@@ -401,6 +412,7 @@ void MainWindow::buildUi() {
   statusBar()->addWidget(collector_label_);
   statusBar()->addPermanentWidget(run_label_);
   statusBar()->addPermanentWidget(perf_label_);
+  statusBar()->addPermanentWidget(watch_label_);
   statusBar()->addPermanentWidget(progress_);
 }
 
@@ -438,7 +450,10 @@ void MainWindow::setStatusFromHello(const QJsonObject& m) {
   collector_label_->setText(on ? tr("GPU collector on") : tr("GPU collector off"));
   collector_label_->setToolTip(on ? QString() : c.value("reason").toString());
   collector_label_->setStyleSheet(on ? "color:#2ea043" : "color:#d29922");
-  if (!on && !c.value("reason").toString().isEmpty()) collector_label_->setText(tr("GPU collector off: %1").arg(c.value("reason").toString()));
+  // Its reason's first clause on the bar ("no CUDA device"), all of it in the tip: the bar also holds the
+  // run, its throughput and what watching costs.
+  if (!on && !c.value("reason").toString().isEmpty())
+    collector_label_->setText(tr("GPU collector off: %1").arg(c.value("reason").toString().section(':', 0, 0)));
 }
 
 void MainWindow::showTuneDone(const QJsonObject& m) {

@@ -117,6 +117,7 @@ bool MainWindow::openScript(const QString& path, const QStringList& script_args)
 
 bool MainWindow::startProcess(const QString& program, const QStringList& args) {
   live_chunks_.clear();
+  watch_label_->clear();
   current_knobs_.clear();
   first_live_trace_ = true;
   findings_->clearRunFindings();
@@ -173,10 +174,11 @@ void MainWindow::refreshLive() {
     // wall time of its measured steps), not the last step's own rate.
     const Segment* cur = segs.empty() ? nullptr : &segs.back();
     QString text = cur && !cur->timings.empty()
-                       ? tr("step %1 · %2 samples/s (this configuration, %3 steps)")
+                       ? tr("step %1 · %2 samples/s (this configuration, %3 %4steps)")
                              .arg(s.i)
                              .arg(cur->throughput(), 0, 'f', 1)
                              .arg(cur->timings.size())
+                             .arg(cur->traced_left_out > 0 ? tr("untraced ") : QString())
                        : tr("step %1 · warm-up").arg(s.i);
     // The window's own cost over the current configuration's measured steps, when it is high enough to matter.
     const QString cost = segs.empty() ? QString() : observerCostText(segs.back().observerShare());

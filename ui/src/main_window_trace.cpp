@@ -3,6 +3,7 @@
 #include "ui/main_window.h"
 
 #include "profiler/recording_cost.h"
+#include "ui/watch_cost.h"
 
 #include <QComboBox>
 #include <QDesktopServices>
@@ -113,6 +114,12 @@ void MainWindow::onTraceLoaded(LoadedTrace t, bool live) {
   if (live) findings_->applyKnobValues(current_knobs_);  // chunks from before a fix do not bring it back
   analysis_->setAnalysis(trace_.analysis);
   analysis_->setRanks(trace_.ranks);
+  if (live) {  // what watching costs the run, beside its throughput
+    const WatchCost c = trace_.analysis ? watchCost(*trace_.analysis) : WatchCost{};
+    watch_label_->setText(c.text);
+    watch_label_->setToolTip(c.tip);
+    watch_label_->setStyleSheet(c.high ? "color:#d29922" : "");
+  }
   if (!live) {
     showStaticTracePanels(!run_->isRunning());
     // Open on a few steps, not the whole file: the first three steps with their GPU work.

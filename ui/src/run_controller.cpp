@@ -335,6 +335,7 @@ void RunController::handleLine(const QByteArray& line) {
     s.config_rev = int(toInt(m.value("config_rev")));
     s.warmup = m.value("warmup").toBool(false);
     s.skipped = m.value("skipped").toBool(false);
+    s.traced = m.value("traced").toBool(false);
     s.observer_cpu_ns = processCpuNs();
     s.observer_wall_ns = monotonicNs();
     for (auto& c : rec_.configs)

@@ -35,8 +35,14 @@ ThroughputChart::ThroughputChart(QWidget* parent) : QWidget(parent) {
   warm_->setMarkerSize(6);
   warm_->setColor(QColor(150, 150, 150));
   warm_->setBorderColor(Qt::transparent);
+  traced_ = new QScatterSeries;
+  traced_->setName(tr("traced"));
+  traced_->setMarkerSize(7);
+  traced_->setColor(QColor(0x4d, 0xb6, 0xac));  // the timeline's and the analysis bar's "profiler (TuneBench)"
+  traced_->setBorderColor(Qt::transparent);
   chart_->addSeries(line_);
   chart_->addSeries(warm_);
+  chart_->addSeries(traced_);
   ax_ = new QValueAxis;
   ax_->setTitleText(tr("step (a point per %1-step window)").arg(kWindowSteps));
   ax_->setLabelFormat("%d");
@@ -45,7 +51,8 @@ ThroughputChart::ThroughputChart(QWidget* parent) : QWidget(parent) {
   ay_->setLabelFormat("%.0f");
   chart_->addAxis(ax_, Qt::AlignBottom);
   chart_->addAxis(ay_, Qt::AlignLeft);
-  for (auto* s : {static_cast<QAbstractSeries*>(line_), static_cast<QAbstractSeries*>(warm_)}) {
+  for (auto* s : {static_cast<QAbstractSeries*>(line_), static_cast<QAbstractSeries*>(warm_),
+                  static_cast<QAbstractSeries*>(traced_)}) {
     s->attachAxis(ax_);
     s->attachAxis(ay_);
   }
@@ -59,7 +66,9 @@ ThroughputChart::ThroughputChart(QWidget* parent) : QWidget(parent) {
                        "Each point: a window of %1 measured steps of one configuration. The green line: the\n"
                        "configuration's measured steps together; its ratio is the Compare row's. A violet band:\n"
                        "an Auto-tune (its trials ran apart from this run; its figure is its own final alternation).\n"
-                       "Grey: warm-up steps after a change, one point each, not measured.").arg(kWindowSteps));
+                       "Grey: warm-up steps after a change, one point each, not measured. Teal: a window of steps\n"
+                       "inside a trace chunk, stretched by the recording; the line and Compare leave them out\n"
+                       "when the configuration has 10 untraced steps.").arg(kWindowSteps));
   auto* lay = new QVBoxLayout(this);
   lay->setContentsMargins(0, 0, 0, 0);
   lay->addWidget(view_);
@@ -73,7 +82,7 @@ void ThroughputChart::setRecord(const RunRecord* rec) {
 
 bool ThroughputChart::showsNoData() const { return no_data_ && no_data_->isVisible(); }
 
-int ThroughputChart::drawnPointCount() const { return int(line_->count() + warm_->count()); }
+int ThroughputChart::drawnPointCount() const { return int(line_->count() + warm_->count() + traced_->count()); }
 
 namespace {
 
@@ -112,7 +121,8 @@ void ThroughputChart::updatePoints() {
     consumed_ = 0;
     pts_.clear();
     warm_pts_.clear();
-    open_ = {};
+    traced_pts_.clear();
+    open_ = open_traced_ = {};
     ymax_data_ = 1;
     changed = true;
   }
@@ -130,20 +140,23 @@ void ThroughputChart::updatePoints() {
       changed = true;
       continue;
     }
-    if (open_.steps > 0 && open_.rev != s.config_rev) open_ = {};  // a partial window at a change is not drawn
-    open_.rev = s.config_rev;
-    ++open_.steps;
-    open_.samples += s.samples;
-    open_.wall_ns += s.wall_ns;
-    if (open_.steps < kWindowSteps) continue;
-    const QPointF p(double(s.i), open_.samples * 1e9 / double(open_.wall_ns));
-    pts_ << p;
+    // Traced and untraced steps make windows of their own: a window is one kind of step.
+    OpenWindow& w = s.traced ? open_traced_ : open_;
+    if (w.steps > 0 && w.rev != s.config_rev) w = {};  // a partial window at a change is not drawn
+    w.rev = s.config_rev;
+    ++w.steps;
+    w.samples += s.samples;
+    w.wall_ns += s.wall_ns;
+    if (w.steps < kWindowSteps) continue;
+    const QPointF p(double(s.i), w.samples * 1e9 / double(w.wall_ns));
+    (s.traced ? traced_pts_ : pts_) << p;
     ymax_data_ = std::max(ymax_data_, p.y());
-    open_ = {};
+    w = {};
     changed = true;
   }
   if (!changed) return;
   line_->replace(decimate(pts_, kMaxPoints));
+  traced_->replace(decimate(traced_pts_, kMaxPoints / 4));
   warm_->replace(decimate(warm_pts_, kMaxPoints / 4));
 }
 

@@ -125,6 +125,11 @@ class Tracer:
             self.run.ch.send("warning", message="%d trace chunk(s) not written within %d s: left out"
                                                 % (left, FLUSH_TIMEOUT_S))
 
+    def recording(self):
+        """Whether the step that just ended ran under the profiler (sessions start and stop only between steps,
+        after the step's message): its time is stretched by the recording, and the parent's figures leave it out."""
+        return self.prof is not None
+
     def take_pause_ns(self):
         """TuneBench's pause time on the training thread since the last call (for the next step's message)."""
         ns, self.pause_ns = self.pause_ns, 0

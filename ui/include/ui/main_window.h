@@ -193,6 +193,7 @@ class MainWindow : public QMainWindow {
   QSpinBox* tune_budget_ = nullptr;
   // Status bar.
   QLabel *device_label_ = nullptr, *collector_label_ = nullptr, *run_label_ = nullptr, *perf_label_ = nullptr;
+  QLabel* watch_label_ = nullptr;  // what the live trace costs the run (watch_cost.h)
   QProgressBar* progress_ = nullptr;
   QMenu* recent_menu_ = nullptr;
   QAction *act_start_ = nullptr, *act_stop_ = nullptr, *act_tune_ = nullptr, *act_trace_ = nullptr;

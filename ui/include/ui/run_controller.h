@@ -38,6 +38,7 @@ struct StepSample {
   bool has_loss = false;
   int config_rev = 0;
   bool warmup = false, skipped = false;
+  bool traced = false;  // ran inside a trace chunk (a script's step.traced): stretched by the recording
   // This process's CPU time and the monotonic clock when the step arrived (observer_cost.h); -1: not stamped.
   qint64 observer_cpu_ns = -1, observer_wall_ns = -1;
   double samplesPerSec() const { return wall_ns > 0 ? samples * 1e9 / double(wall_ns) : 0.0; }

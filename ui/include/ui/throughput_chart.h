@@ -53,6 +53,7 @@ class ThroughputChart : public QWidget {
   QChartView* view_ = nullptr;
   QLineSeries* line_ = nullptr;
   QScatterSeries* warm_ = nullptr;
+  QScatterSeries* traced_ = nullptr;  // windows of steps inside trace chunks (a script's sampled trace)
   QValueAxis *ax_ = nullptr, *ay_ = nullptr;
   std::vector<QAbstractSeries*> extra_;  // medians, markers, shading edges (rebuilt on refresh)
   // A label on the chart, at step x. Rows sit in bands at the top of the plot, off the data line (the
@@ -67,12 +68,12 @@ class ThroughputChart : public QWidget {
   // What the chart shows now, to change only what differs at the next refresh.
   int generation_ = -1;
   size_t consumed_ = 0;                 // record steps turned into points
-  QList<QPointF> pts_, warm_pts_;       // every window / warm-up step point of the run
+  QList<QPointF> pts_, warm_pts_, traced_pts_;  // every window / warm-up step / traced window point of the run
   struct OpenWindow {                   // measured steps not yet a whole window
     int rev = -1, steps = 0;
     double samples = 0;
     qint64 wall_ns = 0;
-  } open_;
+  } open_, open_traced_;
   double ymax_data_ = 1;                // highest throughput so far
   double x_max_ = 10, y_max_ = 1;       // the axes' ends
   QString structure_;                   // the segments' starts, warm-ups and labels as last drawn
