@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""What watching a script costs it (not run in CI): the issue's five script shapes, each run under the launcher
+untraced and traced the default way (a sampled trace: chunks of --every steps, --trace-share 0.03), the two
+alternating within each round so drift hits them alike.
+
+Per shape it prints the median step, the run's wall time traced against untraced (the watch tax as the user
+pays it: > 1.00 is slower), TuneBench's pauses as a share of the traced run (sum of the steps' profiler_ns
+over the run's span), the longest pause in ms and in median steps, and how fast the traced steps ran against
+the untraced ones of the same run (what the figures leave out).
+
+The shapes are scaled to a small CPU (2 cores: steps of ~1 ms to ~0.5 s) and written as people write them:
+  vae        a VAE on 28x28 images (DataLoader, Adam; the MNIST example's model)
+  lstm_rows  an LSTM reading an image row by row (DataLoader, Adam)
+  regression a tiny regression with no DataLoader (~1 ms steps)
+  siamese    a twin CNN on image pairs with a contrastive loss (DataLoader, Adadelta)
+  superres   a sub-pixel super-resolution CNN (DataLoader, Adam)
+
+usage: bench_watch_tax.py [--shapes vae,lstm_rows,...] [--seconds 20] [--rounds 2] [--every 20] [--python P]
+"""
+
+import argparse
+import json
+import os
+import select
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+HEAD = "import torch, torch.nn as nn, torch.nn.functional as F\nfrom torch.utils.data import DataLoader, TensorDataset\ntorch.manual_seed(0)\n"
+
+SHAPES = {
+    "vae": textwrap.dedent('''
+        class VAE(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc1, self.fc21, self.fc22 = nn.Linear(784, 400), nn.Linear(400, 20), nn.Linear(400, 20)
+                self.fc3, self.fc4 = nn.Linear(20, 400), nn.Linear(400, 784)
+            def forward(self, x):
+                h = F.relu(self.fc1(x.view(-1, 784)))
+                mu, logvar = self.fc21(h), self.fc22(h)
+                z = mu + torch.randn_like(mu) * torch.exp(0.5 * logvar)
+                return torch.sigmoid(self.fc4(F.relu(self.fc3(z)))), mu, logvar
+        model = VAE()
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        loader = DataLoader(TensorDataset(torch.rand(6000, 1, 28, 28)), batch_size=128, shuffle=True)
+        for epoch in range(1000):
+            for (x,) in loader:
+                opt.zero_grad()
+                recon, mu, logvar = model(x)
+                loss = F.binary_cross_entropy(recon, x.view(-1, 784), reduction="sum")
+                loss = loss - 0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp())
+                loss.backward()
+                opt.step()
+    '''),
+    "lstm_rows": textwrap.dedent('''
+        class Rows(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lstm = nn.LSTM(28, 128, batch_first=True)
+                self.out = nn.Linear(128, 10)
+            def forward(self, x):
+                y, _ = self.lstm(x.squeeze(1))
+                return self.out(y[:, -1])
+        model = Rows()
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        loader = DataLoader(TensorDataset(torch.rand(4096, 1, 28, 28), torch.randint(0, 10, (4096,))), batch_size=64,
+                            shuffle=True)
+        for epoch in range(1000):
+            for x, y in loader:
+                opt.zero_grad()
+                F.cross_entropy(model(x), y).backward()
+                opt.step()
+    '''),
+    "regression": textwrap.dedent('''
+        model = nn.Sequential(*[nn.Linear(16, 16) for _ in range(8)])
+        opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+        x, y = torch.randn(32, 16), torch.randn(32, 16)
+        for step in range(10000000):
+            opt.zero_grad()
+            F.mse_loss(model(x), y).backward()
+            opt.step()
+    '''),
+    "siamese": textwrap.dedent('''
+        class Twin(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.cnn = nn.Sequential(nn.Conv2d(1, 32, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(32, 64, 5), nn.ReLU(),
+                                         nn.MaxPool2d(2), nn.Flatten(), nn.Linear(64 * 13 * 13, 128))
+            def forward(self, a, b):
+                return self.cnn(a), self.cnn(b)
+        model = Twin()
+        opt = torch.optim.Adadelta(model.parameters(), lr=1.0)
+        loader = DataLoader(TensorDataset(torch.rand(1024, 1, 64, 64), torch.rand(1024, 1, 64, 64),
+                                          torch.randint(0, 2, (1024,)).float()), batch_size=32, shuffle=True)
+        for epoch in range(1000):
+            for a, b, same in loader:
+                opt.zero_grad()
+                ea, eb = model(a, b)
+                d = F.pairwise_distance(ea, eb)
+                loss = (same * d.pow(2) + (1 - same) * F.relu(2.0 - d).pow(2)).mean()
+                loss.backward()
+                opt.step()
+    '''),
+    "superres": textwrap.dedent('''
+        class Net(nn.Module):
+            def __init__(self, r=3):
+                super().__init__()
+                self.c1, self.c2 = nn.Conv2d(1, 64, 5, padding=2), nn.Conv2d(64, 64, 3, padding=1)
+                self.c3, self.c4 = nn.Conv2d(64, 32, 3, padding=1), nn.Conv2d(32, r * r, 3, padding=1)
+                self.shuffle = nn.PixelShuffle(r)
+            def forward(self, x):
+                x = F.relu(self.c3(F.relu(self.c2(F.relu(self.c1(x))))))
+                return self.shuffle(self.c4(x))
+        model = Net()
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        loader = DataLoader(TensorDataset(torch.rand(512, 1, 48, 48), torch.rand(512, 1, 144, 144)), batch_size=16,
+                            shuffle=True)
+        for epoch in range(1000):
+            for x, y in loader:
+                opt.zero_grad()
+                F.mse_loss(model(x), y).backward()
+                opt.step()
+    '''),
+}
+
+
+def run(python, script, steps, traced, every, tdir):
+    """The launcher's messages for one run of `script` (`steps` steps), traced the default way or not."""
+    r, w = os.pipe()
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    args = [python, "-m", "tunebench.launch", "--out-fd", str(w), "--steps", str(steps)]
+    if traced:
+        args += ["--trace-dir", tdir, "--trace-every", str(every)]
+    p = subprocess.Popen(args + [script], pass_fds=[w], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    os.close(w)
+    buf, deadline = b"", time.time() + 900
+    while time.time() < deadline:
+        ready, _, _ = select.select([r], [], [], 5)
+        if ready:
+            data = os.read(r, 1 << 16)
+            if not data:
+                break
+            buf += data
+    os.close(r)
+    try:
+        err = p.communicate(timeout=60)[1]
+    except subprocess.TimeoutExpired:
+        p.kill()
+        sys.exit("bench_watch_tax: the run did not end")
+    if p.returncode != 0:
+        sys.exit("bench_watch_tax: the run failed: %s" % err.decode(errors="replace")[-2000:])
+    return [json.loads(line) for line in buf.splitlines() if line.strip()]
+
+
+def measure(messages):
+    """(the run's span from its first step's start to its last step's end in s, median step ms, pauses ns
+    after the first step, the traced steps' speed against the untraced ones)."""
+    steps = [m for m in messages if m["type"] == "step"]
+    span = (steps[-1]["t_ns"] + steps[-1]["wall_ns"] - steps[0]["t_ns"]) / 1e9
+    walls = [s["wall_ns"] / 1e6 for s in steps[1:]]
+    pauses = [s["profiler_ns"] for s in steps[1:] if s["profiler_ns"]]
+    traced = [s["wall_ns"] for s in steps[1:] if s.get("traced")]
+    free = [s["wall_ns"] for s in steps[1:] if not s.get("traced")]
+    speed = statistics.median(free) / statistics.median(traced) if traced and free else float("nan")
+    return span, statistics.median(walls), pauses, speed
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shapes", default=",".join(SHAPES))
+    ap.add_argument("--seconds", type=float, default=20.0, help="each run's length, about")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--every", type=int, default=20)
+    ap.add_argument("--python", default=sys.executable)
+    a = ap.parse_args()
+    print("shape       step ms  traced/untraced run  pauses of run  longest pause        traced steps' speed")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in a.shapes.split(","):
+            path = os.path.join(tmp, name + ".py")
+            with open(path, "w") as f:
+                f.write(HEAD + SHAPES[name])
+            # The step, untraced, picks the run's length in steps.
+            _, step_ms, _, _ = measure(run(a.python, path, 30, False, a.every, ""))
+            steps = max(60, int(a.seconds * 1000 / step_ms))
+            spans = {False: [], True: []}
+            pauses, speeds, medians = [], [], []
+            for k in range(a.rounds):
+                for traced in ((False, True) if k % 2 == 0 else (True, False)):
+                    span, med, p, speed = measure(run(a.python, path, steps, traced, a.every,
+                                                      os.path.join(tmp, "chunks%d" % k)))
+                    spans[traced].append(span)
+                    if traced:
+                        pauses.append((sum(p) / 1e9 / span, max(p) / 1e6 if p else 0.0))
+                        speeds.append(speed)
+                    else:
+                        medians.append(med)
+            step = statistics.median(medians)
+            ratio = statistics.median(spans[True]) / statistics.median(spans[False])
+            share = statistics.median(x[0] for x in pauses)
+            longest = max(x[1] for x in pauses)
+            print("%-10s %8.2f  %6.3fx (%d steps)    %6.1f%%     %8.1f ms = %5.1f steps  %5.2fx"
+                  % (name, step, ratio, steps, 100 * share, longest, longest / step, statistics.median(speeds)))
+            sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
