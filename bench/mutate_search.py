@@ -13,6 +13,7 @@ The mutations (issue: "tests that fail when the search is lazy, shown by mutatio
   claim-every-knob     `ended` says "every applicable knob was tried" whatever was skipped for budget
   pair-slower          a change measured slower alone joins pairs (and chains of them) of changes tried together
   pair-late            a worker rung tied with another single is paired only once no single is left
+  recompile-past-end   the final runs every arm's recompile under torch.compile, past the budget's hard end
 
 Each source file is restored after its mutation (also on Ctrl-C); the build directory is left rebuilt from
 the restored sources at the end.
@@ -50,6 +51,9 @@ MUTATIONS = [
     ("pair-late", SEARCH + "search_screen.cpp",
      "res_.trials.back().outcome == \"no effect\")\n      try_pair(",
      "res_.trials.back().outcome == \"never\")\n      try_pair("),
+    ("recompile-past-end", SEARCH + "search_final.cpp",
+     "if (budget_.may_finish(elapsed(), final_cost + recompiles + compile_s)) recompiles += compile_s;",
+     "if (true) recompiles += compile_s;"),
     ("claim-every-knob", SEARCH + "search_summary.cpp",
      "if (s.reason.rfind(\"budget\", 0) == 0) (process_knob(s.knob) && !all_fresh() ? process_skips : budget_skips)++;",
      "(void)s;"),

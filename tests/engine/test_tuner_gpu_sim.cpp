@@ -198,6 +198,9 @@ TEST(TunerGpuSim, A300sTuneOfTheScriptReachesTheHandConfiguration) {
   for (uint64_t seed = 1; seed <= 40; ++seed) {
     const Outcome o = tune("script-gpu", seed, 300);
     at90 += o.speedup >= 0.9 * o.hand;
+    // Every seed stays near the margin: a final that recompiled two arms under torch.compile once ended at
+    // 347-350 s of 300 (seeds 15, 20); the final's minimum may run into the 10% margin (332 s, seed 30).
+    EXPECT_LE(o.elapsed, 1.12 * o.budget) << "seed " << seed;
     if (seed > 10) continue;
     EXPECT_GE(o.speedup, 0.85 * o.hand) << "seed " << seed << ": " << o.speedup << "x of " << o.hand << "x";
     for (const auto& p : o.problems) ADD_FAILURE() << "seed " << seed << ": " << p;

@@ -68,6 +68,13 @@ void Tuner::final_phase() {
   // while K is set (prefetch and persistent_workers without workers, non_blocking without pinned memory): an
   // arm the workload would refuse is not a configuration.
   std::vector<std::vector<std::string>> dependent_of(inproc.size());
+  // Under torch.compile an arm without a kept amp or channels_last is a variant this process may not have
+  // compiled: a recompile (~55 s on a GPU) on top of its windows. One the budget's hard end cannot pay for is
+  // not run; that knob keeps its trial's evidence and says so (a simulated script tune kept compile at 72% of
+  // its budget and its final, recompiling two arms, ended at 350 s of 300).
+  const double compile_s = value_in(current_, "compile") == "on" ? extra_cost_s("compile", cuda_, false) : 0.0;
+  double recompiles = 0;
+  const double final_cost = final_s(o_.rounds) + fresh_reserve_s();
   if (inproc.size() > 1)  // with one kept knob, "final without it" is the baseline arm
     for (size_t j = 0; j < inproc.size(); ++j) {
       const Change& kc = kept_[inproc[j]];
@@ -80,7 +87,13 @@ void Tuner::final_phase() {
           dependent_of[j].push_back(dep);
           with_them += (with_them.empty() ? "" : ", ") + dep;
         }
-      arms.push_back({"without " + label(kc) + (with_them.empty() ? "" : " (and " + with_them + ")"), c, {}, ""});
+      std::string skip;
+      if (compile_s > 0 && (kc.knob == "amp" || kc.knob == "channels_last") &&
+          !compiled_variants_.count(compile_variant(c))) {
+        if (budget_.may_finish(elapsed(), final_cost + recompiles + compile_s)) recompiles += compile_s;
+        else skip = "a recompile under torch.compile (~" + fmt(compile_s, 0) + " s) the budget left could not pay for";
+      }
+      arms.push_back({"without " + label(kc) + (with_them.empty() ? "" : " (and " + with_them + ")"), c, {}, skip});
     }
   auto arm_of = [&](size_t j) -> const Arm& { return inproc.size() > 1 ? arms[2 + j] : arms[1]; };
   progress(phase_, "final alternation: " + std::to_string(arms.size()) + " configurations, " +
@@ -220,7 +233,7 @@ void Tuner::final_phase() {
   if (!unchecked.empty()) {
     std::string u;
     for (const auto& x : unchecked) u += (u.empty() ? "" : ", ") + x;
-    res_.notes.push_back("the final alternation could not check " + u + " (an arm without it could not run): kept on "
+    res_.notes.push_back("the final alternation could not check " + u + " (an arm without it could not run, or would have recompiled past the budget): kept on "
                          "the screening's evidence");
   }
   Trial head;
