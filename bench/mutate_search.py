@@ -14,6 +14,8 @@ The mutations (issue: "tests that fail when the search is lazy, shown by mutatio
   pair-slower          a change measured slower alone joins pairs (and chains of them) of changes tried together
   pair-late            a worker rung tied with another single is paired only once no single is left
   recompile-past-end   the final runs every arm's recompile under torch.compile, past the budget's hard end
+  pair-chains          a pair that had no effect is paired again with a third change, and so on
+  fresh-compile-free   the fresh-process final costs a compiled arm's processes without their compile
 
 Each source file is restored after its mutation (also on Ctrl-C); the build directory is left rebuilt from
 the restored sources at the end.
@@ -54,6 +56,12 @@ MUTATIONS = [
     ("recompile-past-end", SEARCH + "search_final.cpp",
      "if (budget_.may_finish(elapsed(), final_cost + recompiles + compile_s)) recompiles += compile_s;",
      "if (true) recompiles += compile_s;"),
+    ("pair-chains", SEARCH + "search_screen.cpp",
+     "    if (p->second.change.paired) continue;\n",
+     "\n"),
+    ("fresh-compile-free", SEARCH + "search_fresh.cpp",
+     "auto compiles_s = [&](int n_arms, int rounds) { return compile_s * std::max(0, n_arms - 1) * rounds; };",
+     "auto compiles_s = [&](int n_arms, int rounds) { return 0.0 * compile_s * n_arms * rounds; };"),
     ("claim-every-knob", SEARCH + "search_summary.cpp",
      "if (s.reason.rfind(\"budget\", 0) == 0) (process_knob(s.knob) && !all_fresh() ? process_skips : budget_skips)++;",
      "(void)s;"),

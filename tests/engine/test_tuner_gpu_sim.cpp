@@ -5,6 +5,8 @@
 // budget really could not reach it, and measures the model-level GPU knobs within its first third.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include <algorithm>
 #include <cmath>
 
@@ -205,7 +207,8 @@ TEST(TunerGpuSim, A300sTuneOfTheScriptReachesTheHandConfiguration) {
     EXPECT_GE(o.speedup, 0.85 * o.hand) << "seed " << seed << ": " << o.speedup << "x of " << o.hand << "x";
     for (const auto& p : o.problems) ADD_FAILURE() << "seed " << seed << ": " << p;
   }
-  EXPECT_GE(at90, 20);
+  std::printf("script-gpu at 300 s: %d of 40 seeds reach 90%% of the hand configuration\n", at90);
+  EXPECT_GE(at90, 23);  // 25 now; 21 while a pair that had no effect was paired again into chains
 }
 
 // Small and large budgets keep the same rules: within the margin, the budget used or every knob tried.

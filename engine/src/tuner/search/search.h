@@ -31,6 +31,7 @@ struct Change {
   Config delta;
   std::string knob, value;  // the knob the trial is about, its value
   std::string also;         // other knobs set with it ("intra_op_threads=2"), "" when none
+  bool paired = false;      // two changes tried together (try_pair): never paired again
 };
 
 class Tuner {

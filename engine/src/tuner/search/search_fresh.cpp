@@ -80,7 +80,13 @@ void Tuner::fresh_final() {
   const double gain = gain_to_confirm();
   const int planned = need && has_final ? fresh_rounds() : o_.rounds;
   int rounds_min = std::max(o_.rounds, planned);
-  double base_cost = budget_.alternation_s(int(arms.size()), rounds_min, true);
+  // Under torch.compile every fresh process of a compiled arm compiles again (Inductor's cache is the
+  // process's): a random world's fresh final of 2 rounds took 165 s where its windows made ~50, and the tune
+  // ended at 340 s of 300. Every arm but the baseline carries the final configuration's compile.
+  const double compile_s = has_final && value_in(current_, "compile") == "on" ? extra_cost_s("compile", cuda_, false) : 0.0;
+  auto compiles_s = [&](int n_arms, int rounds) { return compile_s * std::max(0, n_arms - 1) * rounds; };
+  auto fresh_cost = [&](int n_arms, int rounds) { return budget_.alternation_s(n_arms, rounds, true) + compiles_s(n_arms, rounds); };
+  double base_cost = fresh_cost(int(arms.size()), rounds_min);
   const std::string meas = w_.measurement_allocator();
   const std::string user_alloc = value_in(baseline_, "cpu_allocator");
   auto in_process_headline = [&](const std::string& why) {
@@ -111,18 +117,20 @@ void Tuner::fresh_final() {
   // the time on (a simulated tune at 17% per pair planned 5 rounds, had room for 4 and left 156 s unused).
   if (need && has_final && !affordable(base_cost)) {
     int fit = rounds_min;
-    while (fit > o_.rounds && !affordable(budget_.alternation_s(int(arms.size()), fit, true))) --fit;
-    if (fit < rounds_min && affordable(budget_.alternation_s(int(arms.size()), fit, true))) {
+    while (fit > o_.rounds && !affordable(fresh_cost(int(arms.size()), fit))) --fit;
+    if (fit < rounds_min && affordable(fresh_cost(int(arms.size()), fit))) {
       res_.notes.push_back("the fresh-process final was planned at " + std::to_string(rounds_min) + " rounds for " +
                            fmt(gain, 2) + "x and " + std::to_string(fit) + " fit in what was left: it may end undecided");
       rounds_min = fit;
-      base_cost = budget_.alternation_s(int(arms.size()), fit, true);
+      base_cost = fresh_cost(int(arms.size()), fit);
     }
   }
   if (need && !affordable(base_cost)) {
     in_process_headline("a fresh-process check of " + fmt(gain, 2) + "x needs ~" + fmt(base_cost, 0) + " s here (" +
                         std::to_string(rounds_min) + " rounds of a baseline and a final process, ~" +
-                        fmt(budget_.fresh_window_s(), 0) + " s each) and " + fmt(std::max(0.0, left()), 0) +
+                        fmt(budget_.fresh_window_s(), 0) + " s each" +
+                        (compile_s > 0 ? ", the final's with a ~" + fmt(compile_s, 0) + " s compile" : std::string()) +
+                        ") and " + fmt(std::max(0.0, left()), 0) +
                         " s were left; give at least " +
                         fmt(std::max(base_cost / o_.max_fresh_share, elapsed() + base_cost), 0) + " s for one");
     return;
@@ -140,17 +148,17 @@ void Tuner::fresh_final() {
   const double guess = budget_.fresh_measured() || w_.start_s() > 0 ? 1.0 : kUnmeasuredFreshGuess;
   for (const auto& id : ids) {
     const Change& c = *std::find_if(candidates.begin(), candidates.end(), [&](const Change& x) { return x.knob == id; });
-    const double cost = guess * budget_.alternation_s(int(arms.size()) + 1, rounds_min, true);
+    const double cost = (guess * budget_.alternation_s(int(arms.size()) + 1, rounds_min, true) + compiles_s(int(arms.size()) + 1, rounds_min));
     // Without a headline to measure, the two arms a process knob needs are its own cost.
     if (budget_.may_extend(elapsed(), cost) || (arms.size() == 1 && budget_.may_finish(elapsed(), cost))) {
       arms.push_back({"+ " + label(c), with(arms[ref].config, c.delta), c, {}, ""});
     } else {
       res_.skipped.push_back({c.knob, c.value,
                               "budget: takes effect at process start; its arm in the fresh-process final needs ~" +
-                                  fmt(guess * budget_.alternation_s(1, rounds_min, true), 0) + " s (" +
+                                  fmt((guess * budget_.alternation_s(1, rounds_min, true) + compile_s * rounds_min), 0) + " s (" +
                                   std::to_string(rounds_min) + " processes of ~" + fmt(guess * budget_.fresh_window_s(), 0) +
                                   " s) and " +
-                                  fmt(std::max(0.0, left() - guess * budget_.alternation_s(int(arms.size()), rounds_min, true)), 0) +
+                                  fmt(std::max(0.0, left() - (guess * budget_.alternation_s(int(arms.size()), rounds_min, true) + compiles_s(int(arms.size()), rounds_min))), 0) +
                                   " s are left beside the arms before it",
                               std::max(0.0, left()), cost});
       progress(phase_, "skipped " + label(c) + " (budget)");
@@ -197,7 +205,7 @@ void Tuner::fresh_final() {
   int rounds = 0;
   std::string fatal, gave_up;
   for (int r = 0; fatal.empty(); ++r) {
-    if (r >= 2 && r < rounds_min && !budget_.may_finish(elapsed(), budget_.alternation_s(live(), 1, true))) {
+    if (r >= 2 && r < rounds_min && !budget_.may_finish(elapsed(), fresh_cost(live(), 1))) {
       res_.notes.push_back("the fresh-process final stopped after " + std::to_string(r) +
                            " rounds at the budget's hard end (a fresh process took ~" + fmt(budget_.fresh_window_s(), 0) +
                            " s here)");
@@ -210,10 +218,10 @@ void Tuner::fresh_final() {
         // the rest of the budget on an undecided answer.
         learn_sd();
         const int n = fresh_pairs_for(gain, fresh_sd());
-        if (n == 0 || (n > r && !budget_.may_finish(elapsed(), budget_.alternation_s(live(), n - r, true)))) {
+        if (n == 0 || (n > r && !budget_.may_finish(elapsed(), fresh_cost(live(), n - r)))) {
           gave_up = "after " + std::to_string(r) + " rounds a fresh pair varied by ±" + pct(fresh_sd(), 0) + ": " +
                     (n == 0 ? "more than " + std::to_string(o_.max_fresh_rounds) + " pairs"
-                            : std::to_string(n) + " pairs (~" + fmt(budget_.alternation_s(live(), n - r, true), 0) +
+                            : std::to_string(n) + " pairs (~" + fmt(fresh_cost(live(), n - r), 0) +
                                   " s more)") +
                     " would be needed to decide " + fmt(gain, 2) + "x";
           break;
@@ -221,7 +229,7 @@ void Tuner::fresh_final() {
       }
       if (r >= rounds_min) {
         if (r >= o_.max_fresh_rounds) break;
-        if (!budget_.may_extend(elapsed(), budget_.alternation_s(live(), 1, true))) break;
+        if (!budget_.may_extend(elapsed(), fresh_cost(live(), 1))) break;
         progress(phase_, "undecided after " + std::to_string(r) + " rounds of fresh processes: one more round");
       }
     }

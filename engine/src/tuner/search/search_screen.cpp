@@ -282,6 +282,10 @@ bool Tuner::try_pair(const std::string& tied_with) {
     // "workers=2 + fused_optimizer + channels_last + amp=bf16" (1.42x) where amp alone measured 0.79x and the
     // final was 1.21x faster without it.
     if (p == plans_.end() || p->second.ref != current_ || t.accepted || t.outcome != "no effect") continue;
+    // A pair that had no effect is not paired again: chains of them (compile + persistent_workers, + prefetch,
+    // + tf32) spent a simulated script tune's last third on knobs that each did nothing, and the one kept at
+    // the fourth try did not hold in the final.
+    if (p->second.change.paired) continue;
     if (!seen.insert(p->second.change.knob).second) continue;
     singles.push_back(p->second.change);
   }
@@ -325,6 +329,7 @@ bool Tuner::try_pair(const std::string& tied_with) {
   const Pair& p = pairs.front();
   if (p.score < 1.0 + o_.min_gain) return false;
   Change c = p.a;
+  c.paired = true;
   for (const auto& [k, v] : p.b.delta) c.delta[k] = v;
   c.also = label(p.b) + (p.a.also.empty() ? "" : " + " + p.a.also);
   const double need = trial_cost_s(p.a.knob) + (numerics(p.b.knob) ? budget_.probe_s() : 0.0);
