@@ -18,15 +18,13 @@ usage: bench_trace_boundary.py [--script S] [--steps 100] [--every 20] [--rounds
 import argparse
 import json
 import os
-import select
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from launcher_messages import launch
+
 MODES = ("0", "1", "auto")
 
 CNN = '''
@@ -60,29 +58,8 @@ for step in range(100000):
 def run(python, script, steps, every, mode, tdir):
     """The launcher's messages for one run of `script` with chunks saved the `mode` way."""
     shutil.rmtree(tdir, ignore_errors=True)
-    r, w = os.pipe()
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), TUNEBENCH_TRACE_FORK=mode)
-    p = subprocess.Popen([python, "-m", "tunebench.launch", "--out-fd", str(w), "--steps", str(steps),
-                          "--trace-dir", tdir, "--trace-every", str(every), script],
-                         pass_fds=[w], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    os.close(w)
-    buf, deadline = b"", time.time() + 900
-    while time.time() < deadline:
-        ready, _, _ = select.select([r], [], [], 5)
-        if ready:
-            data = os.read(r, 1 << 16)
-            if not data:
-                break
-            buf += data
-    os.close(r)
-    try:
-        err = p.communicate(timeout=60)[1]
-    except subprocess.TimeoutExpired:
-        p.kill()
-        sys.exit("bench_trace_boundary: the run did not end")
-    if p.returncode != 0:
-        sys.exit("bench_trace_boundary: the run failed: %s" % err.decode(errors="replace")[-2000:])
-    return [json.loads(line) for line in buf.splitlines() if line.strip()]
+    return launch(python, ["--steps", str(steps), "--trace-dir", tdir, "--trace-every", str(every)], script,
+                  "bench_trace_boundary", {"TUNEBENCH_TRACE_FORK": mode})
 
 
 def measure(messages):

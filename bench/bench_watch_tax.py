@@ -19,17 +19,13 @@ usage: bench_watch_tax.py [--shapes vae,lstm_rows,...] [--seconds 20] [--rounds 
 """
 
 import argparse
-import json
 import os
-import select
 import statistics
-import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from launcher_messages import launch
 
 HEAD = "import torch, torch.nn as nn, torch.nn.functional as F\nfrom torch.utils.data import DataLoader, TensorDataset\ntorch.manual_seed(0)\n"
 
@@ -131,30 +127,8 @@ SHAPES = {
 
 def run(python, script, steps, traced, every, tdir):
     """The launcher's messages for one run of `script` (`steps` steps), traced the default way or not."""
-    r, w = os.pipe()
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
-    args = [python, "-m", "tunebench.launch", "--out-fd", str(w), "--steps", str(steps)]
-    if traced:
-        args += ["--trace-dir", tdir, "--trace-every", str(every)]
-    p = subprocess.Popen(args + [script], pass_fds=[w], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    os.close(w)
-    buf, deadline = b"", time.time() + 900
-    while time.time() < deadline:
-        ready, _, _ = select.select([r], [], [], 5)
-        if ready:
-            data = os.read(r, 1 << 16)
-            if not data:
-                break
-            buf += data
-    os.close(r)
-    try:
-        err = p.communicate(timeout=60)[1]
-    except subprocess.TimeoutExpired:
-        p.kill()
-        sys.exit("bench_watch_tax: the run did not end")
-    if p.returncode != 0:
-        sys.exit("bench_watch_tax: the run failed: %s" % err.decode(errors="replace")[-2000:])
-    return [json.loads(line) for line in buf.splitlines() if line.strip()]
+    args = ["--steps", str(steps)] + (["--trace-dir", tdir, "--trace-every", str(every)] if traced else [])
+    return launch(python, args, script, "bench_watch_tax")
 
 
 def measure(messages):
