@@ -58,8 +58,9 @@ for step in range(100000):
 def run(python, script, steps, every, mode, tdir):
     """The launcher's messages for one run of `script` with chunks saved the `mode` way."""
     shutil.rmtree(tdir, ignore_errors=True)
-    return launch(python, ["--steps", str(steps), "--trace-dir", tdir, "--trace-every", str(every)], script,
-                  "bench_trace_boundary", {"TUNEBENCH_TRACE_FORK": mode})
+    # Every boundary, not a sampled trace's few (the launcher's default since the sampling): each is measured.
+    args = ["--steps", str(steps), "--trace-dir", tdir, "--trace-every", str(every), "--trace-share", "0"]
+    return launch(python, args, script, "bench_trace_boundary", {"TUNEBENCH_TRACE_FORK": mode})
 
 
 def measure(messages):
