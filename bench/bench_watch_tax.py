@@ -25,34 +25,12 @@ import sys
 import tempfile
 import textwrap
 
-from launcher_messages import launch
+from launcher_messages import ROOT, launch
 
 HEAD = "import torch, torch.nn as nn, torch.nn.functional as F\nfrom torch.utils.data import DataLoader, TensorDataset\ntorch.manual_seed(0)\n"
 
 SHAPES = {
-    "vae": textwrap.dedent('''
-        class VAE(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.fc1, self.fc21, self.fc22 = nn.Linear(784, 400), nn.Linear(400, 20), nn.Linear(400, 20)
-                self.fc3, self.fc4 = nn.Linear(20, 400), nn.Linear(400, 784)
-            def forward(self, x):
-                h = F.relu(self.fc1(x.view(-1, 784)))
-                mu, logvar = self.fc21(h), self.fc22(h)
-                z = mu + torch.randn_like(mu) * torch.exp(0.5 * logvar)
-                return torch.sigmoid(self.fc4(F.relu(self.fc3(z)))), mu, logvar
-        model = VAE()
-        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-        loader = DataLoader(TensorDataset(torch.rand(6000, 1, 28, 28)), batch_size=128, shuffle=True)
-        for epoch in range(1000):
-            for (x,) in loader:
-                opt.zero_grad()
-                recon, mu, logvar = model(x)
-                loss = F.binary_cross_entropy(recon, x.view(-1, 784), reduction="sum")
-                loss = loss - 0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp())
-                loss.backward()
-                opt.step()
-    '''),
+    "vae": None,  # python/tests/corpus/vae_mnist.py
     "lstm_rows": textwrap.dedent('''
         class Rows(nn.Module):
             def __init__(self):
@@ -156,8 +134,11 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for name in a.shapes.split(","):
             path = os.path.join(tmp, name + ".py")
-            with open(path, "w") as f:
-                f.write(HEAD + SHAPES[name])
+            if SHAPES[name] is None:
+                path = os.path.join(ROOT, "python", "tests", "corpus", "vae_mnist.py")
+            else:
+                with open(path, "w") as f:
+                    f.write(HEAD + SHAPES[name])
             # The step, untraced, picks the run's length in steps.
             _, step_ms, _, _ = measure(run(a.python, path, 30, False, a.every, ""))
             steps = max(60, int(a.seconds * 1000 / step_ms))

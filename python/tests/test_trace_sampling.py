@@ -2,7 +2,6 @@
 steps between them, as many as keep TuneBench's pauses under 3% of the run. The script shape that paid most
 for a continuous trace: ~1 ms steps without a DataLoader, whose chunk boundaries took 45.6% of its window."""
 
-import json
 import os
 import textwrap
 import unittest
@@ -86,34 +85,10 @@ class TraceSampling(Sampled):
             self.assertFalse(any(e["name"] == "TuneBench: untraced steps" for e in tunebench_events(m["path"])))
 
 
-# A VAE on 28x28 images through a DataLoader, Adam: the MNIST example's shape, steps of ~15-50 ms here. Traced
-# every step it spent 10.0% of its window in chunk boundaries, its longest pause 13 steps.
-VAE = textwrap.dedent('''
-    import torch, torch.nn as nn, torch.nn.functional as F
-    from torch.utils.data import DataLoader, TensorDataset
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    class VAE(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.fc1, self.fc21, self.fc22 = nn.Linear(784, 400), nn.Linear(400, 20), nn.Linear(400, 20)
-            self.fc3, self.fc4 = nn.Linear(20, 400), nn.Linear(400, 784)
-        def forward(self, x):
-            h = F.relu(self.fc1(x.view(-1, 784)))
-            mu, logvar = self.fc21(h), self.fc22(h)
-            z = mu + torch.randn_like(mu) * torch.exp(0.5 * logvar)
-            return torch.sigmoid(self.fc4(F.relu(self.fc3(z)))), mu, logvar
-    model = VAE()
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    loader = DataLoader(TensorDataset(torch.rand(2048, 1, 28, 28)), batch_size=128, shuffle=True)
-    for epoch in range(1000):
-        for (x,) in loader:
-            opt.zero_grad()
-            recon, mu, logvar = model(x)
-            loss = F.binary_cross_entropy(recon, x.view(-1, 784), reduction="sum")
-            (loss - 0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp())).backward()
-            opt.step()
-''')
+# A VAE on 28x28 images through a DataLoader, Adam (corpus/vae_mnist.py): steps of ~15-50 ms here. Traced
+# every step, a VAE of this shape spent 10.0% of its window in chunk boundaries, its longest pause 13 steps.
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "vae_mnist.py")) as _f:
+    VAE = _f.read()
 
 
 class TraceSamplingLoader(Sampled):
