@@ -15,7 +15,12 @@ The shapes are scaled to a small CPU (2 cores: steps of ~1 ms to ~0.5 s) and wri
   siamese    a twin CNN on image pairs with a contrastive loss (DataLoader, Adadelta)
   superres   a sub-pixel super-resolution CNN (DataLoader, Adam)
 
-usage: bench_watch_tax.py [--shapes vae,lstm_rows,...] [--seconds 20] [--rounds 2] [--every 20] [--python P]
+and the corpus's scripts that train in steps (python/tests/corpus/, public examples' shapes: a GAN, an
+actor-critic, a scaler, accumulation, a hand-written update, ...), each with the arguments that make it run
+long enough (the launcher's --steps ends it).
+
+usage: bench_watch_tax.py [--shapes vae,lstm_rows,...|corpus|all] [--seconds 20] [--rounds 2] [--every 20]
+                          [--share S] [--python P]
 """
 
 import argparse
@@ -103,10 +108,30 @@ SHAPES = {
 }
 
 
-def run(python, script, steps, traced, every, tdir):
-    """The launcher's messages for one run of `script` (`steps` steps), traced the default way or not."""
+CORPUS_DIR = os.path.join(ROOT, "python", "tests", "corpus")
+# The corpus's scripts that run without a data folder, with arguments for a run longer than any measured here
+# ("{tmp}": a scratch folder for their checkpoints).
+CORPUS = {
+    "accum_plateau": ["--epochs", "100000"],
+    "actor_critic": ["--episodes", "1000000"],
+    "amp_scaler": ["--epochs", "100000"],
+    "checkpoint_whole_model": ["--epochs", "100000", "--ckpt", "{tmp}/ckpt.pt"],
+    "dcgan": ["--epochs", "100000"],
+    "gan_1d": ["--iterations", "10000000"],
+    "imagenet_steplr": ["--epochs", "100000", "--out", "{tmp}"],
+    "manual_sgd": ["--epochs", "100000", "--out", "{tmp}"],
+    "mnist_onecycle": ["--epochs", "100000"],
+    "rnn_classify": ["--epochs", "100000"],
+}
+
+
+def run(python, script, steps, traced, every, tdir, script_args=(), cwd=None, share=None):
+    """The launcher's messages for one run of `script` (`steps` steps), traced (the default way, or sampled
+    under `share`) or not."""
     args = ["--steps", str(steps)] + (["--trace-dir", tdir, "--trace-every", str(every)] if traced else [])
-    return launch(python, args, script, "bench_watch_tax")
+    if traced and share is not None:
+        args += ["--trace-share", str(share)]
+    return launch(python, args, script, "bench_watch_tax", script_args=script_args, cwd=cwd)
 
 
 def measure(messages):
@@ -124,30 +149,37 @@ def measure(messages):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--shapes", default=",".join(SHAPES))
+    ap.add_argument("--shapes", default=",".join(SHAPES), help="names, 'corpus' or 'all'")
     ap.add_argument("--seconds", type=float, default=20.0, help="each run's length, about")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--every", type=int, default=20)
+    ap.add_argument("--share", type=float, default=None, help="the launcher's --trace-share (its default: 0.03)")
     ap.add_argument("--python", default=sys.executable)
     a = ap.parse_args()
-    print("shape       step ms  traced/untraced run  pauses of run  longest pause        traced steps' speed")
+    names = {"corpus": list(CORPUS), "all": list(SHAPES) + list(CORPUS)}.get(a.shapes, a.shapes.split(","))
+    print("shape                   step ms  traced/untraced run  pauses of run  longest pause        traced steps' speed")
     with tempfile.TemporaryDirectory() as tmp:
-        for name in a.shapes.split(","):
-            path = os.path.join(tmp, name + ".py")
-            if SHAPES[name] is None:
-                path = os.path.join(ROOT, "python", "tests", "corpus", "vae_mnist.py")
+        for name in names:
+            path, script_args, cwd = os.path.join(tmp, name + ".py"), [], None
+            if name in CORPUS:
+                cwd = os.path.join(tmp, name)
+                os.makedirs(cwd, exist_ok=True)
+                path, script_args = os.path.join(CORPUS_DIR, name + ".py"), [x.replace("{tmp}", cwd) for x in CORPUS[name]]
+            elif SHAPES[name] is None:
+                path = os.path.join(CORPUS_DIR, "vae_mnist.py")
             else:
                 with open(path, "w") as f:
                     f.write(HEAD + SHAPES[name])
             # The step, untraced, picks the run's length in steps.
-            _, step_ms, _, _ = measure(run(a.python, path, 30, False, a.every, ""))
+            _, step_ms, _, _ = measure(run(a.python, path, 30, False, a.every, "", script_args, cwd))
             steps = max(60, int(a.seconds * 1000 / step_ms))
             spans = {False: [], True: []}
             pauses, speeds, medians = [], [], []
             for k in range(a.rounds):
                 for traced in ((False, True) if k % 2 == 0 else (True, False)):
                     span, med, p, speed = measure(run(a.python, path, steps, traced, a.every,
-                                                      os.path.join(tmp, "chunks%d" % k)))
+                                                      os.path.join(tmp, "chunks-%s-%d" % (name, k)), script_args, cwd,
+                                                      a.share))
                     spans[traced].append(span)
                     if traced:
                         pauses.append((sum(p) / 1e9 / span, max(p) / 1e6 if p else 0.0))
@@ -158,7 +190,7 @@ def main():
             ratio = statistics.median(spans[True]) / statistics.median(spans[False])
             share = statistics.median(x[0] for x in pauses)
             longest = max(x[1] for x in pauses)
-            print("%-10s %8.2f  %6.3fx (%d steps)    %6.1f%%     %8.1f ms = %5.1f steps  %5.2fx"
+            print("%-22s %8.2f  %6.3fx (%d steps)    %6.1f%%     %8.1f ms = %5.1f steps  %5.2fx"
                   % (name, step, ratio, steps, 100 * share, longest, longest / step, statistics.median(speeds)))
             sys.stdout.flush()
 

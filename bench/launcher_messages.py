@@ -11,13 +11,13 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def launch(python, launcher_args, script, who, env_extra=None, timeout_s=900):
-    """The messages of `python -m tunebench.launch LAUNCHER_ARGS SCRIPT`; exits with `who`'s one line when the
-    run fails or does not end within `timeout_s`."""
+def launch(python, launcher_args, script, who, env_extra=None, timeout_s=900, script_args=(), cwd=None):
+    """The messages of `python -m tunebench.launch LAUNCHER_ARGS SCRIPT SCRIPT_ARGS` (run in `cwd`); exits with
+    `who`'s one line when the run fails or does not end within `timeout_s`."""
     r, w = os.pipe()
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), **(env_extra or {}))
-    p = subprocess.Popen([python, "-m", "tunebench.launch", "--out-fd", str(w)] + launcher_args + [script],
-                         pass_fds=[w], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    p = subprocess.Popen([python, "-m", "tunebench.launch", "--out-fd", str(w)] + launcher_args + [script] + list(script_args),
+                         pass_fds=[w], env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     os.close(w)
     buf, deadline = b"", time.time() + timeout_s
     while time.time() < deadline:
