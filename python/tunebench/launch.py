@@ -22,6 +22,7 @@ import platform
 import runpy
 import signal
 import sys
+import tempfile
 import threading
 import traceback
 
@@ -29,7 +30,7 @@ import torch
 
 from . import __version__, iterations, knobs, machine, memory, patched, script_errors
 from .hooks import children as hooks_children, dataloader as hooks_dataloader, forward as hooks_forward
-from .hooks import optimizer as hooks_optimizer, save as hooks_save, update as hooks_update
+from .hooks import loader_parts, optimizer as hooks_optimizer, save as hooks_save, update as hooks_update
 from .protocol import Channel, Inbox, step_line
 from .state import Run, minor_faults
 from .trace.tracer import Tracer
@@ -139,6 +140,9 @@ class Launcher(iterations.Sink):
             summary["outside"] = dict(self.outside_total)
         if self.tracer is not None:
             summary["profiler_ns"] = self.tracer.total_pause_ns
+        loaders = loader_parts.finish()
+        if loaders:
+            summary["loader_parts"] = loaders
         self.ch.send("done", summary=summary)
         sys.stdout.flush()
         sys.stderr.flush()
@@ -366,6 +370,8 @@ class Launcher(iterations.Sink):
             self.ch.send("done", summary={"steps": 0, "reason": "error"})
             os._exit(2)
         self.install()
+        if opts.trace_dir:  # why the loader is slow: its parts, timed only while the script is traced
+            loader_parts.enable(tempfile.mkdtemp(prefix="tunebench-loader-"))
         if opts.trace_dir and not opts.trace_wait:
             self.tracer = Tracer(run, opts.trace_dir, opts.trace_every, opts.trace_detail, opts.trace_share)
             self.tracer.start(0)

@@ -20,6 +20,7 @@ from torch.utils.data import DataLoader
 from torch.utils.data.dataloader import _BaseDataLoaderIter
 
 from .. import source
+from . import loader_parts
 from .reporter import Reporter
 from ..knob_errors import KnobError, torch_major as _torch_major
 
@@ -92,6 +93,10 @@ def _patched_init(self, *args, **kwargs):
     if run is None:
         return
     run.loaders.add(self)
+    try:
+        loader_parts.attach(self)
+    except Exception as e:  # noqa: BLE001 - ours: the loader runs as it would without the breakdown
+        _fail(e)
     site = source.caller_site()
     effective = {"num_workers": self.num_workers, "pin_memory": self.pin_memory,
                  "prefetch_factor": getattr(self, "prefetch_factor", None),

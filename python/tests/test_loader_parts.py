@@ -1,0 +1,196 @@
+"""Why the loader is slow (hooks/loader_parts.py): scripts written as people write them - an ImageFolder with
+torchvision transforms (v1 and v2), a map-style Dataset reading its own files, an IterableDataset with a
+worker_init_fn, workers forked and spawned, and none - run traced under the launcher; `done.summary.loader_parts`
+must name where each sample's time went, in the process that loaded it."""
+
+import os
+import textwrap
+import unittest
+
+from tests.launch_util import Child, ScriptTest
+
+# An ImageFolder with the ImageNet example's transforms and one made slow on purpose (a blur over a sleep: a
+# transform whose cost is its own, whatever the machine's cores).
+FOLDER = textwrap.dedent('''
+    import sys, time, torch
+    from torchvision import datasets
+    {imports}
+
+    class SlowBlur(torch.nn.Module):
+        def forward(self, img):
+            time.sleep(0.004)
+            return img
+
+    tf = T.Compose([T.RandomResizedCrop(32), T.RandomHorizontalFlip(), SlowBlur(), {to_tensor}
+                    T.Normalize([0.5] * 3, [0.2] * 3)])
+    ds = datasets.ImageFolder(sys.argv[1], tf)
+    loader = torch.utils.data.DataLoader(ds, batch_size=8, shuffle=True, num_workers=int(sys.argv[2]),
+                                         {context})
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 32 * 32, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    if __name__ == "__main__":
+        for epoch in range(2):
+            for x, y in loader:
+                opt.zero_grad()
+                torch.nn.functional.cross_entropy(model(x), y).backward()
+                opt.step()
+''')
+
+# A Dataset reading its own .npy files, and a collate made slow (padding in Python, as a hand-written collate).
+FILES_SLOW_COLLATE = textwrap.dedent('''
+    import os, sys, time, numpy as np, torch
+
+    class Arrays(torch.utils.data.Dataset):
+        def __init__(self, root):
+            self.paths = sorted(os.path.join(root, p) for p in os.listdir(root))
+        def __len__(self):
+            return len(self.paths)
+        def __getitem__(self, i):
+            x = torch.from_numpy(np.load(self.paths[i]))
+            return x, i % 2
+
+    def pad_collate(items):
+        time.sleep(0.02)  # a batch padded item by item in Python
+        xs, ys = zip(*items)
+        return torch.stack(xs), torch.tensor(ys)
+
+    loader = torch.utils.data.DataLoader(Arrays(sys.argv[1]), batch_size=8, collate_fn=pad_collate,
+                                         num_workers=int(sys.argv[2]))
+    model = torch.nn.Linear(64, 2)
+    opt = torch.optim.Adam(model.parameters())
+    for x, y in loader:
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(model(x.float()), y).backward()
+        opt.step()
+''')
+
+# An IterableDataset that splits its stream by worker in a worker_init_fn, as the PyTorch docs show.
+ITERABLE = textwrap.dedent('''
+    import math, sys, torch
+
+    class Stream(torch.utils.data.IterableDataset):
+        def __init__(self, start, end):
+            self.start, self.end = start, end
+        def __iter__(self):
+            for i in range(self.start, self.end):
+                yield torch.full((16,), float(i)), i % 2
+
+    def split(worker_id):
+        info = torch.utils.data.get_worker_info()
+        ds = info.dataset
+        per = int(math.ceil((ds.end - ds.start) / float(info.num_workers)))
+        ds.start, ds.end = ds.start + worker_id * per, min(ds.start + (worker_id + 1) * per, ds.end)
+        print("worker", worker_id, "takes", ds.start, ds.end, flush=True)
+
+    loader = torch.utils.data.DataLoader(Stream(0, 64), batch_size=8, num_workers=2, worker_init_fn=split)
+    model = torch.nn.Linear(16, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in loader:
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+''')
+
+
+def per_sample_ms(proc):
+    return {k: v["ns"] / 1e6 / max(1, proc["samples"]) for k, v in proc["parts"].items()}
+
+
+class LoaderParts(ScriptTest):
+    def data(self, kind):
+        root = os.path.join(self.dir.name, kind)
+        if kind == "images":
+            import numpy as np
+            from PIL import Image
+            rng = np.random.default_rng(0)
+            for c in ("cat", "dog"):
+                os.makedirs(os.path.join(root, c))
+                for i in range(16):
+                    img = Image.fromarray(rng.integers(0, 255, (48, 64, 3), dtype=np.uint8))
+                    img.save(os.path.join(root, c, "%d.jpg" % i), quality=90)
+        else:
+            import numpy as np
+            os.makedirs(root)
+            for i in range(32):
+                np.save(os.path.join(root, "%02d.npy" % i), np.random.rand(64).astype(np.float32))
+        return root
+
+    def launch(self, text, args, traced=True):
+        with open(self.script, "w") as f:
+            f.write(text)
+        launcher = ["--trace-dir", os.path.join(self.dir.name, "trace")] if traced else []
+        c = Child(self.script, args=args, launcher_args=launcher)
+        code, out, err = c.finish(timeout=300)
+        self.assertEqual(code, 0, err)
+        done = next(m for m in c.messages if m["type"] == "done")
+        return done["summary"], out
+
+    def folder(self, workers, v2=False, context=""):
+        text = FOLDER.format(imports="from torchvision.transforms import v2 as T" if v2 else
+                             "from torchvision import transforms as T",
+                             to_tensor="T.ToImage(), T.ToDtype(torch.float32, scale=True)," if v2 else "T.ToTensor(),",
+                             context=context)
+        return text, [self.data("images"), str(workers)]
+
+    def test_a_slow_transform_is_named_first_in_each_worker(self):
+        text, args = self.folder(2)
+        summary, _ = self.launch(text, args)
+        procs = summary["loader_parts"]
+        self.assertEqual(sorted(p["who"] for p in procs), ["worker 0", "worker 0", "worker 1", "worker 1"])  # 2 epochs
+        self.assertEqual(sum(p["samples"] for p in procs), 2 * 32)
+        self.assertEqual(sum(p["batches"] for p in procs), 2 * 4)
+        for p in procs:
+            ms = per_sample_ms(p)
+            self.assertEqual(max(ms, key=ms.get), "SlowBlur", ms)
+            self.assertGreaterEqual(ms["SlowBlur"], 4.0, ms)
+            for part in ("open (PIL)", "read + decode (PIL)", "RandomResizedCrop", "ToTensor", "Normalize",
+                         "dataset code", "collate"):
+                self.assertIn(part, ms)
+            # The parts are exclusive: they add up to the process's busy time, never more.
+            self.assertLessEqual(sum(v["ns"] for v in p["parts"].values()), p["busy_ns"])
+            self.assertLessEqual(p["busy_ns"], p["life_ns"])
+
+    def test_transforms_v2_in_the_main_process(self):
+        text, args = self.folder(0, v2=True)
+        summary, _ = self.launch(text, args)
+        (main,) = summary["loader_parts"]
+        self.assertEqual(main["who"], "main")
+        self.assertEqual(main["samples"], 64)
+        ms = per_sample_ms(main)
+        self.assertEqual(max(ms, key=ms.get), "SlowBlur", ms)
+        for part in ("RandomResizedCrop", "ToImage", "ToDtype", "Normalize"):
+            self.assertIn(part, ms)
+
+    def test_spawned_workers_report_too(self):
+        text, args = self.folder(1, context='multiprocessing_context="spawn"')
+        summary, _ = self.launch(text, args)
+        procs = summary["loader_parts"]
+        self.assertEqual([p["who"] for p in procs], ["worker 0", "worker 0"])
+        self.assertEqual(sum(p["samples"] for p in procs), 64)
+        self.assertTrue(all("SlowBlur" in p["parts"] for p in procs), procs)
+
+    def test_a_slow_collate_is_told_apart_from_a_slow_getitem(self):
+        summary, _ = self.launch(FILES_SLOW_COLLATE, [self.data("arrays"), "0"])
+        (main,) = summary["loader_parts"]
+        self.assertEqual((main["samples"], main["batches"]), (32, 4))
+        collate_ms = main["parts"]["collate"]["ns"] / 1e6 / main["batches"]
+        getitem_ms = main["parts"]["dataset code"]["ns"] / 1e6 / main["samples"]
+        self.assertGreaterEqual(collate_ms, 20.0)
+        self.assertLess(getitem_ms * 8, collate_ms / 2, main)  # a batch's reads: under half its collate
+
+    def test_an_iterable_dataset_keeps_its_worker_init_fn(self):
+        summary, out = self.launch(ITERABLE, [])
+        self.assertIn("worker 0 takes 0 32", out)
+        self.assertIn("worker 1 takes 32 64", out)
+        procs = summary["loader_parts"]
+        self.assertEqual(sorted(p["who"] for p in procs), ["worker 0", "worker 1"])
+        self.assertEqual(sum(p["batches"] for p in procs), 8)
+        self.assertEqual(sum(p["samples"] for p in procs), 0)  # an iterable's items have no __getitem__ to time
+
+    def test_off_unless_traced(self):
+        summary, _ = self.launch(FILES_SLOW_COLLATE, [self.data("arrays"), "0"], traced=False)
+        self.assertNotIn("loader_parts", summary)
+
+
+if __name__ == "__main__":
+    unittest.main()
