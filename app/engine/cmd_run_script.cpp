@@ -231,9 +231,7 @@ int cmd_run_script(int argc, char** argv) {
 
   nlohmann::json out;
   out["model"] = "script:" + so.script;
-  std::string args;
-  for (const auto& a : so.args) args += (args.empty() ? "" : " ") + a;
-  out["data"] = args;
+  out["data"] = joined_args(so.args);
   out["script"] = {{"path", so.script}, {"args", so.args}, {"python", runner.python().path}};
   out["device"] = hello.value("device", nlohmann::json::object());
   out["versions"] = hello.value("versions", nlohmann::json::object());
@@ -265,6 +263,7 @@ int cmd_run_script(int argc, char** argv) {
   if (!not_measured.empty()) out["not_measured"] = not_measured;
   const nlohmann::json tracing = so.trace_wait ? engine::tracing_cost_json(records, traced) : nlohmann::json();
   if (!tracing.is_null()) out["tracing_cost"] = tracing;
+  const client::LoaderVerdict loader = add_loader_verdict(out, figures);
   if (!json_path.empty() && !write_json_file(json_path, out)) return 1;
   if (!trace_path.empty()) {
     if (so.trace_wait && !trace_started && chunks.empty()) {
@@ -287,6 +286,7 @@ int cmd_run_script(int argc, char** argv) {
   }
   print_script_throughput(so.script, out["throughput"], unit, records.size(), figures, traced_out, not_measured);
   if (const std::string mem = engine::memory_summary_text(out["memory"]); !mem.empty()) std::printf("%s\n", mem.c_str());
+  for (const std::string& line : loader.lines()) std::printf("%s\n", line.c_str());
   if (unit == "time steps")
     std::fprintf(stderr, "run: samples = time steps: the batch dimension of the script's model could not be told\n");
   if (!failure.empty()) {

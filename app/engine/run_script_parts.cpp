@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <thread>
 
 #include "profiler/trace_io.h"
 
@@ -84,6 +85,34 @@ void print_script_throughput(const std::string& script, const nlohmann::json& tp
     std::printf("%s: %.1f %s/s over %zu measured steps (%zu in all%s); %s\n", script.c_str(),
                 tp["samples_per_s"].get<double>(), unit.c_str(), tp["measured_steps"].get<size_t>(), all_steps,
                 left_out.c_str(), tp["noise"]["text"].get<std::string>().c_str());
+}
+
+client::LoaderVerdict add_loader_verdict(nlohmann::json& out, const std::vector<engine::StepRecord>& figures) {
+  int64_t samples = 0, wall = 0, wait = 0;
+  for (const auto& r : figures)
+    if (!r.warmup) samples += r.samples, wall += r.wall_ns, wait += r.data_wait_ns;
+  const nlohmann::json done = out.value("done", nlohmann::json::object());
+  const nlohmann::json parts = done.value("loader_parts", nlohmann::json());
+  // The training process's own CPU a sample: its CPU time after the first step (done.summary.cpu_ns) less
+  // what it spent loading, over the samples of the steps after the first.
+  int64_t all_samples = 0, loading_cpu = 0;
+  const nlohmann::json steps = out.value("steps", nlohmann::json::array());
+  for (size_t k = 1; k < steps.size(); ++k) all_samples += steps[k].value("samples", int64_t(0));
+  if (parts.is_array())
+    for (const auto& p : parts)
+      if (p.value("who", std::string()) == "main") loading_cpu += p.value("cpu_ns", int64_t(0));
+  const double train_cpu_ms =
+      all_samples > 0 ? std::max<int64_t>(0, done.value("cpu_ns", int64_t(0)) - loading_cpu) / 1e6 / double(all_samples) : 0;
+  client::LoaderVerdict v = client::loader_verdict(parts, samples, wall, wait,
+                                                   static_cast<int>(std::thread::hardware_concurrency()), train_cpu_ms);
+  if (v.valid) out["loader"] = v.to_json();
+  return v;
+}
+
+std::string joined_args(const std::vector<std::string>& args) {
+  std::string out;
+  for (const auto& a : args) out += (out.empty() ? "" : " ") + a;
+  return out;
 }
 
 }  // namespace tb::cli

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "client/loader_verdict.h"
 #include "engine/run_json.h"
 
 namespace tb::cli {
@@ -38,5 +39,12 @@ std::string nothing_measured_text(const nlohmann::json& done, const std::string&
 void print_script_throughput(const std::string& script, const nlohmann::json& throughput, const std::string& unit,
                              size_t all_steps, const std::vector<engine::StepRecord>& figures, size_t traced_out,
                              const std::string& not_measured);
+
+// Why the loader is slow (client/loader_verdict.h): a traced run's loader parts (`out["done"]["loader_parts"]`)
+// against its measured steps `figures`, on this machine's cores; also written as `out["loader"]` when valid.
+client::LoaderVerdict add_loader_verdict(nlohmann::json& out, const std::vector<engine::StepRecord>& figures);
+
+// The script's arguments as one line (the run JSON's "data").
+std::string joined_args(const std::vector<std::string>& args);
 
 }  // namespace tb::cli

@@ -24,6 +24,7 @@ import signal
 import sys
 import tempfile
 import threading
+import time
 import traceback
 
 import torch
@@ -91,6 +92,7 @@ class Launcher(iterations.Sink):
         self.done = False
         self.pending = []         # parent messages read outside the iterations, handled at the next step
         self.boundary_faults = None
+        self.cpu0 = None          # process CPU time at the first step's end (loader_parts weighs it)
         self.children_lock = threading.Lock()
         self.children_said = False
         self.children_timer = None
@@ -143,6 +145,10 @@ class Launcher(iterations.Sink):
         loaders = loader_parts.finish()
         if loaders:
             summary["loader_parts"] = loaders
+            # The training process's CPU time after its first step (all its threads, not its workers'): what the
+            # loader verdict weighs the loading against on the machine's cores.
+            if self.cpu0 is not None:
+                summary["cpu_ns"] = time.process_time_ns() - self.cpu0
         self.ch.send("done", summary=summary)
         sys.stdout.flush()
         sys.stderr.flush()
@@ -238,6 +244,8 @@ class Launcher(iterations.Sink):
                     except knobs.KnobError as e:
                         self.ch.send("warning", message="%s=%s: %s" % (kid, run.requested[kid], e))
             self.send_hello()
+        if self.cpu0 is None:  # the first step's end: the CPU time from here on is the training's (not imports)
+            self.cpu0 = time.process_time_ns()
         faults0, scalers0 = span.mark
         # TuneBench's trace pauses since the last step: between the two steps, in neither one's wall_ns.
         profiler_ns = self.tracer.take_pause_ns() if self.tracer is not None else 0

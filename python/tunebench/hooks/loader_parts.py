@@ -33,10 +33,14 @@ class _Recorder:
         self.parts = {}                     # part -> [exclusive ns, calls]
         self.samples = self.batches = 0
         self.busy_ns = 0                    # samples' and collates' wall time, outermost only
+        self.cpu_ns = 0                     # the loading thread's CPU time in them (busy - cpu: reads, sleeps)
         self.stack = []                     # open timers: [name, start ns, nested ns]
+        self.cpu0 = 0
         self.written = 0
 
     def enter(self, name):
+        if not self.stack:
+            self.cpu0 = time.thread_time_ns()
         self.stack.append([name, time.monotonic_ns(), 0])
 
     def leave(self):
@@ -49,6 +53,7 @@ class _Recorder:
             self.stack[-1][2] += dt
         else:
             self.busy_ns += dt
+            self.cpu_ns += time.thread_time_ns() - self.cpu0
         return dt
 
     def write(self, now=None, force=False):
@@ -57,7 +62,7 @@ class _Recorder:
             return
         self.written = now
         doc = {"who": self.who, "pid": self.pid, "samples": self.samples, "batches": self.batches,
-               "busy_ns": self.busy_ns, "life_ns": now - self.t0,
+               "busy_ns": self.busy_ns, "cpu_ns": self.cpu_ns, "life_ns": now - self.t0,
                "parts": {k: {"ns": v[0], "calls": v[1]} for k, v in self.parts.items()}}
         path = os.path.join(_dir, "loader-%d.json" % self.pid)
         try:

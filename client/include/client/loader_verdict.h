@@ -1,0 +1,55 @@
+// Why the loader is slow, from what a traced script's run said: each loading process's parts
+// (`done.summary.loader_parts`, docs/protocol.md) and the measured steps' wait for batches. The verdict a user
+// staring at a loader stall needs: how input-bound the step is (XProf's grades: 20% of the step highly, 5%
+// moderately), where a sample's time goes (the costliest part first), whether the loading processes are busy,
+// waiting on reads or starved, and how many workers would feed the model - a prediction `run` can check.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tb::client {
+
+struct LoaderPart {
+  std::string name;   // "read + decode (PIL)", "RandomResizedCrop", "collate", "dataset code", ...
+  double ms = 0;      // per sample (collate: per batch)
+  bool per_batch = false;
+  double share = 0;   // of the loading processes' busy time
+};
+
+struct LoaderVerdict {
+  bool valid = false;           // a loader's parts were reported and some steps measured
+  double wait_share = 0;        // the training loop's wait for batches, share of the steps' wall time
+  std::string grade;            // "highly input-bound", "moderately input-bound", "not input-bound"
+  int workers = 0;              // worker processes (0: the training process loads)
+  int64_t samples = 0, batches = 0;
+  double busy_share = 0;        // workers: their busy time over their life (the main process: not said)
+  double cpu_share = 0;         // of the busy time, the loading thread's CPU (the rest waits on reads, sleeps)
+  double ms_per_sample = 0;     // one process's busy time a sample, collate included
+  std::vector<LoaderPart> parts;  // costliest first
+  int cores = 0;                // the machine's, as told
+  double train_cpu_ms = 0;      // the training process's own CPU a sample (its loading taken out)
+  double consume_sps = 0;       // what the training loop takes when it never waits: samples over (wall - wait)
+  double supply_sps = 0;        // what the loading processes supply at most now (model below)
+  int need_workers = 0;         // the fewest workers that give expect_sps (0: not input-bound, or not known)
+  bool cores_bound = false;     // no count feeds the model: the cores bound the run below consume_sps
+  double expect_sps = 0;        // what a run with need_workers should measure: min(consume, their supply)
+
+  // What W workers supply: each takes ms_per_sample a sample, and all of them together at most what the cores
+  // give when every sample costs its loading CPU plus the training process's CPU (both share the cores).
+  double supply_with(int workers) const;
+  // The verdict in lines, for the terminal ("loader: highly input-bound: ...").
+  std::vector<std::string> lines() const;
+  nlohmann::json to_json() const;
+};
+
+// `parts`: done.summary.loader_parts; the measured steps' samples, wall and data-wait totals; the machine's
+// cores; the training process's own CPU ms a sample (0: not known, the cores bound only the loading). Not
+// valid without parts or steps.
+LoaderVerdict loader_verdict(const nlohmann::json& parts, int64_t samples, int64_t wall_ns, int64_t wait_ns,
+                             int cores, double train_cpu_ms = 0);
+
+}  // namespace tb::client

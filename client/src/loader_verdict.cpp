@@ -1,0 +1,153 @@
+#include "client/loader_verdict.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+
+namespace tb::client {
+namespace {
+
+// XProf's input-pipeline grades, by the share of the step spent waiting for input.
+constexpr double kHighly = 0.20, kModerately = 0.05;
+constexpr int kMaxWorkers = 64;  // the workers knob's range
+
+std::string fmt(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+std::string pct(double share) { return fmt("%.0f%%", 100 * share); }
+std::string ms(double v) { return fmt(v < 10 ? "%.2f ms" : "%.1f ms", v); }
+
+}  // namespace
+
+double LoaderVerdict::supply_with(int w) const {
+  if (!(ms_per_sample > 0)) return std::numeric_limits<double>::quiet_NaN();
+  const double one = 1000.0 / ms_per_sample;
+  if (w <= 0) return one;  // the training process loads, between its steps
+  const double cpu_ms = ms_per_sample * cpu_share + train_cpu_ms;
+  const double cpu_bound =
+      cpu_ms > 0 ? std::max(1, cores) * 1000.0 / cpu_ms : std::numeric_limits<double>::infinity();
+  return std::min(w * one, cpu_bound);
+}
+
+LoaderVerdict loader_verdict(const nlohmann::json& parts, int64_t samples, int64_t wall_ns, int64_t wait_ns,
+                             int cores, double train_cpu_ms) {
+  LoaderVerdict v;
+  v.cores = cores;
+  v.train_cpu_ms = std::max(0.0, train_cpu_ms);
+  if (!parts.is_array() || parts.empty() || samples <= 0 || wall_ns <= 0) return v;
+  // Worker processes when there were any (a run whose workers came on later keeps its main-process
+  // entry from before: the verdict is about the loader as it ended), else the training process.
+  bool any_worker = false;
+  for (const auto& p : parts) any_worker |= p.value("who", std::string()).rfind("worker ", 0) == 0;
+  int64_t busy = 0, cpu = 0, life = 0;
+  std::map<std::string, int64_t> part_ns;
+  for (const auto& p : parts) {
+    const std::string who = p.value("who", std::string());
+    if (any_worker != (who.rfind("worker ", 0) == 0)) continue;
+    if (any_worker) v.workers = std::max(v.workers, std::atoi(who.c_str() + 7) + 1);
+    v.samples += p.value("samples", int64_t(0));
+    v.batches += p.value("batches", int64_t(0));
+    busy += p.value("busy_ns", int64_t(0));
+    cpu += p.value("cpu_ns", int64_t(0));
+    life += p.value("life_ns", int64_t(0));
+    if (const auto it = p.find("parts"); it != p.end() && it->is_object())
+      for (const auto& [name, t] : it->items()) part_ns[name] += t.value("ns", int64_t(0));
+  }
+  if (busy <= 0 || (v.samples <= 0 && v.batches <= 0)) return v;
+  v.valid = true;
+  v.wait_share = std::clamp(double(wait_ns) / double(wall_ns), 0.0, 1.0);
+  v.grade = v.wait_share >= kHighly ? "highly input-bound" : v.wait_share >= kModerately ? "moderately input-bound"
+                                                                                          : "not input-bound";
+  v.busy_share = any_worker && life > 0 ? double(busy) / double(life) : 0;
+  v.cpu_share = std::clamp(double(cpu) / double(busy), 0.0, 1.0);
+  if (v.samples > 0) v.ms_per_sample = busy / 1e6 / double(v.samples);
+  for (const auto& [name, ns] : part_ns) {
+    LoaderPart p;
+    p.name = name;
+    p.per_batch = name == "collate";
+    const int64_t n = p.per_batch ? v.batches : v.samples;
+    if (n <= 0) continue;
+    p.ms = ns / 1e6 / double(n);
+    p.share = double(ns) / double(busy);
+    v.parts.push_back(p);
+  }
+  std::sort(v.parts.begin(), v.parts.end(), [](const LoaderPart& a, const LoaderPart& b) { return a.share > b.share; });
+  const double compute_s = (wall_ns - wait_ns) / 1e9;
+  v.consume_sps = compute_s > 0 ? double(samples) / compute_s : 0;
+  v.supply_sps = v.supply_with(v.workers);
+  if (v.ms_per_sample > 0 && v.consume_sps > 0 && v.wait_share >= kModerately) {
+    // The fewest workers that feed the model; when none can, the fewest that reach what the cores allow.
+    const double best = std::min(v.consume_sps, v.supply_with(kMaxWorkers));
+    v.cores_bound = best < v.consume_sps;
+    for (int w = 1; w <= kMaxWorkers && v.need_workers == 0; ++w)
+      if (v.supply_with(w) >= (v.cores_bound ? 0.97 * best : best)) v.need_workers = w;
+    v.expect_sps = std::min(v.consume_sps, v.supply_with(v.need_workers));
+  }
+  return v;
+}
+
+std::vector<std::string> LoaderVerdict::lines() const {
+  if (!valid) return {};
+  std::vector<std::string> out;
+  out.push_back("loader: " + grade + ": the loop waited for batches " + pct(wait_share) +
+                " of its step time (20% and more is highly input-bound, 5% moderately)");
+  std::string where = workers > 0 ? "in each of " + std::to_string(workers) + " worker" + (workers > 1 ? "s" : "")
+                                  : "in the training process (num_workers=0)";
+  std::string line = "loader: ";
+  if (ms_per_sample > 0) line += "a sample costs " + ms(ms_per_sample) + " " + where;
+  else line += "batches are made " + where;
+  line += " (" + pct(cpu_share) + " of it on the CPU, the rest waiting on reads or sleeps";
+  if (workers > 0) line += "; the workers busy " + pct(busy_share) + " of their time";
+  line += "): ";
+  for (size_t i = 0; i < parts.size() && i < 5; ++i)
+    line += (i ? ", " : "") + parts[i].name + " " + ms(parts[i].ms) + (parts[i].per_batch ? " a batch" : "") + " (" +
+            pct(parts[i].share) + ")";
+  out.push_back(line);
+  if (workers > 0 && wait_share >= kModerately && busy_share < 0.5)
+    out.push_back("loader: the workers are idle " + pct(1 - busy_share) +
+                  " of their time while the loop waits: the training process is the bound (collate or pinning in "
+                  "it, the GIL), not the workers' samples");
+  if (wait_share < kModerately) {
+    out.push_back("loader: more workers would not speed the step (the loop hardly waits)");
+  } else if (ms_per_sample > 0 && consume_sps > 0) {
+    const std::string costliest = parts.empty() ? std::string() : parts.front().name;
+    std::string l = "loader: the model takes " + fmt("%.0f", consume_sps) + " samples/s when fed; " +
+                    (workers > 0 ? std::to_string(workers) + " worker" + (workers > 1 ? "s supply" : " supplies")
+                                 : std::string("the training process supplies")) +
+                    " about " + fmt("%.0f", supply_sps) + "; ";
+    if (cores_bound)
+      l += "no worker count feeds it on " + std::to_string(cores) + " cores: a sample's CPU (loading " +
+           ms(ms_per_sample * cpu_share) + ", training " + ms(train_cpu_ms) + ") bounds the run at " +
+           fmt("%.0f", expect_sps) + " samples/s, which about " + std::to_string(need_workers) + " worker" +
+           (need_workers > 1 ? "s" : "") + " reach (run it: --set workers=" + std::to_string(need_workers) +
+           "); beyond that, make " + costliest + " cheaper";
+    else if (need_workers > workers)
+      l += "about " + std::to_string(need_workers) + " worker" + (need_workers > 1 ? "s" : "") + " would supply " +
+           fmt("%.0f", supply_with(need_workers)) + " (run it: --set workers=" + std::to_string(need_workers) + ")";
+    else
+      l += "enough by their cost a sample, so the wait comes from elsewhere: the training process (collate, "
+           "pinning, the GIL) or workers started again at each pass (persistent_workers)";
+    out.push_back(l);
+  }
+  return out;
+}
+
+nlohmann::json LoaderVerdict::to_json() const {
+  nlohmann::json j = {{"grade", grade},           {"wait_share", wait_share},   {"workers", workers},
+                      {"samples", samples},       {"batches", batches},         {"busy_share", busy_share},
+                      {"cpu_share", cpu_share},   {"ms_per_sample", ms_per_sample}, {"cores", cores},
+                      {"consume_samples_s", consume_sps}, {"supply_samples_s", supply_sps},
+                      {"need_workers", need_workers}, {"cores_bound", cores_bound}, {"expect_samples_s", expect_sps},
+                      {"train_cpu_ms", train_cpu_ms}};
+  nlohmann::json ps = nlohmann::json::array();
+  for (const auto& p : parts)
+    ps.push_back({{"name", p.name}, {"ms", p.ms}, {"per", p.per_batch ? "batch" : "sample"}, {"share", p.share}});
+  j["parts"] = ps;
+  return j;
+}
+
+}  // namespace tb::client
