@@ -52,6 +52,6 @@ for ((r = 1; r <= rounds; r++)); do
   avg="$(awk '{s += $1; n++} END {if (n) printf "%.1f", s / n; else print "?"}' "$loads")"
   rm -f "$loads"
   echo "round $r of $rounds: $verdict ($summary) in $(( $(date +%s) - start )) s, load average $avg with $burners burners; log $log"
-  grep -E '^\s+[0-9]+ - ' "$log" | sed 's/^/  failed: /' || true
+  grep -E '^\s+[0-9]+ - ' "$log" | grep -v '(Skipped)' | sed 's/^/  failed: /' || true
 done
 exit "$failed"

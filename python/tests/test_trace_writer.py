@@ -216,6 +216,27 @@ class TraceChunkTest(unittest.TestCase):
         first = min(e["ts"] for e in doc["traceEvents"] if e.get("cat") != "tunebench")
         self.assertLess(abs(first - base_us), 5e5)
 
+    def test_a_python_frame_named_with_bare_quotes_is_escaped(self):
+        """Kineto writes a Python frame's name unescaped; a module imported inside a chunk recorded with stacks
+        is named by its first line, a docstring's three quotes, and the chunk stopped parsing."""
+        prof, base_us, mark_ns, probes = self.session()
+        path = os.path.join(self.dir.name, "kineto.json")
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            text = f.read()
+        bad = ('  {\n    "ph": "X", "cat": "python_function", "name": "PIL/ImageFile.py(0): """", "pid": 1, '
+               '"tid": 1,\n    "ts": 1.0, "dur": 2.0,\n    "args": {"Python id": 7}\n  },\n')
+        at = text.index("[", text.index('"traceEvents"')) + 1
+        with open(path, "w") as f:
+            f.write(text[:at] + "\n" + bad + text[at:].lstrip("\n"))
+        with self.assertRaises(ValueError):
+            with open(path) as f:
+                json.load(f)
+        doc = self.finished(path, base_us, mark_ns, probes)
+        names = [e["name"] for e in doc["traceEvents"] if e.get("cat") == "python_function"]
+        self.assertEqual(names, ['PIL/ImageFile.py(0): """'])
+        self.check_clock(doc, probes)
+
     def test_the_text_rewrite_keeps_every_other_event_whatever_its_blocks(self):
         from tunebench.trace import chunk as trace_chunk
         prof, base_us, mark_ns, probes = self.session()

@@ -485,7 +485,11 @@ class TestMainWindow : public QObject {
     QVERIFY2(done.count() > 0 || done.wait(300000), qPrintable(w.lastError()));
     QVERIFY2(done.at(0).at(0).toBool(), qPrintable(w.lastError()));
     const TuneSummary& s = w.lastTuneSummary();
-    QVERIFY2(!s.title.isEmpty() && s.detail.contains("Measurement"), qPrintable(s.title + "\n" + s.detail));
+    // On a busy machine (load 4 on 2 cores) a step of two ranks takes 0.6 s and 40 s hold no trial: the
+    // summary then says so and what budget would, which is the tuner's right answer there.
+    QVERIFY2(!s.title.isEmpty() && (s.detail.contains("Measurement") ||
+                                    (s.detail.contains("holds no trial here") && s.detail.contains("rerun with --budget"))),
+             qPrintable(s.title + "\n" + s.detail));
   }
 
   // A user's script opened in the GUI: the panel shows it (Start runs it again, not the built-in model),

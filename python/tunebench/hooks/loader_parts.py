@@ -207,20 +207,28 @@ def _compose_v2(self, *inputs):
     return outputs
 
 
-def _patch_libraries():
-    """PIL's open and decode, torchvision's Compose: the ones the script's process has imported."""
+def _patch_decode():
+    """PIL's decode, once PIL has imported it (never imported here: a module imported inside a traced chunk with
+    stacks gave Kineto a frame named by the module's first line, a docstring's three quotes, unescaped)."""
     import sys
-    if "PIL.Image" in sys.modules:
-        import PIL.ImageFile  # noqa: F401 - PIL imports it with its first plugin, after the script's loader is made
     pil = sys.modules.get("PIL.ImageFile")
     if pil is not None:
         _wrap_method(pil.ImageFile, "load", "read + decode (PIL)")
+
+
+def _patch_libraries():
+    """PIL's open and decode, torchvision's Compose: the ones the script's process has imported."""
+    import sys
+    _patch_decode()
     image = sys.modules.get("PIL.Image")
     if image is not None and not getattr(image.open, "_tunebench_part", False):
         orig = image.open
 
         def timed_open(*args, **kwargs):
-            return _timed("open (PIL)", orig, *args, **kwargs)
+            try:
+                return _timed("open (PIL)", orig, *args, **kwargs)
+            finally:
+                _patch_decode()  # PIL imports its ImageFile with the first plugin, inside the first open
         timed_open._tunebench_part = True
         timed_open.__wrapped__ = orig
         image.open = timed_open

@@ -49,6 +49,15 @@ _SPAN_RE = re.compile(rb'"' + re.escape(SPAN.encode()) + rb'(\d+)"')
 _MARK_RE = re.compile(rb'"name"\s*:\s*"' + re.escape(CLOCK_MARK.encode()) + rb'"')
 _FIELD_RE = re.compile(rb'"(pid|tid|ts)"\s*:\s*("(?:[^"\\]|\\.)*"|-?[0-9][0-9.eE+-]*)')
 _EVENTS_RE = re.compile(rb'"traceEvents"\s*:\s*\[')
+# A Python frame's name as Kineto writes it, unescaped: a module imported inside a chunk recorded with stacks
+# came out as `"name": "PIL/ImageFile.py(0): """",` (the module's first line), and the whole chunk failed to
+# parse. The name ends where Kineto's next field begins.
+_PYNAME_RE = re.compile(rb'("cat": "python_function", "name": ")([^\n]*?)(", "pid": )')
+_BARE_QUOTE_RE = re.compile(rb'(?<!\\)"')
+
+
+def _escape_name(m):
+    return m.group(1) + _BARE_QUOTE_RE.sub(rb'\\"', m.group(2)) + m.group(3)
 
 
 def finish_chunk(path, steps, base_us, mark_ns, pauses, cores, memory=()):
@@ -180,7 +189,7 @@ def _finish_object_text(path, steps, mark_ns, pauses, cores, memory):
                         carry = buf
                         continue
                     buf, carry = buf[:cut], buf[cut:]
-                dst.write(_SPAN_RE.sub(rename, buf))
+                dst.write(_SPAN_RE.sub(rename, _PYNAME_RE.sub(_escape_name, buf)))
                 if not block:
                     break
     os.replace(tmp, path)
