@@ -29,9 +29,13 @@ class CliScript : public testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = (std::filesystem::temp_directory_path() / ("tb_script_data_" + std::to_string(::getpid()))).string();
+    make_folder(dir_ + "/images", 96);
+  }
+  // `images` JPEGs of 96x72 in 3 classes under `out`.
+  static void make_folder(const std::string& out, int images) {
     tb::engine::ImageFolderSpec spec;
-    spec.out = dir_ + "/images";
-    spec.images = 96;
+    spec.out = out;
+    spec.images = images;
     spec.width = 96;
     spec.height = 72;
     spec.classes = 3;
@@ -185,13 +189,7 @@ TEST_F(CliScript, ARunStatesTracingsOwnCost) {
 // check is that it reaches most of it, and far more than the training process alone.
 TEST_F(CliScript, TheLoaderVerdictNamesTheSlowPartAndItsWorkerCountHolds) {
   const std::string folder = tmp("slow_disk_images");  // 60 batches a pass: a pass's start refills the queue
-  tb::engine::ImageFolderSpec spec;
-  spec.out = folder;
-  spec.images = 480;
-  spec.width = 96;
-  spec.height = 72;
-  spec.classes = 3;
-  tb::engine::generate_image_folder(spec);
+  make_folder(folder, 480);
   const std::string script = tmp("slow_disk_folder.py");
   std::ofstream(script) << "import sys, time, torch\n"
                            "from torchvision import datasets, transforms\n"
