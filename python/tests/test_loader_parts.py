@@ -1,7 +1,7 @@
 """Why the loader is slow (hooks/loader_parts.py): scripts written as people write them - an ImageFolder with
 torchvision transforms (v1 and v2), a map-style Dataset reading its own files, an IterableDataset with a
-worker_init_fn, workers forked and spawned, and none - run traced under the launcher; `done.summary.loader_parts`
-must name where each sample's time went, in the process that loaded it."""
+worker_init_fn, workers forked and spawned, and none - run traced under the launcher with TUNEBENCH_LOADER_PARTS=on;
+`done.summary.loader_parts` must name where each sample's time went, in the process that loaded it."""
 
 import os
 import textwrap
@@ -115,11 +115,12 @@ class LoaderParts(ScriptTest):
                 np.save(os.path.join(root, "%02d.npy" % i), np.random.rand(64).astype(np.float32))
         return root
 
-    def launch(self, text, args, traced=True):
+    def launch(self, text, args, traced=True, env=None):
         with open(self.script, "w") as f:
             f.write(text)
         launcher = ["--trace-dir", os.path.join(self.dir.name, "trace")] if traced else []
-        c = Child(self.script, args=args, launcher_args=launcher)
+        env = dict(os.environ, TUNEBENCH_LOADER_PARTS="on") if env is None else env
+        c = Child(self.script, args=args, launcher_args=launcher, env=env)
         code, out, err = c.finish(timeout=300)
         self.assertEqual(code, 0, err)
         done = next(m for m in c.messages if m["type"] == "done")
@@ -189,8 +190,12 @@ class LoaderParts(ScriptTest):
         self.assertEqual(sum(p["batches"] for p in procs), 8)
         self.assertEqual(sum(p["samples"] for p in procs), 0)  # an iterable's items have no __getitem__ to time
 
-    def test_off_unless_traced(self):
-        summary, _ = self.launch(FILES_SLOW_COLLATE, [self.data("arrays"), "0"], traced=False)
+    def test_off_unless_traced_and_switched_on(self):
+        data = self.data("arrays")
+        summary, _ = self.launch(FILES_SLOW_COLLATE, [data, "0"], traced=False)
+        self.assertNotIn("loader_parts", summary)
+        off = {k: v for k, v in os.environ.items() if k != "TUNEBENCH_LOADER_PARTS"}
+        summary, _ = self.launch(FILES_SLOW_COLLATE, [data, "0"], env=off)  # traced, by default
         self.assertNotIn("loader_parts", summary)
 
 
