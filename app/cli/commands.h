@@ -6,6 +6,7 @@
 namespace tb::cli {
 int cmd_analyze(int argc, char** argv);       // cmd_analyze.cpp
 int cmd_diff(int argc, char** argv);          // cmd_diff.cpp
+int cmd_gate(int argc, char** argv);          // cmd_gate.cpp       (the CI gate: 0 pass, 1 regression, 2 undecided, 3 could not run)
 int cmd_remote(int argc, char** argv);        // cmd_remote.cpp       (run|tune|knobs|make-dataset --remote; client/)
 bool wants_remote(int argc, char** argv);     // --remote before any "--"
 // argv[0] is the subcommand name in every cmd_*.

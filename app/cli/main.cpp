@@ -24,6 +24,9 @@ void usage(FILE* out) {
       "  analyze TRACE [--json OUT.json] [--min-gap-us N] [--device N]\n"
       "                                                  our traces, Chrome trace JSON, Kineto (.json/.json.gz)\n"
       "  diff A B [--json OUT.json] [--top N]            what changed between two traces, per step\n"
+      "  gate --script train.py --baseline REV [--candidate REV] [--max-time S] [--json|--markdown|--junit F] [-- ARGS]\n"
+      "                                                  did a change make training slower? exit 0 pass, 1 regression,\n"
+      "                                                  2 undecided, 3 could not run (docs/ci.md)\n"
       "  tune --model M --data D [--budget S] [--report R.html] [--json OUT.json]\n"
       "  tune --script train.py [--budget S] [--report R.html] [--patch P.diff] [-- ARGS]\n"
       "                                                  tunes the user's script; the kept changes as a patch of it\n"
@@ -133,6 +136,7 @@ int main(int argc, char** argv) {
   if (cmd == "analyze" || cmd == "diff") restart_with_huge_pages(argc, argv);
   if (cmd == "analyze") return tb::cli::cmd_analyze(argc - 1, argv + 1);
   if (cmd == "diff") return tb::cli::cmd_diff(argc - 1, argv + 1);
+  if (cmd == "gate") return tb::cli::cmd_gate(argc - 1, argv + 1);
   if (is_engine_command(cmd)) return exec_engine(argv);
   std::fprintf(stderr, "tunebench-cli: error: unknown command '%s' (see tunebench-cli --help)\n", cmd.c_str());
   return 2;

@@ -1,0 +1,159 @@
+// tunebench-cli gate: did a change make training slower? (docs/ci.md)
+//   gate --script train.py --baseline REV [--candidate REV] [options] [-- ARGS]
+//        the script's repository at REV (and at the candidate REV, else the working tree as it is) in temporary
+//        git worktrees; the user's working tree is never touched
+//   gate --baseline-script A.py --candidate-script B.py [options] [-- ARGS]
+//        two files
+// Exit: 0 pass (no change or improvement), 1 regression, 2 undecided, 3 could not run (a bad option or revision,
+// a script that fails or hangs at either side: one line says which and why).
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "commands.h"
+#include "gate/git.h"
+#include "gate/report.h"
+#include "gate/runner.h"
+
+namespace tb::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: tunebench-cli gate --script train.py --baseline REV [--candidate REV] [options] [-- ARGS]\n"
+    "       tunebench-cli gate --baseline-script A.py --candidate-script B.py [options] [-- ARGS]\n"
+    "  --steps N               optimizer steps per process, its warm-up among them (100)\n"
+    "  --max-time S            no pair starts that would end after S seconds (1200)\n"
+    "  --tolerance T           a change under this share is 'no change' (0.03)\n"
+    "  --confidence C          of the verdict (0.95)\n"
+    "  --warmup-pairs N        pairs run first and not counted (1)\n"
+    "  --first-step-timeout S  --step-timeout S   a process with no first step / no step for S s fails (180 / 300)\n"
+    "  --python P              the interpreter (else $TUNEBENCH_PYTHON, else python3 with torch)\n"
+    "  --json F  --markdown F  --junit F           the verdict for a CI (also '-' for stdout)\n"
+    "exit: 0 pass (no change, improvement), 1 regression, 2 undecided, 3 could not run\n";
+
+volatile std::sig_atomic_t g_signal = 0;
+void on_signal(int sig) { g_signal = sig; }
+
+int could_not_run(const std::string& msg) {
+  std::fprintf(stderr, "tunebench-cli: error: %s\n", msg.c_str());
+  return 3;
+}
+
+bool write_file(const std::string& path, const std::string& text) {
+  if (path == "-") {
+    std::fputs(text.c_str(), stdout);
+    return true;
+  }
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+  return bool(f);
+}
+
+}  // namespace
+
+int cmd_gate(int argc, char** argv) {
+  gate::GateOptions o;
+  std::string script, baseline_rev, candidate_rev, baseline_script, candidate_script, json_out, md_out, junit_out;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--") {
+      for (++i; i < argc; ++i) o.args.push_back(argv[i]);
+      break;
+    }
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (i + 1 >= argc) return could_not_run(a + " needs a value (see tunebench-cli gate --help)");
+    const std::string v = argv[++i];
+    auto number = [&](double& out) {
+      char* end = nullptr;
+      out = std::strtod(v.c_str(), &end);
+      return end && *end == '\0' && !v.empty();
+    };
+    double x = 0;
+    if (a == "--script") script = v;
+    else if (a == "--baseline") baseline_rev = v;
+    else if (a == "--candidate") candidate_rev = v;
+    else if (a == "--baseline-script") baseline_script = v;
+    else if (a == "--candidate-script") candidate_script = v;
+    else if (a == "--json") json_out = v;
+    else if (a == "--markdown") md_out = v;
+    else if (a == "--junit") junit_out = v;
+    else if (a == "--python") o.python = v;
+    else if (a == "--steps" && number(x) && x >= 5) o.steps = int64_t(x);
+    else if (a == "--max-time" && number(x) && x > 0) o.max_time_s = x;
+    else if (a == "--tolerance" && number(x)) o.rule.tolerance = x;
+    else if (a == "--confidence" && number(x)) o.rule.confidence = x;
+    else if (a == "--warmup-pairs" && number(x) && x >= 0) o.warmup_pairs = int(x);
+    else if (a == "--first-step-timeout" && number(x) && x > 0) o.first_step_timeout_s = x;
+    else if (a == "--step-timeout" && number(x) && x > 0) o.step_timeout_s = x;
+    else return could_not_run("bad option or value: " + a + " " + v + " (see tunebench-cli gate --help)");
+  }
+  if (const std::string why = o.rule.validate(); !why.empty()) return could_not_run(why);
+
+  std::unique_ptr<gate::Checkout> base_tree, cand_tree;
+  namespace fs = std::filesystem;
+  if (!script.empty()) {
+    if (!baseline_script.empty() || !candidate_script.empty())
+      return could_not_run("--script (revisions) and --baseline-script/--candidate-script (files) do not mix");
+    if (baseline_rev.empty()) return could_not_run("--script needs --baseline REV (the revision to compare against)");
+    auto where = gate::locate(script);
+    if (!where) return could_not_run(where.error().message);
+    auto checkout = [&](const std::string& rev, gate::Side& side, std::unique_ptr<gate::Checkout>& tree) -> std::string {
+      auto commit = gate::resolve(where->root, rev);
+      if (!commit) return commit.error().message;
+      auto t = gate::Checkout::add(where->root, *commit);
+      if (!t) return t.error().message;
+      tree = std::move(*t);
+      side.script = (fs::path(tree->dir()) / where->script_rel).string();
+      side.describe = commit->describe + (rev != commit->sha.substr(0, rev.size()) ? " (" + rev + ")" : "");
+      std::error_code ec;
+      if (!fs::is_regular_file(side.script, ec)) return where->script_rel + " does not exist at " + side.describe;
+      return "";
+    };
+    o.baseline.name = "baseline";
+    o.candidate.name = "candidate";
+    if (std::string e = checkout(baseline_rev, o.baseline, base_tree); !e.empty()) return could_not_run(e);
+    if (!candidate_rev.empty()) {
+      if (std::string e = checkout(candidate_rev, o.candidate, cand_tree); !e.empty()) return could_not_run(e);
+    } else {
+      o.candidate.script = fs::absolute(script).string();
+      auto head = gate::resolve(where->root, "HEAD");
+      o.candidate.describe = "the working tree (" + (head ? head->describe : std::string("no commit")) +
+                             (where->dirty ? ", with uncommitted changes)" : ")");
+    }
+  } else {
+    if (baseline_script.empty() || candidate_script.empty())
+      return could_not_run("give --script train.py --baseline REV, or --baseline-script A.py --candidate-script B.py");
+    std::error_code ec;
+    for (const auto* f : {&baseline_script, &candidate_script})
+      if (!fs::is_regular_file(*f, ec)) return could_not_run("script not found: " + *f);
+    o.baseline = {"baseline", fs::absolute(baseline_script).string(), baseline_script};
+    o.candidate = {"candidate", fs::absolute(candidate_script).string(), candidate_script};
+  }
+
+  // A CI cancelling the job (SIGTERM) or a Ctrl-C: the run stops at its next step, the worktrees are removed.
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  o.cancelled = [] { return g_signal != 0; };
+  o.progress = [](const std::string& line) { std::fprintf(stderr, "gate: %s\n", line.c_str()); };
+  std::fprintf(stderr, "gate: %s against %s, %lld steps a process, at most %.0f s\n", o.candidate.describe.c_str(),
+               o.baseline.describe.c_str(), static_cast<long long>(o.steps), o.max_time_s);
+  const gate::GateResult r = gate::run_gate(o);
+  std::fputs(gate::gate_text(o, r).c_str(), stdout);
+  std::fflush(stdout);
+  bool wrote = true;
+  if (!json_out.empty()) wrote &= write_file(json_out, gate::gate_json(o, r).dump(2) + "\n");
+  if (!md_out.empty()) wrote &= write_file(md_out, gate::gate_markdown(o, r));
+  if (!junit_out.empty()) wrote &= write_file(junit_out, gate::gate_junit(o, r));
+  if (!wrote) return could_not_run("cannot write an output file");
+  if (!r.ran) std::fprintf(stderr, "tunebench-cli: error: %s\n", r.failure.c_str());
+  return r.exit_code();
+}
+
+}  // namespace tb::cli

@@ -1,0 +1,60 @@
+// The gate's run (docs/ci.md): a baseline and a candidate script, each run in fresh processes, alternately
+// (AB BA AB ...), until measure/gate.h's rule decides or the time is spent. A process's figure is its measured
+// steps' throughput (the warm-up rule of measure/warmup.h leaves out each process's first steps); one warm-up
+// pair first is not counted (the page cache, bytecode compiled, the CPU's clocks).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "measure/gate.h"
+#include "measure/noise.h"
+#include "measure/window.h"
+
+namespace tb::gate {
+
+struct Side {
+  std::string name;      // "baseline" or "candidate"
+  std::string script;    // absolute path of the file run
+  std::string describe;  // what it is: "3f2a9c1 Add dropout (v1.2)", "the working tree", "train_old.py"
+};
+
+struct GateOptions {
+  Side baseline, candidate;
+  std::vector<std::string> args;  // the script's own arguments, the same for both
+  std::string python;             // "" = the runner's choice (client/script_runner.h)
+  int64_t steps = 100;            // optimizer steps per process (the warm-up's among them)
+  double max_time_s = 1200;       // no pair is started that would end after this
+  double first_step_timeout_s = 180;
+  double step_timeout_s = 300;    // a process with no step for this long is hung
+  int warmup_pairs = 1;
+  measure::GateRule rule;
+  std::function<void(const std::string&)> progress;  // one line per process
+  std::function<bool()> cancelled;                   // asked between steps: a CI's SIGTERM ends the gate cleanly
+};
+
+struct ProcessRun {
+  std::string side;     // "baseline" / "candidate"
+  int pair = 0;         // 0: the warm-up pair; then 1, 2, ...
+  measure::Window window;
+  double seconds = 0;   // the whole process, start to end
+};
+
+struct GateResult {
+  bool ran = false;             // false: could not run (failure says why), exit 3
+  std::string failure;          // "candidate (3f2a9c1 ...): NameError: name 'x' is not defined"
+  measure::GateLook look;       // the last look
+  std::vector<ProcessRun> runs;
+  std::string stopped;          // "decided at pair 6", "--max-time 600 s spent", ...
+  double seconds = 0;
+  double baseline_throughput = 0, candidate_throughput = 0;  // pooled over the counted pairs
+  std::string unit = "samples/s";
+  std::string python, torch_version;
+  measure::SystemLoad load;
+  int exit_code() const { return ran ? measure::verdict_exit_code(look.verdict) : 3; }
+};
+
+GateResult run_gate(const GateOptions& options);
+
+}  // namespace tb::gate

@@ -1,0 +1,167 @@
+#include "gate/runner.h"
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <optional>
+
+#include "client/script_runner.h"
+
+namespace tb::gate {
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string fmt(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+struct ProcessFailure {
+  std::string message;
+};
+
+// The last line the script printed that says something (a traceback's last line), "" when none.
+std::string last_words(const std::vector<std::string>& tail) {
+  for (auto it = tail.rbegin(); it != tail.rend(); ++it)
+    if (!it->empty()) return *it;
+  return "";
+}
+
+// One fresh process of `side`: its measured steps as one window. Throws ProcessFailure with the script's own
+// error line.
+ProcessRun run_process(const GateOptions& o, const Side& side, int pair, GateResult& result) {
+  ProcessRun run;
+  run.side = side.name;
+  run.pair = pair;
+  const double t0 = now_s();
+  client::ScriptOptions so;
+  so.script = side.script;
+  so.args = o.args;
+  so.python = o.python;
+  so.steps = o.steps;
+  so.timeout_option = "--first-step-timeout";
+  client::ScriptRunner r;
+  if (Status st = r.start(so, o.first_step_timeout_s); !st) throw ProcessFailure{st.error().message};
+  if (!r.hello().is_object())
+    throw ProcessFailure{"the training runs in child processes (torch.multiprocessing), which the gate does not follow"};
+  if (result.python.empty()) {
+    result.python = r.python().path;
+    result.torch_version = r.python().torch_version;
+  }
+  int64_t all = 0;
+  for (;;) {
+    if (o.cancelled && o.cancelled()) {
+      r.stop(5);
+      throw ProcessFailure{"cancelled (a signal asked the gate to stop)"};
+    }
+    auto m = r.next(1.0);
+    if (!m) {
+      if (r.finished()) break;
+      if (r.seconds_since_step() > o.step_timeout_s) {
+        r.stop(5);
+        throw ProcessFailure{"no training step for " + std::to_string(int(o.step_timeout_s)) +
+                             " s: the script hangs (--step-timeout S waits longer)"};
+      }
+      continue;
+    }
+    const std::string type = m->value("type", std::string());
+    if (type == "error") {
+      r.stop(5);
+      throw ProcessFailure{m->value("message", std::string("the script failed"))};
+    }
+    if (type == "done") break;
+    if (type != "step") continue;
+    ++all;
+    if (m->value("warmup", false)) {
+      ++run.window.warmup_steps;
+      continue;
+    }
+    if (run.window.steps == 0) run.window.start_s = now_s();
+    ++run.window.steps;
+    const int64_t samples = m->value("samples", int64_t(0));
+    if (samples <= 0) result.unit = "steps/s";
+    run.window.samples += samples > 0 ? samples : 1;
+    run.window.wall_s += double(m->value("wall_ns", int64_t(0))) * 1e-9;
+  }
+  const int code = r.stop(10);
+  if (code != 0 && all < o.steps) {
+    const std::string words = last_words(r.output_tail());
+    throw ProcessFailure{"the script " + (code < 0 ? "was killed" : "exited with code " + std::to_string(code)) +
+                         " after " + std::to_string(all) + " steps" + (words.empty() ? "" : ": " + words)};
+  }
+  if (run.window.steps < 3)
+    throw ProcessFailure{"only " + std::to_string(run.window.steps) + " of its " + std::to_string(all) +
+                         " steps were past the warm-up: give each process more with --steps N (now " +
+                         std::to_string(o.steps) + ")"};
+  run.seconds = now_s() - t0;
+  return run;
+}
+
+}  // namespace
+
+GateResult run_gate(const GateOptions& o) {
+  GateResult res;
+  const double t0 = now_s();
+  const measure::LoadProbe probe;
+  measure::GateSequence seq(o.rule);
+  auto say = [&](const std::string& s) {
+    if (o.progress) o.progress(s);
+  };
+  // One pair in the order asked; the windows come back as (baseline, candidate).
+  auto pair = [&](int index, bool baseline_first) {
+    const Side* order[2] = {&o.baseline, &o.candidate};
+    if (!baseline_first) std::swap(order[0], order[1]);
+    ProcessRun got[2];
+    for (int k = 0; k < 2; ++k) {
+      try {
+        got[k] = run_process(o, *order[k], index, res);
+      } catch (const ProcessFailure& f) {
+        throw ProcessFailure{order[k]->name + " (" + order[k]->describe + "): " + f.message};
+      }
+      res.runs.push_back(got[k]);
+      say((index == 0 ? std::string("warm-up pair") : "pair " + std::to_string(index)) + ": " + order[k]->name + " " +
+          fmt("%.1f ", got[k].window.throughput()) + res.unit + " (" + std::to_string(got[k].window.steps) +
+          " steps measured, " + fmt("%.1f s)", got[k].seconds));
+    }
+    return baseline_first ? std::make_pair(got[0].window, got[1].window) : std::make_pair(got[1].window, got[0].window);
+  };
+  try {
+    for (int w = 0; w < o.warmup_pairs; ++w) pair(0, true);
+    double pair_s = o.warmup_pairs > 0 ? now_s() - t0 : 0;
+    for (;;) {
+      const double elapsed = now_s() - t0;
+      if (seq.pairs() > 0) pair_s = elapsed / double(seq.pairs() + o.warmup_pairs);
+      if (elapsed + pair_s > o.max_time_s) {
+        res.stopped = "--max-time " + std::to_string(int(o.max_time_s)) + " s spent (a pair takes about " +
+                      fmt("%.0f s)", pair_s);
+        break;
+      }
+      const auto [a, b] = pair(seq.pairs() + 1, seq.baseline_first_next());
+      seq.add(a, b);
+      if (seq.look_due()) {
+        res.look = seq.look();
+        say("look at " + std::to_string(seq.pairs()) + " pairs: " + res.look.text());
+        if (res.look.verdict != measure::GateVerdict::kUndecided) {
+          res.stopped = "decided at pair " + std::to_string(seq.pairs());
+          break;
+        }
+      }
+    }
+    if (seq.pairs() > 0 && !seq.look_due()) res.look = seq.look();  // the last pair is a look too
+    else if (seq.pairs() == 0) res.look = measure::GateLook{};
+    res.ran = true;
+  } catch (const ProcessFailure& f) {
+    res.failure = f.message;
+  }
+  res.baseline_throughput = measure::pooled_throughput(seq.baseline());
+  res.candidate_throughput = measure::pooled_throughput(seq.candidate());
+  res.seconds = now_s() - t0;
+  res.load = probe.stop();
+  return res;
+}
+
+}  // namespace tb::gate

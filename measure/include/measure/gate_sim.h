@@ -1,0 +1,28 @@
+// The gate's rule (measure/gate.h) on simulated processes, to measure its error rates: how often an A/A says
+// "regression", how often a real slowdown is found (tests/measure/test_gate.cpp, bench/bench_gate_power.cpp).
+//
+// Each process's throughput is the side's true one times a log-normal noise (sd noise_per_pair / sqrt 2, so a
+// pair's log ratio has sd noise_per_pair), times a machine drift that moves linearly with the process count, and
+// a share of processes catches another job's burst and runs slow_factor as fast (a CI machine's neighbours).
+// The gate runs as the runner runs it: pairs alternated AB BA, a look at each look count and the last pair.
+#pragma once
+
+#include <cstdint>
+
+#include "measure/gate.h"
+
+namespace tb::measure {
+
+struct GateWorld {
+  double slowdown = 0;          // the candidate's true throughput is (1 - slowdown) of the baseline's
+  double noise_per_pair = 0.05; // sd of one pair's log ratio
+  double slow_share = 0.03;     // processes that run slow_factor as fast
+  double slow_factor = 0.75;
+  double drift_per_process = 0; // the machine's speed changes by this share per process (alternation cancels it)
+  int max_pairs = 60;           // what --max-time allows
+};
+
+// The gate's last look: its verdict and when it stopped (pairs).
+GateLook simulate_gate(const GateRule& rule, const GateWorld& world, uint64_t seed);
+
+}  // namespace tb::measure

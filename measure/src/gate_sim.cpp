@@ -1,0 +1,44 @@
+#include "measure/gate_sim.h"
+
+#include <cmath>
+#include <random>
+
+namespace tb::measure {
+
+GateLook simulate_gate(const GateRule& rule, const GateWorld& world, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> noise(0, world.noise_per_pair / std::sqrt(2.0));
+  std::uniform_real_distribution<double> uniform(0, 1);
+  int processes = 0;
+  auto run = [&](double truth) {
+    Window w;
+    w.steps = 50;
+    w.samples = 50 * 32;
+    double speed = truth * std::exp(noise(rng)) * (1 + world.drift_per_process * processes);
+    if (uniform(rng) < world.slow_share) speed *= world.slow_factor;
+    w.wall_s = double(w.samples) / speed;
+    w.start_s = processes++;
+    return w;
+  };
+  GateSequence gate(rule);
+  GateLook last;
+  for (int i = 0; i < world.max_pairs; ++i) {
+    const double base = 100, cand = 100 * (1 - world.slowdown);
+    Window a, b;
+    if (gate.baseline_first_next()) {
+      a = run(base);
+      b = run(cand);
+    } else {
+      b = run(cand);
+      a = run(base);
+    }
+    gate.add(a, b);
+    if (gate.look_due() || gate.pairs() == world.max_pairs) {
+      last = gate.look();
+      if (last.verdict != GateVerdict::kUndecided) break;
+    }
+  }
+  return last;
+}
+
+}  // namespace tb::measure

@@ -1,0 +1,181 @@
+// tunebench-cli gate on a training script as people write them (an MLP on a DataLoader, AdamW, a cosine
+// schedule, gradient clipping, argparse, a checkpoint at the end), its history in a git repository made at test
+// time: a commit that widens the hidden layers from 640 to 686 (15% more multiply-adds in them) is a regression, a
+// commit that only adds a comment is never one, a revision whose script fails or hangs exits 3 with the
+// script's own line, and no worktree is left behind in any case.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "../engine/cli_runner.h"
+#include "gate/git.h"
+
+namespace fs = std::filesystem;
+using tb::test_util::run_cli_shell;
+
+namespace {
+
+std::string train_py(int width, const std::string& extra_line = "", const std::string& in_loop = "") {
+  return R"(import argparse
+
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+)" + extra_line + R"(
+
+def make_model(width):
+    return nn.Sequential(nn.Linear(64, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(),
+                         nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 10))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--epochs", type=int, default=50)
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--out", default="")
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    x, y = torch.randn(8192, 64), torch.randint(0, 10, (8192,))
+    loader = DataLoader(TensorDataset(x, y), batch_size=args.batch_size, shuffle=True)
+    model = make_model()" + std::to_string(width) + R"()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=args.epochs)
+    for epoch in range(args.epochs):
+        for step, (xb, yb) in enumerate(loader):
+)" + in_loop + R"(            opt.zero_grad(set_to_none=True)
+            loss = nn.functional.cross_entropy(model(xb), yb)
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+        sched.step()
+    if args.out:
+        torch.save(model, args.out)
+
+
+if __name__ == "__main__":
+    main()
+)";
+}
+
+// A git repository in a fresh folder, one commit per text of train.py, tagged c1, c2, ...
+struct Repo {
+  fs::path dir;
+  explicit Repo(const std::vector<std::pair<std::string, std::string>>& commits) {
+    static std::atomic<int> n{0};
+    dir = fs::temp_directory_path() / ("tb_gate_repo_" + std::to_string(::getpid()) + "_" + std::to_string(n++));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    sh("git init -q -b main .");
+    int k = 0;
+    for (const auto& [message, text] : commits) {
+      std::ofstream(dir / "train.py") << text;
+      sh("git add train.py && git -c user.email=t@example.com -c user.name=t commit -q -m '" + message + "' && git tag c" +
+         std::to_string(++k));
+    }
+  }
+  ~Repo() { fs::remove_all(dir); }
+  void sh(const std::string& cmd) const {
+    ASSERT_EQ(std::system(("cd '" + dir.string() + "' && " + cmd + " >/dev/null 2>&1").c_str()), 0) << cmd;
+  }
+  // The gate run from inside the repository, as a CI job does.
+  tb::test_util::CliOut gate(const std::string& args, int timeout_s = 600) const {
+    auto r = run_cli_shell("cd '" + dir.string() + "' &&", "gate --script train.py " + args, timeout_s);
+    std::cout << r.err << r.out;  // the gate's log, in CTest's
+    return r;
+  }
+  int worktrees() const {
+    auto list = tb::gate::git(dir.string(), {"worktree", "list", "--porcelain"});
+    int count = 0;
+    for (size_t at = 0; list && (at = list->find("worktree ", at)) != std::string::npos; at += 9) ++count;
+    return count;
+  }
+  std::string read(const std::string& name) const {
+    std::ifstream f(dir / name);
+    return {std::istreambuf_iterator<char>(f), {}};
+  }
+};
+
+const char* kFast = "--steps 80 --max-time 300 --first-step-timeout 120";
+
+}  // namespace
+
+TEST(GateCli, ACommitThatWidensTheModelIsARegression) {
+  Repo repo({{"MLP baseline", train_py(640)}, {"Wider hidden layers", train_py(686)}});
+  const auto r = repo.gate(std::string("--baseline c1 --candidate c2 ") + kFast +
+                           " --json gate.json --junit gate.xml --markdown gate.md -- --epochs 100");
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("gate: regression: the candidate is"), std::string::npos) << r.out << r.err;
+  const auto j = nlohmann::json::parse(repo.read("gate.json"), nullptr, false);
+  ASSERT_TRUE(j.is_object()) << repo.read("gate.json");
+  EXPECT_EQ(j["verdict"], "regression");
+  EXPECT_LT(j["ratio"].get<double>(), 0.95) << j.dump(1);
+  EXPECT_GT(j["ratio"].get<double>(), 0.6) << j.dump(1);
+  EXPECT_LT(j["interval"][1].get<double>(), 1.0);
+  EXPECT_GE(j["pairs"].get<int>(), 3);
+  EXPECT_NE(j["candidate"]["describe"].get<std::string>().find("Wider hidden layers (c2)"), std::string::npos);
+  EXPECT_NE(repo.read("gate.xml").find("<failure message=\"regression"), std::string::npos) << repo.read("gate.xml");
+  EXPECT_NE(repo.read("gate.md").find("TuneBench gate: regression"), std::string::npos) << repo.read("gate.md");
+  EXPECT_EQ(repo.worktrees(), 1) << "a worktree was left behind";
+  EXPECT_FALSE(fs::exists(repo.dir / "model.pt"));
+}
+
+TEST(GateCli, ACommentIsNeverARegressionAndTheWorkingTreeIsTheDefaultCandidate) {
+  std::string commented = train_py(640);
+  commented.insert(commented.find("def main"), "# Trains the MLP; see the README for the data.\n");
+  Repo repo({{"MLP baseline", train_py(640)}, {"Document main", commented}});
+  // 90 s: to prove "no change" within 3% takes ~25 pairs at this machine's ~4% per pair; undecided is a fine end.
+  const auto r = repo.gate("--baseline c1 --steps 80 --max-time 90 --json gate.json -- --epochs 100");
+  EXPECT_TRUE(r.code == 0 || r.code == 2) << r.out << r.err;
+  EXPECT_EQ(r.out.find("regression"), std::string::npos) << r.out << r.err;
+  const auto j = nlohmann::json::parse(repo.read("gate.json"), nullptr, false);
+  ASSERT_TRUE(j.is_object());
+  EXPECT_NE(j["candidate"]["describe"].get<std::string>().find("the working tree"), std::string::npos);
+  EXPECT_EQ(j["exit_code"].get<int>(), r.code);
+  EXPECT_EQ(repo.worktrees(), 1);
+}
+
+TEST(GateCli, AScriptThatFailsAtOneRevisionExitsThreeWithItsOwnError) {
+  std::string broken = train_py(640);
+  broken.replace(broken.find("loss.backward()"), 15, "loss.backwards()");
+  Repo repo({{"MLP baseline", train_py(640)}, {"Typo", broken}});
+  const auto r = repo.gate(std::string("--baseline c1 --candidate c2 ") + kFast + " --junit gate.xml -- --epochs 100");
+  EXPECT_EQ(r.code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("candidate ("), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Typo (c2)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("AttributeError"), std::string::npos) << r.err;
+  EXPECT_NE(repo.read("gate.xml").find("<error message=\"could not run"), std::string::npos);
+  EXPECT_EQ(repo.worktrees(), 1);
+}
+
+TEST(GateCli, AScriptThatHangsAtOneRevisionExitsThree) {
+  const std::string hangs = train_py(384, "import time", "            if epoch == 0 and step == 20:\n                time.sleep(3600)\n");
+  Repo repo({{"MLP baseline", train_py(640)}, {"Debug pause", hangs}});
+  const auto r = repo.gate("--baseline c1 --candidate c2 --steps 80 --step-timeout 8 -- --epochs 100", 300);
+  EXPECT_EQ(r.code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("hangs"), std::string::npos) << r.err;
+  EXPECT_LT(r.seconds, 120);
+  EXPECT_EQ(repo.worktrees(), 1);
+}
+
+TEST(GateCli, ABadRevisionOrOptionIsOneLineAndExitThree) {
+  Repo repo({{"MLP baseline", train_py(640)}});
+  auto r = repo.gate("--baseline no-such-rev");
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find("no revision 'no-such-rev'"), std::string::npos) << r.err;
+  r = repo.gate("--baseline c1 --tolerance 2");
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find("tolerance"), std::string::npos) << r.err;
+  r = run_cli_shell("cd /tmp &&", "gate --script /etc/hostname --baseline HEAD");
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find("not in a git repository"), std::string::npos) << r.err;
+  EXPECT_EQ(repo.worktrees(), 1);
+}

@@ -1,0 +1,111 @@
+// What a CI reads of a gate (gate/report.h), from results made here: one verdict line per case, the same figure
+// in the log, Markdown, JUnit XML and JSON, and the exit code.
+#include <gtest/gtest.h>
+
+#include "gate/report.h"
+
+using namespace tb;
+
+namespace {
+measure::Window win(double throughput) {
+  measure::Window w;
+  w.steps = 50;
+  w.samples = 50 * 32;
+  w.wall_s = w.samples / throughput;
+  return w;
+}
+
+gate::GateOptions options() {
+  gate::GateOptions o;
+  o.baseline = {"baseline", "/tmp/a/train.py", "1111111 Base <v1> & co"};
+  o.candidate = {"candidate", "/tmp/b/train.py", "2222222 Wider"};
+  o.max_time_s = 600;
+  return o;
+}
+
+// A result of `ratios` (candidate/baseline per pair), each process 10 s.
+gate::GateResult result(const std::vector<double>& ratios) {
+  measure::GateSequence seq;
+  gate::GateResult r;
+  for (size_t i = 0; i < ratios.size(); ++i) {
+    seq.add(win(100), win(100 * ratios[i]));
+    r.runs.push_back({"baseline", int(i) + 1, win(100), 10});
+    r.runs.push_back({"candidate", int(i) + 1, win(100 * ratios[i]), 10});
+  }
+  r.look = seq.look();
+  r.ran = true;
+  r.stopped = "decided at pair " + std::to_string(ratios.size());
+  r.baseline_throughput = 100;
+  r.candidate_throughput = 100 * ratios.front();
+  return r;
+}
+}  // namespace
+
+TEST(GateReport, ARegressionSaysHowMuchSlowerInEveryFormat) {
+  const auto o = options();
+  const auto r = result({0.85, 0.86, 0.84});
+  EXPECT_EQ(r.exit_code(), 1);
+  const std::string line = gate::verdict_line(o, r);
+  EXPECT_EQ(line.rfind("regression: the candidate is 15.0% slower, beyond the 3% tolerance (0.850x [", 0), 0u) << line;
+  EXPECT_NE(gate::gate_text(o, r).find("gate: " + line), std::string::npos);
+  EXPECT_NE(gate::gate_markdown(o, r).find(line), std::string::npos);
+  const std::string xml = gate::gate_junit(o, r);
+  EXPECT_NE(xml.find("failures=\"1\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("<failure message=\"regression"), std::string::npos) << xml;
+  EXPECT_NE(xml.find("Base &lt;v1&gt; &amp; co"), std::string::npos) << xml;  // escaped
+  EXPECT_EQ(xml.find("<v1>"), std::string::npos);
+  const auto j = gate::gate_json(o, r);
+  EXPECT_EQ(j["verdict"], "regression");
+  EXPECT_EQ(j["exit_code"], 1);
+  EXPECT_EQ(j["line"], line);
+  EXPECT_NEAR(j["ratio"].get<double>(), 0.85, 0.01);
+  EXPECT_EQ(j["runs"].size(), 6u);
+}
+
+TEST(GateReport, NoChangeAndImprovementPass) {
+  const auto o = options();
+  auto r = result({1.0, 1.001, 0.999, 1.0});
+  EXPECT_EQ(r.exit_code(), 0);
+  EXPECT_EQ(gate::verdict_line(o, r).rfind("no change: within ±3% (", 0), 0u) << gate::verdict_line(o, r);
+  EXPECT_NE(gate::gate_junit(o, r).find("failures=\"0\""), std::string::npos);
+  r = result({1.20, 1.21, 1.19});
+  EXPECT_EQ(r.exit_code(), 0);
+  EXPECT_EQ(gate::verdict_line(o, r).rfind("improvement: the candidate is 20.0% faster", 0), 0u) << gate::verdict_line(o, r);
+}
+
+TEST(GateReport, UndecidedSaysWhatMoreTimeWouldDecide) {
+  const auto o = options();
+  const auto r = result({0.90, 1.08, 0.97, 1.02});
+  EXPECT_EQ(r.exit_code(), 2);
+  const std::string line = gate::verdict_line(o, r);
+  EXPECT_EQ(line.rfind("undecided: too noisy to tell a change of 3%", 0), 0u) << line;
+  EXPECT_NE(line.find("more pairs would likely decide"), std::string::npos) << line;
+  EXPECT_NE(line.find("--max-time "), std::string::npos) << line;
+  EXPECT_NE(gate::gate_junit(o, r).find("<skipped message=\"undecided"), std::string::npos);
+}
+
+TEST(GateReport, AMaxTimeTooShortForOnePairSaysWhatWouldDo) {
+  auto o = options();
+  o.max_time_s = 30;
+  gate::GateResult r;
+  r.ran = true;
+  r.runs.push_back({"baseline", 0, win(100), 25});
+  r.runs.push_back({"candidate", 0, win(100), 25});
+  const std::string line = gate::verdict_line(o, r);
+  EXPECT_EQ(r.exit_code(), 2);
+  EXPECT_EQ(line, "undecided: only 0 of the 3 pairs a verdict needs fit in --max-time 30 s (a pair takes about 50 s): "
+                  "give it --max-time 240 or more") << line;
+}
+
+TEST(GateReport, CouldNotRunIsAnErrorWithTheScriptsLine) {
+  const auto o = options();
+  gate::GateResult r;
+  r.failure = "candidate (2222222 Wider): NameError: name 'x' is not defined";
+  EXPECT_EQ(r.exit_code(), 3);
+  EXPECT_EQ(gate::verdict_line(o, r), "could not run: " + r.failure);
+  EXPECT_NE(gate::gate_junit(o, r).find("errors=\"1\""), std::string::npos);
+  EXPECT_NE(gate::gate_junit(o, r).find("<error message=\"could not run: candidate (2222222 Wider): NameError"),
+            std::string::npos);
+  EXPECT_EQ(gate::gate_json(o, r)["verdict"], "could not run");
+  EXPECT_NE(gate::gate_markdown(o, r).find("could not run"), std::string::npos);
+}
