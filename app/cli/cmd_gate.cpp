@@ -18,6 +18,7 @@
 #include "gate/git.h"
 #include "gate/report.h"
 #include "gate/runner.h"
+#include "gate/why.h"
 
 namespace tb::cli {
 namespace {
@@ -32,6 +33,9 @@ constexpr const char* kUsage =
     "  --warmup-pairs N        pairs run first and not counted (1)\n"
     "  --first-step-timeout S  --step-timeout S   a process with no first step / no step for S s fails (180 / 300)\n"
     "  --python P              the interpreter (else $TUNEBENCH_PYTHON, else python3 with torch)\n"
+    "  --why on|off            after a regression or improvement, trace one process of each side and say what\n"
+    "                          changed (on)\n"
+    "  --traces DIR            keep those traces as DIR/baseline.json, DIR/candidate.json\n"
     "  --json F  --markdown F  --junit F           the verdict for a CI (also '-' for stdout)\n"
     "exit: 0 pass (no change, improvement), 1 regression, 2 undecided, 3 could not run\n";
 
@@ -85,6 +89,8 @@ int cmd_gate(int argc, char** argv) {
     else if (a == "--markdown") md_out = v;
     else if (a == "--junit") junit_out = v;
     else if (a == "--python") o.python = v;
+    else if (a == "--traces") o.keep_traces = v;
+    else if (a == "--why" && (v == "on" || v == "off")) o.why = v == "on";
     else if (a == "--steps" && number(x) && x >= 5) o.steps = int64_t(x);
     else if (a == "--max-time" && number(x) && x > 0) o.max_time_s = x;
     else if (a == "--tolerance" && number(x)) o.rule.tolerance = x;
@@ -144,7 +150,11 @@ int cmd_gate(int argc, char** argv) {
   o.progress = [](const std::string& line) { std::fprintf(stderr, "gate: %s\n", line.c_str()); };
   std::fprintf(stderr, "gate: %s against %s, %lld steps a process, at most %.0f s\n", o.candidate.describe.c_str(),
                o.baseline.describe.c_str(), static_cast<long long>(o.steps), o.max_time_s);
-  const gate::GateResult r = gate::run_gate(o);
+  gate::GateResult r = gate::run_gate(o);
+  if (gate::wants_why(o, r)) {
+    std::fprintf(stderr, "gate: why: one more process of each side, every step traced\n");
+    r.why = gate::explain(o, r.look.interval.ratio, o.keep_traces);
+  }
   std::fputs(gate::gate_text(o, r).c_str(), stdout);
   std::fflush(stdout);
   bool wrote = true;

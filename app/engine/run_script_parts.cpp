@@ -10,17 +10,9 @@
 namespace tb::cli {
 
 std::string merge_chunks(const std::vector<std::string>& chunks, const std::string& path) {
-  if (chunks.empty()) return "the script wrote no trace chunk (no step was traced)";
-  prof::Trace merged;
-  for (const auto& c : chunks) {
-    auto t = prof::load_trace(c);
-    if (!t) return "trace chunk " + c + ": " + t.error().to_string();
-    if (merged.event_count() == 0) merged.meta() = t.value()->meta();
-    merged.merge(*t.value());
-  }
-  merged.meta().extra["tunebench_run"] = "script";  // the analysis proposes the launcher's knobs
-  merged.finalize();
-  if (auto st = prof::write_chrome_trace(merged, path); !st) return st.error().to_string();
+  auto merged = prof::merge_script_chunks(chunks);
+  if (!merged) return merged.error().to_string();
+  if (auto st = prof::write_chrome_trace(**merged, path); !st) return st.error().to_string();
   return "";
 }
 

@@ -88,6 +88,12 @@ std::string gate_text(const GateOptions& o, const GateResult& r) {
          fmt("%.1f ", r.candidate_throughput) + r.unit + "\n";
     s += "gate: " + noise_text(r) + "; " + r.stopped + fmt(", %.0f s in all\n", r.seconds);
   }
+  if (r.why.tried) {
+    if (!r.why.error.empty()) s += "gate: why: no trace diff: " + r.why.error + "\n";
+    for (const auto& l : r.why.lines) s += "gate: why: " + l + "\n";
+    if (!r.why.candidate_trace.empty())
+      s += "gate: why: traces " + r.why.baseline_trace + " " + r.why.candidate_trace + " (tunebench-cli diff, the GUI)\n";
+  }
   if (r.load.readable() && r.load.loadavg_1min > r.load.cores)
     s += "gate: warning: the machine was busy (load " + fmt("%.1f", r.load.loadavg_1min) + " on " +
          std::to_string(r.load.cores) + " cores): the noise floor above includes it\n";
@@ -110,6 +116,11 @@ std::string gate_markdown(const GateOptions& o, const GateResult& r) {
     s += "Measured in " + noise_text(r) + " (" + std::to_string(o.steps) + " steps each, the warm-up left out); " +
          r.stopped + fmt(", %.0f s. ", r.seconds) + "Tolerance " + fmt("%.0f%%", 100 * o.rule.tolerance) +
          ", confidence " + fmt("%.0f%%", 100 * o.rule.confidence) + ".\n";
+  if (r.why.tried && (!r.why.lines.empty() || !r.why.error.empty())) {
+    s += "\n**What changed** (one more process of each side, every step traced, `tunebench-cli diff`):\n\n";
+    if (!r.why.error.empty()) s += "- no trace diff: " + r.why.error + "\n";
+    for (const auto& l : r.why.lines) s += "- " + l + "\n";
+  }
   return s;
 }
 
@@ -156,6 +167,9 @@ nlohmann::json gate_json(const GateOptions& o, const GateResult& r) {
   j["args"] = o.args;
   j["environment"] = {{"python", r.python}, {"torch", r.torch_version}, {"cores", r.load.cores},
                       {"loadavg_1min", num(r.load.loadavg_1min)}};
+  if (r.why.tried)
+    j["why"] = {{"lines", r.why.lines}, {"error", r.why.error}, {"diff", r.why.diff},
+                {"traces", {{"baseline", r.why.baseline_trace}, {"candidate", r.why.candidate_trace}}}};
   auto& runs = j["runs"] = nlohmann::json::array();
   for (const auto& p : r.runs)
     runs.push_back({{"side", p.side}, {"pair", p.pair}, {"throughput", p.window.throughput()}, {"steps", p.window.steps},

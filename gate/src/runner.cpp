@@ -33,7 +33,8 @@ std::string last_words(const std::vector<std::string>& tail) {
 
 // One fresh process of `side`: its measured steps as one window. Throws ProcessFailure with the script's own
 // error line.
-ProcessRun run_process(const GateOptions& o, const Side& side, int pair, GateResult& result) {
+ProcessRun run_process(const GateOptions& o, const Side& side, int pair, GateResult& result,
+                       const std::string& trace_dir = "") {
   ProcessRun run;
   run.side = side.name;
   run.pair = pair;
@@ -44,6 +45,10 @@ ProcessRun run_process(const GateOptions& o, const Side& side, int pair, GateRes
   so.python = o.python;
   so.steps = o.steps;
   so.timeout_option = "--first-step-timeout";
+  if (!trace_dir.empty()) {
+    so.trace_dir = trace_dir;
+    so.trace_share = 0;  // every step: one window of each side, whole
+  }
   client::ScriptRunner r;
   if (Status st = r.start(so, o.first_step_timeout_s); !st) throw ProcessFailure{st.error().message};
   if (!r.hello().is_object())
@@ -74,6 +79,7 @@ ProcessRun run_process(const GateOptions& o, const Side& side, int pair, GateRes
       throw ProcessFailure{m->value("message", std::string("the script failed"))};
     }
     if (type == "done") break;
+    if (type == "trace") run.chunks.push_back(m->value("path", std::string()));
     if (type != "step") continue;
     ++all;
     if (m->value("warmup", false)) {
@@ -162,6 +168,15 @@ GateResult run_gate(const GateOptions& o) {
   res.seconds = now_s() - t0;
   res.load = probe.stop();
   return res;
+}
+
+Result<std::vector<std::string>> traced_process(const GateOptions& o, const Side& side, const std::string& trace_dir) {
+  GateResult scratch;
+  try {
+    return run_process(o, side, -1, scratch, trace_dir).chunks;
+  } catch (const ProcessFailure& f) {
+    return Error{side.name + " (" + side.describe + "), traced: " + f.message};
+  }
 }
 
 }  // namespace tb::gate

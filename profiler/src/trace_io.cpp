@@ -312,4 +312,18 @@ Result<std::unique_ptr<Trace>> load_trace(const std::string& path, const LoadOpt
   return trace;
 }
 
+Result<std::unique_ptr<Trace>> merge_script_chunks(const std::vector<std::string>& chunks) {
+  if (chunks.empty()) return Error{"the script wrote no trace chunk (no step was traced)"};
+  auto merged = std::make_unique<Trace>();
+  for (const auto& c : chunks) {
+    auto t = load_trace(c);
+    if (!t) return Error{"trace chunk " + c + ": " + t.error().to_string()};
+    if (merged->event_count() == 0) merged->meta() = t.value()->meta();
+    merged->merge(*t.value());
+  }
+  merged->meta().extra["tunebench_run"] = "script";
+  merged->finalize();
+  return merged;
+}
+
 }  // namespace tb::prof

@@ -2,7 +2,8 @@
 // schedule, gradient clipping, argparse, a checkpoint at the end), its history in a git repository made at test
 // time: a commit that widens the hidden layers from 640 to 686 (15% more multiply-adds in them) is a regression, a
 // commit that only adds a comment is never one, a revision whose script fails or hangs exits 3 with the
-// script's own line, and no worktree is left behind in any case.
+// script's own line, and no worktree is left behind in any case. A regression says why: a traced process of each
+// side and what grew (the matrix products of the wider layers).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -111,7 +112,7 @@ const char* kFast = "--steps 80 --max-time 300 --first-step-timeout 120";
 TEST(GateCli, ACommitThatWidensTheModelIsARegression) {
   Repo repo({{"MLP baseline", train_py(640)}, {"Wider hidden layers", train_py(686)}});
   const auto r = repo.gate(std::string("--baseline c1 --candidate c2 ") + kFast +
-                           " --json gate.json --junit gate.xml --markdown gate.md -- --epochs 100");
+                           " --json gate.json --junit gate.xml --markdown gate.md --traces traces -- --epochs 100");
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("gate: regression: the candidate is"), std::string::npos) << r.out << r.err;
   const auto j = nlohmann::json::parse(repo.read("gate.json"), nullptr, false);
@@ -126,6 +127,21 @@ TEST(GateCli, ACommitThatWidensTheModelIsARegression) {
   EXPECT_NE(repo.read("gate.md").find("TuneBench gate: regression"), std::string::npos) << repo.read("gate.md");
   EXPECT_EQ(repo.worktrees(), 1) << "a worktree was left behind";
   EXPECT_FALSE(fs::exists(repo.dir / "model.pt"));
+  // Why: a traced process of each side, and what grew: the hidden layers' matrix products.
+  const auto& why = j["why"];
+  ASSERT_TRUE(why.is_object()) << j.dump(1);
+  EXPECT_EQ(why["error"], "") << why.dump(1);
+  ASSERT_FALSE(why["lines"].empty());
+  EXPECT_EQ(why["lines"][0].get<std::string>().rfind("median step", 0), 0u) << why.dump(1);
+  bool grew_mm = false;
+  for (const auto& l : why["lines"]) {
+    const std::string s = l.get<std::string>();
+    grew_mm |= s.rfind("grew: ", 0) == 0 && (s.find("mm") != std::string::npos || s.find("linear") != std::string::npos);
+  }
+  EXPECT_TRUE(grew_mm) << why.dump(1);
+  EXPECT_TRUE(fs::exists(repo.dir / "traces" / "candidate.json"));
+  EXPECT_NE(repo.read("gate.md").find("**What changed**"), std::string::npos);
+  EXPECT_NE(r.out.find("gate: why: grew: "), std::string::npos) << r.out;
 }
 
 TEST(GateCli, ACommentIsNeverARegressionAndTheWorkingTreeIsTheDefaultCandidate) {

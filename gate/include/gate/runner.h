@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "base/result.h"
 #include "measure/gate.h"
 #include "measure/noise.h"
 #include "measure/window.h"
@@ -29,6 +32,8 @@ struct GateOptions {
   double first_step_timeout_s = 180;
   double step_timeout_s = 300;    // a process with no step for this long is hung
   int warmup_pairs = 1;
+  bool why = true;                // a decided change: one traced process of each side, diffed (gate/why.h)
+  std::string keep_traces;        // where those traces are kept ("": not kept)
   measure::GateRule rule;
   std::function<void(const std::string&)> progress;  // one line per process
   std::function<bool()> cancelled;                   // asked between steps: a CI's SIGTERM ends the gate cleanly
@@ -39,6 +44,16 @@ struct ProcessRun {
   int pair = 0;         // 0: the warm-up pair; then 1, 2, ...
   measure::Window window;
   double seconds = 0;   // the whole process, start to end
+  std::vector<std::string> chunks;  // its trace chunks, when traced
+};
+
+// Why, beside how much (gate/why.h): filled after a gate that found a change.
+struct GateWhy {
+  bool tried = false;
+  std::string error;                            // why there is no diff ("" when there is one)
+  std::vector<std::string> lines;               // what changed, most first, for the log and the comment
+  nlohmann::json diff;                          // the whole diff (the profiler's, as `diff --json` writes it)
+  std::string baseline_trace, candidate_trace;  // the traces kept ("" when not asked)
 };
 
 struct GateResult {
@@ -52,9 +67,15 @@ struct GateResult {
   std::string unit = "samples/s";
   std::string python, torch_version;
   measure::SystemLoad load;
+  GateWhy why;
   int exit_code() const { return ran ? measure::verdict_exit_code(look.verdict) : 3; }
 };
 
 GateResult run_gate(const GateOptions& options);
+
+// One more fresh process of `side`, every step traced (torch.profiler chunks into `trace_dir`): the chunk files
+// in order, or why not.
+Result<std::vector<std::string>> traced_process(const GateOptions& options, const Side& side,
+                                                const std::string& trace_dir);
 
 }  // namespace tb::gate

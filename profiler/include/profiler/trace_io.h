@@ -61,6 +61,10 @@ Result<std::unique_ptr<Trace>> load_trace(const std::string& path, const LoadOpt
 Result<std::unique_ptr<Trace>> parse_trace(std::string_view bytes, std::string_view source_name = "<memory>",
                                            const LoadOptions& options = {});
 
+// A script's torch.profiler chunks (the launcher's, in order) as one finalized trace of the run, marked as a
+// script's (the analysis then proposes the launcher's knobs).
+Result<std::unique_ptr<Trace>> merge_script_chunks(const std::vector<std::string>& chunks);
+
 // Writes Chrome trace JSON (gzip when the path ends in .gz). Findings become instant events.
 Status write_chrome_trace(const Trace& trace, const std::string& path, const std::vector<Finding>& findings = {});
 // The same JSON as a string.
