@@ -4,6 +4,8 @@
 //        git worktrees; the user's working tree is never touched
 //   gate --baseline-script A.py --candidate-script B.py [options] [-- ARGS]
 //        two files
+//   gate --script train.py [--baseline REV] --save-baseline B.json   /   gate --script train.py --against B.json
+//        a stored baseline, for a machine where the baseline cannot run beside the candidate
 // Exit: 0 pass (no change or improvement), 1 regression, 2 undecided, 3 could not run (a bad option or revision,
 // a script that fails or hangs at either side: one line says which and why).
 #include <csignal>
@@ -18,6 +20,7 @@
 #include "gate/git.h"
 #include "gate/report.h"
 #include "gate/runner.h"
+#include "gate/stored.h"
 #include "gate/why.h"
 
 namespace tb::cli {
@@ -37,6 +40,10 @@ constexpr const char* kUsage =
     "                          changed (on)\n"
     "  --traces DIR            keep those traces as DIR/baseline.json, DIR/candidate.json\n"
     "  --json F  --markdown F  --junit F           the verdict for a CI (also '-' for stdout)\n"
+    "  --save-baseline B.json [--runs N]   run the baseline (--baseline REV, else the working tree) N times (10)\n"
+    "                          and store it, for a machine where it cannot run beside the candidate\n"
+    "  --against B.json        compare the candidate with that stored baseline (not alternated: warns when the\n"
+    "                          environment differs)\n"
     "exit: 0 pass (no change, improvement), 1 regression, 2 undecided, 3 could not run\n";
 
 volatile std::sig_atomic_t g_signal = 0;
@@ -62,6 +69,8 @@ bool write_file(const std::string& path, const std::string& text) {
 int cmd_gate(int argc, char** argv) {
   gate::GateOptions o;
   std::string script, baseline_rev, candidate_rev, baseline_script, candidate_script, json_out, md_out, junit_out;
+  std::string save_path, against_path;
+  int store_runs = 10;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--") {
@@ -90,6 +99,9 @@ int cmd_gate(int argc, char** argv) {
     else if (a == "--junit") junit_out = v;
     else if (a == "--python") o.python = v;
     else if (a == "--traces") o.keep_traces = v;
+    else if (a == "--save-baseline") save_path = v;
+    else if (a == "--against") against_path = v;
+    else if (a == "--runs" && number(x) && x >= 3) store_runs = int(x);
     else if (a == "--why" && (v == "on" || v == "off")) o.why = v == "on";
     else if (a == "--steps" && number(x) && x >= 5) o.steps = int64_t(x);
     else if (a == "--max-time" && number(x) && x > 0) o.max_time_s = x;
@@ -107,7 +119,11 @@ int cmd_gate(int argc, char** argv) {
   if (!script.empty()) {
     if (!baseline_script.empty() || !candidate_script.empty())
       return could_not_run("--script (revisions) and --baseline-script/--candidate-script (files) do not mix");
-    if (baseline_rev.empty()) return could_not_run("--script needs --baseline REV (the revision to compare against)");
+    if (!save_path.empty() && !against_path.empty()) return could_not_run("--save-baseline and --against do not mix");
+    if (!against_path.empty() && !baseline_rev.empty())
+      return could_not_run("--against B.json is the baseline: no --baseline REV beside it");
+    if (baseline_rev.empty() && save_path.empty() && against_path.empty())
+      return could_not_run("--script needs --baseline REV (the revision to compare against) or --against B.json");
     auto where = gate::locate(script);
     if (!where) return could_not_run(where.error().message);
     auto checkout = [&](const std::string& rev, gate::Side& side, std::unique_ptr<gate::Checkout>& tree) -> std::string {
@@ -124,16 +140,25 @@ int cmd_gate(int argc, char** argv) {
     };
     o.baseline.name = "baseline";
     o.candidate.name = "candidate";
-    if (std::string e = checkout(baseline_rev, o.baseline, base_tree); !e.empty()) return could_not_run(e);
+    auto working_tree = [&](gate::Side& side) {
+      side.script = fs::absolute(script).string();
+      auto head = gate::resolve(where->root, "HEAD");
+      side.describe = "the working tree (" + (head ? head->describe : std::string("no commit")) +
+                      (where->dirty ? ", with uncommitted changes)" : ")");
+    };
+    if (!baseline_rev.empty()) {
+      if (std::string e = checkout(baseline_rev, o.baseline, base_tree); !e.empty()) return could_not_run(e);
+    } else {
+      working_tree(o.baseline);  // --save-baseline of the tree as it is
+    }
     if (!candidate_rev.empty()) {
       if (std::string e = checkout(candidate_rev, o.candidate, cand_tree); !e.empty()) return could_not_run(e);
     } else {
-      o.candidate.script = fs::absolute(script).string();
-      auto head = gate::resolve(where->root, "HEAD");
-      o.candidate.describe = "the working tree (" + (head ? head->describe : std::string("no commit")) +
-                             (where->dirty ? ", with uncommitted changes)" : ")");
+      working_tree(o.candidate);
     }
   } else {
+    if (!save_path.empty() || !against_path.empty())
+      return could_not_run("--save-baseline and --against go with --script train.py");
     if (baseline_script.empty() || candidate_script.empty())
       return could_not_run("give --script train.py --baseline REV, or --baseline-script A.py --candidate-script B.py");
     std::error_code ec;
@@ -148,9 +173,38 @@ int cmd_gate(int argc, char** argv) {
   std::signal(SIGTERM, on_signal);
   o.cancelled = [] { return g_signal != 0; };
   o.progress = [](const std::string& line) { std::fprintf(stderr, "gate: %s\n", line.c_str()); };
+  if (!save_path.empty()) {  // the baseline's processes only, stored
+    std::fprintf(stderr, "gate: storing %s: %d processes of %lld steps\n", o.baseline.describe.c_str(), store_runs,
+                 static_cast<long long>(o.steps));
+    const gate::GateResult r = gate::run_baseline_only(o, store_runs);
+    if (!r.ran) return could_not_run(r.failure);
+    if (!write_file(save_path, gate::stored_baseline_json(o, r).dump(2) + "\n"))
+      return could_not_run("cannot write " + save_path);
+    std::printf("gate: stored %s: %.1f %s over %d processes in %s\n", o.baseline.describe.c_str(), r.baseline_throughput,
+                r.unit.c_str(), store_runs, save_path.c_str());
+    return 0;
+  }
+  gate::StoredBaseline stored;
+  if (!against_path.empty()) {
+    auto b = gate::load_stored_baseline(against_path);
+    if (!b) return could_not_run(b.error().message);
+    stored = std::move(*b);
+    o.baseline = {"baseline", "", stored.describe + " (stored " + stored.stored_at + " in " + against_path + ")"};
+    o.why = false;  // the stored side cannot be traced again
+  }
   std::fprintf(stderr, "gate: %s against %s, %lld steps a process, at most %.0f s\n", o.candidate.describe.c_str(),
                o.baseline.describe.c_str(), static_cast<long long>(o.steps), o.max_time_s);
-  gate::GateResult r = gate::run_gate(o);
+  gate::GateResult r = against_path.empty() ? gate::run_gate(o) : gate::run_against(o, stored);
+  if (!against_path.empty()) {
+    r.against = true;
+    r.stored_runs = int(stored.windows.size());
+    for (auto& d : gate::environment_differences(stored.environment, gate::environment_of(r)))
+      r.warnings.push_back("the environment differs from the stored baseline's: " + d);
+    if (stored.args != o.args) r.warnings.push_back("the stored baseline ran other script arguments");
+    if (stored.steps != o.steps)
+      r.warnings.push_back("the stored baseline's processes ran " + std::to_string(stored.steps) + " steps, these " +
+                           std::to_string(o.steps));
+  }
   if (gate::wants_why(o, r)) {
     std::fprintf(stderr, "gate: why: one more process of each side, every step traced\n");
     r.why = gate::explain(o, r.look.interval.ratio, o.keep_traces);

@@ -32,6 +32,9 @@ std::string xml_escape(const std::string& s) {
 int counted_pairs(const GateResult& r) { return r.look.pairs; }
 
 std::string noise_text(const GateResult& r) {
+  if (r.against)
+    return std::to_string(r.look.pairs) + " fresh candidate processes against " + std::to_string(r.stored_runs) +
+           " stored baseline ones (Welch; not alternated: a drift of the machine since it was stored is not cancelled)";
   std::string s = std::to_string(counted_pairs(r)) + " alternated pairs of fresh processes";
   if (r.look.floor.valid())
     s += ", A/A floor ±" + fmt("%.1f%%", 100 * std::expm1(r.look.floor.sd_log)) + " per pair (" +
@@ -94,6 +97,7 @@ std::string gate_text(const GateOptions& o, const GateResult& r) {
     if (!r.why.candidate_trace.empty())
       s += "gate: why: traces " + r.why.baseline_trace + " " + r.why.candidate_trace + " (tunebench-cli diff, the GUI)\n";
   }
+  for (const auto& w : r.warnings) s += "gate: warning: " + w + "\n";
   if (r.load.readable() && r.load.loadavg_1min > r.load.cores)
     s += "gate: warning: the machine was busy (load " + fmt("%.1f", r.load.loadavg_1min) + " on " +
          std::to_string(r.load.cores) + " cores): the noise floor above includes it\n";
@@ -108,6 +112,7 @@ std::string gate_markdown(const GateOptions& o, const GateResult& r) {
   std::string s = std::string("### ") + icon + " TuneBench gate: " +
                   (r.ran ? measure::verdict_name(r.look.verdict) : "could not run") + "\n\n";
   s += verdict_line(o, r) + "\n\n";
+  for (const auto& w : r.warnings) s += "> warning: " + w + "\n\n";
   s += "| | revision | throughput |\n|---|---|---|\n";
   s += "| baseline | " + o.baseline.describe + " | " + (r.ran ? fmt("%.1f ", r.baseline_throughput) + r.unit : "") + " |\n";
   s += "| candidate | " + o.candidate.describe + " | " + (r.ran ? fmt("%.1f ", r.candidate_throughput) + r.unit : "") +
@@ -167,6 +172,8 @@ nlohmann::json gate_json(const GateOptions& o, const GateResult& r) {
   j["args"] = o.args;
   j["environment"] = {{"python", r.python}, {"torch", r.torch_version}, {"cores", r.load.cores},
                       {"loadavg_1min", num(r.load.loadavg_1min)}};
+  j["against_stored_baseline"] = r.against;
+  j["warnings"] = r.warnings;
   if (r.why.tried)
     j["why"] = {{"lines", r.why.lines}, {"error", r.why.error}, {"diff", r.why.diff},
                 {"traces", {{"baseline", r.why.baseline_trace}, {"candidate", r.why.candidate_trace}}}};

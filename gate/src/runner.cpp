@@ -56,6 +56,7 @@ ProcessRun run_process(const GateOptions& o, const Side& side, int pair, GateRes
   if (result.python.empty()) {
     result.python = r.python().path;
     result.torch_version = r.python().torch_version;
+    result.hello = r.hello();
   }
   int64_t all = 0;
   for (;;) {
@@ -168,6 +169,14 @@ GateResult run_gate(const GateOptions& o) {
   res.seconds = now_s() - t0;
   res.load = probe.stop();
   return res;
+}
+
+Result<ProcessRun> run_one(const GateOptions& o, const Side& side, int index, GateResult& result) {
+  try {
+    return run_process(o, side, index, result);
+  } catch (const ProcessFailure& f) {
+    return Error{side.name + " (" + side.describe + "): " + f.message};
+  }
 }
 
 Result<std::vector<std::string>> traced_process(const GateOptions& o, const Side& side, const std::string& trace_dir) {

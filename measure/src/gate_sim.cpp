@@ -1,5 +1,6 @@
 #include "measure/gate_sim.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -20,10 +21,23 @@ GateLook simulate_gate(const GateRule& rule, const GateWorld& world, uint64_t se
     w.start_s = processes++;
     return w;
   };
-  GateSequence gate(rule);
   GateLook last;
+  const double base = 100, cand = 100 * (1 - world.slowdown);
+  if (world.stored > 0) {
+    std::vector<Window> stored, now;
+    for (int i = 0; i < world.stored; ++i) stored.push_back(run(base));
+    const auto looks = gate_looks(rule.min_pairs, world.max_pairs);
+    for (int i = 0; i < world.max_pairs; ++i) {
+      now.push_back(run(cand));
+      if (int(now.size()) == world.max_pairs || std::find(looks.begin(), looks.end(), int(now.size())) != looks.end()) {
+        last = look_unpaired(stored, now, rule);
+        if (last.verdict != GateVerdict::kUndecided) break;
+      }
+    }
+    return last;
+  }
+  GateSequence gate(rule);
   for (int i = 0; i < world.max_pairs; ++i) {
-    const double base = 100, cand = 100 * (1 - world.slowdown);
     Window a, b;
     if (gate.baseline_first_next()) {
       a = run(base);

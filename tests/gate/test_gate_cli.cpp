@@ -88,8 +88,8 @@ struct Repo {
     ASSERT_EQ(std::system(("cd '" + dir.string() + "' && " + cmd + " >/dev/null 2>&1").c_str()), 0) << cmd;
   }
   // The gate run from inside the repository, as a CI job does.
-  tb::test_util::CliOut gate(const std::string& args, int timeout_s = 600) const {
-    auto r = run_cli_shell("cd '" + dir.string() + "' &&", "gate --script train.py " + args, timeout_s);
+  tb::test_util::CliOut gate(const std::string& args, int timeout_s = 600, const std::string& env = "") const {
+    auto r = run_cli_shell("cd '" + dir.string() + "' && " + env, "gate --script train.py " + args, timeout_s);
     std::cout << r.err << r.out;  // the gate's log, in CTest's
     return r;
   }
@@ -179,6 +179,40 @@ TEST(GateCli, AScriptThatHangsAtOneRevisionExitsThree) {
   EXPECT_EQ(r.code, 3) << r.out << r.err;
   EXPECT_NE(r.err.find("hangs"), std::string::npos) << r.err;
   EXPECT_LT(r.seconds, 120);
+  EXPECT_EQ(repo.worktrees(), 1);
+}
+
+TEST(GateCli, AStoredBaselineFindsTheRegressionAndWarnsWhenTheEnvironmentDiffers) {
+  // Stored and compared at different times, the two sides see different loads (CTest runs another test beside
+  // this one): not alternated, so a load that changed between them is not cancelled. One thread a process and
+  // twice the work (640 -> 900 wide) keep the change larger than what the load can do here.
+  Repo repo({{"MLP baseline", train_py(640)}, {"Much wider hidden layers", train_py(900)}});
+  const std::string one_thread = "OMP_NUM_THREADS=1";
+  auto r = repo.gate("--baseline c1 --save-baseline base.json --runs 5 --steps 60 -- --epochs 100", 600, one_thread);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("gate: stored "), std::string::npos) << r.out;
+  auto stored = nlohmann::json::parse(repo.read("base.json"), nullptr, false);
+  ASSERT_TRUE(stored.is_object());
+  EXPECT_EQ(stored["runs"].size(), 5u);
+  EXPECT_EQ(repo.worktrees(), 1);
+  // The stored one as if made with another torch: the verdict stands, with a warning.
+  stored["environment"]["torch"] = "2.0.0";
+  std::ofstream(repo.dir / "base.json") << stored.dump();
+  r = repo.gate("--against base.json --candidate c2 --steps 60 --max-time 200 --json gate.json -- --epochs 100", 600,
+                one_thread);
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("gate: warning: the environment differs from the stored baseline's: torch 2.0.0 then"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("stored baseline ones (Welch; not alternated"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(repo.read("gate.json"), nullptr, false);
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["against_stored_baseline"], true);
+  EXPECT_EQ(j["verdict"], "regression");
+  EXPECT_FALSE(j.contains("why"));  // the stored side cannot be traced again
+  // Not a stored baseline: one line, exit 3.
+  r = repo.gate("--against train.py");
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find("is not a stored gate baseline"), std::string::npos) << r.err;
   EXPECT_EQ(repo.worktrees(), 1);
 }
 

@@ -133,3 +133,23 @@ TEST(Gate, AlternationCancelsAMachineThatDrifts) {
   for (int s = 0; s < 200; ++s) regressions += simulate_gate(GateRule{}, w, uint64_t(s) + 11).verdict == GateVerdict::kRegression;
   EXPECT_LE(regressions, 10);
 }
+
+TEST(Gate, AgainstAStoredBaselineTheErrorRatesHoldToo) {
+  // Ten stored processes (--runs' default), the candidate's run now (Welch, not alternated), on a machine that
+  // does not drift. The stored side's noise stays what it was: more candidate processes cannot make up for it.
+  for (double noise : {0.02, 0.05, 0.10, 0.20}) {
+    GateWorld w;
+    w.noise_per_pair = noise;
+    w.stored = 10;
+    int false_alarms = 0, found = 0;
+    for (int s = 0; s < 200; ++s) {
+      w.slowdown = 0;
+      false_alarms += simulate_gate(GateRule{}, w, 31ULL * uint64_t(s) + 5).verdict == GateVerdict::kRegression;
+      w.slowdown = 0.10;
+      found += simulate_gate(GateRule{}, w, 31ULL * uint64_t(s) + 5).verdict == GateVerdict::kRegression;
+    }
+    EXPECT_LE(false_alarms, 10) << "noise " << noise;
+    if (noise <= 0.05) EXPECT_GE(found, 180) << "noise " << noise;
+    std::printf("stored, noise %.2f: A/A regressions %d/200, 10%% slowdown found %d/200\n", noise, false_alarms, found);
+  }
+}

@@ -66,12 +66,20 @@ struct GateResult {
   double baseline_throughput = 0, candidate_throughput = 0;  // pooled over the counted pairs
   std::string unit = "samples/s";
   std::string python, torch_version;
+  nlohmann::json hello;          // the first process's (versions, device)
   measure::SystemLoad load;
   GateWhy why;
+  bool against = false;          // the baseline is a stored one (gate/stored.h): not alternated
+  int stored_runs = 0;
+  std::vector<std::string> warnings;  // said before the verdict (an environment that differs from the stored one)
   int exit_code() const { return ran ? measure::verdict_exit_code(look.verdict) : 3; }
 };
 
 GateResult run_gate(const GateOptions& options);
+
+// One fresh process of `side` (its index in the result's runs: 0 warm-up, 1, 2, ...), noting in `result` the
+// interpreter and the unit; or the side and the script's own error line. Asks o.cancelled between steps.
+Result<ProcessRun> run_one(const GateOptions& options, const Side& side, int index, GateResult& result);
 
 // One more fresh process of `side`, every step traced (torch.profiler chunks into `trace_dir`): the chunk files
 // in order, or why not.

@@ -47,6 +47,7 @@ struct GateLook {
   NoiseFloor floor;        // the seams' A/A pairs
   int pairs = 0;           // alternated pairs so far
   int outliers = 0;        // pairs left out
+  bool paired = true;      // false: against a stored baseline (look_unpaired); `pairs` counts candidate processes
   // Undecided: how many pairs in all would likely decide at this spread and ratio (0: unknown; -1: more than
   // 1000, the change sits at the tolerance).
   int pairs_to_decide = 0;
@@ -73,6 +74,18 @@ class GateSequence {
   GateRule rule_;
   std::vector<Window> a_, b_;  // per pair
 };
+
+// The verdict of an interval by the rule (regression, improvement, no change, undecided), and when undecided how
+// many pairs in all would likely decide (GateLook::pairs_to_decide).
+GateVerdict verdict_of(const RatioInterval& interval, const GateRule& rule);
+int pairs_to_decide(const RatioInterval& interval, const GateRule& rule, int pairs_now);
+
+// Against a stored baseline (no alternation: the candidate's processes run now, the baseline's ran before): the
+// rule on Welch's interval of the two sides' process throughputs, each look at 1 - (1 - confidence) / 10 (99.5%;
+// Welch's few stored processes give looks more alike than pairs do), outliers left out per side. The A/A floor
+// is each side's own spread; a drift of the machine since the baseline was stored is not cancelled. In 200 seeded
+// A/A gates against 10 stored processes at most 3% said "regression" at 2-20% noise (tests/measure/test_gate.cpp).
+GateLook look_unpaired(const std::vector<Window>& baseline, const std::vector<Window>& candidate, const GateRule& rule);
 
 // The looks' pair counts up to `max_pairs`: 3, 4, 6, 9, 13, 19, 28, ... (min_pairs first).
 std::vector<int> gate_looks(int min_pairs, int max_pairs);

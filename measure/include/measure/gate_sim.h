@@ -19,7 +19,8 @@ struct GateWorld {
   double slow_share = 0.03;     // processes that run slow_factor as fast
   double slow_factor = 0.75;
   double drift_per_process = 0; // the machine's speed changes by this share per process (alternation cancels it)
-  int max_pairs = 60;           // what --max-time allows
+  int max_pairs = 60;           // what --max-time allows (against a stored baseline: candidate processes)
+  int stored = 0;               // > 0: against this many stored baseline processes (run first), not alternated
 };
 
 // The gate's last look: its verdict and when it stopped (pairs).
