@@ -18,54 +18,14 @@
 #include <nlohmann/json.hpp>
 
 #include "../engine/cli_runner.h"
+#include "gate_scripts.h"
 #include "gate/git.h"
 
 namespace fs = std::filesystem;
 using tb::test_util::run_cli_shell;
+using tb::test_util::train_py;
 
 namespace {
-
-std::string train_py(int width, const std::string& extra_line = "", const std::string& in_loop = "") {
-  return R"(import argparse
-
-import torch
-import torch.nn as nn
-from torch.utils.data import DataLoader, TensorDataset
-)" + extra_line + R"(
-
-def make_model(width):
-    return nn.Sequential(nn.Linear(64, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(),
-                         nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 10))
-
-
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--epochs", type=int, default=50)
-    parser.add_argument("--batch-size", type=int, default=256)
-    parser.add_argument("--out", default="")
-    args = parser.parse_args()
-    torch.manual_seed(0)
-    x, y = torch.randn(8192, 64), torch.randint(0, 10, (8192,))
-    loader = DataLoader(TensorDataset(x, y), batch_size=args.batch_size, shuffle=True)
-    model = make_model()" + std::to_string(width) + R"()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=args.epochs)
-    for epoch in range(args.epochs):
-        for step, (xb, yb) in enumerate(loader):
-)" + in_loop + R"(            opt.zero_grad(set_to_none=True)
-            loss = nn.functional.cross_entropy(model(xb), yb)
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-        sched.step()
-    if args.out:
-        torch.save(model, args.out)
-
-
-if __name__ == "__main__":
-    main()
-)";
-}
 
 // A git repository in a fresh folder, one commit per text of train.py, tagged c1, c2, ...
 struct Repo {

@@ -69,6 +69,8 @@ void MainWindow::buildMenus() {
                                                    tr("Traces (*.json *.json.gz *.gz);;All files (*)"));
     if (!f.isEmpty()) compareWith(f);
   })->setShortcut(QKeySequence(tr("Ctrl+Shift+C")));
+  // The CI gate on a script at two git revisions (docs/ci.md).
+  file->addAction(tr("Compare two &versions…"), this, [this] { gateDialog(); });
   file->addSeparator();
   auto* exp = file->addMenu(tr("&Export"));
   exp->addAction(tr("&Report (HTML, Markdown, JSON)…"), this, [this] { exportDialog("report"); })

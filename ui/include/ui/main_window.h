@@ -8,6 +8,7 @@
 #include <QElapsedTimer>
 #include <QFutureWatcher>
 #include <QHash>
+#include <QJsonObject>
 #include <QMainWindow>
 #include <QStringList>
 #include <functional>
@@ -115,6 +116,18 @@ class MainWindow : public QMainWindow {
   // Diffs two trace files (A before, B after) the same way: a toggle's before/after chunks.
   void compareFiles(const QString& a, const QString& b);
   QString lastComparisonHtml() const { return last_compare_html_; }
+  // File → Compare two versions…: the CI gate (`tunebench-cli gate`, docs/ci.md) on a script at two git
+  // revisions, alternated in fresh processes on this machine; the verdict, its interval and what changed go to
+  // the log and a dialog, and after a change the two traced processes open in the trace comparison.
+  struct GateRequest {
+    QString script, baseline, candidate;  // candidate "": the working tree
+    QStringList args;
+    int max_time_s = 600;
+    int steps = 100;
+  };
+  bool startGate(const GateRequest& request);
+  // The last gate's JSON (gate --json), empty before one ended.
+  QJsonObject lastGate() const { return last_gate_; }
   QString lastError() const { return last_error_; }
   const TuneSummary& lastTuneSummary() const { return last_tune_; }
   const LoadedTrace& currentTrace() const { return trace_; }
@@ -133,6 +146,8 @@ class MainWindow : public QMainWindow {
   void chromeTraceExported(bool ok, const QString& error);
   void compareFinished(bool ok, const QString& html_or_error);
   void ranksTuneFinished(bool ok);
+  // A gate ended: `ran` false when it could not run; `line` is its verdict line (or why it could not run).
+  void gateFinished(bool ran, const QString& line);
 
  protected:
   void closeEvent(QCloseEvent*) override;
@@ -177,6 +192,9 @@ class MainWindow : public QMainWindow {
   QDockWidget *dock_chart_ = nullptr, *dock_compare_ = nullptr, *dock_analysis_ = nullptr;
   QLineEdit* find_edit_ = nullptr;
   QString last_compare_html_;
+  QJsonObject last_gate_;
+  std::unique_ptr<QTemporaryDir> gate_tmp_;  // the last gate's JSON and traces
+  void gateDialog();  // main_window_gate.cpp
   bool trace_live_ = false;               // the trace on screen comes from the run going here
   QHash<QString, QString> current_knobs_;  // the run's knob values (configApplied): no stale findings
   QPlainTextEdit* log_ = nullptr;
