@@ -4,6 +4,8 @@
 //        git worktrees; the user's working tree is never touched
 //   gate --baseline-script A.py --candidate-script B.py [options] [-- ARGS]
 //        two files
+//   gate --model M [--data D] [--set K=V,...] --baseline-set K=V --candidate-set K=V
+//        the engine's own run (tunebench-cli run) with two settings
 //   gate --script train.py [--baseline REV] --save-baseline B.json   /   gate --script train.py --against B.json
 //        a stored baseline, for a machine where the baseline cannot run beside the candidate
 // Exit: 0 pass (no change or improvement), 1 regression, 2 undecided, 3 could not run (a bad option or revision,
@@ -29,6 +31,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: tunebench-cli gate --script train.py --baseline REV [--candidate REV] [options] [-- ARGS]\n"
     "       tunebench-cli gate --baseline-script A.py --candidate-script B.py [options] [-- ARGS]\n"
+    "       tunebench-cli gate --model M [--data D] [--set K=V,...] --baseline-set K=V --candidate-set K=V [options]\n"
     "  --steps N               optimizer steps per process, its warm-up among them (100)\n"
     "  --max-time S            no pair starts that would end after S seconds (1200)\n"
     "  --tolerance T           a change under this share is 'no change' (0.03)\n"
@@ -70,6 +73,7 @@ int cmd_gate(int argc, char** argv) {
   gate::GateOptions o;
   std::string script, baseline_rev, candidate_rev, baseline_script, candidate_script, json_out, md_out, junit_out;
   std::string save_path, against_path;
+  std::string model, data = "synthetic", common_set, baseline_set, candidate_set;  // the engine's runs
   int store_runs = 10;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -99,6 +103,11 @@ int cmd_gate(int argc, char** argv) {
     else if (a == "--junit") junit_out = v;
     else if (a == "--python") o.python = v;
     else if (a == "--traces") o.keep_traces = v;
+    else if (a == "--model") model = v;
+    else if (a == "--data") data = v;
+    else if (a == "--set") common_set = v;
+    else if (a == "--baseline-set") baseline_set = v;
+    else if (a == "--candidate-set") candidate_set = v;
     else if (a == "--save-baseline") save_path = v;
     else if (a == "--against") against_path = v;
     else if (a == "--runs" && number(x) && x >= 3) store_runs = int(x);
@@ -116,7 +125,25 @@ int cmd_gate(int argc, char** argv) {
 
   std::unique_ptr<gate::Checkout> base_tree, cand_tree;
   namespace fs = std::filesystem;
-  if (!script.empty()) {
+  if (!model.empty()) {
+    // The engine: the same model and data, each side its knobs (what `run --set` takes).
+    if (!script.empty() || !baseline_script.empty() || !candidate_script.empty())
+      return could_not_run("--model (the engine) and a script do not mix");
+    if (!save_path.empty() || !against_path.empty())
+      return could_not_run("--save-baseline and --against go with --script train.py");
+    if (baseline_set.empty() && candidate_set.empty())
+      return could_not_run("--model needs --baseline-set K=V and/or --candidate-set K=V (what differs)");
+    auto side = [&](const char* name, const std::string& set) {
+      const std::string all = common_set.empty() ? set : set.empty() ? common_set : common_set + "," + set;
+      gate::Side s{name, "", model + " on " + data + (all.empty() ? " (defaults)" : ", --set " + all),
+                   {"--model", model, "--data", data}};
+      if (!all.empty()) s.engine.insert(s.engine.end(), {"--set", all});
+      return s;
+    };
+    o.baseline = side("baseline", baseline_set);
+    o.candidate = side("candidate", candidate_set);
+    if (!o.args.empty()) return could_not_run("arguments after -- are a script's: the engine takes --model and --data");
+  } else if (!script.empty()) {
     if (!baseline_script.empty() || !candidate_script.empty())
       return could_not_run("--script (revisions) and --baseline-script/--candidate-script (files) do not mix");
     if (!save_path.empty() && !against_path.empty()) return could_not_run("--save-baseline and --against do not mix");

@@ -1,10 +1,16 @@
 #include "gate/runner.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <cstdio>
 #include <memory>
 #include <optional>
 
+#include "client/launch.h"
 #include "client/script_runner.h"
 
 namespace tb::gate {
@@ -31,10 +37,78 @@ std::string last_words(const std::vector<std::string>& tail) {
   return "";
 }
 
+// The engine's run (`tunebench-cli run ARGS --steps N --json F`, this program started again): its measured
+// steps as one window, read from the run JSON's "window". Throws ProcessFailure with the run's own error line.
+ProcessRun run_engine_process(const GateOptions& o, const Side& side, int pair, GateResult& result,
+                              const std::string& trace_dir) {
+  ProcessRun run;
+  run.side = side.name;
+  run.pair = pair;
+  const double t0 = now_s();
+  char tmpl[] = "/tmp/tunebench-gate-run-XXXXXX";
+  if (!::mkdtemp(tmpl)) throw ProcessFailure{"cannot make a temporary folder"};
+  const std::string dir = tmpl, json = dir + "/run.json", err = dir + "/stderr";
+  struct Remove {
+    std::string d;
+    ~Remove() {
+      std::error_code ec;
+      std::filesystem::remove_all(d, ec);
+    }
+  } remove{dir};
+  std::vector<std::string> argv = {client::self_exe(), "run"};
+  argv.insert(argv.end(), side.engine.begin(), side.engine.end());
+  argv.insert(argv.end(), {"--steps", std::to_string(o.steps), "--json", json});
+  if (!trace_dir.empty()) argv.insert(argv.end(), {"--trace", trace_dir + "/run.json"});
+  const int err_fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  auto p = client::Process::launch({.argv = argv, .in = client::kDevNull, .out = client::kDevNull,
+                                    .err = err_fd >= 0 ? err_fd : client::kDevNull, .own_group = true});
+  if (err_fd >= 0) ::close(err_fd);
+  if (!p) throw ProcessFailure{p.error().message};
+  const double limit = o.first_step_timeout_s + o.step_timeout_s;
+  while (!p->poll()) {
+    if (o.cancelled && o.cancelled()) {
+      p->stop();
+      throw ProcessFailure{"cancelled (a signal asked the gate to stop)"};
+    }
+    if (now_s() - t0 > limit) {
+      p->stop();
+      throw ProcessFailure{"the run did not end in " + std::to_string(int(limit)) + " s: it hangs"};
+    }
+    ::usleep(50000);
+  }
+  std::ifstream ef(err);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(ef, l);) lines.push_back(l);
+  std::string said;  // the run's own error line, else its last line
+  for (const auto& l : lines)
+    if (l.find("error: ") != std::string::npos) said = l.substr(l.find("error: ") + 7);
+  if (said.empty()) said = last_words(lines);
+  if (p->exit_code() != 0) throw ProcessFailure{said.empty() ? "the run failed" : said};
+  std::ifstream jf(json);
+  const auto j = nlohmann::json::parse(jf, nullptr, false);
+  if (!j.is_object() || !j.contains("window")) throw ProcessFailure{"the run wrote no measured window" + (said.empty() ? "" : ": " + said)};
+  const auto& w = j["window"];
+  run.window.steps = w.value("steps", 0);
+  run.window.samples = w.value("samples", int64_t(0));
+  run.window.wall_s = w.value("wall_s", 0.0);
+  run.window.warmup_steps = w.value("warmup_steps", 0);
+  run.window.start_s = t0;
+  if (run.window.steps < 3 || !(run.window.wall_s > 0))
+    throw ProcessFailure{"only " + std::to_string(run.window.steps) + " steps were past the warm-up: give each process "
+                         "more with --steps N (now " + std::to_string(o.steps) + ")"};
+  if (result.hello.is_null())
+    result.hello = {{"versions", {{"torch", j.value(nlohmann::json::json_pointer("/versions/libtorch"), std::string())}}},
+                    {"device", j.value("device", nlohmann::json::object())}};
+  if (!trace_dir.empty()) run.chunks.push_back(trace_dir + "/run.json");
+  run.seconds = now_s() - t0;
+  return run;
+}
+
 // One fresh process of `side`: its measured steps as one window. Throws ProcessFailure with the script's own
 // error line.
 ProcessRun run_process(const GateOptions& o, const Side& side, int pair, GateResult& result,
                        const std::string& trace_dir = "") {
+  if (!side.engine.empty()) return run_engine_process(o, side, pair, result, trace_dir);
   ProcessRun run;
   run.side = side.name;
   run.pair = pair;

@@ -89,7 +89,8 @@ TracedPair traced_pair(const GateOptions& o, const std::string& dir, bool baseli
       p.error = chunks.error().message;
       return p;
     }
-    auto merged = prof::merge_script_chunks(*chunks);
+    // A script's launcher writes chunks; the engine's run one trace of its own.
+    auto merged = sides[k]->engine.empty() ? prof::merge_script_chunks(*chunks) : prof::load_trace(chunks->front());
     if (!merged) {
       p.error = sides[k]->name + "'s trace: " + merged.error().message;
       return p;

@@ -176,6 +176,23 @@ TEST(GateCli, AStoredBaselineFindsTheRegressionAndWarnsWhenTheEnvironmentDiffers
   EXPECT_EQ(repo.worktrees(), 1);
 }
 
+TEST(GateCli, TheEnginesOwnRunWithADebugKnobIsARegressionAndSaysWhere) {
+  if (run_cli_shell("", "knobs").code != 0) GTEST_SKIP() << "this build has no engine";
+  const auto r = run_cli_shell("cd /tmp &&", "gate --model mnist_cnn --candidate-set anomaly_detection=on --steps 40 --json "
+                               "/tmp/tb_gate_engine_" + std::to_string(::getpid()) + ".json", 600);
+  std::cout << r.err << r.out;
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("gate: candidate mnist_cnn on synthetic, --set anomaly_detection=on"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("gate: regression: the candidate is"), std::string::npos) << r.out;
+  // Anomaly mode records a traceback per op: the forward grew most.
+  EXPECT_NE(r.out.find("gate: why: grew: forward "), std::string::npos) << r.out;
+  fs::remove("/tmp/tb_gate_engine_" + std::to_string(::getpid()) + ".json");
+  // Nothing differs: one line, exit 3.
+  const auto bad = run_cli_shell("", "gate --model mnist_cnn");
+  EXPECT_EQ(bad.code, 3);
+  EXPECT_NE(bad.err.find("--baseline-set"), std::string::npos) << bad.err;
+}
+
 TEST(GateCli, ABadRevisionOrOptionIsOneLineAndExitThree) {
   Repo repo({{"MLP baseline", train_py(640)}});
   auto r = repo.gate("--baseline no-such-rev");

@@ -21,6 +21,9 @@ struct Side {
   std::string name;      // "baseline" or "candidate"
   std::string script;    // absolute path of the file run
   std::string describe;  // what it is: "3f2a9c1 Add dropout (v1.2)", "the working tree", "train_old.py"
+  // The engine's own run instead of a script: `tunebench-cli run` with these arguments ("--model", "mnist_cnn",
+  // "--data", "synthetic", "--set", "amp=bf16"), each process a fresh one.
+  std::vector<std::string> engine;
 };
 
 struct GateOptions {
