@@ -122,6 +122,10 @@ int cmd_gate(int argc, char** argv) {
     else return could_not_run("bad option or value: " + a + " " + v + " (see tunebench-cli gate --help)");
   }
   if (const std::string why = o.rule.validate(); !why.empty()) return could_not_run(why);
+  // A CI cancelling the job (SIGTERM) or a Ctrl-C, from here on: the run stops at its next step, the worktrees
+  // are removed (a signal during a checkout lands after it, and the checkout is removed too).
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
 
   std::unique_ptr<gate::Checkout> base_tree, cand_tree;
   namespace fs = std::filesystem;
@@ -195,9 +199,6 @@ int cmd_gate(int argc, char** argv) {
     o.candidate = {"candidate", fs::absolute(candidate_script).string(), candidate_script};
   }
 
-  // A CI cancelling the job (SIGTERM) or a Ctrl-C: the run stops at its next step, the worktrees are removed.
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
   o.cancelled = [] { return g_signal != 0; };
   o.progress = [](const std::string& line) { std::fprintf(stderr, "gate: %s\n", line.c_str()); };
   if (!save_path.empty()) {  // the baseline's processes only, stored

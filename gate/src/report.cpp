@@ -60,20 +60,22 @@ std::string verdict_line(const GateOptions& o, const GateResult& r) {
       return "no change: within ±" + tol + " (" + figure + ")";
     case measure::GateVerdict::kUndecided: break;
   }
-  double pair_s = 0;  // two processes' mean time
+  // What a gate adds at a time: a pair, or against a stored baseline one candidate process.
+  const std::string unit = r.against ? "candidate processes" : "pairs";
+  double pair_s = 0;
   for (const auto& p : r.runs) pair_s += p.seconds;
-  pair_s = r.runs.empty() ? 0 : 2 * pair_s / double(r.runs.size());
+  pair_s = r.runs.empty() ? 0 : (r.against ? 1 : 2) * pair_s / double(r.runs.size());
   if (r.look.pairs < o.rule.min_pairs) {
     const int need = o.rule.min_pairs + o.warmup_pairs;
-    return "undecided: only " + std::to_string(r.look.pairs) + " of the " + std::to_string(o.rule.min_pairs) +
-           " pairs a verdict needs fit in --max-time " + std::to_string(int(o.max_time_s)) + " s (a pair takes about " +
+    return "undecided: only " + std::to_string(r.look.pairs) + " of the " + std::to_string(o.rule.min_pairs) + " " +
+           unit + " a verdict needs fit in --max-time " + std::to_string(int(o.max_time_s)) + " s (one takes about " +
            fmt("%.0f s", pair_s) + "): give it --max-time " + std::to_string(int(std::ceil(need * pair_s * 1.2))) +
            " or more";
   }
   std::string s = "undecided: too noisy to tell a change of " + tol + " (" + figure + ")";
   if (r.look.pairs_to_decide > 0) {
     const int more = std::max(1, r.look.pairs_to_decide - r.look.pairs);
-    s += "; about " + std::to_string(more) + " more pairs would likely decide (" +
+    s += "; about " + std::to_string(more) + " more " + unit + " would likely decide (" +
          fmt("%.0f", std::ceil(more * pair_s / 60)) + " min more: --max-time " +
          std::to_string(int(std::ceil(o.max_time_s + more * pair_s))) + ")";
   } else if (r.look.pairs_to_decide < 0) {

@@ -108,6 +108,7 @@ ProcessRun run_engine_process(const GateOptions& o, const Side& side, int pair, 
 // error line.
 ProcessRun run_process(const GateOptions& o, const Side& side, int pair, GateResult& result,
                        const std::string& trace_dir = "") {
+  if (o.cancelled && o.cancelled()) throw ProcessFailure{"cancelled (a signal asked the gate to stop)"};
   if (!side.engine.empty()) return run_engine_process(o, side, pair, result, trace_dir);
   ProcessRun run;
   run.side = side.name;

@@ -142,6 +142,17 @@ TEST(GateCli, AScriptThatHangsAtOneRevisionExitsThree) {
   EXPECT_EQ(repo.worktrees(), 1);
 }
 
+TEST(GateCli, ACancelledGateEndsCleanly) {
+  // A CI cancelling the job sends SIGTERM: the gate stops at the script's next step, exits 3, removes its worktrees.
+  Repo repo({{"MLP baseline", train_py(640)}, {"Wider hidden layers", train_py(686)}});
+  const auto r = repo.gate("--baseline c1 --candidate c2 --steps 80 -- --epochs 100", 0,
+                           "timeout --preserve-status -s TERM 10");
+  EXPECT_EQ(r.code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("cancelled"), std::string::npos) << r.err;
+  EXPECT_LT(r.seconds, 30);
+  EXPECT_EQ(repo.worktrees(), 1) << "a worktree was left behind";
+}
+
 TEST(GateCli, AStoredBaselineFindsTheRegressionAndWarnsWhenTheEnvironmentDiffers) {
   // Stored and compared at different times, the two sides see different loads (CTest runs another test beside
   // this one): not alternated, so a load that changed between them is not cancelled. One thread a process and

@@ -93,7 +93,7 @@ TEST(GateReport, AMaxTimeTooShortForOnePairSaysWhatWouldDo) {
   r.runs.push_back({"candidate", 0, win(100), 25});
   const std::string line = gate::verdict_line(o, r);
   EXPECT_EQ(r.exit_code(), 2);
-  EXPECT_EQ(line, "undecided: only 0 of the 3 pairs a verdict needs fit in --max-time 30 s (a pair takes about 50 s): "
+  EXPECT_EQ(line, "undecided: only 0 of the 3 pairs a verdict needs fit in --max-time 30 s (one takes about 50 s): "
                   "give it --max-time 240 or more") << line;
 }
 

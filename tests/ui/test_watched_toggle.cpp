@@ -55,6 +55,13 @@ int tracedSteps(const MainWindow& w, int rev) {
   return n;
 }
 
+// Measured steps of `rev` outside every chunk: what the Compare row's figures come from.
+int untracedSteps(const MainWindow& w, int rev) {
+  int n = 0;
+  for (const auto& x : w.run()->record().steps) n += x.config_rev == rev && !x.warmup && !x.traced;
+  return n;
+}
+
 struct Toggled {
   RatioCI stats;
   int traced = 0;     // traced steps on both sides, as the steps say
@@ -68,15 +75,17 @@ class TestWatchedToggle : public QObject {
   Q_OBJECT
   QTemporaryDir tmp_;
 
-  // Opens the script with chunks of `trace_every` steps (0: no timeline), measures 60 steps, sets workers=2,
-  // measures 60 more and returns the Compare row. Watched, each side also waits for a chunk of its own (the
-  // sampler places them some seconds apart), so that the comparison has traced steps on both sides.
+  // Opens the script with chunks of `trace_every` steps (0: no timeline), measures 60 untraced steps, sets
+  // workers=2, measures 60 more and returns the Compare row. Watched, each side also waits for a chunk of its own
+  // (the sampler places them some seconds apart), so that the comparison has traced steps on both sides; the 60
+  // are untraced ones either way (a side whose first chunks took most of its 60 steps had 2 windows left and no
+  // interval, 1 run in 2 on a quiet machine).
   bool toggle(int trace_every, Toggled& out) {
     MainWindow w;
     w.setQuiet(true);
     w.findChild<QSpinBox*>("trace_every")->setValue(trace_every);
     if (!w.openScript(tmp_.filePath("slow_disk.py"), {"--epochs", "1000"})) return false;
-    const bool up = waitFor([&] { return (w.toggles()->editorFor("workers") && measuredSteps(w, 0) >= 60 &&
+    const bool up = waitFor([&] { return (w.toggles()->editorFor("workers") && untracedSteps(w, 0) >= 60 &&
                                           (trace_every == 0 || tracedSteps(w, 0) >= 10)) ||
                                          !w.run()->isRunning(); }, 120000);
     if (!up || !w.run()->isRunning()) {
@@ -84,7 +93,7 @@ class TestWatchedToggle : public QObject {
       return false;
     }
     qobject_cast<QSpinBox*>(w.toggles()->editorFor("workers"))->setValue(2);
-    const bool after = waitFor([&] { return w.compare()->comparisons().size() == 1 && measuredSteps(w, 1) >= 60 &&
+    const bool after = waitFor([&] { return w.compare()->comparisons().size() == 1 && untracedSteps(w, 1) >= 60 &&
                                         (trace_every == 0 || tracedSteps(w, 1) >= 10); },
                                120000);
     QSignalSpy fin(w.run(), &RunController::finished);
