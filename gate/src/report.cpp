@@ -3,14 +3,10 @@
 #include <cmath>
 #include <cstdio>
 
+#include "gate_util.h"
+
 namespace tb::gate {
 namespace {
-
-std::string fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
 
 std::string pct(double ratio) { return fmt("%.1f%%", 100 * std::fabs(ratio - 1)); }
 

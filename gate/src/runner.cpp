@@ -13,18 +13,10 @@
 #include "client/launch.h"
 #include "client/script_runner.h"
 
+#include "gate_util.h"
+
 namespace tb::gate {
 namespace {
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-std::string fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
 
 struct ProcessFailure {
   std::string message;

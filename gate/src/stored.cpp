@@ -7,18 +7,10 @@
 #include <fstream>
 #include <iterator>
 
+#include "gate_util.h"
+
 namespace tb::gate {
 namespace {
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-std::string fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
 
 std::string utc_now() {
   const std::time_t t = std::time(nullptr);

@@ -26,6 +26,16 @@ bool git(const QString& dir, const QStringList& args) {
   return p.waitForFinished(30000) && p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0;
 }
 
+bool commit(const QString& dir, int width, const QString& message);
+
+// A repository with the script committed at `widths`, one commit each.
+bool repoWith(const QTemporaryDir& repo, std::initializer_list<int> widths) {
+  if (!git(repo.path(), {"init", "-q", "-b", "main", "."})) return false;
+  for (int w : widths)
+    if (!commit(repo.path(), w, "width " + QString::number(w))) return false;
+  return true;
+}
+
 bool commit(const QString& dir, int width, const QString& message) {
   QFile f(dir + "/train.py");
   if (!f.open(QIODevice::WriteOnly)) return false;
@@ -45,9 +55,7 @@ class TestGateWindow : public QObject {
     if (cli.isEmpty()) QSKIP("no tunebench-cli (set TUNEBENCH_CLI to one)");
     qputenv("TUNEBENCH_CLI", cli.toUtf8());
     QTemporaryDir repo;
-    QVERIFY(git(repo.path(), {"init", "-q", "-b", "main", "."}));
-    QVERIFY(commit(repo.path(), 640, "MLP baseline"));
-    QVERIFY(commit(repo.path(), 686, "Wider hidden layers"));
+    QVERIFY(repoWith(repo, {640, 686}));
     MainWindow w;
     w.setQuiet(true);
     QSignalSpy done(&w, &MainWindow::gateFinished);
@@ -87,8 +95,7 @@ class TestGateWindow : public QObject {
     if (cli.isEmpty()) QSKIP("no tunebench-cli (set TUNEBENCH_CLI to one)");
     qputenv("TUNEBENCH_CLI", cli.toUtf8());
     QTemporaryDir repo;
-    QVERIFY(git(repo.path(), {"init", "-q", "-b", "main", "."}));
-    QVERIFY(commit(repo.path(), 640, "MLP baseline"));
+    QVERIFY(repoWith(repo, {640}));
     MainWindow w;
     w.setQuiet(true);
     QSignalSpy done(&w, &MainWindow::gateFinished);
