@@ -29,6 +29,19 @@ std::string shorten(const std::string& s, size_t n = 70) { return s.size() <= n 
 
 std::string name_of(const prof::NameDelta& n) { return (n.kernel ? "kernel " : "") + shorten(n.name); }
 
+// The most memory a side held, from its trace's counters: the device's when it has them, else the host's.
+std::string memory_line(const prof::MemorySummary& a, const prof::MemorySummary& b) {
+  const bool device = a.device_allocated_peak >= 0 && b.device_allocated_peak >= 0;
+  const int64_t pa = device ? a.device_allocated_peak : a.host_rss_peak;
+  const int64_t pb = device ? b.device_allocated_peak : b.host_rss_peak;
+  if (pa < 0 || pb < 0) return "";
+  char line[160];
+  std::snprintf(line, sizeof line, "memory peak (%s): %.2f GiB -> %.2f GiB (%+.1f%%)",
+                device ? "device, allocated" : "host RSS", double(pa) / (1 << 30), double(pb) / (1 << 30),
+                pa > 0 ? 100.0 * double(pb - pa) / double(pa) : 0.0);
+  return line;
+}
+
 std::vector<std::string> lines_of(const prof::TraceDiff& d, bool gpu) {
   std::vector<std::string> out;
   const std::string per = d.per_step ? " a step" : " in the window";
@@ -122,6 +135,7 @@ GateWhy explain(const GateOptions& o, double ratio, const std::string& keep_dir)
   TracedPair best;
   prof::TraceDiff diff;
   bool gpu = false;
+  prof::MemorySummary mem_a, mem_b;
   double off = 1e300;
   for (int attempt = 0; attempt < 2; ++attempt) {
     TracedPair p = traced_pair(o, tmpl + "/" + std::to_string(attempt), attempt == 0);
@@ -138,10 +152,13 @@ GateWhy explain(const GateOptions& o, double ratio, const std::string& keep_dir)
       best = std::move(p);
       diff = std::move(d);
       gpu = ra.has_gpu || rb.has_gpu;
+      mem_a = ra.memory;
+      mem_b = rb.memory;
     }
     if (off <= 0.5 * std::fabs(std::log(ratio))) break;
   }
   why.lines = lines_of(diff, gpu);
+  if (const std::string m = memory_line(mem_a, mem_b); !m.empty()) why.lines.insert(why.lines.begin() + 1, m);
   char note[200];
   if (off > 0.5 * std::fabs(std::log(ratio))) {
     std::snprintf(note, sizeof note,

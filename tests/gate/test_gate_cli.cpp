@@ -93,15 +93,19 @@ TEST(GateCli, ACommitThatWidensTheModelIsARegression) {
   EXPECT_EQ(why["error"], "") << why.dump(1);
   ASSERT_FALSE(why["lines"].empty());
   EXPECT_EQ(why["lines"][0].get<std::string>().rfind("median step", 0), 0u) << why.dump(1);
-  bool grew_mm = false;
+  // What grew: the matrix products; or, when a process a side was too noisy to show the change (a busy
+  // machine: CTest runs another test beside this one), the note that says so, never a wrong "why" unqualified.
+  bool grew_mm = false, said_noisy = false;
   for (const auto& l : why["lines"]) {
     const std::string s = l.get<std::string>();
     grew_mm |= s.rfind("grew: ", 0) == 0 && (s.find("mm") != std::string::npos || s.find("linear") != std::string::npos);
+    said_noisy |= s.rfind("note: the traced processes", 0) == 0;
   }
-  EXPECT_TRUE(grew_mm) << why.dump(1);
+  EXPECT_TRUE(grew_mm || said_noisy) << why.dump(1);
+  EXPECT_EQ(why["lines"][1].get<std::string>().rfind("memory peak (host RSS): ", 0), 0u) << why.dump(1);
   EXPECT_TRUE(fs::exists(repo.dir / "traces" / "candidate.json"));
   EXPECT_NE(repo.read("gate.md").find("**What changed**"), std::string::npos);
-  EXPECT_NE(r.out.find("gate: why: grew: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("gate: why: median step "), std::string::npos) << r.out;
 }
 
 TEST(GateCli, ACommentIsNeverARegressionAndTheWorkingTreeIsTheDefaultCandidate) {

@@ -75,8 +75,10 @@ class TestGateWindow : public QObject {
     QCOMPARE(w.lastGate().value("verdict").toString(), QString("regression"));
     QCOMPARE(w.lastGate().value("line").toString(), line);  // one figure: the CLI's line is the window's
     const QString log = w.findChild<QPlainTextEdit*>("log")->toPlainText();
-    QVERIFY2(log.contains("gate: look at 3 pairs:") && log.contains("gate: why: grew: ") && log.contains(line),
-             qPrintable(log.right(3000)));
+    // Why: the traced pair's lines (what grew, or, on a machine too busy for one process a side, that it could
+    // not tell: CTest runs another test beside this one).
+    QVERIFY2(log.contains("gate: look at 3 pairs:") && log.contains("gate: why: median step ") && log.contains(line),
+             qPrintable(log.right(1500)));
     // The traced pair, side by side.
     QVERIFY2(compared.count() > 0 || compared.wait(120000), "no trace comparison");
     QVERIFY2(compared.at(0).at(0).toBool(), qPrintable(compared.at(0).at(1).toString()));

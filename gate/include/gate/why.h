@@ -1,7 +1,7 @@
 // Why, beside how much: after a gate that found a change, one more process of each side with every step traced,
 // and what changed between the two traces (profiler/trace_diff.h, what `tunebench-cli diff` prints): the median
-// step, the classes of time that moved (loader stalls, syncs, launch gaps, GPU compute), the ops and kernels
-// that grew, appeared or went. The traces themselves are kept when asked, for the GUI or `diff`.
+// step, the memory peak, the classes of time that moved (loader stalls, syncs, launch gaps, GPU compute), the
+// ops and kernels that grew, appeared or went. The traces themselves are kept when asked, for the GUI or `diff`.
 #pragma once
 
 #include <string>
