@@ -167,10 +167,16 @@ ProcessRun run_process(const GateOptions& o, const Side& side, int pair, GateRes
     throw ProcessFailure{"the script " + (code < 0 ? "was killed" : "exited with code " + std::to_string(code)) +
                          " after " + std::to_string(all) + " steps" + (words.empty() ? "" : ": " + words)};
   }
-  if (run.window.steps < 3)
+  if (run.window.steps < 3) {
+    // The script's own end came first (its epochs are few): --steps only caps a run, its arguments lengthen it.
+    if (all < o.steps)
+      throw ProcessFailure{"the script ended by itself after " + std::to_string(all) + " optimizer steps, " +
+                           std::to_string(run.window.steps) + " of them past the warm-up: give it more (its epochs or "
+                           "steps, in its arguments after --) so that a process measures 3 or more"};
     throw ProcessFailure{"only " + std::to_string(run.window.steps) + " of its " + std::to_string(all) +
                          " steps were past the warm-up: give each process more with --steps N (now " +
                          std::to_string(o.steps) + ")"};
+  }
   run.seconds = now_s() - t0;
   return run;
 }

@@ -216,6 +216,11 @@ TEST(GateCli, ABadRevisionOrOptionIsOneLineAndExitThree) {
   r = repo.gate("--baseline c1 --tolerance 2");
   EXPECT_EQ(r.code, 3);
   EXPECT_NE(r.err.find("tolerance"), std::string::npos) << r.err;
+  // A script that ends by itself before a process measures anything (2 steps of its own): its arguments, not
+  // --steps, would lengthen it, and the line says so.
+  r = repo.gate("--baseline c1 --steps 80 --why off -- --epochs 1 --batch-size 4096");
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find("the script ended by itself after 2 optimizer steps"), std::string::npos) << r.err;
   r = run_cli_shell("cd /tmp &&", "gate --script /etc/hostname --baseline HEAD");
   EXPECT_EQ(r.code, 3);
   EXPECT_NE(r.err.find("not in a git repository"), std::string::npos) << r.err;

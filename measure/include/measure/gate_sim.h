@@ -4,6 +4,10 @@
 // Each process's throughput is the side's true one times a log-normal noise (sd noise_per_pair / sqrt 2, so a
 // pair's log ratio has sd noise_per_pair), times a machine drift that moves linearly with the process count, and
 // a share of processes catches another job's burst and runs slow_factor as fast (a CI machine's neighbours).
+// Sources: the noise levels swept (2-20% per pair) span what was measured: ±2.3-5.6% per pair between fresh
+// processes of a CPU script on this 2-core VM (docs/ci.md), 16.7% per pair on the H200 (docs/gpu-runs, the
+// tune's A/A). The burst share and size (3% of processes, 25% slower) are assumed, not measured: a stand-in for
+// the outliers a busy CI machine gives.
 // The gate runs as the runner runs it: pairs alternated AB BA, a look at each look count and the last pair.
 #pragma once
 
