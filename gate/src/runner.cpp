@@ -197,11 +197,9 @@ GateResult run_gate(const GateOptions& o) {
     if (!baseline_first) std::swap(order[0], order[1]);
     ProcessRun got[2];
     for (int k = 0; k < 2; ++k) {
-      try {
-        got[k] = run_process(o, *order[k], index, res);
-      } catch (const ProcessFailure& f) {
-        throw ProcessFailure{order[k]->name + " (" + order[k]->describe + "): " + f.message};
-      }
+      auto run = run_one(o, *order[k], index, res);
+      if (!run) throw ProcessFailure{run.error().message};
+      got[k] = *run;
       res.runs.push_back(got[k]);
       say((index == 0 ? std::string("warm-up pair") : "pair " + std::to_string(index)) + ": " + order[k]->name + " " +
           fmt("%.1f ", got[k].window.throughput()) + res.unit + " (" + std::to_string(got[k].window.steps) +
