@@ -118,7 +118,8 @@ TEST(TunerPriority, DependentsAndKinds) {
 TEST(TunerPriority, EveryCatalogKnobHasItsRow) {
   std::set<std::string> ids;
   for (const auto& k : tb::engine::knob_catalog()) ids.insert(k.id);
-  for (const auto& k : tb::engine::make_sim_model("script-gpu")->catalog()) ids.insert(k.id);
+  const auto script = tb::engine::make_sim_model("script-gpu");  // its catalog lives as long as the model
+  for (const auto& k : script->catalog()) ids.insert(k.id);
   for (const auto& id : ids) EXPECT_NE(facts_of(id), nullptr) << id << " has no row in knob_facts()";
   std::set<std::string> rows;
   int model_level = 0;

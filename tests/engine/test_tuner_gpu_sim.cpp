@@ -1,4 +1,4 @@
-// The GPU-calibrated simulations (tuner/workloads/sim_gpu.cpp) and the tuner on them, so that what breaks on a
+// The GPU-calibrated simulations (engine/profiles/*.json) and the tuner on them, so that what breaks on a
 // lent GPU is caught every day without one: the model reproduces the figures measured on the H100
 // (docs/gpu-results.md), and a 300 s tune from the naive start reaches what a person found by hand, spends
 // its budget (or tries every knob), ends within its stated margin, gives up a knob for budget only when the

@@ -1,12 +1,13 @@
 // The machines and training jobs the simulated workload runs (sim_workload.h): what one steady step costs
-// under a configuration, noise-free. Three of them:
+// under a configuration, noise-free. The built-in ones:
 //   "toy"        the small model with a known optimum and hidden interactions the search tests were written
-//                against (sim_toy.cpp);
-//   "gpu"        the engine's ResNet-50 on a JPEG folder on an H100, calibrated to the figures measured there
-//                (sim_gpu.cpp, docs/gpu-results.md): the naive start, the hand sequence, a worker; and
+//                against (sim_toy.cpp: invented, it claims nothing about any machine);
+//   "gpu"        the engine's ResNet-50 on a JPEG folder on an H100, calibrated to the figures measured there;
 //   "gpu-synthetic" the same on synthetic batches: the points with and without conv bias / zero_grad to None;
 //   "script-gpu" a public ImageNet training script (torchvision ResNet-50, 4 DataLoader worker processes,
 //                pinned memory, batch 64, loss.item() each step) on the same GPU, its knobs the launcher's.
+// The three GPU ones are world files (engine/profiles/*.json, the "ops" shape of sim_world_ops.cpp), each
+// figure with its source in docs/gpu-results.md; any other world is a user's file (sim_world.h).
 // A model knows its knob catalog, its baseline, the configuration a person found by hand, and what a fresh
 // process costs; SimulatedWorkload adds time, noise, drift, warm-up and fresh processes on top.
 #pragma once
@@ -106,7 +107,8 @@ KnobInfo sim_knob(std::string id, std::string title, KnobType type, std::string 
 // A knob's integer value in `c`, or `fallback` when it is missing or not an integer.
 int sim_int(const Config& c, const std::string& knob, int fallback);
 
-// "toy", "gpu", "gpu-synthetic" or "script-gpu"; nullptr for another name (a world file: sim_world.h).
+// "toy", or a built-in profile's name ("gpu", "gpu-synthetic", "script-gpu"); nullptr for another name (a
+// world file: sim_world.h).
 std::unique_ptr<SimModel> make_sim_model(const std::string& name);
 // The names make_sim_model knows, for error messages.
 std::vector<std::string> sim_model_names();

@@ -11,8 +11,6 @@
 namespace tb::engine {
 
 std::unique_ptr<SimModel> make_toy_sim_model();
-std::unique_ptr<SimModel> make_engine_gpu_sim_model(bool synthetic);
-std::unique_ptr<SimModel> make_script_gpu_sim_model();
 
 Config SimModel::complete(const Config& c) const {
   Config out = baseline();
@@ -36,9 +34,8 @@ bool SimModel::has(const std::string& id) const {
 
 std::unique_ptr<SimModel> make_sim_model(const std::string& name) {
   if (name == "toy") return make_toy_sim_model();
-  if (name == "gpu") return make_engine_gpu_sim_model(false);
-  if (name == "gpu-synthetic") return make_engine_gpu_sim_model(true);
-  if (name == "script-gpu") return make_script_gpu_sim_model();
+  // The GPU profiles are world files (engine/profiles/), compiled in.
+  if (auto world = builtin_profile(name)) return std::move(make_world_model(*world).value());
   return nullptr;
 }
 
@@ -67,29 +64,23 @@ int sim_int(const Config& c, const std::string& knob, int fallback) {
   }
 }
 
-std::vector<std::string> sim_model_names() { return {"toy", "gpu", "gpu-synthetic", "script-gpu"}; }
+std::vector<std::string> sim_model_names() {
+  std::vector<std::string> out = {"toy"};
+  for (const auto& n : builtin_profile_names()) out.push_back(n);
+  return out;
+}
 
 SimOptions sim_options_for(const std::string& profile) {
-  auto model = make_sim_model(profile);
-  if (!model)
-    throw std::invalid_argument("unknown simulation profile '" + profile + "' (toy, gpu, gpu-synthetic, script-gpu)");
-  SimOptions o;
+  if (profile == "toy") return SimOptions{};
+  // A built-in profile's noise, drift, allocator and start-up are its file's, each with its source.
+  auto world = builtin_profile(profile);
+  if (!world) {
+    std::string names;
+    for (const auto& n : sim_model_names()) names += (names.empty() ? "" : ", ") + n;
+    throw std::invalid_argument("unknown simulation profile '" + profile + "' (" + names + ")");
+  }
+  SimOptions o = world_options(*world);
   o.profile = profile;
-  if (profile == "toy") return o;
-  // Measured on the H100 and H200 (docs/gpu-results.md): A/A pairs of a script 5.6% sd, single pairs 4-17%
-  // apart; a baseline that moved 20-37% over a tune; fresh ResNet-50 processes ~15 s before the first step.
-  o.noise = 0.03;
-  o.window_noise = 0.05;
-  o.drift_amplitude = 0.10;
-  o.drift_period_s = 500;
-  o.process_noise = 0.03;
-  o.glibc_fresh = 1.0;  // the host allocator does not move a GPU step
-  o.measurement_allocator = "glibc_tuned";
-  o.process_start_s = model->costs().process_start_s;
-  // The search sees the step's breakdown as a trace's analysis gives it, not the model's exact parts. The
-  // analysis agrees with HTA to the nanosecond on the same events (docs/analysis.md "Against HTA"); what moves
-  // it is that a snapshot is one short window of a noisy GPU: each part off by a window's noise, 5%.
-  o.breakdown_error = o.window_noise;
   return o;
 }
 

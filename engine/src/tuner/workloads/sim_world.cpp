@@ -3,13 +3,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 
+#include "tuner/workloads/sim_world_parse.h"
+
 namespace tb::engine {
 namespace {
+
+using namespace world;
 
 const std::set<std::string> kParts = {"gpu", "host", "copy", "sync", "other", "loader", "step", "memory"};
 
@@ -18,77 +23,18 @@ struct Effect {
   std::map<std::string, double> factor;
   double loss = 0;
 };
-// A condition on a configuration: knob -> value, or "!value" for any other.
-using When = std::map<std::string, std::string>;
 struct Interaction {
   When when;
   Effect effect;
 };
-struct Invalid {
-  When when;
-  std::string why;
-};
 
-struct World {
-  std::string name, device, kind = "cuda";
-  int cores = 8;
-  int batch = 32;
-  double memory_total_mb = 80.0 * 1024;
+struct World : Common {
   double gpu_ms = 0, gpu_per_sample = 0, host_ms = 0, host_per_sample = 0, copy_per_sample = 0, sync_ms = 0,
          other_ms = 0, load_per_sample = 0, contention = 0, prefetch_gain = 0, ceiling = 0;
   double held_mb = 0, per_sample_mb = 0;
-  double fed_noise_scale = 1;  // noise.per_pair_with_workers / noise.per_pair
-  std::vector<KnobInfo> catalog;
-  Config baseline;
   std::map<std::string, std::map<std::string, Effect>> effects;  // knob -> value -> effect
-  std::vector<std::pair<std::string, std::vector<std::string>>> space;
   std::vector<Interaction> interactions;
-  std::vector<Invalid> invalid;
-  Config hand;
-  SimCosts costs;
 };
-
-// One line naming where in the document the problem is.
-struct Bad {
-  std::string what;
-};
-
-const nlohmann::json& member(const nlohmann::json& j, const std::string& key, const std::string& where) {
-  if (!j.is_object() || !j.contains(key)) throw Bad{where + ": '" + key + "' is missing"};
-  return j.at(key);
-}
-double number(const nlohmann::json& j, const std::string& key, const std::string& where, double fallback,
-              double lo = 0, double hi = 1e12) {
-  if (!j.contains(key)) {
-    if (std::isnan(fallback)) throw Bad{where + ": '" + key + "' is missing"};
-    return fallback;
-  }
-  const auto& v = j.at(key);
-  if (!v.is_number()) throw Bad{where + "." + key + ": not a number"};
-  const double x = v.get<double>();
-  if (!std::isfinite(x) || x < lo || x > hi) {
-    std::ostringstream s;
-    s << where << "." << key << ": " << x << " is outside [" << lo << ", " << hi << "]";
-    throw Bad{s.str()};
-  }
-  return x;
-}
-std::string text(const nlohmann::json& j, const std::string& key, const std::string& where, const std::string& fallback) {
-  if (!j.contains(key)) return fallback;
-  if (!j.at(key).is_string()) throw Bad{where + "." + key + ": not a string"};
-  return j.at(key).get<std::string>();
-}
-std::string value_text(const nlohmann::json& v, const std::string& where) {
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
-  if (v.is_boolean()) return v.get<bool>() ? "on" : "off";
-  throw Bad{where + ": a knob value is a string or an integer"};
-}
-// Every figure names where it comes from: a measurement, or "extrapolated" and why.
-void sourced(const nlohmann::json& j, const std::string& where) {
-  if (!j.contains("source") || !j.at("source").is_string() || j.at("source").get<std::string>().empty())
-    throw Bad{where + ": no 'source' (every figure names where it comes from: a measurement, or 'extrapolated: why')"};
-}
 
 Effect effect_of(const nlohmann::json& j, const std::string& where) {
   if (!j.is_object()) throw Bad{where + ": an effect is an object of factors"};
@@ -105,25 +51,6 @@ Effect effect_of(const nlohmann::json& j, const std::string& where) {
     e.factor[k] = number(j, k, where, 1, 1e-3, 1e3);
   }
   return e;
-}
-
-When when_of(const nlohmann::json& j, const std::string& where, const World& w) {
-  if (!j.is_object() || j.empty()) throw Bad{where + ".when: an object of knob: value"};
-  When out;
-  for (const auto& [k, v] : j.items()) {
-    if (!w.baseline.count(k)) throw Bad{where + ".when: '" + k + "' is not one of the world's knobs"};
-    out[k] = value_text(v, where + ".when." + k);
-  }
-  return out;
-}
-
-bool holds(const When& when, const Config& c) {
-  for (const auto& [k, v] : when) {
-    auto it = c.find(k);
-    const std::string have = it == c.end() ? "" : it->second;
-    if (!v.empty() && v[0] == '!' ? have == v.substr(1) : have != v) return false;
-  }
-  return true;
 }
 
 void read_knob(World& w, const std::string& id, const nlohmann::json& j) {
@@ -184,19 +111,10 @@ void read_knob(World& w, const std::string& id, const nlohmann::json& j) {
   w.space.emplace_back(id, vs);
 }
 
+// A world of the "parts" shape (the default): the parts of a step at the baseline and each knob's factors.
 World parse(const nlohmann::json& j) {
-  if (!j.is_object()) throw Bad{"a world is a JSON object"};
-  if (text(j, "format", "world", "") != "tunebench-world 1")
-    throw Bad{"world: 'format' is not \"tunebench-world 1\""};
   World w;
-  w.name = text(j, "name", "world", "");
-  if (w.name.empty()) throw Bad{"world: 'name' is missing"};
-  w.device = text(j, "device", "world", "simulated device") + " (a world file, not a measurement)";
-  w.kind = text(j, "kind", "world", "cuda");
-  if (w.kind != "cuda" && w.kind != "cpu") throw Bad{"world.kind: cuda or cpu"};
-  w.cores = static_cast<int>(number(j, "cores", "world", 8, 1, 1024));
-  w.batch = static_cast<int>(number(j, "batch", "world", 32, 1, 1 << 20));
-  w.memory_total_mb = number(j, "memory_total_mb", "world", 80.0 * 1024, 1);
+  read_header(j, w);
 
   const auto& parts = member(j, "parts", "world");
   auto part = [&](const char* name) -> const nlohmann::json& {
@@ -240,53 +158,13 @@ World parse(const nlohmann::json& j) {
     int i = 0;
     for (const auto& x : j.at("interactions")) {
       const std::string where = "interactions[" + std::to_string(i++) + "]";
-      w.interactions.push_back({when_of(member(x, "when", where), where, w), effect_of(member(x, "effects", where), where + ".effects")});
+      w.interactions.push_back({when_of(member(x, "when", where), where, w.baseline), effect_of(member(x, "effects", where), where + ".effects")});
     }
   }
-  if (j.contains("invalid")) {
-    if (!j.at("invalid").is_array()) throw Bad{"world.invalid: a list"};
-    int i = 0;
-    for (const auto& x : j.at("invalid")) {
-      const std::string where = "invalid[" + std::to_string(i++) + "]";
-      Invalid v{when_of(member(x, "when", where), where, w), text(x, "why", where, "")};
-      if (v.why.empty()) throw Bad{where + ": 'why' is missing (what the job says when it refuses)"};
-      if (holds(v.when, w.baseline)) throw Bad{where + ": the baseline itself is invalid"};
-      w.invalid.push_back(v);
-    }
-  }
-  if (j.contains("hand")) {
-    if (!j.at("hand").is_object()) throw Bad{"world.hand: an object of knob: value"};
-    w.hand = w.baseline;
-    for (const auto& [k, v] : j.at("hand").items()) {
-      if (!w.baseline.count(k)) throw Bad{"world.hand: '" + k + "' is not one of the world's knobs"};
-      w.hand[k] = value_text(v, "hand." + k);
-    }
-  }
-  const auto& costs = j.contains("costs") ? j.at("costs") : nlohmann::json::object();
-  if (!costs.empty()) sourced(costs, "costs");
-  w.costs.process_start_s = number(costs, "process_start_s", "costs", 5, 0, 3600);
-  w.costs.apply_s = number(costs, "apply_s", "costs", 0.2, 0, 600);
-  w.costs.workers_apply_s = number(costs, "workers_apply_s", "costs", 0.5, 0, 600);
-  w.costs.first_step_factor = number(costs, "first_step_factor", "costs", 3, 1, 1000);
-  w.costs.compile_s = number(costs, "compile_s", "costs", 0, 0, 3600);
-  if (j.contains("noise")) {
-    const auto& n = j.at("noise");
-    sourced(n, "noise");
-    for (const char* k : {"per_step", "per_pair", "per_process", "drift", "breakdown_error"}) number(n, k, "noise", 0, 0, 2);
-    // A worker-fed step's pairs, when they vary otherwise than the baseline's.
-    const double pair = number(n, "per_pair", "noise", 0.07, 0, 2);
-    const double fed = number(n, "per_pair_with_workers", "noise", pair, 0, 2);
-    w.fed_noise_scale = pair > 0 ? fed / pair : 1.0;
-    number(n, "phi", "noise", 0, 0, 0.99);
-    number(n, "drift_period_s", "noise", 300, 1);
-  }
-  for (const auto& [k, unused] : j.items()) {
-    (void)unused;
-    static const std::set<std::string> known = {"format", "name", "device", "kind", "cores", "batch", "memory_total_mb",
-                                                "parts", "memory", "knobs", "interactions", "invalid", "hand", "noise",
-                                                "costs", "source", "note"};
-    if (!known.count(k)) throw Bad{"world: unknown field '" + k + "'"};
-  }
+  read_tail(j, w);
+  known_fields(j, {"format", "shape", "name", "device", "kind", "cores", "batch", "memory_total_mb", "parts", "memory",
+                   "knobs", "baseline", "interactions", "invalid", "hand", "noise", "costs", "source", "note"},
+               "world");
   return w;
 }
 
@@ -349,9 +227,9 @@ class WorldModel : public SimModel {
            std::to_string(int64_t(peak)) + " MiB of " + std::to_string(int64_t(w_.memory_total_mb)) + ")";
   }
   std::optional<std::string> refuses(const Config& c) const override {
-    for (const auto& v : w_.invalid)
-      if (holds(v.when, complete(c))) return v.why;
-    return std::nullopt;
+    std::string why = refusal(w_.invalid, complete(c));
+    if (why.empty()) return std::nullopt;
+    return why;
   }
 
  private:
@@ -377,6 +255,9 @@ class WorldModel : public SimModel {
 
 Result<std::unique_ptr<SimModel>> make_world_model(const nlohmann::json& world) {
   try {
+    const std::string shape = world.is_object() ? text(world, "shape", "world", "parts") : "parts";
+    if (shape == "ops") return make_ops_world_model(world);
+    if (shape != "parts") throw Bad{"world.shape: \"parts\" (the default) or \"ops\""};
     return std::unique_ptr<SimModel>(std::make_unique<WorldModel>(parse(world)));
   } catch (const Bad& b) {
     return Error{b.what};
@@ -402,6 +283,8 @@ SimOptions world_options(const nlohmann::json& world) {
   o.drift_period_s = num("drift_period_s", 300);
   o.breakdown_error = num("breakdown_error", 0.15);
   o.glibc_fresh = 1.0;  // a world's allocator effects are its knobs' factors
+  // The host allocator the job's processes ran under, as a real run says it.
+  if (n.contains("allocator") && n.at("allocator").is_string()) o.measurement_allocator = n.at("allocator").get<std::string>();
   o.process_start_s = world.contains("costs") ? world.at("costs").value("process_start_s", 5.0) : 5.0;
   return o;
 }
@@ -411,6 +294,11 @@ Result<nlohmann::json> read_world_file(const std::string& path) {
   if (!in) return Error{path + ": cannot be read"};
   nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
   if (j.is_discarded()) return Error{path + ": not JSON"};
+  auto resolved = resolve_extends(std::move(j), std::filesystem::path(path).has_parent_path()
+                                                     ? std::filesystem::path(path).parent_path().string()
+                                                     : std::string("."));
+  if (!resolved) return Error{path + ": " + resolved.error().message};
+  j = std::move(*resolved);
   auto model = make_world_model(j);
   if (!model) return Error{path + ": " + model.error().message};
   return j;

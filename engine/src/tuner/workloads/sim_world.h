@@ -1,6 +1,8 @@
-// A simulated job read from a file: a "world" (docs/tuning.md "Simulated worlds"). The built-in profiles of
-// sim_model.h are C++; a world is data, so that a user can describe the job they have (`tune --simulate
-// --profile FILE`) and the tests can run the tuner in worlds it was not written against (random_world()).
+// A simulated job read from a file: a "world" (docs/tuning.md "Simulated worlds"), so that a user can describe
+// the job they have (`tune --simulate --profile FILE`) and the tests can run the tuner in worlds it was not
+// written against (random_world()). The GPU profiles (gpu, gpu-synthetic, script-gpu) are world files too,
+// engine/profiles/, compiled in. Two shapes: "ops" (sim_world_ops.cpp: a step built from its ops, for the
+// knobs that act on them) and "parts", the default:
 //
 // A world names the parts of a step at its baseline, each with its source, and what each knob value does to
 // them (factors), with its source:
@@ -21,6 +23,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <vector>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -35,8 +39,14 @@ namespace tb::engine {
 Result<std::unique_ptr<SimModel>> make_world_model(const nlohmann::json& world);
 // The noise, drift and start-up a world states (its "noise" and "costs").
 SimOptions world_options(const nlohmann::json& world);
-// A world file read and checked: the document, or "PATH: what is wrong".
+// A world file read and checked ("extends" resolved): the document, or "PATH: what is wrong".
 Result<nlohmann::json> read_world_file(const std::string& path);
+// A world that "extends" another (a file beside it in `dir`, else a built-in profile's file) is that world
+// with this one's fields merged in (RFC 7386).
+Result<nlohmann::json> resolve_extends(nlohmann::json j, const std::string& dir, int depth = 0);
+// A built-in profile's world by its name ("gpu"), or nullopt.
+std::optional<nlohmann::json> builtin_profile(const std::string& name);
+std::vector<std::string> builtin_profile_names();
 
 // A seeded random world (sim_world_random.cpp): a GPU job whose parts, knob effects (x0.8 to x3 a knob, some
 // harmful, some interacting, some invalid together), loader ceiling, noise (2-20% a pair) and start-up (2-40 s)
