@@ -2,7 +2,8 @@
 // phases can live in separate files: search.cpp (the run, the start phases), search_trial.cpp (one A/B trial),
 // search_plan.cpp (ladders, candidates, the order, what a trial costs and what is reserved), search_screen.cpp
 // (the search loop: the likeliest win next, on top of what is kept), search_final.cpp (the final alternation in this process),
-// search_fresh.cpp (the fresh-process final: the headline and the process knobs), search_summary.cpp (the
+// search_fresh.cpp (the fresh-process final: the headline and the process knobs), both finals running their arms through
+// alternation.h (one round loop, one arm, one pairing), search_summary.cpp (the
 // summary), search_sticky.cpp (a trial that leaves the process slower), search_memory.cpp (what the windows held: a trial's two sides, a batch that would not fit). The budget's rules are budget.h's; the knobs' priors priority.h's.
 #pragma once
 

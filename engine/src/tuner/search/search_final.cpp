@@ -7,28 +7,12 @@
 #include <cmath>
 #include <limits>
 
+#include "tuner/search/alternation.h"
 #include "tuner/search/priority.h"
 #include "tuner/search/search.h"
 
 namespace tb::engine::search {
 
-namespace {
-
-struct Arm {
-  std::string name;
-  Config config;
-  std::vector<measure::Window> windows;
-  std::string failed;  // why this arm could not run ("" while it runs)
-};
-
-// Two arms' windows paired by round (only rounds both completed).
-void rounds_of(const Arm& x, const Arm& y, std::vector<measure::Window>& a, std::vector<measure::Window>& b) {
-  const size_t n = std::min(x.windows.size(), y.windows.size());
-  a.assign(x.windows.begin(), x.windows.begin() + long(n));
-  b.assign(y.windows.begin(), y.windows.begin() + long(n));
-}
-
-}  // namespace
 
 void Tuner::final_phase() {
   enter("final");
@@ -62,8 +46,8 @@ void Tuner::final_phase() {
   }
 
   std::vector<Arm> arms;
-  arms.push_back({"final", current_, {}, ""});
-  arms.push_back({"baseline", baseline_, {}, ""});
+  arms.push_back({"final", current_, {}, {}, ""});
+  arms.push_back({"baseline", baseline_, {}, {}, ""});
   // "final without K": K back at the baseline's value, and with it every kept knob that only means something
   // while K is set (prefetch and persistent_workers without workers, non_blocking without pinned memory): an
   // arm the workload would refuse is not a configuration.
@@ -93,7 +77,7 @@ void Tuner::final_phase() {
         if (budget_.may_finish(elapsed(), final_cost + recompiles + compile_s)) recompiles += compile_s;
         else skip = "a recompile under torch.compile (~" + fmt(compile_s, 0) + " s) the budget left could not pay for";
       }
-      arms.push_back({"without " + label(kc) + (with_them.empty() ? "" : " (and " + with_them + ")"), c, {}, skip});
+      arms.push_back({"without " + label(kc) + (with_them.empty() ? "" : " (and " + with_them + ")"), c, kc, {}, skip});
     }
   auto arm_of = [&](size_t j) -> const Arm& { return inproc.size() > 1 ? arms[2 + j] : arms[1]; };
   progress(phase_, "final alternation: " + std::to_string(arms.size()) + " configurations, " +
@@ -108,23 +92,18 @@ void Tuner::final_phase() {
     std::vector<measure::Window> a, b;
     for (size_t j = 0; j < inproc.size(); ++j) {
       if (!arm_of(j).failed.empty()) continue;
-      rounds_of(arm_of(j), arms[0], a, b);
+      paired(arm_of(j), arms[0], a, b);
       const auto e = measure::paired_ratio(a, b, &nf, o_.confidence);
       if (e.valid() && e.no_effect() && e.ratio > 1 + o_.min_gain) return true;
     }
     return false;
-  };
-  auto live_arms = [&] {
-    int n = 0;
-    for (const auto& a : arms) n += a.failed.empty();
-    return n;
   };
   const double fresh_reserve = fresh_reserve_s();
   // A round costs at least what the last one took: its arms run at their own speeds, and an arm without a kept
   // change can be slower than the search measured that change (amp held 7.0x in a final where its trial had
   // measured 5.0x), where the budget's window cost is the recent, fast windows'.
   double last_round_s = 0, round_started = w_.now_s();
-  auto round_s = [&] { return std::max(budget_.alternation_s(live_arms(), 1, false), last_round_s); };
+  auto round_s = [&] { return std::max(budget_.alternation_s(live_arms(arms), 1, false), last_round_s); };
   auto another_round = [&](int r) {
     if (r > 0) {
       last_round_s = w_.now_s() - round_started;
@@ -144,20 +123,11 @@ void Tuner::final_phase() {
   };
   int rounds = 0;
   std::string whole_failed;  // the final or the baseline arm could not run: nothing can be checked
-  for (int r = 0; another_round(r) && whole_failed.empty(); ++r, rounds = r) {
-    for (size_t j = 0; j < arms.size(); ++j) {
-      Arm& arm = arms[(j + size_t(r)) % arms.size()];  // rotated: every arm takes every position
-      if (!arm.failed.empty()) continue;
-      try {
-        arm.windows.push_back(window_of(arm.config, false));
-        if (arm.name == "baseline") note_baseline("final", arm.windows.back());
-      } catch (const TrialFailure& f) {
-        // An arm that cannot run costs that arm only.
-        arm.failed = f.what();
-        if (&arm == &arms[0] || &arm == &arms[1]) whole_failed = arm.name + ": " + f.what();
-      }
-    }
-  }
+  const auto in_process = [&](const Config& c) { return window_of(c, false); };
+  for (int r = 0; another_round(r) && whole_failed.empty(); ++r, rounds = r)
+    whole_failed = run_round(arms, r, 2, in_process, [&](const Arm& arm) {
+                     if (arm.name == "baseline") note_baseline("final", arm.windows.back());
+                   }).fatal;
   const double spent = w_.now_s() - start;
   if (!whole_failed.empty()) {
     res_.notes.push_back("the final alternation failed (" + whole_failed + "); falling back to the baseline");
@@ -202,11 +172,7 @@ void Tuner::final_phase() {
       record(std::move(t));
       continue;
     }
-    rounds_of(without, arms[0], t.a, t.b);
-    t.rounds = static_cast<int>(t.a.size());
-    t.before = measure::pooled_throughput(t.a);
-    t.after = measure::pooled_throughput(t.b);
-    t.estimate = measure::paired_ratio(t.a, t.b, &nf, o_.confidence);
+    measure_pair(t, without, arms[0], &nf, o_.confidence);
     classify(t, true);
     if (t.accepted) {
       t.outcome = "held";
@@ -240,7 +206,7 @@ void Tuner::final_phase() {
   head.phase = phase_;
   head.reference = "baseline";
   head.window = window_;
-  rounds_of(arms[1], arms[0], head.a, head.b);
+  paired(arms[1], arms[0], head.a, head.b);
   if (!dropped.empty()) {
     Config reduced = current_;
     for (size_t i : dropped)
@@ -250,7 +216,7 @@ void Tuner::final_phase() {
       if (a.failed.empty() && a.config == reduced) same = &a;
     bool keep_them = false;
     if (same) {
-      rounds_of(arms[1], *same, head.a, head.b);
+      paired(arms[1], *same, head.a, head.b);
     } else if (dropped.size() > 1 &&
                !budget_.may_finish(elapsed(), budget_.alternation_s(3, o_.rounds, false) + fresh_reserve)) {
       // No budget to measure them together: kept on the search's evidence rather than dropped unmeasured.
@@ -269,20 +235,11 @@ void Tuner::final_phase() {
       // Two or more knobs that each did not hold alone may be substitutes (CUDA graphs and a multi-tensor
       // optimizer both remove the same launch cost: without either the step is no slower, without both it
       // is): the final without all of them is measured against the final before they go.
-      std::vector<Arm> check = {{"baseline", baseline_, {}, ""}, {"final", current_, {}, ""}, {"reduced", reduced, {}, ""}};
+      std::vector<Arm> check = {{"baseline", baseline_, {}, {}, ""}, {"final", current_, {}, {}, ""}, {"reduced", reduced, {}, {}, ""}};
       if (reduced == baseline_) check.pop_back();
       progress(phase_, "the final without every knob that did not hold (" + std::to_string(dropped.size()) + "), " +
                            std::to_string(o_.rounds) + " rounds");
-      for (int r = 0; r < o_.rounds; ++r)
-        for (size_t j = 0; j < check.size(); ++j) {
-          Arm& arm = check[(j + size_t(r)) % check.size()];
-          if (!arm.failed.empty()) continue;
-          try {
-            arm.windows.push_back(window_of(arm.config, false));
-          } catch (const TrialFailure& f) {
-            arm.failed = f.what();
-          }
-        }
+      for (int r = 0; r < o_.rounds; ++r) (void)run_round(check, r, 0, in_process);
       const Arm& without_all = check.size() > 2 ? check[2] : check[0];
       if (check[1].failed.empty() && without_all.failed.empty() && dropped.size() > 1) {
         Trial together;
@@ -292,11 +249,7 @@ void Tuner::final_phase() {
         std::string names;
         for (size_t i : dropped) names += (names.empty() ? "" : ", ") + label(kept_[i]);
         together.value = names + " together";
-        rounds_of(without_all, check[1], together.a, together.b);
-        together.rounds = static_cast<int>(together.a.size());
-        together.before = measure::pooled_throughput(together.a);
-        together.after = measure::pooled_throughput(together.b);
-        together.estimate = measure::paired_ratio(together.a, together.b, &nf, o_.confidence);
+        measure_pair(together, without_all, check[1], &nf, o_.confidence);
         classify(together, true);
         keep_them = together.accepted;
         together.accepted = false;
@@ -314,7 +267,7 @@ void Tuner::final_phase() {
           }
         dropped.clear();
       } else if (check[0].failed.empty() && without_all.failed.empty() && reduced != baseline_) {
-        rounds_of(check[0], without_all, head.a, head.b);
+        paired(check[0], without_all, head.a, head.b);
       } else {
         head.a.clear();
         head.b.clear();

@@ -17,27 +17,11 @@
 #include <cmath>
 #include <limits>
 
+#include "tuner/search/alternation.h"
 #include "tuner/search/search.h"
 
 namespace tb::engine::search {
 
-namespace {
-
-struct FreshArm {
-  std::string name;
-  Config config;
-  Change change;  // the process knob it adds (empty knob for the baseline and final arms)
-  std::vector<measure::Window> windows;
-  std::string failed;
-};
-
-void paired(const FreshArm& x, const FreshArm& y, std::vector<measure::Window>& a, std::vector<measure::Window>& b) {
-  const size_t n = std::min(x.windows.size(), y.windows.size());
-  a.assign(x.windows.begin(), x.windows.begin() + long(n));
-  b.assign(y.windows.begin(), y.windows.begin() + long(n));
-}
-
-}  // namespace
 
 void Tuner::fresh_final() {
   if (all_fresh()) return;  // every window was a fresh process: the final alternation was already this
@@ -70,7 +54,7 @@ void Tuner::fresh_final() {
   const bool need = fresh_headline_needed();
   if (!need && candidates.empty()) return;
 
-  std::vector<FreshArm> arms;
+  std::vector<Arm> arms;
   arms.push_back({"baseline", baseline_, {}, {}, ""});
   const bool has_final = current_ != baseline_;
   if (has_final) arms.push_back({"final", current_, {}, {}, ""});
@@ -178,7 +162,7 @@ void Tuner::fresh_final() {
   // the budget pays for a round: process-to-process noise of +-10% needs 6-8 pairs to decide.
   auto open = [&] {
     std::vector<measure::Window> a, b;
-    auto undecided = [&](const FreshArm& x, const FreshArm& y) {
+    auto undecided = [&](const Arm& x, const Arm& y) {
       paired(x, y, a, b);
       const auto e = measure::paired_ratio(a, b, nullptr, o_.confidence);
       return !e.valid() || !(e.lo > 1 || e.hi < 1 + o_.min_gain || e.hi - e.lo < 0.10);
@@ -191,11 +175,6 @@ void Tuner::fresh_final() {
     }
     return false;
   };
-  auto live = [&] {
-    int n = 0;
-    for (const auto& a : arms) n += a.failed.empty();
-    return n;
-  };
   // The spread these processes show, pooled with the prior (worth two pairs): three pairs alone misjudge it.
   const double prior_sd = fresh_sd();
   auto learn_sd = [&] {
@@ -205,7 +184,7 @@ void Tuner::fresh_final() {
   int rounds = 0;
   std::string fatal, gave_up;
   for (int r = 0; fatal.empty(); ++r) {
-    if (r >= 2 && r < rounds_min && !budget_.may_finish(elapsed(), fresh_cost(live(), 1))) {
+    if (r >= 2 && r < rounds_min && !budget_.may_finish(elapsed(), fresh_cost(live_arms(arms), 1))) {
       res_.notes.push_back("the fresh-process final stopped after " + std::to_string(r) +
                            " rounds at the budget's hard end (a fresh process took ~" + fmt(budget_.fresh_window_s(), 0) +
                            " s here)");
@@ -218,10 +197,10 @@ void Tuner::fresh_final() {
         // the rest of the budget on an undecided answer.
         learn_sd();
         const int n = fresh_pairs_for(gain, fresh_sd());
-        if (n == 0 || (n > r && !budget_.may_finish(elapsed(), fresh_cost(live(), n - r)))) {
+        if (n == 0 || (n > r && !budget_.may_finish(elapsed(), fresh_cost(live_arms(arms), n - r)))) {
           gave_up = "after " + std::to_string(r) + " rounds a fresh pair varied by ±" + pct(fresh_sd(), 0) + ": " +
                     (n == 0 ? "more than " + std::to_string(o_.max_fresh_rounds) + " pairs"
-                            : std::to_string(n) + " pairs (~" + fmt(fresh_cost(live(), n - r), 0) +
+                            : std::to_string(n) + " pairs (~" + fmt(fresh_cost(live_arms(arms), n - r), 0) +
                                   " s more)") +
                     " would be needed to decide " + fmt(gain, 2) + "x";
           break;
@@ -229,26 +208,16 @@ void Tuner::fresh_final() {
       }
       if (r >= rounds_min) {
         if (r >= o_.max_fresh_rounds) break;
-        if (!budget_.may_extend(elapsed(), fresh_cost(live(), 1))) break;
+        if (!budget_.may_extend(elapsed(), fresh_cost(live_arms(arms), 1))) break;
         progress(phase_, "undecided after " + std::to_string(r) + " rounds of fresh processes: one more round");
       }
     }
-    for (size_t j = 0; j < arms.size(); ++j) {
-      FreshArm& arm = arms[(j + size_t(r)) % arms.size()];
-      if (!arm.failed.empty()) continue;
-      try {
-        arm.windows.push_back(window_of(arm.config, true));
-      } catch (const TrialFailure& f) {
-        const std::string why = f.what();
-        if (why.find("cannot start fresh processes") != std::string::npos) {
-          no_fresh_processes_ = true;
-          fatal = why;
-          break;
-        }
-        arm.failed = why;
-        if (&arm == &arms[0] || (has_final && &arm == &arms[1])) fatal = arm.name + ": " + why;
-      }
-    }
+    const RoundEnd end = run_round(arms, r, has_final ? 2 : 1, [&](const Config& c) { return window_of(c, true); },
+                                   nullptr, [](const std::string& why) {
+                                     return why.find("cannot start fresh processes") != std::string::npos;
+                                   });
+    if (end.stop_all) no_fresh_processes_ = true;
+    fatal = end.fatal;
     rounds = r + 1;
   }
   if (no_fresh_processes_) {
@@ -284,11 +253,7 @@ void Tuner::fresh_final() {
       record(std::move(t));
       continue;
     }
-    paired(arms[ref], arms[j], t.a, t.b);
-    t.rounds = static_cast<int>(t.a.size());
-    t.before = measure::pooled_throughput(t.a);
-    t.after = measure::pooled_throughput(t.b);
-    t.estimate = measure::paired_ratio(t.a, t.b, nullptr, o_.confidence);
+    measure_pair(t, arms[ref], arms[j], nullptr, o_.confidence);
     classify(t, false);
     if (t.accepted) {
       if (!chosen || t.estimate.ratio > res_.trials[*chosen].estimate.ratio) {
@@ -321,11 +286,7 @@ void Tuner::fresh_final() {
     t.fresh_processes = true;
     t.window = fresh_window();
     t.seconds = spent / double(arms.size());
-    paired(arms[0], arms[j], t.a, t.b);
-    t.rounds = static_cast<int>(t.a.size());
-    t.before = measure::pooled_throughput(t.a);
-    t.after = measure::pooled_throughput(t.b);
-    t.estimate = measure::paired_ratio(t.a, t.b, nullptr, o_.confidence);
+    measure_pair(t, arms[0], arms[j], nullptr, o_.confidence);
     classify(t, false);
     t.accepted = false;
     return t;
