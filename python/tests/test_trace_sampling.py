@@ -47,15 +47,17 @@ class TraceSampling(Sampled):
     SCRIPT_TEXT = FAST_STEPS
 
     def test_a_fast_script_pays_under_its_share_and_the_gaps_are_marked(self):
-        steps, chunks, cost = self.run_traced(3000)
-        self.assertEqual(len(steps), 3000)
+        steps, chunks, cost = self.run_traced(6000)
+        self.assertEqual(len(steps), 6000)
         spans = [(m["first_step"], m["last_step"]) for m in chunks]
         self.assertGreaterEqual(len(spans), 2, spans)
         for a, b in zip(spans, spans[1:]):
             self.assertGreater(b[0], a[1] + 1, spans)  # untraced steps between them
         # 3% planned from the measured costs; the run's last stop is paid by no gap. Traced continuously,
-        # this script spent ~40% of its time in chunk boundaries on this machine.
-        self.assertLess(cost, 0.08, (cost, spans))
+        # this script spent ~40% of its time in chunk boundaries on this machine. 6000 steps: on a machine
+        # busy with two more processes a stop took twice as long, and 3000 steps held one chunk (3 runs of 4)
+        # or paid the second stop over half its gap (9.4%); 6000 held 2-3 chunks at 2.4-2.8%.
+        self.assertLess(cost, 0.06, (cost, spans))
         # Each later chunk says where the untraced steps were: after the last traced step of the chunk before
         # it, before its own first step, on the training thread's row.
         for k in range(1, len(chunks)):
