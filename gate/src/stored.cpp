@@ -1,6 +1,7 @@
 #include "gate/stored.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -31,6 +32,16 @@ std::string progress_line(const ProcessRun& p, const std::string& unit) {
          fmt("%.1f s)", p.seconds);
 }
 
+// This machine's NVIDIA driver ("580.159.04"), or "" without one: the gate's processes run here.
+std::string machine_driver() {
+  std::ifstream f("/proc/driver/nvidia/version");
+  std::string word;
+  while (f >> word)
+    if (!word.empty() && std::isdigit(static_cast<unsigned char>(word[0])) && word.find('.') != std::string::npos)
+      return word;
+  return "";
+}
+
 }  // namespace
 
 nlohmann::json environment_of(const GateResult& r) {
@@ -40,6 +51,8 @@ nlohmann::json environment_of(const GateResult& r) {
   nlohmann::json e;
   e["torch"] = versions.value("torch", r.torch_version);
   e["python"] = versions.value("python", std::string());
+  e["cuda"] = versions.value("cuda", std::string());  // the CUDA torch was built with
+  e["driver"] = device.value("driver", machine_driver());
   e["device"] = device.value("kind", std::string()) + ": " + device.value("name", std::string());
   e["cores"] = device.value("cores", r.load.cores);
   e["loadavg_1min"] = r.load.loadavg_1min == r.load.loadavg_1min ? nlohmann::json(r.load.loadavg_1min) : nlohmann::json();
@@ -48,7 +61,7 @@ nlohmann::json environment_of(const GateResult& r) {
 
 std::vector<std::string> environment_differences(const nlohmann::json& then, const nlohmann::json& now) {
   std::vector<std::string> out;
-  for (const char* key : {"torch", "python", "device", "cores"}) {
+  for (const char* key : {"torch", "python", "cuda", "driver", "device", "cores"}) {
     const std::string a = text_of(then, key), b = text_of(now, key);
     if (!a.empty() && !b.empty() && a != b) out.push_back(std::string(key) + " " + a + " then, " + b + " now");
   }

@@ -36,18 +36,25 @@ GateLook simulate_gate(const GateRule& rule, const GateWorld& world, uint64_t se
     }
     return last;
   }
+  return run_alternated(rule, [&](bool candidate) { return run(candidate ? cand : base); },
+                        [&](int pairs) { return pairs < world.max_pairs; });
+}
+
+GateLook run_alternated(const GateRule& rule, const std::function<Window(bool candidate)>& process,
+                        const std::function<bool(int pairs)>& another_pair) {
+  GateLook last;
   GateSequence gate(rule);
-  for (int i = 0; i < world.max_pairs; ++i) {
+  while (another_pair(gate.pairs())) {
     Window a, b;
     if (gate.baseline_first_next()) {
-      a = run(base);
-      b = run(cand);
+      a = process(false);
+      b = process(true);
     } else {
-      b = run(cand);
-      a = run(base);
+      b = process(true);
+      a = process(false);
     }
     gate.add(a, b);
-    if (gate.look_due() || gate.pairs() == world.max_pairs) {
+    if (gate.look_due() || !another_pair(gate.pairs())) {
       last = gate.look();
       if (last.verdict != GateVerdict::kUndecided) break;
     }

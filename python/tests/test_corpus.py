@@ -178,10 +178,15 @@ class CorpusTest(unittest.TestCase):
             self.assertLessEqual(s["forward_ns"] + s["backward_ns"] + s["optim_ns"] + s["data_wait_ns"],
                                  s["wall_ns"], s)
             self.assertGreater(s["optim_ns"], 0, s)
-        # the prediction after each step is evaluation between the steps, each step begins at its step() call
-        self.assertEqual([(o["after_step"], o["kind"], o["until"]) for o in r.outside],
-                         [(i, "evaluation", "step") for i in range(len(r.steps) - 1)] +
-                         [(len(r.steps) - 1, "evaluation", "exit")])
+        # the prediction after each step is evaluation between the steps, each step begins at its step() call.
+        # The interval also holds the script's np.save of the prediction: its kind is whichever part is larger
+        # (under ctest -j2 one write outlasted the small prediction: "other"), but the evaluation is always seen.
+        self.assertEqual([(o["after_step"], o["until"]) for o in r.outside],
+                         [(i, "step") for i in range(len(r.steps) - 1)] + [(len(r.steps) - 1, "exit")])
+        for o in r.outside:
+            self.assertGreater(o["evaluation_ns"], 0, o)
+            self.assertEqual(o["kind"], "evaluation" if o["evaluation_ns"] >= o["other_ns"] else "other", o)
+        self.assertGreaterEqual(sum(o["kind"] == "evaluation" for o in r.outside), len(r.outside) // 2, r.outside)
         for o, nxt in zip(r.outside, r.steps[1:]):
             self.assertEqual(o["t_ns"] + o["wall_ns"], nxt["t_ns"])
         # the parent hears when the first step began, before the step itself (which can take minutes)

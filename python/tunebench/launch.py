@@ -162,7 +162,7 @@ class Launcher(iterations.Sink):
         for k in knobs.CATALOG:
             run.config.setdefault(k.id, k.current(run))
         self.ch.send("hello", versions={"tunebench": __version__, "python": platform.python_version(),
-                                        "torch": torch.__version__},
+                                        "torch": torch.__version__, "cuda": torch.version.cuda or ""},
                      device=machine.device(), knobs=[k.describe(run) for k in knobs.CATALOG],
                      script=self.opts.script, python=sys.executable,
                      collector=machine.collector(bool(self.opts.trace_dir)))

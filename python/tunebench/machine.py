@@ -6,10 +6,23 @@ import platform
 import torch
 
 
+def driver():
+    """The NVIDIA driver's version ("580.159.04"), or "" where there is none: a stored gate baseline warns
+    when it differs (the same torch on another driver can run at another speed)."""
+    try:
+        with open("/proc/driver/nvidia/version") as f:
+            for word in f.readline().split():
+                if word[:1].isdigit() and "." in word:
+                    return word
+    except OSError:
+        pass
+    return ""
+
+
 def device():
     if torch.cuda.is_available():
         return {"kind": "cuda", "name": torch.cuda.get_device_name(0), "cores": os.cpu_count() or 1,
-                "sm": torch.cuda.get_device_capability(0)[0]}
+                "sm": torch.cuda.get_device_capability(0)[0], "driver": driver()}
     name = platform.processor() or "cpu"
     try:
         with open("/proc/cpuinfo") as f:

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "gate/report.h"
+#include "gate/stored.h"
 
 using namespace tb;
 
@@ -108,4 +109,32 @@ TEST(GateReport, CouldNotRunIsAnErrorWithTheScriptsLine) {
             std::string::npos);
   EXPECT_EQ(gate::gate_json(o, r)["verdict"], "could not run");
   EXPECT_NE(gate::gate_markdown(o, r).find("could not run"), std::string::npos);
+}
+
+// A stored baseline warns of every difference that moves a throughput: torch, Python, the CUDA torch was built
+// with, the NVIDIA driver, the device, the cores, a load a core apart; what one side does not know is not a
+// difference.
+TEST(GateStored, TheEnvironmentsDifferencesAreEachALine) {
+  gate::GateResult then_run;
+  then_run.hello = {{"versions", {{"torch", "2.11.0"}, {"python", "3.11.2"}, {"cuda", "13.0"}}},
+                    {"device", {{"kind", "cuda"}, {"name", "NVIDIA H100 80GB HBM3"}, {"cores", 16}, {"driver", "580.159.04"}}}};
+  then_run.load.loadavg_1min = 0.5;
+  gate::GateResult now_run = then_run;
+  const auto then_env = gate::environment_of(then_run);
+  EXPECT_EQ(then_env.at("driver"), "580.159.04");
+  EXPECT_EQ(then_env.at("cuda"), "13.0");
+  EXPECT_TRUE(gate::environment_differences(then_env, gate::environment_of(now_run)).empty());
+  now_run.hello["device"]["driver"] = "590.10.01";
+  now_run.hello["versions"]["cuda"] = "12.8";
+  now_run.hello["device"]["name"] = "NVIDIA H200";
+  now_run.load.loadavg_1min = 2.5;
+  const auto diff = gate::environment_differences(then_env, gate::environment_of(now_run));
+  const std::vector<std::string> want = {"cuda 13.0 then, 12.8 now", "driver 580.159.04 then, 590.10.01 now",
+                                         "device cuda: NVIDIA H100 80GB HBM3 then, cuda: NVIDIA H200 now",
+                                         "load 0.5 then, 2.5 now"};
+  EXPECT_EQ(diff, want);
+  // A baseline stored before the driver was recorded: no warning about what it does not say.
+  nlohmann::json old_env = then_env;
+  old_env.erase("driver");
+  EXPECT_TRUE(gate::environment_differences(old_env, gate::environment_of(then_run)).empty());
 }

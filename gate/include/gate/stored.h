@@ -2,7 +2,8 @@
 // revision is gone, or its processes cost too much to run on every change), `gate --save-baseline B.json` runs the
 // baseline's processes once and stores their throughputs and the environment they ran in; `gate --against
 // B.json` runs only the candidate and compares (measure/gate.h look_unpaired: Welch, not alternated), warning
-// when the environment differs (torch, Python, the device, the cores, the load).
+// when the environment differs (torch, Python, the CUDA torch was built with, the NVIDIA driver, the device,
+// the cores, the load).
 #pragma once
 
 #include <string>
@@ -25,7 +26,8 @@ struct StoredBaseline {
   std::string stored_at;            // UTC, ISO 8601
 };
 
-// The environment a result ran in: torch and Python versions, the device (kind, name, cores), the load.
+// The environment a result ran in: torch, Python and CUDA versions, the NVIDIA driver (the hello's, else this
+// machine's), the device (kind, name, cores), the load.
 nlohmann::json environment_of(const GateResult& r);
 // What differs between two environments, a line each ("torch 2.10.0 then, 2.11.0 now"); empty when alike.
 std::vector<std::string> environment_differences(const nlohmann::json& stored, const nlohmann::json& now);

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "measure/gate.h"
 
@@ -29,5 +30,12 @@ struct GateWorld {
 
 // The gate's last look: its verdict and when it stopped (pairs).
 GateLook simulate_gate(const GateRule& rule, const GateWorld& world, uint64_t seed);
+
+// The alternated gate over any source of processes, as the runner runs it: pairs AB BA AB ..., a look at each
+// look count and at the last pair, stopping at the first decided look. `process(candidate)` runs one process of
+// that side; `another_pair(pairs)` says whether one more pair fits (--max-time). simulate_gate runs it on the
+// processes above; tests/engine/test_gate_worlds.cpp on the tuner's workload model.
+GateLook run_alternated(const GateRule& rule, const std::function<Window(bool candidate)>& process,
+                        const std::function<bool(int pairs)>& another_pair);
 
 }  // namespace tb::measure
