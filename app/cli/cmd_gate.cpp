@@ -3,7 +3,8 @@
 //        the script's repository at REV (and at the candidate REV, else the working tree as it is) in temporary
 //        git worktrees; the user's working tree is never touched
 //   gate --baseline-script A.py --candidate-script B.py [options] [-- ARGS]
-//        two files
+//        two files; with a script, --set / --baseline-set / --candidate-set are the launcher's knobs (the same
+//        script with and without a switch: --baseline-script T.py --candidate-script T.py --candidate-set amp=bf16)
 //   gate --model M [--data D] [--set K=V,...] --baseline-set K=V --candidate-set K=V
 //        the engine's own run (tunebench-cli run) with two settings
 //   gate --script train.py [--baseline REV] --save-baseline B.json   /   gate --script train.py --against B.json
@@ -18,6 +19,7 @@
 #include <memory>
 #include <string>
 
+#include "client/inputs.h"
 #include "commands.h"
 #include "gate/git.h"
 #include "gate/report.h"
@@ -32,6 +34,8 @@ constexpr const char* kUsage =
     "usage: tunebench-cli gate --script train.py --baseline REV [--candidate REV] [options] [-- ARGS]\n"
     "       tunebench-cli gate --baseline-script A.py --candidate-script B.py [options] [-- ARGS]\n"
     "       tunebench-cli gate --model M [--data D] [--set K=V,...] --baseline-set K=V --candidate-set K=V [options]\n"
+    "  --set K=V,...  --baseline-set K=V,...  --candidate-set K=V,...\n"
+    "                          a script's launcher knobs (workers, pin_memory, amp, compile, ...), both sides or one\n"
     "  --steps N               optimizer steps per process, its warm-up among them (100)\n"
     "  --max-time S            no pair starts that would end after S seconds (1200)\n"
     "  --tolerance T           a change under this share is 'no change' (0.03)\n"
@@ -197,6 +201,18 @@ int cmd_gate(int argc, char** argv) {
       if (!fs::is_regular_file(*f, ec)) return could_not_run("script not found: " + *f);
     o.baseline = {"baseline", fs::absolute(baseline_script).string(), baseline_script};
     o.candidate = {"candidate", fs::absolute(candidate_script).string(), candidate_script};
+  }
+  if (model.empty()) {
+    // A script's launcher knobs: --set on both sides, --baseline-set / --candidate-set on one (the same script
+    // with and without a switch, or each revision with the same one).
+    for (auto [side, own] : {std::pair{&o.baseline, &baseline_set}, std::pair{&o.candidate, &candidate_set}}) {
+      const std::string all = common_set.empty() ? *own : own->empty() ? common_set : common_set + "," + *own;
+      if (all.empty()) continue;
+      const auto items = client::inputs::parse_settings(all);
+      if (!items) return could_not_run(items.error().message);
+      side->set = *items;
+      side->describe += ", --set " + all;
+    }
   }
 
   o.cancelled = [] { return g_signal != 0; };

@@ -111,6 +111,7 @@ ProcessRun run_process(const GateOptions& o, const Side& side, int pair, GateRes
   so.args = o.args;
   so.python = o.python;
   so.steps = o.steps;
+  so.set = side.set;
   so.timeout_option = "--first-step-timeout";
   if (!trace_dir.empty()) {
     so.trace_dir = trace_dir;

@@ -208,6 +208,24 @@ TEST(GateCli, TheEnginesOwnRunWithADebugKnobIsARegressionAndSaysWhere) {
   EXPECT_NE(bad.err.find("--baseline-set"), std::string::npos) << bad.err;
 }
 
+// The same script with and without a launcher knob (no revision at all): autograd's anomaly detection records a
+// traceback per op, a regression; an unknown knob is the launcher's one line and exit 3.
+TEST(GateCli, TheSameScriptWithAndWithoutALauncherKnob) {
+  Repo repo({{"MLP baseline", train_py(640)}});
+  const std::string script = (repo.dir / "train.py").string();
+  auto r = run_cli_shell("", "gate --baseline-script " + script + " --candidate-script " + script +
+                             " --candidate-set anomaly_detection=on --why off " + kFast + " -- --epochs 100", 600);
+  std::cout << r.err << r.out;
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("--set anomaly_detection=on"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("gate: regression: the candidate is"), std::string::npos) << r.out;
+  r = run_cli_shell("", "gate --baseline-script " + script + " --candidate-script " + script +
+                        " --candidate-set warp_speed=on --why off " + kFast + " -- --epochs 100", 300);
+  EXPECT_EQ(r.code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("warp_speed"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\n', r.err.find("tunebench-cli: error:")), r.err.size() - 1) << r.err;
+}
+
 TEST(GateCli, ABadRevisionOrOptionIsOneLineAndExitThree) {
   Repo repo({{"MLP baseline", train_py(640)}});
   auto r = repo.gate("--baseline no-such-rev");

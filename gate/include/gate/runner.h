@@ -24,6 +24,9 @@ struct Side {
   // The engine's own run instead of a script: `tunebench-cli run` with these arguments ("--model", "mnist_cnn",
   // "--data", "synthetic", "--set", "amp=bf16"), each process a fresh one.
   std::vector<std::string> engine;
+  // A script's launcher knobs for every process of this side (`gate --set`, `--baseline-set`, `--candidate-set`):
+  // the same script with and without a switch.
+  std::vector<std::pair<std::string, std::string>> set;
 };
 
 struct GateOptions {
