@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -162,9 +163,16 @@ Status ScriptRunner::start(const ScriptOptions& o, double hello_timeout_s) {
   if (Status st = child_.start(argv, env, o.output); !st) return st;
   const double deadline = now_s() + hello_timeout_s;
   while (elsewhere_ || now_s() < deadline) {
-    auto line = child_.read_line(elsewhere_ ? 1.0 : deadline - now_s());
+    // With a cancel to poll, waits are cut to half a second.
+    const double wait = elsewhere_ ? 1.0 : deadline - now_s();
+    auto line = child_.read_line(o.cancelled ? std::min(wait, 0.5) : wait);
+    if (o.cancelled && o.cancelled()) {
+      child_.terminate(2, 1);
+      return Error{"cancelled (a signal asked to stop) before the script's first step"};
+    }
     if (!line) {
       if (elsewhere_ && !child_.eof()) continue;  // the children train: their parent waits, without a step
+      if (o.cancelled && !child_.eof() && now_s() < deadline) continue;  // only the half second ran out
       break;
     }
     auto m = nlohmann::json::parse(*line, nullptr, false);

@@ -112,6 +112,7 @@ ProcessRun run_process(const GateOptions& o, const Side& side, int pair, GateRes
   so.python = o.python;
   so.steps = o.steps;
   so.set = side.set;
+  so.cancelled = o.cancelled;
   so.timeout_option = "--first-step-timeout";
   if (!trace_dir.empty()) {
     so.trace_dir = trace_dir;

@@ -157,6 +157,19 @@ TEST(GateCli, ACancelledGateEndsCleanly) {
   EXPECT_EQ(repo.worktrees(), 1) << "a worktree was left behind";
 }
 
+// ... also while a process has not made its first step (a script that loads its data for minutes first): the
+// gate does not wait for that step.
+TEST(GateCli, ACancelDuringAFirstStepEndsAtOnce) {
+  Repo repo({{"MLP baseline", train_py(640, "import time\ntime.sleep(120)  # loading a dataset")},
+             {"Wider hidden layers", train_py(686, "import time\ntime.sleep(120)  # loading a dataset")}});
+  const auto r = repo.gate("--baseline c1 --candidate c2 --steps 80 -- --epochs 100", 0,
+                           "timeout --preserve-status -s TERM 6");
+  EXPECT_EQ(r.code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("cancelled"), std::string::npos) << r.err;
+  EXPECT_LT(r.seconds, 20) << "the gate waited for the first step";
+  EXPECT_EQ(repo.worktrees(), 1) << "a worktree was left behind";
+}
+
 TEST(GateCli, AStoredBaselineFindsTheRegressionAndWarnsWhenTheEnvironmentDiffers) {
   // Stored and compared at different times, the two sides see different loads (CTest runs another test beside
   // this one): not alternated, so a load that changed between them is not cancelled. One thread a process and

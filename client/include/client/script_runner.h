@@ -4,6 +4,7 @@
 // config revision), so scripts and engine runs are measured by one rule.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -54,6 +55,9 @@ struct ScriptOptions {
   std::vector<std::pair<std::string, std::string>> sources;  // original, copy
   // The option that gives the first step more time, named when it runs out (the CLI's; the GUI names its own).
   std::string timeout_option = "--first-step-timeout";
+  // Polled while start() waits for the first step: true stops the child and start() fails "cancelled" (a CI
+  // cancelling a gate during a script's minutes-long first step).
+  std::function<bool()> cancelled;
 };
 
 // Why no first step came within `limit_s`: after the launcher said the first training iteration began
