@@ -238,7 +238,8 @@ int cmd_run_script(int argc, char** argv) {
   out["config"] = config;
   size_t traced_out = 0;
   const std::vector<engine::StepRecord> figures = untraced_figures(records, traced, traced_out);
-  out["throughput"] = throughput_json(figures, load.stop());
+  const measure::SystemLoad during = load.stop();
+  out["throughput"] = throughput_json(figures, during);
   if (traced_out > 0) out["throughput"]["traced_steps_left_out"] = traced_out;
   out["memory"] = engine::memory_summary_json(records);
   out["steps"] = nlohmann::json::array();
@@ -263,7 +264,9 @@ int cmd_run_script(int argc, char** argv) {
   if (!not_measured.empty()) out["not_measured"] = not_measured;
   const nlohmann::json tracing = so.trace_wait ? engine::tracing_cost_json(records, traced) : nlohmann::json();
   if (!tracing.is_null()) out["tracing_cost"] = tracing;
-  const client::LoaderVerdict loader = add_loader_verdict(out, figures);
+  int64_t run_wall_ns = 0;
+  for (const auto& r : records) run_wall_ns += r.wall_ns;
+  const client::LoaderVerdict loader = add_loader_verdict(out, figures, during, run_wall_ns);
   if (!json_path.empty() && !write_json_file(json_path, out)) return 1;
   if (!trace_path.empty()) {
     if (so.trace_wait && !trace_started && chunks.empty()) {

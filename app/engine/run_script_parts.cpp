@@ -79,7 +79,8 @@ void print_script_throughput(const std::string& script, const nlohmann::json& tp
                 left_out.c_str(), tp["noise"]["text"].get<std::string>().c_str());
 }
 
-client::LoaderVerdict add_loader_verdict(nlohmann::json& out, const std::vector<engine::StepRecord>& figures) {
+client::LoaderVerdict add_loader_verdict(nlohmann::json& out, const std::vector<engine::StepRecord>& figures,
+                                         const measure::SystemLoad& load, int64_t run_wall_ns) {
   int64_t samples = 0, wall = 0, wait = 0;
   for (const auto& r : figures)
     if (!r.warmup) samples += r.samples, wall += r.wall_ns, wait += r.data_wait_ns;
@@ -95,8 +96,18 @@ client::LoaderVerdict add_loader_verdict(nlohmann::json& out, const std::vector<
       if (p.value("who", std::string()) == "main") loading_cpu += p.value("cpu_ns", int64_t(0));
   const double train_cpu_ms =
       all_samples > 0 ? std::max<int64_t>(0, done.value("cpu_ns", int64_t(0)) - loading_cpu) / 1e6 / double(all_samples) : 0;
-  client::LoaderVerdict v = client::loader_verdict(parts, samples, wall, wait,
-                                                   static_cast<int>(std::thread::hardware_concurrency()), train_cpu_ms);
+  // The cores the prediction counts on: the machine's, less what other processes kept busy over the run (its
+  // busy share less the run's own CPU: the training process's and its loading workers').
+  const int machine = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  int64_t own_cpu = done.value("cpu_ns", int64_t(0));
+  if (parts.is_array())
+    for (const auto& p : parts)
+      if (p.value("who", std::string()) != "main") own_cpu += p.value("cpu_ns", int64_t(0));
+  const int free = run_wall_ns > 0 && load.busy_share == load.busy_share
+                       ? client::cores_free(machine, load.busy_share, double(own_cpu) / double(run_wall_ns))
+                       : machine;
+  client::LoaderVerdict v = client::loader_verdict(parts, samples, wall, wait, free, train_cpu_ms);
+  v.machine_cores = machine;
   if (v.valid) out["loader"] = v.to_json();
   return v;
 }

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "client/loader_verdict.h"
+#include "measure/noise.h"
 #include "engine/run_json.h"
 
 namespace tb::cli {
@@ -42,7 +43,8 @@ void print_script_throughput(const std::string& script, const nlohmann::json& th
 
 // Why the loader is slow (client/loader_verdict.h): a traced run's loader parts (`out["done"]["loader_parts"]`)
 // against its measured steps `figures`, on this machine's cores; also written as `out["loader"]` when valid.
-client::LoaderVerdict add_loader_verdict(nlohmann::json& out, const std::vector<engine::StepRecord>& figures);
+client::LoaderVerdict add_loader_verdict(nlohmann::json& out, const std::vector<engine::StepRecord>& figures,
+                                         const measure::SystemLoad& load, int64_t run_wall_ns);
 
 // The script's arguments as one line (the run JSON's "data").
 std::string joined_args(const std::vector<std::string>& args);

@@ -120,7 +120,10 @@ std::vector<std::string> LoaderVerdict::lines() const {
                                  : std::string("the training process supplies")) +
                     " about " + fmt("%.0f", supply_sps) + "; ";
     if (cores_bound)
-      l += "no worker count feeds it on " + std::to_string(cores) + " cores: a sample's CPU (loading " +
+      l += "no worker count feeds it on " + std::to_string(cores) + " core" + (cores > 1 ? "s" : "") +
+           (machine_cores > cores ? " (of " + std::to_string(machine_cores) + ": other work kept the rest busy during the run)"
+                                  : std::string()) +
+           ": a sample's CPU (loading " +
            ms(ms_per_sample * cpu_share) + ", training " + ms(train_cpu_ms) + ") bounds the run at " +
            fmt("%.0f", expect_sps) + " samples/s, which about " + std::to_string(need_workers) + " worker" +
            (need_workers > 1 ? "s" : "") + " reach (run it: --set workers=" + std::to_string(need_workers) +
@@ -136,10 +139,17 @@ std::vector<std::string> LoaderVerdict::lines() const {
   return out;
 }
 
+int cores_free(int cores, double busy_share, double own_cores) {
+  if (cores <= 0) return 1;
+  if (!(busy_share >= 0)) return cores;  // not readable: the machine's
+  const double other = std::max(0.0, busy_share * cores - std::max(0.0, own_cores));
+  return std::clamp(static_cast<int>(std::floor(cores - other + 0.5)), 1, cores);
+}
+
 nlohmann::json LoaderVerdict::to_json() const {
   nlohmann::json j = {{"grade", grade},           {"wait_share", wait_share},   {"workers", workers},
                       {"samples", samples},       {"batches", batches},         {"busy_share", busy_share},
-                      {"cpu_share", cpu_share},   {"ms_per_sample", ms_per_sample}, {"cores", cores},
+                      {"cpu_share", cpu_share},   {"ms_per_sample", ms_per_sample}, {"cores", cores}, {"machine_cores", machine_cores},
                       {"consume_samples_s", consume_sps}, {"supply_samples_s", supply_sps},
                       {"need_workers", need_workers}, {"cores_bound", cores_bound}, {"expect_samples_s", expect_sps},
                       {"train_cpu_ms", train_cpu_ms}};

@@ -2,6 +2,8 @@
 // and the worker count that would feed the model, from loading processes' reports as the launcher writes them.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <cmath>
 
 #include "client/loader_verdict.h"
@@ -130,4 +132,13 @@ TEST(LoaderVerdict, WorkersStartedLaterAreTheLoaderAsItEnded) {
   EXPECT_EQ(v.workers, 2);
   EXPECT_EQ(v.samples, 32);
   EXPECT_NEAR(v.ms_per_sample, 2.0, 1e-6);
+}
+
+// The cores a prediction counts on: the machine's less what other processes kept busy during the run.
+TEST(LoaderVerdict, TheCoresFreeOfOtherWork) {
+  EXPECT_EQ(tb::client::cores_free(2, 0.10, 0.2), 2);   // quiet: the run's own CPU is all the machine did
+  EXPECT_EQ(tb::client::cores_free(2, 0.60, 0.2), 1);   // another CPU-bound test beside it: one core
+  EXPECT_EQ(tb::client::cores_free(2, 1.00, 0.1), 1);   // never fewer than one
+  EXPECT_EQ(tb::client::cores_free(16, 0.30, 0.8), 12);
+  EXPECT_EQ(tb::client::cores_free(4, std::numeric_limits<double>::quiet_NaN(), 0.5), 4);  // /proc not readable
 }

@@ -239,8 +239,9 @@ TEST_F(CliScript, TheLoaderVerdictNamesTheSlowPartAndItsWorkerCountHolds) {
   std::printf("%s", said.c_str());
   // Above it only when the machine changed between the two runs: a busy one (load 4 on 2 cores) measured the
   // training's CPU under contention and predicted 167.8 where the run then got 196.7. Below it when another
-  // process takes a core during the workers' run: a cores-bound prediction (1397 samples/s) got 820 beside a
-  // parallel test (0.59x).
+  // process takes a core during the workers' run only: the prediction counts the cores other work left free
+  // during the traced run (a prediction counting both cores, 1397 samples/s, got 820 and 704 beside a parallel
+  // test; counting the free ones, two busy loops beside it: 748 predicted, 823 got).
   EXPECT_LE(got, predicted * 1.5) << said;
   EXPECT_GE(got, predicted * 0.5) << said;
   EXPECT_GE(got, 2.5 * alone) << said;

@@ -30,7 +30,8 @@ struct LoaderVerdict {
   double cpu_share = 0;         // of the busy time, the loading thread's CPU (the rest waits on reads, sleeps)
   double ms_per_sample = 0;     // one process's busy time a sample, collate included
   std::vector<LoaderPart> parts;  // costliest first
-  int cores = 0;                // the machine's, as told
+  int cores = 0;                // what the prediction counts on: the machine's, less what other work kept busy
+  int machine_cores = 0;        // the machine's (0: not told apart)
   double train_cpu_ms = 0;      // the training process's own CPU a sample (its loading taken out)
   double consume_sps = 0;       // what the training loop takes when it never waits: samples over (wall - wait)
   double supply_sps = 0;        // what the loading processes supply at most now (model below)
@@ -51,5 +52,10 @@ struct LoaderVerdict {
 // valid without parts or steps.
 LoaderVerdict loader_verdict(const nlohmann::json& parts, int64_t samples, int64_t wall_ns, int64_t wait_ns,
                              int cores, double train_cpu_ms = 0);
+
+// The cores a prediction can count on: the machine's `cores` less what other processes kept busy during the run
+// (all of the machine's busy share, `busy_share` of `cores`, less the run's own CPU, `own_cores`), at least one.
+// Beside another CPU-bound job on 2 cores a cores-bound prediction of 1397 samples/s got 820.
+int cores_free(int cores, double busy_share, double own_cores);
 
 }  // namespace tb::client

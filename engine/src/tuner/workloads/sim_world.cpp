@@ -168,23 +168,9 @@ World parse(const nlohmann::json& j) {
   return w;
 }
 
-class WorldModel : public SimModel {
+class WorldModel : public CommonModel<World> {
  public:
-  explicit WorldModel(World w) : w_(std::move(w)) {}
-  std::string name() const override { return w_.name; }
-  std::string device() const override { return w_.device; }
-  std::string kind() const override { return w_.kind; }
-  const std::vector<KnobInfo>& catalog() const override { return w_.catalog; }
-  Config baseline() const override { return w_.baseline; }
-  int default_batch() const override { return w_.batch; }
-  int cores() const override { return w_.cores; }
-  SimCosts costs() const override { return w_.costs; }
-  Config hand_config() const override { return w_.hand; }
-  double memory_total_mb() const override { return w_.memory_total_mb; }
-  std::vector<std::pair<std::string, std::vector<std::string>>> search_space() const override { return w_.space; }
-  double window_noise_scale(const Config& c) const override {
-    return sim_int(c, "workers", 0) > 0 ? w_.fed_noise_scale : 1.0;
-  }
+  using CommonModel::CommonModel;
 
   SimStep step(const Config& c, double loader_slowdown = 1.0) const override {
     const Effect f = effects(c);
@@ -226,11 +212,6 @@ class WorldModel : public SimModel {
     return "out of memory (simulated: batch " + std::to_string(sim_int(complete(c), "batch_size", w_.batch)) + " needs " +
            std::to_string(int64_t(peak)) + " MiB of " + std::to_string(int64_t(w_.memory_total_mb)) + ")";
   }
-  std::optional<std::string> refuses(const Config& c) const override {
-    std::string why = refusal(w_.invalid, complete(c));
-    if (why.empty()) return std::nullopt;
-    return why;
-  }
 
  private:
   Effect effects(const Config& c) const {
@@ -248,7 +229,6 @@ class WorldModel : public SimModel {
       if (holds(x.when, c)) add(x.effect);
     return out;
   }
-  World w_;
 };
 
 }  // namespace

@@ -261,31 +261,12 @@ std::string value(const Config& c, const std::string& k) {
   return it == c.end() ? std::string() : it->second;
 }
 
-class OpsModel : public SimModel {
+class OpsModel : public CommonModel<OpsWorld> {
  public:
-  explicit OpsModel(OpsWorld w) : w_(std::move(w)) {}
-  std::string name() const override { return w_.name; }
-  std::string device() const override { return w_.device; }
-  std::string kind() const override { return w_.kind; }
-  const std::vector<KnobInfo>& catalog() const override { return w_.catalog; }
+  using CommonModel::CommonModel;
   Applicability applicability(const KnobInfo& k) const override {
     auto it = w_.applicability.find(k.id);
     return it == w_.applicability.end() ? Applicability{} : it->second;
-  }
-  Config baseline() const override { return w_.baseline; }
-  int default_batch() const override { return w_.batch; }
-  int cores() const override { return w_.cores; }
-  SimCosts costs() const override { return w_.costs; }
-  Config hand_config() const override { return w_.hand; }
-  double memory_total_mb() const override { return w_.memory_total_mb; }
-  std::vector<std::pair<std::string, std::vector<std::string>>> search_space() const override { return w_.space; }
-  double window_noise_scale(const Config& c) const override {
-    return sim_int(c, "workers", 0) > 0 ? w_.fed_noise_scale : 1.0;
-  }
-  std::optional<std::string> refuses(const Config& c) const override {
-    std::string why = refusal(w_.invalid, complete(c));
-    if (why.empty()) return std::nullopt;
-    return why;
   }
   double loss_penalty(const Config& c) const override {
     double out = 0;
@@ -356,9 +337,6 @@ class OpsModel : public SimModel {
                 (cudnn ? o.cudnn_mb : 0);
     return p;
   }
-
- private:
-  OpsWorld w_;
 };
 
 }  // namespace

@@ -62,9 +62,39 @@ struct Common {
 void read_header(const nlohmann::json& j, Common& w);
 // baseline, invalid, hand, costs, noise: after the knobs.
 void read_tail(const nlohmann::json& j, Common& w);
-// A world of the "ops" shape (sim_world_ops.cpp); throws Bad.
-std::unique_ptr<SimModel> make_ops_world_model(const nlohmann::json& j);
 // Why `c` is refused (the first invalid entry that holds, its "{knob}" filled in), or "".
 std::string refusal(const std::vector<Invalid>& invalid, const Config& c);
+
+// What every world shape's model answers from its Common fields; a shape adds its step, loss and memory.
+template <class W>
+class CommonModel : public SimModel {
+ public:
+  explicit CommonModel(W w) : w_(std::move(w)) {}
+  std::string name() const override { return w_.name; }
+  std::string device() const override { return w_.device; }
+  std::string kind() const override { return w_.kind; }
+  const std::vector<KnobInfo>& catalog() const override { return w_.catalog; }
+  Config baseline() const override { return w_.baseline; }
+  int default_batch() const override { return w_.batch; }
+  int cores() const override { return w_.cores; }
+  SimCosts costs() const override { return w_.costs; }
+  Config hand_config() const override { return w_.hand; }
+  double memory_total_mb() const override { return w_.memory_total_mb; }
+  std::vector<std::pair<std::string, std::vector<std::string>>> search_space() const override { return w_.space; }
+  double window_noise_scale(const Config& c) const override {
+    return sim_int(c, "workers", 0) > 0 ? w_.fed_noise_scale : 1.0;
+  }
+  std::optional<std::string> refuses(const Config& c) const override {
+    std::string why = refusal(w_.invalid, complete(c));
+    if (why.empty()) return std::nullopt;
+    return why;
+  }
+
+ protected:
+  W w_;
+};
+
+// A world of the "ops" shape (sim_world_ops.cpp); throws Bad.
+std::unique_ptr<SimModel> make_ops_world_model(const nlohmann::json& j);
 
 }  // namespace tb::engine::world
