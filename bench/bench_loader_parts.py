@@ -5,7 +5,14 @@ timing (python/tunebench/hooks/loader_parts.py) on and off (TUNEBENCH_LOADER_PAR
 round, at 0 and 2 workers. Per configuration it prints the median untraced step, on against off (> 1.00 is
 slower), and the loop's wait share: the issue's target is 2% of a loader-bound step.
 
+--micro: the cost a sample in one process, where the separate processes above vary by ±10-20% run to run (the
+same code measured 0.88x and 1.23x): the same ImageFolder samples read in turns of 2000 with the timing off
+(patched, not recording), timing every sample, and timing as it does (sampled), 7 turns each; the per-sample
+medians and what each adds. At 96x128 JPEGs (a 0.29 ms sample: the worst case, timing's cost is per sample) and
+with --big at 375x500 (ImageNet's size, through a 224 crop).
+
 usage: bench_loader_parts.py [--images 256] [--steps 120] [--rounds 3] [--python P]
+       bench_loader_parts.py --micro [--big]
 """
 
 import argparse
@@ -58,7 +65,57 @@ def one(python, script, images, workers, steps, on, tdir):
     return statistics.median(s["wall_ns"] for s in free) / 1e6, wait
 
 
+def micro(big):
+    """The timing's cost a sample, in this process (see the docstring)."""
+    import time
+    import torch
+    from torchvision import datasets, transforms
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
+    from tunebench.hooks import loader_parts as lp
+    with tempfile.TemporaryDirectory() as tmp:
+        import numpy as np
+        from PIL import Image
+        rng = np.random.default_rng(0)
+        size, crop, n = ((375, 500), 224, 200) if big else ((96, 128), 64, 2000)
+        for i in range(64):
+            d = os.path.join(tmp, "c%d" % (i % 4))
+            os.makedirs(d, exist_ok=True)
+            Image.fromarray(rng.integers(0, 255, size + (3,), dtype=np.uint8)).save(os.path.join(d, "%d.jpg" % i))
+        tf = transforms.Compose([transforms.RandomResizedCrop(crop), transforms.RandomHorizontalFlip(),
+                                 transforms.ToTensor(), transforms.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
+        ds = datasets.ImageFolder(tmp, tf)
+        torch.set_num_threads(1)
+        out = os.path.join(tmp, "parts")
+        lp.enable(out)
+        lp.attach(torch.utils.data.DataLoader(ds, batch_size=8))
+        share = lp.SHARE
+
+        def turn():
+            t = time.perf_counter_ns()
+            for i in range(n):
+                ds[i % 64]
+            return (time.perf_counter_ns() - t) / n / 1000
+
+        for i in range(100):
+            ds[i % 64]
+        res = {"off": [], "every": [], "sampled": []}
+        for _ in range(7):
+            lp._dir = None
+            res["off"].append(turn())
+            lp._dir, lp.SHARE = out, 1e9
+            res["every"].append(turn())
+            lp.SHARE = share
+            res["sampled"].append(turn())
+        m = {k: statistics.median(v) for k, v in res.items()}
+        print("sample %.1f us with the timing off; every sample timed +%.1f us (%.1f%%); sampled +%.1f us (%.1f%%)"
+              % (m["off"], m["every"] - m["off"], 100 * (m["every"] / m["off"] - 1), m["sampled"] - m["off"],
+                 100 * (m["sampled"] / m["off"] - 1)))
+
+
 def main():
+    if "--micro" in sys.argv:
+        micro("--big" in sys.argv)
+        return
     ap = argparse.ArgumentParser()
     ap.add_argument("--images", type=int, default=256)
     ap.add_argument("--steps", type=int, default=120)

@@ -36,6 +36,28 @@ FOLDER = textwrap.dedent('''
                 opt.step()
 ''')
 
+# A Dataset of small arrays held in memory: a sample of microseconds, the case the sampled timing is for.
+FAST_ARRAYS = textwrap.dedent('''
+    import sys, torch
+
+    class Small(torch.utils.data.Dataset):
+        def __init__(self):
+            self.x = torch.randn(512, 64)
+        def __len__(self):
+            return 512
+        def __getitem__(self, i):
+            return self.x[i] * 2, i % 2
+
+    loader = torch.utils.data.DataLoader(Small(), batch_size=16, shuffle=True, num_workers=int(sys.argv[2]))
+    model = torch.nn.Linear(64, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for epoch in range(2):
+        for x, y in loader:
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+''')
+
 # A Dataset reading its own .npy files, and a collate made slow (padding in Python, as a hand-written collate).
 FILES_SLOW_COLLATE = textwrap.dedent('''
     import os, sys, time, numpy as np, torch
@@ -190,13 +212,33 @@ class LoaderParts(ScriptTest):
         self.assertEqual(sum(p["batches"] for p in procs), 8)
         self.assertEqual(sum(p["samples"] for p in procs), 0)  # an iterable's items have no __getitem__ to time
 
-    def test_off_unless_traced_and_switched_on(self):
+    def test_on_while_traced_unless_switched_off(self):
         data = self.data("arrays")
         summary, _ = self.launch(FILES_SLOW_COLLATE, [data, "0"], traced=False)
         self.assertNotIn("loader_parts", summary)
-        off = {k: v for k, v in os.environ.items() if k != "TUNEBENCH_LOADER_PARTS"}
-        summary, _ = self.launch(FILES_SLOW_COLLATE, [data, "0"], env=off)  # traced, by default
+        default = {k: v for k, v in os.environ.items() if k != "TUNEBENCH_LOADER_PARTS"}
+        summary, _ = self.launch(FILES_SLOW_COLLATE, [data, "0"], env=default)  # traced: on by default
+        self.assertIn("loader_parts", summary)
+        summary, _ = self.launch(FILES_SLOW_COLLATE, [data, "0"], env=dict(default, TUNEBENCH_LOADER_PARTS="off"))
         self.assertNotIn("loader_parts", summary)
+
+    def test_short_samples_are_timed_one_in_k_and_stand_for_the_rest(self):
+        """A sample of microseconds (a .npy array) is timed one in K; the totals are scaled to every sample: the
+        calls of each part are the samples', the busy time what the timed ones measured times the samples."""
+        data = self.data("arrays")
+        summary, _ = self.launch(FAST_ARRAYS, [data, "0"])
+        main = summary["loader_parts"][0]
+        self.assertEqual(main["who"], "main")
+        self.assertGreater(main["samples"], 100)
+        self.assertLess(main["timed_samples"], main["samples"] // 2, main)
+        self.assertGreater(main["timed_samples"], 5, main)
+        own = main["parts"]["dataset code"]
+        self.assertAlmostEqual(own["calls"], main["samples"], delta=main["samples"] * 0.02 + 1)
+        self.assertGreater(main["busy_ns"], 0)
+        # A slow sample (the 4 ms transform of the folder test) is timed every time.
+        text, args = self.folder(0)
+        main = self.launch(text, args)[0]["loader_parts"][0]
+        self.assertEqual(main["timed_samples"], main["samples"], main)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ Each loading process keeps totals and writes them to DIR/loader-<pid>.json (a re
 half a file) at most every 0.2 s, and a worker once more when it exits (multiprocessing runs its finalizers when
 a worker's loop ends; one killed loses its last 0.2 s). The main process reads every file (`read_all`). Forked workers inherit the patches;
 spawned ones install them in the worker init that `attach` puts around the loader's own (`_WorkerInit`, a
-picklable object). On only while the script is traced (the launcher calls `enable`).
+picklable object). On only while the script is traced (the launcher calls `enable`). A short sample is timed one in
+K (SAMPLE_COST_NS below): the totals written are scaled from the timed samples to every sample.
 """
 
 import json
@@ -23,6 +24,11 @@ _dir = None        # where the totals go; None: off
 _rec = None        # this process's _Recorder
 WRITE_EVERY_NS = 200_000_000  # a JSON of ~10 parts and a rename: ~0.1 ms, under 0.1% at this rate
 OWN = "dataset code"   # a sample's time outside every named part
+# What timing a sample costs on this 2-core VM (CPython 3.11; bench/bench_loader_parts.py --micro): ~20 us for a
+# sample of 7 parts (an ImageFolder JPEG through 4 transforms), ~4 us a sample and ~2.5 us a part. Short samples
+# are timed one in K, K such that the timing costs under SHARE of the loading (a 0.29 ms sample of 7 parts: one in
+# 8); what the timed ones measured stands for the rest. A sample not timed still passes the wrappers: ~1.6 us.
+SAMPLE_COST_NS, PART_COST_NS, SHARE, MAX_EVERY = 4_000, 2_500, 0.01, 64
 
 
 class _Recorder:
@@ -37,8 +43,15 @@ class _Recorder:
         self.stack = []                     # open timers: [name, start ns, nested ns]
         self.cpu0 = 0
         self.written = 0
-
+        # Sampled timing: of `samples`, `timed` were timed; what they measured (parts inside samples, their wall
+        # and CPU) stands for all of them. Collates (a batch's: few) are all timed, their parts apart.
+        self.timed = 0
+        self.skip = 0                       # samples to let pass untimed before the next timed one
+        self.sample_busy_ns = self.sample_cpu_ns = 0
+        self.batch_parts = {}               # parts timed inside a collate: never scaled
+        self.parts_in_sample = 0            # parts the last timed sample held
     def enter(self, name):
+        """An outermost part (a sample, a collate) or a nested one: its frame [name, start ns, nested ns]."""
         if not self.stack:
             self.cpu0 = time.thread_time_ns()
         self.stack.append([name, time.monotonic_ns(), 0])
@@ -46,24 +59,47 @@ class _Recorder:
     def leave(self):
         name, t0, nested = self.stack.pop()
         dt = time.monotonic_ns() - t0
-        part = self.parts.setdefault(name, [0, 0])
+        parts = self.parts if name != "collate" and (not self.stack or self.stack[0][0] != "collate") else self.batch_parts
+        part = parts.get(name)
+        if part is None:
+            part = parts[name] = [0, 0]
         part[0] += dt - nested
         part[1] += 1
         if self.stack:
             self.stack[-1][2] += dt
         else:
+            cpu = time.thread_time_ns() - self.cpu0
             self.busy_ns += dt
-            self.cpu_ns += time.thread_time_ns() - self.cpu0
+            self.cpu_ns += cpu
+            if name == OWN:
+                self.sample_busy_ns += dt
+                self.sample_cpu_ns += cpu
         return dt
+
+    def plan_next(self, dt, parts_before):
+        """After a timed sample of `dt` ns: how many to let pass untimed so that timing costs under SHARE."""
+        self.timed += 1
+        held = sum(v[1] for v in self.parts.values()) - parts_before
+        cost = SAMPLE_COST_NS + PART_COST_NS * max(0, held)
+        self.skip = min(MAX_EVERY, int(cost / (SHARE * max(dt, 1)))) if dt > 0 else 0
 
     def write(self, now=None, force=False):
         now = now or time.monotonic_ns()
         if _dir is None or (not force and now - self.written < WRITE_EVERY_NS):
             return
         self.written = now
+        # The untimed samples are like the timed ones: what those measured, scaled to every sample.
+        scale = self.samples / self.timed if self.timed else 1.0
+        busy = self.busy_ns - self.sample_busy_ns + int(self.sample_busy_ns * scale)
+        cpu = self.cpu_ns - self.sample_cpu_ns + int(self.sample_cpu_ns * scale)
+        parts = {k: {"ns": int(v[0] * scale), "calls": int(round(v[1] * scale))} for k, v in self.parts.items()}
+        for k, v in self.batch_parts.items():
+            have = parts.setdefault(k, {"ns": 0, "calls": 0})
+            have["ns"] += v[0]
+            have["calls"] += v[1]
         doc = {"who": self.who, "pid": self.pid, "samples": self.samples, "batches": self.batches,
-               "busy_ns": self.busy_ns, "cpu_ns": self.cpu_ns, "life_ns": now - self.t0,
-               "parts": {k: {"ns": v[0], "calls": v[1]} for k, v in self.parts.items()}}
+               "busy_ns": busy, "cpu_ns": cpu, "life_ns": now - self.t0, "parts": parts,
+               "timed_samples": self.timed}
         path = os.path.join(_dir, "loader-%d.json" % self.pid)
         try:
             with open(path + ".tmp", "w") as f:
@@ -76,37 +112,67 @@ class _Recorder:
 def _recorder():
     """This process's recorder (a forked worker starts its own: the parent's totals are not its own)."""
     global _rec
-    if _rec is None or _rec.pid != os.getpid():
+    if _rec is None:
         _rec = _Recorder("main")
     return _rec
 
 
+def _forget_after_fork():
+    global _rec
+    _rec = None
+
+
+# A forked process (a DataLoader worker) starts without the parent's recorder: no pid is compared per part.
+os.register_at_fork(after_in_child=_forget_after_fork)
+_mono = time.monotonic_ns
+
+
 def _timed(name, fn, *args, **kwargs):
+    """A part nested in a sample or a collate (outside a fetch it is not loader time): its exclusive time."""
     rec = _rec
-    if rec is None or not rec.stack or rec.pid != os.getpid():  # outside a fetch: not loader time
+    if rec is None or not rec.stack:
         return fn(*args, **kwargs)
-    rec.enter(name)
+    stack = rec.stack
+    frame = [name, 0, 0]
+    stack.append(frame)
+    t0 = _mono()
     try:
         return fn(*args, **kwargs)
     finally:
-        rec.leave()
+        dt = _mono() - t0
+        stack.pop()
+        parts = rec.parts if stack[0][0] != "collate" else rec.batch_parts
+        part = parts.get(name)
+        if part is None:
+            part = parts[name] = [0, 0]
+        part[0] += dt - frame[2]
+        part[1] += 1
+        stack[-1][2] += dt
 
 
 def _sample(getitem):
     def timed_getitem(self, index):
         if _dir is None:
             return getitem(self, index)
-        rec = _recorder()
-        nested = bool(rec.stack) and rec.stack[-1][0] == OWN  # a Subset's inner dataset: the same sample
+        rec = _rec or _recorder()
+        stack = rec.stack
+        if stack:  # a Subset's inner dataset (the same sample), or a dataset read inside another's sample
+            if stack[-1][0] == OWN:
+                return getitem(self, index)
+        elif rec.skip > 0:  # sampled: counted, not timed
+            rec.skip -= 1
+            rec.samples += 1
+            return getitem(self, index)
+        before = sum(v[1] for v in rec.parts.values()) if not stack else 0
         rec.enter(OWN)
         try:
             return getitem(self, index)
         finally:
-            rec.leave()
-            if not nested:
+            dt = rec.leave()
+            if not stack:
                 rec.samples += 1
-                if not rec.stack:
-                    rec.write()
+                rec.plan_next(dt, before)
+                rec.write()
     timed_getitem.__wrapped__ = getitem
     timed_getitem._tunebench_sample = True
     return timed_getitem
@@ -180,6 +246,9 @@ def _wrap_method(cls, name, part):
         return
 
     def timed(*args, **kwargs):
+        rec = _rec
+        if rec is None or not rec.stack:  # outside a timed sample: as it was
+            return orig(*args, **kwargs)
         return _timed(part(args[0]) if callable(part) else part, orig, *args, **kwargs)
     timed._tunebench_part = True
     timed.__wrapped__ = orig
@@ -188,7 +257,7 @@ def _wrap_method(cls, name, part):
 
 def _compose_v1(self, img):
     rec = _rec
-    if rec is None or not rec.stack or rec.pid != os.getpid():
+    if rec is None or not rec.stack:
         return _compose_v1.orig(self, img)
     for t in self.transforms:
         img = _timed(type(t).__name__, t, img)
@@ -197,7 +266,7 @@ def _compose_v1(self, img):
 
 def _compose_v2(self, *inputs):
     rec = _rec
-    if rec is None or not rec.stack or rec.pid != os.getpid():
+    if rec is None or not rec.stack:
         return _compose_v2.orig(self, *inputs)
     needs_unpacking = len(inputs) > 1  # as torchvision's own forward
     outputs = None
@@ -214,6 +283,10 @@ def _patch_decode():
     pil = sys.modules.get("PIL.ImageFile")
     if pil is not None:
         _wrap_method(pil.ImageFile, "load", "read + decode (PIL)")
+        _decode_patched[0] = True
+
+
+_decode_patched = [False]
 
 
 def _patch_libraries():
@@ -225,6 +298,11 @@ def _patch_libraries():
         orig = image.open
 
         def timed_open(*args, **kwargs):
+            if _decode_patched[0]:
+                rec = _rec
+                if rec is None or not rec.stack:  # outside a timed sample: as it was
+                    return orig(*args, **kwargs)
+                return _timed("open (PIL)", orig, *args, **kwargs)
             try:
                 return _timed("open (PIL)", orig, *args, **kwargs)
             finally:
