@@ -210,7 +210,11 @@ class LoaderParts(ScriptTest):
         procs = summary["loader_parts"]
         self.assertEqual(sorted(p["who"] for p in procs), ["worker 0", "worker 1"])
         self.assertEqual(sum(p["batches"] for p in procs), 8)
-        self.assertEqual(sum(p["samples"] for p in procs), 0)  # an iterable's items have no __getitem__ to time
+        # Each item the stream yields is a sample, timed in the worker that made it (its generator's code).
+        self.assertEqual(sum(p["samples"] for p in procs), 64)
+        for p in procs:
+            self.assertEqual(p["samples"], 32, p)
+            self.assertIn("dataset code", p["parts"])
 
     def test_on_while_traced_unless_switched_off(self):
         data = self.data("arrays")

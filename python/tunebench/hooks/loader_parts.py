@@ -150,45 +150,88 @@ def _timed(name, fn, *args, **kwargs):
         stack[-1][2] += dt
 
 
+def _one_sample(fn, *args):
+    """One sample through fn(*args) (a __getitem__, or next() of an IterableDataset's iterator): timed, or
+    (sampled) only counted. A call that raises (the stream's end) is no sample."""
+    rec = _rec or _recorder()
+    stack = rec.stack
+    if stack:  # a Subset's inner dataset (the same sample), or a dataset read inside another's sample
+        if stack[-1][0] == OWN:
+            return fn(*args)
+    elif rec.skip > 0:  # sampled: counted, not timed
+        out = fn(*args)
+        rec.skip -= 1
+        rec.samples += 1
+        return out
+    before = sum(v[1] for v in rec.parts.values()) if not stack else 0
+    rec.enter(OWN)
+    done = False
+    try:
+        out = fn(*args)
+        done = True
+        return out
+    finally:
+        dt = rec.leave()
+        if not stack and done:
+            rec.samples += 1
+            rec.plan_next(dt, before)
+            rec.write()
+
+
 def _sample(getitem):
     def timed_getitem(self, index):
         if _dir is None:
             return getitem(self, index)
-        rec = _rec or _recorder()
-        stack = rec.stack
-        if stack:  # a Subset's inner dataset (the same sample), or a dataset read inside another's sample
-            if stack[-1][0] == OWN:
-                return getitem(self, index)
-        elif rec.skip > 0:  # sampled: counted, not timed
-            rec.skip -= 1
-            rec.samples += 1
-            return getitem(self, index)
-        before = sum(v[1] for v in rec.parts.values()) if not stack else 0
-        rec.enter(OWN)
-        try:
-            return getitem(self, index)
-        finally:
-            dt = rec.leave()
-            if not stack:
-                rec.samples += 1
-                rec.plan_next(dt, before)
-                rec.write()
+        return _one_sample(getitem, self, index)
     timed_getitem.__wrapped__ = getitem
     timed_getitem._tunebench_sample = True
     return timed_getitem
 
 
-def _patch_dataset(dataset):
+class _TimedItems:
+    """An IterableDataset's iterator whose every item is a sample, as a map-style dataset's __getitem__ is."""
+
+    def __init__(self, it):
+        self.it = it
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if _dir is None:
+            return next(self.it)
+        return _one_sample(next, self.it)
+
+
+def _items(iter_fn):
+    def timed_iter(self):
+        return _TimedItems(iter_fn(self))
+    timed_iter.__wrapped__ = iter_fn
+    timed_iter._tunebench_sample = True
+    return timed_iter
+
+
+def _patch_method(dataset, name, wrap):
+    """`wrap` around the dataset's own `name` (where its class defines it), once; never a torch class's."""
     cls = type(dataset)
-    getitem = cls.__dict__.get("__getitem__")
-    if getitem is None:  # inherited: patch where it is defined
+    fn = cls.__dict__.get(name)
+    if fn is None:  # inherited: patch where it is defined
         for base in cls.__mro__[1:]:
-            if "__getitem__" in base.__dict__:
-                cls, getitem = base, base.__dict__["__getitem__"]
+            if name in base.__dict__:
+                cls, fn = base, base.__dict__[name]
                 break
-    if getitem is None or getattr(getitem, "_tunebench_sample", False) or cls.__module__.startswith("torch."):
-        return  # a torch wrapper (Subset, ConcatDataset) is patched through the dataset it wraps, when known
-    setattr(cls, "__getitem__", _sample(getitem))
+    if fn is None or getattr(fn, "_tunebench_sample", False) or cls.__module__.startswith("torch."):
+        return
+    setattr(cls, name, wrap(fn))
+
+
+def _patch_dataset(dataset):
+    import torch.utils.data
+    if isinstance(dataset, torch.utils.data.IterableDataset):
+        _patch_method(dataset, "__iter__", _items)  # each item its iterator yields is a sample
+        return
+    # A torch wrapper (Subset, ConcatDataset) is patched through the dataset it wraps, when known.
+    _patch_method(dataset, "__getitem__", _sample)
     inner = getattr(dataset, "dataset", None)
     if inner is not None and inner is not dataset:
         _patch_dataset(inner)
