@@ -189,7 +189,15 @@ class KnobSave(unittest.TestCase):
             self.assertEqual(twin(x).shape, (2, 2))
         copy.deepcopy(opt)
         torch.save(model, io.BytesIO())
-        scripted = torch.jit.script(model)
+        try:
+            scripted = torch.jit.script(model)
+        except RuntimeError as e:
+            # TorchScript (deprecated since torch 2.11) once failed inside its own compile of Conv2d under
+            # ctest -j2 ("builtin cannot be used as a value" at F.pad, knob anomaly_detection=off, which touches
+            # no module) and passed on every rerun: once more, so that only a failure a knob causes fails here.
+            if "builtin cannot be used as a value" not in str(e):
+                raise
+            scripted = torch.jit.script(model)
         self.assertEqual(scripted(x).shape, (2, 2))
         # The script compiles its model itself (the eager backend: what torch.compile traces is the point).
         self.assertEqual(torch.compile(model, backend="eager")(x).shape, (2, 2))
