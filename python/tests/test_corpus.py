@@ -208,9 +208,14 @@ class CorpusTest(unittest.TestCase):
         """One step per epoch over the whole graph, then an evaluation on the training and validation nodes that
         takes longer than the step: each evaluation is time between two steps, reported as evaluation."""
         r = self.check("gcn_full_graph", r"^Epoch: \d+ ", samples=300, optimizer_steps=1)
-        self.assertEqual([(o["after_step"], o["kind"], o["until"]) for o in r.outside],
-                         [(i, "evaluation", "step") for i in range(len(r.steps) - 1)] +
-                         [(len(r.steps) - 1, "evaluation", "exit")])
+        self.assertEqual([(o["after_step"], o["kind"], o["until"]) for o in r.outside[:-1]],
+                         [(i, "evaluation", "step") for i in range(len(r.steps) - 1)])
+        # The last interval runs to the process's exit (the script's last evaluation, then its teardown): under
+        # a load of 4 on 2 cores the teardown outlasted the evaluation once. Its evaluation is seen either way.
+        last = r.outside[-1]
+        self.assertEqual((last["after_step"], last["until"]), (len(r.steps) - 1, "exit"))
+        self.assertGreater(last["evaluation_ns"], 0, last)
+        self.assertEqual(last["kind"], "evaluation" if last["evaluation_ns"] >= last["other_ns"] else "other", last)
         for s, o in zip(r.steps, r.outside):  # from the step's end (and the launcher's own work there) on
             self.assertGreaterEqual(o["t_ns"], s["t_ns"] + s["wall_ns"])
             self.assertEqual(o["evaluation_ns"] + o["checkpoint_ns"] + o["other_ns"], o["wall_ns"])
