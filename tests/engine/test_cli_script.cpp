@@ -161,9 +161,11 @@ TEST_F(CliScript, ARunStatesTracingsOwnCost) {
   const auto j = nlohmann::json::parse(f);
   ASSERT_TRUE(j.contains("tracing_cost")) << j.dump();
   // `trace start` goes out after the 10th measured step; the steps already begun when it arrives are untraced
-  // too (a few: 14 under a load of 4 on 2 cores, where the message takes a step or four of this fast script).
+  // too. How many depends on how soon the parent reads the steps and its message arrives: 10-13 quiet, 14 at a
+  // load of 4 on 2 cores, 67 of this ~1 ms-step script beside another test in CI. What must hold: at least the
+  // 10, and traced steps left to measure the cost with.
   EXPECT_GE(j["tracing_cost"]["untraced_steps"].get<int>(), 10);
-  EXPECT_LE(j["tracing_cost"]["untraced_steps"].get<int>(), 20);
+  EXPECT_LE(j["tracing_cost"]["untraced_steps"].get<int>(), 100);
   EXPECT_LT(j["tracing_cost"]["traced_speed"].get<double>(), 0.95) << j["tracing_cost"].dump();
   EXPECT_GT(j["tracing_cost"]["traced_speed"].get<double>(), 0.01) << j["tracing_cost"].dump();
   EXPECT_GT(j["tracing_cost"]["untraced_step_ms"].get<double>(), 0) << j["tracing_cost"].dump();
