@@ -26,9 +26,10 @@ constexpr const char* kRun =
     "  and update): their phases, memory, and the time between them (validation, checkpoints). The first step\n"
     "  must end within --first-step-timeout seconds (120; an LBFGS step(closure) may need more). --trace\n"
     "  records after the first 10 measured steps (a run of under 60 steps: all of them); those are the\n"
-    "  reference for tracing's own cost, stated when above 5%. The trace is sampled: chunks of --trace-every\n"
-    "  steps (20) with untraced steps between them, as many as keep watching under --trace-share of the run\n"
-    "  (0.03; 0 traces every step); the analysis leaves the untraced steps out of its window.\n";
+    "  reference for tracing's own cost, stated when above 5%. The trace is sampled: chunks of 3 to\n"
+    "  --trace-every steps (20), each as long as keeps its stop within a step, with untraced steps between\n"
+    "  them, as many as keep watching under --trace-share of the run (0.01; 0 traces every step in chunks\n"
+    "  of --trace-every); the analysis leaves the untraced steps out of its window.\n";
 
 constexpr const char* kKnobs =
     "usage: tunebench-cli knobs [--json]\n"

@@ -61,9 +61,10 @@ def _parse(argv):
     p.add_argument("--steps", type=int, default=0)
     p.add_argument("--trace-dir", default="")
     p.add_argument("--trace-every", type=int, default=20)
-    p.add_argument("--trace-share", type=float, default=0.03,
-                   help="sample the trace: chunks of --trace-every steps with untraced steps between them, as many "
-                        "as keep watching under this share of the run's time (0: trace every step)")
+    p.add_argument("--trace-share", type=float, default=0.01,
+                   help="sample the trace: chunks of 3 to --trace-every steps (each as long as keeps its stop within "
+                        "a step) with untraced steps between them, as many as keep watching under this share of the "
+                        "run's time (0: trace every step, in chunks of --trace-every)")
     p.add_argument("--trace-detail", default="", type=_trace_detail,
                    help="what the profiler also records: shapes (record_shapes), stack (with_stack)")
     p.add_argument("--trace-wait", action="store_true",

@@ -23,11 +23,19 @@ steps as keep what watching costs under `share` of the run: a chunk's cost is it
 the save or fork, the next start, as measured) and what its steps took beyond an untraced step (recording
 work); the untraced time that follows is cost / share less the chunk's own time, in untraced steps at their
 measured median. The untraced interval is drawn into the next chunk as `TuneBench: untraced steps`, which
-the analyses leave out of their window. share 0 traces every step, one chunk after another."""
+the analyses leave out of their window. share 0 traces every step, one chunk after another.
+
+A sampled chunk is as long as keeps its stop within one untraced step, between MIN_CHUNK and `every` steps:
+Kineto's stop runs on the training thread and grows with the chunk's events (here ~0.75 ms a step of 8 small
+Linear layers whose step takes 0.25 ms: a 20-step chunk stopped in 16 ms, 64 steps, a 3-step one in 2 ms), so
+a fast script gets several short chunks where it got one long pause, and the share buys the same traced time
+either way. The first chunk, measured before anything else, is MIN_CHUNK steps: it is also the one a short run
+pays without the untraced steps that pay for it."""
 
 import math
 import os
 import statistics
+import sys
 import time
 
 import torch
@@ -40,6 +48,28 @@ from .writer import Chunk, ChunkWriter
 # and how long the end of the run waits for the last chunks before `done`. Neither may hang the run.
 ROOM_TIMEOUT_S = 30.0
 FLUSH_TIMEOUT_S = 60.0
+# The fewest steps a sampled chunk holds: torch.profiler's documented schedule records `active=3` steps, the
+# fewest that show a step beside the steps around it (the gap between steps, a stall every other step).
+MIN_CHUNK = 3
+
+
+class Session(torch.profiler.profile):
+    """torch.profiler.profile without the compiler's import at its start. Its prepare_trace asks
+    hasattr(torch, "_inductor") to read one compiler setting (compiled CUDA graphs, which change how CUPTI may
+    be torn down), and that question imports torch._inductor when nothing has: 0.66-0.73 s of the first
+    chunk's start here, paid by every traced script that never compiles. A compiler nobody imported has
+    compiled nothing with CUDA graphs, so the session starts as if the attribute were absent; once a script
+    imported it (torch.compile), torch's own start runs unchanged."""
+
+    def prepare_trace(self):
+        lazy = getattr(torch, "_lazy_modules", None)
+        if "torch._inductor" in sys.modules or not isinstance(lazy, set) or "_inductor" not in lazy:
+            return super().prepare_trace()
+        lazy.discard("_inductor")
+        try:
+            return super().prepare_trace()
+        finally:
+            lazy.add("_inductor")
 
 
 def clock_mark():
@@ -67,6 +97,9 @@ class Tracer:
         self.detail = set(detail)
         self.dir = directory
         self.every = max(1, int(every))
+        # This chunk's length: sampled, the first is short (nothing is measured yet) and the next ones are
+        # sized by the last one's stop (chunk_length); share 0, `every`.
+        self.length = min(self.every, MIN_CHUNK) if self.share > 0 else self.every
         self.prof = None
         self.first = 0
         self.chunk = 0
@@ -162,7 +195,7 @@ class Tracer:
         self.chunk_walls.append(wall_ns)
         if memory is not None:
             self.memory.append(memory)
-        if step + 1 - self.first >= self.every and not last:
+        if step + 1 - self.first >= self.length and not last:
             if self.share > 0:
                 self._sample(step)
             else:
@@ -183,8 +216,18 @@ class Tracer:
             self.total_pause_ns += forked
         t1 = time.monotonic_ns()
         self.resume_at = step + 1 + self.untraced_steps(t1 - t0)
+        self.length = self.chunk_length(t1 - t0, len(chunk.steps) if chunk is not None else 0)
         self.gap_t0 = t1
         self.chunk_walls = []
+
+    def chunk_length(self, stop_ns, steps):
+        """The next sampled chunk's steps: as many as this chunk's stop `stop_ns` (all of it: the stop, the wait
+        for room, the save or fork) says stop within one untraced step, between MIN_CHUNK and `every`."""
+        walls = [w for w in self.chunk_walls if w > 0]
+        step_ns = statistics.median(self.free_walls) if self.free_walls else (statistics.median(walls) if walls else 0)
+        if steps <= 0 or stop_ns <= 0 or step_ns <= 0:
+            return self.length
+        return max(min(self.every, MIN_CHUNK), min(self.every, int(step_ns * steps // stop_ns)))
 
     def untraced_steps(self, stop_ns):
         """How many untraced steps keep this chunk's cost under `share`: its stop `stop_ns`, the next start
@@ -224,7 +267,7 @@ class Tracer:
         acts = [torch.profiler.ProfilerActivity.CPU]
         if torch.cuda.is_available():
             acts.append(torch.profiler.ProfilerActivity.CUDA)
-        self.prof = torch.profiler.profile(activities=acts, record_shapes="shapes" in self.detail,
+        self.prof = Session(activities=acts, record_shapes="shapes" in self.detail,
                                            with_stack="stack" in self.detail)
         self.prof.__enter__()
         self.base_us = time.monotonic_ns() // 1000  # the legacy export counts from here
