@@ -6,6 +6,7 @@ import os
 import select
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -16,8 +17,11 @@ def launch(python, launcher_args, script, who, env_extra=None, timeout_s=900, sc
     `who`'s one line when the run fails or does not end within `timeout_s`."""
     r, w = os.pipe()
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), **(env_extra or {}))
+    # The script's stderr into a file: a pipe nobody reads while the messages are read fills with a progress
+    # bar's 64 KiB (tqdm) and stops the script in its write.
+    errf = tempfile.TemporaryFile()
     p = subprocess.Popen([python, "-m", "tunebench.launch", "--out-fd", str(w)] + launcher_args + [script] + list(script_args),
-                         pass_fds=[w], env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                         pass_fds=[w], env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=errf)
     os.close(w)
     buf, deadline = b"", time.time() + timeout_s
     while time.time() < deadline:
@@ -29,10 +33,13 @@ def launch(python, launcher_args, script, who, env_extra=None, timeout_s=900, sc
             buf += data
     os.close(r)
     try:
-        err = p.communicate(timeout=60)[1]
+        p.wait(timeout=60)
     except subprocess.TimeoutExpired:
         p.kill()
         sys.exit("%s: the run did not end" % who)
+    errf.seek(0)
+    err = errf.read()
+    errf.close()
     if p.returncode != 0:
         sys.exit("%s: the run failed: %s" % (who, err.decode(errors="replace")[-2000:]))
     return [json.loads(line) for line in buf.splitlines() if line.strip()]
