@@ -20,9 +20,9 @@ WatchCost watchCost(const tb::prof::AnalysisResult& a) {
       "TuneBench's own pauses on the training thread, as a share of the run, counted over the chunks on screen%1; "
       "the longest of them against the median step. They are the profiler's stop "
       "of each trace chunk (Kineto hands over the chunk's events there, and the script stands still for it) and "
-      "its next start. A script's trace is sampled to keep them under 3% of the run; a pause longer than a step "
-      "is Kineto's stop itself, which grows with the ops a chunk holds. Throughput figures leave the traced "
-      "steps out; a finer Trace every (fewer steps a chunk) gives shorter pauses.")
+      "its next start. A script's trace is sampled to keep them under 1% of the run, in chunks sized so that "
+      "their stop stays within a step (3 to Trace every steps); a pause longer than a step is Kineto's stop of "
+      "the shortest chunk, which grows with the ops a step holds. Throughput figures leave the traced steps out.")
               .arg(a.untraced_ns > 0 ? QObject::tr(" and the untraced steps between them") : QString());
   return w;
 }
