@@ -149,17 +149,21 @@ class TraceSamplingSlowSteps(Sampled):
     SCRIPT_TEXT = SLOW_READS
 
     def test_chunks_grow_while_their_stop_stays_within_a_step(self):
-        steps, chunks, cost = self.run_traced(160)
+        # A share of 5%: three chunks within 200 steps on a busy machine too (at 1% under a load of 4 the
+        # first chunk's stop bought ~140 untraced steps, and the second chunk was cut by the run's end).
+        steps, chunks, cost = self.run_traced(200, share=0.05)
         lengths = self.lengths(chunks)
         # The first chunk is short (nothing measured yet); its stop, a few ms against a 35 ms step, lets the
-        # next ones hold --trace-every steps.
+        # next ones grow to --trace-every steps (the second held 12-15 beside two busy processes, the ones after
+        # it 20; the last one perhaps cut by the run's end).
         self.assertEqual(lengths[0], 3, lengths)
-        self.assertGreaterEqual(len(lengths), 2, lengths)
-        self.assertEqual(lengths[1], 20, lengths)
+        self.assertGreaterEqual(len(lengths), 3, lengths)
+        self.assertGreater(lengths[1], 3, lengths)
+        self.assertEqual(max(lengths[:-1]), 20, lengths)
         median = statistics.median(s["wall_ns"] for s in steps if not s["traced"])
         stops = [s["profiler_ns"] for s in steps if s["i"] - 1 in [m["last_step"] for m in chunks[:-1]]]
         self.assertTrue(stops and max(stops) < median, (stops, median))
-        self.assertLess(cost, 0.04, (cost, lengths))
+        self.assertLess(cost, 0.1, (cost, lengths))
 
 
 if __name__ == "__main__":
