@@ -223,8 +223,7 @@ class Tracer:
     def chunk_length(self, stop_ns, steps):
         """The next sampled chunk's steps: as many as this chunk's stop `stop_ns` (all of it: the stop, the wait
         for room, the save or fork) says stop within one untraced step, between MIN_CHUNK and `every`."""
-        walls = [w for w in self.chunk_walls if w > 0]
-        step_ns = statistics.median(self.free_walls) if self.free_walls else (statistics.median(walls) if walls else 0)
+        step_ns = self._step_ns()
         if steps <= 0 or stop_ns <= 0 or step_ns <= 0:
             return self.length
         return max(min(self.every, MIN_CHUNK), min(self.every, int(step_ns * steps // stop_ns)))
@@ -237,11 +236,18 @@ class Tracer:
         free = statistics.median(self.free_walls) if self.free_walls else 0
         excess = sum(max(0, w - free) for w in walls) if free else 0
         cost = stop_ns + self.start_cost_ns + excess
-        step_ns = free or (statistics.median(walls) if walls else 0)
+        step_ns = self._step_ns()
         if step_ns <= 0:
             return self.every
         need_ns = cost / self.share - traced - cost
         return max(1, int(math.ceil(need_ns / step_ns)))
+
+    def _step_ns(self):
+        """A step's time as planning takes it: the last untraced steps' median, else this chunk's (0: none)."""
+        if self.free_walls:
+            return statistics.median(self.free_walls)
+        walls = [w for w in self.chunk_walls if w > 0]
+        return statistics.median(walls) if walls else 0
 
     def _resume(self, at_step):
         """A sampled trace's next chunk starts: the untraced time before it is drawn in it, as such."""
