@@ -168,7 +168,7 @@ int cmd_gate(int argc, char** argv) {
       if (!t) return t.error().message;
       tree = std::move(*t);
       side.script = (fs::path(tree->dir()) / where->script_rel).string();
-      side.describe = commit->describe + (rev != commit->sha.substr(0, rev.size()) ? " (" + rev + ")" : "");
+      side.describe = gate::named(*commit, rev);
       std::error_code ec;
       if (!fs::is_regular_file(side.script, ec)) return where->script_rel + " does not exist at " + side.describe;
       return "";

@@ -146,18 +146,19 @@ std::vector<measure::StepTiming> measured_timings(const std::vector<StepRecord>&
 
 nlohmann::json tracing_cost_json(const std::vector<StepRecord>& steps,
                                  const std::vector<std::pair<int64_t, int64_t>>& traced) {
-  int64_t n[2] = {0, 0}, wall[2] = {0, 0};
+  std::vector<double> ms[2];
   for (const auto& r : steps) {
-    if (r.warmup) continue;
+    if (r.warmup || r.wall_ns <= 0) continue;
     const bool in = std::any_of(traced.begin(), traced.end(),
                                 [&](const auto& t) { return r.index >= t.first && r.index <= t.second; });
-    ++n[in];
-    wall[in] += r.wall_ns;
+    ms[in].push_back(double(r.wall_ns) * 1e-6);
   }
-  if (n[0] < 5 || n[1] < 5 || wall[0] <= 0 || wall[1] <= 0) return nullptr;
-  // Per step, not per sample: a script whose batch cannot be told counts no samples, and its steps are alike.
-  const double untraced_ms = wall[0] * 1e-6 / double(n[0]), traced_ms = wall[1] * 1e-6 / double(n[1]);
-  return {{"untraced_steps", n[0]}, {"traced_steps", n[1]}, {"untraced_step_ms", untraced_ms},
+  if (ms[0].size() < 5 || ms[1].size() < 5) return nullptr;
+  // Each side's median step, per step, not per sample: a script whose batch cannot be told counts no samples,
+  // and its steps are alike. Not the mean: one of the ~10 untraced steps descheduled on a busy machine (10 ms
+  // against 0.1 ms steps) made the untraced side slower than the traced one.
+  const double untraced_ms = measure::median(ms[0]), traced_ms = measure::median(ms[1]);
+  return {{"untraced_steps", ms[0].size()}, {"traced_steps", ms[1].size()}, {"untraced_step_ms", untraced_ms},
           {"traced_step_ms", traced_ms}, {"traced_speed", untraced_ms / traced_ms}};
 }
 

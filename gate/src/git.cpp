@@ -108,6 +108,14 @@ Result<Commit> resolve(const std::string& root, const std::string& revision) {
   return Commit{*sha, subject ? *subject : sha->substr(0, 12)};
 }
 
+std::string named(const Commit& commit, const std::string& revision) {
+  // git reads a revision of 4 or more hex digits as an abbreviated hash; shorter, it can only be a name.
+  const bool hash = revision.size() >= 4 && revision.size() <= commit.sha.size() &&
+                    revision.find_first_not_of("0123456789abcdef") == std::string::npos &&
+                    commit.sha.compare(0, revision.size(), revision) == 0;
+  return hash || revision.empty() ? commit.describe : commit.describe + " (" + revision + ")";
+}
+
 Result<std::unique_ptr<Checkout>> Checkout::add(const std::string& root, const Commit& commit) {
   std::string tmpl = (fs::temp_directory_path() / "tunebench-gate-XXXXXX").string();
   if (!::mkdtemp(tmpl.data())) return Error{"cannot make a temporary folder for a worktree"};

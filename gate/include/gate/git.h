@@ -30,6 +30,10 @@ struct Commit {
   std::string sha, describe;
 };
 Result<Commit> resolve(const std::string& root, const std::string& revision);
+// The commit as a report names it: its describe, then the revision the user gave in brackets unless that was the
+// commit's hash ("c2f555c Wider hidden layers (c2)"; "c2f555c Wider hidden layers" for --candidate c2f555c). A
+// hash is 4 or more hex digits that begin the sha: a tag "c2" is a name even when the sha begins with "c2".
+std::string named(const Commit& commit, const std::string& revision);
 
 class Checkout {
  public:
