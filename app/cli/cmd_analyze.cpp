@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "analyze_print.h"
+#include "client/loader_verdict.h"
 #include "commands.h"
 #include "profiler/analysis.h"
 #include "profiler/ranks.h"
@@ -82,6 +83,11 @@ int cmd_analyze(int argc, char** argv) {
   const prof::AnalysisResult r = prof::analyze(trace, opt);
   const bool json_stdout = json_out == "-";
   print_summary(trace, r, json_stdout ? stderr : stdout);
+  // A script's run traced with its loader timed: the verdict it printed, as it printed it.
+  const auto loader_doc = trace.meta().documents.find("loader");
+  const client::LoaderVerdict loader =
+      client::LoaderVerdict::from_text(loader_doc == trace.meta().documents.end() ? "" : loader_doc->second);
+  for (const std::string& line : loader.lines()) std::fprintf(json_stdout ? stderr : stdout, "%s\n", line.c_str());
   // The ranks: other files, else the other processes of this one.
   std::vector<prof::AnalysisResult> per_rank;
   std::vector<std::string> labels;
@@ -114,6 +120,7 @@ int cmd_analyze(int argc, char** argv) {
   if (!json_out.empty()) {
     std::string json = prof::to_json(r, &trace.meta());
     if (!ranks_json.empty() && !json.empty() && json.back() == '}') json.insert(json.size() - 1, ",\"ranks\":" + ranks_json);
+    if (loader.valid && !json.empty() && json.back() == '}') json.insert(json.size() - 1, ",\"loader\":" + loader.to_json().dump());
     if (json_stdout) {
       std::fwrite(json.data(), 1, json.size(), stdout);
       std::fputc('\n', stdout);

@@ -121,13 +121,7 @@ int cmd_run_script(int argc, char** argv) {
     // whole: its steps are too few to spare.
     so.trace_wait = so.steps > 0 ? so.steps >= 60 : measured_steps > 0 ? measured_steps >= 40 : true;
   }
-  struct RemoveDir {
-    std::filesystem::path p;
-    ~RemoveDir() {
-      std::error_code ec;
-      if (!p.empty()) std::filesystem::remove_all(p, ec);
-    }
-  } remove_chunks{chunk_dir};
+  const RemoveDir remove_chunks{chunk_dir};
   std::vector<std::string> chunks;
 
   client::ScriptRunner runner;
@@ -200,7 +194,8 @@ int cmd_run_script(int argc, char** argv) {
       sources.push_back(*m);
     } else if (type == "trace") {
       chunks.push_back(m->value("path", std::string()));
-      traced.push_back({m->value("first_step", int64_t(-1)), m->value("last_step", int64_t(-2))});
+      if (m->value("kind", std::string()) != "loader")  // the loader's lanes: merged in, no steps of their own
+        traced.push_back({m->value("first_step", int64_t(-1)), m->value("last_step", int64_t(-2))});
     } else if (type == "outside") {
       // Time between training iterations (validation, checkpoints, logging): its own class, outside every
       // step and every throughput window.
@@ -275,12 +270,12 @@ int cmd_run_script(int argc, char** argv) {
                               " untraced ones, the reference for its cost): pass --steps N under 60 to trace it whole";
       std::fprintf(stderr, "tunebench-cli: error: --trace: %s\n", err.c_str());
       if (failure.empty()) failure = "--trace: " + err;
-    } else if (std::string err = merge_chunks(chunks, trace_path); !err.empty()) {
+    } else if (std::string err = merge_chunks(chunks, trace_path, loader); !err.empty()) {
       std::fprintf(stderr, "tunebench-cli: error: --trace: %s\n", err.c_str());
       if (failure.empty()) failure = "--trace: " + err;
     } else {
-      std::fprintf(stderr, "trace: %s (%zu chunk%s of up to %d steps%s)\n", trace_path.c_str(), chunks.size(),
-                   chunks.size() == 1 ? "" : "s", so.trace_every,
+      std::fprintf(stderr, "trace: %s (%zu chunk%s of up to %d steps%s)\n", trace_path.c_str(), traced.size(),
+                   traced.size() == 1 ? "" : "s", so.trace_every,
                    so.trace_wait ? (", from after " + std::to_string(kUntracedSteps) +
                                     " untraced measured steps, the reference for its cost").c_str() : "");
       if (const std::string cost = engine::tracing_cost_text(tracing); !cost.empty())

@@ -9,9 +9,11 @@
 
 namespace tb::cli {
 
-std::string merge_chunks(const std::vector<std::string>& chunks, const std::string& path) {
+std::string merge_chunks(const std::vector<std::string>& chunks, const std::string& path,
+                         const client::LoaderVerdict& loader) {
   auto merged = prof::merge_script_chunks(chunks);
   if (!merged) return merged.error().to_string();
+  if (loader.valid) (*merged)->meta().documents["loader"] = loader.to_json().dump();
   if (auto st = prof::write_chrome_trace(**merged, path); !st) return st.error().to_string();
   return "";
 }

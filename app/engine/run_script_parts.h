@@ -2,6 +2,7 @@
 // one trace, the steps its figures come from, and the lines it prints.
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,9 +15,20 @@
 
 namespace tb::cli {
 
+// A folder removed with this object, however the run ends (the launcher's trace chunks).
+struct RemoveDir {
+  std::filesystem::path p;
+  ~RemoveDir() {
+    std::error_code ec;
+    if (!p.empty()) std::filesystem::remove_all(p, ec);
+  }
+};
+
 // The launcher's torch.profiler chunks, in order, as one trace at `path` (TuneBench's Chrome trace JSON,
-// what `run --trace` writes for the engine). "" or the error.
-std::string merge_chunks(const std::vector<std::string>& chunks, const std::string& path);
+// what `run --trace` writes for the engine), carrying the loader's verdict when it has one (the "loader"
+// document, prof::TraceMetadata): `analyze` and the GUI show what the run printed. "" or the error.
+std::string merge_chunks(const std::vector<std::string>& chunks, const std::string& path,
+                         const client::LoaderVerdict& loader);
 
 // The measured (not warm-up) steps among `records`.
 int64_t measured_steps_of(const std::vector<engine::StepRecord>& records);

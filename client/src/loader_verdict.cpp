@@ -21,6 +21,24 @@ std::string fmt(const char* f, double v) {
 std::string pct(double share) { return fmt("%.0f%%", 100 * share); }
 std::string ms(double v) { return fmt(v < 10 ? "%.2f ms" : "%.1f ms", v); }
 
+std::string base_name(const std::string& where) {
+  const size_t slash = where.find_last_of('/');
+  return slash == std::string::npos ? where : where.substr(slash + 1);
+}
+
+// "loader: to make SlowDisk (train.py:5) cheaper, 10.2 ms a sample (85% of the loading): ...; were it free, the
+// training process would supply about 530 samples/s: at most 2.1x this run's"
+std::string fix_line(const LoaderFix& f, int workers) {
+  std::string l = "loader: change " + f.part + (f.where.empty() ? "" : " (" + base_name(f.where) + ")") + ", " +
+                  ms(f.ms) + (f.per_batch ? " a batch" : " a sample") + " (" + pct(f.share) + " of the loading): " +
+                  f.change + "; were it free, " +
+                  (workers > 0 ? "the " + std::to_string(workers) + " worker" + (workers > 1 ? "s" : "") + " would"
+                               : std::string("the training process would")) +
+                  " supply about " + fmt("%.0f", f.supply_sps) + " samples/s: at most " + fmt("%.2f", f.at_most) +
+                  "x this run's throughput";
+  return l;
+}
+
 }  // namespace
 
 double LoaderVerdict::supply_with(int w) const {
@@ -45,8 +63,13 @@ LoaderVerdict loader_verdict(const nlohmann::json& parts, int64_t samples, int64
   for (const auto& p : parts) any_worker |= p.value("who", std::string()).rfind("worker ", 0) == 0;
   int64_t busy = 0, cpu = 0, life = 0;
   std::map<std::string, int64_t> part_ns;
+  std::map<std::string, std::string> part_where;
   for (const auto& p : parts) {
     const std::string who = p.value("who", std::string());
+    if (const auto pin = p.find("pin_memory"); who == "main" && pin != p.end() && pin->is_object()) {
+      v.pin_batches += pin->value("calls", int64_t(0));
+      v.pin_ms += pin->value("ns", int64_t(0)) / 1e6;  // a total until divided below
+    }
     if (any_worker != (who.rfind("worker ", 0) == 0)) continue;
     if (any_worker) v.workers = std::max(v.workers, std::atoi(who.c_str() + 7) + 1);
     v.samples += p.value("samples", int64_t(0));
@@ -56,7 +79,11 @@ LoaderVerdict loader_verdict(const nlohmann::json& parts, int64_t samples, int64
     life += p.value("life_ns", int64_t(0));
     if (const auto it = p.find("parts"); it != p.end() && it->is_object())
       for (const auto& [name, t] : it->items()) part_ns[name] += t.value("ns", int64_t(0));
+    if (const auto it = p.find("where"); it != p.end() && it->is_object())
+      for (const auto& [name, w] : it->items())
+        if (w.is_string() && !w.get<std::string>().empty() && part_where[name].empty()) part_where[name] = w.get<std::string>();
   }
+  v.pin_ms = v.pin_batches > 0 ? v.pin_ms / double(v.pin_batches) : 0;
   if (busy <= 0 || (v.samples <= 0 && v.batches <= 0)) return v;
   v.valid = true;
   v.wait_share = std::clamp(double(wait_ns) / double(wall_ns), 0.0, 1.0);
@@ -73,6 +100,7 @@ LoaderVerdict loader_verdict(const nlohmann::json& parts, int64_t samples, int64
     if (n <= 0) continue;
     p.ms = ns / 1e6 / double(n);
     p.share = double(ns) / double(busy);
+    p.where = part_where[name];
     v.parts.push_back(p);
   }
   std::sort(v.parts.begin(), v.parts.end(), [](const LoaderPart& a, const LoaderPart& b) { return a.share > b.share; });
@@ -136,6 +164,12 @@ std::vector<std::string> LoaderVerdict::lines() const {
            "pinning, the GIL) or workers started again at each pass (persistent_workers)";
     out.push_back(l);
   }
+  if (pin_batches > 0 && batches > 0 && consume_sps > 0)
+    out.push_back("loader: pin_memory copies a batch into page-locked memory in " + ms(pin_ms) + " (" +
+                  (workers > 0 ? std::string("the training process's pin-memory thread, beside the training")
+                               : std::string("on the training thread, between its steps")) +
+                  "); the model trains a batch in " + ms(1000.0 * double(samples) / double(batches) / consume_sps));
+  for (const auto& f : fixes()) out.push_back(fix_line(f, workers));
   return out;
 }
 
@@ -152,12 +186,60 @@ nlohmann::json LoaderVerdict::to_json() const {
                       {"cpu_share", cpu_share},   {"ms_per_sample", ms_per_sample}, {"cores", cores}, {"machine_cores", machine_cores},
                       {"consume_samples_s", consume_sps}, {"supply_samples_s", supply_sps},
                       {"need_workers", need_workers}, {"cores_bound", cores_bound}, {"expect_samples_s", expect_sps},
-                      {"train_cpu_ms", train_cpu_ms}};
+                      {"train_cpu_ms", train_cpu_ms}, {"pin_ms", pin_ms}, {"pin_batches", pin_batches}};
   nlohmann::json ps = nlohmann::json::array();
   for (const auto& p : parts)
-    ps.push_back({{"name", p.name}, {"ms", p.ms}, {"per", p.per_batch ? "batch" : "sample"}, {"share", p.share}});
+    ps.push_back({{"name", p.name}, {"ms", p.ms}, {"per", p.per_batch ? "batch" : "sample"}, {"share", p.share},
+                  {"where", p.where}});
   j["parts"] = ps;
+  nlohmann::json fs = nlohmann::json::array();
+  for (const auto& f : fixes())
+    fs.push_back({{"part", f.part}, {"where", f.where}, {"change", f.change}, {"ms", f.ms}, {"share", f.share},
+                  {"supply_samples_s", f.supply_sps}, {"at_most", f.at_most}});
+  j["fixes"] = fs;
   return j;
+}
+
+LoaderVerdict LoaderVerdict::from_json(const nlohmann::json& j) {
+  LoaderVerdict v;
+  if (!j.is_object() || !j.contains("grade") || !j["grade"].is_string() || !j.contains("parts") || !j["parts"].is_array())
+    return v;
+  // A field of the wrong type reads as absent: a hand-edited trace shows what it can, never throws.
+  auto num = [&](const char* k) { return j.contains(k) && j[k].is_number() ? j[k].get<double>() : 0.0; };
+  v.grade = j["grade"].get<std::string>();
+  v.wait_share = num("wait_share");
+  v.workers = int(num("workers"));
+  v.samples = int64_t(num("samples"));
+  v.batches = int64_t(num("batches"));
+  v.busy_share = num("busy_share");
+  v.cpu_share = num("cpu_share");
+  v.ms_per_sample = num("ms_per_sample");
+  v.cores = int(num("cores"));
+  v.machine_cores = int(num("machine_cores"));
+  v.consume_sps = num("consume_samples_s");
+  v.supply_sps = num("supply_samples_s");
+  v.need_workers = int(num("need_workers"));
+  v.cores_bound = j.contains("cores_bound") && j["cores_bound"].is_boolean() && j["cores_bound"].get<bool>();
+  v.expect_sps = num("expect_samples_s");
+  v.train_cpu_ms = num("train_cpu_ms");
+  v.pin_ms = num("pin_ms");
+  v.pin_batches = int64_t(num("pin_batches"));
+  for (const auto& p : j["parts"]) {
+    if (!p.is_object() || !p.contains("name") || !p["name"].is_string()) continue;
+    LoaderPart part;
+    part.name = p["name"].get<std::string>();
+    part.ms = p.contains("ms") && p["ms"].is_number() ? p["ms"].get<double>() : 0.0;
+    part.per_batch = p.contains("per") && p["per"].is_string() && p["per"].get<std::string>() == "batch";
+    part.share = p.contains("share") && p["share"].is_number() ? p["share"].get<double>() : 0.0;
+    part.where = p.contains("where") && p["where"].is_string() ? p["where"].get<std::string>() : std::string();
+    v.parts.push_back(part);
+  }
+  v.valid = true;
+  return v;
+}
+
+LoaderVerdict LoaderVerdict::from_text(const std::string& text) {
+  return text.empty() ? LoaderVerdict{} : from_json(nlohmann::json::parse(text, nullptr, false));
 }
 
 }  // namespace tb::client

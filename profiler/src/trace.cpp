@@ -122,6 +122,17 @@ std::string_view Trace::name(NameId id) const {
 
 size_t Trace::name_count() const { return names_->storage.size(); }
 
+uint32_t Trace::counter_track(int64_t pid, const std::string& name) {
+  int64_t next = 0;
+  for (uint32_t i = 0; i < tracks_.size(); ++i) {
+    const Track& t = tracks_[i];
+    if (t.kind_ != TrackKind::Counter || t.pid_ != pid) continue;
+    if (t.name_ == name) return i;
+    next = std::max(next, t.tid_ + 1);
+  }
+  return track_for(TrackKind::Counter, pid, next, name);
+}
+
 uint32_t Trace::track_for(TrackKind kind, int64_t pid, int64_t tid, std::string_view name) {
   auto key = std::make_tuple(static_cast<int>(kind), pid, tid);
   auto it = track_index_.find(key);
@@ -354,7 +365,10 @@ void Trace::merge(const Trace& other) {
   std::vector<NameId> remap(other.name_count());
   for (NameId i = 0; i < remap.size(); ++i) remap[i] = intern(other.name(i));
   for (const Track& ot : other.tracks_) {
-    const uint32_t ti = track_for(ot.kind_, ot.pid_, ot.tid_, ot.name_);
+    // A counter is its process's by name: its tid is only the order in which its file met it (the memory
+    // counters of a chunk and the loader's queue of a lanes file both start at 0).
+    const uint32_t ti = ot.kind_ == TrackKind::Counter ? counter_track(ot.pid_, ot.name_)
+                                                       : track_for(ot.kind_, ot.pid_, ot.tid_, ot.name_);
     tracks_[ti].events_.reserve(tracks_[ti].events_.size() + ot.events_.size());
     for (Event e : ot.events_) {
       e.name = e.name < remap.size() ? remap[e.name] : kNoName;
@@ -371,6 +385,7 @@ void Trace::merge(const Trace& other) {
   for (const auto& [k, v] : other.meta_.versions) meta_.versions.emplace(k, v);
   for (const auto& [k, v] : other.meta_.extra) meta_.extra.emplace(k, v);
   for (const auto& [pid, name] : other.meta_.process_names) meta_.process_names.emplace(pid, name);
+  for (const auto& [k, v] : other.meta_.documents) meta_.documents.emplace(k, v);
   finalize();
 }
 

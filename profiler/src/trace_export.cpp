@@ -64,8 +64,22 @@ std::string to_chrome_trace_json(const Trace& trace, const std::vector<Finding>&
     for (const auto& [k, v] : m.extra) w.key(k).value(v);
     w.end_object();
     w.end_object();
+    std::string head = w.take();
+    if (!m.documents.empty()) {  // raw JSON objects, as they were given
+      head.pop_back();
+      head += ",\"documents\":{";
+      bool first = true;
+      for (const auto& [k, v] : m.documents) {
+        if (!first) head += ',';
+        first = false;
+        JsonWriter::append_string(head, k);
+        head += ':';
+        head += v;
+      }
+      head += "}}";
+    }
     o += "{\"displayTimeUnit\":\"ns\",\"tunebench\":";
-    o += w.take();
+    o += head;
     o += ",\n\"traceEvents\":[\n";
   }
   // Track names (Perfetto/chrome show them) and order.

@@ -531,6 +531,18 @@ Status Importer::tunebench_meta(od::value v) {
     else if (k == "dropped_records") {
       uint64_t u;
       if (!fv.get_uint64().get(u)) m.dropped_records = u;
+    } else if (k == "documents") {
+      od::object sub;
+      if (fv.get_object().get(sub)) continue;
+      for (auto sf_r : sub) {
+        od::field sf;
+        if (std::move(sf_r).get(sf)) break;
+        std::string_view sk, raw;
+        if (sf.unescaped_key().get(sk)) break;
+        od::object doc;
+        if (sf.value().get_object().get(doc) || doc.raw_json().get(raw)) continue;
+        m.documents[std::string(sk)] = std::string(raw);
+      }
     } else if (k == "versions" || k == "extra") {
       od::object sub;
       if (fv.get_object().get(sub)) continue;

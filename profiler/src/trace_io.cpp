@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <unordered_map>
 #include <vector>
@@ -312,15 +313,48 @@ Result<std::unique_ptr<Trace>> load_trace(const std::string& path, const LoadOpt
   return trace;
 }
 
+void ChunkMerger::add(std::unique_ptr<Trace> part) {
+  auto& extra = part->meta().extra;
+  const auto clock = extra.find("tunebench_clock");
+  if (clock != extra.end() && clock->second == "monotonic") {
+    extra.erase(clock);
+    waiting_.push_back(std::move(part));
+  } else {
+    if (const auto off = extra.find("tunebench_clock_offset_us"); off != extra.end() && !have_offset_) {
+      char* end = nullptr;
+      const double us = std::strtod(off->second.c_str(), &end);
+      if (end && *end == '\0' && std::isfinite(us)) {
+        have_offset_ = true;
+        offset_ns_ = static_cast<int64_t>(std::llround(us * 1000.0));
+      }
+    }
+    if (merged_->event_count() == 0 && merged_->tracks().empty()) merged_->meta() = part->meta();
+    merged_->merge(*part);
+  }
+  if (!have_offset_) return;
+  for (auto& w : waiting_) {
+    w->shift_time(offset_ns_);
+    merged_->merge(*w);
+  }
+  waiting_.clear();
+}
+
+std::unique_ptr<Trace> ChunkMerger::take() {
+  unplaced_ += waiting_.size();
+  waiting_.clear();
+  return std::move(merged_);
+}
+
 Result<std::unique_ptr<Trace>> merge_script_chunks(const std::vector<std::string>& chunks) {
   if (chunks.empty()) return Error{"the script wrote no trace chunk (no step was traced)"};
-  auto merged = std::make_unique<Trace>();
+  ChunkMerger merger;
   for (const auto& c : chunks) {
     auto t = load_trace(c);
     if (!t) return Error{"trace chunk " + c + ": " + t.error().to_string()};
-    if (merged->event_count() == 0) merged->meta() = t.value()->meta();
-    merged->merge(*t.value());
+    merger.add(std::move(t.value()));
   }
+  auto merged = merger.take();
+  merged->meta().extra.erase("tunebench_clock_offset_us");
   merged->meta().extra["tunebench_run"] = "script";
   merged->finalize();
   return merged;

@@ -119,6 +119,14 @@ def per_sample_ms(proc):
 
 
 class LoaderParts(ScriptTest):
+    def assertWhere(self, proc, part, needle):
+        """The part's line (hooks/loader_where.py) is the script's first line holding `needle`."""
+        with open(self.script) as f:
+            line = next(i + 1 for i, text in enumerate(f.read().splitlines()) if needle in text)
+        path, _, at = proc["where"].get(part, "").rpartition(":")
+        self.assertEqual((os.path.abspath(path), at), (os.path.abspath(self.script), str(line)),
+                         "%s: %s" % (part, proc["where"]))
+
     def data(self, kind):
         root = os.path.join(self.dir.name, kind)
         if kind == "images":
@@ -174,6 +182,13 @@ class LoaderParts(ScriptTest):
             self.assertLessEqual(p["busy_ns"], p["life_ns"])
             # SlowBlur sleeps 4 ms of each sample: the thread's CPU time is well under its busy time.
             self.assertLess(p["cpu_ns"], p["busy_ns"] - 3e6 * p["samples"], p)
+            # Each part's line: the script's own class where it is defined, a library's where the script uses it.
+            self.assertWhere(p, "SlowBlur", "class SlowBlur")
+            self.assertWhere(p, "RandomResizedCrop", "T.RandomResizedCrop(")
+            self.assertWhere(p, "Normalize", "T.Normalize(")
+            self.assertWhere(p, "dataset code", "datasets.ImageFolder(")
+            self.assertWhere(p, "read + decode (PIL)", "datasets.ImageFolder(")
+            self.assertWhere(p, "collate", "DataLoader(")
 
     def test_transforms_v2_in_the_main_process(self):
         text, args = self.folder(0, v2=True)
@@ -193,6 +208,9 @@ class LoaderParts(ScriptTest):
         self.assertEqual([p["who"] for p in procs], ["worker 0", "worker 0"])
         self.assertEqual(sum(p["samples"] for p in procs), 64)
         self.assertTrue(all("SlowBlur" in p["parts"] for p in procs), procs)
+        for p in procs:  # a spawned worker imports the script again as __mp_main__: the same lines
+            self.assertWhere(p, "SlowBlur", "class SlowBlur")
+            self.assertWhere(p, "RandomResizedCrop", "T.RandomResizedCrop(")
 
     def test_a_slow_collate_is_told_apart_from_a_slow_getitem(self):
         summary, _ = self.launch(FILES_SLOW_COLLATE, [self.data("arrays"), "0"])
@@ -202,6 +220,8 @@ class LoaderParts(ScriptTest):
         getitem_ms = main["parts"]["dataset code"]["ns"] / 1e6 / main["samples"]
         self.assertGreaterEqual(collate_ms, 20.0)
         self.assertLess(getitem_ms * 8, collate_ms / 2, main)  # a batch's reads: under half its collate
+        self.assertWhere(main, "collate", "def pad_collate")
+        self.assertWhere(main, "dataset code", "def __getitem__")
 
     def test_an_iterable_dataset_keeps_its_worker_init_fn(self):
         summary, out = self.launch(ITERABLE, [])
@@ -215,6 +235,7 @@ class LoaderParts(ScriptTest):
         for p in procs:
             self.assertEqual(p["samples"], 32, p)
             self.assertIn("dataset code", p["parts"])
+            self.assertWhere(p, "dataset code", "def __iter__")  # the generator's code
 
     def test_on_while_traced_unless_switched_off(self):
         data = self.data("arrays")

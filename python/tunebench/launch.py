@@ -383,7 +383,7 @@ class Launcher(iterations.Sink):
         # Short samples are timed one in K (hooks/loader_parts.py): `bench/bench_loader_parts.py --micro` measured
         # +1.8% on a 0.29 ms sample, +1.3% on a 1.8 ms one (timing every sample: +7.6%, +3.3%).
         if opts.trace_dir and os.environ.get("TUNEBENCH_LOADER_PARTS", "on") != "off":
-            loader_parts.enable(tempfile.mkdtemp(prefix="tunebench-loader-"))
+            loader_parts.enable(tempfile.mkdtemp(prefix="tunebench-loader-"), opts.script)
         if opts.trace_dir and not opts.trace_wait:
             self.tracer = Tracer(run, opts.trace_dir, opts.trace_every, opts.trace_detail, opts.trace_share)
             self.tracer.start(0)

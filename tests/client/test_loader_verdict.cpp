@@ -142,3 +142,95 @@ TEST(LoaderVerdict, TheCoresFreeOfOtherWork) {
   EXPECT_EQ(tb::client::cores_free(16, 0.30, 0.8), 12);
   EXPECT_EQ(tb::client::cores_free(4, std::numeric_limits<double>::quiet_NaN(), 0.5), 4);  // /proc not readable
 }
+
+// `analyze` and the GUI read the verdict back from the trace `run` wrote it into: the same lines, figure for
+// figure; what is not a verdict reads as none, and a field of the wrong type as absent, never a throw.
+TEST(LoaderVerdict, ReadBackFromItsJsonItSaysTheSameLines) {
+  const nlohmann::json parts = nlohmann::json::array(
+      {proc("worker 0", 32, 4, {{"read + decode (PIL)", 0.8}, {"SlowBlur", 4.2}, {"collate", 0.3}}, 0.6, 400),
+       proc("worker 1", 32, 4, {{"read + decode (PIL)", 0.8}, {"SlowBlur", 4.2}, {"collate", 0.3}}, 0.6, 400)});
+  LoaderVerdict v = loader_verdict(parts, 64, 1'000'000'000, 600'000'000, 2, 1.5);
+  v.machine_cores = 4;
+  ASSERT_TRUE(v.valid);
+  const LoaderVerdict back = LoaderVerdict::from_json(nlohmann::json::parse(v.to_json().dump()));
+  ASSERT_TRUE(back.valid);
+  EXPECT_EQ(joined(back), joined(v));
+  EXPECT_EQ(back.to_json(), v.to_json());
+  EXPECT_FALSE(LoaderVerdict::from_json(nlohmann::json()).valid);
+  EXPECT_FALSE(LoaderVerdict::from_json(nlohmann::json::array()).valid);
+  EXPECT_FALSE(LoaderVerdict::from_json({{"grade", 3}, {"parts", nlohmann::json::array()}}).valid);
+  nlohmann::json odd = v.to_json();
+  odd["workers"] = "two";
+  odd["parts"][0]["per"] = 7;
+  odd["parts"].push_back(42);
+  const LoaderVerdict o = LoaderVerdict::from_json(odd);
+  EXPECT_TRUE(o.valid);
+  EXPECT_EQ(o.workers, 0);
+  EXPECT_EQ(o.parts.size(), v.parts.size());
+}
+
+// What to change in the script: the costliest parts (10% of the loading or more), each with the change the
+// field knows for its kind, its line, and a bound on the gain: the part made free, what the loaders would
+// supply, and the run at most that, never past the model's own rate. Nothing when the loop hardly waits.
+TEST(LoaderVerdict, FixesNameTheLineTheChangeAndItsBound) {
+  // The training process loads: a script's own SlowDisk (10 of 12 ms, mostly waiting) and PIL's decode (2 ms).
+  // 100 samples in 1.5 s of steps, 1.2 s of them waiting: the model takes 333.3 samples/s, the run got 66.7.
+  nlohmann::json main = proc("main", 100, 12, {{"SlowDisk", 10.0}, {"read + decode (PIL)", 2.0}}, 0.15, 1500);
+  main["where"] = {{"SlowDisk", "/home/u/train.py:5"}, {"read + decode (PIL)", "/home/u/train.py:9"}};
+  const LoaderVerdict v = loader_verdict(nlohmann::json::array({main}), 100, 1'500'000'000, 1'200'000'000, 2);
+  const auto fixes = v.fixes();
+  ASSERT_EQ(fixes.size(), 2u);
+  EXPECT_EQ(fixes[0].part, "SlowDisk");
+  EXPECT_EQ(fixes[0].where, "/home/u/train.py:5");
+  EXPECT_NE(fixes[0].change.find("it mostly waits"), std::string::npos) << fixes[0].change;
+  EXPECT_NEAR(fixes[0].supply_sps, 500, 1e-6);          // 2 ms a sample left
+  EXPECT_NEAR(fixes[0].at_most, 333.333 / 66.667, 1e-3);  // the model's rate bounds it, not the 500
+  EXPECT_EQ(fixes[1].part, "read + decode (PIL)");
+  EXPECT_NE(fixes[1].change.find("Image.draft"), std::string::npos) << fixes[1].change;
+  EXPECT_NEAR(fixes[1].supply_sps, 100, 1e-6);
+  EXPECT_NEAR(fixes[1].at_most, 1.5, 1e-3);
+  const std::string text = joined(v);
+  EXPECT_NE(text.find("loader: change SlowDisk (train.py:5), 10.0 ms a sample (83% of the loading): it mostly waits"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("were it free, the training process would supply about 500 samples/s: at most 5.00x"),
+            std::string::npos) << text;
+  // The line survives the trip through the trace.
+  EXPECT_EQ(LoaderVerdict::from_json(v.to_json()).fixes()[0].where, "/home/u/train.py:5");
+  EXPECT_EQ(v.to_json()["fixes"][0]["part"], "SlowDisk");
+  // Two workers on 2 cores, all CPU: a torchvision crop of 8 of 10 ms and 2 ms of training a sample. Were the
+  // crop free, 2 workers would supply min(2 x 500, 2000 / (2 + 2)) = 500 samples/s; the model takes 160, the
+  // run got 64: at most 2.5x. Its change is the GPU's.
+  const nlohmann::json crop = nlohmann::json::array({proc("worker 0", 32, 4, {{"RandomResizedCrop", 8.0}, {"dataset code", 2.0}}, 1.0, 400),
+                                                     proc("worker 1", 32, 4, {{"RandomResizedCrop", 8.0}, {"dataset code", 2.0}}, 1.0, 400)});
+  const LoaderVerdict c = loader_verdict(crop, 64, 1'000'000'000, 600'000'000, 2, 2.0);
+  ASSERT_FALSE(c.fixes().empty());
+  EXPECT_EQ(c.fixes()[0].part, "RandomResizedCrop");
+  EXPECT_NEAR(c.fixes()[0].supply_sps, 500, 1e-6);
+  EXPECT_NEAR(c.fixes()[0].at_most, 2.5, 1e-6);
+  EXPECT_NE(c.fixes()[0].change.find("on the GPU, on the whole batch"), std::string::npos);
+  EXPECT_NE(joined(c).find("the 2 workers would supply about 500"), std::string::npos) << joined(c);
+  // The loop hardly waits: no change is worth it.
+  EXPECT_TRUE(loader_verdict(crop, 64, 1'000'000'000, 10'000'000, 2, 2.0).fixes().empty());
+}
+
+// pin_memory's copies, timed in the training process (its pin-memory thread with workers): a batch's cost beside
+// what the model takes to train one; and read back from the trace as it was.
+TEST(LoaderVerdict, SaysWhatPinningABatchCosts) {
+  nlohmann::json main = {{"who", "main"}, {"pid", 1}, {"samples", 0}, {"batches", 0}, {"busy_ns", 0}, {"cpu_ns", 0},
+                         {"life_ns", 0}, {"parts", nlohmann::json::object()},
+                         {"pin_memory", {{"ns", 8'000'000}, {"calls", 8}}}};
+  const nlohmann::json parts = nlohmann::json::array({main, proc("worker 0", 64, 8, {{"dataset code", 2.0}}, 1.0, 400)});
+  // 64 samples, 8 batches, in 1 s of steps of which 0.6 s waiting: the model trains 64 in 0.4 s, a batch in 50 ms.
+  const LoaderVerdict v = loader_verdict(parts, 64, 1'000'000'000, 600'000'000, 2);
+  EXPECT_NEAR(v.pin_ms, 1.0, 1e-9);
+  EXPECT_EQ(v.pin_batches, 8);
+  EXPECT_EQ(v.workers, 1);
+  const std::string text = joined(v);
+  EXPECT_NE(text.find("loader: pin_memory copies a batch into page-locked memory in 1.00 ms (the training process's "
+                      "pin-memory thread, beside the training); the model trains a batch in 50.0 ms"),
+            std::string::npos) << text;
+  EXPECT_EQ(joined(LoaderVerdict::from_json(v.to_json())), text);
+  EXPECT_EQ(joined(loader_verdict(nlohmann::json::array({proc("worker 0", 64, 8, {{"dataset code", 2.0}}, 1.0, 400)}), 64,
+                                  1'000'000'000, 600'000'000, 2)).find("pin_memory"),
+            std::string::npos);
+}

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -17,6 +18,7 @@
 #include "cli_runner.h"
 #include "engine/make_dataset.h"
 #include "engine/report.h"
+#include "profiler/trace_io.h"
 #include "tuner/report/report_script.h"
 
 namespace {
@@ -231,6 +233,40 @@ TEST_F(CliScript, TheLoaderVerdictNamesTheSlowPartAndItsWorkerCountHolds) {
   ASSERT_GE(w, 2) << v.dump();
   const double predicted = v["expect_samples_s"].get<double>(), alone = j["throughput"]["samples_per_s"].get<double>();
   EXPECT_NE(r.out.find("--set workers=" + std::to_string(w)), std::string::npos) << r.out;
+  // The change to make, at the script's own line (the class is defined on line 4), and its bound.
+  EXPECT_NE(r.out.find("loader: change SlowDisk (slow_disk_folder.py:4), "), std::string::npos) << r.out;
+  EXPECT_EQ(v["fixes"][0]["where"], script + ":4") << v.dump();
+  // The trace carries the verdict: `analyze` prints the lines `run` printed, and its JSON the same figures.
+  Out a = cli("analyze " + tmp("slow_disk.trace.json") + " --json " + tmp("slow_disk.analysis.json"));
+  ASSERT_EQ(a.code, 0) << a.err;
+  std::string run_lines;
+  for (size_t at = r.out.find("loader: "); at != std::string::npos; at = r.out.find("loader: ", at + 1))
+    if (at == 0 || r.out[at - 1] == '\n') run_lines += r.out.substr(at, r.out.find('\n', at) + 1 - at);
+  ASSERT_FALSE(run_lines.empty()) << r.out;
+  EXPECT_NE(a.out.find(run_lines), std::string::npos) << "run said:\n" << run_lines << "analyze said:\n" << a.out;
+  std::ifstream fa(tmp("slow_disk.analysis.json"));
+  EXPECT_EQ(nlohmann::json::parse(fa)["loader"], v);
+  // The loader's lanes are in the trace, on its clock: each sample the training process loaded while a chunk
+  // recorded lies among the traced steps, its slow part inside it.
+  auto trace = tb::prof::load_trace(tmp("slow_disk.trace.json"));
+  ASSERT_TRUE(trace.ok()) << trace.error().to_string();
+  int64_t first = INT64_MAX, last = INT64_MIN;
+  std::vector<std::pair<int64_t, int64_t>> samples, slow;
+  for (const auto& track : trace.value()->tracks())
+    for (const auto& e : track.events()) {
+      const std::string_view name = trace.value()->name(e.name);
+      if (name.rfind("ProfilerStep#", 0) == 0) first = std::min(first, e.start_ns), last = std::max(last, e.end_ns);
+      if (name == "sample") samples.push_back({e.start_ns, e.end_ns});
+      if (name == "SlowDisk") slow.push_back({e.start_ns, e.end_ns});
+    }
+  ASSERT_FALSE(samples.empty());
+  ASSERT_FALSE(slow.empty());
+  for (const auto& [a, b] : samples) {
+    EXPECT_GE(a, first - 1'000'000'000) << "a sample 1 s before the first traced step";
+    EXPECT_LE(b, last + 1'000'000'000) << "a sample 1 s after the last traced step";
+  }
+  for (const auto& [a, b] : slow)
+    EXPECT_TRUE(std::any_of(samples.begin(), samples.end(), [&](const auto& s) { return s.first <= a && b <= s.second; }));
   // The prediction, run (untraced, as the user would).
   const std::string js2 = tmp("slow_disk_w.json");
   Out r2 = cli("run --script " + script + " --steps 100 --json " + js2 + " -- " + folder + " " + std::to_string(w));

@@ -323,6 +323,72 @@ TEST(TraceIO, ProcessNamesRoundTripAndMerge) {
   EXPECT_EQ(r.value()->meta().process_names, (std::map<int64_t, std::string>{{11, "rank 0"}, {12, "rank 1"}}));
 }
 
+// A run's documents (the loader's verdict) survive an export and a load as the JSON objects they were; a
+// document that is not an object is not kept, and a trace without any has none.
+TEST(TraceIO, DocumentsRoundTripAsObjects) {
+  Trace a;
+  Event e;
+  e.start_ns = 1000;
+  e.end_ns = 2000;
+  e.name = a.intern("step");
+  a.add_event(a.track_for(TrackKind::CpuThread, 1, 1, "train"), e);
+  a.meta().documents["loader"] = R"({"grade":"highly input-bound","parts":[{"name":"SlowBlur \"x\"","ms":6.5}]})";
+  a.finalize();
+  auto r = parse_trace(to_chrome_trace_json(a), "docs");
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r.value()->meta().documents, a.meta().documents);
+  auto odd = parse_trace(R"({"tunebench":{"documents":{"loader":[1,2],"x":"text","ok":{"a":1}}},"traceEvents":[]})", "odd");
+  ASSERT_TRUE(odd.ok()) << odd.error().to_string();
+  EXPECT_EQ(odd.value()->meta().documents, (std::map<std::string, std::string>{{"ok", R"({"a":1})"}}));
+  auto none = parse_trace(R"({"traceEvents":[]})", "none");
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none.value()->meta().documents.empty());
+}
+
+// A script's loader lanes are written on the monotonic clock; the merge moves them onto the chunks' clock by the
+// offset a chunk states, whether they come after that chunk or before it, and leaves them out without one.
+TEST(TraceIO, LoaderLanesJoinTheChunksOnTheirClock) {
+  auto chunk = [](double offset_us, double ts_us) {
+    std::string j = R"({"traceEvents":[{"ph":"X","name":"ProfilerStep#1","pid":5,"tid":5,"ts":)" + std::to_string(ts_us) +
+                    R"(,"dur":1000}])";
+    if (offset_us != 0) j += R"(,"tunebench_clock_offset_us":")" + std::to_string(offset_us) + "\"";
+    return std::move(parse_trace(j + "}", "chunk").value());
+  };
+  auto lanes = [](double ts_us) {
+    return std::move(parse_trace(R"({"tunebench_clock":"monotonic","traceEvents":[{"ph":"X","name":"sample","pid":9,"tid":9,"ts":)" +
+                                     std::to_string(ts_us) + R"(,"dur":400}]})", "lanes")
+                         .value());
+  };
+  auto sample_start = [](const Trace& t) {
+    for (const auto& tr : t.tracks())
+      for (const auto& e : tr.events())
+        if (t.name(e.name) == "sample") return e.start_ns;
+    return int64_t(-1);
+  };
+  // Kineto's clock 5e12 us ahead of the monotonic one: a sample at monotonic 2000 us lands at 5e12 + 2000.
+  ChunkMerger after;
+  after.add(chunk(5e12, 5e12 + 1500));
+  after.add(lanes(2000));
+  auto a = after.take();
+  a->finalize();
+  EXPECT_EQ(sample_start(*a), int64_t(5e15) + 2'000'000);
+  EXPECT_EQ(after.unplaced(), 0u);
+  EXPECT_EQ(a->meta().extra.count("tunebench_clock"), 0u);
+  ChunkMerger before;
+  before.add(lanes(2000));
+  before.add(chunk(5e12, 5e12 + 1500));
+  auto b = before.take();
+  b->finalize();
+  EXPECT_EQ(sample_start(*b), int64_t(5e15) + 2'000'000);
+  ChunkMerger none;
+  none.add(chunk(0, 1500));
+  none.add(lanes(2000));
+  auto n = none.take();
+  EXPECT_EQ(none.unplaced(), 1u);
+  n->finalize();
+  EXPECT_EQ(sample_start(*n), -1);
+}
+
 // Ranks on two hosts: the same pid and each its GPU 0, and a second clock. Moved apart and shifted, the
 // merged trace keeps both processes (labelled with the pids they had), in rank order, on one clock.
 TEST(TraceIO, RanksFromTwoHostsMergeApartOnOneClock) {

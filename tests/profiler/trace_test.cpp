@@ -1,6 +1,9 @@
 // Trace model: sorting, nesting depth, blocks + binary search (checked against brute force), flows, merge.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <memory>
+
 #include <random>
 
 #include "profiler/trace.h"
@@ -156,6 +159,31 @@ TEST(TraceModel, MergeCombinesCpuAndGpuTraces) {
   EXPECT_EQ(cpu_trace.flows().size(), 1u);
   EXPECT_EQ(cpu_trace.meta().collector_state, "on");
   EXPECT_GT(cpu_trace.memory_bytes(), 0u);
+}
+
+// Counters merge by their process and name: a chunk's memory counter and a lanes file's queue counter both
+// came first in their files (tid 0), and stay two counters; the same counter in two chunks stays one.
+TEST(TraceModel, MergedCountersKeepTheirNames) {
+  auto one = [](const char* name, int64_t t, double v) {
+    auto tr = std::make_unique<Trace>();
+    Event e;
+    e.kind = EventKind::Counter;
+    e.name = tr->intern(name);
+    e.start_ns = e.end_ns = t;
+    e.value = v;
+    tr->add_event(tr->track_for(TrackKind::Counter, 7, 0, name), e);
+    tr->finalize();
+    return tr;
+  };
+  Trace merged;
+  merged.merge(*one("memory: host RSS", 10, 1e9));
+  merged.merge(*one("loader: batches ready", 20, 3));
+  merged.merge(*one("memory: host RSS", 30, 2e9));
+  std::map<std::string, std::vector<double>> values;
+  for (const Track& t : merged.tracks())
+    for (const Event& e : t.events()) values[t.name()].push_back(e.value);
+  EXPECT_EQ(values, (std::map<std::string, std::vector<double>>{{"loader: batches ready", {3}},
+                                                                 {"memory: host RSS", {1e9, 2e9}}}));
 }
 
 }  // namespace

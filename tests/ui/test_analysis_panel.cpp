@@ -6,8 +6,13 @@
 #include <QHeaderView>
 #include <QStyledItemDelegate>
 #include <QTableView>
+#include <QTabWidget>
+#include <QTemporaryDir>
 #include <QtTest>
 
+#include <nlohmann/json.hpp>
+
+#include "client/loader_verdict.h"
 #include "profiler/trace_io.h"
 #include "ui/analysis_panel.h"
 #include "ui/keyed_table_model.h"
@@ -51,6 +56,7 @@ std::shared_ptr<tb::prof::AnalysisResult> stepsWindow(int64_t first, int n) {
 
 class TestAnalysisPanel : public QObject {
   Q_OBJECT
+  QTemporaryDir tmp_;
 
  private slots:
   void initTestCase() {
@@ -292,6 +298,77 @@ class TestAnalysisPanel : public QObject {
     QVERIFY(cmp.wait(20000));
     QVERIFY(!cmp.at(0).at(0).toBool());
     QVERIFY(w.currentTrace().ok);
+  }
+
+  // A script's trace whose loader was timed (`run --script --trace` writes its verdict in as the "loader"
+  // document): the Loader tab says what the run printed, line for line, and lists the parts costliest first;
+  // a trace without one has no such tab.
+  void loaderVerdictOfAScriptTraceIsItsOwnTab() {
+    auto proc = [](const char* who, std::vector<std::pair<const char*, double>> parts) {
+      nlohmann::json p = {{"who", who}, {"pid", 7}, {"samples", 64}, {"batches", 8}, {"life_ns", 900'000'000}};
+      double busy = 0;
+      for (const auto& [name, ms] : parts) {
+        const double ns = ms * 1e6 * (std::string(name) == "collate" ? 8 : 64);
+        p["parts"][name] = {{"ns", int64_t(ns)}, {"calls", 64}};
+        busy += ns;
+      }
+      p["busy_ns"] = int64_t(busy);
+      p["cpu_ns"] = int64_t(busy * 0.4);
+      return p;
+    };
+    const auto parts = nlohmann::json::array({proc("worker 0", {{"SlowBlur", 6.0}, {"read + decode (PIL)", 1.5}, {"collate", 0.4}}),
+                                              proc("worker 1", {{"SlowBlur", 6.0}, {"read + decode (PIL)", 1.5}, {"collate", 0.4}})});
+    const tb::client::LoaderVerdict v = tb::client::loader_verdict(parts, 128, 2'000'000'000, 900'000'000, 2, 2.0);
+    QVERIFY(v.valid);
+    nlohmann::json trace = {{"displayTimeUnit", "ns"},
+                            {"tunebench", {{"documents", {{"loader", v.to_json()}, {"not_an_object", 3}}}}},
+                            {"traceEvents", nlohmann::json::array()}};
+    for (int s = 0; s < 3; ++s)
+      trace["traceEvents"].push_back({{"ph", "X"}, {"cat", "user_annotation"}, {"name", "ProfilerStep#" + std::to_string(s)},
+                                      {"pid", 1}, {"tid", 1}, {"ts", s * 20000}, {"dur", 19000}});
+    // Its loader's lanes, as the launcher writes them (hooks/loader_lanes.py): a worker's process with a sample
+    // and its slow part, and the queue's counters.
+    auto& ev = trace["traceEvents"];
+    ev.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", 2001}, {"tid", 0}, {"args", {{"name", "DataLoader worker 0"}}}});
+    ev.push_back({{"ph", "X"}, {"cat", "tunebench_loader"}, {"name", "sample"}, {"pid", 2001}, {"tid", 2001}, {"ts", 1000}, {"dur", 7000}});
+    ev.push_back({{"ph", "X"}, {"cat", "tunebench_loader"}, {"name", "SlowBlur"}, {"pid", 2001}, {"tid", 2001}, {"ts", 1500}, {"dur", 6000}});
+    for (int k = 0; k < 3; ++k)
+      for (const char* c : {"loader: batches ready", "loader: batches in flight"})
+        ev.push_back({{"ph", "C"}, {"name", c}, {"pid", 1}, {"tid", 0}, {"ts", k * 20000 + 100}, {"args", {{"value", k}}}});
+    const QString path = tmp_.filePath("loader.trace.json");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(QByteArray::fromStdString(trace.dump()));
+    f.close();
+    MainWindow w;
+    w.setQuiet(true);
+    const QString opened = tbtest::openTraceAndWait(w, path, 30000);
+    QVERIFY2(opened.isEmpty(), qPrintable(opened));
+    QStringList lines;
+    for (const auto& l : v.lines()) lines << QString::fromStdString(l);
+    QCOMPARE(w.analysis()->loaderText(), lines.join('\n'));
+    QVERIFY2(w.analysis()->loaderText().contains("highly input-bound"), qPrintable(w.analysis()->loaderText()));
+    auto* table = w.analysis()->loaderTable();
+    QCOMPARE(table->model()->rowCount(), 3);
+    QCOMPARE(table->model()->index(0, 0).data().toString(), QString("SlowBlur"));
+    QCOMPARE(w.analysis()->findChild<QTabWidget*>()->indexOf(table->parentWidget()) >= 0, true);
+    // The worker is a row group of its own, its sample with the slow part inside; the queue is a strip.
+    const auto& data = *w.timeline()->data();
+    const auto worker = std::find_if(data.tracks.begin(), data.tracks.end(),
+                                     [](const auto& t) { return t.group == "DataLoader worker 0 (pid 2001)"; });
+    QVERIFY(worker != data.tracks.end());
+    QCOMPARE(worker->lanes.size(), size_t(2));  // the sample, and its part one level down
+    QCOMPARE(data.queue.size(), size_t(2));
+    // Another trace, with no loader document: the tab goes.
+    const QString plain = tmp_.filePath("plain.trace.json");
+    trace.erase("tunebench");
+    QFile g(plain);
+    QVERIFY(g.open(QIODevice::WriteOnly));
+    g.write(QByteArray::fromStdString(trace.dump()));
+    g.close();
+    QVERIFY(tbtest::openTraceAndWait(w, plain, 30000).isEmpty());
+    QVERIFY(w.analysis()->loaderText().isEmpty());
+    QCOMPARE(w.analysis()->findChild<QTabWidget*>()->indexOf(table->parentWidget()), -1);
   }
 };
 

@@ -193,6 +193,22 @@ AnalysisPanel::AnalysisPanel(QWidget* parent) : QWidget(parent) {
                         "late in: steps in which the other ranks waited for this one at the all-reduce."));
   rv->addWidget(ranks_label_);
   rv->addWidget(ranks_, 1);
+  loader_page_ = new QWidget;
+  auto* lv = new QVBoxLayout(loader_page_);
+  lv->setContentsMargins(0, 0, 0, 0);
+  loader_label_ = new QLabel;
+  loader_label_->setWordWrap(true);
+  loader_label_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  loader_label_->setObjectName("analysis_loader_label");
+  loader_model_ = new KeyedTableModel({tr("part"), tr("ms"), tr("per"), tr("% of loading")}, this);
+  loader_ = table(loader_model_);
+  loader_->setObjectName("analysis_loader");
+  loader_->setToolTip(tr("Where a loaded sample's time goes, in the processes that load (the workers, or the training "
+                         "process with num_workers=0): exclusive times, costliest first; collate per batch."));
+  loader_->sortByColumn(3, Qt::DescendingOrder);
+  loader_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+  lv->addWidget(loader_label_);
+  lv->addWidget(loader_, 1);
   v->addWidget(summary_);
   v->addWidget(bar_);
   v->addWidget(tabs_, 1);
@@ -240,6 +256,7 @@ void AnalysisPanel::clear() {
   kernels_model_->setRows({});
   ops_model_->setRows({});
   bar_->setSlices({}, 0);
+  setLoader({});
   summary_->setText(tr("No trace."));
 }
 
@@ -282,6 +299,29 @@ void AnalysisPanel::setRanks(std::shared_ptr<const tb::prof::RankAnalysis> ra) {
 }
 
 QString AnalysisPanel::ranksText() const { return ranks_label_->text(); }
+
+void AnalysisPanel::setLoader(const tb::client::LoaderVerdict& v) {
+  const int at = tabs_->indexOf(loader_page_);
+  if (!v.valid) {
+    if (at >= 0) tabs_->removeTab(at);
+    loader_model_->setRows({});
+    loader_label_->clear();
+    return;
+  }
+  if (at < 0) tabs_->insertTab(1, loader_page_, tr("Loader"));
+  QStringList lines;
+  for (const auto& l : v.lines()) lines << QString::fromStdString(l);
+  loader_label_->setText(lines.join('\n'));
+  std::vector<KeyedRow> rows;
+  for (const auto& p : v.parts) {
+    const QString name = QString::fromStdString(p.name);
+    rows.push_back({name, {name, num(p.ms), p.per_batch ? tr("batch") : tr("sample"), num(100 * p.share, 1)}});
+  }
+  loader_model_->setRows(std::move(rows));
+  fitColumnsIfNew(loader_, *loader_model_);
+}
+
+QString AnalysisPanel::loaderText() const { return loader_label_->text(); }
 
 void AnalysisPanel::setAnalysis(std::shared_ptr<const tb::prof::AnalysisResult> r) {
   r_ = std::move(r);

@@ -2,6 +2,8 @@
 // and the log. The menus, run control and trace opening/exports live in main_window_{menus,run,trace}.cpp.
 #include "ui/main_window.h"
 
+#include <algorithm>
+
 #include <QApplication>
 #include <QComboBox>
 #include <QDesktopServices>
@@ -148,7 +150,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
       live_chunks_.clear();
     live_chunk_first_.insert(path, a);
     live_chunks_ << path;
-    while (live_chunks_.size() > kLiveChunks) live_chunks_.removeFirst();
+    // The latest chunks, each with the loader's lanes written after it (a "lanes-" file: not a chunk of its own).
+    auto lanes = [](const QString& p) { return QFileInfo(p).fileName().startsWith("lanes-"); };
+    while (std::count_if(live_chunks_.begin(), live_chunks_.end(), [&](const QString& p) { return !lanes(p); }) > kLiveChunks ||
+           (!live_chunks_.isEmpty() && lanes(live_chunks_.first())))
+      live_chunks_.removeFirst();
     log(tr("trace chunk steps %1–%2: %3").arg(a).arg(b).arg(QFileInfo(path).fileName()));
     loadLiveChunks();
   });

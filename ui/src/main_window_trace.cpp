@@ -2,6 +2,7 @@
 // chunks on a worker thread, and the exports (comparisons, timeline PNG, Chrome trace).
 #include "ui/main_window.h"
 
+#include "client/loader_verdict.h"
 #include "profiler/recording_cost.h"
 #include "ui/watch_cost.h"
 
@@ -114,6 +115,9 @@ void MainWindow::onTraceLoaded(LoadedTrace t, bool live) {
   if (live) findings_->applyKnobValues(current_knobs_);  // chunks from before a fix do not bring it back
   analysis_->setAnalysis(trace_.analysis);
   analysis_->setRanks(trace_.ranks);
+  // A script's trace whose loader was timed carries the verdict its run printed (the "loader" document).
+  const auto loader = trace_.meta.documents.find("loader");
+  analysis_->setLoader(tb::client::LoaderVerdict::from_text(loader == trace_.meta.documents.end() ? "" : loader->second));
   if (live) {  // what watching costs the run, beside its throughput
     const WatchCost c = trace_.analysis ? watchCost(*trace_.analysis) : WatchCost{};
     watch_label_->setText(c.text);

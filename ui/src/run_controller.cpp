@@ -358,7 +358,9 @@ void RunController::handleLine(const QByteArray& line) {
   } else if (type == "trace") {
     const QString path = m.value("path").toString();
     rec_.trace_paths << path;
-    rec_.chunks.push_back({path, toInt(m.value("first_step")), toInt(m.value("last_step"))});
+    // A "loader" trace is the loader's lanes beside the chunk of these steps, not a chunk of steps itself.
+    if (m.value("kind").toString() != "loader")
+      rec_.chunks.push_back({path, toInt(m.value("first_step")), toInt(m.value("last_step"))});
     emit traceChunk(path, toInt(m.value("first_step")), toInt(m.value("last_step")));
   } else if (type == "finding") {
     rec_.findings.push_back(m);

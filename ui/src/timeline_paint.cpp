@@ -96,6 +96,7 @@ void TimelineWidget::paintAll(QPainter& p, const QRect& r) {
   paintRuler(p, f);
   paintGutter(p, f);
   paintMemory(p, f);
+  paintQueue(p, f);
 }
 
 void TimelineWidget::paintRowsAndGrid(QPainter& p, const Frame& f) const {

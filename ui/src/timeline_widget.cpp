@@ -154,7 +154,9 @@ void TimelineWidget::applyView() {
   update();
 }
 
-int TimelineWidget::contentHeight() const { return int(rows_.size()) * kRowHeight + memoryStripHeight(); }
+int TimelineWidget::contentHeight() const {
+  return int(rows_.size()) * kRowHeight + memoryStripHeight() + queueStripHeight();
+}
 
 void TimelineWidget::requestBuild() {
   if (!data_) return;

@@ -75,6 +75,14 @@ std::shared_ptr<TimelineData> toTimeline(const tb::prof::Trace& trace, const tb:
           s.v.push_back(e.value);
         }
         d->memory.push_back(std::move(s));
+      } else if (cname.rfind("loader: batches ", 0) == 0) {  // the loader's queue (a script's lanes)
+        MemorySeries s;
+        s.name = cname;
+        for (const tb::prof::Event& e : pt.events()) {
+          s.t.push_back(e.start_ns);
+          s.v.push_back(e.value);
+        }
+        d->queue.push_back(std::move(s));
       }
       continue;
     }
@@ -189,16 +197,18 @@ std::unique_ptr<tb::prof::Trace> loadMerged(const QStringList& paths, QStringLis
     }
     return std::move(r.value());
   }
-  auto merged = std::make_unique<tb::prof::Trace>();
+  // A live script's chunks, its loader's lanes among them (on the monotonic clock until a chunk places them).
+  tb::prof::ChunkMerger merger;
   for (const QString& p : paths) {
     auto r = tb::prof::load_trace(p.toStdString());
     if (!r.ok()) {
       errors << QStringLiteral("%1: %2").arg(p, QString::fromStdString(r.error().to_string()));
       continue;
     }
-    if (merged->event_count() == 0) merged->meta() = r.value()->meta();
-    merged->merge(*r.value());
+    merger.add(std::move(r.value()));
   }
+  auto merged = merger.take();
+  merged->meta().extra.erase("tunebench_clock_offset_us");
   merged->finalize();
   return merged;
 }

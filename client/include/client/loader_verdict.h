@@ -18,6 +18,18 @@ struct LoaderPart {
   double ms = 0;      // per sample (collate: per batch)
   bool per_batch = false;
   double share = 0;   // of the loading processes' busy time
+  std::string where;  // "path:line" of its code: the script's own definition, or the script's line that uses a
+                      // library's (python/tunebench/hooks/loader_where.py); "" when not told
+};
+
+// A code change to the script that makes one part cheaper, in words, with the line to change and a bound on
+// what it gives: the part made free, the loaders would supply `supply_sps`, and the run would reach at most
+// `at_most` times its throughput (never past the model's own rate).
+struct LoaderFix {
+  std::string part, where, change;
+  double ms = 0, share = 0;
+  bool per_batch = false;
+  double supply_sps = 0, at_most = 1;
 };
 
 struct LoaderVerdict {
@@ -38,13 +50,23 @@ struct LoaderVerdict {
   int need_workers = 0;         // the fewest workers that give expect_sps (0: not input-bound, or not known)
   bool cores_bound = false;     // no count feeds the model: the cores bound the run below consume_sps
   double expect_sps = 0;        // what a run with need_workers should measure: min(consume, their supply)
+  double pin_ms = 0;            // pin_memory's copy of a batch into page-locked memory (0: not pinned), in the
+  int64_t pin_batches = 0;      // training process (its pin-memory thread with workers), over this many batches
 
   // What W workers supply: each takes ms_per_sample a sample, and all of them together at most what the cores
   // give when every sample costs its loading CPU plus the training process's CPU (both share the cores).
   double supply_with(int workers) const;
+  // The changes to the script's code for the costliest parts (10% of the loading or more), when the step is
+  // input-bound (5%): what each part is, where, and its bound (LoaderFix).
+  std::vector<LoaderFix> fixes() const;
   // The verdict in lines, for the terminal ("loader: highly input-bound: ...").
   std::vector<std::string> lines() const;
   nlohmann::json to_json() const;
+  // The verdict back from to_json()'s object (a run's JSON `loader`, or the "loader" document of its trace):
+  // `analyze` and the GUI show the lines `run` printed. Not valid when `j` is not such an object.
+  static LoaderVerdict from_json(const nlohmann::json& j);
+  // The same from JSON text (a trace's "loader" document); not valid when the text is not JSON.
+  static LoaderVerdict from_text(const std::string& text);
 };
 
 // `parts`: done.summary.loader_parts; the measured steps' samples, wall and data-wait totals; the machine's

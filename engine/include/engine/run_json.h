@@ -46,8 +46,8 @@ inline constexpr int kVerdictWindow = 10;
 nlohmann::json throughput_json(const std::vector<StepRecord>& steps, const measure::SystemLoad& load = {});
 
 // Tracing's own cost, where a run's first measured steps ran untraced (run --script --trace): the measured
-// steps inside the traced step ranges `traced` (first, last) against those outside them, each side's median
-// step time. `traced_speed` is the untraced step time over the traced one (0.52: tracing halved the speed).
+// steps inside the traced step ranges `traced` (first, last) against those outside them, each side's typical
+// step time (the mean without its slowest tenth). `traced_speed` is the untraced step time over the traced one (0.52: tracing halved the speed).
 // Null when either side has fewer than 5 measured steps.
 nlohmann::json tracing_cost_json(const std::vector<StepRecord>& steps,
                                  const std::vector<std::pair<int64_t, int64_t>>& traced);

@@ -195,6 +195,10 @@ struct TraceMetadata {
   std::string collector_reason;
   uint64_t dropped_records = 0;    // recorder + CUPTI records lost to caps
   std::map<std::string, std::string> extra;  // anything else worth showing (host, rank, model, config)
+  // JSON objects a TuneBench run attaches to its trace by name, kept as their text: "loader", the loader's
+  // verdict (client/loader_verdict.h) that `run --script --trace` printed, so that `analyze` and the GUI show
+  // the same figures. Written under "tunebench"."documents"; a value that is not an object is not kept.
+  std::map<std::string, std::string> documents;
   // A CPU process's name by pid ("rank 1"): from the Chrome trace's process_name metadata, or set by whoever
   // recorded it. Merged traces keep every process's; the GUI names a process's row group with it.
   std::map<int64_t, std::string> process_names;
@@ -215,6 +219,8 @@ class Trace {
   // track is replaced only when the new one is non-empty and the old one was a default.
   uint32_t track_for(TrackKind kind, int64_t pid, int64_t tid, std::string_view name = {});
   void set_track_name(uint32_t track, std::string_view name);
+  // The counter track named `name` of process `pid`, made (with a tid of its own) if it has none.
+  uint32_t counter_track(int64_t pid, const std::string& name);
   void set_track_sort_index(uint32_t track, int64_t sort_index);
   void add_event(uint32_t track, const Event& e);  // end < start is clamped to start
   void reserve_events(uint32_t track, size_t n);

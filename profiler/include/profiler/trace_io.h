@@ -61,8 +61,28 @@ Result<std::unique_ptr<Trace>> load_trace(const std::string& path, const LoadOpt
 Result<std::unique_ptr<Trace>> parse_trace(std::string_view bytes, std::string_view source_name = "<memory>",
                                            const LoadOptions& options = {});
 
-// A script's torch.profiler chunks (the launcher's, in order) as one finalized trace of the run, marked as a
-// script's (the analysis then proposes the launcher's knobs).
+// Loaded chunk files of a script's trace merged into one, in order (not finalized). A file on the monotonic
+// clock (its top field "tunebench_clock" is "monotonic": the loader's lanes, python/tunebench/hooks/
+// loader_lanes.py) is moved onto the chunks' clock by the offset a chunk states ("tunebench_clock_offset_us",
+// the same for every chunk of a run); one that comes before any chunk that states it waits for one, and is left
+// out (`unplaced`) when none does. The first chunk's metadata is the merged trace's.
+class ChunkMerger {
+ public:
+  void add(std::unique_ptr<Trace> part);
+  // The merged trace (finalize() it); the waiting monotonic files are then left out.
+  std::unique_ptr<Trace> take();
+  size_t unplaced() const { return unplaced_; }
+
+ private:
+  std::unique_ptr<Trace> merged_ = std::make_unique<Trace>();
+  std::vector<std::unique_ptr<Trace>> waiting_;
+  bool have_offset_ = false;
+  int64_t offset_ns_ = 0;
+  size_t unplaced_ = 0;
+};
+
+// A script's torch.profiler chunks (the launcher's, in order; its loader lanes among them) as one finalized
+// trace of the run, marked as a script's (the analysis then proposes the launcher's knobs).
 Result<std::unique_ptr<Trace>> merge_script_chunks(const std::vector<std::string>& chunks);
 
 // Writes Chrome trace JSON (gzip when the path ends in .gz). Findings become instant events.

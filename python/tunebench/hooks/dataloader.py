@@ -20,7 +20,7 @@ from torch.utils.data import DataLoader
 from torch.utils.data.dataloader import _BaseDataLoaderIter
 
 from .. import source
-from . import loader_parts
+from . import loader_lanes, loader_parts
 from .reporter import Reporter
 from ..knob_errors import KnobError, torch_major as _torch_major
 
@@ -154,7 +154,10 @@ def _patched_next(self):
     try:
         # A weak reference to the iterator: a loop holds it; `next(iter(loader))` drops it at once, and the
         # script then iterates on that batch itself (iterations.py).
-        tracker.fetch_end(info.loader, t0, time.monotonic_ns(), batch_size_of(batch), weakref.ref(self))
+        t1 = time.monotonic_ns()
+        tracker.fetch_end(info.loader, t0, t1, batch_size_of(batch), weakref.ref(self))
+        if loader_lanes.on():  # a chunk records: the queue the batch came out of, on the timeline
+            loader_lanes.queue_depth(info.replacement or self, t1)
     except Exception as e:  # noqa: BLE001
         _fail(e)
     return batch

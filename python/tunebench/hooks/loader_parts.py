@@ -20,6 +20,8 @@ import os
 import shutil
 import time
 
+from . import loader_lanes, loader_pin, loader_where
+
 _dir = None        # where the totals go; None: off
 _rec = None        # this process's _Recorder
 WRITE_EVERY_NS = 200_000_000  # a JSON of ~10 parts and a rename: ~0.1 ms, under 0.1% at this rate
@@ -49,11 +51,21 @@ class _Recorder:
         self.skip = 0                       # samples to let pass untimed before the next timed one
         self.sample_busy_ns = self.sample_cpu_ns = 0
         self.batch_parts = {}               # parts timed inside a collate: never scaled
-        self.parts_in_sample = 0            # parts the last timed sample held
+        self.part_calls = 0                 # parts timed so far (a sample's are the count's growth over it)
+        # part -> "path:line" of its code (loader_where): what runs it is kept when the part is first timed, and
+        # looked up at the next write, outside every sample's time (reading source files takes milliseconds).
+        self.where = {}
+        # The timeline's lane (hooks/loader_lanes.py): while a chunk records, every sample and collate is timed
+        # and kept as (name, start ns, ns) with its parts; `lane` says the open sample is one.
+        self.tid = loader_lanes.LOADING_TID
+        self.lane = False
+        self.events = []
+        self.dropped = 0
     def enter(self, name):
         """An outermost part (a sample, a collate) or a nested one: its frame [name, start ns, nested ns]."""
         if not self.stack:
             self.cpu0 = time.thread_time_ns()
+            self.lane = loader_lanes.on()
         self.stack.append([name, time.monotonic_ns(), 0])
 
     def leave(self):
@@ -65,6 +77,9 @@ class _Recorder:
             part = parts[name] = [0, 0]
         part[0] += dt - nested
         part[1] += 1
+        self.part_calls += 1
+        if self.lane:
+            self.keep("sample" if name == OWN and not self.stack else name, t0, dt)
         if self.stack:
             self.stack[-1][2] += dt
         else:
@@ -79,15 +94,26 @@ class _Recorder:
     def plan_next(self, dt, parts_before):
         """After a timed sample of `dt` ns: how many to let pass untimed so that timing costs under SHARE."""
         self.timed += 1
-        held = sum(v[1] for v in self.parts.values()) - parts_before
+        held = self.part_calls - parts_before
         cost = SAMPLE_COST_NS + PART_COST_NS * max(0, held)
         self.skip = min(MAX_EVERY, int(cost / (SHARE * max(dt, 1)))) if dt > 0 else 0
 
+    def keep(self, name, t0, dt):
+        if len(self.events) < loader_lanes.MAX_EVENTS:
+            self.events.append((name, t0, dt))
+        else:
+            self.dropped += 1
+
     def write(self, now=None, force=False):
         now = now or time.monotonic_ns()
-        if _dir is None or (not force and now - self.written < WRITE_EVERY_NS):
+        every = loader_lanes.WRITE_EVERY_NS if self.events else WRITE_EVERY_NS
+        if _dir is None or (not force and now - self.written < every):
             return
         self.written = now
+        loader_lanes.append(self)
+        for k, v in self.where.items():
+            if not isinstance(v, str):
+                self.where[k] = loader_where.where(k, v[0]) or (loader_where.where(v[1]) if v[1] else "")
         # The untimed samples are like the timed ones: what those measured, scaled to every sample.
         scale = self.samples / self.timed if self.timed else 1.0
         busy = self.busy_ns - self.sample_busy_ns + int(self.sample_busy_ns * scale)
@@ -99,7 +125,10 @@ class _Recorder:
             have["calls"] += v[1]
         doc = {"who": self.who, "pid": self.pid, "samples": self.samples, "batches": self.batches,
                "busy_ns": busy, "cpu_ns": cpu, "life_ns": now - self.t0, "parts": parts,
-               "timed_samples": self.timed}
+               "timed_samples": self.timed, "where": self.where}
+        pin = loader_pin.totals() if self.who == "main" else None
+        if pin:
+            doc["pin_memory"] = pin
         path = os.path.join(_dir, "loader-%d.json" % self.pid)
         try:
             with open(path + ".tmp", "w") as f:
@@ -145,9 +174,14 @@ def _timed(name, fn, *args, **kwargs):
         part = parts.get(name)
         if part is None:
             part = parts[name] = [0, 0]
+            if name not in rec.where:
+                rec.where[name] = (fn, None)
         part[0] += dt - frame[2]
         part[1] += 1
+        rec.part_calls += 1
         stack[-1][2] += dt
+        if rec.lane:
+            rec.keep(name, t0, dt)
 
 
 def _one_sample(fn, *args):
@@ -158,12 +192,14 @@ def _one_sample(fn, *args):
     if stack:  # a Subset's inner dataset (the same sample), or a dataset read inside another's sample
         if stack[-1][0] == OWN:
             return fn(*args)
-    elif rec.skip > 0:  # sampled: counted, not timed
+    elif rec.skip > 0 and not loader_lanes.on():  # sampled: counted, not timed (each is, while a chunk records)
         out = fn(*args)
         rec.skip -= 1
         rec.samples += 1
         return out
-    before = sum(v[1] for v in rec.parts.values()) if not stack else 0
+    before = rec.part_calls
+    if OWN not in rec.where:  # the dataset's own code: its __getitem__, or the generator its __iter__ made
+        rec.where[OWN] = (args[0], None) if fn is next else (fn, type(args[0]).__name__)
     rec.enter(OWN)
     done = False
     try:
@@ -248,6 +284,8 @@ class _TimedCollate:
         if _dir is None:
             return self.fn(batch)
         rec = _recorder()
+        if "collate" not in rec.where:
+            rec.where["collate"] = (self.fn, None)
         rec.enter("collate")
         try:
             return self.fn(batch)
@@ -262,13 +300,15 @@ class _WorkerInit:
     """Around the loader's worker_init_fn: a worker starts its own recorder, patches what a spawned process
     lacks, then runs the script's own init."""
 
-    def __init__(self, fn, out_dir):
-        self.fn, self.out_dir = fn, out_dir
+    def __init__(self, fn, out_dir, script=None):
+        self.fn, self.out_dir, self.script = fn, out_dir, script
 
     def __call__(self, worker_id):
         global _dir, _rec
         _dir = self.out_dir
         _rec = _Recorder("worker %d" % worker_id)
+        loader_where.set_script(self.script)
+        loader_lanes.join(self.out_dir)
         try:
             import multiprocessing.util
             multiprocessing.util.Finalize(None, _rec.write, kwargs={"force": True}, exitpriority=100)
@@ -363,11 +403,15 @@ def _patch_libraries():
         v2.Compose.forward = _compose_v2
 
 
-def enable(out_dir):
-    """The launcher, while tracing: loaders made from now on are timed, their totals under `out_dir`."""
+def enable(out_dir, script=None):
+    """The launcher, while tracing: loaders made from now on are timed, their totals under `out_dir`; a part's
+    line is looked up in `script` (the user's) when the part is a library's."""
     global _dir
     os.makedirs(out_dir, exist_ok=True)
     _dir = out_dir
+    loader_where.set_script(script)
+    loader_lanes.create(out_dir)
+    loader_pin.install()
 
 
 def attach(loader):
@@ -379,13 +423,15 @@ def attach(loader):
     if not isinstance(loader.collate_fn, _TimedCollate):
         loader.collate_fn = _TimedCollate(loader.collate_fn)
     if not isinstance(loader.worker_init_fn, _WorkerInit):
-        loader.worker_init_fn = _WorkerInit(loader.worker_init_fn, _dir)
+        loader.worker_init_fn = _WorkerInit(loader.worker_init_fn, _dir, loader_where.script())
 
 
 def read_all():
     """Every loading process's totals so far (this one's written first), in pid order."""
     if _dir is None:
         return []
+    if (_rec is None or _rec.pid != os.getpid()) and loader_pin.totals():
+        _recorder()  # workers load, this process only pins: its entry carries the pins
     if _rec is not None and _rec.pid == os.getpid():
         _rec.write(force=True)
     out = []

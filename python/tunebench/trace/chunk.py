@@ -109,8 +109,14 @@ def _drawn(mark, mark_ns, pauses, memory):
     return pause_events(pauses, mark, mark_ns) + memory_events(memory, mark, mark_ns)
 
 
-def _top_fields(cores):
-    return {"cpu_cores": str(cores), "tunebench_run": RUN_KIND}
+def _top_fields(cores, mark=None, mark_ns=None):
+    """The chunk's own fields. With its clock marker: the monotonic clock's offset to the chunk's (µs, a text
+    as the trace reader keeps top fields), which puts the loader's lanes, recorded on the monotonic clock
+    (hooks/loader_lanes.py), on the chunks' when the trace is merged (it is the same for every chunk)."""
+    fields = {"cpu_cores": str(cores), "tunebench_run": RUN_KIND}
+    if mark is not None and mark_ns is not None:
+        fields["tunebench_clock_offset_us"] = "%.3f" % (mark[2] - mark_ns / 1000.0)
+    return fields
 
 
 def _step_name(steps, serial):
@@ -177,7 +183,7 @@ def _finish_object_text(path, steps, mark_ns, pauses, cores, memory):
             inserted = inserted[:-2]  # an empty event array: no comma after ours
         with open(tmp, "wb") as dst:
             dst.write(head[:brace + 1] + b"".join(json.dumps(k).encode() + b": " + json.dumps(v).encode() + b", "
-                                                  for k, v in _top_fields(cores).items()))
+                                                  for k, v in _top_fields(cores, mark, mark_ns).items()))
             dst.write(head[brace + 1:m.end()] + b"\n" + inserted)
             carry = head[m.end():]
             while True:
@@ -224,7 +230,7 @@ def _finish_json(path, steps, base_us, mark_ns, pauses, cores, memory):
         doc = {"traceEvents": events}
     added = _drawn(mark, mark_ns, pauses, memory)
     events.extend(added)
-    doc.update(_top_fields(cores))
+    doc.update(_top_fields(cores, mark, mark_ns))
     tmp = path + TMP_SUFFIX
     with open(tmp, "w") as f:
         json.dump(doc, f)

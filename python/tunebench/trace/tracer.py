@@ -40,7 +40,7 @@ import time
 
 import torch
 
-from ..hooks import forward as hooks_forward
+from ..hooks import forward as hooks_forward, loader_lanes
 from .chunk import CLOCK_MARK, SPAN, UNTRACED, Pause
 from .writer import Chunk, ChunkWriter
 
@@ -276,6 +276,7 @@ class Tracer:
         self.prof = Session(activities=acts, record_shapes="shapes" in self.detail,
                                            with_stack="stack" in self.detail)
         self.prof.__enter__()
+        loader_lanes.set_recording(True)  # every sample a loading process loads from now is on its lane
         self.base_us = time.monotonic_ns() // 1000  # the legacy export counts from here
         self.mark_ns = clock_mark()
         self.first = at_step
@@ -291,6 +292,7 @@ class Tracer:
             torch.cuda.synchronize()  # queued kernels belong in this chunk
         prof, self.prof = self.prof, None
         t = time.monotonic_ns()
+        loader_lanes.set_recording(False)
         prof.__exit__(None, None, None)
         stop_ns = time.monotonic_ns() - t
         if not self.steps:
@@ -299,6 +301,7 @@ class Tracer:
         chunk = Chunk(prof, os.path.join(self.dir, "chunk-%05d.json" % self.chunk), dict(self.steps),
                       self.base_us, self.mark_ns, self.memory)
         chunk.stop_ns = stop_ns
+        chunk.end_ns = t
         return chunk
 
     def _room(self, chunk):

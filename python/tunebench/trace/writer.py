@@ -34,12 +34,16 @@ import threading
 import time
 
 from . import chunk as trace_chunk
+from ..hooks import loader_lanes
 
 # Read here only: makes every chunk's save this many seconds slower, so a test can show where that time goes.
 DELAY_ENV = "TUNEBENCH_TEST_EXPORT_DELAY_S"
 FORK_ENV = "TUNEBENCH_TRACE_FORK"
 FORK_ABOVE_S = 0.1  # a stop or a save this long: the save in place would cost about what a fork and its faults do
 CHILD_TIMEOUT_S = 600  # a child writing one chunk for longer is stuck: killed, and the chunk written here
+# How long after a chunk's end its loader lanes are taken: a loading process writes its events every
+# loader_lanes.WRITE_EVERY_NS (50 ms) while it has some.
+LANES_AFTER_NS = 2 * loader_lanes.WRITE_EVERY_NS
 
 
 class Chunk:
@@ -60,6 +64,7 @@ class Chunk:
         self.child = None           # (pid, read end of its error pipe) of the process writing it
         self.saved = False          # Kineto's file was saved in place: only the rewrite is left
         self.error = None           # why the save in place failed
+        self.end_ns = 0             # monotonic ns when its session began to stop (its loader lanes end there)
 
 
 class ChunkWriter:
@@ -144,6 +149,7 @@ class ChunkWriter:
                 chunk = self._jobs.popleft()
             try:
                 self._write(chunk)
+                self._lanes(chunk)
             finally:
                 with self._cond:
                     self._held -= 1
@@ -254,6 +260,21 @@ class ChunkWriter:
             return
         self._send("trace", path=os.path.abspath(chunk.path), first_step=chunk.first_step,
                    last_step=chunk.last_step)
+
+    def _lanes(self, chunk):
+        """The loader's lanes recorded up to `chunk`'s end (hooks/loader_lanes.py), as a file beside it,
+        announced as a `trace` of kind "loader"; nothing when the loader was not timed or drew nothing."""
+        try:
+            wait = chunk.end_ns + LANES_AFTER_NS - time.monotonic_ns()
+            if wait > 0:
+                time.sleep(wait / 1e9)
+            groups, depth = loader_lanes.take()
+            path = os.path.join(os.path.dirname(chunk.path), "lanes" + os.path.basename(chunk.path)[len("chunk"):])
+            if loader_lanes.write_file(path, groups, depth, os.getpid()):
+                self._send("trace", path=os.path.abspath(path), first_step=chunk.first_step,
+                           last_step=chunk.last_step, kind="loader")
+        except Exception as e:  # noqa: BLE001 - ours: the lanes are lost, never the chunk or the run
+            self._send("warning", message="the loader's timeline lanes were not written: %s" % e)
 
     def _send(self, msg_type, **fields):
         with self._announce:

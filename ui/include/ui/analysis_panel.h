@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "client/loader_verdict.h"
 #include "profiler/analysis.h"
 #include "profiler/ranks.h"
 #include "ui/timeline_model.h"
@@ -53,6 +54,11 @@ class AnalysisPanel : public QWidget {
   void setRanks(std::shared_ptr<const tb::prof::RankAnalysis> ranks);
   QTableView* ranksTable() const { return ranks_; }
   QString ranksText() const;
+  // The "Loader" tab (a script's trace whose loader was timed: its "loader" document): the verdict `run`
+  // printed, line for line, and its parts costliest first. An invalid verdict removes the tab.
+  void setLoader(const tb::client::LoaderVerdict& v);
+  QString loaderText() const;
+  QTableView* loaderTable() const { return loader_; }
   void clear();
   // The tables are views (sorted through a proxy) of models updated in place: a live run's next chunk
   // removes the steps that left the window, updates what changed and appends the new ones.
@@ -74,9 +80,12 @@ class AnalysisPanel : public QWidget {
   QLabel* summary_ = nullptr;
   TimeBar* bar_ = nullptr;
   QTabWidget* tabs_ = nullptr;
-  QTableView *steps_ = nullptr, *kernels_ = nullptr, *ops_ = nullptr, *selection_ = nullptr, *ranks_ = nullptr;
+  QTableView *steps_ = nullptr, *kernels_ = nullptr, *ops_ = nullptr, *selection_ = nullptr, *ranks_ = nullptr,
+             *loader_ = nullptr;
   KeyedTableModel *steps_model_ = nullptr, *kernels_model_ = nullptr, *ops_model_ = nullptr,
-                  *selection_model_ = nullptr, *ranks_model_ = nullptr;
+                  *selection_model_ = nullptr, *ranks_model_ = nullptr, *loader_model_ = nullptr;
+  QWidget* loader_page_ = nullptr;
+  QLabel* loader_label_ = nullptr;
   QLabel* selection_label_ = nullptr;
   QWidget* ranks_page_ = nullptr;
   QLabel* ranks_label_ = nullptr;

@@ -102,6 +102,9 @@ struct MemorySeries {
 struct TimelineData {
   std::vector<Track> tracks;
   std::vector<MemorySeries> memory;
+  // The loader's queue (a script's "loader: batches ready" / "... in flight" counters, python/tunebench/hooks/
+  // loader_lanes.py): batches by time, drawn as a strip under the memory strip (TimelineWidget::paintQueue).
+  std::vector<MemorySeries> queue;
   std::vector<Marker> markers;     // sorted by time after finalize()
   std::vector<std::string> names;  // names[0] = ""
   std::vector<std::string> args;   // pretty "k: v" lines per event; args[0] = ""

@@ -103,6 +103,8 @@ class TimelineWidget : public QWidget {
   void paintGutter(QPainter& p, const Frame& f) const;
   void paintMemory(QPainter& p, const Frame& f) const;  // timeline_memory.cpp
   int memoryStripHeight() const { return data_ && !data_->memory.empty() ? kMemoryHeight : 0; }
+  void paintQueue(QPainter& p, const Frame& f) const;  // timeline_queue.cpp
+  int queueStripHeight() const { return data_ && !data_->queue.empty() ? kMemoryHeight : 0; }
   Hit hitTest(const QPoint& pos) const;
   QString describe(const Hit& h) const;
   const std::pair<uint32_t, uint32_t>* findCorr(int64_t corr, const Hit& not_this) const;
