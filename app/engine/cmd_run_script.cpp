@@ -192,10 +192,9 @@ int cmd_run_script(int argc, char** argv) {
       if (m->contains("knobs")) config = (*m)["knobs"];
     } else if (type == "source") {
       sources.push_back(*m);
-    } else if (type == "trace") {
+    } else if (type == "trace" || type == "trace_lanes") {  // a chunk, or the loader's lanes beside one
       chunks.push_back(m->value("path", std::string()));
-      if (m->value("kind", std::string()) != "loader")  // the loader's lanes: merged in, no steps of their own
-        traced.push_back({m->value("first_step", int64_t(-1)), m->value("last_step", int64_t(-2))});
+      if (type == "trace") traced.push_back({m->value("first_step", int64_t(-1)), m->value("last_step", int64_t(-2))});
     } else if (type == "outside") {
       // Time between training iterations (validation, checkpoints, logging): its own class, outside every
       // step and every throughput window.

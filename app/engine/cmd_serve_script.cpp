@@ -67,7 +67,7 @@ struct Renumber {
     } else if (type == "config_applied") {
       shift("rev", rev_offset);
       last_rev = std::max(last_rev, m.value("rev", last_rev));
-    } else if (type == "trace") {
+    } else if (type == "trace" || type == "trace_lanes") {
       shift("first_step", step_offset);
       shift("last_step", step_offset);
     } else if (type == "outside") {

@@ -63,10 +63,16 @@ bool read_file(const std::string& path, std::string& bytes) {
   return !f.bad();
 }
 
+// A trace chunk, or the loader's lanes beside one: a file carried as the message's `data`.
+bool trace_file(const nlohmann::json& msg) {
+  const std::string type = msg.value("type", std::string());
+  return type == "trace" || type == "trace_lanes";
+}
+
 // The message's file fields: (json pointer of the path, name of the carried copy).
 std::vector<std::pair<std::string, std::string>> file_fields(const nlohmann::json& msg) {
   const std::string type = msg.value("type", std::string());
-  if (type == "trace") return {{"path", "data"}};
+  if (trace_file(msg)) return {{"path", "data"}};
   if (type == "tune_done") return {{"report_html", "report_html"}, {"report_markdown", "report_markdown"}, {"report_json", "report_json"}};
   return {};
 }
@@ -123,7 +129,7 @@ Status inline_files(nlohmann::json& msg) {
     sent.push_back(path);
   }
   if (fields.empty() || carried.empty()) return {};
-  if (msg.value("type", std::string()) == "trace") msg["data"] = carried["data"];
+  if (trace_file(msg)) msg["data"] = carried["data"];
   else msg["files"] = carried;
   std::error_code ec;
   for (const auto& p : sent) std::filesystem::remove(p, ec);
@@ -131,7 +137,7 @@ Status inline_files(nlohmann::json& msg) {
 }
 
 Status restore_files(nlohmann::json& msg, const std::string& dir, const std::string& prefix) {
-  const bool trace = msg.value("type", std::string()) == "trace";
+  const bool trace = trace_file(msg);
   for (const auto& [field, name] : file_fields(msg)) {
     const nlohmann::json* packed = nullptr;
     if (trace && msg.contains("data") && msg["data"].is_string()) packed = &msg["data"];

@@ -149,7 +149,7 @@ ProcessRun run_process(const GateOptions& o, const Side& side, int pair, GateRes
       throw ProcessFailure{m->value("message", std::string("the script failed"))};
     }
     if (type == "done") break;
-    if (type == "trace") run.chunks.push_back(m->value("path", std::string()));
+    if (type == "trace" || type == "trace_lanes") run.chunks.push_back(m->value("path", std::string()));
     if (type != "step") continue;
     ++all;
     if (m->value("warmup", false)) {

@@ -58,11 +58,10 @@ class LoaderLanes(ScriptTest):
         code, out, err = c.finish(timeout=300)
         self.assertEqual(code, 0, err)
         main_pid = int(out.split("main pid ")[1].split()[0])
-        traces = [m for m in c.messages if m["type"] == "trace"]
-        chunks = [m for m in traces if m.get("kind") != "loader"]
-        lanes = [m for m in traces if m.get("kind") == "loader"]
-        self.assertGreaterEqual(len(chunks), 2, traces)
-        self.assertGreaterEqual(len(lanes), 1, traces)
+        chunks = [m for m in c.messages if m["type"] == "trace"]
+        lanes = [m for m in c.messages if m["type"] == "trace_lanes"]
+        self.assertGreaterEqual(len(chunks), 2, chunks)
+        self.assertGreaterEqual(len(lanes), 1, [m["type"] for m in c.messages])
         # The chunks say their clock's offset to the monotonic one (the same for all: one clock).
         offsets = []
         for m in chunks:

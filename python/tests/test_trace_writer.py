@@ -255,8 +255,12 @@ class TraceChunkTest(unittest.TestCase):
         self.assertEqual(len(ours), 5 * len(probes))
         self.assertEqual([e for e in doc["traceEvents"] if e.get("cat") != "tunebench" and e.get("ph") != "C"],
                          expected["traceEvents"])
-        self.assertEqual({k: v for k, v in doc.items() if k not in ("traceEvents", "cpu_cores", "tunebench_run")},
+        self.assertEqual({k: v for k, v in doc.items()
+                          if k not in ("traceEvents", "cpu_cores", "tunebench_run", "tunebench_clock_offset_us")},
                          {k: v for k, v in expected.items() if k != "traceEvents"})
+        # The monotonic clock's offset to the chunk's (the loader's lanes are placed by it): the marker's own.
+        mark = next(e for e in doc["traceEvents"] if e.get("name") == trace_chunk.CLOCK_MARK)
+        self.assertAlmostEqual(float(doc["tunebench_clock_offset_us"]), mark["ts"] - mark_ns / 1000.0, delta=0.01)
         with open(path, "rb") as f:
             whole = f.read()
         block = trace_chunk._BLOCK

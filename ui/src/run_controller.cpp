@@ -355,12 +355,11 @@ void RunController::handleLine(const QByteArray& line) {
     for (auto& k : rec_.knobs)
       if (c.knobs.contains(k.id)) k.value = knobValueText(c.knobs.value(k.id));
     emit configApplied(c);
-  } else if (type == "trace") {
+  } else if (type == "trace" || type == "trace_lanes") {
     const QString path = m.value("path").toString();
     rec_.trace_paths << path;
-    // A "loader" trace is the loader's lanes beside the chunk of these steps, not a chunk of steps itself.
-    if (m.value("kind").toString() != "loader")
-      rec_.chunks.push_back({path, toInt(m.value("first_step")), toInt(m.value("last_step"))});
+    // trace_lanes: the loader's lanes beside the chunk of these steps, drawn with it, not a chunk of steps itself.
+    if (type == "trace") rec_.chunks.push_back({path, toInt(m.value("first_step")), toInt(m.value("last_step"))});
     emit traceChunk(path, toInt(m.value("first_step")), toInt(m.value("last_step")));
   } else if (type == "finding") {
     rec_.findings.push_back(m);

@@ -263,7 +263,7 @@ class ChunkWriter:
 
     def _lanes(self, chunk):
         """The loader's lanes recorded up to `chunk`'s end (hooks/loader_lanes.py), as a file beside it,
-        announced as a `trace` of kind "loader"; nothing when the loader was not timed or drew nothing."""
+        announced as `trace_lanes`; nothing when the loader was not timed or drew nothing."""
         try:
             wait = chunk.end_ns + LANES_AFTER_NS - time.monotonic_ns()
             if wait > 0:
@@ -271,8 +271,8 @@ class ChunkWriter:
             groups, depth = loader_lanes.take()
             path = os.path.join(os.path.dirname(chunk.path), "lanes" + os.path.basename(chunk.path)[len("chunk"):])
             if loader_lanes.write_file(path, groups, depth, os.getpid()):
-                self._send("trace", path=os.path.abspath(path), first_step=chunk.first_step,
-                           last_step=chunk.last_step, kind="loader")
+                self._send("trace_lanes", path=os.path.abspath(path), first_step=chunk.first_step,
+                           last_step=chunk.last_step)
         except Exception as e:  # noqa: BLE001 - ours: the lanes are lost, never the chunk or the run
             self._send("warning", message="the loader's timeline lanes were not written: %s" % e)
 
