@@ -88,16 +88,9 @@ client::LoaderVerdict add_loader_verdict(nlohmann::json& out, const std::vector<
     if (!r.warmup) samples += r.samples, wall += r.wall_ns, wait += r.data_wait_ns;
   const nlohmann::json done = out.value("done", nlohmann::json::object());
   const nlohmann::json parts = done.value("loader_parts", nlohmann::json());
-  // The training process's own CPU a sample: its CPU time after the first step (done.summary.cpu_ns) less
-  // what it spent loading, over the samples of the steps after the first.
-  int64_t all_samples = 0, loading_cpu = 0;
+  int64_t all_samples = 0;  // of the steps after the first: what done.summary.cpu_ns was spent on
   const nlohmann::json steps = out.value("steps", nlohmann::json::array());
   for (size_t k = 1; k < steps.size(); ++k) all_samples += steps[k].value("samples", int64_t(0));
-  if (parts.is_array())
-    for (const auto& p : parts)
-      if (p.value("who", std::string()) == "main") loading_cpu += p.value("cpu_ns", int64_t(0));
-  const double train_cpu_ms =
-      all_samples > 0 ? std::max<int64_t>(0, done.value("cpu_ns", int64_t(0)) - loading_cpu) / 1e6 / double(all_samples) : 0;
   // The cores the prediction counts on: the machine's, less what other processes kept busy over the run (its
   // busy share less the run's own CPU: the training process's and its loading workers').
   const int machine = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
@@ -108,7 +101,8 @@ client::LoaderVerdict add_loader_verdict(nlohmann::json& out, const std::vector<
   const int free = run_wall_ns > 0 && load.busy_share == load.busy_share
                        ? client::cores_free(machine, load.busy_share, double(own_cpu) / double(run_wall_ns))
                        : machine;
-  client::LoaderVerdict v = client::loader_verdict(parts, samples, wall, wait, free, train_cpu_ms);
+  client::LoaderVerdict v = client::loader_verdict_of_run(parts, done.value("cpu_ns", int64_t(0)), samples, wall, wait,
+                                                          all_samples, free);
   v.machine_cores = machine;
   if (v.valid) out["loader"] = v.to_json();
   return v;

@@ -173,6 +173,17 @@ std::vector<std::string> LoaderVerdict::lines() const {
   return out;
 }
 
+LoaderVerdict loader_verdict_of_run(const nlohmann::json& parts, int64_t cpu_ns, int64_t samples, int64_t wall_ns,
+                                    int64_t wait_ns, int64_t samples_after_first, int cores) {
+  int64_t loading_cpu = 0;
+  if (parts.is_array())
+    for (const auto& p : parts)
+      if (p.is_object() && p.value("who", std::string()) == "main") loading_cpu += p.value("cpu_ns", int64_t(0));
+  const double train_cpu_ms =
+      samples_after_first > 0 ? double(std::max<int64_t>(0, cpu_ns - loading_cpu)) / 1e6 / double(samples_after_first) : 0;
+  return loader_verdict(parts, samples, wall_ns, wait_ns, cores, train_cpu_ms);
+}
+
 int cores_free(int cores, double busy_share, double own_cores) {
   if (cores <= 0) return 1;
   if (!(busy_share >= 0)) return cores;  // not readable: the machine's

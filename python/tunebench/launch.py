@@ -247,6 +247,7 @@ class Launcher(iterations.Sink):
             self.send_hello()
         if self.cpu0 is None:  # the first step's end: the CPU time from here on is the training's (not imports)
             self.cpu0 = time.process_time_ns()
+            loader_parts.first_step_ended()
         faults0, scalers0 = span.mark
         # TuneBench's trace pauses since the last step: between the two steps, in neither one's wall_ns.
         profiler_ns = self.tracer.take_pause_ns() if self.tracer is not None else 0

@@ -534,6 +534,11 @@ class TestMainWindow : public QObject {
     QVERIFY(watch);
     QVERIFY2(waitFor([&] { return watch->text().startsWith("watching costs "); }, 60000),
              qPrintable(watch->text()));
+    // The loader's verdict, live (the launcher's loader_parts after a chunk, against the steps so far).
+    QVERIFY2(waitFor([&] { return w.analysis()->loaderText().startsWith("loader: "); }, 60000),
+             qPrintable(w.analysis()->loaderText()));
+    QVERIFY2(w.analysis()->loaderText().contains("in the training process (num_workers=0)"),
+             qPrintable(w.analysis()->loaderText()));
     // TB_SCREENSHOT_DIR: the window watching the script, to look at (not a check).
     if (const QString dir = qEnvironmentVariable("TB_SCREENSHOT_DIR"); !dir.isEmpty()) {
       w.resize(1400, 900);

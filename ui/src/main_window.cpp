@@ -30,6 +30,7 @@
 #include "ui/analysis_panel.h"
 #include "ui/compare_panel.h"
 #include "ui/findings_panel.h"
+#include "ui/live_loader.h"
 #include "ui/segments.h"
 #include "ui/throughput_chart.h"
 #include "ui/timeline_widget.h"
@@ -159,6 +160,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     loadLiveChunks();
   });
   connect(run_, &RunController::finding, this, [this](const QJsonObject& m) { findings_->addRunFinding(m); });
+  connect(run_, &RunController::loaderParts, this, [this](const QJsonObject& m) {
+    live_loader_ = liveLoaderVerdict(run_->record(), m);
+    analysis_->setLoader(live_loader_);
+  });
   connect(run_, &RunController::warning, this, [this](const QString& w) { log(tr("warning: %1").arg(w)); });
   connect(run_, &RunController::protocolError, this, [this](const QString& msg, bool recoverable) {
     log(tr("error%1: %2").arg(recoverable ? tr(" (recoverable)") : "").arg(msg));

@@ -117,6 +117,7 @@ bool MainWindow::openScript(const QString& path, const QStringList& script_args)
 
 bool MainWindow::startProcess(const QString& program, const QStringList& args) {
   live_chunks_.clear();
+  live_loader_ = {};
   watch_label_->clear();
   current_knobs_.clear();
   first_live_trace_ = true;

@@ -115,9 +115,11 @@ void MainWindow::onTraceLoaded(LoadedTrace t, bool live) {
   if (live) findings_->applyKnobValues(current_knobs_);  // chunks from before a fix do not bring it back
   analysis_->setAnalysis(trace_.analysis);
   analysis_->setRanks(trace_.ranks);
-  // A script's trace whose loader was timed carries the verdict its run printed (the "loader" document).
+  // A script's trace whose loader was timed carries the verdict its run printed (the "loader" document); a live
+  // script's chunks do not: its verdict comes from the run's loader_parts messages.
   const auto loader = trace_.meta.documents.find("loader");
-  analysis_->setLoader(tb::client::LoaderVerdict::from_text(loader == trace_.meta.documents.end() ? "" : loader->second));
+  auto verdict = tb::client::LoaderVerdict::from_text(loader == trace_.meta.documents.end() ? "" : loader->second);
+  analysis_->setLoader(!verdict.valid && live ? live_loader_ : verdict);
   if (live) {  // what watching costs the run, beside its throughput
     const WatchCost c = trace_.analysis ? watchCost(*trace_.analysis) : WatchCost{};
     watch_label_->setText(c.text);

@@ -361,6 +361,9 @@ void RunController::handleLine(const QByteArray& line) {
     // trace_lanes: the loader's lanes beside the chunk of these steps, drawn with it, not a chunk of steps itself.
     if (type == "trace") rec_.chunks.push_back({path, toInt(m.value("first_step")), toInt(m.value("last_step"))});
     emit traceChunk(path, toInt(m.value("first_step")), toInt(m.value("last_step")));
+  } else if (type == "loader_parts") {
+    rec_.loader_parts = m;
+    emit loaderParts(m);
   } else if (type == "finding") {
     rec_.findings.push_back(m);
     emit finding(m);

@@ -75,6 +75,14 @@ struct LoaderVerdict {
 LoaderVerdict loader_verdict(const nlohmann::json& parts, int64_t samples, int64_t wall_ns, int64_t wait_ns,
                              int cores, double train_cpu_ms = 0);
 
+// The verdict of a script's run, as `run --script` and the GUI's live view make it: `parts` (the loading
+// processes' totals) and `cpu_ns` (the training process's CPU time after its first step: done.summary.cpu_ns, or a
+// loader_parts message's) against the measured steps' samples, wall and wait; `samples_after_first`, the samples of
+// every step after the first (what cpu_ns was spent on). The training process's own CPU a sample is cpu_ns less
+// its own loading's, over those samples.
+LoaderVerdict loader_verdict_of_run(const nlohmann::json& parts, int64_t cpu_ns, int64_t samples, int64_t wall_ns,
+                                    int64_t wait_ns, int64_t samples_after_first, int cores);
+
 // The cores a prediction can count on: the machine's `cores` less what other processes kept busy during the run
 // (all of the machine's busy share, `busy_share` of `cores`, less the run's own CPU, `own_cores`), at least one.
 // Beside another CPU-bound job on 2 cores a cores-bound prediction of 1397 samples/s got 820.

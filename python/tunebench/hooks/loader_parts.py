@@ -24,6 +24,7 @@ from . import loader_lanes, loader_pin, loader_where
 
 _dir = None        # where the totals go; None: off
 _rec = None        # this process's _Recorder
+_cpu0 = None       # the training process's CPU time at its first step's end (the launcher sets it)
 WRITE_EVERY_NS = 200_000_000  # a JSON of ~10 parts and a rename: ~0.1 ms, under 0.1% at this rate
 OWN = "dataset code"   # a sample's time outside every named part
 # What timing a sample costs on this 2-core VM (CPython 3.11; bench/bench_loader_parts.py --micro): ~20 us for a
@@ -443,6 +444,35 @@ def read_all():
             except (OSError, ValueError):
                 pass  # being replaced this instant: the next read has it
     return sorted(out, key=lambda d: d["pid"])
+
+
+def first_step_ended():
+    """The launcher, at the first step's end: the training process's CPU time from here on is the training's."""
+    global _cpu0
+    if _cpu0 is None:
+        _cpu0 = time.process_time_ns()
+
+
+def snapshot():
+    """The loading processes' totals as last written (each writes every 0.2 s while it loads), and the training
+    process's CPU time since its first step (None before it): what a live verdict is made of. Reads only
+    files, so any thread may ask (the trace writer's does, after each chunk)."""
+    if _dir is None:
+        return [], None
+    out = []
+    try:
+        names = sorted(os.listdir(_dir))
+    except OSError:
+        return [], None
+    for name in names:
+        if name.startswith("loader-") and name.endswith(".json"):
+            try:
+                with open(os.path.join(_dir, name)) as f:
+                    out.append(json.load(f))
+            except (OSError, ValueError):
+                pass
+    cpu = time.process_time_ns() - _cpu0 if _cpu0 is not None else None
+    return sorted(out, key=lambda d: d["pid"]), cpu
 
 
 def finish():

@@ -34,7 +34,7 @@ import threading
 import time
 
 from . import chunk as trace_chunk
-from ..hooks import loader_lanes
+from ..hooks import loader_lanes, loader_parts
 
 # Read here only: makes every chunk's save this many seconds slower, so a test can show where that time goes.
 DELAY_ENV = "TUNEBENCH_TEST_EXPORT_DELAY_S"
@@ -273,6 +273,10 @@ class ChunkWriter:
             if loader_lanes.write_file(path, groups, depth, os.getpid()):
                 self._send("trace_lanes", path=os.path.abspath(path), first_step=chunk.first_step,
                            last_step=chunk.last_step)
+            # The loader's totals so far: a watching parent's live verdict (the run's own is done's).
+            parts, cpu_ns = loader_parts.snapshot()
+            if parts:
+                self._send("loader_parts", parts=parts, **({"cpu_ns": cpu_ns} if cpu_ns is not None else {}))
         except Exception as e:  # noqa: BLE001 - ours: the lanes are lost, never the chunk or the run
             self._send("warning", message="the loader's timeline lanes were not written: %s" % e)
 

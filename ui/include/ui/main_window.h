@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 
+#include "client/loader_verdict.h"
 #include "ui/run_controller.h"
 #include "ui/tune_summary.h"
 #include "ui/trace_loader.h"
@@ -224,6 +225,7 @@ class MainWindow : public QMainWindow {
   bool loader_live_ = false;
   bool live_pending_ = false;
   QStringList live_chunks_;
+  tb::client::LoaderVerdict live_loader_;  // a live script's loader verdict (its latest loader_parts)
   QHash<QString, qint64> live_chunk_first_;  // each live chunk's first step
   QHash<QString, QString> pending_knobs_;  // toggles changed while no run is going
   QString last_error_;

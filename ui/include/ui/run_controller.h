@@ -78,6 +78,7 @@ struct RunRecord {
   std::vector<ConfigChange> configs;
   QStringList trace_paths;
   std::vector<TraceChunk> chunks;  // the same files with their steps
+  QJsonObject loader_parts;        // the latest `loader_parts` (a traced script's loader, live)
   std::vector<QJsonObject> findings;
   std::vector<TuneEvent> tunes;
   QStringList warnings, errors;
@@ -154,6 +155,7 @@ class RunController : public QObject {
   void step(const tb::ui::StepSample& s);
   void configApplied(const tb::ui::ConfigChange& c);
   void traceChunk(const QString& path, qint64 first_step, qint64 last_step);
+  void loaderParts(const QJsonObject& msg);  // a traced script's loader totals so far (after each chunk)
   void finding(const QJsonObject& msg);
   void warning(const QString& message);
   void tuneProgress(const QString& phase, const QString& message, double fraction);

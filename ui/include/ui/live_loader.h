@@ -1,0 +1,16 @@
+// The loader's verdict of a live script run (client/loader_verdict.h): the launcher's latest `loader_parts`
+// message (after each trace chunk) against the run's measured steps so far, as `run --script` makes it at the end.
+#pragma once
+
+#include <QJsonObject>
+
+#include "client/loader_verdict.h"
+#include "ui/run_controller.h"
+
+namespace tb::ui {
+
+// The measured steps are the run's after warm-up and outside trace chunks (a traced step is stretched by the
+// recording, as `run` leaves it out); the cores are the machine's. Not valid without parts or such steps.
+tb::client::LoaderVerdict liveLoaderVerdict(const RunRecord& rec, const QJsonObject& msg);
+
+}  // namespace tb::ui
