@@ -208,14 +208,17 @@ class CorpusTest(unittest.TestCase):
         """One step per epoch over the whole graph, then an evaluation on the training and validation nodes that
         takes longer than the step: each evaluation is time between two steps, reported as evaluation."""
         r = self.check("gcn_full_graph", r"^Epoch: \d+ ", samples=300, optimizer_steps=1)
-        self.assertEqual([(o["after_step"], o["kind"], o["until"]) for o in r.outside[:-1]],
-                         [(i, "evaluation", "step") for i in range(len(r.steps) - 1)])
-        # The last interval runs to the process's exit (the script's last evaluation, then its teardown): under
-        # a load of 4 on 2 cores the teardown outlasted the evaluation once. Its evaluation is seen either way.
+        self.assertEqual([(o["after_step"], o["until"]) for o in r.outside[:-1]],
+                         [(i, "step") for i in range(len(r.steps) - 1)])
+        # The last interval runs to the process's exit (the script's last evaluation, then its teardown).
         last = r.outside[-1]
         self.assertEqual((last["after_step"], last["until"]), (len(r.steps) - 1, "exit"))
-        self.assertGreater(last["evaluation_ns"], 0, last)
-        self.assertEqual(last["kind"], "evaluation" if last["evaluation_ns"] >= last["other_ns"] else "other", last)
+        # Every interval holds its evaluation, and is named by its larger part: under a load of 4 on 2 cores the
+        # teardown outlasted the last evaluation once, and the code around one evaluation outlasted it once.
+        for o in r.outside:
+            self.assertGreater(o["evaluation_ns"], 0, o)
+            self.assertEqual(o["kind"], "evaluation" if o["evaluation_ns"] >= o["other_ns"] else "other", o)
+        self.assertGreater(sum(o["kind"] == "evaluation" for o in r.outside), len(r.outside) // 2, r.outside)
         for s, o in zip(r.steps, r.outside):  # from the step's end (and the launcher's own work there) on
             self.assertGreaterEqual(o["t_ns"], s["t_ns"] + s["wall_ns"])
             self.assertEqual(o["evaluation_ns"] + o["checkpoint_ns"] + o["other_ns"], o["wall_ns"])

@@ -66,9 +66,11 @@ class TestGateWindow : public QObject {
     r.candidate = "HEAD";
     r.args = {"--epochs", "100"};
     r.steps = 80;
-    r.max_time_s = 300;
+    // The budget the test means: a quiet machine decides in ~38 s; under a load of 4 on 2 cores 300 s ended
+    // undecided (0.910x [0.800, 1.035]) with ~17 more pairs (5 min) needed.
+    r.max_time_s = 600;
     QVERIFY(w.startGate(r));
-    QVERIFY2(done.wait(400000), "the gate did not end");
+    QVERIFY2(done.wait(720000), "the gate did not end");
     QVERIFY2(done.at(0).at(0).toBool(), qPrintable(done.at(0).at(1).toString()));
     const QString line = done.at(0).at(1).toString();
     QVERIFY2(line.startsWith("regression: the candidate is"), qPrintable(line));

@@ -64,26 +64,20 @@ std::shared_ptr<TimelineData> toTimeline(const tb::prof::Trace& trace, const tb:
   tb::prof::sort_processes(trace.meta(), cpu_pids);
   for (const tb::prof::Track& pt : trace.tracks()) {
     if (pt.kind() == tb::prof::TrackKind::Counter && !pt.empty()) {
-      // The memory counters (the engine's after every step, torch.profiler's profile_memory totals): a strip
-      // under the rows. A counter track holds one name.
+      // The memory counters (the engine's after every step, torch.profiler's profile_memory totals) and a
+      // script's loader queue: strips under the rows. A counter track holds one name.
       const std::string cname(trace.name(pt.events().front().name));
-      if (cname.rfind("memory: ", 0) == 0) {
+      auto series = [&] {
         MemorySeries s;
         s.name = cname;
         for (const tb::prof::Event& e : pt.events()) {
           s.t.push_back(e.start_ns);
           s.v.push_back(e.value);
         }
-        d->memory.push_back(std::move(s));
-      } else if (cname.rfind("loader: batches ", 0) == 0) {  // the loader's queue (a script's lanes)
-        MemorySeries s;
-        s.name = cname;
-        for (const tb::prof::Event& e : pt.events()) {
-          s.t.push_back(e.start_ns);
-          s.v.push_back(e.value);
-        }
-        d->queue.push_back(std::move(s));
-      }
+        return s;
+      };
+      if (cname.rfind("memory: ", 0) == 0) d->memory.push_back(series());
+      else if (cname.rfind("loader: batches ", 0) == 0) d->queue.push_back(series());  // a script's loader queue
       continue;
     }
     if (pt.kind() == tb::prof::TrackKind::Counter || pt.empty()) continue;

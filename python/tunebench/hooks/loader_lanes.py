@@ -63,6 +63,11 @@ def on():
     return _flag is not None and _flag[0] == 1
 
 
+def active():
+    """The loader is timed in this run (create() was called here, or join())."""
+    return _dir is not None
+
+
 def set_recording(recording):
     """The tracer: a chunk starts (True) or stops."""
     if _flag is not None:

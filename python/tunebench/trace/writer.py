@@ -263,11 +263,17 @@ class ChunkWriter:
 
     def _lanes(self, chunk):
         """The loader's lanes recorded up to `chunk`'s end (hooks/loader_lanes.py), as a file beside it,
-        announced as `trace_lanes`; nothing when the loader was not timed or drew nothing."""
+        announced as `trace_lanes`; nothing when the loader was not timed or drew nothing. Waits for the
+        loading processes' last writes only while no next chunk waits (what comes late goes with that one, on
+        its own clock): the writer holds this chunk's room meanwhile, and a fast script's next boundary would
+        wait for it."""
+        if not loader_lanes.active():
+            return
         try:
-            wait = chunk.end_ns + LANES_AFTER_NS - time.monotonic_ns()
-            if wait > 0:
-                time.sleep(wait / 1e9)
+            wait_s = (chunk.end_ns + LANES_AFTER_NS - time.monotonic_ns()) / 1e9
+            if wait_s > 0:
+                with self._cond:
+                    self._cond.wait_for(lambda: self._jobs, wait_s)
             groups, depth = loader_lanes.take()
             path = os.path.join(os.path.dirname(chunk.path), "lanes" + os.path.basename(chunk.path)[len("chunk"):])
             if loader_lanes.write_file(path, groups, depth, os.getpid()):
