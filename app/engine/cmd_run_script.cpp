@@ -19,6 +19,7 @@
 #include "client/inputs.h"
 #include "commands.h"
 #include "engine/cpu_allocator.h"
+#include "measure/tree_cpu.h"
 #include "profiler/trace_io.h"
 #include "engine_cli_common.h"
 #include "run_script_parts.h"
@@ -151,6 +152,7 @@ int cmd_run_script(int argc, char** argv) {
   std::string stalled_at;  // where the launcher last saw the script stuck (its "stalled" warning)
   nlohmann::json outside = nlohmann::json::array();
   measure::LoadProbe load;
+  measure::TreeCpuProbe own;  // the run's own CPU: this process's, the script's and its workers'
   int64_t measured = 0;
   bool stop_sent = false, trace_started = false;
   std::vector<std::pair<int64_t, int64_t>> traced;  // the steps each trace chunk covers
@@ -233,6 +235,7 @@ int cmd_run_script(int argc, char** argv) {
   size_t traced_out = 0;
   const std::vector<engine::StepRecord> figures = untraced_figures(records, traced, traced_out);
   const measure::SystemLoad during = load.stop();
+  const double own_cores = own.cores();
   out["throughput"] = throughput_json(figures, during);
   if (traced_out > 0) out["throughput"]["traced_steps_left_out"] = traced_out;
   out["memory"] = engine::memory_summary_json(records);
@@ -260,7 +263,7 @@ int cmd_run_script(int argc, char** argv) {
   if (!tracing.is_null()) out["tracing_cost"] = tracing;
   int64_t run_wall_ns = 0;
   for (const auto& r : records) run_wall_ns += r.wall_ns;
-  const client::LoaderVerdict loader = add_loader_verdict(out, figures, during, run_wall_ns);
+  const client::LoaderVerdict loader = add_loader_verdict(out, figures, during, own_cores, run_wall_ns);
   if (!json_path.empty() && !write_json_file(json_path, out)) return 1;
   if (!trace_path.empty()) {
     if (so.trace_wait && !trace_started && chunks.empty()) {

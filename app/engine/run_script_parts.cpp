@@ -82,7 +82,7 @@ void print_script_throughput(const std::string& script, const nlohmann::json& tp
 }
 
 client::LoaderVerdict add_loader_verdict(nlohmann::json& out, const std::vector<engine::StepRecord>& figures,
-                                         const measure::SystemLoad& load, int64_t run_wall_ns) {
+                                         const measure::SystemLoad& load, double own_cores, int64_t run_wall_ns) {
   int64_t samples = 0, wall = 0, wait = 0;
   for (const auto& r : figures)
     if (!r.warmup) samples += r.samples, wall += r.wall_ns, wait += r.data_wait_ns;
@@ -92,14 +92,20 @@ client::LoaderVerdict add_loader_verdict(nlohmann::json& out, const std::vector<
   const nlohmann::json steps = out.value("steps", nlohmann::json::array());
   for (size_t k = 1; k < steps.size(); ++k) all_samples += steps[k].value("samples", int64_t(0));
   // The cores the prediction counts on: the machine's, less what other processes kept busy over the run (its
-  // busy share less the run's own CPU: the training process's and its loading workers').
+  // busy share less the run's own CPU: this process's and the script's with all its processes, its loader
+  // workers' start included: a spawned worker's import of torch is the run's, not other work's). Where it could
+  // not be read, the training process's CPU after its first step and the workers' loading CPU, over the steps'
+  // wall time.
   const int machine = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  int64_t own_cpu = done.value("cpu_ns", int64_t(0));
-  if (parts.is_array())
-    for (const auto& p : parts)
-      if (p.value("who", std::string()) != "main") own_cpu += p.value("cpu_ns", int64_t(0));
-  const int free = run_wall_ns > 0 && load.busy_share == load.busy_share
-                       ? client::cores_free(machine, load.busy_share, double(own_cpu) / double(run_wall_ns))
+  if (!(own_cores >= 0) && run_wall_ns > 0) {
+    int64_t own_cpu = done.value("cpu_ns", int64_t(0));
+    if (parts.is_array())
+      for (const auto& p : parts)
+        if (p.value("who", std::string()) != "main") own_cpu += p.value("cpu_ns", int64_t(0));
+    own_cores = double(own_cpu) / double(run_wall_ns);
+  }
+  const int free = own_cores >= 0 && load.busy_share == load.busy_share
+                       ? client::cores_free(machine, load.busy_share, own_cores)
                        : machine;
   client::LoaderVerdict v = client::loader_verdict_of_run(parts, done.value("cpu_ns", int64_t(0)), samples, wall, wait,
                                                           all_samples, free);

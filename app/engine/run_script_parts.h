@@ -54,9 +54,11 @@ void print_script_throughput(const std::string& script, const nlohmann::json& th
                              const std::string& not_measured);
 
 // Why the loader is slow (client/loader_verdict.h): a traced run's loader parts (`out["done"]["loader_parts"]`)
-// against its measured steps `figures`, on this machine's cores; also written as `out["loader"]` when valid.
+// against its measured steps `figures`, on the cores of this machine that other work left free over the run: its
+// busy share (`load`) less the run's own CPU (`own_cores`: measure::TreeCpuProbe; NaN: not read). Also written
+// as `out["loader"]` when valid.
 client::LoaderVerdict add_loader_verdict(nlohmann::json& out, const std::vector<engine::StepRecord>& figures,
-                                         const measure::SystemLoad& load, int64_t run_wall_ns);
+                                         const measure::SystemLoad& load, double own_cores, int64_t run_wall_ns);
 
 // The script's arguments as one line (the run JSON's "data").
 std::string joined_args(const std::vector<std::string>& args);

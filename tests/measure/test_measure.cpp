@@ -9,6 +9,7 @@
 #include "measure/interval.h"
 #include "measure/noise.h"
 #include "measure/stats.h"
+#include "measure/tree_cpu.h"
 #include "measure/warmup.h"
 #include "measure/window.h"
 
@@ -268,6 +269,74 @@ TEST(MeasureNoise, LoadProbeReadsProc) {
   EXPECT_GT(s.cores, 0);
   EXPECT_TRUE(s.readable());  // Linux: /proc/loadavg and /proc/stat exist
   EXPECT_GE(s.loadavg_1min, 0.0);
+}
+
+namespace {
+// Spends `s` seconds of this process's CPU (not wall: a busy machine only stretches it).
+void burn_cpu(double s) {
+  timespec t{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  const double end = double(t.tv_sec) + t.tv_nsec * 1e-9 + s;
+  volatile double x = 0;
+  do {
+    for (int i = 0; i < 10000; ++i) x = x + std::sqrt(double(i));
+    ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  } while (double(t.tv_sec) + t.tv_nsec * 1e-9 < end);
+}
+}  // namespace
+
+// The run's own CPU over an interval (what the loader verdict takes from the machine's busy share to find the
+// cores other work kept): a script's interpreter and its workers are processes started before the interval; what
+// they spent before it (torch's import, a spawned worker's start) is not the interval's, what they spend in it
+// is, whether they ended and were waited for or are still alive at its end. Child A burns 0.4 s before and 0.2 s
+// in the interval, then ends; child B's child G (a worker of B's) 0.3 s before and 0.1 s in it, and lives on.
+TEST(MeasureTreeCpu, CountsTheDescendantsCpuInTheIntervalOnly) {
+  int go[2], ready[2], done[2];
+  ASSERT_EQ(::pipe(go), 0);
+  ASSERT_EQ(::pipe(ready), 0);
+  ASSERT_EQ(::pipe(done), 0);
+  char c;
+  const pid_t a = ::fork();
+  ASSERT_GE(a, 0);
+  if (a == 0) {
+    burn_cpu(0.4);
+    (void)!::write(ready[1], "a", 1);
+    (void)!::read(go[0], &c, 1);
+    burn_cpu(0.2);
+    (void)!::write(ready[1], "a", 1);
+    ::_exit(0);
+  }
+  const pid_t b = ::fork();
+  ASSERT_GE(b, 0);
+  if (b == 0) {
+    const pid_t g = ::fork();
+    if (g == 0) {
+      burn_cpu(0.3);
+      (void)!::write(ready[1], "g", 1);
+      (void)!::read(go[0], &c, 1);
+      burn_cpu(0.1);
+      (void)!::write(ready[1], "g", 1);
+      (void)!::read(done[0], &c, 1);  // alive until the probe has been read
+      ::_exit(0);
+    }
+    ::waitpid(g, nullptr, 0);
+    ::_exit(0);
+  }
+  for (int n = 0; n < 2; ++n) ASSERT_EQ(::read(ready[0], &c, 1), 1);  // both burned what they burn before
+  const auto t0 = std::chrono::steady_clock::now();
+  const TreeCpuProbe probe;
+  ASSERT_EQ(::write(go[1], "gg", 2), 2);  // one byte each
+  for (int n = 0; n < 2; ++n) ASSERT_EQ(::read(ready[0], &c, 1), 1);  // both burned what they burn in it
+  ASSERT_EQ(::waitpid(a, nullptr, 0), a);
+  const double cores = probe.cores();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  (void)!::write(done[1], "d", 1);
+  ASSERT_EQ(::waitpid(b, nullptr, 0), b);
+  for (int fd : {go[0], go[1], ready[0], ready[1], done[0], done[1]}) ::close(fd);
+  ASSERT_TRUE(cores >= 0) << "the probe read no CPU";
+  const double cpu = cores * wall;
+  EXPECT_GT(cpu, 0.22) << "the 0.3 s spent in the interval is missing";
+  EXPECT_LT(cpu, 0.5) << "the 0.7 s spent before the interval was counted";
 }
 
 TEST(MeasureWarmup, EndsWhenStableNotAfterAFixedCount) {
