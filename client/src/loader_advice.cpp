@@ -42,6 +42,19 @@ std::string change_for(const LoaderPart& p, double cpu_share) {
   if (p.name == "collate")
     return "a cheaper collate_fn: stack tensors (torch.stack) rather than building Python lists, pad once per "
            "batch, or let the workers return tensors ready to stack";
+  // The engine's own loader's parts (engine/src/session.cpp).
+  if (p.name == "decode (JPEG, PNG)")
+    return "decode JPEGs at the size they are used at (the fast_decode knob: --set fast_decode=on decodes at 1/2 "
+           "to 1/8 scale), or store the images at that size";
+  if (p.name == "read (file)")
+    return "reading the files is slow (a network or slow disk, many small files): copy the data to a local disk or "
+           "pack the samples into fewer, larger files";
+  if (p.name == "crop + flip + normalize")
+    return "store the images nearer the model's input size (the resample reads the whole crop box), or keep them "
+           "decoded";
+  if (p.name == "staging")
+    return "the batch's staging copy: the layout the model wants (channels_last interleaves every sample) costs "
+           "a copy here";
   if (p.name == "dataset code")
     return "the dataset's own __getitem__: cache what it computes for a sample (it runs again every epoch) or "
            "compute it once ahead of training";

@@ -12,6 +12,9 @@ namespace {
 // XProf's input-pipeline grades, by the share of the step spent waiting for input.
 constexpr double kHighly = 0.20, kModerately = 0.05;
 constexpr int kMaxWorkers = 64;  // the workers knob's range
+// A worker count whose supply only equals the model's rate feeds it less: batches come when they come, and each
+// wait the queue did not cover is lost. The count predicted supplies this much more than the model takes.
+constexpr double kHeadroom = 1.15;
 
 std::string fmt(const char* f, double v) {
   char b[64];
@@ -26,8 +29,8 @@ std::string base_name(const std::string& where) {
   return slash == std::string::npos ? where : where.substr(slash + 1);
 }
 
-// "loader: to make SlowDisk (train.py:5) cheaper, 10.2 ms a sample (85% of the loading): ...; were it free, the
-// training process would supply about 530 samples/s: at most 2.1x this run's"
+// "loader: change SlowDisk (train.py:5), 10.2 ms a sample (85% of the loading): <the change for its kind>; were it
+// free, the training process would supply about 530 samples/s: at most 2.10x this run's throughput"
 std::string fix_line(const LoaderFix& f, int workers) {
   std::string l = "loader: change " + f.part + (f.where.empty() ? "" : " (" + base_name(f.where) + ")") + ", " +
                   ms(f.ms) + (f.per_batch ? " a batch" : " a sample") + " (" + pct(f.share) + " of the loading): " +
@@ -108,12 +111,21 @@ LoaderVerdict loader_verdict(const nlohmann::json& parts, int64_t samples, int64
   v.consume_sps = compute_s > 0 ? double(samples) / compute_s : 0;
   v.supply_sps = v.supply_with(v.workers);
   if (v.ms_per_sample > 0 && v.consume_sps > 0 && v.wait_share >= kModerately) {
-    // The fewest workers that feed the model; when none can, the fewest that reach what the cores allow.
-    const double best = std::min(v.consume_sps, v.supply_with(kMaxWorkers));
-    v.cores_bound = best < v.consume_sps;
+    // The fewest workers that feed the model with headroom; when none can, the fewest that reach what the cores
+    // allow.
+    const double cap = v.supply_with(kMaxWorkers);
+    v.cores_bound = cap < v.consume_sps;
+    const double target = v.cores_bound ? 0.97 * cap : std::min(kHeadroom * v.consume_sps, 0.97 * cap);
     for (int w = 1; w <= kMaxWorkers && v.need_workers == 0; ++w)
-      if (v.supply_with(w) >= (v.cores_bound ? 0.97 * best : best)) v.need_workers = w;
+      if (v.supply_with(w) >= target) v.need_workers = w;
     v.expect_sps = std::min(v.consume_sps, v.supply_with(v.need_workers));
+    if (v.cores_bound) {
+      // What feeding the model would take on a machine with more cores: a prediction this one cannot test.
+      const double cpu_ms = v.ms_per_sample * v.cpu_share + v.train_cpu_ms;
+      v.feed_cores = static_cast<int>(std::ceil(v.consume_sps * cpu_ms / 1000.0 - 1e-9));
+      v.feed_workers = static_cast<int>(std::ceil(kHeadroom * v.consume_sps * v.ms_per_sample / 1000.0 - 1e-9));
+      if (v.feed_workers > kMaxWorkers) v.feed_workers = 0;
+    }
   }
   return v;
 }
@@ -155,7 +167,14 @@ std::vector<std::string> LoaderVerdict::lines() const {
            ms(ms_per_sample * cpu_share) + ", training " + ms(train_cpu_ms) + ") bounds the run at " +
            fmt("%.0f", expect_sps) + " samples/s, which about " + std::to_string(need_workers) + " worker" +
            (need_workers > 1 ? "s" : "") + " reach (run it: --set workers=" + std::to_string(need_workers) +
-           "); beyond that, make " + costliest + " cheaper";
+           "); beyond that, make " + costliest + " cheaper" +
+           (feed_workers > 0 && feed_cores > 0
+                ? "; feeding the model would take about " + std::to_string(feed_workers) + " workers on " +
+                      std::to_string(feed_cores) + " free cores, " +
+                      (feed_cores > (machine_cores > 0 ? machine_cores : cores)
+                           ? std::string("more than this machine has: that prediction cannot be tested here")
+                           : std::string("more than other work left free: test it on a quiet machine"))
+                : std::string());
     else if (need_workers > workers)
       l += "about " + std::to_string(need_workers) + " worker" + (need_workers > 1 ? "s" : "") + " would supply " +
            fmt("%.0f", supply_with(need_workers)) + " (run it: --set workers=" + std::to_string(need_workers) + ")";
@@ -197,7 +216,8 @@ nlohmann::json LoaderVerdict::to_json() const {
                       {"cpu_share", cpu_share},   {"ms_per_sample", ms_per_sample}, {"cores", cores}, {"machine_cores", machine_cores},
                       {"consume_samples_s", consume_sps}, {"supply_samples_s", supply_sps},
                       {"need_workers", need_workers}, {"cores_bound", cores_bound}, {"expect_samples_s", expect_sps},
-                      {"train_cpu_ms", train_cpu_ms}, {"pin_ms", pin_ms}, {"pin_batches", pin_batches}};
+                      {"train_cpu_ms", train_cpu_ms}, {"pin_ms", pin_ms}, {"pin_batches", pin_batches},
+                      {"feed_workers", feed_workers}, {"feed_cores", feed_cores}};
   nlohmann::json ps = nlohmann::json::array();
   for (const auto& p : parts)
     ps.push_back({{"name", p.name}, {"ms", p.ms}, {"per", p.per_batch ? "batch" : "sample"}, {"share", p.share},
@@ -235,6 +255,8 @@ LoaderVerdict LoaderVerdict::from_json(const nlohmann::json& j) {
   v.train_cpu_ms = num("train_cpu_ms");
   v.pin_ms = num("pin_ms");
   v.pin_batches = int64_t(num("pin_batches"));
+  v.feed_workers = int(num("feed_workers"));
+  v.feed_cores = int(num("feed_cores"));
   for (const auto& p : j["parts"]) {
     if (!p.is_object() || !p.contains("name") || !p["name"].is_string()) continue;
     LoaderPart part;

@@ -98,6 +98,22 @@ TEST(LoaderVerdict, PredictsTheWorkersThatFeedTheModelBoundedByTheCores) {
   EXPECT_EQ(c.need_workers, 2);
   EXPECT_NE(joined(c).find("no worker count feeds it on 2 cores"), std::string::npos) << joined(c);
   EXPECT_NE(joined(c).find("make Resize cheaper"), std::string::npos) << joined(c);
+  // What feeding it would take, which this machine cannot test: 160 samples/s of 20 ms of CPU is 3.2 cores, and
+  // 15% above the model's rate, 184 samples/s, is 4 workers' supply.
+  EXPECT_EQ(c.feed_cores, 4);
+  EXPECT_EQ(c.feed_workers, 4);
+  EXPECT_NE(joined(c).find("feeding the model would take about 4 workers on 4 free cores, more than this machine "
+                           "has: that prediction cannot be tested here"),
+            std::string::npos) << joined(c);
+  EXPECT_EQ(LoaderVerdict::from_json(c.to_json()).feed_cores, 4);
+  // Workers that only match the model's rate leave it waiting: 2 ms of CPU a sample, 100 samples/s taken;
+  // a worker supplies 50, so 2 match it and 3 are predicted (150 >= 115).
+  const nlohmann::json even = nlohmann::json::array({proc("worker 0", 64, 8, {{"dataset code", 20.0}}, 0.1, 1400)});
+  const LoaderVerdict e = loader_verdict(even, 64, 1'000'000'000, 360'000'000, 8);
+  EXPECT_NEAR(e.consume_sps, 100, 1e-6);
+  EXPECT_EQ(e.need_workers, 3);
+  EXPECT_FALSE(e.cores_bound);
+  EXPECT_NEAR(e.expect_sps, 100, 1e-6);
   // With 8 cores the same loader is fed by 4 workers.
   EXPECT_EQ(loader_verdict(cpu, 64, 1'000'000'000, 600'000'000, 8).need_workers, 4);
   // The training process's own CPU shares the cores: 2 ms of loading and 12 of training a sample on 2 cores
@@ -233,4 +249,19 @@ TEST(LoaderVerdict, SaysWhatPinningABatchCosts) {
   EXPECT_EQ(joined(loader_verdict(nlohmann::json::array({proc("worker 0", 64, 8, {{"dataset code", 2.0}}, 1.0, 400)}), 64,
                                   1'000'000'000, 600'000'000, 2)).find("pin_memory"),
             std::string::npos);
+}
+
+// The engine's own loader reports the same shape (engine/src/session.cpp): its parts get the engine's changes,
+// its decode the fast_decode knob.
+TEST(LoaderVerdict, TheEnginesLoaderPartsGetTheEnginesChanges) {
+  const nlohmann::json parts = nlohmann::json::array(
+      {proc("main", 64, 8, {{"decode (JPEG, PNG)", 4.0}, {"read (file)", 0.6}, {"crop + flip + normalize", 0.9}}, 1.0,
+            1000)});
+  const LoaderVerdict v = loader_verdict(parts, 64, 1'000'000'000, 700'000'000, 2);
+  const auto fixes = v.fixes();
+  ASSERT_EQ(fixes.size(), 2u);
+  EXPECT_EQ(fixes[0].part, "decode (JPEG, PNG)");
+  EXPECT_NE(fixes[0].change.find("--set fast_decode=on"), std::string::npos) << fixes[0].change;
+  EXPECT_EQ(fixes[1].part, "crop + flip + normalize");
+  EXPECT_NE(fixes[1].change.find("nearer the model's input size"), std::string::npos) << fixes[1].change;
 }

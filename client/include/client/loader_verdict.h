@@ -47,9 +47,12 @@ struct LoaderVerdict {
   double train_cpu_ms = 0;      // the training process's own CPU a sample (its loading taken out)
   double consume_sps = 0;       // what the training loop takes when it never waits: samples over (wall - wait)
   double supply_sps = 0;        // what the loading processes supply at most now (model below)
-  int need_workers = 0;         // the fewest workers that give expect_sps (0: not input-bound, or not known)
+  int need_workers = 0;         // the fewest workers that give expect_sps, supplying 15% more than the model
+                                // takes where the cores allow (0: not input-bound, or not known)
   bool cores_bound = false;     // no count feeds the model: the cores bound the run below consume_sps
   double expect_sps = 0;        // what a run with need_workers should measure: min(consume, their supply)
+  int feed_workers = 0;         // cores_bound: the workers, and the free cores, that would feed the model on a
+  int feed_cores = 0;           // machine with more (0: not known, or past the knob's range)
   double pin_ms = 0;            // pin_memory's copy of a batch into page-locked memory (0: not pinned), in the
   int64_t pin_batches = 0;      // training process (its pin-memory thread with workers), over this many batches
 
