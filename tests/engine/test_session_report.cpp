@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "client/loader_verdict.h"
 #include "engine/report.h"
 #include "engine/session_report.h"
 #include "engine/tuner.h"
@@ -71,6 +72,35 @@ TEST(SessionReport, AMissingTuneReportIsSaidAndABadDocumentRefused) {
   EXPECT_EQ(session_report_json(in)["tunes"][0]["missing"], "/nonexistent/tune-0.json");
   EXPECT_THROW(session_report_html(nlohmann::json{{"format", "something else"}}), std::invalid_argument);
   EXPECT_THROW(session_report_markdown(nlohmann::json::array()), std::invalid_argument);
+}
+
+// A session whose script was traced with its loader timed carries the verdict the window's Loader tab showed
+// (sessionDocument's "loader"): the report says why the loader was slow, in the lines `run` prints, with the parts
+// and where each is; a session without one has no such section.
+TEST(SessionReport, TheLoadersVerdictIsInTheReport) {
+  nlohmann::json parts = nlohmann::json::array();
+  for (const char* who : {"worker 0", "worker 1"}) {
+    // 32 samples each, 5.0 ms a sample of which SlowBlur 4.2 ms (at train.py:12), all on the CPU.
+    parts.push_back({{"who", who}, {"samples", 32}, {"batches", 4}, {"busy_ns", 160'000'000}, {"cpu_ns", 160'000'000},
+                     {"life_ns", 400'000'000},
+                     {"parts", {{"SlowBlur", {{"ns", 134'400'000}}}, {"read + decode (PIL)", {{"ns", 25'600'000}}}}},
+                     {"where", {{"SlowBlur", "/home/u/train.py:12"}}}});
+  }
+  const client::LoaderVerdict v = client::loader_verdict(parts, 64, 1'000'000'000, 600'000'000, 2);
+  ASSERT_TRUE(v.valid);
+  nlohmann::json in = session("/nonexistent/tune-0.json");
+  in["tunes"] = nlohmann::json::array();
+  EXPECT_EQ(session_report_html(in).find("Why the loader is slow"), std::string::npos);
+  EXPECT_EQ(session_report_markdown(in).find("Why the loader is slow"), std::string::npos);
+  in["loader"] = v.to_json();
+  const std::string html = session_report_html(in), md = session_report_markdown(in);
+  for (const std::string* s : {&html, &md}) {
+    EXPECT_NE(s->find("Why the loader is slow"), std::string::npos) << *s;
+    EXPECT_NE(s->find("highly input-bound: the loop waited for batches 60% of its step time"), std::string::npos) << *s;
+    EXPECT_NE(s->find("change SlowBlur (train.py:12), 4.20 ms a sample (84% of the loading)"), std::string::npos) << *s;
+    EXPECT_NE(s->find("/home/u/train.py:12"), std::string::npos) << *s;  // the parts table's where
+  }
+  EXPECT_EQ(session_report_json(in)["loader"], v.to_json());
 }
 
 }  // namespace

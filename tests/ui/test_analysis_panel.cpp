@@ -359,6 +359,14 @@ class TestAnalysisPanel : public QObject {
     QVERIFY(worker != data.tracks.end());
     QCOMPARE(worker->lanes.size(), size_t(2));  // the sample, and its part one level down
     QCOMPARE(data.queue.size(), size_t(2));
+    // File ▸ Export carries the verdict the tab shows: the report says why the loader is slow, line for line.
+    const QString md = tmp_.filePath("loader.md");
+    QVERIFY2(w.exportReport({{"--md", md}}), qPrintable(w.lastError()));
+    QFile r(md);
+    QVERIFY(r.open(QIODevice::ReadOnly));
+    const QString report = QString::fromUtf8(r.readAll());
+    QVERIFY2(report.contains("## Why the loader is slow"), qPrintable(report));
+    for (const QString& l : lines) QVERIFY2(report.contains("- " + l.mid(QString("loader: ").size())), qPrintable(l));
     // Another trace, with no loader document: the tab goes.
     const QString plain = tmp_.filePath("plain.trace.json");
     trace.erase("tunebench");

@@ -301,6 +301,7 @@ void AnalysisPanel::setRanks(std::shared_ptr<const tb::prof::RankAnalysis> ra) {
 QString AnalysisPanel::ranksText() const { return ranks_label_->text(); }
 
 void AnalysisPanel::setLoader(const tb::client::LoaderVerdict& v) {
+  loader_verdict_ = v;
   const int at = tabs_->indexOf(loader_page_);
   if (!v.valid) {
     if (at >= 0) tabs_->removeTab(at);

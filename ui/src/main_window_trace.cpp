@@ -227,7 +227,13 @@ bool MainWindow::exportComparisons(const QString& path) {
 bool MainWindow::exportReport(const QList<QPair<QString, QString>>& outputs) {
   // The tuner's own report writer renders it (engine/session_report.h): one report, whether a tune or the
   // window wrote it. The document goes to the CLI in a file; what it could not render is still written.
-  const QJsonObject doc = sessionDocument(run_->record(), compare_->comparisons(), compare_->decisions());
+  // The loader's verdict the Loader tab shows goes with it: the report says why the loader is slow too.
+  QJsonObject loader;
+  if (analysis_->loader().valid) {
+    const std::string text = analysis_->loader().to_json().dump();
+    loader = QJsonDocument::fromJson(QByteArray::fromStdString(text)).object();
+  }
+  const QJsonObject doc = sessionDocument(run_->record(), compare_->comparisons(), compare_->decisions(), loader);
   const QByteArray bytes = QJsonDocument(doc).toJson(QJsonDocument::Indented);
   QTemporaryDir dir(QDir::tempPath() + "/tunebench-export-XXXXXX");
   const QString in = dir.path() + "/session.json";

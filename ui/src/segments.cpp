@@ -188,7 +188,7 @@ std::vector<Comparison> compareSegments(const std::vector<Segment>& segs) {
 }
 
 QJsonObject sessionDocument(const RunRecord& rec, const std::vector<Comparison>& cmp,
-                            const QHash<QString, QString>& decisions) {
+                            const QHash<QString, QString>& decisions, const QJsonObject& loader) {
   auto finite = [](double v) { return std::isfinite(v) ? QJsonValue(v) : QJsonValue(); };
   QJsonArray arr;
   for (const auto& c : cmp) {
@@ -249,6 +249,7 @@ QJsonObject sessionDocument(const RunRecord& rec, const std::vector<Comparison>&
                    {"segments", segments},
                    {"tunes", tunes}};
   if (!rec.failure.isEmpty()) root.insert("failure", rec.failure);
+  if (!loader.isEmpty()) root.insert("loader", loader);
   return root;
 }
 

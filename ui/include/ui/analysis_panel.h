@@ -57,6 +57,7 @@ class AnalysisPanel : public QWidget {
   // The "Loader" tab (a script's trace whose loader was timed: its "loader" document): the verdict `run`
   // printed, line for line, and its parts costliest first. An invalid verdict removes the tab.
   void setLoader(const tb::client::LoaderVerdict& v);
+  const tb::client::LoaderVerdict& loader() const { return loader_verdict_; }
   QString loaderText() const;
   QTableView* loaderTable() const { return loader_; }
   void clear();
@@ -86,6 +87,7 @@ class AnalysisPanel : public QWidget {
                   *selection_model_ = nullptr, *ranks_model_ = nullptr, *loader_model_ = nullptr;
   QWidget* loader_page_ = nullptr;
   QLabel* loader_label_ = nullptr;
+  tb::client::LoaderVerdict loader_verdict_;
   QLabel* selection_label_ = nullptr;
   QWidget* ranks_page_ = nullptr;
   QLabel* ranks_label_ = nullptr;

@@ -68,8 +68,9 @@ std::pair<QString, QString> chunksForComparison(const RunRecord& rec, const std:
 
 // What File ▸ Export hands the report writer (engine/session_report.h, `tunebench-cli report --session`): the
 // run's environment, its first and current configuration, every comparison (the tuner's for an Auto-tune) with
-// its trust line and the user's decision, each segment's throughput and every tune's report files.
+// its trust line and the user's decision, each segment's throughput and every tune's report files; `loader`, the
+// loader's verdict the window shows (its Loader tab: client::LoaderVerdict::to_json()), when there is one.
 QJsonObject sessionDocument(const RunRecord& rec, const std::vector<Comparison>& cmp,
-                            const QHash<QString, QString>& decisions = {});
+                            const QHash<QString, QString>& decisions = {}, const QJsonObject& loader = {});
 
 }  // namespace tb::ui

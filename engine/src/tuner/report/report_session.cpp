@@ -2,6 +2,7 @@
 // the forest chart and the code that keeps the result are the tuner's own, then each tune's report whole.
 #include "engine/session_report.h"
 
+#include "client/loader_verdict.h"
 #include "engine/report.h"
 #include "tuner/report/report_parts.h"
 
@@ -116,6 +117,36 @@ std::string tune_title(size_t i, const json& t) {
   return "Auto-tune " + std::to_string(i + 1) + (str_of(t, "at_step").empty() ? "" : " (after step " + str_of(t, "at_step") + ")");
 }
 
+// Why the loader is slow, when the session's script was traced with its loader timed (the "loader" object: the
+// verdict `run`, `analyze` and the window's Loader tab show, client/loader_verdict.h): its lines, then its parts.
+client::LoaderVerdict loader_of(const json& in) {
+  return in.contains("loader") ? client::LoaderVerdict::from_json(in["loader"]) : client::LoaderVerdict{};
+}
+
+std::string loader_html(const client::LoaderVerdict& v) {
+  if (!v.valid) return {};
+  std::string h = "<h2>Why the loader is slow</h2>\n<ul>\n";
+  for (const auto& l : v.lines()) h += "<li>" + esc(l.rfind("loader: ", 0) == 0 ? l.substr(8) : l) + "</li>\n";
+  h += "</ul>\n<div class=\"scroll\"><table>\n<thead><tr><th>part</th><th>ms</th><th>per</th><th>% of the loading</th>"
+       "<th>where</th></tr></thead>\n<tbody>\n";
+  for (const auto& p : v.parts)
+    h += "<tr><td>" + esc(p.name) + "</td><td class=\"n\">" + esc(fmt(p.ms, 2)) + "</td><td>" +
+         (p.per_batch ? "batch" : "sample") + "</td><td class=\"n\">" + esc(fmt(100 * p.share, 1)) + "</td><td>" +
+         esc(p.where) + "</td></tr>\n";
+  return h + "</tbody></table></div>\n";
+}
+
+std::string loader_markdown(const client::LoaderVerdict& v) {
+  if (!v.valid) return {};
+  std::string m = "\n## Why the loader is slow\n\n";
+  for (const auto& l : v.lines()) m += "- " + (l.rfind("loader: ", 0) == 0 ? l.substr(8) : l) + "\n";
+  m += "\n| part | ms | per | % of the loading | where |\n|---|---:|---|---:|---|\n";
+  for (const auto& p : v.parts)
+    m += "| " + p.name + " | " + fmt(p.ms, 2) + " | " + (p.per_batch ? "batch" : "sample") + " | " +
+         fmt(100 * p.share, 1) + " | " + p.where + " |\n";
+  return m;
+}
+
 }  // namespace
 
 std::string session_report_html(const json& in) {
@@ -167,6 +198,7 @@ std::string session_report_html(const json& in) {
          std::regex_replace(esc(str_of(cmps[i], "trust")), std::regex("\n"), "<br/>") + "</td></tr>\n";
   if (cmps.empty()) h += "<tr><td>Nothing measured.</td></tr>\n";
   h += "</tbody></table></div>\n";
+  h += loader_html(loader_of(in));
   h += "<h2>The code that keeps it</h2>\n<p>What runs now, against the configuration the session started with.</p>\n"
        "<h3>PyTorch (Python)</h3>\n<pre><code>" + esc(final_code_pytorch(r)) +
        "</code></pre>\n<h3>LibTorch (C++)</h3>\n<pre><code>" + esc(final_code_libtorch(r)) + "</code></pre>\n";
@@ -215,6 +247,7 @@ std::string session_report_markdown(const json& in) {
   for (size_t i = 0; i < cmps.size(); ++i)
     m << "- " << i + 1 << ". " << str_of(cmps[i], "change") << ": "
       << std::regex_replace(str_of(cmps[i], "trust"), std::regex("\n"), "; ") << "\n";
+  m << loader_markdown(loader_of(in));
   m << "\n## The code that keeps it\n\n```python\n" << final_code_pytorch(r) << "```\n\n```cpp\n"
     << final_code_libtorch(r) << "```\n";
   for (size_t i = 0; i < tunes.size(); ++i) {
