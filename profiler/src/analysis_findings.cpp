@@ -18,6 +18,16 @@ std::string fmt(const char* f, double v) {
 }
 std::string fmt_ms(int64_t ns) { return fmt("%.3f ms", static_cast<double>(ns) / 1e6); }
 std::string fmt_pct(double s) { return fmt("%.1f%%", s * 100.0); }
+
+// XProf's input-pipeline grades, by the share of the step spent waiting for input (client/loader_verdict.cpp
+// grades a script's loader verdict the same way), and the other half of XProf's input time: the batches'
+// host-to-device copies (our h2d range; Kineto: HtoD memcpy GPU time), a share of the same time.
+std::string input_grade(double wait_share, int64_t h2d_ns, double window_ns) {
+  std::string g = wait_share >= 0.20 ? "highly input-bound" : wait_share >= 0.05 ? "moderately input-bound" : "";
+  if (!g.empty()) g = "; " + g + " by XProf's grades (20% of the step highly, 5% moderately)";
+  if (h2d_ns > 0) g += "; host-to-device copies " + fmt_pct(double(h2d_ns) / window_ns) + " more (transfer, not host)";
+  return g;
+}
 double bound(double share) { return share >= 0.999999 ? 1e6 : 1.0 / (1.0 - std::max(0.0, share)); }
 
 Finding make(FindingKind kind, const char* knob, std::string value, std::vector<std::string> also, double share,
@@ -162,10 +172,12 @@ void add_findings(const Trace& trace, const AnalysisOptions& opt, const Evidence
       if (cores > 0) workers = std::clamp(cores, 1, 8);
     }
     const double share = r.loader_stall_ns / wl;
+    int64_t h2d = 0;
+    for (const auto& s : r.steps) h2d += s.h2d_ns;
     push(make(FindingKind::LoaderStall, "workers", std::to_string(workers), {"prefetch", "pin_memory"}, share, ev.stall),
          std::string(r.has_gpu ? "GPU waited for the loader " : "training thread waited for data ") + fmt_pct(share) +
              " of " + span + " (" + fmt_ms(r.loader_stall_ns) + " in " + std::to_string(r.loader_stall_count) +
-             " intervals) -> workers / prefetch / pin_memory; ");
+             " intervals" + input_grade(share, h2d, wl) + ") -> workers / prefetch / pin_memory; ");
   }
   if (r.launch_gap_ns > 0 && r.launch_gap_ns / wl >= opt.finding_min_share) {
     const double share = r.launch_gap_ns / wl;

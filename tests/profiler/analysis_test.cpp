@@ -114,6 +114,34 @@ TEST(Analysis, LoaderStallAndLaunchGapWithSteps) {
   EXPECT_NEAR(r.findings[1].max_speedup, 1.0 / 0.9, 1e-9);
 }
 
+// The loader finding grades the step as XProf does (the device's wait for input: 20% of the step highly input-bound,
+// 5% moderately) and says the other half of input time, the batches' host-to-device copies, apart from it.
+TEST(Analysis, TheLoaderFindingGradesTheStepAndSaysItsCopies) {
+  auto run = [](int64_t wait_us) {
+    Builder b;
+    for (int i = 0; i < 4; ++i) {
+      const int64_t t = i * 100;
+      b.range("step", t, t + 100, i);
+      b.range("data_wait", t, t + wait_us);
+      b.range("h2d", t + wait_us, t + wait_us + 4);
+      b.kernel(t + wait_us + 5, t + 100, t + wait_us + 4);
+    }
+    return b.run();
+  };
+  auto message = [](const AnalysisResult& r) {
+    for (const auto& f : r.findings)
+      if (f.kind == FindingKind::LoaderStall) return f.message;
+    return std::string("no loader finding");
+  };
+  const std::string moderate = message(run(10)), high = message(run(25)), low = message(run(3));
+  EXPECT_NE(moderate.find("; moderately input-bound by XProf's grades (20% of the step highly, 5% moderately)"),
+            std::string::npos) << moderate;
+  EXPECT_NE(moderate.find("; host-to-device copies 4.0% more (transfer, not host)"), std::string::npos) << moderate;
+  EXPECT_NE(high.find("; highly input-bound by XProf's grades"), std::string::npos) << high;
+  EXPECT_EQ(low.find("input-bound"), std::string::npos) << low;  // 3%: a finding, not input-bound
+  EXPECT_NE(low.find("host-to-device copies 4.0% more"), std::string::npos) << low;
+}
+
 // A first step holding a one-time cost (cuDNN's algorithm search: 900 us with the GPU idle and no launch), then
 // four loader-bound steps. Marked as warm-up by the recorder, it leaves the window: the findings describe the
 // steady state (the loader), not the search (a "launch gap" no knob removes).
