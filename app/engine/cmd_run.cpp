@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "engine/cpu_allocator.h"
 #include "engine/distributed.h"
 #include "engine_cli_common.h"
+#include "engine_loader.h"
 #include "profiler/ranks.h"
 #include "run_ranks.h"
 
@@ -136,6 +138,7 @@ int cmd_run(int argc, char** argv) {
   auto last_print = std::chrono::steady_clock::now();
   std::string failure;
   measure::LoadProbe load;
+  measure::TreeCpuProbe own;  // the process's CPU over the steps: the loader verdict's training CPU and cores
   // The measured part is one window, device-synced at both ends (on a CPU the syncs cost nothing).
   int64_t measured = 0, window_samples = 0;
   int warmup_seen = 0;
@@ -193,8 +196,13 @@ int cmd_run(int argc, char** argv) {
       if (r.index > 0 && warmup_seen > 0) desc["first_measured_step"] = r.index;
       break;
     }
-  nlohmann::json out = engine::run_document(*session, desc, records, load.stop());
+  const measure::SystemLoad during = load.stop();
+  nlohmann::json out = engine::run_document(*session, desc, records, during);
   out["warmup"]["steps"] = warmup_seen;
+  // A traced run says why its loader is slow, as a script's does (its trace carries it for `analyze` and the GUI).
+  const client::LoaderVerdict loader =
+      trace_path.empty() || distributed ? client::LoaderVerdict{} : engine_loader_verdict(desc, records, during, own);
+  if (loader.valid) out["loader"] = loader.to_json();
   if (window_start >= 0 && measured > 0) {
     // The measured steps as one window timed from the outside (synced): what the tuner's fresh-process
     // trials read.
@@ -249,7 +257,9 @@ int cmd_run(int argc, char** argv) {
     }
   } else if (!trace_path.empty()) {
     session->synchronize();  // the device's queued work belongs in this trace (the collector flushes after it)
-    std::string err = write_recorded_trace(trace_path, desc);
+    std::map<std::string, std::string> documents;
+    if (loader.valid) documents["loader"] = loader.to_json().dump();
+    std::string err = write_recorded_trace(trace_path, desc, documents);
     if (!err.empty()) {
       std::fprintf(stderr, "tunebench-cli: error: cannot write trace '%s': %s\n", trace_path.c_str(), err.c_str());
       return 1;
@@ -270,6 +280,7 @@ int cmd_run(int argc, char** argv) {
     if (!r.warmup) step_ms += r.wall_ns / 1e6, ++n;
   if (const std::string mem = engine::memory_summary_text(out.value("memory", nlohmann::json())); !mem.empty())
     std::printf("%s\n", mem.c_str());
+  for (const auto& l : loader.lines()) std::printf("%s\n", l.c_str());
   const std::string hint = engine::page_fault_hint(tp["page_faults_per_step"].get<double>(), step_ms / std::max(1.0, n));
   if (!hint.empty()) std::fprintf(stderr, "tunebench-cli: hint: %s\n", hint.c_str());
   if (!failure.empty()) {

@@ -97,9 +97,11 @@ std::unique_ptr<prof::Trace> collect_recorded_trace(const nlohmann::json& descri
   return trace;
 }
 
-std::string write_recorded_trace(const std::string& path, const nlohmann::json& describe) {
+std::string write_recorded_trace(const std::string& path, const nlohmann::json& describe,
+                                 const std::map<std::string, std::string>& documents) {
   auto trace = collect_recorded_trace(describe);
   if (!trace) return "the recorder returned no trace";
+  for (const auto& [name, text] : documents) trace->meta().documents[name] = text;
   auto st = prof::write_chrome_trace(*trace, path);
   if (!st.ok()) return st.error().to_string();
   return "";

@@ -2,6 +2,8 @@
 // This file builds the session and applies configurations (session_impl.h lists the other parts).
 #include "engine/session.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 
@@ -228,6 +230,24 @@ nlohmann::json SessionImpl::describe() const {
   j["cuda_graph_replays"] = graph_replays_;
   auto ls = loader_->stats();
   j["loader"] = {{"batches", ls.batches}, {"samples", ls.samples}, {"skipped_samples", ls.skipped}};
+  // Each loading thread's parts, in the shape a script's launcher reports its loader's (docs/protocol.md,
+  // done.summary.loader_parts): the loader verdict (client/loader_verdict.h) reads both. What a batch took
+  // beyond its samples' read, decode and augmentation (the staging copy, labels, the interleave of channels_last)
+  // is its "staging".
+  nlohmann::json parts = nlohmann::json::array();
+  for (const auto& th : ls.threads) {
+    const auto& p = th.parts;
+    auto part = [](int64_t ns, int64_t calls) { return nlohmann::json{{"ns", ns}, {"calls", calls}}; };
+    nlohmann::json each = nlohmann::json::object();
+    if (p.read_ns > 0) each["read (file)"] = part(p.read_ns, th.samples);
+    if (p.decode_ns > 0) each["decode (JPEG, PNG)"] = part(p.decode_ns, th.samples);
+    if (p.augment_ns > 0) each["crop + flip + normalize"] = part(p.augment_ns, th.samples);
+    each["staging"] = part(std::max<int64_t>(0, th.busy_ns - p.read_ns - p.decode_ns - p.augment_ns), th.samples);
+    parts.push_back({{"who", th.who}, {"pid", static_cast<int64_t>(::getpid())}, {"samples", th.samples},
+                     {"batches", th.batches}, {"busy_ns", th.busy_ns}, {"cpu_ns", th.cpu_ns}, {"life_ns", th.life_ns},
+                     {"parts", each}});
+  }
+  if (!parts.empty()) j["loader"]["parts"] = parts;
   j["drift_checks"] = drift_checks_;
   j["cpu_allocator"] = active_cpu_allocator();
   j["intra_op_threads"] = static_cast<int64_t>(torch::get_num_threads());

@@ -156,6 +156,42 @@ TEST(Cli, RunTraceHoldsTrainingRanges) {
   EXPECT_GE(count["sync"], 3);
 }
 
+// Why the engine's own loader is slow: a traced run of a model on photo-sized JPEGs (640x480, decoded whole for a
+// 28x28 input) loaded on the training thread says what a script's run says: the step's grade, the parts
+// costliest first (the decode), and what more workers would give on this machine's cores; `analyze` prints the
+// same lines from the trace, which carries the verdict.
+TEST(Cli, RunTraceSaysWhyTheEnginesLoaderIsSlow) {
+  const std::string dir = tmp_file("loader_images");
+  auto made = run_cli({"make-dataset", "--out", dir, "--images", "48", "--size", "640x480", "--classes", "3"});
+  ASSERT_EQ(made.code, 0) << made.err;
+  const std::string trace = tmp_file("loader_trace.json"), js = tmp_file("loader_run.json");
+  auto r = run_cli({"run", "--model", "mnist_cnn", "--data", "imagefolder:" + dir, "--steps", "16", "--warmup", "2",
+                    "--set", "batch_size=8,workers=0", "--trace", trace, "--json", js});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("loader: highly input-bound: the loop waited for batches"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("in the training process (num_workers=0)"), std::string::npos) << r.out;
+  std::ifstream f(js);
+  const auto j = nlohmann::json::parse(f);
+  ASSERT_TRUE(j.contains("loader")) << r.out;
+  const auto& v = j["loader"];
+  EXPECT_EQ(v["workers"], 0);
+  ASSERT_GE(v["parts"].size(), 3u) << v.dump();
+  EXPECT_EQ(v["parts"][0]["name"], "decode (JPEG, PNG)") << v.dump();
+  EXPECT_GE(v["need_workers"].get<int>(), 1) << v.dump();
+  EXPECT_GT(v["train_cpu_ms"].get<double>(), 0) << v.dump();
+  std::string lines;
+  for (size_t at = r.out.find("loader: "); at != std::string::npos; at = r.out.find("loader: ", at + 1))
+    if (at == 0 || r.out[at - 1] == '\n') lines += r.out.substr(at, r.out.find('\n', at) + 1 - at);
+  auto a = run_cli({"analyze", trace});
+  ASSERT_EQ(a.code, 0) << a.err;
+  EXPECT_NE(a.out.find(lines), std::string::npos) << "run said:\n" << lines << "analyze said:\n" << a.out;
+  // A synthetic dataset loads nothing: no verdict.
+  auto s = run_cli({"run", "--model", "mnist_cnn", "--data", "synthetic", "--steps", "6", "--warmup", "1", "--trace",
+                    tmp_file("synthetic_trace.json")});
+  ASSERT_EQ(s.code, 0) << s.err;
+  EXPECT_EQ(s.out.find("loader: "), std::string::npos) << s.out;
+}
+
 TEST(Cli, RunRejectsBadInputWithExitTwoAndOneLine) {
   for (const auto& args : std::vector<std::vector<std::string>>{
            {"run", "--model", "alexnet", "--data", "synthetic"},

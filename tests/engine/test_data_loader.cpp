@@ -96,6 +96,25 @@ TEST(DataLoader, TwoWorkersProduceTheSameBatchesAsZeroAndBothWork) {
   EXPECT_GT(s.batches_per_worker[0], 0);
   EXPECT_GT(s.batches_per_worker[1], 0);
   EXPECT_TRUE(serial.stats().batches_per_worker.empty());
+  // Why the loader is slow: each loading thread's samples, batches and time, split into read, decode and
+  // augmentation, for the training thread ("main") and each worker. Their parts fit in their busy time.
+  auto check_threads = [](const LoaderStats& st, const std::vector<std::string>& who) {
+    ASSERT_EQ(st.threads.size(), who.size());
+    for (size_t k = 0; k < who.size(); ++k) {
+      const auto& th = st.threads[k];
+      EXPECT_EQ(th.who, who[k]);
+      EXPECT_GT(th.batches, 0);
+      EXPECT_EQ(th.samples, 5 * th.batches);
+      EXPECT_GT(th.parts.read_ns, 0);
+      EXPECT_GT(th.parts.decode_ns, 0);
+      EXPECT_GT(th.parts.augment_ns, 0);
+      EXPECT_LE(th.parts.read_ns + th.parts.decode_ns + th.parts.augment_ns, th.busy_ns);
+      EXPECT_GT(th.cpu_ns, 0);
+      EXPECT_GE(th.life_ns, th.busy_ns);
+    }
+  };
+  check_threads(serial.stats(), {"main"});
+  check_threads(s, {"worker 0", "worker 1"});
   // A different seed gives a different order/augmentation.
   o.seed = 43;
   Loader other(ds, o);

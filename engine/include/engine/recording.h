@@ -3,6 +3,7 @@
 // tuner's trace snapshots, so they start, stop and label a recording alike.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -30,8 +31,10 @@ std::pair<bool, std::string> collector_plan(bool cuda, bool tracing, const std::
 // (model, data, device, versions, a rank's process name and clock offset, the threads and allocator the host
 // findings read, where the measured steps begin); null when the recorder returned none.
 std::unique_ptr<prof::Trace> collect_recorded_trace(const nlohmann::json& describe);
-// collect_recorded_trace() written as a Chrome trace: "" or why not.
-std::string write_recorded_trace(const std::string& path, const nlohmann::json& describe);
+// collect_recorded_trace() written as a Chrome trace with `documents` attached (prof::TraceMetadata::documents:
+// name -> a JSON object's text, the run's loader verdict): "" or why not.
+std::string write_recorded_trace(const std::string& path, const nlohmann::json& describe,
+                                 const std::map<std::string, std::string>& documents = {});
 
 // A recording of a few steps (the tuner's trace snapshots) unless someone else is recording already (the GUI
 // asked serve for a trace: its records are not taken). finish() returns the trace (null when inactive); a

@@ -31,9 +31,18 @@ struct DataError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Where a sample's time went (why the loader is slow, client/loader_verdict.h): a dataset adds each part's
+// wall time to it when the loader passes one.
+struct SampleTimes {
+  int64_t read_ns = 0;     // the file's bytes
+  int64_t decode_ns = 0;   // JPEG/PNG decode (its header read first)
+  int64_t augment_ns = 0;  // crop, flip, resample and normalize into the batch
+};
+
 // Per-call preprocessing switches the loader passes to Dataset::load (extension of the contract; the
 // 4-argument load() keeps its meaning: fp32 preprocessing).
 struct SampleOptions {
+  SampleTimes* times = nullptr;  // when set, the parts' times are added to it
   bool fp32_preprocess = true;  // false: resample + normalize in fp16 (c10::Half) on the CPU, a known slow path
   // true: decode JPEGs at the smallest DCT scale that still covers the crop (what DALI, PIL's draft mode and
   // FFCV do); false: full-size decode, what torchvision's ImageFolder + PIL does by default.
@@ -109,6 +118,15 @@ struct LoaderStats {
   // Batches made under an earlier configuration and dropped at a reconfigure (their samples are loaded
   // again under the new one).
   int64_t discarded = 0;
+  // Why the loader is slow: each loading thread ("worker N", or "main": the training thread with workers=0),
+  // the samples and batches it made, its wall and CPU time making them, its life since its first batch, and
+  // where its samples' time went.
+  struct Thread {
+    std::string who;
+    int64_t samples = 0, batches = 0, busy_ns = 0, cpu_ns = 0, life_ns = 0;
+    SampleTimes parts;
+  };
+  std::vector<Thread> threads;
 };
 
 class Loader {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
@@ -137,9 +138,17 @@ class ImageFolderDataset final : public Dataset {
     data::CropBox box;
     double sx = 1, sy = 1;
     bool flip = false;
+    using Clock = std::chrono::steady_clock;
+    auto t = Clock::now();
+    auto lap = [&](int64_t SampleTimes::*part) {  // the time since the last lap, to `part`
+      const auto now = Clock::now();
+      if (options.times) options.times->*part += std::chrono::duration_cast<std::chrono::nanoseconds>(now - t).count();
+      t = now;
+    };
     {
       TB_RANGE_ARG(names::kDecode, index);
       if (!data::read_file(s.path, bytes)) return false;
+      lap(&SampleTimes::read_ns);
       int fw = 0, fh = 0;
       if (!data::image_dimensions(bytes.data(), bytes.size(), fw, fh)) return false;
       // The crop is drawn on the full-resolution size first so the JPEG decoder can scale down to it.
@@ -162,6 +171,7 @@ class ImageFolderDataset final : public Dataset {
       if (img.width < 1 || img.height < 1) return false;
       sx = double(img.width) / fw;
       sy = double(img.height) / fh;
+      lap(&SampleTimes::decode_ns);
     }
     {
       TB_RANGE_ARG(names::kAugment, index);
@@ -169,6 +179,7 @@ class ImageFolderDataset final : public Dataset {
         data::resample_normalize_f32(img, box.x * sx, box.y * sy, box.w * sx, box.h * sy, flip, W, H, mean_, std_, out);
       else
         data::resample_normalize_f16(img, box.x * sx, box.y * sy, box.w * sx, box.h * sy, flip, W, H, mean_, std_, out);
+      lap(&SampleTimes::augment_ns);
     }
     label = s.label;
     return true;
@@ -281,6 +292,7 @@ class MnistDataset final : public Dataset {
             const SampleOptions& options) const override {
     if (index < 0 || index >= size()) return false;
     TB_RANGE_ARG(names::kAugment, index);
+    const auto t0 = std::chrono::steady_clock::now();  // all of it is the resample (the images are in memory)
     thread_local data::Image img;
     img.width = int(cols_);
     img.height = int(rows_);
@@ -295,6 +307,9 @@ class MnistDataset final : public Dataset {
     const size_t plane = size_t(W) * H;
     for (int64_t c = 1; c < in_.channels; ++c) std::memcpy(out + c * plane, out, plane * sizeof(float));
     label = labels_[size_t(index)];
+    if (options.times)
+      options.times->augment_ns +=
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
     return true;
   }
 

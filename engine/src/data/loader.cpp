@@ -15,6 +15,7 @@
 // autograd released the saved input) and, in CUDA builds, once the async copy out of them has completed.
 #include <algorithm>
 #include <condition_variable>
+#include <ctime>
 #include <deque>
 #include <exception>
 #include <functional>
@@ -107,6 +108,7 @@ struct Loader::Impl {
   std::vector<std::thread> threads;
   std::vector<int64_t> per_worker;
   int64_t batches = 0, samples = 0, skip_events = 0, discarded = 0;
+  std::map<int, LoaderStats::Thread> parts;  // by worker id, -1 the training thread; life_ns holds its start
 
   // Known-unreadable samples (skipped without another decode attempt); counted once in `skipped`.
   std::unique_ptr<std::atomic<uint8_t>[]> bad;
@@ -205,10 +207,12 @@ struct Loader::Impl {
   }
 
   // Fills one sample at stream position `pos`; substitutes the next readable sample for a corrupt one.
-  void load_sample(int64_t pos, const LoaderOptions& o, float* out, int64_t& label, float* scratch) {
+  void load_sample(int64_t pos, const LoaderOptions& o, float* out, int64_t& label, float* scratch,
+                   SampleTimes* times) {
     std::mt19937_64 rng(splitmix64(opts_seed ^ splitmix64(uint64_t(global_pos(pos)))));
     const int64_t first = index_at(pos);
     SampleOptions so;
+    so.times = times;
     so.fp32_preprocess = o.fp32_preprocess;
     so.scaled_decode = o.scaled_decode;
     for (int64_t k = 0; k < n; ++k) {
@@ -231,8 +235,37 @@ struct Loader::Impl {
                     " failed to decode)");
   }
 
-  // Assembles batch `t` into a staging slot. Returns false when aborted.
-  bool assemble(const Task& t, Ready& r) {
+  static int64_t thread_cpu_ns() {
+    timespec ts{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+  }
+
+  // Assembles batch `t` into a staging slot on worker `who` (-1: the training thread), and counts its time
+  // (LoaderStats::threads). Returns false when aborted.
+  bool assemble(const Task& t, Ready& r, int who) {
+    const int64_t busy0 = tb::prof::now_ns(), cpu0 = thread_cpu_ns();
+    SampleTimes times;
+    if (!assemble_into(t, r, &times)) return false;
+    const int64_t busy = tb::prof::now_ns() - busy0, cpu = thread_cpu_ns() - cpu0;
+    std::lock_guard<std::mutex> lock(mu);
+    auto [it, fresh] = parts.try_emplace(who);
+    LoaderStats::Thread& th = it->second;
+    if (fresh) {
+      th.who = who < 0 ? "main" : "worker " + std::to_string(who);
+      th.life_ns = busy0;
+    }
+    th.samples += r.samples;
+    ++th.batches;
+    th.busy_ns += busy;
+    th.cpu_ns += cpu;
+    th.parts.read_ns += times.read_ns;
+    th.parts.decode_ns += times.decode_ns;
+    th.parts.augment_ns += times.augment_ns;
+    return true;
+  }
+
+  bool assemble_into(const Task& t, Ready& r, SampleTimes* times) {
     TB_RANGE_ARG(names::kLoadBatch, t.index);
     const LoaderOptions& o = t.options;
     r.start = t.start;
@@ -247,10 +280,10 @@ struct Loader::Impl {
       if (abort.load(std::memory_order_relaxed)) return false;
       int64_t label = 0;
       if (!o.channels_last) {
-        load_sample(t.start + k, o, base + k * chw, label, nullptr);
+        load_sample(t.start + k, o, base + k * chw, label, nullptr, times);
       } else {
         // NHWC staging: load CHW into scratch, interleave into the batch.
-        load_sample(t.start + k, o, nullptr, label, scratch.data());
+        load_sample(t.start + k, o, nullptr, label, scratch.data(), times);
         float* dst = base + k * chw;
         for (int64_t c = 0; c < C; ++c) {
           const float* src = scratch.data() + c * HW;
@@ -285,7 +318,7 @@ struct Loader::Impl {
       Ready r;
       bool ok = true;
       try {
-        ok = assemble(t, r);
+        ok = assemble(t, r, id);
       } catch (...) {
         r.error = std::current_exception();
         r.slot.reset();
@@ -372,7 +405,7 @@ struct Loader::Impl {
     t.options = o;
     t.options.pin_memory = false;
     Ready r;
-    assemble(t, r);
+    assemble_into(t, r, nullptr);  // made once: no loading to count
     Batch b;
     to_device(r, b, o);
     // Own copy, detached from the staging pool (it is reused forever).
@@ -462,7 +495,7 @@ Batch Loader::next() {
         Task t = m.claim_locked();
         lock.unlock();
         try {
-          m.assemble(t, r);
+          m.assemble(t, r, -1);
         } catch (...) {
           lock.lock();
           --m.in_flight;
@@ -555,6 +588,11 @@ LoaderStats Loader::stats() const {
   s.batches_per_worker = m.per_worker;
   s.skip_events = m.skip_events;
   s.discarded = m.discarded;
+  const int64_t now = tb::prof::now_ns();
+  for (const auto& [who, th] : m.parts) {
+    s.threads.push_back(th);
+    s.threads.back().life_ns = now - th.life_ns;
+  }
   return s;
 }
 
