@@ -187,14 +187,17 @@ TEST_F(CliScript, ARunStatesTracingsOwnCost) {
 }
 
 // Why the loader is slow (issue: the loader analyzer), as `run --script --trace` says it: a folder of JPEGs read
-// from a slow disk (10 ms a file, a sleep: what the check below measures does not depend on free cores) through
-// torchvision transforms, loaded in the training process. The verdict names the slow part first, grades the step
-// and predicts the workers that would feed the model; a run with that count is measured. The prediction is an
-// upper bound: on this 2-core machine runs reached 0.76-1.01 of it (docs/analysis.md), so the
-// check is that it reaches most of it, and far more than the training process alone.
+// from a slow disk (10 ms a file, a sleep) through torchvision transforms by 2 workers, for a model whose step waits
+// 20 ms for its accelerator (a sleep: what a GPU's step is to the training process). The verdict names the slow
+// part first, grades the step and predicts the workers that would feed the model; a run with that count,
+// untraced as a user runs it, confirms the prediction within 15%. Sleeps on both sides keep the check about the
+// prediction, not about the cores a busy machine leaves. The traced run has workers because the batches' way
+// between processes costs the training process too (~1 ms a batch here): measured from a run loading in the
+// training process, the model's rate was 4-18% above what 4-5 workers then fed (docs/analysis.md).
 TEST_F(CliScript, TheLoaderVerdictNamesTheSlowPartAndItsWorkerCountHolds) {
-  const std::string folder = tmp("slow_disk_images");  // 60 batches a pass: a pass's start refills the queue
-  make_folder(folder, 480);
+  // 120 batches a pass: the second run's measured steps hold no pass's start (its workers refill the queue then).
+  const std::string folder = tmp("slow_disk_images");
+  make_folder(folder, 960);
   const std::string script = tmp("slow_disk_folder.py");
   std::ofstream(script) << "import sys, time, torch\n"
                            "from torchvision import datasets, transforms\n"
@@ -215,22 +218,23 @@ TEST_F(CliScript, TheLoaderVerdictNamesTheSlowPartAndItsWorkerCountHolds) {
                            "    for x, y in loader:\n"
                            "        opt.zero_grad()\n"
                            "        torch.nn.functional.cross_entropy(model(x), y).backward()\n"
-                           "        opt.step()\n";
+                           "        opt.step()\n"
+                           "        time.sleep(0.020)  # the accelerator's step: the training process waits for it\n";
   const std::string js = tmp("slow_disk.json");
-  Out r = tb::test_util::run_cli_shell("TUNEBENCH_LOADER_PARTS=on", "run --script " + script + " --steps 60 --trace " +
-                                       tmp("slow_disk.trace.json") + " --json " + js + " -- " + folder + " 0");
+  Out r = tb::test_util::run_cli_shell("TUNEBENCH_LOADER_PARTS=on", "run --script " + script + " --steps 80 --trace " +
+                                       tmp("slow_disk.trace.json") + " --json " + js + " -- " + folder + " 2");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("loader: highly input-bound"), std::string::npos) << r.out;
   std::ifstream f(js);
   const auto j = nlohmann::json::parse(f);
   ASSERT_TRUE(j.contains("loader")) << r.out;
   const auto& v = j["loader"];
-  EXPECT_EQ(v["workers"], 0);
+  EXPECT_EQ(v["workers"], 2);
   EXPECT_EQ(v["parts"][0]["name"], "SlowDisk") << v.dump();
   EXPECT_GE(v["parts"][0]["ms"].get<double>(), 10.0) << v.dump();
   EXPECT_GE(v["wait_share"].get<double>(), 0.2) << v.dump();
   const int w = v["need_workers"].get<int>();
-  ASSERT_GE(w, 2) << v.dump();
+  ASSERT_GT(w, 2) << v.dump();
   const double predicted = v["expect_samples_s"].get<double>(), alone = j["throughput"]["samples_per_s"].get<double>();
   EXPECT_NE(r.out.find("--set workers=" + std::to_string(w)), std::string::npos) << r.out;
   // The change to make, at the script's own line (the class is defined on line 4), and its bound.
@@ -246,7 +250,7 @@ TEST_F(CliScript, TheLoaderVerdictNamesTheSlowPartAndItsWorkerCountHolds) {
   EXPECT_NE(a.out.find(run_lines), std::string::npos) << "run said:\n" << run_lines << "analyze said:\n" << a.out;
   std::ifstream fa(tmp("slow_disk.analysis.json"));
   EXPECT_EQ(nlohmann::json::parse(fa)["loader"], v);
-  // The loader's lanes are in the trace, on its clock: each sample the training process loaded while a chunk
+  // The loader's lanes are in the trace, on its clock: each sample the workers loaded while a chunk
   // recorded lies among the traced steps, its slow part inside it.
   auto trace = tb::prof::load_trace(tmp("slow_disk.trace.json"));
   ASSERT_TRUE(trace.ok()) << trace.error().to_string();
@@ -269,21 +273,19 @@ TEST_F(CliScript, TheLoaderVerdictNamesTheSlowPartAndItsWorkerCountHolds) {
     EXPECT_TRUE(std::any_of(samples.begin(), samples.end(), [&](const auto& s) { return s.first <= a && b <= s.second; }));
   // The prediction, run (untraced, as the user would).
   const std::string js2 = tmp("slow_disk_w.json");
-  Out r2 = cli("run --script " + script + " --steps 100 --json " + js2 + " -- " + folder + " " + std::to_string(w));
+  Out r2 = cli("run --script " + script + " --steps 150 --json " + js2 + " -- " + folder + " " + std::to_string(w));
   ASSERT_EQ(r2.code, 0) << r2.err;
   std::ifstream f2(js2);
   const double got = nlohmann::json::parse(f2)["throughput"]["samples_per_s"].get<double>();
   const std::string said = "predicted " + std::to_string(predicted) + " samples/s with " + std::to_string(w) +
                            " workers, got " + std::to_string(got) + " (alone " + std::to_string(alone) + ")\n" + r.out;
   std::printf("%s", said.c_str());
-  // Above it only when the machine changed between the two runs: a busy one (load 4 on 2 cores) measured the
-  // training's CPU under contention and predicted 167.8 where the run then got 196.7. Below it when another
-  // process takes a core during the workers' run only: the prediction counts the cores other work left free
-  // during the traced run (a prediction counting both cores, 1397 samples/s, got 820 and 704 beside a parallel
-  // test; counting the free ones, two busy loops beside it: 748 predicted, 823 got).
-  EXPECT_LE(got, predicted * 1.5) << said;
-  EXPECT_GE(got, predicted * 0.5) << said;
-  EXPECT_GE(got, 2.5 * alone) << said;
+  // The machine the prediction was made for: its cores, and those other work left free during the traced run.
+  std::printf("on this machine's %d cores (%d free during the traced run)\n", v["machine_cores"].get<int>(),
+              v["cores"].get<int>());
+  EXPECT_FALSE(v["cores_bound"].get<bool>()) << v.dump();
+  EXPECT_NEAR(got / predicted, 1.0, 0.15) << said;
+  EXPECT_GE(got, 1.3 * alone) << said;  // the count predicted feeds the model: more than the 2 workers
 }
 
 TEST_F(CliScript, ARunThatMeasuresNothingSaysWhy) {

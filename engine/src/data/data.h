@@ -42,11 +42,11 @@ struct SampleTimes {
 // Per-call preprocessing switches the loader passes to Dataset::load (extension of the contract; the
 // 4-argument load() keeps its meaning: fp32 preprocessing).
 struct SampleOptions {
-  SampleTimes* times = nullptr;  // when set, the parts' times are added to it
   bool fp32_preprocess = true;  // false: resample + normalize in fp16 (c10::Half) on the CPU, a known slow path
   // true: decode JPEGs at the smallest DCT scale that still covers the crop (what DALI, PIL's draft mode and
   // FFCV do); false: full-size decode, what torchvision's ImageFolder + PIL does by default.
   bool scaled_decode = false;
+  SampleTimes* times = nullptr;  // when set, the parts' times are added to it
 };
 
 class Dataset {
