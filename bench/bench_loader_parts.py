@@ -7,8 +7,9 @@ slower), and the loop's wait share: the issue's target is 2% of a loader-bound s
 
 --micro: the cost a sample in one process, where the separate processes above vary by ±10-20% run to run (the
 same code measured 0.88x and 1.23x): the same ImageFolder samples read in turns of 2000 with the timing off
-(patched, not recording), timing every sample, and timing as it does (sampled), 7 turns each; the per-sample
-medians and what each adds. At 96x128 JPEGs (a 0.29 ms sample: the worst case, timing's cost is per sample) and
+(patched, not recording), timing every sample, timing as it does (sampled), and as it does while a trace chunk
+records (every sample timed and kept on the timeline's lanes, hooks/loader_lanes.py), 7 turns each; the
+per-sample medians and what each adds. At 96x128 JPEGs (a 0.29 ms sample: the worst case, timing's cost is per sample) and
 with --big at 375x500 (ImageNet's size, through a 224 crop).
 
 usage: bench_loader_parts.py [--images 256] [--steps 120] [--rounds 3] [--python P]
@@ -98,7 +99,8 @@ def micro(big):
 
         for i in range(100):
             ds[i % 64]
-        res = {"off": [], "every": [], "sampled": []}
+        from tunebench.hooks import loader_lanes as ll
+        res = {"off": [], "every": [], "sampled": [], "lanes": []}
         for _ in range(7):
             lp._dir = None
             res["off"].append(turn())
@@ -106,10 +108,17 @@ def micro(big):
             res["every"].append(turn())
             lp.SHARE = share
             res["sampled"].append(turn())
+            # While a trace chunk records: every sample timed and kept on its lane (written to the lanes file).
+            ll.set_recording(True)
+            res["lanes"].append(turn())
+            ll.set_recording(False)
+            ll.take()
         m = {k: statistics.median(v) for k, v in res.items()}
-        print("sample %.1f us with the timing off; every sample timed +%.1f us (%.1f%%); sampled +%.1f us (%.1f%%)"
-              % (m["off"], m["every"] - m["off"], 100 * (m["every"] / m["off"] - 1), m["sampled"] - m["off"],
-                 100 * (m["sampled"] / m["off"] - 1)))
+
+        def more(k):
+            return "+%.1f us (%.1f%%)" % (m[k] - m["off"], 100 * (m[k] / m["off"] - 1))
+        print("sample %.1f us with the timing off; every sample timed %s; sampled %s; on the timeline's lanes "
+              "(a chunk recording) %s" % (m["off"], more("every"), more("sampled"), more("lanes")))
 
 
 def main():
