@@ -106,6 +106,13 @@ TEST(LoaderVerdict, PredictsTheWorkersThatFeedTheModelBoundedByTheCores) {
                            "has: that prediction cannot be tested here"),
             std::string::npos) << joined(c);
   EXPECT_EQ(LoaderVerdict::from_json(c.to_json()).feed_cores, 4);
+  // 25 ms of CPU a sample: 4.0 cores at the model's 160 samples/s, and 5 workers for 15% above it (184 a second).
+  const nlohmann::json heavy = nlohmann::json::array({proc("worker 0", 64, 8, {{"Resize", 25.0}}, 1.0, 1400)});
+  const LoaderVerdict h = loader_verdict(heavy, 64, 1'000'000'000, 600'000'000, 2);
+  EXPECT_TRUE(h.cores_bound);
+  EXPECT_EQ(h.need_workers, 2);
+  EXPECT_EQ(h.feed_cores, 4);
+  EXPECT_EQ(h.feed_workers, 5);
   // Workers that only match the model's rate leave it waiting: 2 ms of CPU a sample, 100 samples/s taken;
   // a worker supplies 50, so 2 match it and 3 are predicted (150 >= 115).
   const nlohmann::json even = nlohmann::json::array({proc("worker 0", 64, 8, {{"dataset code", 20.0}}, 0.1, 1400)});
