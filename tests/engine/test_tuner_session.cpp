@@ -113,7 +113,10 @@ TEST(TunerSession, ShortRealTuneWithOutOfMemory) {
   bool oom = false;
   for (const auto& t : r.trials) {
     if (t.knob == "batch_size" && t.value == "128") {
-      EXPECT_EQ(t.outcome, "oom") << t.reason;
+      // Out of memory; or, when the windows after it measured this process slower (a busy machine: CTest runs
+      // another test beside this one), discarded as the suspect, its reason still the out-of-memory error.
+      EXPECT_TRUE(t.outcome == "oom" || (t.outcome == "discarded" && t.reason.find("out of memory") != std::string::npos))
+          << t.outcome << ": " << t.reason;
       oom = true;
     }
     if (t.estimate.valid()) EXPECT_GT(t.before, 0);

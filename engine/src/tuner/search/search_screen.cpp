@@ -167,7 +167,11 @@ bool Tuner::step_knob(const std::string& id) {
   const std::string phase = before ? "revisit" : "screen";
   std::optional<size_t> won;
   Change won_change;
-  for (const Change& c : changes) {
+  for (size_t ci = 0; ci < changes.size(); ++ci) {
+    const Change& c = changes[ci];
+    // A rung of several variants (workers with the intra-op threads at auto and at the cores) is several
+    // trials: each one fits the budget or waits, deferred (the second once ran on the first's check alone).
+    if (ci > 0 && !fits(id, c.value, fresh)) break;
     const Config cand = with(current_, c.delta);
     Trial& t = record(trial(phase, current_, current_label(), c, cand, fresh));
     const size_t i = res_.trials.size() - 1;

@@ -23,7 +23,10 @@ void Tuner::summarize() {
                      [](const std::string& n) { return n.find("They are not kept") != std::string::npos ||
                                                        n.find("every kept knob was dropped") != std::string::npos; }))
       res_.notes.push_back("no change beat the baseline: the final configuration is the baseline");
-    const auto& last = baseline_phase_.count("final") ? baseline_phase_["final"] : baseline_phase_["start"];
+    // A final that measured no baseline (a process left slower: nothing more is measured in it) leaves the A/A's,
+    // taken before the suspect trial; an empty one printed "baseline nan samples/s".
+    const bool final_measured = baseline_phase_.count("final") && !baseline_phase_["final"].empty();
+    const auto& last = final_measured ? baseline_phase_["final"] : baseline_phase_["start"];
     res_.baseline_throughput = res_.final_throughput = measure::pooled_throughput(last);
     res_.speedup = measure::RatioInterval{};
     res_.speedup_fresh_processes = false;

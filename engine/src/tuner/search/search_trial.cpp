@@ -138,7 +138,17 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
     if (!e.valid() || e.lo > 1.0 || e.ratio < 1.0 + std::max(o_.min_gain, 0.05)) return false;
     return budget_.fits(elapsed(), 2 * budget_.window_s(), reserve_s());
   };
+  // A pair costs what this trial's pairs took, not the recent windows' average: a candidate twice as slow
+  // makes every pair 1.5 times the plan (a 40 s tune of an LSTM script on a busy 2-core machine ran its
+  // workers=2 trials at 0.49x and ended at 48 s). Past the two pairs an interval needs, a pair the budget no
+  // longer pays for beside the end's reserve is not run; the trial is decided on the pairs it has, said.
+  bool cut = false;
+  const double reserve = fresh_unreserved_ ? reserve_s(false) : reserve_s();
   for (int r = 0; r < o_.rounds || promising(); ++r) {
+    if (r >= 2 && !budget_.fits(elapsed(), (w_.now_s() - start) / r, reserve)) {
+      cut = true;
+      break;
+    }
     // AB, BA, AB...: a linear drift cancels within a pair.
     for (int side = 0; side < 2; ++side) {
       const bool is_ref = (side == 0) == (r % 2 == 0);
@@ -214,6 +224,7 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
   t.estimate = measure::paired_ratio(t.a, t.b, fresh ? nullptr : &nf, o_.confidence);
   classify(t, !fresh);
   if (early) t.reason += " (clear after 2 pairs)";
+  if (cut) t.reason += " (" + std::to_string(t.a.size()) + " pairs: another did not fit the budget)";
   const std::string ci = fmt(t.estimate.ratio, 3) + "x [" + fmt(t.estimate.lo, 3) + ", " + fmt(t.estimate.hi, 3) + "]";
   // The loss-drift guard: only for a change that may alter numerics and would otherwise be kept.
   bool guard = false;
