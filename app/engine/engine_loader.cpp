@@ -9,10 +9,10 @@ client::LoaderVerdict engine_loader_verdict(const nlohmann::json& describe, cons
                                             const measure::SystemLoad& load, const measure::TreeCpuProbe& own) {
   const nlohmann::json parts =
       describe.contains("loader") ? describe["loader"].value("parts", nlohmann::json()) : nlohmann::json();
-  int64_t samples = 0, wall = 0, wait = 0, all_samples = 0, loading_cpu = 0;
+  int64_t samples = 0, wall = 0, wait = 0, h2d = 0, all_samples = 0, loading_cpu = 0;
   for (const auto& r : records) {
     all_samples += r.samples;
-    if (!r.warmup) samples += r.samples, wall += r.wall_ns, wait += r.data_wait_ns;
+    if (!r.warmup) samples += r.samples, wall += r.wall_ns, wait += r.data_wait_ns, h2d += r.h2d_ns;
   }
   if (parts.is_array())
     for (const auto& p : parts) loading_cpu += p.value("cpu_ns", int64_t(0));
@@ -28,6 +28,7 @@ client::LoaderVerdict engine_loader_verdict(const nlohmann::json& describe, cons
                        : machine;
   client::LoaderVerdict v = client::loader_verdict(parts, samples, wall, wait, free, train_cpu_ms);
   v.machine_cores = machine;
+  v.add_transfer(h2d, wall);  // the engine times its batches' copies to the device apart from the wait
   return v;
 }
 

@@ -1,6 +1,7 @@
 // The engine's side of the run protocol for `serve` (engine/serve.h).
 #include "engine/serve.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -9,6 +10,8 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+
+#include <time.h>
 
 #include <nlohmann/json.hpp>
 
@@ -31,6 +34,27 @@ namespace {
 using client::protocol::Channel;
 using client::protocol::Inbox;
 using client::protocol::value_text;
+
+int64_t process_cpu_ns() {
+  timespec ts{};
+  return clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) == 0 ? int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec : -1;
+}
+
+// The engine loader's parts so far as a script's launcher sends them after each trace chunk (docs/protocol.md
+// `loader_parts`), so that the GUI's Loader tab gives an engine run the verdict `run --trace` prints: `cpu_ns`
+// is the training's CPU since the first step (the process's, less its loader threads': a script's workers are
+// other processes), and `transfer` says the steps' h2d_ns are measured. Null when nothing is loaded.
+nlohmann::json loader_parts_message(const nlohmann::json& describe, int64_t cpu_since_first) {
+  const nlohmann::json parts =
+      describe.contains("loader") ? describe["loader"].value("parts", nlohmann::json()) : nlohmann::json();
+  if (!parts.is_array() || parts.empty()) return nullptr;
+  int64_t workers_cpu = 0;
+  for (const auto& p : parts)
+    if (p.value("who", std::string()).rfind("worker ", 0) == 0) workers_cpu += p.value("cpu_ns", int64_t(0));
+  nlohmann::json m = {{"type", "loader_parts"}, {"parts", parts}, {"transfer", true}};
+  if (cpu_since_first >= 0) m["cpu_ns"] = std::max<int64_t>(0, cpu_since_first - workers_cpu);
+  return m;
+}
 
 // Summary of the run so far, readable by the watchdog.
 struct Progress {
@@ -191,6 +215,7 @@ int serve(ServeOptions o) {
       session->describe().value(nlohmann::json::json_pointer("/device/kind"), std::string()) == "cuda";
   bool tracing = !trace_dir.empty();
   int64_t chunk_first = 0, chunk_index = 0, tune_index = 0;
+  int64_t cpu_at_first = -1;  // the process's CPU time when the first step ended
   int64_t done_steps_for_tune = 0;  // mirrors done_steps for the tune handler defined before the loop
   // A collector that cannot start is said once per start, as a warning; the CPU timeline goes on.
   auto start_tracing = [&] {
@@ -219,6 +244,11 @@ int serve(ServeOptions o) {
       out.warning("cannot write trace chunk '" + path + "': " + err);
     } else {
       out.send({{"type", "trace"}, {"path", path}, {"first_step", chunk_first}, {"last_step", last_step}});
+      if (!leader) {
+        const int64_t now = process_cpu_ns();
+        auto lp = loader_parts_message(session->describe(), cpu_at_first >= 0 && now >= 0 ? now - cpu_at_first : -1);
+        if (!lp.is_null()) out.send(lp);
+      }
     }
     chunk_first = last_step + 1;
   };
@@ -340,6 +370,7 @@ int serve(ServeOptions o) {
     out.send(m);
     flush_warnings();
     ++done_steps;
+    if (done_steps == 1) cpu_at_first = process_cpu_ns();
     done_steps_for_tune = done_steps;
     if (tracing && done_steps - chunk_first >= trace_every) write_chunk(done_steps - 1);
   }

@@ -2,6 +2,8 @@
 // on the real V100 trace, find-by-name on the timeline model and widget, the window opening a static trace
 // on its first steps with the live panels hidden, and File → Compare with… on two real traces.
 #include <QDockWidget>
+#include <QJsonArray>
+#include <QJsonObject>
 #include <QSignalSpy>
 #include <QHeaderView>
 #include <QStyledItemDelegate>
@@ -16,6 +18,7 @@
 #include "profiler/trace_io.h"
 #include "ui/analysis_panel.h"
 #include "ui/keyed_table_model.h"
+#include "ui/live_loader.h"
 #include "ui/main_window.h"
 #include "ui/segments.h"
 #include "ui/timeline_widget.h"
@@ -298,6 +301,40 @@ class TestAnalysisPanel : public QObject {
     QVERIFY(cmp.wait(20000));
     QVERIFY(!cmp.at(0).at(0).toBool());
     QVERIFY(w.currentTrace().ok);
+  }
+
+  // An engine run's live verdict (serve sends its loader's parts after each chunk, `transfer` set: the engine
+  // times its batches' copies): the input split into the host's wait and the transfer; a script's message (no
+  // `transfer`) leaves the transfer unmeasured.
+  void liveVerdictOfAnEngineRunSplitsItsInput() {
+    tb::ui::RunRecord rec;
+    for (int k = 0; k < 10; ++k) {
+      tb::ui::StepSample s;
+      s.i = k;
+      s.samples = 8;
+      s.wall_ns = 100'000'000;
+      s.data_wait_ns = 30'000'000;
+      s.h2d_ns = 10'000'000;
+      s.warmup = k == 0;
+      rec.steps.push_back(s);
+    }
+    QJsonObject part{{"who", "main"}, {"pid", 7}, {"samples", 80}, {"batches", 10}, {"busy_ns", 240'000'000},
+                     {"cpu_ns", 200'000'000}, {"life_ns", 1'000'000'000},
+                     {"parts", QJsonObject{{"decode (JPEG, PNG)", QJsonObject{{"ns", 200'000'000}, {"calls", 80}}},
+                                           {"read (file)", QJsonObject{{"ns", 40'000'000}, {"calls", 80}}}}}};
+    QJsonObject msg{{"type", "loader_parts"}, {"parts", QJsonArray{part}}, {"cpu_ns", 500'000'000}};
+    const auto script = tb::ui::liveLoaderVerdict(rec, msg);
+    QVERIFY(script.valid);
+    QVERIFY(script.transfer_share < 0);
+    QCOMPARE(script.grade, std::string("highly input-bound"));
+    msg["transfer"] = true;
+    const auto engine = tb::ui::liveLoaderVerdict(rec, msg);
+    QVERIFY(std::abs(engine.transfer_share - 0.10) < 1e-9);
+    std::string all;
+    for (const auto& l : engine.lines()) all += l + "\n";
+    QVERIFY2(all.find("input took 40% of the step time: the loop waited for batches 30% (host) and copied them to "
+                      "the device 10% (transfer)") != std::string::npos, all.c_str());
+    QVERIFY2(all.find("--set pin_memory=on") != std::string::npos, all.c_str());
   }
 
   // A script's trace whose loader was timed (`run --script --trace` writes its verdict in as the "loader"

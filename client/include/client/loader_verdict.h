@@ -55,6 +55,12 @@ struct LoaderVerdict {
   int feed_cores = 0;           // machine with more (0: not known, or past the knob's range)
   double pin_ms = 0;            // pin_memory's copy of a batch into page-locked memory (0: not pinned), in the
   int64_t pin_batches = 0;      // training process (its pin-memory thread with workers), over this many batches
+  // The batches' copies to the device, share of the step's wall time (XProf's input time is the host's wait and
+  // this transfer); -1: not measured (a script's run: its copies are seen only in a GPU trace).
+  double transfer_share = -1;
+
+  // The transfer measured over the same steps (`h2d_ns` of `wall_ns`): the grade counts the input's two parts.
+  void add_transfer(int64_t h2d_ns, int64_t wall_ns);
 
   // What W workers supply: each takes ms_per_sample a sample, and all of them together at most what the cores
   // give when every sample costs its loading CPU plus the training process's CPU (both share the cores).

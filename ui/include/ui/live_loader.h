@@ -1,4 +1,4 @@
-// The loader's verdict of a live script run (client/loader_verdict.h): the launcher's latest `loader_parts`
+// The loader's verdict of a live run (client/loader_verdict.h): the latest `loader_parts` (a script's launcher or the engine's serve sends it)
 // message (after each trace chunk) against the run's measured steps so far, as `run --script` makes it at the end.
 #pragma once
 
