@@ -73,10 +73,20 @@ TEST(GateCli, ACommitThatWidensTheModelIsARegression) {
   Repo repo({{"MLP baseline", train_py(640)}, {"Wider hidden layers", train_py(686)}});
   const auto r = repo.gate(std::string("--baseline c1 --candidate c2 ") + kFast +
                            " --json gate.json --junit gate.xml --markdown gate.md --traces traces -- --epochs 100");
+  const auto j = nlohmann::json::parse(repo.read("gate.json"), nullptr, false);
+  ASSERT_TRUE(j.is_object()) << repo.read("gate.json") << r.out << r.err;
+  // On a busy machine (a load of 4 on 2 cores: an A/A floor of ±18% a pair) 300 s can end undecided (0.948x
+  // [0.852, 1.056], "about 58 more pairs would likely decide"): the right answer there, said as such, with an
+  // interval that holds the regression; never "no regression".
+  if (r.code == 2 && r.out.find("gate: warning: the machine was busy") != std::string::npos) {
+    EXPECT_NE(r.out.find("gate: undecided: too noisy to tell"), std::string::npos) << r.out;
+    EXPECT_EQ(j["verdict"], "undecided");
+    EXPECT_LT(j["interval"][0].get<double>(), 0.95) << j.dump(1);
+    EXPECT_EQ(repo.worktrees(), 1) << "a worktree was left behind";
+    return;
+  }
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("gate: regression: the candidate is"), std::string::npos) << r.out << r.err;
-  const auto j = nlohmann::json::parse(repo.read("gate.json"), nullptr, false);
-  ASSERT_TRUE(j.is_object()) << repo.read("gate.json");
   EXPECT_EQ(j["verdict"], "regression");
   EXPECT_LT(j["ratio"].get<double>(), 0.95) << j.dump(1);
   EXPECT_GT(j["ratio"].get<double>(), 0.6) << j.dump(1);
