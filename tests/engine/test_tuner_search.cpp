@@ -791,3 +791,28 @@ TEST(TunerSearch, TheNextRungOfAKnobThatPaidGoesNext) {
   EXPECT_GE(climbs, 3);
 }
 
+
+// A tune whose process is left slower after a knob was kept, with too little budget left for the fresh-process
+// headline: a real 25 s session tune on a busy machine printed "baseline nan samples/s". The baseline is then
+// the one measured last, never nan, and an undecided note says that no pair was measured rather than "nanx".
+TEST(TunerSearch, ALeftSlowerTuneWithoutTimeForItsHeadlineStillSaysItsBaseline) {
+  int seen = 0;
+  for (double budget : {40.0, 60.0, 80.0, 120.0})
+    for (unsigned seed = 1; seed <= 6; ++seed) {
+      SimOptions so;
+      so.sticky_change = "workers=2";
+      so.sticky_slowdown = 3;
+      SimulatedWorkload w(seed, so);
+      TuneOptions o;
+      o.budget_s = budget;
+      o.only_knobs = {"zero_grad_none", "workers"};
+      TuneResult r = run_tune(w, o);
+      std::string story;
+      for (const auto& t : r.trials) story += t.phase + " " + t.knob + "=" + t.value + ": " + t.outcome + "\n";
+      for (const auto& n : r.notes) story += "note: " + n + "\n";
+      EXPECT_GT(r.baseline_throughput, 0) << budget << " s, seed " << seed << "\n" << story;
+      EXPECT_EQ(story.find("nanx"), std::string::npos) << story;
+      seen += story.find("this process was left slower") != std::string::npos;
+    }
+  EXPECT_GT(seen, 0) << "no tune was left slower: the case is not exercised";
+}

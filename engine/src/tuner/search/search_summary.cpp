@@ -48,11 +48,25 @@ void Tuner::summarize() {
       in_process = "; in the tune's own process they measured " + fmt(res_.speedup_in_process.ratio, 2) + "x [" +
                    fmt(res_.speedup_in_process.lo, 2) + ", " + fmt(res_.speedup_in_process.hi, 2) + "] under " +
                    w_.measurement_allocator() + ", which a fresh start does not promise";
-    res_.notes.push_back("could not decide: " + changes + " measured " + fmt(res_.speedup.ratio, 2) + "x [" +
-                         fmt(res_.speedup.lo, 2) + ", " + fmt(res_.speedup.hi, 2) + "] against the baseline" +
-                         (res_.speedup_fresh_processes ? " in fresh processes" : "") +
-                         ", an interval that covers 1" + in_process + "; nothing is kept (not confirmed): measure " +
-                         "again with a larger --budget");
+    const std::string measured =
+        res_.speedup.valid() ? " measured " + fmt(res_.speedup.ratio, 2) + "x [" + fmt(res_.speedup.lo, 2) + ", " +
+                                   fmt(res_.speedup.hi, 2) + "] against the baseline" +
+                                   (res_.speedup_fresh_processes ? " in fresh processes" : "") +
+                                   ", an interval that covers 1"
+                             : " measured no pair against the baseline at the end";
+    res_.notes.push_back("could not decide: " + changes + measured + in_process +
+                         "; nothing is kept (not confirmed): measure again with a larger --budget");
+  }
+  // A headline that measured no pair (the budget's end, or a process left slower whose fresh confirmation ran
+  // out of time) leaves the baseline as it was measured last: a busy machine's tune printed "baseline nan".
+  if (!(res_.baseline_throughput > 0)) {
+    for (const char* ph : {"final", "deferred", "revisit", "screen", "start"}) {
+      const auto it = baseline_phase_.find(ph);
+      if (it == baseline_phase_.end() || it->second.empty()) continue;
+      res_.baseline_throughput = measure::pooled_throughput(it->second);
+      break;
+    }
+    if (res_.final_config == baseline_) res_.final_throughput = res_.baseline_throughput;
   }
   // A bigger batch (or accumulation) is faster per sample and a different recipe: said where it is kept.
   // The speed-up is then said with and without it: the final alternation measured the final against the final
