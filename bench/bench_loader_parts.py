@@ -8,8 +8,8 @@ slower), and the loop's wait share: the issue's target is 2% of a loader-bound s
 --micro: the cost a sample in one process, where the separate processes above vary by ±10-20% run to run (the
 same code measured 0.88x and 1.23x): the same ImageFolder samples read in turns of 2000 untraced (every wrapper
 taken off: the baseline each figure is against), with the timing off (patched, not recording), timing every sample, timing as it does (sampled), and as it does while a trace chunk
-records (every sample timed and kept on the timeline's lanes, hooks/loader_lanes.py), 7 turns each; the
-per-sample medians and what each adds. At 96x128 JPEGs (a 0.29 ms sample: the worst case, timing's cost is per sample) and
+records (every sample timed and kept on the timeline's lanes, hooks/loader_lanes.py), TURNS turns each in an
+order that alternates; the per-sample medians and what each adds (their spread between turns: about ±1%). At 96x128 JPEGs (a 0.29 ms sample: the worst case, timing's cost is per sample) and
 with --big at 375x500 (ImageNet's size, through a 224 crop).
 
 usage: bench_loader_parts.py [--images 256] [--steps 120] [--rounds 3] [--python P]
@@ -24,6 +24,8 @@ import tempfile
 import textwrap
 
 from launcher_messages import launch
+
+TURNS = 15  # --micro: turns of each configuration (7 resolved about ±2%: a 1.8% and a 2.7% of the same code)
 
 SCRIPT = textwrap.dedent('''
     import sys, torch
@@ -116,22 +118,22 @@ def micro(big):
             for o, name, timed, orig in patched:
                 setattr(o, name, timed if on else orig)
 
-        res = {"plain": [], "off": [], "every": [], "sampled": [], "lanes": []}
-        for _ in range(7):
-            wrapped(False)
-            res["plain"].append(turn())
-            wrapped(True)
-            lp._dir = None
-            res["off"].append(turn())
-            lp._dir, lp.SHARE = out, 1e9
-            res["every"].append(turn())
-            lp.SHARE = share
-            res["sampled"].append(turn())
+        def configure(k):
+            wrapped(k != "plain")
+            lp._dir, lp.SHARE = (None if k in ("plain", "off") else out), (1e9 if k == "every" else share)
             # While a trace chunk records: every sample timed and kept on its lane (written to the lanes file).
-            ll.set_recording(True)
-            res["lanes"].append(turn())
-            ll.set_recording(False)
-            ll.take()
+            ll.set_recording(k == "lanes")
+
+        res = {"plain": [], "off": [], "every": [], "sampled": [], "lanes": []}
+        for r in range(TURNS):
+            for k in (list(res) if r % 2 == 0 else list(res)[::-1]):  # alternating order: drift cancels
+                configure(k)
+                res[k].append(turn())
+                if k == "lanes":  # its events written and taken now, not in the next configuration's turn
+                    ll.set_recording(False)
+                    lp._rec.write(force=True)
+                    ll.take()
+        configure("sampled")
         m = {k: statistics.median(v) for k, v in res.items()}
 
         def more(k):

@@ -260,10 +260,10 @@ class LoaderParts(ScriptTest):
         own = main["parts"]["dataset code"]
         self.assertAlmostEqual(own["calls"], main["samples"], delta=main["samples"] * 0.02 + 1)
         self.assertGreater(main["busy_ns"], 0)
-        # A slow sample (the 4 ms transform of the folder test) is timed every time.
+        # A slow sample (the 4 ms transform of the folder test) is timed far more often: one in two or three.
         text, args = self.folder(0)
         main = self.launch(text, args)[0]["loader_parts"][0]
-        self.assertEqual(main["timed_samples"], main["samples"], main)
+        self.assertGreaterEqual(main["timed_samples"] * 3 + 3, main["samples"], main)
 
 
 if __name__ == "__main__":

@@ -29,9 +29,15 @@ WRITE_EVERY_NS = 200_000_000  # a JSON of ~10 parts and a rename: ~0.1 ms, under
 OWN = "dataset code"   # a sample's time outside every named part
 # What timing a sample costs on this 2-core VM (CPython 3.11; bench/bench_loader_parts.py --micro): ~20 us for a
 # sample of 7 parts (an ImageFolder JPEG through 4 transforms), ~4 us a sample and ~2.5 us a part. Short samples
-# are timed one in K, K such that the timing costs under SHARE of the loading (a 0.29 ms sample of 7 parts: one in
-# 8); what the timed ones measured stands for the rest. A sample not timed still passes the wrappers: ~1.6 us.
-SAMPLE_COST_NS, PART_COST_NS, SHARE, MAX_EVERY = 4_000, 2_500, 0.01, 64
+# are timed one in K, K such that the timing costs under SHARE of the loading (a 0.27 ms sample of 8 parts: one in
+# about 30); what the timed ones measured stands for the rest. A sample not timed still passes the wrappers, ~1.5%
+# of that sample, so SHARE is a quarter of a percent: at 1% the whole cost measured 3.0-3.6% there, at 0.25% 1.7%
+# (one process, 25 alternating turns each), about the wrappers' own. A sample of 9 ms or more is timed every time.
+SAMPLE_COST_NS, PART_COST_NS, SHARE, MAX_EVERY = 4_000, 2_500, 0.0025, 64
+# A process's first samples are timed and counted as they are, never scaled: they carry its start (imports, the
+# decoder's first use), which scaled up would stand for samples that never pay it (a worker of 16 samples timed
+# one in three read busier than its life).
+EXACT_FIRST = 4
 
 
 class _Recorder:
@@ -51,7 +57,8 @@ class _Recorder:
         self.timed = 0
         self.skip = 0                       # samples to let pass untimed before the next timed one
         self.sample_busy_ns = self.sample_cpu_ns = 0
-        self.batch_parts = {}               # parts timed inside a collate: never scaled
+        self.exact_parts = {}               # parts never scaled: a collate's, a process's first samples'
+        self.exact_open = False             # the open sample is one of those first ones
         self.part_calls = 0                 # parts timed so far (a sample's are the count's growth over it)
         # part -> "path:line" of its code (loader_where): what runs it is kept when the part is first timed, and
         # looked up at the next write, outside every sample's time (reading source files takes milliseconds).
@@ -72,7 +79,8 @@ class _Recorder:
     def leave(self):
         name, t0, nested = self.stack.pop()
         dt = time.monotonic_ns() - t0
-        parts = self.parts if name != "collate" and (not self.stack or self.stack[0][0] != "collate") else self.batch_parts
+        parts = (self.parts if name != "collate" and not self.exact_open and (not self.stack or self.stack[0][0] != "collate")
+                 else self.exact_parts)
         part = parts.get(name)
         if part is None:
             part = parts[name] = [0, 0]
@@ -87,13 +95,16 @@ class _Recorder:
             cpu = time.thread_time_ns() - self.cpu0
             self.busy_ns += dt
             self.cpu_ns += cpu
-            if name == OWN:
+            if name == OWN and not self.exact_open:
                 self.sample_busy_ns += dt
                 self.sample_cpu_ns += cpu
         return dt
 
     def plan_next(self, dt, parts_before):
         """After a timed sample of `dt` ns: how many to let pass untimed so that timing costs under SHARE."""
+        if self.exact_open:
+            self.exact_open = False
+            return
         self.timed += 1
         held = self.part_calls - parts_before
         cost = SAMPLE_COST_NS + PART_COST_NS * max(0, held)
@@ -116,17 +127,24 @@ class _Recorder:
             if not isinstance(v, str):
                 self.where[k] = loader_where.where(k, v[0]) or (loader_where.where(v[1]) if v[1] else "")
         # The untimed samples are like the timed ones: what those measured, scaled to every sample.
-        scale = self.samples / self.timed if self.timed else 1.0
+        exact = min(self.samples, EXACT_FIRST)
+        scale = (self.samples - exact) / self.timed if self.timed else 1.0
+        life = now - self.t0
+        # Never busier than its life: what the timed samples stand for is scaled down to fit, if it must.
+        room = life - (self.busy_ns - self.sample_busy_ns)
+        if self.sample_busy_ns * scale > room > 0:
+            scale = room / self.sample_busy_ns
         busy = self.busy_ns - self.sample_busy_ns + int(self.sample_busy_ns * scale)
         cpu = self.cpu_ns - self.sample_cpu_ns + int(self.sample_cpu_ns * scale)
-        parts = {k: {"ns": int(v[0] * scale), "calls": int(round(v[1] * scale))} for k, v in self.parts.items()}
-        for k, v in self.batch_parts.items():
+        calls = (self.samples - exact) / self.timed if self.timed else 1.0
+        parts = {k: {"ns": int(v[0] * scale), "calls": int(round(v[1] * calls))} for k, v in self.parts.items()}
+        for k, v in self.exact_parts.items():
             have = parts.setdefault(k, {"ns": 0, "calls": 0})
             have["ns"] += v[0]
             have["calls"] += v[1]
         doc = {"who": self.who, "pid": self.pid, "samples": self.samples, "batches": self.batches,
-               "busy_ns": busy, "cpu_ns": cpu, "life_ns": now - self.t0, "parts": parts,
-               "timed_samples": self.timed, "where": self.where}
+               "busy_ns": busy, "cpu_ns": cpu, "life_ns": life, "parts": parts,
+               "timed_samples": self.timed + exact, "where": self.where}
         pin = loader_pin.totals() if self.who == "main" else None
         if pin:
             doc["pin_memory"] = pin
@@ -171,7 +189,7 @@ def _timed(name, fn, *args, **kwargs):
     finally:
         dt = _mono() - t0
         stack.pop()
-        parts = rec.parts if stack[0][0] != "collate" else rec.batch_parts
+        parts = rec.parts if stack[0][0] != "collate" and not rec.exact_open else rec.exact_parts
         part = parts.get(name)
         if part is None:
             part = parts[name] = [0, 0]
@@ -199,6 +217,8 @@ def _one_sample(fn, *args):
         rec.samples += 1
         return out
     before = rec.part_calls
+    if not stack:
+        rec.exact_open = rec.samples < EXACT_FIRST
     if OWN not in rec.where:  # the dataset's own code: its __getitem__, or the generator its __iter__ made
         rec.where[OWN] = (args[0], None) if fn is next else (fn, type(args[0]).__name__)
     rec.enter(OWN)
