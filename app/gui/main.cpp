@@ -1,11 +1,14 @@
 // tunebench: the desktop app. No arguments: the demo (demo image folder made once in the cache, a mnist_cnn
 // run with naive defaults and tracing). With a file: opens that trace (or model / report).
+#include <cstdio>
+
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QTimer>
 
 #include "ui/timeline_widget.h"
 
+#include "ui/analysis_panel.h"
 #include "ui/main_window.h"
 
 int main(int argc, char** argv) {
@@ -26,6 +29,7 @@ int main(int argc, char** argv) {
   QCommandLineOption set_after("set-after", "Apply KNOB=VALUE at SECONDS into the session (repeatable).", "knob=value@seconds");
   QCommandLineOption screenshot("screenshot", "Save a PNG of the window (and FILE.timeline.png) before quitting.", "file");
   QCommandLineOption quit_after("quit-after", "Quit after SECONDS.", "seconds");
+  QCommandLineOption tab("tab", "Show the analysis panel's tab NAME (Loader, Steps, ...) in the screenshot.", "name");
   QCommandLineOption export_after("export", "Export the measured comparisons (.html/.md/.json) before quitting.", "file");
   QCommandLineOption remote("remote", "Run on [user@]host[:port] over ssh (your ~/.ssh/config, keys, agent); host1,host2,...: one data-parallel group across them.", "host");
   QCommandLineOption remote_cli("remote-cli", "The tunebench-cli on the server (default: on its PATH).", "path");
@@ -35,6 +39,7 @@ int main(int argc, char** argv) {
   cli.addOption(screenshot);
   cli.addOption(quit_after);
   cli.addOption(export_after);
+  cli.addOption(tab);
   cli.addPositionalArgument("file", "A trace (.json / .json.gz, Kineto or Chrome), a TorchScript model, a report, "
                             "or a training script (.py) followed by its arguments after --.", "[file]");
   cli.process(app);
@@ -64,6 +69,8 @@ int main(int argc, char** argv) {
     QTimer::singleShot(int(cli.value(quit_after).toDouble() * 1000), &w, [&] {
       if (cli.isSet(export_after)) w.exportComparisons(cli.value(export_after));
       if (cli.isSet(screenshot)) {
+        if (cli.isSet(tab) && !w.analysis()->showTab(cli.value(tab)))
+          fprintf(stderr, "tunebench: no tab '%s' in the analysis panel at the screenshot\n", qPrintable(cli.value(tab)));
         w.grab().save(cli.value(screenshot));
         w.exportTimelinePng(cli.value(screenshot) + ".timeline.png", QSize(1600, 700));
       }

@@ -389,6 +389,10 @@ class TestAnalysisPanel : public QObject {
     QCOMPARE(table->model()->rowCount(), 3);
     QCOMPARE(table->model()->index(0, 0).data().toString(), QString("SlowBlur"));
     QCOMPARE(w.analysis()->findChild<QTabWidget*>()->indexOf(table->parentWidget()) >= 0, true);
+    // `tunebench --tab Loader --screenshot F` brings it to the front by its title, as a user's click would.
+    QVERIFY(w.analysis()->showTab("Loader"));
+    QCOMPARE(w.analysis()->findChild<QTabWidget*>()->currentWidget(), table->parentWidget());
+    QVERIFY(!w.analysis()->showTab("No such tab"));
     // The worker is a row group of its own, its sample with the slow part inside; the queue is a strip.
     const auto& data = *w.timeline()->data();
     const auto worker = std::find_if(data.tracks.begin(), data.tracks.end(),

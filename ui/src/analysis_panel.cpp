@@ -322,6 +322,15 @@ void AnalysisPanel::setLoader(const tb::client::LoaderVerdict& v) {
   fitColumnsIfNew(loader_, *loader_model_);
 }
 
+bool AnalysisPanel::showTab(const QString& title) {
+  for (int i = 0; i < tabs_->count(); ++i)
+    if (tabs_->tabText(i).remove('&') == title) {
+      tabs_->setCurrentIndex(i);
+      return true;
+    }
+  return false;
+}
+
 QString AnalysisPanel::loaderText() const { return loader_label_->text(); }
 
 void AnalysisPanel::setAnalysis(std::shared_ptr<const tb::prof::AnalysisResult> r) {

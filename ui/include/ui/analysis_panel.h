@@ -61,6 +61,8 @@ class AnalysisPanel : public QWidget {
   QString loaderText() const;
   QTableView* loaderTable() const { return loader_; }
   void clear();
+  // Brings the tab titled `title` (as shown: "Loader", "Steps", ...) to the front; false when there is none.
+  bool showTab(const QString& title);
   // The tables are views (sorted through a proxy) of models updated in place: a live run's next chunk
   // removes the steps that left the window, updates what changed and appends the new ones.
   QTableView* stepsTable() const { return steps_; }
