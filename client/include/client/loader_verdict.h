@@ -51,6 +51,7 @@ struct LoaderVerdict {
                                 // takes where the cores allow (0: not input-bound, or not known)
   bool cores_bound = false;     // no count feeds the model: the cores bound the run below consume_sps
   double expect_sps = 0;        // what a run with need_workers should measure: min(consume, their supply)
+  double run_sps = 0;           // what this run measured: samples over its wall time (0: not known)
   int feed_workers = 0;         // cores_bound: the workers, and the free cores, that would feed the model on a
   int feed_cores = 0;           // machine with more (0: not known, or past the knob's range)
   double pin_ms = 0;            // pin_memory's copy of a batch into page-locked memory (0: not pinned), in the
