@@ -31,8 +31,8 @@ OWN = "dataset code"   # a sample's time outside every named part
 # sample of 7 parts (an ImageFolder JPEG through 4 transforms), ~4 us a sample and ~2.5 us a part. Short samples
 # are timed one in K, K such that the timing costs under SHARE of the loading (a 0.27 ms sample of 8 parts: one in
 # about 30); what the timed ones measured stands for the rest. A sample not timed still passes the wrappers, ~1.5%
-# of that sample, so SHARE is a quarter of a percent: at 1% the whole cost measured 3.0-3.6% there, at 0.25% 1.7%
-# (one process, 25 alternating turns each), about the wrappers' own. A sample of 9 ms or more is timed every time.
+# of that sample, so SHARE is a quarter of a percent: at 1% the whole cost measured 3.0-3.6% there, at 0.25%
+# 1.6-3.3% (five runs of the bench, median 2.5%; docs/analysis.md). A sample of ~10 ms or more is timed every time.
 SAMPLE_COST_NS, PART_COST_NS, SHARE, MAX_EVERY = 4_000, 2_500, 0.0025, 64
 # A process's first samples are timed and counted as they are, never scaled: they carry its start (imports, the
 # decoder's first use), which scaled up would stand for samples that never pay it (a worker of 16 samples timed
