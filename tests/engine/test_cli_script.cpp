@@ -157,19 +157,29 @@ TEST_F(CliScript, ARunStatesTracingsOwnCost) {
   const std::string js = tmp("fast.json"), tr = tmp("fast.trace.json");
   Out r = cli("run --script " + fast + " --steps 120 --trace " + tr + " --trace-share 0 --json " + js);
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("tracing cost: the "), std::string::npos) << r.out << r.err;
   EXPECT_NE(r.err.find("from after 10 untraced measured steps"), std::string::npos) << r.err;
   std::ifstream f(js);
   const auto j = nlohmann::json::parse(f);
   ASSERT_TRUE(j.contains("tracing_cost")) << j.dump();
+  // On a busy machine (the run says its load average) the reference steps share the cores with other work and
+  // the cost may not show beyond it: loaded round 19 measured the traced steps at 0.98x (0.250 against 0.245 ms,
+  // the reference 2.5x slower than quiet). The run then states no cost; what holds is that it states one exactly
+  // when it measured one. Quiet, the cost is stated.
+  const double speed = j["tracing_cost"]["traced_speed"].get<double>();
+  const bool stated = r.out.find("tracing cost: the ") != std::string::npos;
+  if (r.out.find("; load average ") == std::string::npos) {
+    EXPECT_TRUE(stated) << r.out << r.err;
+    EXPECT_LT(speed, 0.95) << j["tracing_cost"].dump();
+  } else {
+    EXPECT_EQ(stated, speed < 0.95) << r.out << j["tracing_cost"].dump();
+  }
   // `trace start` goes out after the 10th measured step; the steps already begun when it arrives are untraced
   // too. How many depends on how soon the parent reads the steps and its message arrives: 10-13 quiet, 14 at a
   // load of 4 on 2 cores, 67 of this ~1 ms-step script beside another test in CI. What must hold: at least the
   // 10, and traced steps left to measure the cost with.
   EXPECT_GE(j["tracing_cost"]["untraced_steps"].get<int>(), 10);
   EXPECT_LE(j["tracing_cost"]["untraced_steps"].get<int>(), 100);
-  EXPECT_LT(j["tracing_cost"]["traced_speed"].get<double>(), 0.95) << j["tracing_cost"].dump();
-  EXPECT_GT(j["tracing_cost"]["traced_speed"].get<double>(), 0.01) << j["tracing_cost"].dump();
+  EXPECT_GT(speed, 0.01) << j["tracing_cost"].dump();
   EXPECT_GT(j["tracing_cost"]["untraced_step_ms"].get<double>(), 0) << j["tracing_cost"].dump();
   EXPECT_GT(j["throughput"]["samples_per_s"].get<double>(), 0) << j["throughput"].dump();
   // The trace is a run `analyze` reads, from the first traced step on.
