@@ -95,12 +95,12 @@ std::vector<LoaderFix> LoaderVerdict::fixes() const {
     without.ms_per_sample = ms_per_sample - part_ms;
     without.cpu_share = std::clamp((ms_per_sample * cpu_share - part_ms) / without.ms_per_sample, 0.0, 1.0);
     f.supply_sps = without.supply_with(workers);
-    f.at_most = std::max(1.0, std::min(consume_sps, f.supply_sps) / now_sps);
     // Without workers the training process loads between its steps: the part made free comes off each sample's
     // time and no more (the model's rate when fed overstated it: the ImageNet example's decode, 0.61 of 10.4 ms
     // a sample at 0 workers, read "at most 1.18x" and is 1.06x at most).
     const double left_ms = 1000.0 / now_sps - part_ms;
-    if (workers == 0 && left_ms > 0) f.at_most = std::max(1.0, std::min(consume_sps, 1000.0 / left_ms) / now_sps);
+    const double bound_sps = workers == 0 && left_ms > 0 ? 1000.0 / left_ms : f.supply_sps;
+    f.at_most = std::max(1.0, std::min(consume_sps, bound_sps) / now_sps);
     out.push_back(f);
   }
   return out;

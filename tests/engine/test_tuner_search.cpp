@@ -10,6 +10,7 @@
 #include "engine/report.h"
 #include "engine/tuner.h"
 #include "tuner/workloads/sim_workload.h"
+#include "tune_story.h"
 
 using namespace tb::engine;
 
@@ -807,9 +808,7 @@ TEST(TunerSearch, ALeftSlowerTuneWithoutTimeForItsHeadlineStillSaysItsBaseline) 
       o.budget_s = budget;
       o.only_knobs = {"zero_grad_none", "workers"};
       TuneResult r = run_tune(w, o);
-      std::string story;
-      for (const auto& t : r.trials) story += t.phase + " " + t.knob + "=" + t.value + ": " + t.outcome + "\n";
-      for (const auto& n : r.notes) story += "note: " + n + "\n";
+      const std::string story = test::tune_story(r, false);
       EXPECT_GT(r.baseline_throughput, 0) << budget << " s, seed " << seed << "\n" << story;
       EXPECT_EQ(story.find("nanx"), std::string::npos) << story;
       seen += story.find("this process was left slower") != std::string::npos;

@@ -17,6 +17,7 @@
 #include "engine/report.h"
 #include "engine/session.h"
 #include "engine/tuner.h"
+#include "tune_story.h"
 
 using namespace tb::engine;
 
@@ -131,10 +132,7 @@ TEST(TunerSession, ShortRealTuneWithOutOfMemory) {
     EXPECT_TRUE(stopped);
   }
   EXPECT_FALSE(r.trials.empty());
-  std::string story;  // what the tuner did, for a failure's message
-  for (const auto& t : r.trials) story += t.phase + " " + t.knob + "=" + t.value + ": " + t.outcome + " (" + t.reason + ")\n";
-  for (const auto& n : r.notes) story += "note: " + n + "\n";
-  EXPECT_GT(r.baseline_throughput, 0) << story;
+  EXPECT_GT(r.baseline_throughput, 0) << test::tune_story(r);
   EXPECT_FALSE(r.snapshots.empty());
   EXPECT_LE(r.elapsed_s, 60);
   auto j = nlohmann::json::parse(report_json(r).dump());
