@@ -85,8 +85,9 @@ int cmd_analyze(int argc, char** argv) {
   print_summary(trace, r, json_stdout ? stderr : stdout);
   // A script's run traced with its loader timed: the verdict it printed, as it printed it.
   const auto loader_doc = trace.meta().documents.find("loader");
-  const client::LoaderVerdict loader =
+  client::LoaderVerdict loader =
       client::LoaderVerdict::from_text(loader_doc == trace.meta().documents.end() ? "" : loader_doc->second);
+  loader.add_trace_transfer(r.input_copy_ns(), r.own_ns());  // a trace written before runs took it from theirs
   for (const std::string& line : loader.lines()) std::fprintf(json_stdout ? stderr : stdout, "%s\n", line.c_str());
   // The ranks: other files, else the other processes of this one.
   std::vector<prof::AnalysisResult> per_rank;

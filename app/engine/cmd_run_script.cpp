@@ -263,8 +263,7 @@ int cmd_run_script(int argc, char** argv) {
   if (!tracing.is_null()) out["tracing_cost"] = tracing;
   int64_t run_wall_ns = 0;
   for (const auto& r : records) run_wall_ns += r.wall_ns;
-  const client::LoaderVerdict loader = add_loader_verdict(out, figures, during, own_cores, run_wall_ns);
-  if (!json_path.empty() && !write_json_file(json_path, out)) return 1;
+  client::LoaderVerdict loader = add_loader_verdict(out, figures, during, own_cores, run_wall_ns);
   if (!trace_path.empty()) {
     if (so.trace_wait && !trace_started && chunks.empty()) {
       const std::string err = "the script ended after " + std::to_string(measured) +
@@ -284,6 +283,10 @@ int cmd_run_script(int argc, char** argv) {
         std::printf("%s\n", cost.c_str());
     }
   }
+  // After the trace: on a GPU the verdict's transfer comes from it; a trace that could not be written is said.
+  if (loader.valid) out["loader"] = loader.to_json();
+  if (!failure.empty()) out["error"] = failure;
+  if (!json_path.empty() && !write_json_file(json_path, out)) return 1;
   print_script_throughput(so.script, out["throughput"], unit, records.size(), figures, traced_out, not_measured);
   if (const std::string mem = engine::memory_summary_text(out["memory"]); !mem.empty()) std::printf("%s\n", mem.c_str());
   for (const std::string& line : loader.lines()) std::printf("%s\n", line.c_str());

@@ -5,14 +5,22 @@
 #include <cstdio>
 #include <thread>
 
+#include "profiler/analysis.h"
 #include "profiler/trace_io.h"
 
 namespace tb::cli {
 
 std::string merge_chunks(const std::vector<std::string>& chunks, const std::string& path,
-                         const client::LoaderVerdict& loader) {
+                         client::LoaderVerdict& loader) {
   auto merged = prof::merge_script_chunks(chunks);
   if (!merged) return merged.error().to_string();
+  const auto& tracks = (*merged)->tracks();
+  const bool gpu = std::any_of(tracks.begin(), tracks.end(),
+                               [](const prof::Track& t) { return t.kind() == prof::TrackKind::GpuStream; });
+  if (loader.valid && loader.transfer_share < 0 && gpu) {  // a CPU trace has no copies: no analysis for them
+    const prof::AnalysisResult r = prof::analyze(**merged);
+    loader.add_trace_transfer(r.input_copy_ns(), r.own_ns());
+  }
   if (loader.valid) (*merged)->meta().documents["loader"] = loader.to_json().dump();
   if (auto st = prof::write_chrome_trace(**merged, path); !st) return st.error().to_string();
   return "";

@@ -26,9 +26,11 @@ struct RemoveDir {
 
 // The launcher's torch.profiler chunks, in order, as one trace at `path` (TuneBench's Chrome trace JSON,
 // what `run --trace` writes for the engine), carrying the loader's verdict when it has one (the "loader"
-// document, prof::TraceMetadata): `analyze` and the GUI show what the run printed. "" or the error.
+// document, prof::TraceMetadata): `analyze` and the GUI show what the run printed. On a GPU the launcher's
+// hooks see no copy to the device: the verdict gets its transfer from the trace's (the steps' HtoD copies, the
+// figure the loader-stall finding states). "" or the error.
 std::string merge_chunks(const std::vector<std::string>& chunks, const std::string& path,
-                         const client::LoaderVerdict& loader);
+                         client::LoaderVerdict& loader);
 
 // The measured (not warm-up) steps among `records`.
 int64_t measured_steps_of(const std::vector<engine::StepRecord>& records);

@@ -154,7 +154,7 @@ void add_tensor_core_finding(const Trace& trace, const AnalysisOptions& opt, int
 void add_findings(const Trace& trace, const AnalysisOptions& opt, const Evidence& ev, AnalysisResult& r) {
   // Shares and bounds are of the program's own time: the profiler's own (r.profiler_ns) is in no class of the
   // program's and would only shrink every share it is not in.
-  const int64_t window_len = r.traced_ns() - r.profiler_ns;
+  const int64_t window_len = r.own_ns();
   const double wl = window_len > 0 ? static_cast<double>(window_len) : 1.0;
   const char* span = r.window_from_steps ? "step time" : "the analysed window";
   auto push = [&](Finding f, const std::string& text) {
@@ -172,8 +172,7 @@ void add_findings(const Trace& trace, const AnalysisOptions& opt, const Evidence
       if (cores > 0) workers = std::clamp(cores, 1, 8);
     }
     const double share = r.loader_stall_ns / wl;
-    int64_t h2d = 0;
-    for (const auto& s : r.steps) h2d += s.h2d_ns;
+    const int64_t h2d = r.input_copy_ns();
     push(make(FindingKind::LoaderStall, "workers", std::to_string(workers), {"prefetch", "pin_memory"}, share, ev.stall),
          std::string(r.has_gpu ? "GPU waited for the loader " : "training thread waited for data ") + fmt_pct(share) +
              " of " + span + " (" + fmt_ms(r.loader_stall_ns) + " in " + std::to_string(r.loader_stall_count) +
@@ -315,3 +314,13 @@ void add_idle_notes(const Trace& trace, AnalysisResult& r) {
 }
 
 }  // namespace tb::prof::detail
+
+namespace tb::prof {
+
+int64_t AnalysisResult::input_copy_ns() const {
+  int64_t h2d = 0;
+  for (const auto& s : steps) h2d += s.h2d_ns;
+  return h2d;
+}
+
+}  // namespace tb::prof

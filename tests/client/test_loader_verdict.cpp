@@ -87,6 +87,25 @@ TEST(LoaderVerdict, SplitsTheInputIntoTheHostsWaitAndTheTransfer) {
   EXPECT_LT(LoaderVerdict::from_json(old).transfer_share, 0);
 }
 
+// A script's run measures no copy (its hooks see none): its GPU trace's copies give the transfer, and only then;
+// one already measured (the engine's own) is never replaced, a trace without copies adds nothing.
+TEST(LoaderVerdict, AScriptsTransferComesFromItsTraceOnlyWhenItHasCopies) {
+  const nlohmann::json parts = nlohmann::json::array({proc("main", 64, 8, {{"dataset code", 1.0}}, 1.0, 100)});
+  LoaderVerdict none = loader_verdict(parts, 64, 1'000'000'000, 40'000'000, 2);
+  none.add_trace_transfer(0, 500'000'000);
+  EXPECT_LT(none.transfer_share, 0);
+  EXPECT_EQ(none.grade, "not input-bound");
+  LoaderVerdict script = loader_verdict(parts, 64, 1'000'000'000, 40'000'000, 2);
+  script.add_trace_transfer(15'000'000, 500'000'000);  // 3% of the trace's own time
+  EXPECT_NEAR(script.transfer_share, 0.03, 1e-9);
+  EXPECT_EQ(script.grade, "moderately input-bound");  // 4% waiting + 3% copying
+  EXPECT_NE(joined(script).find("copied them to the device 3% (transfer)"), std::string::npos) << joined(script);
+  LoaderVerdict engine = loader_verdict(parts, 64, 1'000'000'000, 40'000'000, 2);
+  engine.add_transfer(10'000'000, 1'000'000'000);
+  engine.add_trace_transfer(15'000'000, 500'000'000);
+  EXPECT_NEAR(engine.transfer_share, 0.01, 1e-9);
+}
+
 TEST(LoaderVerdict, NamesTheCostliestPartFirstAndCollatePerBatch) {
   const nlohmann::json parts = nlohmann::json::array(
       {proc("worker 0", 32, 4, {{"read + decode (PIL)", 0.8}, {"SlowBlur", 4.2}, {"ToTensor", 0.5}, {"collate", 0.3}},

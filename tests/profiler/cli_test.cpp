@@ -8,6 +8,11 @@
 #include <sstream>
 #include <string>
 
+#include <zlib.h>
+
+#include "profiler/analysis.h"
+#include "profiler/trace_io.h"
+
 namespace {
 
 struct CliRun {
@@ -50,6 +55,46 @@ TEST(CliAnalyze, RealTraceSummaryAndJson) {
                         "\"findings\""})
     EXPECT_NE(j.find(k), std::string::npos) << k;
   std::remove(out.c_str());
+}
+
+// A script's GPU trace carries the loader verdict its run printed, whose launcher saw no copy to the device;
+// the trace did (a real A100 job's pageable and pinned HtoD copies): `analyze` says the input's two parts, the
+// copies' share the one the steps' copies give over the trace's own time, as the loader-stall finding counts it.
+TEST(CliAnalyze, AScriptsLoaderVerdictTakesItsCopiesFromTheGpuTrace) {
+  std::string text;
+  gzFile gz = gzopen(testdata("kineto_nccl_sampled_rank0.json.gz").c_str(), "rb");
+  ASSERT_NE(gz, nullptr);
+  char buf[1 << 16];
+  for (int n; (n = gzread(gz, buf, sizeof buf)) > 0;) text.append(buf, size_t(n));
+  gzclose(gz);
+  // The "loader" document as `run --script --trace` writes it (client::LoaderVerdict::to_json), no transfer.
+  const std::string doc =
+      R"({"tunebench":{"documents":{"loader":{"grade":"moderately input-bound","wait_share":0.12,"workers":2,)"
+      R"("samples":640,"batches":40,"busy_share":0.9,"cpu_share":0.8,"ms_per_sample":3.0,"consume_samples_s":800,)"
+      R"("transfer_share":-1,"parts":[{"name":"read + decode (PIL)","ms":2.0,"per":"sample","share":0.67,)"
+      R"("where":"train.py:40"}]}}},)";
+  const std::string path = tmp("script_gpu.json");
+  std::ofstream(path) << doc << text.substr(text.find('{') + 1);
+  auto loaded = tb::prof::load_trace(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.error().to_string();
+  const tb::prof::AnalysisResult a = tb::prof::analyze(*loaded.value());
+  ASSERT_GT(a.input_copy_ns(), 0);
+  char share[32];
+  std::snprintf(share, sizeof share, "%.0f%%", 100.0 * double(a.input_copy_ns()) / double(a.own_ns()));
+  CliRun r = run("analyze '" + path + "'");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("the loop waited for batches 12% (host) and copied them to the device " + std::string(share) +
+                       " (transfer)"), std::string::npos) << r.out;
+  // A trace without steps' copies (a CPU run's): the wait alone, as the run printed it.
+  const std::string cpu = tmp("script_cpu.json");
+  std::ofstream(cpu) << doc << R"("traceEvents":[{"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","pid":1,)"
+                     << R"("tid":1,"ts":0,"dur":1000}]})";
+  r = run("analyze '" + cpu + "'");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("loader: moderately input-bound: the loop waited for batches 12% of its step time"),
+            std::string::npos) << r.out;
+  std::remove(path.c_str());
+  std::remove(cpu.c_str());
 }
 
 TEST(CliAnalyze, MinGapOptionAndStdoutJson) {

@@ -119,7 +119,10 @@ void MainWindow::onTraceLoaded(LoadedTrace t, bool live) {
   // script's chunks do not: its verdict comes from the run's loader_parts messages.
   const auto loader = trace_.meta.documents.find("loader");
   auto verdict = tb::client::LoaderVerdict::from_text(loader == trace_.meta.documents.end() ? "" : loader->second);
-  analysis_->setLoader(!verdict.valid && live ? live_loader_ : verdict);
+  if (!verdict.valid && live) verdict = live_loader_;
+  // Its copies to the device, seen only on a GPU trace (a trace written before its run took them, a live one).
+  if (trace_.analysis) verdict.add_trace_transfer(trace_.analysis->input_copy_ns(), trace_.analysis->own_ns());
+  analysis_->setLoader(verdict);
   if (live) {  // what watching costs the run, beside its throughput
     const WatchCost c = trace_.analysis ? watchCost(*trace_.analysis) : WatchCost{};
     watch_label_->setText(c.text);

@@ -62,6 +62,11 @@ struct LoaderVerdict {
 
   // The transfer measured over the same steps (`h2d_ns` of `wall_ns`): the grade counts the input's two parts.
   void add_transfer(int64_t h2d_ns, int64_t wall_ns);
+  // A script's: its launcher's hooks see no copy, its GPU trace does (prof::AnalysisResult::input_copy_ns() of
+  // own_ns(), the figure the loader-stall finding states). Only where none was measured and the trace has copies.
+  void add_trace_transfer(int64_t copy_ns, int64_t own_ns) {
+    if (transfer_share < 0 && copy_ns > 0) add_transfer(copy_ns, own_ns);
+  }
 
   // What W workers supply: each takes ms_per_sample a sample, and all of them together at most what the cores
   // give when every sample costs its loading CPU plus the training process's CPU (both share the cores).

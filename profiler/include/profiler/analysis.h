@@ -217,6 +217,11 @@ struct AnalysisResult {
   int64_t untraced_ns = 0;
   uint32_t untraced_count = 0;
   int64_t traced_ns() const { return window.length() - untraced_ns; }
+  // The program's own time, every finding's share is of: traced, less the profiler's own (profiler_ns).
+  int64_t own_ns() const { return traced_ns() - profiler_ns; }
+  // The steps' host-to-device copies (StepBreakdown::h2d_ns): XProf's "transfer" half of the input time, which
+  // the loader-stall finding and a script's loader verdict (over own_ns()) state as one figure.
+  int64_t input_copy_ns() const;
   bool window_from_steps = false;
   bool steps_inferred = false;  // no step ranges: steps from the optimizer's calls (a note says so)
   // Leading steps the recorder marked as warm-up (TraceMetadata::extra "warmup_steps": steps numbered below
