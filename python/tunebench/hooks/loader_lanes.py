@@ -18,7 +18,7 @@ import os
 
 CAT = "tunebench_loader"
 MAX_EVENTS = 50_000
-WRITE_EVERY_NS = 50_000_000  # a process with events writes them this often (its totals: every 0.2 s)
+WRITE_EVERY_NS = 50_000_000  # a process with events writes them this often (its totals: once a second)
 # The training process's loading and its pin-memory thread: lanes beside its training thread, under thread ids
 # no real thread has (Linux's pid_max is at most 2^22).
 LOADING_TID, PIN_TID = (1 << 30) + 1, (1 << 30) + 2

@@ -8,8 +8,8 @@ one, so the parts of a sample add up to its `__getitem__`. Only what runs inside
 a Compose called in the training loop is not loader time.
 
 Each loading process keeps totals and writes them to DIR/loader-<pid>.json (a rename, so a reader never sees
-half a file) at most every 0.2 s, and a worker once more when it exits (multiprocessing runs its finalizers when
-a worker's loop ends; one killed loses its last 0.2 s). The main process reads every file (`read_all`). Forked workers inherit the patches;
+half a file) at most once a second, and a worker once more when it exits (multiprocessing runs its finalizers when
+a worker's loop ends; one killed loses its last second). The main process reads every file (`read_all`). Forked workers inherit the patches;
 spawned ones install them in the worker init that `attach` puts around the loader's own (`_WorkerInit`, a
 picklable object). On only while the script is traced (the launcher calls `enable`). A short sample is timed one in
 K (SAMPLE_COST_NS below): the totals written are scaled from the timed samples to every sample.
@@ -25,15 +25,21 @@ from . import loader_lanes, loader_pin, loader_where
 _dir = None        # where the totals go; None: off
 _rec = None        # this process's _Recorder
 _cpu0 = None       # the training process's CPU time at its first step's end (the launcher sets it)
-WRITE_EVERY_NS = 200_000_000  # a JSON of ~10 parts and a rename: ~0.1 ms, under 0.1% at this rate
+# A write (a JSON of ~10 parts created, written and renamed) measured 190 us alone and ~600 us amid the loading
+# on this VM's ext4, and the samples after it ran slower: at every 0.2 s the writes were ~1% of a 0.29 ms
+# sample's loading (sampled 289.1 against 287.3 us a sample without them, bench_loader_parts.py --micro's
+# samples). Once a second: a fifth of that. What reads them: the live verdict after each chunk, and the run's
+# end (a worker stopped with the run loses at most its last second; the verdict is made of ratios).
+WRITE_EVERY_NS = 1_000_000_000
 OWN = "dataset code"   # a sample's time outside every named part
 # What timing a sample costs on this 2-core VM (CPython 3.11; bench/bench_loader_parts.py --micro): ~20 us for a
-# sample of 7 parts (an ImageFolder JPEG through 4 transforms), ~4 us a sample and ~2.5 us a part. Short samples
-# are timed one in K, K such that the timing costs under SHARE of the loading (a 0.27 ms sample of 8 parts: one in
-# about 30); what the timed ones measured stands for the rest. A sample not timed still passes the wrappers, ~1.5%
-# of that sample, so SHARE is a quarter of a percent: at 1% the whole cost measured 3.0-3.6% there, at 0.25%
-# 1.6-3.3% (five runs of the bench, median 2.5%; docs/analysis.md). A sample of ~10 ms or more is timed every time.
-SAMPLE_COST_NS, PART_COST_NS, SHARE, MAX_EVERY = 4_000, 2_500, 0.0025, 64
+# sample of 7 parts (an ImageFolder JPEG through 4 transforms) when every sample is timed; one timed among untimed
+# ones costs twice that (its code and data cold: +40 us on a 0.29 ms sample) and the few samples after it ~13 us
+# more between them: ~30 us a sample and ~2.5 us a part. Short samples are timed one in K, K such that the timing
+# costs under SHARE of the loading (the 0.29 ms sample of 8 parts: one in 64, the most); what the timed ones
+# measured stands for the rest. A sample not timed still passes the wrappers (~1 us each way: into the sample and
+# each part), so SHARE is a quarter of a percent (docs/analysis.md). A sample of ~20 ms or more is timed every time.
+SAMPLE_COST_NS, PART_COST_NS, SHARE, MAX_EVERY = 30_000, 2_500, 0.0025, 64
 # A process's first samples are timed and counted as they are, never scaled: they carry its start (imports, the
 # decoder's first use), which scaled up would stand for samples that never pay it (a worker of 16 samples timed
 # one in three read busier than its life).
@@ -128,7 +134,8 @@ class _Recorder:
                 self.where[k] = loader_where.where(k, v[0]) or (loader_where.where(v[1]) if v[1] else "")
         # The untimed samples are like the timed ones: what those measured, scaled to every sample.
         exact = min(self.samples, EXACT_FIRST)
-        scale = (self.samples - exact) / self.timed if self.timed else 1.0
+        # Each timed sample stands for this many (its calls are counted so); its time, clamped below, may less.
+        calls = scale = (self.samples - exact) / self.timed if self.timed else 1.0
         life = now - self.t0
         # Never busier than its life: what the timed samples stand for is scaled down to fit, if it must.
         room = life - (self.busy_ns - self.sample_busy_ns)
@@ -136,7 +143,6 @@ class _Recorder:
             scale = room / self.sample_busy_ns
         busy = self.busy_ns - self.sample_busy_ns + int(self.sample_busy_ns * scale)
         cpu = self.cpu_ns - self.sample_cpu_ns + int(self.sample_cpu_ns * scale)
-        calls = (self.samples - exact) / self.timed if self.timed else 1.0
         parts = {k: {"ns": int(v[0] * scale), "calls": int(round(v[1] * calls))} for k, v in self.parts.items()}
         for k, v in self.exact_parts.items():
             have = parts.setdefault(k, {"ns": 0, "calls": 0})
@@ -150,8 +156,9 @@ class _Recorder:
             doc["pin_memory"] = pin
         path = os.path.join(_dir, "loader-%d.json" % self.pid)
         try:
+            text = json.dumps(doc)
             with open(path + ".tmp", "w") as f:
-                json.dump(doc, f)
+                f.write(text)
             os.replace(path + ".tmp", path)
         except OSError:
             pass  # a full disk loses the loader's breakdown, never the script's run
@@ -474,7 +481,7 @@ def first_step_ended():
 
 
 def snapshot():
-    """The loading processes' totals as last written (each writes every 0.2 s while it loads), and the training
+    """The loading processes' totals as last written (each writes once a second while it loads), and the training
     process's CPU time since its first step (None before it): what a live verdict is made of. Reads only
     files, so any thread may ask (the trace writer's does, after each chunk)."""
     if _dir is None:
