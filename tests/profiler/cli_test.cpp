@@ -69,10 +69,10 @@ TEST(CliAnalyze, AScriptsLoaderVerdictTakesItsCopiesFromTheGpuTrace) {
   gzclose(gz);
   // The "loader" document as `run --script --trace` writes it (client::LoaderVerdict::to_json), no transfer.
   const std::string doc =
-      R"({"tunebench":{"documents":{"loader":{"grade":"moderately input-bound","wait_share":0.12,"workers":2,)"
-      R"("samples":640,"batches":40,"busy_share":0.9,"cpu_share":0.8,"ms_per_sample":3.0,"consume_samples_s":800,)"
-      R"("transfer_share":-1,"parts":[{"name":"read + decode (PIL)","ms":2.0,"per":"sample","share":0.67,)"
-      R"("where":"train.py:40"}]}}},)";
+      R"j({"tunebench":{"documents":{"loader":{"grade":"moderately input-bound","wait_share":0.12,)j"
+      R"j("workers":2,"cores":2,"machine_cores":2,"samples":640,"batches":40,"busy_share":0.9,"cpu_share":0.8,)j"
+      R"j("ms_per_sample":3.0,"consume_samples_s":800,"supply_samples_s":600,"transfer_share":-1,)j"
+      R"j("parts":[{"name":"read + decode (PIL)","ms":2.0,"per":"sample","share":0.67,"where":"train.py:40"}]}}},)j";
   const std::string path = tmp("script_gpu.json");
   std::ofstream(path) << doc << text.substr(text.find('{') + 1);
   auto loaded = tb::prof::load_trace(path);
