@@ -6,11 +6,13 @@ round, at 0 and 2 workers. Per configuration it prints the median untraced step,
 slower), and the loop's wait share: the issue's target is 2% of a loader-bound step.
 
 --micro: the cost a sample in one process, where the separate processes above vary by ±10-20% run to run (the
-same code measured 0.88x and 1.23x): the same ImageFolder samples read in turns of 2000 untraced (every wrapper
-taken off: the baseline each figure is against), with the timing off (patched, not recording), timing every sample, timing as it does (sampled), and as it does while a trace chunk
-records (every sample timed and kept on the timeline's lanes, hooks/loader_lanes.py), TURNS turns each in an
-order that alternates; the per-sample medians and what each adds (their spread between turns: about ±1%). At 96x128 JPEGs (a 0.29 ms sample: the worst case, timing's cost is per sample) and
-with --big at 375x500 (ImageNet's size, through a 224 crop).
+same code measured 0.88x and 1.23x): the same ImageFolder samples read in turns of 500 (60 with --big) untraced
+(every wrapper taken off: the baseline each figure is against), with the timing off (patched, not recording),
+timing every sample, timing as it does (sampled), and as it does while a trace chunk records (every sample timed
+and kept on the timeline's lanes, hooks/loader_lanes.py), TURNS turns each in an order that alternates; what each
+adds a sample against the same round's untimed turn, its mean and standard error (between runs the figures move
+more: about ±0.6%). At 96x128 JPEGs (a 0.28 ms sample: the worst case, timing's cost is per sample) and with
+--big at 375x500 (ImageNet's size, through a 224 crop).
 
 usage: bench_loader_parts.py [--images 256] [--steps 120] [--rounds 3] [--python P]
        bench_loader_parts.py --micro [--big]
@@ -25,7 +27,10 @@ import textwrap
 
 from launcher_messages import launch
 
-TURNS = 15  # --micro: turns of each configuration (7 resolved about ±2%: a 1.8% and a 2.7% of the same code)
+# --micro: turns of each configuration. Long turns compared by their median (15 of 2000 samples) resolved about
+# ±1%, and a median leaves out the rare costs (a totals write once a second); short turns, many, compared round by
+# round with the plain turn of the same round, give the mean cost with its standard error.
+TURNS = 60
 
 SCRIPT = textwrap.dedent('''
     import sys, torch
@@ -79,7 +84,7 @@ def micro(big):
         import numpy as np
         from PIL import Image
         rng = np.random.default_rng(0)
-        size, crop, n = ((375, 500), 224, 200) if big else ((96, 128), 64, 2000)
+        size, crop, n = ((375, 500), 224, 60) if big else ((96, 128), 64, 500)
         for i in range(64):
             d = os.path.join(tmp, "c%d" % (i % 4))
             os.makedirs(d, exist_ok=True)
@@ -134,13 +139,18 @@ def micro(big):
                     lp._rec.write(force=True)
                     ll.take()
         configure("sampled")
-        m = {k: statistics.median(v) for k, v in res.items()}
+        m = {k: statistics.mean(v) for k, v in res.items()}
 
         def more(k):
-            return "+%.1f us (%.1f%%)" % (m[k] - m["plain"], 100 * (m[k] / m["plain"] - 1))
-        print("sample %.1f us untraced (no wrapper); against it: the wrappers with the timing off %s; every sample "
-              "timed %s; sampled %s; on the timeline's lanes (a chunk recording) %s"
-              % (m["plain"], more("off"), more("every"), more("sampled"), more("lanes")))
+            # Each round's turn against the same round's plain turn: the mean difference and its standard error.
+            d = [a - b for a, b in zip(res[k], res["plain"])]
+            se = statistics.stdev(d) / len(d) ** 0.5
+            return "+%.1f us ± %.1f (%.1f%% ± %.1f)" % (statistics.mean(d), se, 100 * statistics.mean(d) / m["plain"],
+                                                       100 * se / m["plain"])
+        print("sample %.1f us untraced (no wrapper, the mean of %d turns of %d); against it, ± a standard error: the "
+              "wrappers with the timing off %s; every sample timed %s; sampled %s; on the timeline's lanes (a chunk "
+              "recording) %s"
+              % (m["plain"], TURNS, n, more("off"), more("every"), more("sampled"), more("lanes")))
 
 
 def main():

@@ -382,7 +382,7 @@ class Launcher(iterations.Sink):
         self.install()
         # Why the loader is slow: its parts, timed while the script is traced (TUNEBENCH_LOADER_PARTS=off: not).
         # Short samples are timed one in K (hooks/loader_parts.py): `bench/bench_loader_parts.py --micro` measured
-        # +1.6% to +3.3% on a 0.27 ms sample (timing every sample: +7.6% to +12.5%).
+        # +0.3% to +1.5% on a 0.28 ms sample (timing every sample: +5.9% to +8.9%).
         if opts.trace_dir and os.environ.get("TUNEBENCH_LOADER_PARTS", "on") != "off":
             loader_parts.enable(tempfile.mkdtemp(prefix="tunebench-loader-"), opts.script)
         if opts.trace_dir and not opts.trace_wait:

@@ -27,8 +27,8 @@ _rec = None        # this process's _Recorder
 _cpu0 = None       # the training process's CPU time at its first step's end (the launcher sets it)
 # A write (a JSON of ~10 parts created, written and renamed) measured 190 us alone and ~600 us amid the loading
 # on this VM's ext4, and the samples after it ran slower: at every 0.2 s the writes were ~1% of a 0.29 ms
-# sample's loading (sampled 289.1 against 287.3 us a sample without them, bench_loader_parts.py --micro's
-# samples). Once a second: a fifth of that. What reads them: the live verdict after each chunk, and the run's
+# sample's loading (289.1 against 287.3 us a sample without them, each sample timed in one process on the --micro
+# bench's samples; docs/analysis.md). Once a second: a fifth of that. What reads them: the live verdict after each chunk, and the run's
 # end (a worker stopped with the run loses at most its last second; the verdict is made of ratios).
 WRITE_EVERY_NS = 1_000_000_000
 OWN = "dataset code"   # a sample's time outside every named part
