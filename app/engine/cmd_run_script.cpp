@@ -6,11 +6,7 @@
 // engine run (same JSON document: config, throughput, steps, warnings), plus where the DataLoader and the
 // optimizer were made (the lines a tuning report tells the user to edit).
 #include <algorithm>
-#include <chrono>
-#include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -36,7 +32,6 @@ int usage_error(const std::string& msg) {
   return 2;
 }
 }  // namespace
-
 
 int cmd_run_script(int argc, char** argv) {
   client::ScriptOptions so;
@@ -252,7 +247,6 @@ int cmd_run_script(int argc, char** argv) {
   out["warnings"] = warnings;
   out["exit_code"] = code;
   if (!done.is_null()) out["done"] = done.value("summary", nlohmann::json::object());
-  if (!failure.empty()) out["error"] = failure;
   if (!traceback.empty()) out["traceback"] = traceback;
   if (measured > 0) out["window"] = window_json(figures);
   // Nothing measured: why, in one line (the JSON's and stdout's), never "0.0 samples/s".
