@@ -257,7 +257,7 @@ int cmd_run_script(int argc, char** argv) {
   if (!tracing.is_null()) out["tracing_cost"] = tracing;
   int64_t run_wall_ns = 0;
   for (const auto& r : records) run_wall_ns += r.wall_ns;
-  client::LoaderVerdict loader = add_loader_verdict(out, figures, during, own_cores, run_wall_ns);
+  client::LoaderVerdict loader = script_loader_verdict(out, figures, during, own_cores, run_wall_ns);
   if (!trace_path.empty()) {
     if (so.trace_wait && !trace_started && chunks.empty()) {
       const std::string err = "the script ended after " + std::to_string(measured) +

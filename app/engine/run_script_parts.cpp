@@ -89,8 +89,8 @@ void print_script_throughput(const std::string& script, const nlohmann::json& tp
                 left_out.c_str(), tp["noise"]["text"].get<std::string>().c_str());
 }
 
-client::LoaderVerdict add_loader_verdict(nlohmann::json& out, const std::vector<engine::StepRecord>& figures,
-                                         const measure::SystemLoad& load, double own_cores, int64_t run_wall_ns) {
+client::LoaderVerdict script_loader_verdict(const nlohmann::json& out, const std::vector<engine::StepRecord>& figures,
+                                            const measure::SystemLoad& load, double own_cores, int64_t run_wall_ns) {
   int64_t samples = 0, wall = 0, wait = 0;
   for (const auto& r : figures)
     if (!r.warmup) samples += r.samples, wall += r.wall_ns, wait += r.data_wait_ns;
@@ -118,7 +118,6 @@ client::LoaderVerdict add_loader_verdict(nlohmann::json& out, const std::vector<
   client::LoaderVerdict v = client::loader_verdict_of_run(parts, done.value("cpu_ns", int64_t(0)), samples, wall, wait,
                                                           all_samples, free);
   v.machine_cores = machine;
-  if (v.valid) out["loader"] = v.to_json();
   return v;
 }
 

@@ -57,10 +57,10 @@ void print_script_throughput(const std::string& script, const nlohmann::json& th
 
 // Why the loader is slow (client/loader_verdict.h): a traced run's loader parts (`out["done"]["loader_parts"]`)
 // against its measured steps `figures`, on the cores of this machine that other work left free over the run: its
-// busy share (`load`) less the run's own CPU (`own_cores`: measure::TreeCpuProbe; NaN: not read). Also written
-// as `out["loader"]` when valid.
-client::LoaderVerdict add_loader_verdict(nlohmann::json& out, const std::vector<engine::StepRecord>& figures,
-                                         const measure::SystemLoad& load, double own_cores, int64_t run_wall_ns);
+// busy share (`load`) less the run's own CPU (`own_cores`: measure::TreeCpuProbe; NaN: not read). The caller
+// writes it as `out["loader"]` once the trace, which may add its transfer, is written.
+client::LoaderVerdict script_loader_verdict(const nlohmann::json& out, const std::vector<engine::StepRecord>& figures,
+                                            const measure::SystemLoad& load, double own_cores, int64_t run_wall_ns);
 
 // The script's arguments as one line (the run JSON's "data").
 std::string joined_args(const std::vector<std::string>& args);

@@ -8,9 +8,9 @@ one, so the parts of a sample add up to its `__getitem__`. Only what runs inside
 a Compose called in the training loop is not loader time.
 
 Each loading process keeps totals and writes them to DIR/loader-<pid>.json (a rename, so a reader never sees
-half a file) at most once a second, and a worker once more when it exits (multiprocessing runs its finalizers when
-a worker's loop ends; one killed loses its last second). The main process reads every file (`read_all`). Forked workers inherit the patches;
-spawned ones install them in the worker init that `attach` puts around the loader's own (`_WorkerInit`, a
+half a file) at most once a second, and a worker once more when it exits (multiprocessing runs its finalizers
+when a worker's loop ends; one killed loses its last second). The main process reads every file (`read_all`).
+Forked workers inherit the patches; spawned ones install them in the worker init that `attach` puts around the loader's own (`_WorkerInit`, a
 picklable object). On only while the script is traced (the launcher calls `enable`). A short sample is timed one in
 K (SAMPLE_COST_NS below): the totals written are scaled from the timed samples to every sample.
 """
@@ -28,8 +28,9 @@ _cpu0 = None       # the training process's CPU time at its first step's end (th
 # A write (a JSON of ~10 parts created, written and renamed) measured 190 us alone and ~600 us amid the loading
 # on this VM's ext4, and the samples after it ran slower: at every 0.2 s the writes were ~1% of a 0.29 ms
 # sample's loading (289.1 against 287.3 us a sample without them, each sample timed in one process on the --micro
-# bench's samples; docs/analysis.md). Once a second: a fifth of that. What reads them: the live verdict after each chunk, and the run's
-# end (a worker stopped with the run loses at most its last second; the verdict is made of ratios).
+# bench's samples; docs/analysis.md). Once a second: a fifth of that. What reads them: the live verdict after
+# each chunk, and the run's end (a worker stopped with the run loses at most its last second; the verdict is made
+# of ratios).
 WRITE_EVERY_NS = 1_000_000_000
 OWN = "dataset code"   # a sample's time outside every named part
 # What timing a sample costs on this 2-core VM (CPython 3.11; bench/bench_loader_parts.py --micro): ~20 us for a
