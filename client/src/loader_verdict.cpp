@@ -55,7 +55,10 @@ double LoaderVerdict::supply_with(int w) const {
   if (!(ms_per_sample > 0)) return std::numeric_limits<double>::quiet_NaN();
   const double one = 1000.0 / ms_per_sample;
   if (w <= 0) return one;  // the training process loads, between its steps
-  const double cpu_ms = ms_per_sample * cpu_share + train_cpu_ms;
+  // From a run without workers, the training process will also take each batch from a worker.
+  const double receive = workers == 0 && receive_ms > 0 && samples > 0 && batches > 0
+                             ? receive_ms * double(batches) / double(samples) : 0;
+  const double cpu_ms = ms_per_sample * cpu_share + train_cpu_ms + receive;
   const double cpu_bound =
       cpu_ms > 0 ? std::max(1, cores) * 1000.0 / cpu_ms : std::numeric_limits<double>::infinity();
   return std::min(w * one, cpu_bound);
@@ -76,6 +79,8 @@ LoaderVerdict loader_verdict(const nlohmann::json& parts, int64_t samples, int64
   std::map<std::string, std::string> part_where;
   for (const auto& p : parts) {
     const std::string who = p.value("who", std::string());
+    if (const auto r = p.find("receive"); who == "main" && r != p.end() && r->is_object())
+      v.receive_ms = std::max(0.0, r->value("ns", 0.0) / 1e6);
     if (const auto pin = p.find("pin_memory"); who == "main" && pin != p.end() && pin->is_object()) {
       v.pin_batches += pin->value("calls", int64_t(0));
       v.pin_ms += pin->value("ns", int64_t(0)) / 1e6;  // a total until divided below
@@ -117,20 +122,24 @@ LoaderVerdict loader_verdict(const nlohmann::json& parts, int64_t samples, int64
   v.consume_sps = compute_s > 0 ? double(samples) / compute_s : 0;
   v.run_sps = wall_ns > 0 ? double(samples) / (wall_ns / 1e9) : 0;
   v.supply_sps = v.supply_with(v.workers);
+  // The model's rate when workers feed it: a sample's time plus its share of taking a batch from a worker.
+  v.fed_sps = v.consume_sps;
+  if (v.workers == 0 && v.receive_ms > 0 && v.consume_sps > 0 && v.samples > 0 && v.batches > 0)
+    v.fed_sps = 1.0 / (1.0 / v.consume_sps + v.receive_ms / 1000.0 * double(v.batches) / double(v.samples));
   if (v.ms_per_sample > 0 && v.consume_sps > 0 && v.wait_share >= kModerately) {
     // The fewest workers that feed the model with headroom; when none can, the fewest that reach what the cores
     // allow.
     const double cap = v.supply_with(kMaxWorkers);
-    v.cores_bound = cap < v.consume_sps;
-    const double target = v.cores_bound ? 0.97 * cap : std::min(kHeadroom * v.consume_sps, 0.97 * cap);
+    v.cores_bound = cap < v.fed_sps;
+    const double target = v.cores_bound ? 0.97 * cap : std::min(kHeadroom * v.fed_sps, 0.97 * cap);
     for (int w = 1; w <= kMaxWorkers && v.need_workers == 0; ++w)
       if (v.supply_with(w) >= target) v.need_workers = w;
-    v.expect_sps = std::min(v.consume_sps, v.supply_with(v.need_workers));
+    v.expect_sps = std::min(v.fed_sps, v.supply_with(v.need_workers));
     if (v.cores_bound) {
       // What feeding the model would take on a machine with more cores: a prediction this one cannot test.
       const double cpu_ms = v.ms_per_sample * v.cpu_share + v.train_cpu_ms;
-      v.feed_cores = static_cast<int>(std::ceil(v.consume_sps * cpu_ms / 1000.0 - 1e-9));
-      v.feed_workers = static_cast<int>(std::ceil(kHeadroom * v.consume_sps * v.ms_per_sample / 1000.0 - 1e-9));
+      v.feed_cores = static_cast<int>(std::ceil(v.fed_sps * cpu_ms / 1000.0 - 1e-9));
+      v.feed_workers = static_cast<int>(std::ceil(kHeadroom * v.fed_sps * v.ms_per_sample / 1000.0 - 1e-9));
       if (v.feed_workers > kMaxWorkers) v.feed_workers = 0;
     }
   }
@@ -204,11 +213,15 @@ std::vector<std::string> LoaderVerdict::lines() const {
     else if (need_workers > workers)
       l += "about " + std::to_string(need_workers) + " worker" + (need_workers > 1 ? "s" : "") + " would supply " +
            fmt("%.0f", supply_with(need_workers)) + " (run it: --set workers=" + std::to_string(need_workers) + ")" +
-           // Measured without workers, the batches' way between processes (collated into shared memory, taken
-           // by the training process) is in no figure: such predictions measured 4-18% high on a 2-core VM.
-           (workers == 0 ? std::string("; predicted from loading in the training process, without the batches' way "
-                                       "between processes: expect the run somewhat under it")
-                         : std::string());
+           (workers > 0 ? std::string()
+            : receive_ms > 0
+                ? "; from loading in the training process, counting what taking each batch from a worker costs it (" +
+                      ms(receive_ms) + " a batch, measured on this run's: the model then takes about " +
+                      fmt("%.0f", fed_sps) + ")"
+                // Measured without workers and without the probe, the batches' way between processes is in no
+                // figure: such predictions measured 4-18% high on a 2-core VM.
+                : std::string("; predicted from loading in the training process, without the batches' way "
+                              "between processes: expect the run somewhat under it"));
     else
       l += "enough by their cost a sample, so the wait comes from elsewhere: the training process (collate, "
            "pinning, the GIL) or workers started again at each pass (persistent_workers)";
@@ -252,6 +265,7 @@ nlohmann::json LoaderVerdict::to_json() const {
                       {"samples", samples},       {"batches", batches},         {"busy_share", busy_share},
                       {"cpu_share", cpu_share},   {"ms_per_sample", ms_per_sample}, {"cores", cores}, {"machine_cores", machine_cores},
                       {"consume_samples_s", consume_sps}, {"supply_samples_s", supply_sps},
+                      {"receive_ms", receive_ms}, {"fed_samples_s", fed_sps},
                       {"need_workers", need_workers}, {"cores_bound", cores_bound}, {"expect_samples_s", expect_sps}, {"run_samples_s", run_sps},
                       {"train_cpu_ms", train_cpu_ms}, {"pin_ms", pin_ms}, {"pin_batches", pin_batches},
                       {"feed_workers", feed_workers}, {"feed_cores", feed_cores}, {"transfer_share", transfer_share}};
@@ -286,6 +300,8 @@ LoaderVerdict LoaderVerdict::from_json(const nlohmann::json& j) {
   v.machine_cores = int(num("machine_cores"));
   v.consume_sps = num("consume_samples_s");
   v.supply_sps = num("supply_samples_s");
+  v.receive_ms = num("receive_ms");
+  v.fed_sps = j.contains("fed_samples_s") ? num("fed_samples_s") : v.consume_sps;  // a trace from before it
   v.need_workers = int(num("need_workers"));
   v.cores_bound = j.contains("cores_bound") && j["cores_bound"].is_boolean() && j["cores_bound"].get<bool>();
   v.expect_sps = num("expect_samples_s");

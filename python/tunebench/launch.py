@@ -31,7 +31,7 @@ import torch
 
 from . import __version__, iterations, knobs, machine, memory, patched, script_errors
 from .hooks import children as hooks_children, dataloader as hooks_dataloader, forward as hooks_forward
-from .hooks import loader_parts, optimizer as hooks_optimizer, save as hooks_save, update as hooks_update
+from .hooks import loader_parts, loader_receive, optimizer as hooks_optimizer, save as hooks_save, update as hooks_update
 from .protocol import Channel, Inbox, step_line
 from .state import Run, minor_faults
 from .trace.tracer import Tracer
@@ -150,6 +150,15 @@ class Launcher(iterations.Sink):
             # loader verdict weighs the loading against on the machine's cores.
             if self.cpu0 is not None:
                 summary["cpu_ns"] = time.process_time_ns() - self.cpu0
+            # Loaded in this process only: what taking each batch from a worker would cost it, measured on its
+            # own last batch (the verdict's worker count is predicted for a run that pays it). After the CPU
+            # time above: the probe's is not the training's.
+            main = [p for p in loaders if p.get("who") == "main"]
+            if main and len(main) == len(loaders) and reason != "error":
+                receive = loader_receive.measure(make=hooks_dataloader.unhooked)
+                if receive:
+                    main[0]["receive"] = receive
+        loader_receive.forget()
         self.ch.send("done", summary=summary)
         sys.stdout.flush()
         sys.stderr.flush()

@@ -207,6 +207,49 @@ TEST(LoaderVerdict, PredictsTheWorkersThatFeedTheModelBoundedByTheCores) {
   EXPECT_NE(joined(quiet).find("more workers would not speed the step"), std::string::npos) << joined(quiet);
 }
 
+// Loaded in the training process (num_workers=0), the run never took a batch from a worker; the launcher's probe
+// measured what that costs on the run's own batch (hooks/loader_receive.py), and the prediction counts it.
+TEST(LoaderVerdict, FromNoWorkersThePredictionCountsTakingEachBatchFromAWorker) {
+  // 64 samples in 8 batches, 20 ms a sample mostly waiting (10% CPU); the loop waited 600 of 1000 ms: the model
+  // takes 160 samples/s, and 15% above it (184) is 4 workers' 200. Taking a batch from a worker costs 16 ms, 2 ms
+  // a sample: fed, the model takes 1 / (1/160 + 0.002) = 121.2 samples/s, and 15% above that (139.4) is 3
+  // workers' 150.
+  nlohmann::json main0 = nlohmann::json::array({proc("main", 64, 8, {{"dataset code", 20.0}}, 0.1, 1400)});
+  const LoaderVerdict plain = loader_verdict(main0, 64, 1'000'000'000, 600'000'000, 16);
+  EXPECT_EQ(plain.receive_ms, 0);
+  EXPECT_NEAR(plain.fed_sps, 160, 1e-6);
+  EXPECT_NEAR(plain.expect_sps, 160, 1e-6);
+  EXPECT_NE(joined(plain).find("without the batches' way between processes: expect the run somewhat under it"),
+            std::string::npos) << joined(plain);
+  EXPECT_EQ(plain.need_workers, 4);
+  main0[0]["receive"] = {{"ns", 16'000'000}, {"batches", 16}, {"bytes", 4'000'000}};
+  const LoaderVerdict v = loader_verdict(main0, 64, 1'000'000'000, 600'000'000, 16);
+  EXPECT_NEAR(v.receive_ms, 16.0, 1e-9);
+  EXPECT_NEAR(v.consume_sps, 160, 1e-6);  // what the run measured stays as measured
+  EXPECT_NEAR(v.fed_sps, 1.0 / (1.0 / 160 + 0.002), 1e-6);
+  EXPECT_NEAR(v.expect_sps, v.fed_sps, 1e-6);
+  EXPECT_EQ(v.need_workers, 3);
+  const std::string text = joined(v);
+  EXPECT_NE(text.find("about 3 workers would supply 150 (run it: --set workers=3); from loading in the training "
+                      "process, counting what taking each batch from a worker costs it (16.0 ms a batch, measured "
+                      "on this run's: the model then takes about 121)"),
+            std::string::npos) << text;
+  EXPECT_EQ(text.find("expect the run somewhat under it"), std::string::npos) << text;
+  // Taking a batch is the training process's CPU too: on 2 cores, 2 ms of loading and 2 of receiving a sample
+  // bound the workers at 2000 / 4 = 500 samples/s.
+  const LoaderVerdict two = loader_verdict(main0, 64, 1'000'000'000, 600'000'000, 2);
+  EXPECT_NEAR(two.supply_with(64), 2000 / 4.0, 1e-6);
+  // Read back from its JSON (the trace's verdict): the same lines.
+  EXPECT_EQ(joined(LoaderVerdict::from_json(nlohmann::json::parse(v.to_json().dump()))), text);
+  // A run with workers took its batches from them already: a probe's figure (none is made then) changes nothing.
+  nlohmann::json workers = nlohmann::json::array({proc("worker 0", 64, 8, {{"dataset code", 20.0}}, 0.1, 1400)});
+  workers[0]["receive"] = {{"ns", 16'000'000}};
+  const LoaderVerdict w = loader_verdict(workers, 64, 1'000'000'000, 600'000'000, 16);
+  EXPECT_NEAR(w.fed_sps, 160, 1e-6);
+  EXPECT_EQ(w.need_workers, 4);
+  EXPECT_NEAR(w.expect_sps, 160, 1e-6);
+}
+
 TEST(LoaderVerdict, IdleWorkersWhileTheLoopWaitsPointAtTheTrainingProcess) {
   // Two workers busy a tenth of their life, the loop waiting 30%: the workers are not the bound.
   const nlohmann::json parts = nlohmann::json::array({proc("worker 0", 32, 4, {{"dataset code", 1.0}}, 1.0, 320),

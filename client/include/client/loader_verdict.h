@@ -46,6 +46,11 @@ struct LoaderVerdict {
   int machine_cores = 0;        // the machine's (0: not told apart)
   double train_cpu_ms = 0;      // the training process's own CPU a sample (its loading taken out)
   double consume_sps = 0;       // what the training loop takes when it never waits: samples over (wall - wait)
+  // num_workers=0: what taking a batch from a worker would cost the training process (the launcher's probe on the
+  // run's own batch, hooks/loader_receive.py; 0: not measured), and the model's rate once it pays that: what a
+  // run with workers can reach at most. With workers the receiving is in the measured rate already: fed = consume.
+  double receive_ms = 0;
+  double fed_sps = 0;
   double supply_sps = 0;        // what the loading processes supply at most now (model below)
   int need_workers = 0;         // the fewest workers that give expect_sps, supplying 15% more than the model
                                 // takes where the cores allow (0: not input-bound, or not known)

@@ -20,7 +20,7 @@ from torch.utils.data import DataLoader
 from torch.utils.data.dataloader import _BaseDataLoaderIter
 
 from .. import source
-from . import loader_lanes, loader_parts
+from . import loader_lanes, loader_parts, loader_receive
 from .reporter import Reporter
 from ..knob_errors import KnobError, torch_major as _torch_major
 
@@ -113,6 +113,13 @@ def _patched_init(self, *args, **kwargs):
         run.config["persistent_workers"] = "on" if getattr(self, "persistent_workers", False) else "off"
 
 
+def unhooked(*args, **kwargs):
+    """A DataLoader made past these hooks: not the script's (no knob, no report); TuneBench's own probe."""
+    loader = DataLoader.__new__(DataLoader)
+    _orig_init(loader, *args, **kwargs)
+    return loader
+
+
 def _renew(info, it):
     """Shuts down the workers of the iterator in use and makes a new one under the loader's new options."""
     shutdown(info.replacement or it)
@@ -158,6 +165,8 @@ def _patched_next(self):
         tracker.fetch_end(info.loader, t0, t1, batch_size_of(batch), weakref.ref(self))
         if loader_lanes.on():  # a chunk records: the queue the batch came out of, on the timeline
             loader_lanes.queue_depth(info.replacement or self, t1)
+        if loader_parts.on():  # the batch a probe takes through a worker at the run's end (num_workers=0)
+            loader_receive.keep(info.loader, batch)
     except Exception as e:  # noqa: BLE001
         _fail(e)
     return batch

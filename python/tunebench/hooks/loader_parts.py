@@ -474,6 +474,11 @@ def read_all():
     return sorted(out, key=lambda d: d["pid"])
 
 
+def on():
+    """The loader is timed (the launcher enabled it, the run has not finished)."""
+    return _dir is not None
+
+
 def first_step_ended():
     """The launcher, at the first step's end: the training process's CPU time from here on is the training's."""
     global _cpu0
