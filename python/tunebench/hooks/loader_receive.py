@@ -55,51 +55,40 @@ class _Repeat:
         return self.batch
 
 
-def _tensors(obj, out):
+def _map(obj, fn):
+    """The batch with fn(tensor) in place of each tensor (in tuples, named tuples, lists and dicts)."""
     import torch
     if isinstance(obj, torch.Tensor):
-        out.append(obj)
-    elif isinstance(obj, (list, tuple)):
-        for x in obj:
-            _tensors(x, out)
-    elif isinstance(obj, dict):
-        for x in obj.values():
-            _tensors(x, out)
+        return fn(obj)
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return type(obj)(*(_map(x, fn) for x in obj))
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_map(x, fn) for x in obj)
+    if isinstance(obj, dict):
+        return {k: _map(v, fn) for k, v in obj.items()}
+    return obj
+
+
+def _tensors(obj):
+    out = []
+    _map(obj, out.append)
     return out
 
 
 def _shared(obj):
     """The batch with each tensor copied into shared memory, as a worker's collate puts it."""
-    import torch
-    if isinstance(obj, torch.Tensor):
-        return obj.detach().clone().share_memory_()
-    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
-        return type(obj)(*(_shared(x) for x in obj))
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_shared(x) for x in obj)
-    if isinstance(obj, dict):
-        return {k: _shared(v) for k, v in obj.items()}
-    return obj
+    return _map(obj, lambda t: t.detach().clone().share_memory_())
 
 
 def _skeleton(obj):
     """The batch with its tensors left out: what must pickle besides them (a worker's pickle would fail in its
     queue's thread, and the probe wait for its timeout)."""
-    import torch
-    if isinstance(obj, torch.Tensor):
-        return None
-    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
-        return type(obj)(*(_skeleton(x) for x in obj))
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_skeleton(x) for x in obj)
-    if isinstance(obj, dict):
-        return {k: _skeleton(v) for k, v in obj.items()}
-    return obj
+    return _map(obj, lambda t: None)
 
 
 def _touch(obj):
     """Reads one element a page of each tensor: what the model's first read of a received batch costs."""
-    for t in _tensors(obj, []):
+    for t in _tensors(obj):
         if t.numel():
             t.reshape(-1)[:: max(1, 4096 // t.element_size())].sum()
 
@@ -114,7 +103,7 @@ def measure(batch=None, make=None):
     batch = _batch if batch is None else batch
     if batch is None or "fork" not in multiprocessing.get_all_start_methods():
         return None
-    tensors = _tensors(batch, [])
+    tensors = _tensors(batch)
     if not tensors or any(t.device.type != "cpu" for t in tensors):
         return None
     size = sum(t.numel() * t.element_size() for t in tensors)
