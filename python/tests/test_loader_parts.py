@@ -279,7 +279,6 @@ class LoaderParts(ScriptTest):
         self.assertGreaterEqual(main["timed_samples"] * 3 + 3, main["samples"], main)
 
 
-
 class ReceiveProbe(unittest.TestCase):
     """hooks/loader_receive.py on its own: a figure for a batch a worker can send, none for one it cannot."""
 
