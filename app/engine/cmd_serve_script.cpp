@@ -151,6 +151,13 @@ int cmd_serve_script(int argc, char** argv) {
       send(hello);
       hello_sent = true;
     }
+    // The child's own `done` summary: its loader's last totals go on in ours (the GUI's verdict at the end).
+    nlohmann::json child_done = nlohmann::json::object();
+    auto loader_of_child = [&](nlohmann::json summary) {
+      for (const char* k : {"loader_parts", "cpu_ns"})
+        if (child_done.contains(k)) summary[k] = child_done[k];
+      return summary;
+    };
     bool restart = false;
     while (!restart) {
       for (auto& msg : inbox.drain()) {
@@ -206,22 +213,28 @@ int cmd_serve_script(int argc, char** argv) {
       if (restart) break;
       if (inbox.stop) {  // `stop`, or the end of stdin
         runner->stop(5);
+        while (auto rest = runner->next(0.1))  // what it sent before it ended: its `done` with them
+          if (rest->value("type", std::string()) == "done") child_done = rest->value("summary", nlohmann::json::object());
         send({{"type", "done"},
-              {"summary", {{"steps", steps}, {"reason", inbox.eof ? "stdin closed" : "stopped"}, {"unit", "samples/s"}}}});
+              {"summary", loader_of_child({{"steps", steps}, {"reason", inbox.eof ? "stdin closed" : "stopped"},
+                                           {"unit", "samples/s"}})}});
         finish(0);
       }
       auto m = runner->next(0.05);
       if (!m) {
         if (!runner->finished()) continue;
         const int code = runner->stop(5);
-        send({{"type", "done"}, {"summary", {{"steps", steps}, {"reason", code == 0 ? "completed" : "error"},
-                                             {"unit", "samples/s"}, {"exit_code", code}}}});
+        send({{"type", "done"}, {"summary", loader_of_child({{"steps", steps}, {"reason", code == 0 ? "completed" : "error"},
+                                                             {"unit", "samples/s"}, {"exit_code", code}})}});
         finish(code == 0 ? 0 : 1);
       }
       const std::string type = m->value("type", std::string());
       if (type == "step") ++steps;
       if (type == "hello") continue;  // a restarted child: the parent already has one
-      if (type == "done") continue;   // sent by us, with our step count, when the child is gone
+      if (type == "done") {  // sent by us, with our step count, when the child is gone
+        child_done = m->value("summary", nlohmann::json::object());
+        continue;
+      }
       if (auto out = renumber.map(std::move(*m)); !out.is_null()) send(std::move(out));
     }
   }

@@ -261,6 +261,47 @@ TEST(Cli, ServeSendsTheEnginesLoaderPartsAfterEachChunk) {
   std::filesystem::remove_all(dir);
 }
 
+// The GUI's live script run ends with serve's `done`, which carries the launcher's last loader totals: with
+// num_workers=0 they hold what taking each batch from a worker would cost (probed at the script's end), which no
+// live message carried, so the Loader tab's verdict at the end is the one `run --script` prints.
+TEST(Cli, ServeOfAScriptEndsWithItsLoadersLastTotals) {
+  const std::string script = tmp_file("serve_script_loader.py");
+  std::ofstream(script) << "import torch\n"
+                           "class Rows(torch.utils.data.Dataset):\n"
+                           "    def __len__(self):\n"
+                           "        return 192\n"
+                           "    def __getitem__(self, i):\n"
+                           "        return torch.full((3, 16, 16), float(i)), i % 2\n"
+                           "loader = torch.utils.data.DataLoader(Rows(), batch_size=8, shuffle=True)\n"
+                           "model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(768, 2))\n"
+                           "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+                           "for x, y in loader:\n"
+                           "    opt.zero_grad()\n"
+                           "    torch.nn.functional.cross_entropy(model(x), y).backward()\n"
+                           "    opt.step()\n";
+  const std::string tdir = tmp_file("serve_script_trace");
+  std::filesystem::create_directories(tdir);
+  Child c = spawn({"serve", "--script", script, "--trace-dir", tdir, "--trace-every", "8"});
+  nlohmann::json summary;
+  serve_messages(c, 180, [&](const nlohmann::json& m) {
+    if (m.value("type", std::string()) != "done") return false;
+    summary = m.value("summary", nlohmann::json::object());
+    return true;
+  });
+  ASSERT_TRUE(summary.is_object()) << "no done";
+  EXPECT_EQ(summary.value("reason", std::string()), "completed") << summary.dump();
+  ASSERT_TRUE(summary.contains("loader_parts") && summary["loader_parts"].is_array() &&
+              !summary["loader_parts"].empty()) << summary.dump();
+  const auto& main = summary["loader_parts"][0];
+  EXPECT_EQ(main.value("who", std::string()), "main") << summary.dump();
+  EXPECT_EQ(main.value("samples", 0), 192) << summary.dump();
+  ASSERT_TRUE(main.contains("receive")) << summary.dump();
+  EXPECT_EQ(main["receive"].value("bytes", 0), 8 * 3 * 16 * 16 * 4 + 8 * 8) << summary.dump();
+  EXPECT_GT(main["receive"].value("ns", 0), 0) << summary.dump();
+  EXPECT_GT(summary.value("cpu_ns", int64_t(0)), 0) << summary.dump();
+  std::filesystem::remove_all(tdir);
+}
+
 TEST(Cli, RunRejectsBadInputWithExitTwoAndOneLine) {
   for (const auto& args : std::vector<std::vector<std::string>>{
            {"run", "--model", "alexnet", "--data", "synthetic"},

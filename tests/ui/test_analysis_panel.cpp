@@ -306,6 +306,37 @@ class TestAnalysisPanel : public QObject {
   // An engine run's live verdict (serve sends its loader's parts after each chunk, `transfer` set: the engine
   // times its batches' copies): the input split into the host's wait and the transfer; a script's message (no
   // `transfer`) leaves the transfer unmeasured.
+  // At a script's end its `done` summary carries the last totals, and with num_workers=0 the launcher's probe of
+  // what taking each batch from a worker would cost: the Loader tab's verdict then counts it, as `run` prints it.
+  void theVerdictAtTheEndCountsWhatWorkersWouldCost() {
+    tb::ui::RunRecord rec;
+    for (int k = 0; k < 10; ++k) {
+      tb::ui::StepSample s;
+      s.i = k;
+      s.samples = 8;
+      s.wall_ns = 100'000'000;
+      s.data_wait_ns = 60'000'000;
+      s.warmup = k == 0;
+      rec.steps.push_back(s);
+    }
+    QJsonObject part{{"who", "main"}, {"pid", 7}, {"samples", 80}, {"batches", 10}, {"busy_ns", 800'000'000},
+                     {"cpu_ns", 80'000'000}, {"life_ns", 1'000'000'000},
+                     {"parts", QJsonObject{{"SlowDisk", QJsonObject{{"ns", 800'000'000}, {"calls", 80}}}}}};
+    QVERIFY(!tb::ui::loaderVerdictAtEnd(rec, QJsonObject{{"steps", 10}}).valid);  // an engine's or untraced run
+    const auto before = tb::ui::loaderVerdictAtEnd(rec, QJsonObject{{"loader_parts", QJsonArray{part}}});
+    QVERIFY(before.valid);
+    QCOMPARE(before.receive_ms, 0.0);
+    part["receive"] = QJsonObject{{"ns", 4'000'000}, {"batches", 16}, {"bytes", 98'368}};
+    const auto v = tb::ui::loaderVerdictAtEnd(rec, QJsonObject{{"loader_parts", QJsonArray{part}}, {"cpu_ns", 400'000'000}});
+    QVERIFY(v.valid);
+    QCOMPARE(v.receive_ms, 4.0);
+    QVERIFY(v.fed_sps < v.consume_sps);
+    std::string all;
+    for (const auto& l : v.lines()) all += l + "\n";
+    QVERIFY2(all.find("counting what taking each batch from a worker costs it (4.00 ms a batch") != std::string::npos,
+             all.c_str());
+  }
+
   void liveVerdictOfAnEngineRunSplitsItsInput() {
     tb::ui::RunRecord rec;
     for (int k = 0; k < 10; ++k) {

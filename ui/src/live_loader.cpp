@@ -29,4 +29,11 @@ tb::client::LoaderVerdict liveLoaderVerdict(const RunRecord& rec, const QJsonObj
   return v;
 }
 
+tb::client::LoaderVerdict loaderVerdictAtEnd(const RunRecord& rec, const QJsonObject& summary) {
+  if (!summary.value("loader_parts").isArray()) return {};
+  QJsonObject msg{{"parts", summary.value("loader_parts")}};
+  if (summary.contains("cpu_ns")) msg["cpu_ns"] = summary.value("cpu_ns");
+  return liveLoaderVerdict(rec, msg);
+}
+
 }  // namespace tb::ui

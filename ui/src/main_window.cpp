@@ -188,6 +188,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
             .arg(s.value("throughput_median").toDouble(), 0, 'f', 1)
             .arg(s.value("unit").toString("samples/s"), s.value("reason").toString()));
     if (s.value("ranks").isArray()) logGroupEnd(s);
+    if (auto v = loaderVerdictAtEnd(run_->record(), s); v.valid) {
+      live_loader_ = v;
+      analysis_->setLoader(live_loader_);
+    }
   });
   connect(run_, &RunController::failed, this, [this](const QString& msg) { showError(tr("Cannot start the run"), msg); });
   connect(run_, &RunController::finished, this, [this](bool ok, const QString& msg) {
