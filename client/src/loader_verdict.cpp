@@ -79,6 +79,7 @@ LoaderVerdict loader_verdict(const nlohmann::json& parts, int64_t samples, int64
   std::map<std::string, std::string> part_where;
   for (const auto& p : parts) {
     const std::string who = p.value("who", std::string());
+    if (const auto t = p.find("threads"); t != p.end() && t->is_boolean() && t->get<bool>()) v.threads = true;
     if (const auto r = p.find("receive"); who == "main" && r != p.end() && r->is_object())
       v.receive_ms = std::max(0.0, r->value("ns", 0.0) / 1e6);
     if (const auto pin = p.find("pin_memory"); who == "main" && pin != p.end() && pin->is_object()) {
@@ -213,7 +214,7 @@ std::vector<std::string> LoaderVerdict::lines() const {
     else if (need_workers > workers)
       l += "about " + std::to_string(need_workers) + " worker" + (need_workers > 1 ? "s" : "") + " would supply " +
            fmt("%.0f", supply_with(need_workers)) + " (run it: --set workers=" + std::to_string(need_workers) + ")" +
-           (workers > 0 ? std::string()
+           (workers > 0 || threads ? std::string()
             : receive_ms > 0
                 ? "; from loading in the training process, counting what taking each batch from a worker costs it (" +
                       ms(receive_ms) + " a batch, measured on this run's: the model then takes about " +
@@ -265,7 +266,7 @@ nlohmann::json LoaderVerdict::to_json() const {
                       {"samples", samples},       {"batches", batches},         {"busy_share", busy_share},
                       {"cpu_share", cpu_share},   {"ms_per_sample", ms_per_sample}, {"cores", cores}, {"machine_cores", machine_cores},
                       {"consume_samples_s", consume_sps}, {"supply_samples_s", supply_sps},
-                      {"receive_ms", receive_ms}, {"fed_samples_s", fed_sps},
+                      {"receive_ms", receive_ms}, {"fed_samples_s", fed_sps}, {"threads", threads},
                       {"need_workers", need_workers}, {"cores_bound", cores_bound}, {"expect_samples_s", expect_sps}, {"run_samples_s", run_sps},
                       {"train_cpu_ms", train_cpu_ms}, {"pin_ms", pin_ms}, {"pin_batches", pin_batches},
                       {"feed_workers", feed_workers}, {"feed_cores", feed_cores}, {"transfer_share", transfer_share}};
@@ -301,6 +302,7 @@ LoaderVerdict LoaderVerdict::from_json(const nlohmann::json& j) {
   v.consume_sps = num("consume_samples_s");
   v.supply_sps = num("supply_samples_s");
   v.receive_ms = num("receive_ms");
+  v.threads = j.contains("threads") && j["threads"].is_boolean() && j["threads"].get<bool>();
   v.fed_sps = j.contains("fed_samples_s") ? num("fed_samples_s") : v.consume_sps;  // a trace from before it
   v.need_workers = int(num("need_workers"));
   v.cores_bound = j.contains("cores_bound") && j["cores_bound"].is_boolean() && j["cores_bound"].get<bool>();

@@ -245,7 +245,7 @@ nlohmann::json SessionImpl::describe() const {
     each["staging"] = part(std::max<int64_t>(0, th.busy_ns - p.read_ns - p.decode_ns - p.augment_ns), th.samples);
     parts.push_back({{"who", th.who}, {"pid", static_cast<int64_t>(::getpid())}, {"samples", th.samples},
                      {"batches", th.batches}, {"busy_ns", th.busy_ns}, {"cpu_ns", th.cpu_ns}, {"life_ns", th.life_ns},
-                     {"parts", each}});
+                     {"parts", each}, {"threads", true}});  // its workers hand batches over in this process
   }
   if (!parts.empty()) j["loader"]["parts"] = parts;
   j["drift_checks"] = drift_checks_;

@@ -391,4 +391,17 @@ TEST(LoaderVerdict, TheEnginesLoaderPartsGetTheEnginesChanges) {
   EXPECT_NE(fixes[0].change.find("--set fast_decode=on"), std::string::npos) << fixes[0].change;
   EXPECT_EQ(fixes[1].part, "crop + flip + normalize");
   EXPECT_NE(fixes[1].change.find("nearer the model's input size"), std::string::npos) << fixes[1].change;
+  // Its workers are threads: a batch never crosses a process, so a prediction from workers=0 says no caveat of
+  // one (a script's does: FromNoWorkersThePredictionCountsTakingEachBatchFromAWorker).
+  EXPECT_FALSE(v.threads);
+  nlohmann::json threads = parts;
+  threads[0]["threads"] = true;
+  const LoaderVerdict t = loader_verdict(threads, 64, 1'000'000'000, 700'000'000, 16);
+  EXPECT_TRUE(t.threads);
+  EXPECT_GT(t.need_workers, 0) << joined(t);
+  EXPECT_NE(joined(t).find("(run it: --set workers="), std::string::npos) << joined(t);
+  EXPECT_EQ(joined(t).find("between processes"), std::string::npos) << joined(t);
+  EXPECT_NE(joined(loader_verdict(parts, 64, 1'000'000'000, 700'000'000, 16)).find("between processes"),
+            std::string::npos);
+  EXPECT_TRUE(LoaderVerdict::from_json(t.to_json()).threads);
 }

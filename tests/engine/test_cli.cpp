@@ -208,6 +208,9 @@ TEST(Cli, RunTraceSaysWhyTheEnginesLoaderIsSlow) {
   EXPECT_GT(v["train_cpu_ms"].get<double>(), 0) << v.dump();
   EXPECT_GE(v["transfer_share"].get<double>(), 0) << v.dump();
   EXPECT_LT(v["transfer_share"].get<double>(), 0.05) << v.dump();
+  // Its loading threads hand batches over in the process: no caveat of a way between processes.
+  EXPECT_EQ(v["threads"], true) << v.dump();
+  EXPECT_EQ(r.out.find("between processes"), std::string::npos) << r.out;
   std::string lines;
   for (size_t at = r.out.find("loader: "); at != std::string::npos; at = r.out.find("loader: ", at + 1))
     if (at == 0 || r.out[at - 1] == '\n') lines += r.out.substr(at, r.out.find('\n', at) + 1 - at);

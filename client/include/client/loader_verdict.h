@@ -51,6 +51,8 @@ struct LoaderVerdict {
   // run with workers can reach at most. With workers the receiving is in the measured rate already: fed = consume.
   double receive_ms = 0;
   double fed_sps = 0;
+  bool threads = false;         // the workers are threads of the training process (the engine's): no batch
+                                // crosses a process, so a prediction from none counts no receiving
   double supply_sps = 0;        // what the loading processes supply at most now (model below)
   int need_workers = 0;         // the fewest workers that give expect_sps, supplying 15% more than the model
                                 // takes where the cores allow (0: not input-bound, or not known)
