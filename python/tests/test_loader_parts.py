@@ -293,6 +293,12 @@ class ReceiveProbe(unittest.TestCase):
         big = loader_receive.measure({"x": torch.ones(4, 4096, 1024), "y": [torch.arange(4)]})
         self.assertIsNotNone(big)
         self.assertGreater(big["ns"], small["ns"] + 1_000_000, (small, big))
+        # A tokenizer's batch (a UserDict of tensors, as transformers' BatchEncoding) is measured by its tensors.
+        from collections import UserDict
+        words = loader_receive.measure(UserDict(input_ids=torch.zeros(8, 128, dtype=torch.long),
+                                                attention_mask=torch.ones(8, 128, dtype=torch.long)))
+        self.assertIsNotNone(words)
+        self.assertEqual(words["bytes"], 2 * 8 * 128 * 8)
 
     def test_what_cannot_go_through_a_worker_gives_no_figure(self):
         import torch

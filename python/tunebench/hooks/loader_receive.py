@@ -17,6 +17,7 @@ import pickle
 import statistics
 import time
 import weakref
+from collections.abc import Mapping
 
 N = 16
 TIMEOUT_S = 5.0
@@ -56,7 +57,8 @@ class _Repeat:
 
 
 def _map(obj, fn):
-    """The batch with fn(tensor) in place of each tensor (in tuples, named tuples, lists and dicts)."""
+    """The batch with fn(tensor) in place of each tensor (in tuples, named tuples, lists and mappings: a dict, or a
+    tokenizer's UserDict-like batch, which comes back as a dict: its tensors are what a worker would send)."""
     import torch
     if isinstance(obj, torch.Tensor):
         return fn(obj)
@@ -64,7 +66,7 @@ def _map(obj, fn):
         return type(obj)(*(_map(x, fn) for x in obj))
     if isinstance(obj, (list, tuple)):
         return type(obj)(_map(x, fn) for x in obj)
-    if isinstance(obj, dict):
+    if isinstance(obj, Mapping):
         return {k: _map(v, fn) for k, v in obj.items()}
     return obj
 
