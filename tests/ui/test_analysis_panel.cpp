@@ -39,6 +39,23 @@ class CountingDelegate : public QStyledItemDelegate {
   mutable int measured = 0;
 };
 
+// A live run's ten steps of 8 samples and 100 ms, the first a warm-up, each waiting `wait_ns` for its batch and
+// copying it for `h2d_ns`.
+tb::ui::RunRecord tenSteps(int64_t wait_ns, int64_t h2d_ns) {
+  tb::ui::RunRecord rec;
+  for (int k = 0; k < 10; ++k) {
+    tb::ui::StepSample s;
+    s.i = k;
+    s.samples = 8;
+    s.wall_ns = 100'000'000;
+    s.data_wait_ns = wait_ns;
+    s.h2d_ns = h2d_ns;
+    s.warmup = k == 0;
+    rec.steps.push_back(s);
+  }
+  return rec;
+}
+
 // The analysis of steps [first, first + n): what a live run's latest chunks give, one chunk later each time.
 std::shared_ptr<tb::prof::AnalysisResult> stepsWindow(int64_t first, int n) {
   auto a = std::make_shared<tb::prof::AnalysisResult>();
@@ -303,22 +320,10 @@ class TestAnalysisPanel : public QObject {
     QVERIFY(w.currentTrace().ok);
   }
 
-  // An engine run's live verdict (serve sends its loader's parts after each chunk, `transfer` set: the engine
-  // times its batches' copies): the input split into the host's wait and the transfer; a script's message (no
-  // `transfer`) leaves the transfer unmeasured.
   // At a script's end its `done` summary carries the last totals, and with num_workers=0 the launcher's probe of
   // what taking each batch from a worker would cost: the Loader tab's verdict then counts it, as `run` prints it.
   void theVerdictAtTheEndCountsWhatWorkersWouldCost() {
-    tb::ui::RunRecord rec;
-    for (int k = 0; k < 10; ++k) {
-      tb::ui::StepSample s;
-      s.i = k;
-      s.samples = 8;
-      s.wall_ns = 100'000'000;
-      s.data_wait_ns = 60'000'000;
-      s.warmup = k == 0;
-      rec.steps.push_back(s);
-    }
+    const tb::ui::RunRecord rec = tenSteps(60'000'000, 0);
     QJsonObject part{{"who", "main"}, {"pid", 7}, {"samples", 80}, {"batches", 10}, {"busy_ns", 800'000'000},
                      {"cpu_ns", 80'000'000}, {"life_ns", 1'000'000'000},
                      {"parts", QJsonObject{{"SlowDisk", QJsonObject{{"ns", 800'000'000}, {"calls", 80}}}}}};
@@ -337,18 +342,11 @@ class TestAnalysisPanel : public QObject {
              all.c_str());
   }
 
+  // An engine run's live verdict (serve sends its loader's parts after each chunk, `transfer` set: the engine
+  // times its batches' copies): the input split into the host's wait and the transfer; a script's message (no
+  // `transfer`) leaves the transfer unmeasured.
   void liveVerdictOfAnEngineRunSplitsItsInput() {
-    tb::ui::RunRecord rec;
-    for (int k = 0; k < 10; ++k) {
-      tb::ui::StepSample s;
-      s.i = k;
-      s.samples = 8;
-      s.wall_ns = 100'000'000;
-      s.data_wait_ns = 30'000'000;
-      s.h2d_ns = 10'000'000;
-      s.warmup = k == 0;
-      rec.steps.push_back(s);
-    }
+    const tb::ui::RunRecord rec = tenSteps(30'000'000, 10'000'000);
     QJsonObject part{{"who", "main"}, {"pid", 7}, {"samples", 80}, {"batches", 10}, {"busy_ns", 240'000'000},
                      {"cpu_ns", 200'000'000}, {"life_ns", 1'000'000'000},
                      {"parts", QJsonObject{{"decode (JPEG, PNG)", QJsonObject{{"ns", 200'000'000}, {"calls", 80}}},
