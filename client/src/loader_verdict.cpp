@@ -56,12 +56,15 @@ double LoaderVerdict::supply_with(int w) const {
   const double one = 1000.0 / ms_per_sample;
   if (w <= 0) return one;  // the training process loads, between its steps
   // From a run without workers, the training process will also take each batch from a worker.
-  const double receive = workers == 0 && receive_ms > 0 && samples > 0 && batches > 0
-                             ? receive_ms * double(batches) / double(samples) : 0;
-  const double cpu_ms = ms_per_sample * cpu_share + train_cpu_ms + receive;
+  const double cpu_ms = ms_per_sample * cpu_share + train_cpu_ms + receive_ms_a_sample();
   const double cpu_bound =
       cpu_ms > 0 ? std::max(1, cores) * 1000.0 / cpu_ms : std::numeric_limits<double>::infinity();
   return std::min(w * one, cpu_bound);
+}
+
+double LoaderVerdict::receive_ms_a_sample() const {
+  return workers == 0 && receive_ms > 0 && samples > 0 && batches > 0 ? receive_ms * double(batches) / double(samples)
+                                                                       : 0;
 }
 
 LoaderVerdict loader_verdict(const nlohmann::json& parts, int64_t samples, int64_t wall_ns, int64_t wait_ns,
@@ -124,9 +127,7 @@ LoaderVerdict loader_verdict(const nlohmann::json& parts, int64_t samples, int64
   v.run_sps = wall_ns > 0 ? double(samples) / (wall_ns / 1e9) : 0;
   v.supply_sps = v.supply_with(v.workers);
   // The model's rate when workers feed it: a sample's time plus its share of taking a batch from a worker.
-  v.fed_sps = v.consume_sps;
-  if (v.workers == 0 && v.receive_ms > 0 && v.consume_sps > 0 && v.samples > 0 && v.batches > 0)
-    v.fed_sps = 1.0 / (1.0 / v.consume_sps + v.receive_ms / 1000.0 * double(v.batches) / double(v.samples));
+  v.fed_sps = v.consume_sps > 0 ? 1.0 / (1.0 / v.consume_sps + v.receive_ms_a_sample() / 1000.0) : 0;
   if (v.ms_per_sample > 0 && v.consume_sps > 0 && v.wait_share >= kModerately) {
     // The fewest workers that feed the model with headroom; when none can, the fewest that reach what the cores
     // allow.

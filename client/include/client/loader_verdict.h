@@ -78,6 +78,9 @@ struct LoaderVerdict {
   // What W workers supply: each takes ms_per_sample a sample, and all of them together at most what the cores
   // give when every sample costs its loading CPU plus the training process's CPU (both share the cores).
   double supply_with(int workers) const;
+  // With no workers now, what taking its batches from workers would cost the training process a sample, in ms
+  // (receive_ms over a batch's samples; 0 with workers, or not measured).
+  double receive_ms_a_sample() const;
   // The changes to the script's code for the costliest parts (10% of the loading or more), when the step is
   // input-bound (5%): what each part is, where, and its bound (LoaderFix).
   std::vector<LoaderFix> fixes() const;
