@@ -123,7 +123,7 @@ carried_ok() {
   if [[ ! -e build/CMakeCache.txt ]]; then  # (a dev checkout's own build stays as it is)
     mkdir -p build/app build/tests/engine build/tests/profiler
     cp .carry/bin/tunebench-cli .carry/bin/tunebench-engine build/app/
-    cp .carry/bin/tunebench_engine_tests build/tests/engine/ 2>/dev/null
+    cp .carry/bin/tunebench_torch_tests .carry/bin/tunebench_engine_tests build/tests/engine/ 2>/dev/null
     cp .carry/bin/tunebench_profiler_tests build/tests/profiler/ 2>/dev/null
     mkdir -p build/bench && cp .carry/bin/bench_engine_collector build/bench/ 2>/dev/null
   fi
@@ -197,8 +197,9 @@ fi
 if has test; then
   if [[ -n $carried ]]; then
     gpu_tests='DistGroup.*Nccl*:DistBackend.*:C10dCompat.*:Knobs.*:DataSynthetic.*:*Cuda*:*Gpu*:*Cupti*:*CudaGraph*:*Amp*'
-    t=$(cap ${TB_GPU_TEST_CAP:-150}); for b in engine profiler; do
-      timeout "$t" "$build/tests/$b/tunebench_${b}_tests" --gtest_filter="$gpu_tests" > "$work/logs/gtest-$b.txt" 2>&1
+    t=$(cap ${TB_GPU_TEST_CAP:-150}); for b in engine/torch engine/engine profiler/profiler; do
+      exe="$build/tests/${b%/*}/tunebench_${b#*/}_tests"; b="${b#*/}"
+      timeout "$t" "$exe" --gtest_filter="$gpu_tests" > "$work/logs/gtest-$b.txt" 2>&1
       log "gtest $b rc=$? $(grep -E '^\[  PASSED|^\[  FAILED|tests ran' "$work/logs/gtest-$b.txt" | tr '\n' ' ')"
       grep -E '^\[  FAILED  \] [A-Za-z]' "$work/logs/gtest-$b.txt" | head -10 | while read -r l; do log "  $l"; done
       grep -E '^\[  SKIPPED \] [A-Za-z]' "$work/logs/gtest-$b.txt" | head -10 | while read -r l; do log "  $l"; done

@@ -23,9 +23,13 @@ mkdir -p .carry/debs
 build="${TB_BUILD_DIR:-build}"
 rm -rf .carry/bin
 if [[ -x $build/app/tunebench-engine ]]; then
+  # The collector bench is carried too; benches are out of the default build (TUNEBENCH_BENCH).
+  if [[ ! -x $build/bench/bench_engine_collector ]]; then
+    cmake -S . -B "$build" -DTUNEBENCH_BENCH=ON >/dev/null && cmake --build "$build" --target bench_engine_collector
+  fi
   mkdir -p .carry/bin
-  for f in app/tunebench-cli app/tunebench-engine tests/engine/tunebench_engine_tests tests/profiler/tunebench_profiler_tests \
-           bench/bench_engine_collector; do
+  for f in app/tunebench-cli app/tunebench-engine tests/engine/tunebench_torch_tests tests/engine/tunebench_engine_tests \
+           tests/profiler/tunebench_profiler_tests bench/bench_engine_collector; do
     [[ -x $build/$f ]] && strip -o ".carry/bin/${f##*/}" "$build/$f"
   done
   # What they were built against, and where: gpu-check.sh compares the version with the box's torch, and
