@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Configures and builds TuneBench into build/ (or $TB_BUILD_DIR). Installs nothing: see install-deps.sh.
-# Builds the GUI when Qt 6 is installed (it is, after install-deps.sh); TB_GUI=OFF forces headless.
+# Builds the GUI when Qt 6 is installed (it is, after install-deps.sh); TB_GUI=OFF forces headless. The benches
+# (bench/) only with TB_BENCH=ON: scripts/bench.sh builds them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir="${TB_BUILD_DIR:-build}"
@@ -16,5 +17,6 @@ export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-true}"
 # another interpreter whose torch to use.
 python="${TB_PYTHON:-$(bash scripts/python-env.sh --existing)}"
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="${TB_BUILD_TYPE:-RelWithDebInfo}" \
-  -DTUNEBENCH_GUI="$gui" -DBUILD_TESTING=ON -DTUNEBENCH_PYTHON="$python" ${TB_CMAKE_ARGS:-}
+  -DTUNEBENCH_GUI="$gui" -DBUILD_TESTING=ON -DTUNEBENCH_PYTHON="$python" -DTUNEBENCH_BENCH="${TB_BENCH:-OFF}" \
+  ${TB_CMAKE_ARGS:-}
 cmake --build "$build_dir" -j "$jobs"
