@@ -1,7 +1,9 @@
 // Tuning a data-parallel run (docs/distributed.md): `tune --ranks N` measures its windows on a live group of N real ranks
 // (Gloo over 127.0.0.1, PyTorch's Reducer) whose rank 0 orders every change, or with --fresh-groups every
-// window in a fresh group; either way all ranks change together, the group's throughput is every rank's
-// samples over the group's wall time, and the snapshots show the ranks' wait for their all-reduces.
+// window in a fresh group; either way all ranks change together and the group's throughput is every rank's
+// samples over the group's wall time. Here the pieces: the group's window, the fresh group's window and loss
+// probe, a one-process tune's ranks knob, the refused requests. A real tune of a group is E2eRanks's
+// (test_e2e_ranks.cpp); what it decides, bench/bench_ranks.py --tune's.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -26,16 +28,6 @@ namespace {
 
 using Out = tb::test_util::CliOut;
 
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream f(path);
-  return nlohmann::json::parse(f, nullptr, false);
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
 class CliTuneRanks : public testing::Test {
  protected:
   static void SetUpTestSuite() { dir_ = tb::test_util::make_rank_test_images("tb_tune_ranks_"); }
@@ -44,6 +36,17 @@ class CliTuneRanks : public testing::Test {
     return "--model mnist_cnn --data imagefolder:" + dir_ + "/images --input 1,28,28 --warmup 2 --dist-timeout 20";
   }
   static std::string tmp(const std::string& name) { return dir_ + "/" + name; }
+  // The same model on the same folder, for the workloads built in this process.
+  static tb::engine::SessionOptions options() {
+    tb::engine::SessionOptions o;
+    o.model = "mnist_cnn";
+    o.data = "imagefolder:" + dir_ + "/images";
+    o.input_channels = 1;
+    o.input_height = o.input_width = 28;
+    o.warmup_steps = 1;
+    o.knobs["batch_size"] = "4";
+    return o;
+  }
   static std::string dir_;
 };
 std::string CliTuneRanks::dir_;
@@ -71,66 +74,11 @@ TEST(GroupWindow, SumsTheRanksSamplesOverTheLongestWall) {
   EXPECT_THROW(tb::engine::window_of_run(nlohmann::json{{"error", "rank 1 died"}}), tb::engine::TrialFailure);
 }
 
-// A real tune of two ranks, live and in fresh groups: the DDP knobs are tried (they apply only in a group),
-// every trial's windows are group windows, the loss guard runs for gradient compression, and the baseline
-// snapshot has the ranks' communication wait. The report says how it measured.
-TEST_F(CliTuneRanks, TunesTheGroupWithTheDdpKnobsAndReportsTheCommunication) {
-  for (const bool fresh : {false, true}) {
-  SCOPED_TRACE(fresh ? "--fresh-groups" : "live group");
-  const std::string measured = fresh ? "fresh group of 2 ranks" : "the running group of 2 ranks";
-  const std::string js = tmp("tune.json"), rep = tmp("tune.html");
-  Out r = tb::test_util::run_cli_shell(
-      "", "tune " + model_args() + " --ranks 2 --set batch_size=4 --knobs bucket_cap_mb,comm_hook,static_graph " +
-              (fresh ? "--fresh-groups --budget 70" : "--budget 40") + " --rounds 2 --json " + js + " --report " + rep,
-      600);
-  ASSERT_EQ(r.code, 0) << r.err;
-  const auto j = read_json(js);
-  ASSERT_TRUE(j.is_object());
-  EXPECT_EQ(j["environment"]["ranks"], 2);
-  EXPECT_NE(j["environment"]["measurement"].get<std::string>().find(measured), std::string::npos);
-  std::set<std::string> tried;
-  for (const auto& t : j["trials"]) {
-    tried.insert(t["knob"].get<std::string>());
-    if (t["knob"] == "comm_hook" && (t["accepted"].get<bool>() || t["outcome"] == "drift"))
-      EXPECT_TRUE(t["loss_drift"].is_number()) << "fp16 compression changes the gradients: the guard must run";
-    EXPECT_NE(t["outcome"], "failed") << t.dump();
-  }
-  std::map<std::string, std::string> skipped;
-  for (const auto& s : j.value("skipped", nlohmann::json::array()))
-    skipped[s.value("knob", std::string())] = s.value("reason", std::string());
-  for (const char* k : {"bucket_cap_mb", "comm_hook", "static_graph"})
-    EXPECT_TRUE(tried.count(k) || skipped.count(k)) << k << " was neither tried nor said skipped";
-  // A live group's windows are cheap: its first DDP knob fits the budget. A fresh group costs ~15-30 s a
-  // window pair here and more under CI's parallel load, where the tuner may skip even the first knob: then
-  // it must say it was the budget.
-  if (!fresh || !skipped.count("bucket_cap_mb"))
-    EXPECT_TRUE(tried.count("bucket_cap_mb")) << "the first DDP knob fits the budget";
-  else
-    EXPECT_EQ(skipped["bucket_cap_mb"].rfind("budget", 0), 0u) << skipped["bucket_cap_mb"];
-  // The baseline's snapshot: rank 0 of the group waits for its all-reduces.
-  ASSERT_FALSE(j["snapshots"].empty());
-  double comm = -1;
-  for (const auto& [part, ms] : j["snapshots"][0]["breakdown_ms"].items())
-    if (part == "comm wait") comm = ms.get<double>();
-  EXPECT_GT(comm, 0) << j["snapshots"][0].dump();
-  EXPECT_EQ(j["snapshots"][0]["ranks"], 2) << "every rank's trace analysed (the straggler needs them)";
-  const std::string html = slurp(rep);
-  EXPECT_NE(html.find(measured), std::string::npos);
-  }
-}
-
 // The workload itself: a window holds both ranks' samples, and the loss probe trains the group with the
 // knob: fp16 gradient compression leaves the first loss (before any update) and changes the later ones.
 TEST_F(CliTuneRanks, GroupWindowsCountEveryRankAndTheLossProbeTrainsTheGroup) {
   ::setenv("TUNEBENCH_CLI", TB_CLI_PATH, 1);
-  tb::engine::SessionOptions o;
-  o.model = "mnist_cnn";
-  o.data = "imagefolder:" + dir_ + "/images";
-  o.input_channels = 1;
-  o.input_height = o.input_width = 28;
-  o.warmup_steps = 1;
-  o.knobs["batch_size"] = "4";
-  auto w = tb::engine::make_group_workload(o, 2, 20);
+  auto w = tb::engine::make_group_workload(options(), 2, 20);
   ::unsetenv("TUNEBENCH_CLI");
   bool ddp_applies = false;
   for (const auto& k : w->knobs())
@@ -154,26 +102,28 @@ TEST_F(CliTuneRanks, GroupWindowsCountEveryRankAndTheLossProbeTrainsTheGroup) {
   EXPECT_NEAR(plain[2], compressed[2], 0.05 * std::abs(plain[2]));
 }
 
-// A one-process tune on a machine with cores to share tries `ranks` like the other process knobs: in fresh
-// processes, the candidate a group of 2 (run --ranks 2), against the baseline. The budget leaves room for the
-// trial and its final check when the machine is loaded (at 40 s, a loaded 2-core machine skipped it for budget).
-TEST_F(CliTuneRanks, ASingleProcessTuneTriesTwoRanksInFreshProcesses) {
+// A one-process tune on a machine with cores to share tries `ranks` like the other process knobs (the search on
+// simulated worlds, test_tuner_search.cpp, holds that those are measured in fresh processes): here, that it is
+// one of them, and that its fresh window is a group of 2 (run --ranks 2) whose samples are both ranks'.
+TEST_F(CliTuneRanks, ASingleProcessTunesRanksKnobIsMeasuredInAFreshGroup) {
   if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one core: ranks does not apply";
-  const std::string js = tmp("ranks_knob_tune.json");
-  Out r = tb::test_util::run_cli_shell(
-      "", "tune " + model_args() + " --set batch_size=4 --knobs ranks --budget 60 --rounds 2 --json " + js, 600);
-  ASSERT_EQ(r.code, 0) << r.err;
-  const auto j = read_json(js);
-  bool tried = false;
-  for (const auto& t : j["trials"])
-    if (t["knob"] == "ranks") {
-      tried = true;
-      EXPECT_EQ(t["phase"], "process");
-      EXPECT_EQ(t["value"], "2");
-      EXPECT_TRUE(t["fresh_processes"].get<bool>());
-      EXPECT_NE(t["outcome"], "failed") << t["reason"];
+  ::setenv("TUNEBENCH_CLI", TB_CLI_PATH, 1);
+  auto w = tb::engine::make_session_workload(options());
+  bool applicable = false, process = false;
+  for (const auto& k : w->knobs())
+    if (k.info.id == "ranks") {
+      applicable = k.applicability.applicable;
+      process = k.info.process_scope;
     }
-  EXPECT_TRUE(tried) << r.out;
+  EXPECT_TRUE(applicable) << "a machine of " << std::thread::hardware_concurrency() << " cores";
+  EXPECT_TRUE(process) << "a group starts with its processes: the tuner measures it in fresh ones";
+  tb::engine::Config two = w->baseline();
+  two["ranks"] = "2";
+  const auto win = w->measure_fresh(two, 3);
+  ::unsetenv("TUNEBENCH_CLI");
+  ASSERT_TRUE(win.has_value());
+  EXPECT_EQ(win->steps, 3);
+  EXPECT_EQ(win->samples, 2 * 4 * 3) << "both ranks' samples";
 }
 
 TEST_F(CliTuneRanks, BadRequestsAreOneLineErrors) {
