@@ -134,7 +134,6 @@ TEST(TunerSession, ShortRealTuneWithOutOfMemory) {
   EXPECT_FALSE(r.trials.empty());
   EXPECT_GT(r.baseline_throughput, 0) << test::tune_story(r);
   EXPECT_FALSE(r.snapshots.empty());
-  EXPECT_LE(r.elapsed_s, 60);
   auto j = nlohmann::json::parse(report_json(r).dump());
   EXPECT_EQ(j["trials"].size(), r.trials.size());
 }
