@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite on a busy machine: ctest -j2, as scripts/test.sh runs it, while CPU-bound processes run
 # beside it (two of them: a load of about 4 on 2 cores, what a laptop building something else gives), several
-# rounds. Not part of .ci/run (each round takes about twice the suite's quiet time); developers run it before a
-# stop, after scripts/test.sh has built everything.
+# rounds, each held to the suite's times stretched by the load (TB_TIME_SCALE=2). Not part of .ci/run (each round
+# takes about twice the suite's quiet time); developers run it before a stop, after scripts/test.sh has built
+# everything.
 #
 # usage: scripts/test-under-load.sh [--rounds N] [--burners N] [-- CTEST_ARGS...]
 #   --rounds   how many times the suite runs (3)
@@ -22,6 +23,7 @@ done
 build="${TB_BUILD_DIR:-build}"
 [[ -f "$build/CTestTestfile.cmake" ]] || { echo "test-under-load.sh: no tests in $build: run scripts/test.sh first" >&2; exit 2; }
 export QT_QPA_PLATFORM=offscreen OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"  # as scripts/test.sh
+python="$(bash scripts/python-env.sh --existing 2>/dev/null)"
 
 pids=()
 stop_burners() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; pids=(); }
@@ -40,10 +42,18 @@ for ((r = 1; r <= rounds; r++)); do
   start=$(date +%s)
   log="$build/Testing/under-load-round-$r.log"
   mkdir -p "$build/Testing"
-  if (cd "$build" && ctest --output-on-failure -j "${TB_TEST_JOBS:-2}" --timeout 900 "$@") >"$log" 2>&1; then
+  junit="$PWD/$build/Testing/under-load-round-$r.xml"
+  if (cd "$build" && ctest --output-on-failure -j "${TB_TEST_JOBS:-2}" --timeout 300 --output-junit "$junit" "$@") >"$log" 2>&1; then
     verdict="passed"
   else
     verdict="FAILED"
+    failed=1
+  fi
+  # The suite's times (scripts/check-test-times.py), stretched by the load: two burners on two cores halve
+  # what each test gets (TB_TIME_SCALE, 2 by default).
+  phase=$(( $(date +%s) - start ))
+  if ! "$python" scripts/check-test-times.py "$build" "$junit" --phase-seconds "$phase" --scale "${TB_TIME_SCALE:-2}" >>"$log" 2>&1; then
+    verdict="$verdict, OVER TIME"
     failed=1
   fi
   kill "$sampler" 2>/dev/null || true
@@ -53,5 +63,6 @@ for ((r = 1; r <= rounds; r++)); do
   rm -f "$loads"
   echo "round $r of $rounds: $verdict ($summary) in $(( $(date +%s) - start )) s, load average $avg with $burners burners; log $log"
   grep -E '^\s+[0-9]+ - ' "$log" | grep -v '(Skipped)' | sed 's/^/  failed: /' || true
+  grep -E '^check-test-times: over time' "$log" | sed 's/^/  /' || true
 done
 exit "$failed"
