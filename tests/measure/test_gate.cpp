@@ -1,7 +1,9 @@
-// The CI gate's rule (measure/gate.h): its verdicts on constructed pairs, and its error rates on simulated
-// processes (measure/gate_sim.h) at every noise level the issue names (2-20% per pair): an A/A says
-// "regression" in at most 5% of 200 seeded gates, a real 10% slowdown is found in at least 90% within the pairs
-// the default --max-time allows a 10 s process (60; at 20% per pair that finds it in 89%, the edge). Seeded: every figure is exact for these seeds.
+// The CI gate's rule (measure/gate.h): its verdicts on constructed pairs and intervals (each verdict's name and
+// exit code, the edges of the rule, the pairs an undecided gate asks for, the look against a stored baseline), and
+// its error rates on simulated processes (measure/gate_sim.h) at every noise level the issue names (2-20% per
+// pair): an A/A says "regression" in at most 5% of 200 seeded gates, a real 10% slowdown is found in at least 90%
+// within the pairs the default --max-time allows a 10 s process (60; at 20% per pair that finds it in 89%, the
+// edge). Seeded: every figure is exact for these seeds.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -152,4 +154,89 @@ TEST(Gate, AgainstAStoredBaselineTheErrorRatesHoldToo) {
     if (noise <= 0.05) EXPECT_GE(found, 180) << "noise " << noise;
     std::printf("stored, noise %.2f: A/A regressions %d/200, 10%% slowdown found %d/200\n", noise, false_alarms, found);
   }
+}
+
+namespace {
+RatioInterval interval(double ratio, double lo, double hi, int pairs = 6) {
+  RatioInterval r;
+  r.ratio = ratio;
+  r.lo = lo;
+  r.hi = hi;
+  r.pairs = pairs;
+  r.df = pairs - 1;
+  r.sd_log = 0.05;
+  r.confidence = 0.99;
+  return r;
+}
+}  // namespace
+
+// What a CI reads: each verdict's name and exit code (docs/ci.md's table), and the rule on intervals at its edges.
+TEST(Gate, EachVerdictHasItsNameAndExitCode) {
+  EXPECT_EQ(std::string(verdict_name(GateVerdict::kRegression)), "regression");
+  EXPECT_EQ(std::string(verdict_name(GateVerdict::kImprovement)), "improvement");
+  EXPECT_EQ(std::string(verdict_name(GateVerdict::kNoChange)), "no change");
+  EXPECT_EQ(std::string(verdict_name(GateVerdict::kUndecided)), "undecided");
+  EXPECT_EQ(verdict_exit_code(GateVerdict::kRegression), 1);
+  EXPECT_EQ(verdict_exit_code(GateVerdict::kImprovement), 0);
+  EXPECT_EQ(verdict_exit_code(GateVerdict::kNoChange), 0);
+  EXPECT_EQ(verdict_exit_code(GateVerdict::kUndecided), 2);
+}
+
+TEST(Gate, TheRuleOnIntervalsAtItsEdges) {
+  const GateRule rule;  // 3%, 3 pairs
+  EXPECT_EQ(verdict_of(interval(0.90, 0.85, 0.95), rule), GateVerdict::kRegression);
+  // Slower beyond noise but by less than the tolerance, and not inside the band either: undecided.
+  EXPECT_EQ(verdict_of(interval(0.98, 0.96, 0.995), rule), GateVerdict::kUndecided);
+  // Slower by more than the tolerance, but the interval reaches 1: undecided, never a regression.
+  EXPECT_EQ(verdict_of(interval(0.90, 0.80, 1.01), rule), GateVerdict::kUndecided);
+  EXPECT_EQ(verdict_of(interval(1.10, 1.05, 1.15), rule), GateVerdict::kImprovement);
+  EXPECT_EQ(verdict_of(interval(1.00, 0.97, 1.03), rule), GateVerdict::kNoChange);
+  EXPECT_EQ(verdict_of(interval(1.00, 0.969, 1.03), rule), GateVerdict::kUndecided);
+  // Too few pairs, or no interval: undecided whatever the figure.
+  EXPECT_EQ(verdict_of(interval(0.50, 0.45, 0.55, 2), rule), GateVerdict::kUndecided);
+  EXPECT_EQ(verdict_of(RatioInterval{}, rule), GateVerdict::kUndecided);
+}
+
+// An undecided gate says how many pairs in all would likely decide: more the noisier, more the nearer the change
+// is to the tolerance; -1 where it sits at the tolerance (no count of pairs would tell), 0 without an interval.
+TEST(Gate, UndecidedSaysHowManyMorePairsWouldLikelyDecide) {
+  const GateRule rule;
+  RatioInterval noisy = interval(0.90, 0.80, 1.01, 4), noisier = noisy;
+  noisier.sd_log = 0.10;
+  const int n = pairs_to_decide(noisy, rule, 4), more = pairs_to_decide(noisier, rule, 4);
+  EXPECT_GT(n, 4);
+  EXPECT_GT(more, n);
+  RatioInterval nearer = noisy;
+  nearer.ratio = 0.95;
+  EXPECT_GT(pairs_to_decide(nearer, rule, 4), n);
+  RatioInterval at_tolerance = noisy;
+  at_tolerance.ratio = 0.97;
+  EXPECT_EQ(pairs_to_decide(at_tolerance, rule, 4), -1);
+  EXPECT_EQ(pairs_to_decide(RatioInterval{}, rule, 4), 0);
+  // A look that is undecided carries it; a decided one does not.
+  EXPECT_GT(with_pairs({0.80, 1.10, 0.95}).look().pairs_to_decide, 3);
+  EXPECT_EQ(with_pairs({0.85, 0.86, 0.84}).look().pairs_to_decide, 0);
+}
+
+// Against a stored baseline: Welch's interval of the two sides' processes, counted in candidate processes, not
+// paired; a clear slowdown is a regression, the same speed no change.
+TEST(Gate, AgainstAStoredBaselineTheLookIsUnpairedAndCountsCandidateProcesses) {
+  std::vector<Window> stored, slower, same;
+  for (int i = 0; i < 10; ++i) stored.push_back(win(100 * (1 + 0.004 * (i % 3))));
+  for (int i = 0; i < 3; ++i) {
+    slower.push_back(win(85 * (1 + 0.004 * (i % 3))));
+    same.push_back(win(100 * (1 + 0.004 * ((i + 1) % 3))));
+  }
+  const GateRule rule;
+  const GateLook s = look_unpaired(stored, slower, rule);
+  EXPECT_FALSE(s.paired);
+  EXPECT_EQ(s.pairs, 3);
+  EXPECT_EQ(s.verdict, GateVerdict::kRegression) << s.text();
+  EXPECT_NEAR(s.interval.ratio, 0.85, 0.01);
+  EXPECT_NEAR(s.interval.confidence, 0.995, 1e-9);
+  EXPECT_NE(s.text().find("3 candidate processes"), std::string::npos) << s.text();
+  EXPECT_EQ(look_unpaired(stored, same, rule).verdict, GateVerdict::kNoChange) << look_unpaired(stored, same, rule).text();
+  // Two candidate processes are not enough whatever they say.
+  slower.pop_back();
+  EXPECT_EQ(look_unpaired(stored, slower, rule).verdict, GateVerdict::kUndecided);
 }
