@@ -111,6 +111,77 @@ TEST(GateReport, CouldNotRunIsAnErrorWithTheScriptsLine) {
   EXPECT_NE(gate::gate_markdown(o, r).find("could not run"), std::string::npos);
 }
 
+// After a change the why's lines go to the log, the Markdown and the JSON (with the traces kept); a result
+// without one (no change, undecided, against a stored baseline) has no "why" anywhere.
+TEST(GateReport, AWhyIsInEveryFormatOnlyWhenOneWasTried) {
+  const auto o = options();
+  auto r = result({0.85, 0.86, 0.84});
+  EXPECT_EQ(gate::gate_json(o, r).contains("why"), false);
+  EXPECT_EQ(gate::gate_text(o, r).find("gate: why"), std::string::npos);
+  EXPECT_EQ(gate::gate_markdown(o, r).find("What changed"), std::string::npos);
+  r.why.tried = true;
+  r.why.lines = {"median step 2.89 ms -> 26.96 ms (baseline -> candidate, one traced process each)",
+                 "grew: aten::mm +7.02 ms a step (0.49 ms -> 7.52 ms, 7 -> 7 calls)"};
+  r.why.baseline_trace = "t/baseline.json";
+  r.why.candidate_trace = "t/candidate.json";
+  const std::string text = gate::gate_text(o, r), md = gate::gate_markdown(o, r);
+  for (const auto& l : r.why.lines) {
+    EXPECT_NE(text.find("gate: why: " + l + "\n"), std::string::npos) << text;
+    EXPECT_NE(md.find("- " + l + "\n"), std::string::npos) << md;
+  }
+  EXPECT_NE(text.find("gate: why: traces t/baseline.json t/candidate.json"), std::string::npos) << text;
+  EXPECT_NE(md.find("**What changed**"), std::string::npos) << md;
+  // The verdict line stays the log's last.
+  EXPECT_EQ(text.rfind("gate: regression: "), text.rfind("\ngate: ") + 1) << text;
+  const auto j = gate::gate_json(o, r);
+  EXPECT_EQ(j["why"]["lines"], r.why.lines);
+  EXPECT_EQ(j["why"]["traces"]["candidate"], "t/candidate.json");
+  // A traced pair that could not be diffed says why not, in place of the lines.
+  r.why.lines.clear();
+  r.why.error = "the baseline's traced process failed";
+  EXPECT_NE(gate::gate_text(o, r).find("gate: why: no trace diff: the baseline's traced process failed"),
+            std::string::npos);
+  EXPECT_NE(gate::gate_markdown(o, r).find("- no trace diff: the baseline's traced process failed"), std::string::npos);
+}
+
+// Against a stored baseline the figures are Welch's on processes, not alternated pairs: the log and Markdown say
+// so, an undecided line counts candidate processes, and the warnings come before the verdict in every format.
+TEST(GateReport, AgainstAStoredBaselineSaysSoWithItsWarnings) {
+  auto o = options();
+  o.baseline.describe = "1111111 Base (stored 2026-01-01T00:00:00Z in base.json)";
+  gate::GateResult r;
+  r.ran = true;
+  r.against = true;
+  r.stored_runs = 10;
+  r.look.paired = false;
+  r.look.pairs = 4;
+  r.look.interval.ratio = 0.95;
+  r.look.interval.lo = 0.85;
+  r.look.interval.hi = 1.06;
+  r.look.interval.confidence = 0.995;
+  r.look.pairs_to_decide = 9;
+  r.stopped = "--max-time 600 s spent (a process takes about 10 s)";
+  for (int i = 1; i <= 4; ++i) r.runs.push_back({"candidate", i, win(95), 10});
+  r.baseline_throughput = 100;
+  r.candidate_throughput = 95;
+  r.warnings = {"the environment differs from the stored baseline's: torch 2.0.0 then, 2.11.0 now"};
+  EXPECT_EQ(r.exit_code(), 2);
+  const std::string line = gate::verdict_line(o, r);
+  EXPECT_NE(line.find("about 5 more candidate processes would likely decide"), std::string::npos) << line;
+  const std::string text = gate::gate_text(o, r);
+  EXPECT_NE(text.find("gate: 4 fresh candidate processes against 10 stored baseline ones (Welch; not alternated"),
+            std::string::npos) << text;
+  const size_t warning = text.find("gate: warning: the environment differs from the stored baseline's: torch 2.0.0");
+  ASSERT_NE(warning, std::string::npos) << text;
+  EXPECT_LT(warning, text.find("gate: undecided: "));
+  EXPECT_NE(gate::gate_markdown(o, r).find("> warning: the environment differs"), std::string::npos);
+  const auto j = gate::gate_json(o, r);
+  EXPECT_EQ(j["against_stored_baseline"], true);
+  EXPECT_EQ(j["warnings"], r.warnings);
+  EXPECT_FALSE(j.contains("why"));
+  EXPECT_EQ(j["exit_code"], 2);
+}
+
 // A stored baseline warns of every difference that moves a throughput: torch, Python, the CUDA torch was built
 // with, the NVIDIA driver, the device, the cores, a load a core apart; what one side does not know is not a
 // difference.
