@@ -94,12 +94,13 @@ TEST_F(CliScript, ATrainingInChildProcessesSaysSoAndMeasuresNothing) {
   EXPECT_NE(j.value("not_measured", std::string()).find("child processes"), std::string::npos) << j.dump();
 }
 
-// Stopping tunebench-cli stops the script: a SIGTERM to it once left the script training for ~25 s. The CLI is
-// sent its SIGTERM (as a user's `kill` or a CI's time limit would) once the script trains: after its first
-// optimizer step, which it marks by writing its pid.
+// Stopping tunebench-cli stops the script: a SIGTERM to it once left the script training for ~25 s, until the
+// script's next write found the channel closed. The CLI is sent its SIGTERM (as a user's `kill` or a CI's time limit
+// would) once the script trains, during a long step (one waiting on its accelerator or its data) in which it writes
+// nothing: it must go with the CLI, not at its next step. It marks the step by writing its pid.
 TEST_F(CliScript, StoppingTheCliStopsTheScript) {
   const std::string script = tmp("forever.py"), pidfile = tmp("forever.pid"), partial = pidfile + ".part";
-  std::ofstream(script) << "import os, torch\n"
+  std::ofstream(script) << "import os, time, torch\n"
                            "m = torch.nn.Linear(8, 1); opt = torch.optim.SGD(m.parameters(), lr=0.01)\n"
                            "step = 0\n"
                            "while True:\n"
@@ -109,7 +110,8 @@ TEST_F(CliScript, StoppingTheCliStopsTheScript) {
                            "    if step == 2:\n"
                            "        open(" << nlohmann::json(partial).dump() << ", 'w').write(str(os.getpid()))\n"
                            "        os.rename(" << nlohmann::json(partial).dump() << ", "
-                        << nlohmann::json(pidfile).dump() << ")\n";
+                        << nlohmann::json(pidfile).dump() << ")\n"
+                           "        time.sleep(300)\n";
   const std::string err = tmp("forever.err");
   const pid_t cli = ::fork();
   ASSERT_GE(cli, 0);
