@@ -1,5 +1,5 @@
-// The fixture of the remote-target tests: a private sshd (sshd_fixture.h) that TUNEBENCH_SSH_COMMAND points
-// at, a local output directory, and small helpers. Test-only.
+// Helpers of the remote-target tests (their private sshd is sshd_fixture.h): the --remote arguments, reading
+// results, waiting, starting and killing a client, finding the remote runs. Test-only.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -21,24 +21,10 @@
 
 namespace tb::test_util {
 
-class RemoteCli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const std::string why = sshd_.start();
-    if (!why.empty()) GTEST_SKIP() << "cannot start a private sshd: " << why;
-    ::setenv("TUNEBENCH_SSH_COMMAND", sshd_.ssh_command().c_str(), 1);
-    out_ = sshd_.dir() + "/local";
-    std::filesystem::create_directories(out_);
-  }
-  // The remote side runs this build's CLI: a non-interactive ssh shell's PATH does not have it.
-  static std::string remote(const std::string& host = "tbtest") {
-    return std::string("--remote ") + host + " --remote-cli " + TB_CLI_PATH;
-  }
-  bool remote_tmp_empty() const { return std::filesystem::is_empty(sshd_.remote_tmp()); }
-
-  tb::test_util::SshdFixture sshd_;
-  std::string out_;
-};
+// The remote side runs this build's CLI: a non-interactive ssh shell's PATH does not have it.
+inline std::string remote(const std::string& hosts) {
+  return std::string("--remote ") + hosts + " --remote-cli " + TB_CLI_PATH;
+}
 
 inline nlohmann::json read_json(const std::string& path) {
   std::ifstream f(path);

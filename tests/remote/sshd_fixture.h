@@ -4,7 +4,9 @@
 // with TUNEBENCH_SSH_COMMAND, exactly as a user's own config would. Test-only.
 //
 // Host aliases: `tbtest` (authorized key), `tbbadkey` (a key the server does not know). Every host's remote
-// TMPDIR is <dir>/remote-tmp (SetEnv/AcceptEnv), so a test can see what a remote run leaves behind.
+// TMPDIR is <dir>/remote-tmp (SetEnv/AcceptEnv), so a test can see what a remote run leaves behind; start(names)
+// adds an alias `tb-NAME` for each name, the same server with its own TMPDIR remote_tmp(NAME), so that runs
+// side by side each show what they left.
 #pragma once
 
 #include <fcntl.h>
@@ -21,6 +23,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace tb::test_util {
 
@@ -29,7 +32,7 @@ class SshdFixture {
   ~SshdFixture() { stop(); }
 
   // "" when the server answers `ssh tbtest true`, else why not (the tests skip with that reason).
-  std::string start() {
+  std::string start(const std::vector<std::string>& names = {}) {
     namespace fs = std::filesystem;
     if (::access("/usr/sbin/sshd", X_OK) != 0) return "no /usr/sbin/sshd (scripts/install-deps.sh installs openssh-server)";
     if (std::system("command -v ssh >/dev/null 2>&1 && command -v ssh-keygen >/dev/null 2>&1") != 0)
@@ -38,6 +41,8 @@ class SshdFixture {
     if (!::mkdtemp(tmpl)) return "mkdtemp failed";
     dir_ = tmpl;
     fs::create_directories(dir_ + "/remote-tmp");
+    names_ = names;
+    for (const auto& n : names_) fs::create_directories(remote_tmp(n));
     if (::geteuid() == 0) {
       std::error_code ec;
       fs::create_directories("/run/sshd", ec);  // sshd's privilege-separation directory, needed as root
@@ -74,6 +79,7 @@ class SshdFixture {
   int port() const { return port_; }
   std::string ssh_command() const { return "ssh -F " + dir_ + "/ssh_config"; }
   std::string remote_tmp() const { return dir_ + "/remote-tmp"; }
+  std::string remote_tmp(const std::string& name) const { return dir_ + "/remote-tmp-" + name; }
   std::string log() const {
     std::ifstream f(dir_ + "/sshd.log");
     return std::string(std::istreambuf_iterator<char>(f), {});
@@ -101,7 +107,11 @@ class SshdFixture {
         << "Port " << port_ << "\nListenAddress 127.0.0.1\nHostKey " << dir_ << "/host_key\n"
         << "AuthorizedKeysFile " << dir_ << "/authorized_keys\nPidFile none\nStrictModes no\nUsePAM no\n"
         << "PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
-        << "AcceptEnv TMPDIR\n"
+        // OMP_WAIT_POLICY: the remote runs wait for work as the test's own children do (the suite runs them
+        // PASSIVE, so that ranks side by side on two cores do not spin on each other's cores).
+        << "AcceptEnv TMPDIR OMP_WAIT_POLICY\n"
+        // Runs side by side open several connections at once: none refused for the default's 10 unauthenticated.
+        << "MaxStartups 100\n"
         // A server whose PATH holds the torch environment (python3, torchrun), as users set theirs up.
         << "SetEnv PATH=" << std::filesystem::path(TB_TEST_PYTHON).parent_path().string()
         << ":/usr/local/bin:/usr/bin:/bin\n";
@@ -109,10 +119,14 @@ class SshdFixture {
       return "Host " + alias + "\n  HostName 127.0.0.1\n  Port " + std::to_string(port_) + "\n  User " + user +
              "\n  IdentityFile " + dir_ + "/" + key + "\n";
     };
-    std::ofstream(dir_ + "/ssh_config") << host("tbtest", "user_key") << host("tbbadkey", "bad_key")
+    // Before `Host *`: ssh keeps the first value it reads of each option, SetEnv included.
+    std::string named;
+    for (const auto& n : names_) named += host("tb-" + n, "user_key") + "  SetEnv TMPDIR=" + remote_tmp(n) + "\n";
+    std::ofstream(dir_ + "/ssh_config") << host("tbtest", "user_key") << host("tbbadkey", "bad_key") << named
                                         << "Host *\n  IdentitiesOnly yes\n"
                                         << "  UserKnownHostsFile " << dir_ << "/known_hosts\n"
                                         << "  StrictHostKeyChecking accept-new\n  LogLevel ERROR\n"
+                                        << "  SendEnv OMP_WAIT_POLICY\n"
                                         << "  SetEnv TMPDIR=" << dir_ << "/remote-tmp\n";
   }
 
@@ -144,6 +158,7 @@ class SshdFixture {
   }
 
   std::string dir_;
+  std::vector<std::string> names_;
   int port_ = 0;
   pid_t pid_ = -1;
 };
