@@ -7,6 +7,7 @@ import select
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -46,6 +47,66 @@ class ScriptTest(unittest.TestCase):
 
     def tearDown(self):
         self.dir.cleanup()
+
+
+class SharedRuns(ScriptTest):
+    """A ScriptTest whose class keeps the runs that several of its tests read (shared_run): each made once, by
+    the first test that asks, in a folder the class keeps until its end."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls._shared_dir = tempfile.TemporaryDirectory()
+        cls._shared = {}
+
+    @classmethod
+    def tearDownClass(cls):
+        cls._shared_dir.cleanup()
+        super().tearDownClass()
+
+    def shared_run(self, name, text, args=(), launcher_args=(), env=None, timeout=120):
+        """The finished Child of script `text` (its "{dir}": the class's folder) written as NAME.py there and run
+        under the launcher; .result is what finish() returned: (exit code, stdout, stderr)."""
+        if name not in self._shared:
+            folder = self._shared_dir.name
+            path = os.path.join(folder, name + ".py")
+            with open(path, "w") as f:
+                f.write(text.replace("{dir}", folder))
+            c = Child(path, [a.replace("{dir}", folder) for a in args],
+                      [a.replace("{dir}", folder) for a in launcher_args], env=env, cwd=folder)
+            c.result = c.finish(timeout)
+            self._shared[name] = c
+        return self._shared[name]
+
+    @property
+    def shared_dir(self):
+        return self._shared_dir.name
+
+
+class Plain:
+    """`python SCRIPT ARGS` run plainly in a thread, beside a Child of the same script: the two take the two
+    cores, where one after the other they took twice as long (a process that imports torch and builds an
+    optimizer, which imports torch._dynamo, costs 2-3 s here). result(): (exit code, stdout, stderr)."""
+
+    def __init__(self, script, args=(), env=None, cwd=None, timeout=300):
+        self._got = []
+        env = dict(env if env is not None else os.environ, PYTHONPATH=PKG)
+
+        def run():
+            try:
+                p = subprocess.run([sys.executable, script] + list(args), cwd=cwd, env=env, capture_output=True,
+                                   timeout=timeout)
+                self._got.append((p.returncode, p.stdout.decode(), p.stderr.decode()))
+            except BaseException as e:  # a timeout: raised by result(), not lost in the thread
+                self._got.append(e)
+        self._thread = threading.Thread(target=run)
+        self._thread.start()
+
+    def result(self):
+        self._thread.join()
+        if isinstance(self._got[0], BaseException):
+            raise self._got[0]
+        return self._got[0]
 
 
 class Child:
