@@ -1,4 +1,4 @@
-"""model = torch.compile(model) on a tiny MLP (TorchInductor; on the CPU it builds C++ kernels)."""
+"""model = torch.compile(model) on a tiny MLP (TorchInductor by default; on the CPU it builds C++ kernels)."""
 import argparse
 
 import torch
@@ -18,10 +18,11 @@ class MLP(nn.Module):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--backend", default="inductor")
     args = p.parse_args()
     torch.manual_seed(0)
     loader = DataLoader(TensorDataset(torch.randn(96, 8), torch.randint(0, 2, (96,))), batch_size=16)
-    model = torch.compile(MLP())
+    model = torch.compile(MLP(), backend=args.backend)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     for epoch in range(args.epochs):
         for i, (x, y) in enumerate(loader):
