@@ -1,15 +1,15 @@
 """The launcher run as the C++ parent runs it: a child process, protocol on a pipe fd, messages back on
-another. Tiny scripts made here (synthetic tensors: fast), a few steps each.
-Step memory: test_step_memory.py; the trace writer and a chunk's rewrite: test_trace_writer.py."""
+another. Tiny scripts made here (synthetic tensors: fast), a few steps each. A run costs 2-3 s here (the
+process imports torch, the script's optimizer torch._dynamo): runs that several tests read are made once
+(shared_run). Trace chunks: test_launch_trace.py; step memory: test_step_memory.py; the trace writer and a
+chunk's rewrite: test_trace_writer.py."""
 
 import json
 import os
-import subprocess
-import sys
 import textwrap
 import time
 
-from tests.launch_util import PKG, Child, ScriptTest, step_ranges, tunebench_events
+from tests.launch_util import Child, Plain, SharedRuns
 
 TRAIN = textwrap.dedent('''
     import sys, torch
@@ -32,26 +32,20 @@ TRAIN = textwrap.dedent('''
             opt.step()
 ''')
 
-# Steps of about 50 ms on this 2-core machine: a trace chunk boundary's pause is compared with them.
-STEP_50MS = textwrap.dedent('''
-    import torch
-    from torch.utils.data import DataLoader, TensorDataset
-    torch.set_num_threads(1)  # two intra-op threads on a busy 2-core machine made a 40 ms step 250 ms
-    torch.manual_seed(0)
-    loader = DataLoader(TensorDataset(torch.randn(1024, 3, 32, 32), torch.randint(0, 10, (1024,))), batch_size=32)
-    model = torch.nn.Sequential(torch.nn.Conv2d(3, 24, 3, padding=1), torch.nn.ReLU(),
-                                torch.nn.Conv2d(24, 24, 3, padding=1), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(4),
-                                torch.nn.Flatten(), torch.nn.Linear(24 * 16, 10))
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    for epoch in range(10):
-        for x, y in loader:
-            opt.zero_grad()
-            torch.nn.functional.cross_entropy(model(x), y).backward()
-            opt.step()
-''')
+
+# TRAIN with knobs set at the start (one run that the tests of those knobs read): after each update it writes
+# whether zero_grad() left the gradients None and the intra-op threads; model[0]'s output dtype called on its
+# own (outside the hooked forward) and, through a forward hook, inside the model's forward. zero_grad_none=off:
+# torch 2's zero_grad() drops the gradients by itself (the knob's default, on), so only off shows the knob.
+KNOBS_AT_START = TRAIN.replace("opt.step()", "opt.step()\n        opt.zero_grad()\n        open('{dir}/zg.txt', 'w')"
+                               ".write('%s %d' % (model[0].weight.grad is None, torch.get_num_threads()))").replace(
+    "out = model(x)", "open('{dir}/outside.txt', 'w').write(str(model[0](x).dtype))\n        out = model(x)").replace(
+    "class Probe", "model[0].register_forward_hook(lambda m, i, o: [open('{dir}/inside.txt', 'w').write(str(o.dtype)), "
+    "None][1])\nclass Probe")
+KNOBS_SET = "workers=2,intra_op_threads=1,zero_grad_none=off,amp=bf16"
 
 
-class LaunchTest(ScriptTest):
+class LaunchTest(SharedRuns):
     SCRIPT_TEXT = TRAIN
 
     def write(self, name, text):
@@ -59,9 +53,6 @@ class LaunchTest(ScriptTest):
         with open(path, "w") as f:
             f.write(textwrap.dedent(text))
         return path
-
-    def types(self, c):
-        return [m["type"] for m in c.messages]
 
     def test_a_step_the_grad_scaler_skips_is_its_own_skipped_step(self):
         # A real GradScaler (torch.amp's, on the CPU with fp16 autocast) with a scale so high that the first
@@ -103,8 +94,8 @@ class LaunchTest(ScriptTest):
         self.assertTrue(all(s["samples"] == 8 for s in steps), [s["samples"] for s in steps])
 
     def test_steps_samples_and_a_clean_end(self):
-        c = Child(self.script, launcher_args=["--steps", "4"])
-        code, _, err = c.finish()
+        c = self.shared_run("train", TRAIN, launcher_args=["--steps", "4"])
+        code, _, err = c.result
         self.assertEqual(code, 0, err)
         steps = [m for m in c.messages if m["type"] == "step"]
         self.assertEqual([s["i"] for s in steps], [0, 1, 2, 3])
@@ -135,9 +126,12 @@ class LaunchTest(ScriptTest):
                 loss = torch.nn.functional.mse_loss(model(x), y)
                 opt.zero_grad(); loss.backward(); opt.step()
         """))
-        for script, applicable in ((path, False), (self.script, True)):
-            c = Child(script, launcher_args=["--steps", "3"])
-            code, _, err = c.finish()
+        no_loader = Child(path, launcher_args=["--steps", "3"])
+        no_loader.result = no_loader.finish()
+        with_loader = self.shared_run("train", TRAIN, launcher_args=["--steps", "4"])
+        for c, applicable in ((no_loader, False), (with_loader, True)):
+            script = c.p.args[-1]
+            code, _, err = c.result
             self.assertEqual(code, 0, err)
             hello = next(m for m in c.messages if m["type"] == "hello")
             knobs = {k["id"]: k for k in hello["knobs"]}
@@ -182,155 +176,40 @@ class LaunchTest(ScriptTest):
             self.assertIn("no torch.nn.Module forward", k[kid]["reason"])
         # (a Linear model and the DataLoader script's convolution: test_loader_knobs_apply_only_where_...)
 
-    def test_trace_chunks_hold_the_steps_and_the_cores(self):
-        tdir = os.path.join(self.dir.name, "trace")
-        c = Child(self.script, launcher_args=["--steps", "7", "--trace-dir", tdir, "--trace-every", "3",
-                                                      "--trace-share", "0"])
-        code, _, err = c.finish()
+    # --- knobs set at the start: one run (KNOBS_AT_START), read by each knob's test ----------------------------
+    def knobs_run(self):
+        c = self.shared_run("knobs", KNOBS_AT_START, launcher_args=["--steps", "3", "--set", KNOBS_SET])
+        code, _, err = c.result
         self.assertEqual(code, 0, err)
-        hello = next(m for m in c.messages if m["type"] == "hello")
-        # Tracing, but a CPU-only torch: no GPU collector, and the reason says why.
-        import torch
-        if not torch.cuda.is_available():
-            self.assertFalse(hello["collector"]["enabled"])
-            self.assertIn("no CUDA device", hello["collector"]["reason"])
-        chunks = [m for m in c.messages if m["type"] == "trace"]
-        self.assertEqual([(m["first_step"], m["last_step"]) for m in chunks], [(0, 2), (3, 5), (6, 6)])
-        for m in chunks:
-            with open(m["path"]) as f:
-                doc = json.load(f)  # still valid JSON after the cores were added
-            self.assertEqual(doc["cpu_cores"], str(os.cpu_count()))
-            names = {e.get("name") for e in doc["traceEvents"]}
-            for i in range(m["first_step"], m["last_step"] + 1):
-                self.assertIn("ProfilerStep#%d" % i, names)
-            self.assertIn("## forward ##", names)  # the per-step table's forward column reads these
-            self.assertFalse(any(str(n).startswith("tunebench.span#") for n in names))
-        # Chunks follow each other in time (merged into one trace, they must not all start at 0).
-        spans = []
-        for m in chunks:
-            with open(m["path"]) as f:
-                ts = [e["ts"] for e in json.load(f)["traceEvents"] if e.get("name", "").startswith("ProfilerStep")]
-            spans.append((min(ts), max(ts)))
-        for a, b in zip(spans, spans[1:]):
-            self.assertLess(a[1], b[0])
-        # TuneBench's pause at each boundary: drawn in the chunk after it (the last one also holds the run's
-        # final stop), and reported on the step after it, outside that step's wall time.
-        steps = [m for m in c.messages if m["type"] == "step"]
-        self.assertTrue(all(isinstance(s["profiler_ns"], int) and s["profiler_ns"] >= 0 for s in steps))
-        self.assertEqual([i for i, s in enumerate(steps) if s["profiler_ns"] > 0 and i], [3, 6])
-        whats = [[e["args"]["what"] for e in tunebench_events(m["path"])] for m in chunks]
-        self.assertEqual(whats, [["profiler start"], ["profiler stop and start"],
-                                 ["profiler stop and start", "profiler stop"]])
-        done = c.messages[-1]
-        self.assertEqual(done["type"], "done")
-        self.assertGreater(done["summary"]["profiler_ns"], sum(s["profiler_ns"] for s in steps))
+        return c
 
-    def boundary_run(self, steps, every, env=None):
-        script = self.write("step50.py", STEP_50MS)
-        tdir = os.path.join(self.dir.name, "trace")
-        c = Child(script, launcher_args=["--steps", str(steps), "--trace-dir", tdir, "--trace-every", str(every),
-                                         "--trace-share", "0"],
-                  env=dict(os.environ, **(env or {})))
-        code, _, err = c.finish(timeout=120)
-        self.assertEqual(code, 0, err)
-        steps = [m for m in c.messages if m["type"] == "step"]
-        for a, b in zip(steps, steps[1:]):
-            # The pause before a step lies between the two steps: in neither one's wall time.
-            self.assertGreaterEqual(b["t_ns"] - (a["t_ns"] + a["wall_ns"]), b["profiler_ns"], (a, b))
-        return c, steps
-
-    def test_a_chunk_boundary_pauses_the_training_thread_less_than_a_step(self):
-        c, steps = self.boundary_run(13, 3)
-        # Boundaries after steps 2, 5, 8, 11: the profiler's stop, the chunk's save (short: in place) and the
-        # next start; the rewrite is the writer's. Step 0's pause is the first session's start, before the
-        # script ran.
-        pauses = [s["profiler_ns"] for s in steps[1:] if s["profiler_ns"]]
-        self.assertEqual([s["i"] for s in steps[1:] if s["profiler_ns"]], [3, 6, 9, 12])
-        walls = sorted(s["wall_ns"] for s in steps[1:])
-        self.assertLess(sorted(pauses)[len(pauses) // 2], walls[len(walls) // 2], (pauses, walls))
-        self.assertEqual([(m["first_step"], m["last_step"]) for m in c.messages if m["type"] == "trace"],
-                         [(0, 2), (3, 5), (6, 8), (9, 11), (12, 12)])
-
-    def test_a_slow_save_is_named_as_the_profilers_then_forked(self):
-        # Every chunk's save made 3 s slower. The first, in place (its session stopped fast), is the boundary's
-        # pause, named: never in a step. It was long, so the next chunk is forked: that boundary does not wait
-        # for its save.
-        c, steps = self.boundary_run(7, 3, {"TUNEBENCH_TEST_EXPORT_DELAY_S": "3"})
-        for s in steps[1:]:
-            self.assertLess(s["wall_ns"], 1.5e9, s)
-        self.assertGreater(steps[3]["profiler_ns"], 3e9)
-        self.assertLess(steps[6]["profiler_ns"], 1.5e9)
-        chunks = [m for m in c.messages if m["type"] == "trace"]
-        self.assertEqual([(m["first_step"], m["last_step"]) for m in chunks], [(0, 2), (3, 5), (6, 6)])
-        parts = [(e["args"]["save_us"] > 3e6, e["args"]["fork_us"] > 0) for m in chunks[1:]
-                 for e in tunebench_events(m["path"]) if e["args"]["what"] == "profiler stop and start"]
-        self.assertEqual(parts, [(True, False), (False, True)])
-
-    def test_a_slow_forked_save_does_not_stall_the_training_thread(self):
-        # Every chunk's save made 3 s slower, each in a forked child: the steps go on meanwhile, the chunks
-        # come later, all of them, complete and in order, and before `done`.
-        c, steps = self.boundary_run(7, 3, {"TUNEBENCH_TEST_EXPORT_DELAY_S": "3", "TUNEBENCH_TRACE_FORK": "1"})
-        self.assertEqual(len(steps), 7)
-        for s in steps[1:]:
-            self.assertLess(s["wall_ns"], 1.5e9, s)
-            self.assertLess(s["profiler_ns"], 1.5e9, s)  # the boundaries did not wait for the 3 s exports
-        types = self.types(c)
-        self.assertEqual(types[-1], "done")
-        chunks = [m for m in c.messages if m["type"] == "trace"]
-        self.assertEqual([(m["first_step"], m["last_step"]) for m in chunks], [(0, 2), (3, 5), (6, 6)])
-        # The first chunk came after steps that followed its boundary: it was written while they ran.
-        self.assertGreater(types.index("trace"), [i for i, m in enumerate(c.messages)
-                                                  if m["type"] == "step" and m["i"] == 5][0])
-        ranges = [step_ranges(m["path"]) for m in chunks]
-        for k, at in ((1, 3), (2, 6)):
-            ev = [e for e in tunebench_events(chunks[k]["path"]) if e["args"]["what"] == "profiler stop and start"]
-            self.assertEqual(len(ev), 1, ev)
-            e = ev[0]
-            self.assertEqual((e["ph"], e["name"]), ("X", "TuneBench: trace chunk boundary"))
-            self.assertAlmostEqual(e["dur"], steps[at]["profiler_ns"] / 1000.0, delta=0.002)
-            # On the chunks' own clock, between the step before (previous chunk) and the step after: the
-            # mapping from monotonic time is right to well under a millisecond.
-            self.assertGreaterEqual(e["ts"], ranges[k - 1][at - 1][1] - 200)
-            self.assertLessEqual(e["ts"] + e["dur"], ranges[k][at][0] + 200)
-            with open(chunks[k]["path"]) as f:
-                mark = next(x for x in json.load(f)["traceEvents"] if x.get("name") == "TuneBench: clock")
-            self.assertEqual((e["pid"], e["tid"]), (mark["pid"], mark["tid"]))  # the training thread's row
-        # The run's last stop waited for the writer (two chunks held): drawn, the wait inside its duration.
-        stop = [e for e in tunebench_events(chunks[2]["path"]) if e["args"]["what"] == "profiler stop"]
-        self.assertEqual(len(stop), 1)
-        self.assertGreaterEqual(stop[0]["dur"], stop[0]["args"]["writer_wait_us"])
-        self.assertGreaterEqual(c.messages[-1]["summary"]["profiler_ns"],
-                                sum(s["profiler_ns"] for s in steps) + stop[0]["dur"] * 1000 - 1000)
-
-    def test_a_chunk_that_cannot_be_written_is_lost_with_a_warning(self):
-        tdir = os.path.join(self.dir.name, "trace")
-        # A folder that is not empty in the way of the second chunk's file: its export cannot be moved there.
-        os.makedirs(os.path.join(tdir, "chunk-00002.json"))
-        open(os.path.join(tdir, "chunk-00002.json", "keep"), "w").close()
-        c = Child(self.script, launcher_args=["--steps", "7", "--trace-dir", tdir, "--trace-every", "3",
-                                                      "--trace-share", "0"])
-        code, _, err = c.finish()
-        self.assertEqual(code, 0, err)
-        chunks = [m for m in c.messages if m["type"] == "trace"]
-        self.assertEqual([(m["first_step"], m["last_step"]) for m in chunks], [(0, 2), (6, 6)])
-        warnings = [m["message"] for m in c.messages if m["type"] == "warning"]
-        self.assertTrue(any(w.startswith("trace chunk not written") for w in warnings), warnings)
-        self.assertEqual(len([m for m in c.messages if m["type"] == "step"]), 7)
-        self.assertEqual(c.messages[-1]["type"], "done")
+    def written(self, name):
+        with open(os.path.join(self.shared_dir, name)) as f:
+            return f.read()
 
     def test_set_at_start_is_read_back_from_the_dataloader(self):
-        c = Child(self.script, launcher_args=["--steps", "3", "--set", "workers=2,intra_op_threads=1"])
-        code, _, err = c.finish()
-        self.assertEqual(code, 0, err)
+        c = self.knobs_run()
         src = next(m for m in c.messages if m["type"] == "source" and m["kind"] == "dataloader")
         self.assertEqual(src["effective"]["num_workers"], 2)
         self.assertNotIn("num_workers", src["kwargs"])  # the script did not pass it: we did
         started = next(m for m in c.messages if m["type"] == "started")
         self.assertEqual(started["config"]["workers"], "2")
         self.assertEqual(started["config"]["intra_op_threads"], "1")
+        self.assertEqual((started["config"]["zero_grad_none"], started["config"]["amp"]), ("off", "bf16"))
+        self.assertEqual(len([m for m in c.messages if m["type"] == "step"]), 3)
 
-    def test_live_set_recreates_the_iterator_with_the_new_workers(self):
-        c = Child(self.script, launcher_args=["--steps", "24"], with_input=True)
+    def test_amp_bf16_runs_the_forward_in_bf16(self):
+        self.knobs_run()
+        # model[0] is called outside the hooked top-level forward: fp32 there...
+        self.assertEqual(self.written("outside.txt"), "torch.float32")
+        self.assertEqual(self.written("inside.txt"), "torch.bfloat16")  # ...and bf16 inside it
+
+    def test_zero_grad_none_and_threads_apply(self):
+        self.knobs_run()
+        self.assertEqual(self.written("zg.txt"), "False 1")  # zero_grad() filled the gradients with zeros
+
+    def test_live_set_recreates_the_iterator_then_stop_ends_at_a_step_boundary(self):
+        c = Child(self.script, launcher_args=["--steps", "3000"], with_input=True)
         self.assertIsNotNone(c.until(lambda m: m["type"] == "step" and m["i"] == 2))
         c.send(type="set", knob="workers", value=2)
         applied = c.until(lambda m: m["type"] in ("config_applied", "error"))
@@ -359,27 +238,25 @@ class LaunchTest(ScriptTest):
         err = c.until(lambda m: m["type"] == "error")
         self.assertTrue(err["recoverable"])
         self.assertIn("does not apply to scripts", err["message"])
+        # A stop ends the run at the next step boundary (--steps is far: only a stop ends it this soon).
+        c.send(type="stop")
         code, _, e = c.finish()
         self.assertEqual(code, 0, e)
-
-    def test_stop_ends_at_a_step_boundary(self):
-        c = Child(self.script, with_input=True)
-        self.assertIsNotNone(c.until(lambda m: m["type"] == "step"))
-        c.send(type="stop")
-        code, _, _ = c.finish()
-        self.assertEqual(code, 0)
         self.assertEqual(c.messages[-1]["summary"]["reason"], "stopped")
+        self.assertLess(c.messages[-1]["summary"]["steps"], 3000)
 
     def test_stop_during_a_long_validation_ends_at_once(self):
-        # Each validation batch takes 0.5 s (20 of them): the stop, sent once the epoch's last step came,
-        # is answered inside the validation, not after it.
+        # Each validation batch takes 0.5 s (20 of them): the stop, sent once the validation began, is answered
+        # inside the validation, not after it (the script counts its validation batches in a file).
+        progress = os.path.join(self.dir.name, "val.txt")
         path = self.write("slow_val.py", """
-            import time, torch
+            import sys, time, torch
             from torch.utils.data import DataLoader, TensorDataset
             model = torch.nn.Linear(4, 2)
             opt = torch.optim.SGD(model.parameters(), lr=0.1)
             train = DataLoader(TensorDataset(torch.randn(32, 4), torch.randint(0, 2, (32,))), batch_size=8)
             val = DataLoader(TensorDataset(torch.randn(160, 4)), batch_size=8)
+            progress = open(sys.argv[1], "w")
             for epoch in range(3):
                 for x, y in train:
                     loss = torch.nn.functional.cross_entropy(model(x), y)
@@ -389,16 +266,22 @@ class LaunchTest(ScriptTest):
                 with torch.no_grad():
                     for (x,) in val:
                         model(x)
+                        progress.write("batch\\n")
+                        progress.flush()
                         time.sleep(0.5)
         """)
-        c = Child(path, with_input=True)
+        c = Child(path, [progress], with_input=True)
         self.assertIsNotNone(c.until(lambda m: m["type"] == "step" and m["i"] == 3))
-        time.sleep(1.0)  # well inside the validation (a stop read with step 3 would end at that boundary)
+        deadline = time.time() + 60
+        while not (os.path.exists(progress) and os.path.getsize(progress)) and time.time() < deadline:
+            time.sleep(0.01)  # until the validation's first batch
         c.send(type="stop")
-        t = time.time()
         code, _, _ = c.finish()
-        self.assertLess(time.time() - t, 3.0)
         self.assertEqual(code, 0)
+        with open(progress) as f:
+            batches = len(f.read().splitlines())
+        self.assertGreaterEqual(batches, 1)
+        self.assertLess(batches, 20)  # the validation did not run to its end
         self.assertEqual(c.messages[-1]["summary"]["reason"], "stopped")
         self.assertEqual(c.messages[-1]["summary"]["steps"], 4)
         outside = [m for m in c.messages if m["type"] == "outside"]
@@ -431,12 +314,13 @@ class LaunchTest(ScriptTest):
                 sched.step()
             print(sched.get_last_lr(), opt._opt_called)
         """)
-        plain = subprocess.run([sys.executable, path], capture_output=True, env=dict(os.environ, PYTHONPATH=PKG))
-        self.assertEqual(plain.returncode, 0, plain.stderr.decode())
+        plain = Plain(path)
         c = Child(path)
         code, out, err = c.finish()
+        pcode, pout, perr = plain.result()
+        self.assertEqual(pcode, 0, perr)
         self.assertEqual(code, 0, err)
-        self.assertEqual(out, plain.stdout.decode())
+        self.assertEqual(out, pout)
         self.assertEqual(sum(1 for m in c.messages if m["type"] == "step"), 2)
 
     def test_bad_knob_exits_two_with_one_line(self):
@@ -472,28 +356,6 @@ class LaunchTest(ScriptTest):
         err = next(m for m in c.messages if m["type"] == "error")
         self.assertIn("without a training step", err["message"])
 
-    def test_amp_bf16_runs_the_forward_in_bf16(self):
-        out = os.path.join(self.dir.name, "dtype.txt")
-        path = self.write("amp.py", TRAIN.replace("out = model(x)", "out = model(x)\n        open(%r, 'w').write(str(model[0](x).dtype))" % out))
-        c = Child(path, launcher_args=["--steps", "3", "--set", "amp=bf16"])
-        code, _, err = c.finish()
-        self.assertEqual(code, 0, err)
-        # model[0] is called outside the hooked top-level forward: fp32 there...
-        self.assertEqual(open(out).read(), "torch.float32")
-        path2 = self.write("amp2.py", TRAIN.replace("class Probe", "model[0].register_forward_hook(lambda m, i, o: [open(%r, 'w').write(str(o.dtype)), None][1])\nclass Probe" % out))
-        c = Child(path2, launcher_args=["--steps", "3", "--set", "amp=bf16"])
-        code, _, err = c.finish()
-        self.assertEqual(code, 0, err)
-        self.assertEqual(open(out).read(), "torch.bfloat16")  # ...and bf16 inside it, from step 1 on
-
-    def test_zero_grad_none_and_threads_apply(self):
-        path = self.write("zg.py", TRAIN.replace("opt.step()", "opt.step()\n        opt.zero_grad()\n        open(%r, 'w').write('%%s %%d' %% (model[0].weight.grad is None, torch.get_num_threads()))" % os.path.join(self.dir.name, "zg.txt")))
-        c = Child(path, launcher_args=["--steps", "2", "--set", "zero_grad_none=on,intra_op_threads=1"])
-        code, _, err = c.finish()
-        self.assertEqual(code, 0, err)
-        self.assertEqual(open(os.path.join(self.dir.name, "zg.txt")).read(), "True 1")
-
-    # --- a hand-written update; what samples count ------------------------------------------------------------
     def test_a_hand_written_update_is_timed_and_nothing_around_it(self):
         # The script brackets its own clip and update (to a file: its stdout stays its own); a no_grad metric
         # and a sleep after it change no parameter and must not be counted.
@@ -533,15 +395,13 @@ class LaunchTest(ScriptTest):
         with open(brackets) as f:
             measured = json.load(f)
         self.assertEqual(len(steps), 8)
-        shares = []
         for s, bracket in zip(steps, measured):
             self.assertEqual((s["update"], s["optimizer_steps"]), ("hand-written", 0), s)
+            self.assertGreater(s["optim_ns"], 0, s)
             self.assertLessEqual(s["optim_ns"], bracket, s)  # nothing outside the update is in it
-            shares.append(s["optim_ns"] / bracket)
             self.assertGreater(s["wall_ns"], s["forward_ns"] + s["backward_ns"] + s["optim_ns"] + 20_000_000)
-        # And most of the update is: over the steps (one step's bracket can take a preemption outside the
-        # hooked update: 0.67 of 2.86 ms once in CI, with the corpus on the other core).
-        self.assertGreater(sorted(shares)[len(shares) // 2], 0.25, shares)
+        # How much of the bracket the hooked update holds (most of it: a share, so measured by
+        # bench/bench_step_accounting.py, not here).
 
     def test_sequence_modules_tell_their_batch_dimension(self):
         import torch
@@ -602,3 +462,4 @@ class LaunchTest(ScriptTest):
         warnings = [m for m in c.messages if m["type"] == "warning" and m.get("kind") == "unit"]
         self.assertEqual(len(warnings), 1)
         self.assertTrue(warnings[0]["message"].startswith("samples = time steps"), warnings[0])
+
