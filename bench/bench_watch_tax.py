@@ -6,7 +6,9 @@ alternating within each round so drift hits them alike.
 Per shape it prints the median step, the run's wall time traced against untraced (the watch tax as the user
 pays it: > 1.00 is slower), TuneBench's pauses as a share of the traced run (sum of the steps' profiler_ns
 over the run's span), the longest pause in ms and in median steps, and how fast the traced steps ran against
-the untraced ones of the same run (what the figures leave out).
+the untraced ones of the same run (what the figures leave out); then, of the first traced run, the first
+session's start (before step 0: a few ms, where importing the compiler took 0.66-0.73 s) and each chunk's
+length in steps (the first is 3; the next ones grow while a chunk's stop stays within a step, up to --every).
 
 The shapes are scaled to a small CPU (2 cores: steps of ~1 ms to ~0.5 s) and written as people write them:
   vae        a VAE on 28x28 images (DataLoader, Adam; the MNIST example's model)
@@ -14,6 +16,9 @@ The shapes are scaled to a small CPU (2 cores: steps of ~1 ms to ~0.5 s) and wri
   regression a tiny regression with no DataLoader (~1 ms steps)
   siamese    a twin CNN on image pairs with a contrastive loss (DataLoader, Adadelta)
   superres   a sub-pixel super-resolution CNN (DataLoader, Adam)
+  slow_reads a DataLoader whose samples take 2 ms each (a sleep) in front of a small model: 35-40 ms steps
+             holding few ops, whose chunks grow to --every steps (the shape python/tests/test_trace_sampling.py
+             checked the growth on, until it failed on a quiet machine: the growth is the machine's)
 
 and the corpus's scripts that train in steps (python/tests/corpus/, public examples' shapes: a GAN, an
 actor-critic, a scaler, accumulation, a hand-written update, ...), each with the arguments that make it run
@@ -85,6 +90,23 @@ SHAPES = {
                 loss.backward()
                 opt.step()
     '''),
+    "slow_reads": textwrap.dedent('''
+        import time
+        from torch.utils.data import Dataset
+        class Slow(Dataset):
+            def __len__(self):
+                return 4096
+            def __getitem__(self, i):
+                time.sleep(0.002)
+                return torch.randn(32), torch.randn(1)
+        model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        for epoch in range(1000):
+            for x, y in DataLoader(Slow(), batch_size=16, shuffle=True):
+                opt.zero_grad()
+                F.mse_loss(model(x), y).backward()
+                opt.step()
+    '''),
     "superres": textwrap.dedent('''
         class Net(nn.Module):
             def __init__(self, r=3):
@@ -134,6 +156,13 @@ def run(python, script, steps, traced, every, tdir, script_args=(), cwd=None, sh
     return launch(python, args, script, "bench_watch_tax", script_args=script_args, cwd=cwd)
 
 
+def chunks_of(messages):
+    """(the first session's start in ms, each chunk's length in steps) of a traced run."""
+    steps = [m for m in messages if m["type"] == "step"]
+    lengths = [m["last_step"] - m["first_step"] + 1 for m in messages if m["type"] == "trace"]
+    return steps[0]["profiler_ns"] / 1e6, lengths
+
+
 def measure(messages):
     """(the run's span from its first step's start to its last step's end in s, median step ms, pauses ns
     after the first step, the traced steps' speed against the untraced ones)."""
@@ -174,13 +203,15 @@ def main():
             _, step_ms, _, _ = measure(run(a.python, path, 30, False, a.every, "", script_args, cwd))
             steps = max(60, int(a.seconds * 1000 / step_ms))
             spans = {False: [], True: []}
-            pauses, speeds, medians = [], [], []
+            pauses, speeds, medians, chunks = [], [], [], None
             for k in range(a.rounds):
                 for traced in ((False, True) if k % 2 == 0 else (True, False)):
-                    span, med, p, speed = measure(run(a.python, path, steps, traced, a.every,
-                                                      os.path.join(tmp, "chunks-%s-%d" % (name, k)), script_args, cwd,
-                                                      a.share))
+                    tdir = os.path.join(tmp, "chunks-%s-%d" % (name, k))
+                    messages = run(a.python, path, steps, traced, a.every, tdir, script_args, cwd, a.share)
+                    span, med, p, speed = measure(messages)
                     spans[traced].append(span)
+                    if traced and chunks is None:
+                        chunks = chunks_of(messages)
                     if traced:
                         pauses.append((sum(p) / 1e9 / span, max(p) / 1e6 if p else 0.0))
                         speeds.append(speed)
@@ -192,6 +223,7 @@ def main():
             longest = max(x[1] for x in pauses)
             print("%-22s %8.2f  %6.3fx (%d steps)    %6.1f%%     %8.1f ms = %5.1f steps  %5.2fx"
                   % (name, step, ratio, steps, 100 * share, longest, longest / step, statistics.median(speeds)))
+            print("%-22s first start %.1f ms; chunks of %s steps" % ("", chunks[0], ",".join(map(str, chunks[1]))))
             sys.stdout.flush()
 
 
