@@ -12,7 +12,14 @@ step, as ratios.
 With no script it runs two built-in shapes, on the GPU when there is one: a small CNN with a DataLoader
 worker (few ops, a short save) and a deep stack of tiny layers (many ops, a long save).
 
+--writer: in this process, the writer on its own (python/tunebench/trace/writer.py) with a real profiler chunk of
+12 000 ops (a save of a few hundred ms here), in place and forked, --rounds times each: the hand-over (submit();
+the fork, for a forked save: at a boundary, TuneBench's pause) and the longest the training thread then went
+without running Python until the chunk was announced (saved in place, the rewrite's blocks: well under 0.1 s;
+forked, 1-4 ms here, where a save in the writer's own thread stopped it 214-221 ms).
+
 usage: bench_trace_boundary.py [--script S] [--steps 100] [--every 20] [--rounds 2] [--python P]
+       bench_trace_boundary.py --writer [--rounds 3]
 """
 
 import argparse
@@ -81,7 +88,63 @@ def measure(messages):
     return pauses, median, after
 
 
+def writer(rounds):
+    """The writer's hand-over and the training thread's longest stall after it, in this process (see the
+    docstring)."""
+    import time
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
+    import torch
+    from tunebench.trace import tracer as tracing, writer as trace_writer
+
+    class Channel:
+        def __init__(self):
+            self.messages = []
+
+        def send(self, msg_type, **fields):
+            self.messages.append(dict(fields, type=msg_type))
+
+    def chunk(path):
+        x = torch.ones(4)
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            base_us = time.monotonic_ns() // 1000
+            mark_ns = tracing.clock_mark()
+            for k in range(3):
+                with torch.autograd.profiler.record_function("tunebench.span#%d" % (k + 1)):
+                    for _ in range(4000):
+                        x = x + 1
+        return trace_writer.Chunk(prof, path, {1: 0, 2: 1, 3: 2}, base_us, mark_ns)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for mode in ("0", "1"):
+            os.environ[trace_writer.FORK_ENV] = mode
+            w = trace_writer.ChunkWriter(Channel())
+            got = []
+            for r in range(rounds):
+                c = chunk(os.path.join(tmp, "chunk-%s-%d.json" % (mode, r)))
+                before = len(w.ch.messages)
+                w.save_here(c)
+                t0 = time.perf_counter()  # from before the hand-over: a writer thread that takes the GIL stops
+                w.submit(c)               # this thread inside submit()
+                handover = time.perf_counter() - t0
+                longest, last = 0.0, t0 + handover
+                while len(w.ch.messages) <= before:
+                    now = time.perf_counter()
+                    longest, last = max(longest, now - last), now
+                w.flush(30)
+                got.append((handover, longest))
+            print("TUNEBENCH_TRACE_FORK=%s  hand-over %s ms; longest stall after it %s ms"
+                  % (mode, ", ".join("%.1f" % (h * 1e3) for h, _ in got),
+                     ", ".join("%.1f" % (s * 1e3) for _, s in got)))
+        del os.environ[trace_writer.FORK_ENV]
+
+
 def main():
+    if "--writer" in sys.argv:
+        ap = argparse.ArgumentParser()
+        ap.add_argument("--writer", action="store_true")
+        ap.add_argument("--rounds", type=int, default=3)
+        writer(ap.parse_args().rounds)
+        return
     ap = argparse.ArgumentParser()
     ap.add_argument("--script")
     ap.add_argument("--steps", type=int, default=100)

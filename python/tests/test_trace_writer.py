@@ -1,5 +1,6 @@
-"""The trace writer and a chunk's rewrite with a real torch.profiler session in this process: the training
-thread's speed while a chunk is written, what the rewrite draws, and on which clock."""
+"""The trace writer and a chunk's rewrite with a real torch.profiler session in this process: where a chunk is
+saved (in place or in a forked child), what the rewrite draws, and on which clock. What a boundary costs the
+training thread either way: bench/bench_trace_boundary.py."""
 
 import json
 import os
@@ -11,9 +12,8 @@ import unittest
 
 class ChunkWriterTest(unittest.TestCase):
     """The writer with a real profiler session. Kineto's save holds the GIL for all of it, so it runs where
-    its time is TuneBench's pause (in place, on the training thread) or in a forked child; after the
-    hand-over the training thread keeps its Python speed either way, and the file and its announcement come
-    as before."""
+    its time is TuneBench's pause (in place, on the training thread) or in a forked child; the file and its
+    announcement come either way."""
 
     class Channel:
         def __init__(self):
@@ -37,18 +37,9 @@ class ChunkWriterTest(unittest.TestCase):
             mark_ns = tracing.clock_mark()
             for k in range(3):
                 with torch.autograd.profiler.record_function("tunebench.span#%d" % (k + 1)):
-                    for _ in range(4000):  # 12 000 ops: a save of a few hundred ms here
+                    for _ in range(400):
                         x = x + 1
         return trace_writer.Chunk(prof, os.path.join(self.dir.name, name), {1: 0, 2: 1, 3: 2}, base_us, mark_ns)
-
-    @staticmethod
-    def spin(box, t0):
-        """The longest this thread went without running Python, from t0 until `box` (a list) has something."""
-        longest, last = 0.0, t0
-        while not box:
-            now = time.perf_counter()
-            longest, last = max(longest, now - last), now
-        return max(longest, time.perf_counter() - last)
 
     def writer(self, mode):
         from tunebench.trace import writer as trace_writer
@@ -59,17 +50,13 @@ class ChunkWriterTest(unittest.TestCase):
             del os.environ[trace_writer.FORK_ENV]
 
     def write(self, w, name, stop_s=0.0):
-        """Hands a chunk to `w` as the tracer does at a boundary: (save ns, fork ns, longest stall after).
+        """Hands a chunk to `w` as the tracer does at a boundary: (save ns, fork ns).
         stop_s: how long its session is said to have taken to stop."""
         c = self.chunk(name)
         c.stop_ns = int(stop_s * 1e9)
         before = len(w.ch.messages)
         saved = w.save_here(c)
-        # From before the hand-over: a writer thread that takes the GIL stops this thread inside submit().
-        t0 = time.perf_counter()
         forked = w.submit(c)
-        self.handover = time.perf_counter() - t0
-        stalled = self.spin(_Since(w.ch.messages, before), t0 + self.handover)
         self.assertEqual(w.flush(30), 0)
         msgs = w.ch.messages[before:]
         self.assertEqual([m["type"] for m in msgs], ["trace"], msgs)
@@ -78,25 +65,18 @@ class ChunkWriterTest(unittest.TestCase):
             doc = json.load(f)
         self.assertEqual(sorted(e["name"] for e in doc["traceEvents"] if e.get("name", "").startswith("ProfilerStep#")),
                          ["ProfilerStep#0", "ProfilerStep#1", "ProfilerStep#2"])
-        return saved, forked, stalled
+        return saved, forked
 
-    def test_a_forked_writer_leaves_the_training_thread_its_speed(self):
-        saved, forked, stalled = self.write(self.writer("1"), "forked.json")
+    def test_a_forked_writer_saves_in_its_child(self):
+        # The fork is in submit(): at a boundary, TuneBench's pause; the save, the child's.
+        saved, forked = self.write(self.writer("1"), "forked.json")
         self.assertEqual(saved, 0)
         self.assertGreater(forked, 0)
-        # Saved in the writer's thread, this chunk stopped this thread for the whole save: 214-221 ms here;
-        # with the forked writer at most 1-4 ms after the hand-over. The fork itself (40-53 ms with 1.2 GB
-        # held) is in submit(): at a boundary, TuneBench's pause. Counted with it, the longest stop was once
-        # 286 ms, after the launcher's tests had run in this process.
-        self.assertLess(stalled, 0.1, (stalled, self.handover))
-        self.assertLess(self.handover, 1.0, self.handover)
 
     def test_a_chunk_saved_in_place_leaves_the_writer_only_its_rewrite(self):
-        saved, forked, stalled = self.write(self.writer("0"), "here.json")
+        saved, forked = self.write(self.writer("0"), "here.json")
         self.assertGreater(saved, 0)
         self.assertEqual(forked, 0)
-        # The rewrite holds the GIL in blocks well under a millisecond; the save is done already.
-        self.assertLess(stalled, 0.1, (stalled, saved))
 
     def test_auto_forks_a_chunk_that_was_long_to_stop_and_all_after_a_long_save(self):
         from tunebench.trace import writer as trace_writer
@@ -104,33 +84,43 @@ class ChunkWriterTest(unittest.TestCase):
         keep = trace_writer.FORK_ABOVE_S
         try:
             trace_writer.FORK_ABOVE_S = 1.0
-            saved, forked, _ = self.write(w, "short.json", stop_s=0.001)
+            saved, forked = self.write(w, "short.json", stop_s=0.001)
             self.assertEqual((saved > 0, forked, w.mode), (True, 0, "auto"))
-            saved, forked, _ = self.write(w, "big.json", stop_s=1.0)  # its save would be long: forked
+            saved, forked = self.write(w, "big.json", stop_s=1.0)  # its save would be long: forked
             self.assertEqual((saved, forked > 0, w.mode), (0, True, "auto"))
             trace_writer.FORK_ABOVE_S = 1e-6  # this chunk's save counts as long (a slow disk): forked from now on
-            saved, forked, _ = self.write(w, "slow.json", stop_s=0.0)
+            saved, forked = self.write(w, "slow.json", stop_s=0.0)
             self.assertEqual((saved > 0, forked, w.mode), (True, 0, "fork"))
             trace_writer.FORK_ABOVE_S = 1.0
-            saved, forked, _ = self.write(w, "after.json", stop_s=0.001)
+            saved, forked = self.write(w, "after.json", stop_s=0.001)
             self.assertEqual((saved, forked > 0), (0, True))
         finally:
             trace_writer.FORK_ABOVE_S = keep
 
 
-class _Since:
-    """The messages after the first `n` of a list, tested for emptiness as the list grows."""
-
-    def __init__(self, messages, n):
-        self.messages, self.n = messages, n
-
-    def __bool__(self):
-        return len(self.messages) > self.n
-
-
 class TraceChunkTest(unittest.TestCase):
-    """A real profiler session with the tracer's clock marker, exported both ways torch writes a chunk
-    (Kineto's object, the legacy array), then made final as the writer makes it."""
+    """A real profiler session with the tracer's clock marker (one for the class: it spans a second), exported
+    both ways torch writes a chunk (Kineto's object, the legacy array), then made final as the writer makes it."""
+
+    @classmethod
+    def setUpClass(cls):
+        # Kineto saves a session once: its two exports are kept, and each test makes its chunk from a copy.
+        prof, cls.base_us, cls.mark_ns, cls.probes = cls.session()
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "chunk.json")
+            prof.export_chrome_trace(path)
+            with open(path, "rb") as f:
+                cls.kineto = f.read()
+            prof.events().export_chrome_trace(path)  # what a torch without Kineto writes: a bare array
+            with open(path, "rb") as f:
+                cls.legacy = f.read()
+
+    def export(self, name, legacy=False):
+        """A chunk as torch exported it (Kineto's object, or the legacy array): its path."""
+        path = os.path.join(self.dir.name, name)
+        with open(path, "wb") as f:
+            f.write(self.legacy if legacy else self.kineto)
+        return path
 
     def setUp(self):
         self.dir = tempfile.TemporaryDirectory()
@@ -138,7 +128,8 @@ class TraceChunkTest(unittest.TestCase):
     def tearDown(self):
         self.dir.cleanup()
 
-    def session(self):
+    @staticmethod
+    def session():
         """(profile, base_us, mark_ns, probes): probes are Pause records of monotonic brackets around the
         start of a `probe#k` range, spread over a second of the session (the TSC conversion could drift)."""
         import torch
@@ -198,16 +189,14 @@ class TraceChunkTest(unittest.TestCase):
         names = {e.get("name") for e in events}
         self.assertTrue({"ProfilerStep#0", "ProfilerStep#1", "ProfilerStep#2", "## outside training ##"} <= names)
         self.assertFalse(any(str(n).startswith("tunebench.span#") for n in names))
-        self.assertEqual(doc["cpu_cores"], "2")
+        self.assertEqual(doc["cpu_cores"], str(os.cpu_count()))
         self.assertEqual(doc["tunebench_run"], "script")
 
     def test_pauses_are_drawn_on_the_chunks_clock(self):
-        prof, base_us, mark_ns, probes = self.session()
-        kineto = os.path.join(self.dir.name, "kineto.json")
-        prof.export_chrome_trace(kineto)
+        base_us, mark_ns, probes = self.base_us, self.mark_ns, self.probes
+        kineto = self.export("kineto.json")
         self.check_clock(self.finished(kineto, base_us, mark_ns, probes), probes)
-        legacy = os.path.join(self.dir.name, "legacy.json")
-        prof.events().export_chrome_trace(legacy)  # what a torch without Kineto writes: a bare array
+        legacy = self.export("legacy.json", legacy=True)
         with open(legacy) as f:
             self.assertIsInstance(json.load(f), list)
         doc = self.finished(legacy, base_us, mark_ns, probes)
@@ -219,9 +208,8 @@ class TraceChunkTest(unittest.TestCase):
     def test_a_python_frame_named_with_bare_quotes_is_escaped(self):
         """Kineto writes a Python frame's name unescaped; a module imported inside a chunk recorded with stacks
         is named by its first line, a docstring's three quotes, and the chunk stopped parsing."""
-        prof, base_us, mark_ns, probes = self.session()
-        path = os.path.join(self.dir.name, "kineto.json")
-        prof.export_chrome_trace(path)
+        base_us, mark_ns, probes = self.base_us, self.mark_ns, self.probes
+        path = self.export("kineto.json")
         with open(path) as f:
             text = f.read()
         bad = ('  {\n    "ph": "X", "cat": "python_function", "name": "PIL/ImageFile.py(0): """", "pid": 1, '
@@ -239,11 +227,9 @@ class TraceChunkTest(unittest.TestCase):
 
     def test_the_text_rewrite_keeps_every_other_event_whatever_its_blocks(self):
         from tunebench.trace import chunk as trace_chunk
-        prof, base_us, mark_ns, probes = self.session()
-        path = os.path.join(self.dir.name, "kineto.json")
-        prof.export_chrome_trace(path)
-        with open(path, "rb") as f:
-            original = f.read()
+        base_us, mark_ns, probes = self.base_us, self.mark_ns, self.probes
+        path = self.export("kineto.json")
+        original = self.kineto
         expected = json.loads(original)
         for e in expected["traceEvents"]:
             n = e.get("name")
