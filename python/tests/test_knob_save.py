@@ -21,8 +21,8 @@ import zipfile
 
 import torch
 
-from tests.launch_util import Child
-from tests.test_corpus import CORPUS, ENV, _plain
+from tests.launch_util import Child, Plain
+from tests.test_corpus import CORPUS, ENV
 from tunebench import knobs, script_errors
 from tunebench.hooks import model as hooks_model, optimizer as hooks_optimizer
 from tunebench.state import Run
@@ -312,13 +312,15 @@ class LoadErrors(unittest.TestCase):
             self.skipTest("torch.load is weights_only by default from torch 2.6")
         d = tempfile.mkdtemp(prefix="tb-load-")
         self.addCleanup(shutil.rmtree, d, True)
+        os.makedirs(os.path.join(d, "launched"))  # the launched run beside the plain one: its model.pt apart
         path = os.path.join(d, "load_own_class.py")
         with open(path, "w") as f:
             f.write(TORCH_LOAD)
-        code, _, err = _plain(path, [], d)
-        self.assertEqual(code, 1)
-        c = Child(path, env=ENV, cwd=d)
+        plain = Plain(path, env=ENV, cwd=d)
+        c = Child(path, env=ENV, cwd=os.path.join(d, "launched"))
         lcode, _, lerr = c.finish(120)
+        code, _, err = plain.result()
+        self.assertEqual(code, 1)
         self.assertEqual((lcode, lerr), (code, err))
         message = next(m for m in c.messages if m["type"] == "error")["message"]
         self.assertTrue(message.startswith("_pickle.UnpicklingError: Weights only load failed. "), message)
@@ -330,42 +332,39 @@ class LoadErrors(unittest.TestCase):
 
 
 class WholeModelCheckpoints(unittest.TestCase):
-    """A script that saves its whole model every epoch and loads it back at the end, under the model knobs:
-    the same stdout as run plainly, exit 0, a step per iteration, and checkpoints without tunebench inside."""
+    """A script that saves its whole model every epoch and loads it back at the end, under the model knobs (and
+    the optimizer's) at once: the same stdout as run plainly, exit 0, a step per iteration, and checkpoints without
+    tunebench inside. Each knob on its own, compile=on too: KnobSave in this process (the same pickling);
+    the script under compile=on, TorchInductor's C++ build and all: bench/bench_compile.py."""
     maxDiff = None
-
-    def run_under(self, launcher_args, timeout=300):
-        d = tempfile.mkdtemp(prefix="tb-ckpt-")
-        self.addCleanup(shutil.rmtree, d, True)
-        c = Child(os.path.join(CORPUS, "checkpoint_whole_model.py"), launcher_args=launcher_args, env=ENV, cwd=d)
-        code, out, err = c.finish(timeout)
-        return code, out, err, c.messages, os.path.join(d, "ckpt.pt")
 
     def test_whole_model_checkpoints_under_model_knobs(self):
         d = tempfile.mkdtemp(prefix="tb-ckpt-")
         self.addCleanup(shutil.rmtree, d, True)
-        pcode, pout, perr = _plain(os.path.join(CORPUS, "checkpoint_whole_model.py"), [], d)
+        launched = os.path.join(d, "launched")  # beside the plain run: its checkpoints apart
+        os.makedirs(launched)
+        script = os.path.join(CORPUS, "checkpoint_whole_model.py")
+        s = "amp=bf16,channels_last=on,zero_grad_none=on"
+        plain = Plain(script, env=ENV, cwd=d)
+        c = Child(script, launcher_args=["--set", s], env=ENV, cwd=launched)
+        code, out, err = c.finish(300)
+        messages, ckpt = c.messages, os.path.join(launched, "ckpt.pt")
+        pcode, pout, perr = plain.result()
         self.assertEqual(pcode, 0, perr[-2000:])
         self.assertTrue(pout.strip().endswith("hooks and compiled calls (0, 0)"), pout[-300:])
         iterations = len(re.findall(r"(?m)^epoch \d+ iter \d+ ", pout))
-        settings = ["amp=bf16", "channels_last=on", "amp=bf16,channels_last=on,zero_grad_none=on"]
-        if HAS_CXX:
-            settings.append("compile=on,amp=bf16")
-        for s in settings:
-            with self.subTest(set=s):
-                code, out, err, messages, ckpt = self.run_under(["--set", s])
-                self.assertEqual(code, 0, err[-2000:])
-                self.assertEqual(out, pout)
-                with zipfile.ZipFile(ckpt) as z:  # the last checkpoint: no object of ours pickled in it
-                    self.assertNotIn(b"tunebench", z.read(next(n for n in z.namelist() if n.endswith("data.pkl"))))
-                steps = [m for m in messages if m["type"] == "step"]
-                self.assertEqual(len(steps), iterations)
-                started = next(m for m in messages if m["type"] == "started")
-                for kv in s.split(","):
-                    k, v = kv.split("=")
-                    self.assertEqual(started["config"][k], v)
-                self.assertFalse([m for m in messages if m["type"] in ("warning", "error")])
-                self.assertEqual(messages[-1]["summary"]["reason"], "completed")
+        self.assertEqual(code, 0, err[-2000:])
+        self.assertEqual(out, pout)
+        with zipfile.ZipFile(ckpt) as z:  # the last checkpoint: no object of ours pickled in it
+            self.assertNotIn(b"tunebench", z.read(next(n for n in z.namelist() if n.endswith("data.pkl"))))
+        steps = [m for m in messages if m["type"] == "step"]
+        self.assertEqual(len(steps), iterations)
+        started = next(m for m in messages if m["type"] == "started")
+        for kv in s.split(","):
+            k, v = kv.split("=")
+            self.assertEqual(started["config"][k], v)
+        self.assertFalse([m for m in messages if m["type"] in ("warning", "error")])
+        self.assertEqual(messages[-1]["summary"]["reason"], "completed")
 
 
 if __name__ == "__main__":
