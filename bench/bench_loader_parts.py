@@ -14,11 +14,21 @@ adds a sample against the same round's untimed turn, its mean and standard error
 more: about ±0.6%). At 96x128 JPEGs (a 0.28 ms sample: the worst case, timing's cost is per sample) and with
 --big at 375x500 (ImageNet's size, through a 224 crop).
 
+The traced runs also give the spread of their chunks' clock offsets (each chunk states its clock's offset to the
+monotonic one, which the loader's lanes are placed by: one clock, so the spread is the clock marker's own jitter;
+under 5 ms was the tests' bound until it moved here).
+
+--receive: what the receive probe (python/tunebench/hooks/loader_receive.py) measures for taking a batch from a
+worker, in this process: a small batch (576 bytes) and a 64 MB one (16384 pages to map and touch: a millisecond
+and more on any x86; 4.2-4.6 ms here against 0.5-0.9), the median of --rounds probes each.
+
 usage: bench_loader_parts.py [--images 256] [--steps 120] [--rounds 3] [--python P]
        bench_loader_parts.py --micro [--big]
+       bench_loader_parts.py --receive [--rounds 9]
 """
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -63,14 +73,36 @@ def make_images(root, n):
 
 
 def one(python, script, images, workers, steps, on, tdir):
-    """(median untraced step ms, the loop's wait share) of one traced run."""
+    """(median untraced step ms, the loop's wait share, the spread of the chunks' clock offsets in us) of one
+    traced run."""
     env = {"TUNEBENCH_LOADER_PARTS": "on" if on else "off"}
     msgs = launch(python, ["--steps", str(steps), "--trace-dir", tdir], script, "bench_loader_parts",
                   env_extra=env, script_args=[images, str(workers)])
     steps = [m for m in msgs if m["type"] == "step"][5:]  # past the first batches' start-up
     free = [s for s in steps if not s.get("traced")]
     wait = sum(s["data_wait_ns"] for s in free) / max(1, sum(s["wall_ns"] for s in free))
-    return statistics.median(s["wall_ns"] for s in free) / 1e6, wait
+    offsets = []
+    for m in msgs:
+        if m["type"] == "trace":
+            with open(m["path"]) as f:
+                offsets.append(float(json.load(f)["tunebench_clock_offset_us"]))
+    return statistics.median(s["wall_ns"] for s in free) / 1e6, wait, max(offsets) - min(offsets) if offsets else 0.0
+
+
+def receive(rounds):
+    """The receive probe's figures for a small and a 64 MB batch, in this process (see the docstring)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
+    import torch
+    from tunebench.hooks import loader_receive
+    batches = (("small", lambda: (torch.zeros(8, 16), torch.arange(8))),
+               ("64 MB", lambda: {"x": torch.ones(4, 4096, 1024), "y": [torch.arange(4)]}))
+    got = {name: [] for name, _ in batches}
+    for r in range(rounds):
+        for name, make in (batches if r % 2 == 0 else batches[::-1]):
+            got[name].append(loader_receive.measure(make()))
+    print("receive probe, median of %d: %s" % (rounds, "; ".join(
+        "%s batch (%d bytes) %.3f ms" % (name, v[0]["bytes"], statistics.median(x["ns"] for x in v) / 1e6)
+        for name, v in got.items())))
 
 
 def micro(big):
@@ -157,6 +189,12 @@ def main():
     if "--micro" in sys.argv:
         micro("--big" in sys.argv)
         return
+    if "--receive" in sys.argv:
+        ap = argparse.ArgumentParser()
+        ap.add_argument("--receive", action="store_true")
+        ap.add_argument("--rounds", type=int, default=9)
+        receive(ap.parse_args().rounds)
+        return
     ap = argparse.ArgumentParser()
     ap.add_argument("--images", type=int, default=256)
     ap.add_argument("--steps", type=int, default=120)
@@ -169,17 +207,20 @@ def main():
         script = os.path.join(tmp, "train.py")
         with open(script, "w") as f:
             f.write(SCRIPT)
-        print("workers  step ms off  step ms on  on/off  loop's wait")
+        print("workers  step ms off  step ms on  on/off  loop's wait  chunk clock offsets' spread")
         for workers in (0, 2):
             ms = {True: [], False: []}
-            waits = []
+            waits, spreads = [], []
             for k in range(a.rounds):
                 for on in ((False, True) if k % 2 == 0 else (True, False)):
-                    step, wait = one(a.python, script, images, workers, a.steps, on, os.path.join(tmp, "t%d" % k))
+                    step, wait, spread = one(a.python, script, images, workers, a.steps, on,
+                                             os.path.join(tmp, "t%d-%d-%d" % (workers, k, on)))
                     ms[on].append(step)
                     waits.append(wait)
+                    spreads.append(spread)
             off, on = statistics.median(ms[False]), statistics.median(ms[True])
-            print("%7d  %11.2f  %10.2f  %6.3f  %10.0f%%" % (workers, off, on, on / off, 100 * statistics.median(waits)))
+            print("%7d  %11.2f  %10.2f  %6.3f  %10.0f%%  %.0f us at most" % (workers, off, on, on / off,
+                                                                          100 * statistics.median(waits), max(spreads)))
             sys.stdout.flush()
 
 
