@@ -16,16 +16,16 @@
 // What holds on any machine, busy or quiet: the commands end as they should, the documents have their fields,
 // and those agree with each other and across outputs (the run's JSON, its lines, the trace, `analyze`, the
 // tune's JSON, its summary lines, its report and its patch). How fast, how input-bound, whether a prediction
-// holds, whether tracing's cost shows and whether a patch pays are measurements: bench/bench_loader_parts.py
-// --verdict, bench/bench_script.py --tracing-cost and --shapes, bench/bench_engine_patch_check.cpp.
+// holds, whether tracing's cost shows and whether a patch pays are measurements: bench/bench_loader_verdict.py,
+// bench/bench_script.py --tracing-cost and --shapes, bench/bench_engine_patch_check.cpp.
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <climits>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -179,7 +179,8 @@ class E2eScript : public testing::Test {
       hand_edit();
     }
     // Steps enough that at least 5 are traced after the 10 untraced reference steps, however late the run's
-    // `trace start` reaches the script on a busy machine.
+    // `trace start` reaches the script on a busy machine. Traced from the start, the stacks would hold the script's
+    // set-up too (its optimizer imports torch._dynamo, and sympy with it: 1.26 million Python events, ~12 s of CPU).
     patched_ = tb::test_util::run_cli_shell(
         "", "run --script " + dir_ + "/patched/train.py --steps 80 --trace-share 0 --trace " + dir_ +
                 "/patched.trace.json --trace-detail shapes,stack --json " + dir_ + "/patched.json",
