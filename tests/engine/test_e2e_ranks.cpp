@@ -105,7 +105,7 @@ ServeLog serve(const std::vector<std::string>& args, const std::vector<std::stri
   log.ended = s.until(
       [&](const nlohmann::json& m) {
         log.messages.push_back(m);
-        if (m.value("type", "") == "step" && log.ranks.empty()) log.ranks = s.ranks();
+        if (m.value("type", "") == "step" && log.ranks.size() != 2) log.ranks = s.ranks();
         on(s, m, log);
         return m.value("type", "") == "done";
       },
@@ -279,16 +279,22 @@ class E2eRanks : public testing::Test {
   // A follower killed mid-run: rank 0 ends the run with a non-recoverable error, the launcher names the rank.
   static void serve_follower_killed() {
     int steps = 0;
-    follower_killed_ = serve({}, {}, [&](Serve&, const nlohmann::json& m, ServeLog& log) {
-      if (m.value("type", "") == "step" && ++steps == 4 && log.ranks.size() == 2) ::kill(log.ranks[1], SIGKILL);
+    follower_killed_ = serve({}, {}, [&](Serve& s, const nlohmann::json& m, ServeLog& log) {
+      if (m.value("type", "") == "step" && ++steps == 4) {
+        if (log.ranks.size() == 2) ::kill(log.ranks[1], SIGKILL);
+        else s.send({{"type", "stop"}});  // no rank to kill: the case says so
+      }
     });
   }
 
   // Rank 0 (the one that speaks) killed: the launcher still sends an error and `done`, and the follower ends.
   static void serve_rank0_killed() {
     int steps = 0;
-    rank0_killed_ = serve({}, {}, [&](Serve&, const nlohmann::json& m, ServeLog& log) {
-      if (m.value("type", "") == "step" && ++steps == 3 && log.ranks.size() == 2) ::kill(log.ranks[0], SIGKILL);
+    rank0_killed_ = serve({}, {}, [&](Serve& s, const nlohmann::json& m, ServeLog& log) {
+      if (m.value("type", "") == "step" && ++steps == 3) {
+        if (log.ranks.size() == 2) ::kill(log.ranks[0], SIGKILL);
+        else s.send({{"type", "stop"}});  // no rank to kill: the case says so
+      }
     });
   }
 
@@ -560,6 +566,7 @@ TEST_F(E2eRanks, StdinClosedEndsEveryRank) {
 // A follower killed mid-run: rank 0 ends the run with a non-recoverable error, the launcher names the rank, the
 // steps before are kept (done's summary counts them).
 TEST_F(E2eRanks, AFollowerThatDiesEndsTheRunWithItsName) {
+  ASSERT_EQ(follower_killed_.ranks.size(), 2u) << "the launcher's children";
   ASSERT_TRUE(follower_killed_.ended) << follower_killed_.err;
   EXPECT_NE(follower_killed_.exit, 0);
   const auto error = follower_killed_.last("error");
@@ -570,11 +577,11 @@ TEST_F(E2eRanks, AFollowerThatDiesEndsTheRunWithItsName) {
 }
 
 TEST_F(E2eRanks, ARankZeroThatDiesStillAnswers) {
+  ASSERT_EQ(rank0_killed_.ranks.size(), 2u) << "the launcher's children";
   ASSERT_TRUE(rank0_killed_.ended) << rank0_killed_.err;
   EXPECT_NE(rank0_killed_.exit, 0);
   EXPECT_NE(rank0_killed_.last("error").value("message", "").find("rank 0 of the data-parallel group was killed by signal 9"),
             std::string::npos) << rank0_killed_.last("error").dump();
-  ASSERT_EQ(rank0_killed_.ranks.size(), 2u);
   EXPECT_TRUE(gone(rank0_killed_.ranks[1])) << "the follower outlived rank 0";
 }
 
