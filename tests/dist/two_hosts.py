@@ -446,6 +446,8 @@ def main():
     if probe.returncode != 0:
         skip("no time namespaces here: " + probe.stdout.strip())
     work = tempfile.mkdtemp(prefix="tb_two_hosts_")
+    # Every child's temporary files under it (torchrun's agent leaves a torchelastic_* directory), removed with it.
+    os.environ["TMPDIR"] = work
     failures = []
 
     def timed(check, hosts, *args):

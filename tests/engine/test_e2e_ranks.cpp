@@ -145,7 +145,9 @@ class E2eRanks : public testing::Test {
   }
   static std::string tmp(const std::string& name) { return dir_ + "/" + name; }
   // 240 s: a hang guard, never the time a group is held to.
-  static Out cli(const std::string& env, const std::string& args) { return tb::test_util::run_cli_shell(env, args, 240); }
+  static Out cli(const std::string& env, const std::string& args) {
+    return tb::test_util::run_cli_shell(env, args, 240);
+  }
 
   // A traced group with a static graph (DDP(static_graph=True): its first iteration all-reduces after
   // backward), and its trace analysed.
@@ -200,7 +202,8 @@ class E2eRanks : public testing::Test {
     ::waitpid(launcher, nullptr, 0);
     for (int i = 0; i < 200 && !orphans_gone_; ++i) {  // 10 s
       orphans_gone_ = true;
-      for (pid_t p : ranks) orphans_gone_ = orphans_gone_ && tb::test_util::command_line(p).find(marker) == std::string::npos;
+      for (pid_t p : ranks)
+        orphans_gone_ = orphans_gone_ && tb::test_util::command_line(p).find(marker) == std::string::npos;
       if (!orphans_gone_) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     for (pid_t p : ranks)
@@ -215,9 +218,10 @@ class E2eRanks : public testing::Test {
       torchrun_skipped_ = torchrun + " is not installed";
       return;
     }
-    const std::string cmd = "timeout 240 " + torchrun + " --standalone --nproc_per_node 2 --no_python " +
-                            std::string(TB_CLI_PATH) + " " + run_args(tmp("torchrun.json"), "batch_size=4") +
-                            " >" + tmp("torchrun.log") + " 2>&1";
+    // TMPDIR: torchrun's agent leaves its torchelastic_* directory there, removed with the suite's.
+    const std::string cmd = "TMPDIR=" + dir_ + " timeout 240 " + torchrun +
+                            " --standalone --nproc_per_node 2 --no_python " + std::string(TB_CLI_PATH) + " " +
+                            run_args(tmp("torchrun.json"), "batch_size=4") + " >" + tmp("torchrun.log") + " 2>&1";
     const int status = std::system(cmd.c_str());
     torchrun_exit_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
@@ -226,11 +230,9 @@ class E2eRanks : public testing::Test {
   // final, windows of at least 1 s) needs ~13 s and its calibration, so the noise floor and the baseline's
   // snapshot run on any machine; on a busy one no knob may fit, which the tune must then say.
   static void tune() {
-    tune_ = tb::test_util::run_cli_shell(
-        "", "tune --model mnist_cnn --data imagefolder:" + dir_ + "/images --input 1,28,28 --warmup 2 --dist-timeout 20"
-            " --ranks 2 --set batch_size=4 --knobs bucket_cap_mb,comm_hook,static_graph --budget 20 --rounds 2 --json " +
-            tmp("tune.json") + " --report " + tmp("tune.html"),
-        240);
+    tune_ = cli("", "tune --model mnist_cnn --data imagefolder:" + dir_ + "/images --input 1,28,28 --warmup 2" +
+                        " --dist-timeout 20 --ranks 2 --set batch_size=4 --knobs bucket_cap_mb,comm_hook,static_graph" +
+                        " --budget 20 --rounds 2 --json " + tmp("tune.json") + " --report " + tmp("tune.html"));
   }
 
   // The live group: two knob changes at step 4 (every rank's batch grows), then a batch that fits on rank 0
@@ -267,12 +269,13 @@ class E2eRanks : public testing::Test {
   // here, that the live group runs it (its calibration's steps at least) and trains on in step.
   static void serve_tune() {
     int steps = 0, after = 0;
-    serve_tune_ = serve({"--report-dir", tmp("live_reports")}, {}, [&](Serve& s, const nlohmann::json& m, ServeLog& log) {
+    const auto on = [&](Serve& s, const nlohmann::json& m, ServeLog& log) {
       const std::string type = m.value("type", "");
       if (type == "step" && ++steps == 2)
         s.send({{"type", "tune"}, {"budget_s", 10}, {"knobs", {"bucket_cap_mb", "static_graph"}}});
       if (type == "step" && !log.last("tune_done").is_null() && ++after == 3) ::close(std::exchange(s.in, -1));
-    });
+    };
+    serve_tune_ = serve({"--report-dir", tmp("live_reports")}, {}, on);
     serve_tune_steps_ = steps;
   }
 
@@ -303,7 +306,8 @@ class E2eRanks : public testing::Test {
   static int knobs_port_, live_port_, live_oom_asked_at_, orphans_started_, torchrun_exit_, serve_tune_steps_;
   static bool orphans_gone_;
   static ServeLog live_, serve_tune_, follower_killed_, rank0_killed_;
-  static std::vector<std::pair<int, int>> live_samples_;  // each step message: its samples, knob changes applied before it
+  // Each step message of the live group: its samples, and the knob changes applied before it.
+  static std::vector<std::pair<int, int>> live_samples_;
 };
 std::string E2eRanks::dir_, E2eRanks::torchrun_skipped_;
 Out E2eRanks::traced_, E2eRanks::analyzed_, E2eRanks::knobs_, E2eRanks::killed_, E2eRanks::tune_;
@@ -416,7 +420,8 @@ TEST_F(E2eRanks, APortTakenBeforeRankZeroListensIsRetriedOnAnother) {
   ASSERT_GT(knobs_port_, 0);
   EXPECT_EQ(knobs_.code, 0) << knobs_.err;
   const std::string port = std::to_string(knobs_port_);
-  EXPECT_NE(knobs_.err.find("rank 0: cannot open the rendezvous store on port " + port), std::string::npos) << knobs_.err;
+  EXPECT_NE(knobs_.err.find("rank 0: cannot open the rendezvous store on port " + port), std::string::npos)
+      << knobs_.err;
   EXPECT_NE(knobs_.err.find("run: port " + port + " was taken before rank 0 could listen on it"), std::string::npos)
       << knobs_.err;
 }
@@ -472,7 +477,8 @@ TEST_F(E2eRanks, TheGroupsTuneTriesOrSkipsEachDdpKnobAndReportsTheCommunication)
     if (skipped.count(k)) {
       EXPECT_FALSE(skipped[k].empty()) << k;
       // The terminal's skipped line names it with its reason ("bucket_cap_mb=5(budget)").
-      if (skipped[k].rfind("budget", 0) == 0) EXPECT_NE(skipped_line.find(std::string(k) + "="), std::string::npos) << tune_.out;
+      if (skipped[k].rfind("budget", 0) == 0)
+        EXPECT_NE(skipped_line.find(std::string(k) + "="), std::string::npos) << tune_.out;
     }
   }
   ASSERT_FALSE(j["snapshots"].empty());
@@ -573,15 +579,17 @@ TEST_F(E2eRanks, AFollowerThatDiesEndsTheRunWithItsName) {
   ASSERT_TRUE(error.is_object()) << follower_killed_.err;
   EXPECT_FALSE(error["recoverable"].get<bool>());
   EXPECT_GE(follower_killed_.last("done")["summary"]["steps"].get<int>(), 4);
-  EXPECT_NE(follower_killed_.err.find("serve: rank 1 was killed by signal 9"), std::string::npos) << follower_killed_.err;
+  EXPECT_NE(follower_killed_.err.find("serve: rank 1 was killed by signal 9"), std::string::npos)
+      << follower_killed_.err;
 }
 
 TEST_F(E2eRanks, ARankZeroThatDiesStillAnswers) {
   ASSERT_EQ(rank0_killed_.ranks.size(), 2u) << "the launcher's children";
   ASSERT_TRUE(rank0_killed_.ended) << rank0_killed_.err;
   EXPECT_NE(rank0_killed_.exit, 0);
-  EXPECT_NE(rank0_killed_.last("error").value("message", "").find("rank 0 of the data-parallel group was killed by signal 9"),
-            std::string::npos) << rank0_killed_.last("error").dump();
+  const auto error = rank0_killed_.last("error");
+  EXPECT_NE(error.value("message", "").find("rank 0 of the data-parallel group was killed by signal 9"),
+            std::string::npos) << error.dump();
   EXPECT_TRUE(gone(rank0_killed_.ranks[1])) << "the follower outlived rank 0";
 }
 

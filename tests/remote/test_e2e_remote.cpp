@@ -148,7 +148,8 @@ class E2eRemote : public testing::Test {
     fs::permissions(fake, fs::perms::owner_all);
     foreign_cli_ = run_cli_shell("", "knobs --remote tbtest --remote-cli " + fake, 60);
     // A CPU-only server asked for CUDA (on a CUDA server with a GPU the run just works).
-    cuda_ = run_cli_shell("", "run " + remote("tbtest") + " --model mnist_cnn --data synthetic --steps 3 --device cuda", 120);
+    cuda_ = run_cli_shell("", "run " + remote("tbtest") + " --model mnist_cnn --data synthetic --steps 3 --device cuda",
+                          120);
   }
 
   // The client killed (SIGKILL) while its run trains on the server.
@@ -187,8 +188,9 @@ class E2eRemote : public testing::Test {
   // Two nodes of one rank each, traced.
   static void group_run() {
     if (!have_torchrun_) return;
-    group_ = run_cli_shell("", "run " + remote("tb-group,tb-group") + " --model mnist_cnn --data synthetic --steps 6 "
-                               "--warmup 2 --dist-timeout 30 --json " + out_ + "/g.json --trace " + out_ + "/g.trace.json",
+    group_ = run_cli_shell("", "run " + remote("tb-group,tb-group") +
+                                   " --model mnist_cnn --data synthetic --steps 6 --warmup 2 --dist-timeout 30" +
+                                   " --json " + out_ + "/g.json --trace " + out_ + "/g.trace.json",
                            300);
     group_tmp_empty_ = wait_for([&] { return tmp_empty("group"); }, 5);
   }
@@ -227,7 +229,8 @@ class E2eRemote : public testing::Test {
     tb::test_util::KillAtExit guard{cli};
     group_signalled_.started = wait_for([&] { return remote_runs(kGroupSignalled) >= 2; }, 90);
     ::kill(cli, SIGTERM);
-    group_signalled_.client_ended = wait_for([&] { return ::waitpid(cli, &group_signalled_.status, WNOHANG) == cli; }, 40);
+    group_signalled_.client_ended =
+        wait_for([&] { return ::waitpid(cli, &group_signalled_.status, WNOHANG) == cli; }, 40);
     if (group_signalled_.client_ended) guard.pid = -1;
     // Right when the client ends: it waits for its hosts.
     group_signalled_.runs_gone = tb::test_util::processes_with(kGroupSignalled).empty();
@@ -373,7 +376,8 @@ TEST_F(E2eRemote, AKilledSshEndsTheClientWithAMessageAndStopsTheRun) {
 TEST_F(E2eRemote, AGroupAcrossTwoHostsRunsUnderTorchrunOnEach) {
   if (!have_torchrun_) GTEST_SKIP() << "torchrun is not installed";
   ASSERT_EQ(group_.code, 0) << group_.err;
-  EXPECT_NE(group_.err.find("a group of 2 hosts x 1 rank(s), rendezvous at 127.0.0.1:"), std::string::npos) << group_.err;
+  EXPECT_NE(group_.err.find("a group of 2 hosts x 1 rank(s), rendezvous at 127.0.0.1:"), std::string::npos)
+      << group_.err;
   const auto j = read_json(out_ + "/g.json");
   ASSERT_TRUE(j.is_object()) << group_.err;
   ASSERT_EQ(j["world_size"], 2);

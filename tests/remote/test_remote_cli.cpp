@@ -13,7 +13,8 @@ using tb::test_util::run_cli_shell;
 namespace {
 
 TEST(RemoteCliRequests, AnOutputIntoAMissingLocalDirectoryIsRefusedBeforeAnythingRuns) {
-  const auto r = run_cli_shell("", "run " + remote("tbtest") + " --model mnist_cnn --data synthetic --json /nonexistent/x.json", 30);
+  const auto r = run_cli_shell(
+      "", "run " + remote("tbtest") + " --model mnist_cnn --data synthetic --json /nonexistent/x.json", 30);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("no directory /nonexistent here"), std::string::npos) << r.err;
 }
