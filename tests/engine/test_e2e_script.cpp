@@ -3,7 +3,7 @@
 // left:
 //   the example    examples/train_folder.py on a small folder of JPEGs made here, traced whole in chunks of 4
 //                  steps with 2 loader workers set by --set, then `analyze` of its trace;
-//   the tune       `tune --script` (12 s, the workers knob) of a script whose samples come from a slow store
+//   the tune       `tune --script` (14 s, the workers knob) of a script whose samples come from a slow store
 //                  (a sleep a read) and whose step waits for its accelerator (a sleep): workers pay about 2x
 //                  there on any machine, so the tune keeps a change and writes its patch (--no-patch-check: the
 //                  check's decision is a measurement, bench/bench_engine_patch_check.cpp);
@@ -77,10 +77,11 @@ std::string loader_lines(const std::string& text) {
   return lines;
 }
 
-// A script read from a slow store (1.5 ms a sample, a sleep: a network mount's read) whose step waits 6 ms for its
+// A script read from a slow store (1 ms a sample, a sleep: a network mount's read) whose step waits 4 ms for its
 // accelerator (a sleep: what a GPU's step is to the training process). Loading in the training process, the two
 // add up; a worker overlaps them: about 2x on any machine, the cores barely used. Its steps are short enough that
-// a 12 s tune holds a trial on a busy machine too (its windows are 30 steps, or 1 s when those take longer).
+// a 14 s tune holds a trial on a busy machine too (its windows are 30 steps, or 1 s when those take longer: a tune
+// of 2 ms and 8 ms sleeps, its steps 26 ms beside a load of 12 on 2 cores, held none in 12 s).
 constexpr const char* kStoreScript = R"(import argparse
 import time
 
@@ -89,13 +90,13 @@ from torch.utils.data import DataLoader, Dataset
 
 
 class Store(Dataset):
-    """Samples from a store that takes 1.5 ms a read."""
+    """Samples from a store that takes 1 ms a read."""
 
     def __len__(self):
         return 400
 
     def __getitem__(self, i):
-        time.sleep(0.0015)
+        time.sleep(0.001)
         return torch.full((8,), float(i % 7)), torch.ones(1)
 
 
@@ -112,7 +113,7 @@ def main():
             optimizer.zero_grad()
             torch.nn.functional.mse_loss(model(x), y).backward()
             optimizer.step()
-            time.sleep(0.006)  # the accelerator's step: the training process waits for it
+            time.sleep(0.004)  # the accelerator's step: the training process waits for it
 
 
 if __name__ == "__main__":
@@ -154,7 +155,7 @@ class E2eScript : public testing::Test {
     // The tune runs in the script's folder, as a user runs it there: the patch's paths are relative to it.
     auto tune = std::async(std::launch::async, [] {
       return tb::test_util::run_cli_shell("cd " + dir_ + "/proj &&",
-                                          "tune --script train.py --budget 12 --knobs workers --no-patch-check "
+                                          "tune --script train.py --budget 14 --knobs workers --no-patch-check "
                                           "--report tune.html --json tune.json -- --epochs 1000",
                                           300);
     });
@@ -349,23 +350,31 @@ TEST_F(E2eScript, TheTunesJsonSummaryReportAndPatchAgree) {
   EXPECT_EQ(j["format"], "tunebench-tune");
   EXPECT_EQ(j["environment"]["model"], "script:train.py");
   EXPECT_EQ(j["environment"]["data"], "--epochs 1000");
-  ASSERT_GE(j["trials"].size(), 1u) << j["ended"];
-  EXPECT_EQ(j["trials"][0]["phase"], "noise floor");
-  EXPECT_TRUE(j["noise"].contains("verdict"));
-  EXPECT_FALSE(j.value("ended", std::string()).empty());
-  // workers is measured, or (a busy machine) listed as skipped for budget with what it needed; no other knob is.
-  bool workers = false, skipped = false;
-  for (const auto& t : j["trials"]) {
-    const std::string k = t.value("knob", std::string());
-    workers |= k == "workers";
-    EXPECT_TRUE(k.empty() || k == "workers") << t.dump();
+  const std::string ended = j.value("ended", std::string());
+  EXPECT_FALSE(ended.empty());
+  EXPECT_NE(tune_.out.find("ended     " + ended), std::string::npos) << tune_.out;
+  if (j["trials"].empty()) {
+    // A machine so busy that the budget holds no trial (a step of 26 ms once, beside a load of 12 on 2 cores): the
+    // tune says so, and the budget that would.
+    EXPECT_NE(ended.find("holds no trial here"), std::string::npos) << ended;
+    EXPECT_NE(ended.find("rerun with --budget "), std::string::npos) << ended;
+    EXPECT_NE(tune_.out.find("baseline  not measured: nothing was tried"), std::string::npos) << tune_.out;
+  } else {
+    EXPECT_EQ(j["trials"][0]["phase"], "noise floor");
+    EXPECT_TRUE(j["noise"].contains("verdict"));
+    // workers is measured, or (a busy machine) listed as skipped for budget with what it needed; no other knob is.
+    bool workers = false, skipped = false;
+    for (const auto& t : j["trials"]) {
+      const std::string k = t.value("knob", std::string());
+      workers |= k == "workers";
+      EXPECT_TRUE(k.empty() || k == "workers") << t.dump();
+    }
+    for (const auto& s : j["skipped"]) {
+      skipped |= s["knob"] == "workers" && s["reason"].get<std::string>().rfind("budget", 0) == 0;
+      if (s["knob"] != "workers") EXPECT_EQ(s["reason"], "not in the knobs to tune") << s.dump();
+    }
+    EXPECT_TRUE(workers || skipped) << ended;
   }
-  for (const auto& s : j["skipped"]) {
-    skipped |= s["knob"] == "workers" && s["reason"].get<std::string>().rfind("budget", 0) == 0;
-    if (s["knob"] != "workers") EXPECT_EQ(s["reason"], "not in the knobs to tune") << s.dump();
-  }
-  EXPECT_TRUE(workers || skipped) << j["ended"];
-  EXPECT_NE(tune_.out.find("ended     " + j["ended"].get<std::string>()), std::string::npos) << tune_.out;
   const std::string md = read_file(path("proj/tune.md"));
   EXPECT_TRUE(fs::exists(path("proj/tune.html")));
   EXPECT_NE(md.find("# Tuning report: script:train.py"), std::string::npos) << md;
