@@ -459,6 +459,19 @@ TEST_F(E2eRanks, TheGroupsTuneTriesOrSkipsEachDdpKnobAndReportsTheCommunication)
   const std::string measured = "the running group of 2 ranks";
   EXPECT_EQ(j["environment"]["ranks"], 2);
   EXPECT_NE(j["environment"]["measurement"].get<std::string>().find(measured), std::string::npos);
+  EXPECT_NE(slurp(tmp("tune.html")).find(measured), std::string::npos);
+  EXPECT_TRUE(fs::exists(tmp("tune.md")));
+  EXPECT_NE(tune_.out.find("report    " + tmp("tune.html")), std::string::npos) << tune_.out;
+  // A machine so busy that the smallest tune does not fit 20 s (it did at a load of 15 on 2 cores): the tune
+  // must say so, with the budget that would, and try nothing. The traced run's analysis still reads the
+  // all-reduce (TheAnalysisReadsTheAllReduceAndWhatBackwardDidNotHide).
+  const std::string ended = j.value("ended", std::string());
+  if (ended.find("holds no trial") != std::string::npos) {
+    EXPECT_NE(ended.find("rerun with --budget"), std::string::npos) << ended;
+    EXPECT_TRUE(j["trials"].empty());
+    EXPECT_NE(tune_.out.find(ended), std::string::npos) << "the terminal says what the JSON says: " << tune_.out;
+    GTEST_SKIP() << "the tune's budget held no trial here: " << ended;
+  }
   std::set<std::string> tried;
   for (const auto& t : j["trials"]) {
     tried.insert(t["knob"].get<std::string>());
@@ -487,9 +500,6 @@ TEST_F(E2eRanks, TheGroupsTuneTriesOrSkipsEachDdpKnobAndReportsTheCommunication)
     if (part == "comm wait") comm = ms.get<double>();
   EXPECT_GT(comm, 0) << "the last bucket's all-reduce starts after backward: " << j["snapshots"][0].dump();
   EXPECT_EQ(j["snapshots"][0]["ranks"], 2) << "every rank's trace analysed (the straggler needs them)";
-  EXPECT_NE(slurp(tmp("tune.html")).find(measured), std::string::npos);
-  EXPECT_TRUE(fs::exists(tmp("tune.md")));
-  EXPECT_NE(tune_.out.find("report    " + tmp("tune.html")), std::string::npos) << tune_.out;
 }
 
 // Two knob changes in one live group: a step's samples are the group's (2 x batch) at the step the change
