@@ -42,10 +42,14 @@ struct GateRepo {
     return sh("git add train.py && git -c user.email=t@example.com -c user.name=t commit -q -m '" + message +
               "' && git tag " + tag);
   }
-  // `tunebench-cli gate --script train.py ARGS` from inside the repository; `env` goes in front of the command
-  // (assignments, a `timeout` that sends the CI's SIGTERM), `timeout_s` guards against a gate that never ends.
-  CliOut gate(const std::string& args, int timeout_s, const std::string& env = "") const {
-    return run_cli_shell("cd '" + dir.string() + "' && " + env, "gate --script train.py " + args, timeout_s);
+  // `tunebench-cli gate --script train.py ARGS` from inside the repository. `env`: assignments in front of it.
+  // `timeout_s` guards against a gate that never ends: SIGTERM then, SIGKILL 10 s later (a gate that ignored the
+  // SIGTERM would otherwise run on). `wrap`: a command inside the guard, around the gate: the CI's own SIGTERM
+  // (`timeout --preserve-status -s TERM 4`), whose gate then has until the guard to end.
+  CliOut gate(const std::string& args, int timeout_s, const std::string& env = "", const std::string& wrap = "") const {
+    return run_cli_shell("cd '" + dir.string() + "' && " + env + " timeout -k 10 " + std::to_string(timeout_s) + " " +
+                             wrap,
+                         "gate --script train.py " + args);
   }
   int worktrees() const {
     auto list = tb::gate::git(dir.string(), {"worktree", "list", "--porcelain"});

@@ -96,6 +96,16 @@ TEST(Gate, TooNoisyIsUndecidedAndSaysWhatWouldDecide) {
   EXPECT_GT(l.pairs_to_decide, 3) << l.text();
 }
 
+TEST(Gate, PairsAlternateFromBaselineFirst) {
+  GateSequence g;
+  std::vector<bool> order;
+  for (int i = 0; i < 4; ++i) {
+    order.push_back(g.baseline_first_next());
+    g.add(win(100), win(100));
+  }
+  EXPECT_EQ(order, (std::vector<bool>{true, false, true, false}));  // AB BA AB BA
+}
+
 TEST(Gate, TheSeamsGiveTheAAFloor) {
   // AB BA AB BA: the seams are B B, A A, B B; each side equal within itself, so the floor is ~0.
   const auto g = with_pairs({0.9, 0.9, 0.9, 0.9});
