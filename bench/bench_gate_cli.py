@@ -118,7 +118,8 @@ def main():
     a = p.parse_args()
     work = tempfile.mkdtemp(prefix="bench_gate_cli_")
     commented = train_py(640).replace("def main", "# Trains the MLP; see the README for the data.\ndef main", 1)
-    wider = make_repo(os.path.join(work, "wider"), [("MLP baseline", train_py(640)), ("Wider hidden layers", train_py(686))])
+    wider = make_repo(os.path.join(work, "wider"),
+                      [("MLP baseline", train_py(640)), ("Wider hidden layers", train_py(686))])
     comment = make_repo(os.path.join(work, "comment"), [("MLP baseline", train_py(640)), ("Document main", commented)])
     script = os.path.join(wider, "train.py")
     git(wider, "checkout", "-q", "c1")

@@ -33,7 +33,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  std::printf("%d gates each, at most %d %s, tolerance %.0f%%, %.0f%% of processes %.0f%% slow, drift %.2f%%/process%s\n",
+  std::printf("%d gates each, at most %d %s, tolerance %.0f%%, %.0f%% of processes %.0f%% slow, drift %.2f%%/process"
+              "%s\n",
               gates, world.max_pairs, world.stored > 0 ? "candidate processes" : "pairs", 100 * rule.tolerance,
               100 * world.slow_share, 100 * (1 - world.slow_factor), 100 * world.drift_per_process,
               world.stored > 0 ? (", against " + std::to_string(world.stored) + " stored processes").c_str() : "");

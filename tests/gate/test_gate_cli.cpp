@@ -59,7 +59,8 @@ TEST(GateCli, ABadRevisionOptionOrBaselineFileIsOneLineAndExitThree) {
   EXPECT_NE(one_line(r).find("/etc/hostname is not in a git repository"), std::string::npos) << r.err;
   r = run_cli_shell("", "gate --model mnist_cnn", 60);
   EXPECT_EQ(r.code, 3);
-  EXPECT_NE(one_line(r).find("--model needs --baseline-set K=V and/or --candidate-set K=V"), std::string::npos) << r.err;
+  EXPECT_NE(one_line(r).find("--model needs --baseline-set K=V and/or --candidate-set K=V"), std::string::npos)
+      << r.err;
   r = run_cli_shell("", "gate --baseline-script /no/such/a.py --candidate-script /etc/hostname", 60);
   EXPECT_EQ(r.code, 3);
   EXPECT_NE(one_line(r).find("script not found: /no/such/a.py"), std::string::npos) << r.err;

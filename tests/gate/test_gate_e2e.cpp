@@ -113,7 +113,9 @@ class E2eGate : public testing::Test {
             made.sh("git checkout -q -b debug") &&
             made.commit(typo(), "Typo", "typo") &&
             made.commit(train_py(256, "import os\nimport time",
-                                 "            if step == 3:\n                " + pid + "\n                time.sleep(3600)\n"),
+                                 "            if step == 3:\n"
+                                 "                " + pid + "\n"
+                                 "                time.sleep(3600)\n"),
                         "Debug pause", "hang") &&
             made.commit(train_py(256, "import os\nimport time\n" + pid + "\ntime.sleep(600)  # loading a dataset"),
                         "Load the dataset first", "slow") &&
@@ -221,12 +223,10 @@ class E2eGate : public testing::Test {
       EXPECT_NE(g.md.find("\n" + line + "\n"), std::string::npos) << g.md;
     }
     if (!g.xml.empty()) {
-      EXPECT_NE(g.xml.find(std::string("failures=\"") + (verdict == "regression" ? "1" : "0") + "\""), std::string::npos)
-          << g.xml;
-      EXPECT_NE(g.xml.find(std::string("skipped=\"") + (verdict == "undecided" ? "1" : "0") + "\""), std::string::npos)
-          << g.xml;
-      EXPECT_NE(g.xml.find(std::string("errors=\"") + (verdict == "could not run" ? "1" : "0") + "\""), std::string::npos)
-          << g.xml;
+      auto count = [&](const char* name, bool one) { return std::string(name) + "=\"" + (one ? "1" : "0") + "\""; };
+      EXPECT_NE(g.xml.find(count("failures", verdict == "regression")), std::string::npos) << g.xml;
+      EXPECT_NE(g.xml.find(count("skipped", verdict == "undecided")), std::string::npos) << g.xml;
+      EXPECT_NE(g.xml.find(count("errors", verdict == "could not run")), std::string::npos) << g.xml;
       const char* element = verdict == "regression" ? "failure" : verdict == "undecided" ? "skipped"
                             : verdict == "could not run" ? "error" : nullptr;
       if (element) EXPECT_NE(g.xml.find("<" + std::string(element) + " message=\"" + line), std::string::npos) << g.xml;
@@ -330,7 +330,8 @@ TEST_F(E2eGate, AChangeFoundSaysWhyFromATracedProcessOfEachSideAndNoChangeHasNon
   bool grew_mm = false, said_noisy = false;
   for (const auto& l : why["lines"]) {
     const std::string s = l;
-    grew_mm |= s.rfind("grew: ", 0) == 0 && (s.find("mm") != std::string::npos || s.find("linear") != std::string::npos);
+    grew_mm |= s.rfind("grew: ", 0) == 0 &&
+               (s.find("mm") != std::string::npos || s.find("linear") != std::string::npos);
     said_noisy |= s.rfind("note: the traced processes", 0) == 0;
   }
   EXPECT_TRUE(grew_mm || said_noisy) << why.dump(1);
@@ -342,7 +343,8 @@ TEST_F(E2eGate, AChangeFoundSaysWhyFromATracedProcessOfEachSideAndNoChangeHasNon
   EXPECT_NE(main_run_.md.find("**What changed**"), std::string::npos) << main_run_.md;
   EXPECT_TRUE(fs::exists(traces / "baseline.json"));
   EXPECT_TRUE(fs::exists(traces / "candidate.json"));
-  EXPECT_EQ(fs::path(why["traces"]["candidate"].get<std::string>()).filename(), "candidate.json") << why["traces"].dump();
+  EXPECT_EQ(fs::path(why["traces"]["candidate"].get<std::string>()).filename(), "candidate.json")
+      << why["traces"].dump();
 }
 
 TEST_F(E2eGate, AStoredBaselineIsComparedNotAlternatedWithAWarningAndNoWhy) {
@@ -368,7 +370,8 @@ TEST_F(E2eGate, AStoredBaselineIsComparedNotAlternatedWithAWarningAndNoWhy) {
   EXPECT_NE(base.find(" in base.json)"), std::string::npos) << base;
   // The stored one "made with torch 2.0.0": the verdict stands, a warning says so in the log, the JSON and the
   // Markdown.
-  const std::string warning = "the environment differs from the stored baseline's: torch 2.0.0 then, " + torch_then + " now";
+  const std::string warning =
+      "the environment differs from the stored baseline's: torch 2.0.0 then, " + torch_then + " now";
   EXPECT_NE(g.r.out.find("gate: warning: " + warning + "\n"), std::string::npos) << g.log();
   EXPECT_NE(g.md.find("> warning: " + warning + "\n"), std::string::npos) << g.md;
   bool in_json = false;

@@ -245,7 +245,8 @@ TEST(Gate, AgainstAStoredBaselineTheLookIsUnpairedAndCountsCandidateProcesses) {
   EXPECT_NEAR(s.interval.ratio, 0.85, 0.01);
   EXPECT_NEAR(s.interval.confidence, 0.995, 1e-9);
   EXPECT_NE(s.text().find("3 candidate processes"), std::string::npos) << s.text();
-  EXPECT_EQ(look_unpaired(stored, same, rule).verdict, GateVerdict::kNoChange) << look_unpaired(stored, same, rule).text();
+  const GateLook unchanged = look_unpaired(stored, same, rule);
+  EXPECT_EQ(unchanged.verdict, GateVerdict::kNoChange) << unchanged.text();
   // Two candidate processes are not enough whatever they say.
   slower.pop_back();
   EXPECT_EQ(look_unpaired(stored, slower, rule).verdict, GateVerdict::kUndecided);

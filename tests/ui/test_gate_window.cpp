@@ -81,7 +81,8 @@ QJsonObject gateJson(const QString& verdict, int exit_code, const QString& line,
                 {"line", line},
                 {"unit", "samples/s"},
                 {"baseline", QJsonObject{{"describe", "ad6b110 MLP baseline (HEAD~1)"}, {"throughput", 9540.45}}},
-                {"candidate", QJsonObject{{"describe", "a6657be Wider hidden layers (HEAD)"}, {"throughput", 1184.15}}}};
+                {"candidate",
+                 QJsonObject{{"describe", "a6657be Wider hidden layers (HEAD)"}, {"throughput", 1184.15}}}};
   if (!why.isEmpty()) j["why"] = QJsonObject{{"error", ""}, {"lines", QJsonArray::fromStringList(why)}};
   return j;
 }
@@ -90,7 +91,8 @@ const QString kRegression = "regression: the candidate is 86.1% slower, beyond t
                             "candidate/baseline throughput, 99% per look)";
 const QString kNoChange = "no change: within ±3% (0.995x [0.981, 1.009] candidate/baseline throughput, 99% per look)";
 const QString kUndecided = "undecided: too noisy to tell a change of 3% (0.988x [0.967, 1.010] candidate/baseline "
-                           "throughput, 99% per look); about 7 more pairs would likely decide (1 min more: --max-time 636)";
+                           "throughput, 99% per look); about 7 more pairs would likely decide (1 min more: "
+                           "--max-time 636)";
 const QString kFailed = "could not run: candidate (a6657be Typo (HEAD)): AttributeError: 'Tensor' object has no "
                         "attribute 'backwards'. Did you mean: 'backward'?";
 
@@ -179,8 +181,9 @@ class TestGateWindow : public QObject {
     QCOMPARE(w.lastGate().value("verdict").toString(), QString("regression"));
     QCOMPARE(runLabel(w), QString("gate: regression"));
     const QString log = logText(w);
-    for (const QString& l : {QString("gate: pair 4: baseline 13170.3 samples/s"), QString("gate: look at 4 pairs: regression"),
-                             "gate: why: " + why.last(), "gate (exit 1): " + kRegression})
+    for (const QString& l : {QString("gate: pair 4: baseline 13170.3 samples/s"),
+                             QString("gate: look at 4 pairs: regression"), "gate: why: " + why.last(),
+                             "gate (exit 1): " + kRegression})
       QVERIFY2(log.contains(l), qPrintable(l + "\n---\n" + log.right(2000)));
     QVERIFY(!w.statusBar()->findChild<QProgressBar*>()->isVisible());
     QVERIFY2(compared.count() > 0 || compared.wait(20000), "no trace comparison");
@@ -225,7 +228,8 @@ class TestGateWindow : public QObject {
       int code;
     };
     for (const End& e : {End{"no change", kNoChange, 0}, End{"undecided", kUndecided, 2}}) {
-      Recorded rec(("gate: " + e.line + "\n").toUtf8(), gateJson(e.verdict, e.code, e.line), QByteArray::number(e.code));
+      Recorded rec(("gate: " + e.line + "\n").toUtf8(), gateJson(e.verdict, e.code, e.line),
+                   QByteArray::number(e.code));
       MainWindow w;
       w.setQuiet(true);
       const auto end = runGate(w);
@@ -233,7 +237,8 @@ class TestGateWindow : public QObject {
       QCOMPARE(end.at(0).toBool(), true);
       QCOMPARE(end.at(1).toString(), e.line);
       QCOMPARE(runLabel(w), "gate: " + e.verdict);
-      QVERIFY2(logText(w).contains(QString("gate (exit %1): %2").arg(e.code).arg(e.line)), qPrintable(logText(w).right(800)));
+      QVERIFY2(logText(w).contains(QString("gate (exit %1): %2").arg(e.code).arg(e.line)),
+               qPrintable(logText(w).right(800)));
       // compareFiles says so in the status bar at once, before the gate's end is signalled.
       QVERIFY2(!w.statusBar()->currentMessage().startsWith("Comparing"), qPrintable(w.statusBar()->currentMessage()));
       QVERIFY(w.lastComparisonHtml().isEmpty());
@@ -243,7 +248,8 @@ class TestGateWindow : public QObject {
   // A script that failed at one revision: the gate wrote its document (verdict "could not run", exit 3) and the
   // window says its line, the side and the script's own error.
   void aScriptThatFailedAtOneRevisionSaysItsLine() {
-    Recorded rec(("tunebench-cli: error: " + kFailed.mid(15) + "\n").toUtf8(), gateJson("could not run", 3, kFailed), "3");
+    Recorded rec(("tunebench-cli: error: " + kFailed.mid(15) + "\n").toUtf8(), gateJson("could not run", 3, kFailed),
+                 "3");
     MainWindow w;
     w.setQuiet(true);
     const auto end = runGate(w);
