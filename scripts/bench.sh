@@ -18,8 +18,19 @@ cli="$build/app/tunebench-cli"
 benches=(
   "demo_tune|the README's demo tune: decided, workers measured first, within its budget (3 tunes of 120 s)|$py bench/bench_demo_tune.py --cli $cli --budget 120 --runs 3"
   "watched_toggle|a toggle's Compare ratio watched against unwatched, on a real script in the window|env QT_QPA_PLATFORM=offscreen $build/bench/bench_ui_watched_toggle"
-  "gate_power|the CI gate's false-alarm rate and power, simulated from measured noise|$build/bench/bench_gate_power"
-  "watch_tax|what watching a script costs it, five script shapes, traced against untraced|$py bench/bench_watch_tax.py --seconds 15 --rounds 2"
+  "gate_cli|the real gate's verdicts on a widened MLP, a comment, a launcher knob, the engine's knob (power, false alarms)|$py bench/bench_gate_cli.py --cli $cli --rounds 2"
+  "gate_power|the gate's rule: false alarms and power over simulated noise, alternated and against a stored baseline|$build/bench/bench_gate_power && $build/bench/bench_gate_power --stored 10"
+  "loader_verdict|the loader verdict's grade, slow part and predicted workers, checked by a run with that count|$py bench/bench_loader_verdict.py --cli $cli --rounds 1"
+  "patch_check|a script's patch checked in fresh processes where workers pay and where they lose|$build/bench/bench_engine_patch_check"
+  "tracing_cost|what tracing costs a fast script, and whether the run states it|$py bench/bench_script.py --cli $cli --tracing-cost --rounds 5"
+  "tune_shapes|which knobs a script's tune tries in its budget: no loader, an LSTM over a loader, a slow start|$py bench/bench_script.py --cli $cli --shapes"
+  "ranks_tune|what tunes of two ranks decide in their budgets: live group, fresh groups, the ranks knob|$py bench/bench_ranks.py --cli $cli --tune --rounds 1"
+  "ranks_failures|how soon a group ends when a rank dies|$py bench/bench_ranks.py --cli $cli --failures --rounds 3"
+  "compile|TorchInductor: the corpus's compiled script, compile=on of a script, a checkpoint under compile|$py bench/bench_compile.py --rounds 1"
+  "watch_tax|what watching a script costs it, and the sampled chunks' lengths and first start|$py bench/bench_watch_tax.py --shapes slow_reads,regression,vae --seconds 15 --rounds 2"
+  "trace_writer|a trace chunk's hand-over and the training thread's stall, saved in place and forked|$py bench/bench_trace_boundary.py --writer --rounds 2"
+  "loader_receive|what taking a batch from a worker costs the training process, small and 64 MB batches|$py bench/bench_loader_parts.py --receive"
+  "step_accounting|a hand-written update's share of its bracket; a step's memory read|$py bench/bench_step_accounting.py"
 )
 
 list=0 build_first=1 names=()
