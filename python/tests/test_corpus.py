@@ -486,18 +486,5 @@ class CorpusTest(unittest.TestCase):
         return d
 
 
-def load_tests(loader, tests, pattern):
-    """TB_CORPUS_SHARD=K/N: the K-th of N shares of the corpus, every N-th test by name from the K-th (CTest runs
-    each share as a test of its own, so that none takes what the whole corpus takes); unset, all of it."""
-    shard = os.environ.get("TB_CORPUS_SHARD", "")
-    if not shard:
-        return tests
-    k, n = (int(x) for x in shard.split("/"))
-    if not 1 <= k <= n:
-        raise ValueError("TB_CORPUS_SHARD=%s: K/N with 1 <= K <= N" % shard)
-    names = sorted(loader.getTestCaseNames(CorpusTest))
-    return unittest.TestSuite(CorpusTest(name) for i, name in enumerate(names) if i % n == k - 1)
-
-
 if __name__ == "__main__":
     unittest.main()

@@ -14,10 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/report.h"
 #include "engine/session.h"
 #include "engine/tuner.h"
-#include "tune_story.h"
 
 using namespace tb::engine;
 
@@ -97,45 +95,30 @@ TEST(TunerSession, WorkloadMeasuresAppliesAndProbes) {
   EXPECT_THROW(w->apply(bad), TrialFailure);
 }
 
-TEST(TunerSession, ShortRealTuneWithOutOfMemory) {
+// A batch that does not fit, on a real session: the workload turns the session's revert into an out-of-memory
+// trial failure (what the tuner records as outcome "oom": TunerSearch.OomDriftAndNotApplicableAreReportedNotFatal
+// on the simulation) and goes on measuring at the batch it kept. A whole real tune is e2e.engine's; a short one
+// here decided differently on a busy machine (the tuner's choices follow the noise it measures).
+TEST(TunerSession, ABatchThatDoesNotFitIsAnOutOfMemoryTrialAndTheSessionGoesOn) {
   SessionOptions so = tiny();
   so.simulate_oom_above_batch = 64;  // the engine's test hook: batch 128 "does not fit"
   auto w = make_session_workload(so);
-  TuneOptions o;
-  o.budget_s = 25;
-  o.rounds = 2;
-  o.aa_rounds = 2;
-  o.min_window = 3;
-  o.max_window = 6;
-  o.probe_steps = 3;
-  o.snapshot_steps = 2;
-  o.only_knobs = {"batch_size", "zero_grad_none"};
-  TuneResult r = run_tune(*w, o);
-  bool oom = false;
-  for (const auto& t : r.trials) {
-    if (t.knob == "batch_size" && t.value == "128") {
-      // Out of memory; or, when the windows after it measured this process slower (a busy machine: CTest runs
-      // another test beside this one), discarded as the suspect, its reason still the out-of-memory error.
-      EXPECT_TRUE(t.outcome == "oom" || (t.outcome == "discarded" && t.reason.find("out of memory") != std::string::npos))
-          << t.outcome << ": " << t.reason;
-      oom = true;
-    }
-    if (t.estimate.valid()) EXPECT_GT(t.before, 0);
+  Config c = w->baseline();
+  w->apply(c);
+  c["batch_size"] = "128";
+  try {
+    w->apply(c);
+    ADD_FAILURE() << "batch 128 was taken";
+  } catch (const TrialFailure& e) {
+    EXPECT_TRUE(e.oom) << e.what();
+    EXPECT_NE(std::string(e.what()).find("out of memory"), std::string::npos) << e.what();
   }
-  // Either the ladder reached 128 (and it failed cleanly) or a no-gain rung / the budget stopped it first.
-  if (!oom) {
-    bool stopped = false;
-    for (const auto& t : r.trials)
-      if (t.knob == "batch_size" && !t.accepted) stopped = true;
-    for (const auto& s : r.skipped)
-      if (s.knob == "batch_size") stopped = true;
-    EXPECT_TRUE(stopped);
-  }
-  EXPECT_FALSE(r.trials.empty());
-  EXPECT_GT(r.baseline_throughput, 0) << test::tune_story(r);
-  EXPECT_FALSE(r.snapshots.empty());
-  auto j = nlohmann::json::parse(report_json(r).dump());
-  EXPECT_EQ(j["trials"].size(), r.trials.size());
+  const auto s = w->measure(2);
+  EXPECT_EQ(s.steps, 2);
+  EXPECT_EQ(s.samples, 2 * 32);  // the batch it had
+  c["batch_size"] = "64";
+  w->apply(c);
+  EXPECT_EQ(w->measure(2).samples, 2 * 64);
 }
 
 // The process knob: a window in a fresh `tunebench-cli run` process started with the allocator asked for.
