@@ -7,6 +7,7 @@
 #include <string>
 
 #include "analysis_cpu.h"
+#include "knobs/table.h"
 
 namespace tb::prof::detail {
 namespace {
@@ -57,12 +58,14 @@ int compute_major(const Trace& trace) {
   return it == trace.meta().extra.end() ? -1 : std::atoi(it->second.c_str());
 }
 
-// The knobs a script run has (the launcher's, python/tunebench/knobs.py, and the interpreter's allocator).
+// The knobs a script run has (the launcher's and the interpreter's allocator): the knob table's.
 const std::set<std::string>& script_knobs() {
-  static const std::set<std::string> s = {"workers",       "pin_memory",        "prefetch", "persistent_workers",
-                                          "intra_op_threads", "cudnn_benchmark", "tf32",     "zero_grad_none",
-                                          "anomaly_detection", "amp",           "channels_last", "compile",
-                                          "cpu_allocator"};
+  static const std::set<std::string> s = [] {
+    std::set<std::string> ids;
+    for (const auto& row : knobs::table())
+      if (knobs::script_has(row)) ids.insert(row.id);
+    return ids;
+  }();
   return s;
 }
 

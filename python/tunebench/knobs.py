@@ -10,6 +10,7 @@ import torch
 
 from .hooks import dataloader as hooks_dataloader, model as hooks_model, optimizer as hooks_optimizer
 from .knob_errors import KnobError, torch_major as _torch_major
+from .knob_table import ROWS, script_fields
 
 
 def _bool(v):
@@ -40,6 +41,8 @@ def cores():
 
 
 class Knob:
+    """A knob of a script. A subclass that names an `id` takes what the knob is from its row of the table; a
+    row whose default is null keeps the class's `default` property (the interpreter's own value at start)."""
     id = ""
     title = ""
     description = ""
@@ -51,6 +54,24 @@ class Knob:
     numerics = False
     process_scope = False  # takes effect only when the script starts (the tuner then uses fresh processes)
     snippet = ""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "id" not in cls.__dict__:
+            return  # a family (LoaderKnob, ModelKnob), not a knob
+        row = ROWS.get(cls.id)
+        if row is None or "script" not in row:
+            raise TypeError("knob class %s: knobs.json has no script row '%s'" % (cls.__name__, cls.id))
+        f = script_fields(row)
+        cls.type, cls.title, cls.description = f["type"], f["title"], f["description"]
+        cls.recommended, cls.snippet = f["recommended"], f.get("snippet", "")
+        cls.numerics, cls.process_scope = f.get("numerics", False), f.get("process_scope", False)
+        cls.choices = tuple(f["choices"]) if cls.type == "enum" else ("off", "on")
+        cls.lo, cls.hi = (f["min"], f["max"]) if cls.type == "int" else (0, 1)
+        if f["default"] is not None:
+            cls.default = f["default"]
+        elif not isinstance(cls.__dict__.get("default"), property):
+            raise TypeError("knob %s: a null default in knobs.json needs a default property here" % cls.id)
 
     def applicable(self):
         return True, ""
@@ -112,36 +133,19 @@ class LoaderKnob(Knob):
         return hooks_dataloader.set_loader_option(run, self, value, live)
 
 
-class IntLoaderKnob(LoaderKnob):
-    """A DataLoader argument that takes a count (num_workers, prefetch_factor): default, recommended and range
-    are set by each subclass."""
-    type = "int"
-
-
-class Workers(IntLoaderKnob):
+class Workers(LoaderKnob):
     id, attr = "workers", "num_workers"
-    title = "Loader worker processes"
-    description = "DataLoader num_workers: batches are loaded in parallel processes (0 = in the training loop)"
-    default, recommended, lo, hi = "0", "2", 0, 64
-    snippet = "DataLoader(ds, batch_size=B, num_workers={value})"
 
 
 class PinMemory(LoaderKnob):
     id, attr = "pin_memory", "pin_memory"
-    title = "Pinned host memory"
-    description = "DataLoader pin_memory: page-locked batches for a fast host-to-device copy"
-    snippet = "DataLoader(ds, ..., pin_memory=True)"
 
     def applicable(self):
         return (True, "") if _cuda() else (False, "needs CUDA: pinned memory only speeds up copies to a GPU")
 
 
-class Prefetch(IntLoaderKnob):
+class Prefetch(LoaderKnob):
     id, attr = "prefetch", "prefetch_factor"
-    title = "Prefetched batches per worker"
-    description = "DataLoader prefetch_factor (only with num_workers > 0)"
-    default, recommended, lo, hi = "2", "4", 1, 64
-    snippet = "DataLoader(ds, ..., num_workers=2, prefetch_factor={value})"
 
 
 class PersistentWorkers(LoaderKnob):
@@ -149,19 +153,12 @@ class PersistentWorkers(LoaderKnob):
     # (hooks_dataloader.set_loader_option). As a process knob the tuner's live child dropped it from the
     # workers rung, so every short epoch re-forked its worker and workers measured 0.77x instead of faster.
     id, attr = "persistent_workers", "persistent_workers"
-    title = "Persistent workers"
-    description = "DataLoader persistent_workers: keep the worker processes between epochs"
-    snippet = "DataLoader(ds, ..., num_workers=2, persistent_workers=True)"
 
 
 # --- process-wide switches --------------------------------------------------------------------------------
 
 class IntraOpThreads(Knob):
-    id, type = "intra_op_threads", "int"
-    title = "Intra-op threads"
-    description = "torch.set_num_threads; 0 = auto: the cores the loader workers leave, at least 1"
-    recommended, lo, hi = "0", 0, 256
-    snippet = "torch.set_num_threads({value})"
+    id = "intra_op_threads"
 
     # torch's own count at start (Debian's 1.13 starts with one thread per physical core, 1 on this 2-vCPU VM).
     _at_start = None
@@ -186,10 +183,6 @@ class CudnnBenchmark(Knob):
     # seen, so a running script cannot switch it off again; the tuner measures it in fresh processes (a live
     # off after on is refused below), on top of every in-process winner.
     id = "cudnn_benchmark"
-    title = "cuDNN autotuner"
-    description = "torch.backends.cudnn.benchmark"
-    snippet = "torch.backends.cudnn.benchmark = True"
-    process_scope = True
 
     def applicable(self):
         return (True, "") if _cuda() else (False, "needs CUDA")
@@ -204,10 +197,6 @@ class CudnnBenchmark(Knob):
 
 class Tf32(Knob):
     id = "tf32"
-    title = "TF32 matmul"
-    description = "torch.backends.cuda.matmul.allow_tf32"
-    numerics = True
-    snippet = "torch.backends.cuda.matmul.allow_tf32 = True"
 
     def applicable(self):
         if not _cuda():
@@ -223,9 +212,6 @@ class Tf32(Knob):
 
 class ZeroGradNone(Knob):
     id = "zero_grad_none"
-    title = "zero_grad(set_to_none)"
-    description = "Optimizer.zero_grad drops gradients instead of filling them with zeros"
-    snippet = "optimizer.zero_grad(set_to_none=True)"
 
     @property
     def default(self):
@@ -245,10 +231,6 @@ class ZeroGradNone(Knob):
 
 class AnomalyDetection(Knob):
     id = "anomaly_detection"
-    title = "Autograd anomaly detection"
-    description = "A debug mode that checks every backward for NaN and records tracebacks (slow)"
-    recommended = "off"
-    snippet = "torch.autograd.set_detect_anomaly(False)"
 
     def current(self, run):
         return run.config.get(self.id, "on" if torch.is_anomaly_enabled() else "off")
@@ -272,12 +254,7 @@ class ModelKnob(Knob):
 
 
 class Amp(ModelKnob):
-    id, type = "amp", "enum"
-    title = "Mixed precision"
-    description = "autocast around the model's forward (bf16); fp16 needs a GradScaler in the script"
-    default, recommended, choices = "off", "bf16", ("off", "bf16", "fp16")
-    numerics = True
-    snippet = ("with torch.autocast(device_type, dtype=torch.bfloat16):\n    loss = criterion(model(x), y)")
+    id = "amp"
 
     def unavailable(self):
         if not _cuda():  # no CUDA advice on a CPU: bf16 is the CPU's reduced precision
@@ -291,9 +268,6 @@ class Amp(ModelKnob):
 
 class ChannelsLast(ModelKnob):
     id = "channels_last"
-    title = "Channels-last (NHWC)"
-    description = "The model's 4-D weights and inputs in NHWC memory format"
-    snippet = "model = model.to(memory_format=torch.channels_last)  # and x = x.to(memory_format=torch.channels_last)"
 
     def applicable_to(self, run):
         ok, why = super().applicable_to(run)
@@ -309,9 +283,6 @@ class ChannelsLast(ModelKnob):
 
 class Compile(ModelKnob):
     id = "compile"
-    title = "torch.compile"
-    description = "Compile the model with TorchInductor (torch >= 2.0)"
-    snippet = "model = torch.compile(model)"
 
     def applicable(self):
         return (True, "") if _torch_major() >= 2 else (False, "needs torch >= 2.0 (this is %s)" % torch.__version__)
@@ -323,16 +294,9 @@ class Compile(ModelKnob):
 CATALOG = [Workers(), PinMemory(), Prefetch(), PersistentWorkers(), IntraOpThreads(), CudnnBenchmark(), Tf32(),
            ZeroGradNone(), AnomalyDetection(), Amp(), ChannelsLast(), Compile()]
 BY_ID = {k.id: k for k in CATALOG}
-# Engine knobs that have no meaning for a script run from outside (they need the loop's code).
-ENGINE_ONLY = {"batch_size": "the batch size is the script's DataLoader argument and its learning rate: edit both",
-               "grad_accumulation": "accumulation is the script's loop: it needs a code change",
-               "cuda_graphs": "capturing a step needs static inputs in the script's loop: a code change",
-               "fused_optimizer": "pass foreach=True to the script's optimizer (a code change)",
-               "sync_free_logging": "the script's own loss.item() calls: a code change",
-               "cpu_allocator": "the interpreter's environment (GLIBC_TUNABLES / LD_PRELOAD): tunebench-cli sets it",
-               "fast_decode": "the script's own image decoding", "fp32_preprocess": "the script's own preprocessing",
-               "conv_bias_before_bn": "the script's model definition", "checkpointing": "the script's model code",
-               "fused_pointwise": "the script's model code", "non_blocking": "the script's own .to(device) calls"}
+# The table's knobs that the launcher has no class for, and why: a code change (not_for_scripts), or what
+# tunebench-cli sets around the interpreter (script_env: the allocator).
+ENGINE_ONLY = {i: r.get("not_for_scripts") or r.get("script_env") for i, r in ROWS.items() if "script" not in r}
 
 
 def lookup(knob_id):

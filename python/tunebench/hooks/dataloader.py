@@ -23,6 +23,7 @@ from .. import source
 from . import loader_lanes, loader_parts, loader_receive
 from .reporter import Reporter
 from ..knob_errors import KnobError, torch_major as _torch_major
+from ..knob_table import ROWS, dataloader_args
 
 _orig_init = DataLoader.__init__
 _orig_iter = DataLoader.__iter__
@@ -47,8 +48,10 @@ class _IterInfo:
 _iters = weakref.WeakKeyDictionary()
 
 # Our knob id -> DataLoader constructor argument, and how a value text becomes the argument.
-_ARGS = {"workers": ("num_workers", int), "pin_memory": ("pin_memory", lambda v: v == "on"),
-         "prefetch": ("prefetch_factor", int), "persistent_workers": ("persistent_workers", lambda v: v == "on")}
+# The loader knobs and the DataLoader argument each is (the knob table's dataloader_arg); those that act only
+# with worker processes (the table's tuner "needs": prefetch, persistent_workers).
+_ARGS = dataloader_args()
+_WITH_WORKERS = [k for k in _ARGS if ROWS[k]["tuner"].get("needs") == "workers"]
 
 
 def batch_size_of(batch):
@@ -75,20 +78,14 @@ def _patched_init(self, *args, **kwargs):
     if run is not None and len(args) <= 5:  # num_workers is the 6th positional parameter; kwargs usually
         req = run.requested
         workers = int(req["workers"]) if "workers" in req else kwargs.get("num_workers", 0)
-        if "workers" in req:
-            kwargs["num_workers"] = workers
-        if "pin_memory" in req:
-            kwargs["pin_memory"] = req["pin_memory"] == "on"
-        if workers > 0:
-            if "prefetch" in req:
-                kwargs["prefetch_factor"] = int(req["prefetch"])
-            if "persistent_workers" in req:
-                kwargs["persistent_workers"] = req["persistent_workers"] == "on"
-        elif "workers" in req:
-            # We took the workers away, and torch refuses these without them; the user's values come back
-            # when workers do. (Without a knob the script's own arguments pass as they are, errors included.)
-            kwargs.pop("prefetch_factor", None)
-            kwargs.pop("persistent_workers", None)
+        for kid, (arg, conv) in _ARGS.items():
+            if kid in req and (workers > 0 or kid not in _WITH_WORKERS):
+                kwargs[arg] = conv(req[kid])
+        if workers == 0 and "workers" in req:
+            # We took the workers away, and torch refuses their arguments without them; the user's values come
+            # back when workers do. (Without a knob the script's own arguments pass as they are, errors included.)
+            for kid in _WITH_WORKERS:
+                kwargs.pop(_ARGS[kid][0], None)
     _orig_init(self, *args, **kwargs)
     if run is None:
         return
@@ -98,10 +95,7 @@ def _patched_init(self, *args, **kwargs):
     except Exception as e:  # noqa: BLE001 - ours: the loader runs as it would without the breakdown
         _fail(e)
     site = source.caller_site()
-    effective = {"num_workers": self.num_workers, "pin_memory": self.pin_memory,
-                 "prefetch_factor": getattr(self, "prefetch_factor", None),
-                 "persistent_workers": getattr(self, "persistent_workers", False),
-                 "batch_size": self.batch_size}
+    effective = dict({arg: getattr(self, arg, None) for arg, _ in _ARGS.values()}, batch_size=self.batch_size)
     run.ch.send("source", kind="dataloader", file=site["file"], line=site["line"], code=site["code"],
                 kwargs={k: v for k, v in user_kwargs.items() if isinstance(v, (int, float, str, bool, type(None)))},
                 effective=effective)
@@ -204,8 +198,9 @@ def set_loader_option(run, knob, value, live):
     if not live or not list(run.loaders):
         return False, "applies when the script creates its DataLoader"
     v = conv(value)
+    # What only workers act on: refused where no loader has one, skipped on a loader without.
     if arg == "prefetch_factor" and all(loader.num_workers == 0 for loader in run.loaders):
-        raise KnobError("prefetch only matters with workers > 0 (set workers first)")
+        raise KnobError("%s only matters with workers > 0 (set workers first)" % knob.id)
     for loader in list(run.loaders):
         if arg == "prefetch_factor" and loader.num_workers == 0:
             continue

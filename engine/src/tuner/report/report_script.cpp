@@ -1,7 +1,10 @@
 #include "tuner/report/report_script.h"
 
+#include <map>
 #include <regex>
 #include <set>
+
+#include "knobs/table.h"
 
 namespace tb::engine {
 namespace {
@@ -48,15 +51,12 @@ bool script_code_lines(const TuneResult& r, std::vector<std::string>& py) {
   if (!env.is_object() || env.value("model", std::string()).rfind("script:", 0) != 0) return false;
   const Config& f = r.final_config;
   const auto changed = changed_knobs(r.baseline, f);
-  auto has = [&](const char* k) { return std::find(changed.begin(), changed.end(), k) != changed.end(); };
   const auto sources = env.value("source", nlohmann::json::array());
 
   // The DataLoader calls: one edit each, with every kept loader knob.
-  std::vector<std::pair<std::string, std::string>> loader_args;
-  if (has("workers")) loader_args.push_back({"num_workers", value_in(f, "workers")});
-  if (has("pin_memory")) loader_args.push_back({"pin_memory", py_bool(value_in(f, "pin_memory"))});
-  if (has("prefetch")) loader_args.push_back({"prefetch_factor", value_in(f, "prefetch")});
-  if (has("persistent_workers")) loader_args.push_back({"persistent_workers", py_bool(value_in(f, "persistent_workers"))});
+  std::map<std::string, std::string> changed_values;  // the knob table's dataloader_arg: which knob is which
+  for (const auto& k : changed) changed_values[k] = value_in(f, k);
+  const auto loader_args = knobs::dataloader_arguments(changed_values);
   std::set<std::string> seen;
   if (!loader_args.empty()) {
     bool any = false;
@@ -82,27 +82,22 @@ bool script_code_lines(const TuneResult& r, std::vector<std::string>& py) {
       opt_where = base_name(s.value("file", std::string("?"))) + ":" + std::to_string(s.value("line", 0));
   for (const auto& k : changed) {
     const std::string v = value_in(f, k);
-    if (k == "workers" || k == "pin_memory" || k == "prefetch" || k == "persistent_workers") continue;
-    if (k == "intra_op_threads") {
-      py.push_back(v == "0" ? "torch.set_num_threads(max(1, os.cpu_count() - num_workers))  # near the top: threads the "
-                              "loader workers leave"
-                            : "torch.set_num_threads(" + v + ")  # near the top of the script");
-    } else if (k == "zero_grad_none") {
+    if (const knobs::Row* row = knobs::find(k); row && row->patch == "dataloader") continue;  // in the call above
+    if (k == "zero_grad_none") {
       py.push_back("optimizer.zero_grad(set_to_none=" + py_bool(v) + ")  # every zero_grad() call" +
                    (opt_where.empty() ? std::string() : " of the optimizer made at " + opt_where));
     } else if (k == "amp" && v == "bf16") {
       py.push_back("with torch.autocast(device_type, dtype=torch.bfloat16):  # around the forward");
       py.push_back("    output = model(x)");
       py.push_back("loss = criterion(output.float(), y)");
-    } else if (k == "anomaly_detection") {
-      py.push_back("torch.autograd.set_detect_anomaly(" + py_bool(v) + ")  # remove the script's own call");
     } else if (k == "channels_last" && v == "on") {
       py.push_back("model = model.to(memory_format=torch.channels_last)  # and each batch: "
                    "x = x.to(memory_format=torch.channels_last)");
-    } else if (k == "cudnn_benchmark") {
-      py.push_back("torch.backends.cudnn.benchmark = " + py_bool(v));
-    } else if (k == "tf32") {
-      py.push_back("torch.backends.cuda.matmul.allow_tf32 = " + py_bool(v));
+    } else if (const knobs::Row* row = knobs::find(k); row && !row->python_set.empty()) {
+      // The process-wide lines: the knob table's, the same the script's patch places (script_patch.cpp).
+      const auto lines = knobs::python_lines(*row, v, value_in(f, "workers").empty() ? "0" : value_in(f, "workers"));
+      for (const auto& line : lines) py.push_back(line);
+      if (lines.empty()) py.push_back("# " + k + " = " + v);
     } else {
       py.push_back("# " + k + " = " + v);
     }

@@ -8,6 +8,7 @@
 #include <regex>
 #include <sstream>
 
+#include "knobs/table.h"
 #include "tuner/report/report_parts.h"
 #include "tuner/report/report_script.h"
 
@@ -336,15 +337,15 @@ ScriptPatch script_patch(const TuneResult& r, const std::string& base_dir, const
   };
 
   // --- the DataLoader calls: every kept loader knob as its keyword argument.
-  std::vector<std::pair<std::string, std::string>> loader_args;
+  // (The knob table's dataloader_arg: which knob is which argument.)
+  std::map<std::string, std::string> changed_values;
   std::vector<std::string> loader_knobs;
-  for (const char* k : {"workers", "pin_memory", "prefetch", "persistent_workers"}) {
-    if (!has(k)) continue;
-    const std::string v = value_in(f, k);
-    const std::string name = std::string(k) == "workers" ? "num_workers" : std::string(k) == "prefetch" ? "prefetch_factor" : k;
-    loader_args.push_back({name, std::string(k) == "workers" || std::string(k) == "prefetch" ? v : py_bool(v)});
-    loader_knobs.push_back(k);
-  }
+  for (const auto& row : knobs::table())
+    if (!row.dataloader_arg.empty() && has(row.id.c_str())) {
+      changed_values[row.id] = value_in(f, row.id);
+      loader_knobs.push_back(row.id);
+    }
+  const auto loader_args = knobs::dataloader_arguments(changed_values);
   if (!loader_args.empty()) {
     std::string what, gain;
     for (size_t i = 0; i < loader_knobs.size(); ++i) {
@@ -484,30 +485,27 @@ ScriptPatch script_patch(const TuneResult& r, const std::string& base_dir, const
   for (const auto& k : changed) {
     const std::string v = value_in(f, k);
     const std::string g = gain_of(r, k);
-    if (k == "intra_op_threads") {
-      const std::string workers = value_in(f, "workers").empty() ? "0" : value_in(f, "workers");
-      setup.push_back(v == "0" ? "torch.set_num_threads(max(1, (os.cpu_count() or 1) - " + workers +
-                                     "))  # tunebench: intra_op_threads=auto: " + g
-                               : "torch.set_num_threads(" + v + ")  # tunebench: intra_op_threads=" + v + ": " + g);
-      if (v == "0" && main_file && !imports(*main_file, "os")) setup.insert(setup.begin(), "import os");
-    } else if (k == "cudnn_benchmark") {
-      setup.push_back("torch.backends.cudnn.benchmark = " + py_bool(v) + "  # tunebench: cudnn_benchmark: " + g);
-    } else if (k == "tf32") {
-      setup.push_back("torch.backends.cuda.matmul.allow_tf32 = " + py_bool(v) + "  # tunebench: tf32: " + g);
-      setup.push_back("torch.backends.cudnn.allow_tf32 = " + py_bool(v));
-    } else if (k == "anomaly_detection") {
-      setup.push_back("torch.autograd.set_detect_anomaly(" + py_bool(v) + ")  # tunebench: anomaly_detection: " + g);
-    } else if (k == "cpu_allocator" && v == "glibc_tuned") {
-      // glibc's thresholds pinned from inside the script: the same as GLIBC_TUNABLES at the start for the
-      // main process and the DataLoader workers it forks (spawned workers start without it).
-      setup.push_back("import ctypes  # tunebench: cpu_allocator=glibc_tuned (big tensors stay in the heap): " + g);
-      setup.push_back("ctypes.CDLL(None).mallopt(-3, 256 << 20)  # M_MMAP_THRESHOLD");
-      setup.push_back("ctypes.CDLL(None).mallopt(-1, 256 << 20)  # M_TRIM_THRESHOLD");
-    } else if (k == "cpu_allocator" && (v == "jemalloc" || v == "tcmalloc")) {
-      left_out(k, "start the script with LD_PRELOAD=" + v + "'s library (no line of Python can swap malloc)");
-    } else if (k != "workers" && k != "pin_memory" && k != "prefetch" && k != "persistent_workers" && k != "amp" &&
-               k != "channels_last" && k != "compile" && k != "zero_grad_none") {
-      left_out(k, "no edit of the script's code sets it");
+    const knobs::Row* row = knobs::find(k);
+    if (!row || row->patch != "python_set") {
+      // Placed by a rule above (the DataLoader's arguments, zero_grad, autocast, channels_last, compile), or by
+      // none: the table says why.
+      if (!row || row->patch.empty())
+        left_out(k, row && !row->patch_left_out.empty() ? row->patch_left_out : "no edit of the script's code sets it");
+      continue;
+    }
+    const auto lines = knobs::python_lines(*row, v, value_in(f, "workers").empty() ? "0" : value_in(f, "workers"));
+    if (lines.empty()) {
+      std::string why = row->patch_left_out.empty() ? "no line of the script sets " + k + "=" + v : row->patch_left_out;
+      for (size_t at = why.find("{value}"); at != std::string::npos; at = why.find("{value}")) why.replace(at, 7, v);
+      left_out(k, why);
+      continue;
+    }
+    for (size_t i = 0; i < lines.size(); ++i) {
+      // What each line is for, on its first: the knob, its value and the figure measured for it.
+      setup.push_back(i == 0 ? lines[i] + "  # tunebench: " + k + "=" + v + ": " + g : lines[i]);
+      if (lines[i].find("os.") != std::string::npos && main_file && !imports(*main_file, "os") &&
+          std::find(setup.begin(), setup.end(), "import os") == setup.end())
+        setup.insert(setup.begin(), "import os");
     }
   }
   if (!setup.empty()) {

@@ -3,51 +3,30 @@
 
 #include <algorithm>
 
+#include "knobs/table.h"
+
 namespace tb::engine::search {
 namespace {
 
+Removes removes(const knobs::Shares& s) { return Removes{s[0], s[1], s[2], s[3], s[4], s[5]}; }
+
+// The tuner's facts of every knob, from the knob table's rows (python/tunebench/knobs.json, "tuner"): what it
+// removes on a GPU and a CPU (the priors, measured: the table's notes and priority.h say where), what it needs,
+// its ladder, whether it is model-level or a recipe change, and what its trial costs.
 const std::vector<KnobFacts>& table() {
-  // {id, {cuda: loader, h2d, launch, sync, compute, comm}, {cpu: ...}, needs, ladder, model-level, recipe, cost}
-  using L = Ladder;
-  using C = TrialCost;
-  static const std::vector<KnobFacts> t = {
-      // The loader. One worker took an H100's JPEG pipeline from 360 to 650 samples/s (loader stall 44%).
-      {"workers", {0.9, 0, 0, 0, 0, 0}, {0.9, 0, 0, 0, 0, 0}, "", L::Workers, false, false, C::Plain},
-      {"fast_decode", {0.4, 0, 0, 0, 0, 0}, {0.4, 0, 0, 0, 0, 0}, "", L::None, false, false, C::Plain},
-      {"fp32_preprocess", {0.3, 0, 0, 0, 0, 0}, {0.3, 0, 0, 0, 0, 0}, "", L::None, false, false, C::Plain},
-      {"prefetch", {0.15, 0, 0, 0, 0, 0}, {0.15, 0, 0, 0, 0, 0}, "workers", L::Doubling, false, false, C::Plain},
-      {"persistent_workers", {0.2, 0, 0, 0, 0, 0}, {0.2, 0, 0, 0, 0, 0}, "workers", L::None, false, false, C::Plain},
-      {"pin_memory", {0.05, 0.5, 0, 0, 0, 0}, {}, "", L::None, false, false, C::Plain},
-      {"non_blocking", {0, 0.8, 0, 0, 0, 0}, {}, "pin_memory", L::None, false, false, C::Plain},
-      // The host's launch path: a ResNet-50 step in LibTorch issues ~3000 ops; an H100 finishes them sooner.
-      {"cuda_graphs", {0, 0, 0.95, 0.5, 0, 0}, {}, "", L::None, true, false, C::Plain},
-      {"fused_optimizer", {0, 0, 0.3, 0, 0.05, 0}, {0, 0, 0, 0, 0.1, 0}, "", L::None, true, false, C::Plain},
-      {"conv_bias_before_bn", {0, 0, 0.2, 0, 0.05, 0}, {0, 0, 0, 0, 0.05, 0}, "", L::None, true, false, C::Plain},
-      {"zero_grad_none", {0, 0, 0.12, 0, 0.02, 0}, {0, 0, 0, 0, 0.03, 0}, "", L::None, true, false, C::Plain},
-      {"batch_size", {0, 0, 0.45, 0.45, 0.05, 0}, {0, 0, 0, 0, 0.1, 0.3}, "", L::Doubling, false, true, C::Plain},
-      {"grad_accumulation", {0, 0, 0.1, 0, 0, 0.5}, {0, 0, 0, 0, 0.02, 0.5}, "", L::None, false, true, C::Plain},
-      {"compile", {0, 0, 0.6, 0, 0.15, 0}, {0, 0, 0, 0, 0.2, 0}, "", L::None, false, false, C::Compiles},
-      {"sync_free_logging", {0, 0, 0.05, 0.7, 0, 0}, {0, 0, 0, 0, 0.02, 0}, "", L::None, false, false, C::Plain},
-      // No prior of its own (the even default): it trades speed for memory and pays only through a bigger batch.
-      {"checkpointing", {0.02, 0.02, 0.02, 0.02, 0.02, 0.02}, {0.02, 0.02, 0.02, 0.02, 0.02, 0.02}, "", L::None, false,
-       false, C::Plain},
-      // The device's arithmetic.
-      {"amp", {0, 0, 0, 0, 0.4, 0}, {0, 0, 0, 0, 0.25, 0}, "", L::None, true, false, C::RecompilesUnderCompile},
-      {"channels_last", {0, 0, 0, 0, 0.2, 0}, {0, 0, 0, 0, 0.1, 0}, "", L::None, true, false, C::RecompilesUnderCompile},
-      {"tf32", {0, 0, 0, 0, 0.08, 0}, {}, "", L::None, false, false, C::Plain},
-      {"cudnn_benchmark", {0, 0, 0, 0, 0.08, 0}, {}, "", L::None, false, false, C::Plain},
-      {"fused_pointwise", {0, 0, 0.1, 0, 0.1, 0}, {0, 0, 0, 0, 0.15, 0}, "", L::None, false, false, C::Plain},
-      {"intra_op_threads", {0, 0, 0, 0, 0.01, 0}, {0.1, 0, 0, 0, 0.2, 0}, "", L::None, false, false, C::Plain},
-      {"anomaly_detection", {0, 0, 0.3, 0, 0.3, 0}, {0, 0, 0, 0, 0.3, 0}, "", L::None, false, false, C::Plain},
-      // The process and the group.
-      {"cpu_allocator", {0.01, 0, 0, 0, 0.01, 0}, {0.15, 0, 0, 0, 0.15, 0}, "", L::None, false, false, C::Plain},
-      {"ranks", {}, {0, 0, 0, 0, 0.3, 0}, "", L::None, false, false, C::Plain},
-      {"bucket_cap_mb", {0, 0, 0, 0, 0, 0.1}, {0, 0, 0, 0, 0, 0.1}, "", L::None, false, false, C::Plain},
-      {"gradient_as_bucket_view", {0, 0, 0, 0, 0, 0.05}, {0, 0, 0, 0, 0, 0.05}, "", L::None, false, false, C::Plain},
-      {"comm_hook", {0, 0, 0, 0, 0, 0.3}, {0, 0, 0, 0, 0, 0.3}, "", L::None, false, false, C::Plain},
-      {"static_graph", {0, 0, 0, 0, 0, 0.05}, {0, 0, 0, 0, 0, 0.05}, "", L::None, false, false, C::Plain},
-      {"broadcast_buffers", {0, 0, 0, 0, 0, 0.05}, {0, 0, 0, 0, 0, 0.05}, "", L::None, false, false, C::Plain},
-  };
+  static const std::vector<KnobFacts> t = [] {
+    std::vector<KnobFacts> out;
+    for (const auto& row : knobs::table()) {
+      const knobs::Tuner& f = row.tuner;
+      out.push_back(KnobFacts{row.id, removes(f.cuda), removes(f.cpu), f.needs,
+                              f.ladder == "workers" ? Ladder::Workers : f.ladder == "doubling" ? Ladder::Doubling : Ladder::None,
+                              f.model_level, f.recipe,
+                              f.cost == "compiles" ? TrialCost::Compiles
+                              : f.cost == "recompiles_under_compile" ? TrialCost::RecompilesUnderCompile
+                                                                     : TrialCost::Plain});
+    }
+    return out;
+  }();
   return t;
 }
 

@@ -22,6 +22,7 @@
 #include <cmath>
 
 #include "tuner/workloads/sim_world_parse.h"
+#include "knobs/table.h"
 
 namespace tb::engine::world {
 namespace {
@@ -143,8 +144,9 @@ KnobType type_of(const std::string& t, const std::string& where) {
   throw Bad{where + ".type: bool, int or enum"};
 }
 
-// "knobs": "engine" (the engine's whole catalog), or a list of knobs, each the engine's ("engine": true) or
-// the job's own (a script's launcher knobs: title, type, default, recommended, choices, snippet...).
+// "knobs": "engine" (the engine's whole catalog), or a list of knobs, each the engine's ("engine": true), the
+// launcher's from the knob table ("script": true), or the job's own (title, type, default, recommended,
+// choices, snippet...).
 void read_knobs(const nlohmann::json& j, OpsWorld& w) {
   const auto& knobs = member(j, "knobs", "world");
   if (knobs.is_string()) {
@@ -163,6 +165,26 @@ void read_knobs(const nlohmann::json& j, OpsWorld& w) {
         const KnobInfo* e = find_knob(id);
         if (!e) throw Bad{where + ": not a knob of the engine's catalog (tunebench-cli knobs lists them)"};
         info = *e;
+      } else if (k.value("script", false)) {
+        // The launcher's knob, from the knob table; its default is the machine's where the table leaves it to
+        // the interpreter at start (torch's thread count): the world then says it.
+        const tb::knobs::Row* row = tb::knobs::find(id);
+        if (!row || !row->script) throw Bad{where + ": not a script knob of the knob table (python/tunebench/knobs.json)"};
+        const tb::knobs::Surface& sc = *row->script;
+        info.id = id;
+        info.title = sc.title;
+        info.description = sc.description;
+        info.type = type_of(sc.type, where);
+        info.default_value = k.contains("default") ? value_text(k.at("default"), where + ".default") : sc.default_value;
+        if (info.default_value.empty()) throw Bad{where + ": 'default' is missing (the launcher reads it at start)"};
+        info.recommended_value = sc.recommended;
+        info.choices = sc.type == "int" ? std::vector<std::string>{} : sc.choices;
+        info.min = sc.type == "int" ? sc.min : 0;
+        info.max = sc.type == "int" ? sc.max : 0;
+        info.pytorch_snippet = sc.snippet;
+        info.applies_to = "scripts";
+        info.process_scope = sc.process_scope;
+        info.changes_numerics = sc.numerics;
       } else {
         info.id = id;
         info.title = text(k, "title", where, "");
@@ -181,7 +203,7 @@ void read_knobs(const nlohmann::json& j, OpsWorld& w) {
         info.min = static_cast<int64_t>(number(k, "min", where, 0, 0, 1e9));
         info.max = static_cast<int64_t>(number(k, "max", where, 0, 0, 1e9));
       }
-      known_fields(k, {"id", "engine", "title", "type", "default", "recommended", "choices", "snippet", "applies_to",
+      known_fields(k, {"id", "engine", "script", "title", "type", "default", "recommended", "choices", "snippet", "applies_to",
                        "process", "numerics", "min", "max"},
                    where);
       for (const auto& have : w.catalog)
