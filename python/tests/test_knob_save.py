@@ -31,7 +31,7 @@ from tunebench.state import Run
 MODEL_KNOBS = {"amp", "channels_last", "compile"}
 OPTIMIZER_KNOBS = {"zero_grad_none"}
 PROCESS_KNOBS = {"intra_op_threads", "cudnn_benchmark", "tf32", "anomaly_detection"}
-LOADER_KNOBS = {"workers", "pin_memory", "prefetch", "persistent_workers"}  # DataLoaders only, never a model
+LOADER_KNOBS = {"workers", "pin_memory", "prefetch", "persistent_workers", "in_order"}  # DataLoaders only, never a model
 HAS_CXX = bool(shutil.which("g++") or shutil.which("c++"))
 
 # A fresh interpreter without tunebench (not on its path, and refused if something asks for it) loads each

@@ -42,7 +42,7 @@ KNOBS_AT_START = TRAIN.replace("opt.step()", "opt.step()\n        opt.zero_grad(
     "out = model(x)", "open('{dir}/outside.txt', 'w').write(str(model[0](x).dtype))\n        out = model(x)").replace(
     "class Probe", "model[0].register_forward_hook(lambda m, i, o: [open('{dir}/inside.txt', 'w').write(str(o.dtype)), "
     "None][1])\nclass Probe")
-KNOBS_SET = "workers=2,intra_op_threads=1,zero_grad_none=off,amp=bf16"
+KNOBS_SET = "workers=2,in_order=off,intra_op_threads=1,zero_grad_none=off,amp=bf16"
 
 
 class LaunchTest(SharedRuns):
@@ -152,10 +152,12 @@ class LaunchTest(SharedRuns):
         c = self.knobs_run()
         src = next(m for m in c.messages if m["type"] == "source" and m["kind"] == "dataloader")
         self.assertEqual(src["effective"]["num_workers"], 2)
+        self.assertIs(src["effective"]["in_order"], False)  # a knob that is a row of the table and a class
         self.assertNotIn("num_workers", src["kwargs"])  # the script did not pass it: we did
         started = next(m for m in c.messages if m["type"] == "started")
         self.assertEqual(started["config"]["workers"], "2")
         self.assertEqual(started["config"]["intra_op_threads"], "1")
+        self.assertEqual(started["config"]["in_order"], "off")
         self.assertEqual((started["config"]["zero_grad_none"], started["config"]["amp"]), ("off", "bf16"))
         self.assertEqual(len([m for m in c.messages if m["type"] == "step"]), 3)
 

@@ -4,9 +4,11 @@ which changes the script's objects or torch's switches and says whether the chan
 effect when a DataLoader iterator is re-created) - never a silent no-op: what cannot apply raises
 KnobError with the reason."""
 
+import inspect
 import os
 
 import torch
+from torch.utils.data import DataLoader
 
 from .hooks import dataloader as hooks_dataloader, model as hooks_model, optimizer as hooks_optimizer
 from .knob_errors import KnobError, torch_major as _torch_major
@@ -155,6 +157,15 @@ class PersistentWorkers(LoaderKnob):
     id, attr = "persistent_workers", "persistent_workers"
 
 
+class InOrder(LoaderKnob):
+    id, attr = "in_order", "in_order"
+
+    def applicable(self):
+        if "in_order" not in inspect.signature(DataLoader.__init__).parameters:
+            return False, "needs torch >= 2.6 (DataLoader's in_order; this is %s)" % torch.__version__
+        return True, ""
+
+
 # --- process-wide switches --------------------------------------------------------------------------------
 
 class IntraOpThreads(Knob):
@@ -291,7 +302,7 @@ class Compile(ModelKnob):
         return hooks_model.set_compile(run, value == "on")
 
 
-CATALOG = [Workers(), PinMemory(), Prefetch(), PersistentWorkers(), IntraOpThreads(), CudnnBenchmark(), Tf32(),
+CATALOG = [Workers(), PinMemory(), Prefetch(), PersistentWorkers(), InOrder(), IntraOpThreads(), CudnnBenchmark(), Tf32(),
            ZeroGradNone(), AnomalyDetection(), Amp(), ChannelsLast(), Compile()]
 BY_ID = {k.id: k for k in CATALOG}
 # The table's knobs that the launcher has no class for, and why: a code change (not_for_scripts), or what

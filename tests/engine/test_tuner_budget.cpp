@@ -103,7 +103,7 @@ TEST(TunerPriority, TheExpectedGainFollowsTheBreakdown) {
 }
 
 TEST(TunerPriority, DependentsAndKinds) {
-  EXPECT_EQ(dependents("workers"), (std::vector<std::string>{"prefetch", "persistent_workers"}));
+  EXPECT_EQ(dependents("workers"), (std::vector<std::string>{"prefetch", "persistent_workers", "in_order"}));
   EXPECT_EQ(dependents("pin_memory"), (std::vector<std::string>{"non_blocking"}));
   EXPECT_EQ(depends_on("prefetch"), "workers");
   EXPECT_EQ(depends_on("amp"), "");

@@ -49,7 +49,7 @@ _iters = weakref.WeakKeyDictionary()
 
 # Our knob id -> DataLoader constructor argument, and how a value text becomes the argument.
 # The loader knobs and the DataLoader argument each is (the knob table's dataloader_arg); those that act only
-# with worker processes (the table's tuner "needs": prefetch, persistent_workers).
+# with worker processes (the table's tuner "needs": prefetch, persistent_workers, in_order).
 _ARGS = dataloader_args()
 _WITH_WORKERS = [k for k in _ARGS if ROWS[k]["tuner"].get("needs") == "workers"]
 
@@ -199,10 +199,10 @@ def set_loader_option(run, knob, value, live):
         return False, "applies when the script creates its DataLoader"
     v = conv(value)
     # What only workers act on: refused where no loader has one, skipped on a loader without.
-    if arg == "prefetch_factor" and all(loader.num_workers == 0 for loader in run.loaders):
+    if arg in ("prefetch_factor", "in_order") and all(loader.num_workers == 0 for loader in run.loaders):
         raise KnobError("%s only matters with workers > 0 (set workers first)" % knob.id)
     for loader in list(run.loaders):
-        if arg == "prefetch_factor" and loader.num_workers == 0:
+        if arg in ("prefetch_factor", "in_order") and loader.num_workers == 0:
             continue
         try:
             if arg == "persistent_workers":
