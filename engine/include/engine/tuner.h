@@ -46,6 +46,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "client/inputs.h"
+
 #include "client/script_runner.h"
 #include "engine/knobs.h"
 #include "engine/session.h"
@@ -178,7 +180,8 @@ struct TuneProgress {
 };
 
 struct TuneOptions {
-  double budget_s = 240;      // the whole tune, calibration and final measurement included
+  // The whole tune, calibration and final measurement included: every surface's default (client/inputs.h).
+  double budget_s = client::inputs::kBudgetDefaultS;
   // The final's minimum (its first rounds, a fresh-process headline's first pairs) may run past the budget by
   // this share of it and no further; everything optional stays within the budget (tuner/search/budget.h).
   double overrun = 0.10;

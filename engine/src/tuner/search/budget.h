@@ -46,7 +46,7 @@ inline constexpr int kSmallestTuneAAWindows = 4;
 
 class Budget {
  public:
-  explicit Budget(double budget_s = 240, double overrun = 0.10) : total_(budget_s), overrun_(overrun) {}
+  explicit Budget(double budget_s, double overrun = 0.10) : total_(budget_s), overrun_(overrun) {}
 
   double total() const { return total_; }
   double overrun() const { return overrun_; }
