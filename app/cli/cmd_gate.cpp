@@ -117,7 +117,11 @@ int cmd_gate(int argc, char** argv) {
     else if (a == "--runs" && number(x) && x >= 3) store_runs = int(x);
     else if (a == "--why" && (v == "on" || v == "off")) o.why = v == "on";
     else if (a == "--steps" && number(x) && x >= 5) o.steps = int64_t(x);
-    else if (a == "--max-time" && number(x) && x > 0) o.max_time_s = x;
+    else if (a == "--max-time" && number(x)) {
+      const auto limit = client::inputs::gate_max_time(x);
+      if (!limit) return could_not_run(limit.error().message);
+      o.max_time_s = *limit;
+    }
     else if (a == "--tolerance" && number(x)) o.rule.tolerance = x;
     else if (a == "--confidence" && number(x)) o.rule.confidence = x;
     else if (a == "--warmup-pairs" && number(x) && x >= 0) o.warmup_pairs = int(x);
@@ -125,7 +129,7 @@ int cmd_gate(int argc, char** argv) {
     else if (a == "--step-timeout" && number(x) && x > 0) o.step_timeout_s = x;
     else return could_not_run("bad option or value: " + a + " " + v + " (see tunebench-cli gate --help)");
   }
-  if (const std::string why = o.rule.validate(); !why.empty()) return could_not_run(why);
+  if (const Status valid = o.rule.validate(); !valid) return could_not_run(valid.error().message);
   // A CI cancelling the job (SIGTERM) or a Ctrl-C, from here on: the run stops at its next step, the worktrees
   // are removed (a signal during a checkout lands after it, and the checkout is removed too).
   std::signal(SIGINT, on_signal);

@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include "client/inputs.h"
 #include "engine/make_dataset.h"
 #include "commands.h"
 
@@ -22,11 +23,9 @@ int fail(const std::string& msg) {
 }
 
 bool parse_int(const char* s, long long lo, long long hi, long long& v) {
-  if (!s || !*s) return false;
-  char* end = nullptr;
-  errno = 0;
-  v = std::strtoll(s, &end, 10);
-  return errno == 0 && *end == '\0' && v >= lo && v <= hi;
+  const auto n = client::inputs::parse_integer(s ? s : "", lo, hi);
+  if (n) v = *n;
+  return n.has_value();
 }
 
 void usage(FILE* f) {

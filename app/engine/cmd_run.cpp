@@ -49,8 +49,7 @@ int cmd_run(int argc, char** argv) {
   std::string trace_path, json_path;
   for (int i = 1; i < argc; ++i) {
     bool matched = false;
-    std::string err = parse_session_option(argc, argv, i, opts, matched);
-    if (!err.empty()) return usage_error(err);
+    if (const Status s = parse_session_option(argc, argv, i, opts, matched); !s) return usage_error(s.error().message);
     if (matched) continue;
     const std::string a = argv[i];
     if (a == "--steps") {

@@ -47,8 +47,8 @@ int cmd_run_script(int argc, char** argv) {
     auto value = [&](std::string& out) { return next_arg(end, argv, i, out); };
     std::string v;
     int64_t n = 0;
-    if (std::string err; script_source_option(a, value, so, err)) {
-      if (!err.empty()) return usage_error(err);
+    if (const auto s = script_source_option(a, value, so)) {
+      if (!*s) return usage_error(s->error().message);
     } else if (a == "--set") {
       if (!value(v)) return usage_error("--set needs k=v,...");
       const auto items = client::inputs::parse_settings(v);

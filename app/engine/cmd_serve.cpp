@@ -28,9 +28,8 @@ int cmd_serve(int argc, char** argv) {
   bool inline_files = false;
   for (int i = 1; i < argc; ++i) {
     bool matched = false;
-    std::string err = parse_session_option(argc, argv, i, opts, matched);
-    if (!err.empty()) {
-      std::fprintf(stderr, "tunebench-cli: error: serve: %s\n", err.c_str());
+    if (const Status s = parse_session_option(argc, argv, i, opts, matched); !s) {
+      std::fprintf(stderr, "tunebench-cli: error: serve: %s\n", s.error().message.c_str());
       return 2;
     }
     if (matched) continue;

@@ -23,8 +23,10 @@
 #include "client/protocol.h"
 #include "commands.h"
 #include "engine/report.h"
+#include "engine/tune_request.h"
 #include "engine/tuner.h"
 #include "engine_cli_common.h"
+#include "knobs/table.h"
 #include "script_common.h"
 
 namespace tb::cli {
@@ -90,9 +92,9 @@ int cmd_serve_script(int argc, char** argv) {
     auto value = [&](std::string& out) { return next_arg(end, argv, i, out); };
     std::string v;
     int64_t n = 0;
-    if (std::string err; script_source_option(a, value, so, err)) {
-      if (!err.empty()) {
-        std::fprintf(stderr, "tunebench-cli: error: serve: %s\n", err.c_str());
+    if (const auto s = script_source_option(a, value, so)) {
+      if (!*s) {
+        std::fprintf(stderr, "tunebench-cli: error: serve: %s\n", s->error().message.c_str());
         return 2;
       }
     } else if (a == "--set" && value(v)) {
@@ -166,16 +168,17 @@ int cmd_serve_script(int argc, char** argv) {
           runner->send(msg);
         } else if (type == "tune") {
           // Checked before the live run is stopped: a bad request costs nothing.
-          const auto budget = client::inputs::tune_budget(msg.contains("budget_s") && msg["budget_s"].is_number()
-                                                              ? msg["budget_s"].get<double>()
-                                                              : client::inputs::kBudgetDefaultS);
-          if (!budget) {
-            send_error("tune: " + budget.error().message, true);
+          // The script's knobs are the knob table's that a script run has (the launcher's and the allocator).
+          auto request = engine::tune_request(msg, [](const std::string& id) {
+            const tb::knobs::Row* row = tb::knobs::find(id);
+            return row && tb::knobs::script_has(*row);
+          });
+          if (!request) {
+            send_error(request.error().message, true);
             continue;
           }
           runner->stop(5);
-          engine::TuneOptions to;
-          to.budget_s = *budget;
+          engine::TuneOptions to = std::move(*request);
           to.progress = [](const engine::TuneProgress& p) {
             send({{"type", "tune_progress"}, {"phase", p.phase}, {"message", p.message}, {"fraction", p.fraction}});
           };

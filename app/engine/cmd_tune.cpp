@@ -69,8 +69,8 @@ int cmd_tune(int argc, char** argv) {
     auto value = [&](std::string& out) { return next_arg(end, argv, i, out); };
     std::string v;
     int64_t n = 0;
-    if (std::string err; script_source_option(a, value, script, err)) {
-      if (!err.empty()) return fail(err, 2);
+    if (const auto s = script_source_option(a, value, script)) {
+      if (!*s) return fail(s->error().message, 2);
     } else if (a == "--set" && !script.script.empty()) {
       // Script knobs are the launcher's (it validates them): keep them as they are.
       if (!value(v)) return fail("--set needs k=v,...", 2);
@@ -122,8 +122,7 @@ int cmd_tune(int argc, char** argv) {
       if (!value(profile) || profile.empty()) return fail("--profile needs a name (toy, gpu, script-gpu) or a world file", 2);
     } else {
       bool matched = false;
-      std::string err = parse_session_option(argc, argv, i, so, matched);
-      if (!err.empty()) return fail(err, 2);
+      if (const Status s = parse_session_option(argc, argv, i, so, matched); !s) return fail(s.error().message, 2);
       if (!matched) return fail("unknown option '" + a + "' for tune (see tunebench-cli tune --help)", 2);
 
     }

@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/result.h"
+#include "client/inputs.h"
 #include "engine/distributed.h"
 #include "engine/recording.h"
 #include "engine/run_json.h"
@@ -31,14 +33,11 @@
 
 namespace tb::cli {
 
-// Parses a non-negative integer option value; false when it is not one.
+// An integer option value of at least `min` (client/inputs.h's reader); false when it is not one.
 inline bool parse_int(const std::string& text, int64_t& out, int64_t min = 0) {
-  if (text.empty()) return false;
-  char* end = nullptr;
-  long long v = std::strtoll(text.c_str(), &end, 10);
-  if (*end != '\0' || v < min) return false;
-  out = v;
-  return true;
+  const auto v = client::inputs::parse_integer(text, min);
+  if (v) out = *v;
+  return v.has_value();
 }
 
 // Parses a finite number option value; false when it is not one.
@@ -75,48 +74,49 @@ inline bool next_arg(int end, char** argv, int& i, std::string& out) {
   return true;
 }
 
-// Session options shared by run/serve; returns "" or an error message. `i` is advanced past a value.
-inline std::string parse_session_option(int argc, char** argv, int& i, engine::SessionOptions& o, bool& matched) {
+// Session options shared by run/serve/tune: Ok, or the one line saying what is wrong; `matched` says whether
+// argv[i] was one of them. `i` is advanced past a value.
+inline Status parse_session_option(int argc, char** argv, int& i, engine::SessionOptions& o, bool& matched) {
   matched = true;
   const std::string a = argv[i];
   auto value = [&](std::string& out) { return next_arg(argc, argv, i, out); };
   std::string v;
   int64_t n = 0;
   if (a == "--model") {
-    if (!value(o.model)) return "--model needs a value";
+    if (!value(o.model)) return Error{"--model needs a value"};
   } else if (a == "--data") {
-    if (!value(o.data)) return "--data needs a value";
+    if (!value(o.data)) return Error{"--data needs a value"};
   } else if (a == "--set") {
-    if (!value(v)) return "--set needs k=v,...";
+    if (!value(v)) return Error{"--set needs k=v,..."};
     try {
       for (const auto& [k, val] : engine::parse_config_list(v)) o.knobs[k] = val;
     } catch (const std::exception& e) {
-      return e.what();
+      return Error{e.what()};
     }
   } else if (a == "--warmup") {
-    if (!value(v) || !parse_int(v, n)) return "--warmup needs a non-negative integer";
+    if (!value(v) || !parse_int(v, n)) return Error{"--warmup needs a non-negative integer"};
     o.warmup_steps = static_cast<int>(n);
   } else if (a == "--seed") {
-    if (!value(v) || !parse_int(v, n)) return "--seed needs a non-negative integer";
+    if (!value(v) || !parse_int(v, n)) return Error{"--seed needs a non-negative integer"};
     o.seed = static_cast<uint64_t>(n);
   } else if (a == "--device") {
-    if (!value(o.device)) return "--device needs auto, cpu or cuda";
+    if (!value(o.device)) return Error{"--device needs auto, cpu or cuda"};
   } else if (a == "--input") {
-    if (!value(v) || !parse_input_shape(v, o)) return "--input needs C,H,W (e.g. 3,224,224)";
+    if (!value(v) || !parse_input_shape(v, o)) return Error{"--input needs C,H,W (e.g. 3,224,224)"};
   } else if (a == "--classes") {
-    if (!value(v) || !parse_int(v, n, 1)) return "--classes needs a positive integer";
+    if (!value(v) || !parse_int(v, n, 1)) return Error{"--classes needs a positive integer"};
     o.num_classes = n;
   } else if (a == "--threads") {
     // Kept for scripts: the same as --set intra_op_threads=N.
-    if (!value(v) || !parse_int(v, n)) return "--threads needs a non-negative integer";
+    if (!value(v) || !parse_int(v, n)) return Error{"--threads needs a non-negative integer"};
     o.threads = static_cast<int>(n);
   } else if (a == "--drift-steps") {
-    if (!value(v) || !parse_int(v, n)) return "--drift-steps needs a non-negative integer";
+    if (!value(v) || !parse_int(v, n)) return Error{"--drift-steps needs a non-negative integer"};
     o.drift_guard_steps = static_cast<int>(n);
   } else {
     matched = false;
   }
-  return "";
+  return Status::Ok();
 }
 
 // Writes `j` indented to `path`; false after saying why on stderr.

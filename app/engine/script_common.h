@@ -3,12 +3,14 @@
 #pragma once
 
 #include <cstdio>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "base/result.h"
 #include "client/script_runner.h"
 #include "engine/run_json.h"
 #include "engine/session.h"
@@ -84,19 +86,19 @@ inline int script_args_split(int argc, char** argv, std::vector<std::string>& sc
   return argc;
 }
 
-// --script FILE and --python P, read the same way by every command that runs a script (run, serve, tune): true
-// when `a` is one of them, its value read into `so` by `value`; `err` then says what was missing ("" if nothing).
+// --script FILE and --python P, read the same way by every command that runs a script (run, serve, tune):
+// nothing when `a` is neither, else its value read into `so` by `value` and Ok, or what was missing.
 template <class ReadValue>
-bool script_source_option(const std::string& a, ReadValue&& value, client::ScriptOptions& so, std::string& err) {
+std::optional<Status> script_source_option(const std::string& a, ReadValue&& value, client::ScriptOptions& so) {
   if (a == "--script") {
-    if (!value(so.script) || so.script.empty()) err = "--script needs a file";
-    return true;
+    if (!value(so.script) || so.script.empty()) return Status(Error{"--script needs a file"});
+    return Status::Ok();
   }
   if (a == "--python") {
-    if (!value(so.python) || so.python.empty()) err = "--python needs an interpreter path";
-    return true;
+    if (!value(so.python) || so.python.empty()) return Status(Error{"--python needs an interpreter path"});
+    return Status::Ok();
   }
-  return false;
+  return std::nullopt;
 }
 
 // The script's prints go to our stderr, marked, so a user sees their own output but protocol stays clean.

@@ -1,6 +1,7 @@
 // Inputs checked in one place (client/inputs.h).
 #include "client/inputs.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -16,10 +17,24 @@ std::string seconds_text(double s) {
 }
 }  // namespace
 
+std::optional<int64_t> parse_integer(std::string_view text, int64_t min, int64_t max) {
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v < min || v > max) return std::nullopt;
+  return v;
+}
+
 Result<double> tune_budget(double seconds) {
   if (!std::isfinite(seconds) || seconds < kBudgetMinS || seconds > kBudgetMaxS)
     return Error{"budget must be between " + seconds_text(kBudgetMinS) + " and " + seconds_text(kBudgetMaxS) +
                  " seconds, got " + seconds_text(seconds)};
+  return seconds;
+}
+
+Result<double> gate_max_time(double seconds) {
+  if (!std::isfinite(seconds) || seconds < kGateMaxTimeMinS || seconds > kGateMaxTimeMaxS)
+    return Error{"--max-time must be between " + seconds_text(kGateMaxTimeMinS) + " and " +
+                 seconds_text(kGateMaxTimeMaxS) + " seconds, got " + seconds_text(seconds)};
   return seconds;
 }
 

@@ -15,7 +15,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "client/inputs.h"
 #include "client/protocol.h"
 #include "engine/distributed.h"
 #include "engine/knobs.h"
@@ -24,6 +23,7 @@
 #include "engine/recording.h"
 #include "engine/report.h"
 #include "engine/run_json.h"
+#include "engine/tune_request.h"
 #include "engine/tuner.h"
 #include "profiler/recorder.h"
 #include "profiler/trace_io.h"
@@ -258,23 +258,12 @@ int serve(ServeOptions o) {
   // configuration found is applied to the running session afterwards (engine/live_tune.h), so the chart
   // shows it.
   auto run_tune_request = [&](const nlohmann::json& msg) {
-    TuneOptions topts;
-    const auto budget = client::inputs::tune_budget(msg.contains("budget_s") && msg["budget_s"].is_number()
-                                                        ? msg["budget_s"].get<double>()
-                                                        : client::inputs::kBudgetDefaultS);
-    if (!budget) {
-      out.error("tune: " + budget.error().message, true);
+    auto request = tune_request(msg, [](const std::string& id) { return find_knob(id) != nullptr; });
+    if (!request) {
+      out.error(request.error().message, true);
       return;
     }
-    topts.budget_s = *budget;
-    // Only these knobs (as tune --knobs).
-    for (const auto& k : msg.value("knobs", nlohmann::json::array())) {
-      if (!k.is_string() || !find_knob(k.get<std::string>())) {
-        out.error("tune: unknown knob " + k.dump() + " in knobs (see tunebench-cli knobs)", true);
-        return;
-      }
-      topts.only_knobs.push_back(k.get<std::string>());
-    }
+    TuneOptions topts = std::move(*request);
     topts.progress = [&](const TuneProgress& p) {
       out.send({{"type", "tune_progress"}, {"phase", p.phase}, {"message", p.message}, {"fraction", p.fraction}});
     };

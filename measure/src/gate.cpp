@@ -8,11 +8,11 @@
 
 namespace tb::measure {
 
-std::string GateRule::validate() const {
-  if (!(tolerance > 0 && tolerance < 1)) return "the tolerance must be a share between 0 and 1 (0.03 = 3%)";
-  if (!(confidence >= 0.5 && confidence < 1)) return "the confidence must be at least 0.5 and under 1 (0.95)";
-  if (min_pairs < 2) return "a gate needs at least 2 pairs before it decides";
-  return "";
+Status GateRule::validate() const {
+  if (!(tolerance > 0 && tolerance < 1)) return Error{"the tolerance must be a share between 0 and 1 (0.03 = 3%)"};
+  if (!(confidence >= 0.5 && confidence < 1)) return Error{"the confidence must be at least 0.5 and under 1 (0.95)"};
+  if (min_pairs < 2) return Error{"a gate needs at least 2 pairs before it decides"};
+  return Status::Ok();
 }
 
 const char* verdict_name(GateVerdict v) {

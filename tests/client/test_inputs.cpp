@@ -40,3 +40,23 @@ TEST(Inputs, SettingsAreKnobEqualsValueInOrder) {
     EXPECT_NE(e.error().message.find("expected knob=value"), std::string::npos);
   }
 }
+
+TEST(Inputs, AnIntegerIsTheWholeTextWithinItsRange) {
+  EXPECT_EQ(in::parse_integer("12"), 12);
+  EXPECT_EQ(in::parse_integer("-3"), -3);
+  EXPECT_EQ(in::parse_integer("64", 1, 64), 64);
+  for (const char* bad : {"", "12x", " 12", "1e3", "0x10", "99999999999999999999"})
+    EXPECT_FALSE(in::parse_integer(bad).has_value()) << bad;
+  EXPECT_FALSE(in::parse_integer("0", 1).has_value());
+  EXPECT_FALSE(in::parse_integer("65", 1, 64).has_value());
+}
+
+TEST(Inputs, TheGatesTimeLimitIsOneRange) {
+  EXPECT_EQ(*in::gate_max_time(in::kGateMaxTimeDefaultS), 1200);
+  EXPECT_EQ(*in::gate_max_time(1), 1);
+  for (double bad : {0.0, -5.0, 86401.0}) {
+    const auto r = in::gate_max_time(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().message.rfind("--max-time must be between 1 and 86400 seconds", 0), 0u) << r.error().message;
+  }
+}

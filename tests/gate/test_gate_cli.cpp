@@ -44,6 +44,7 @@ TEST(GateCli, ABadRevisionOptionOrBaselineFileIsOneLineAndExitThree) {
   expect_error("--baseline c1 --steps 2", "bad option or value: --steps 2");
   expect_error("--baseline c1 --why maybe", "bad option or value: --why maybe");
   expect_error("--baseline c1 --max-time", "--max-time needs a value");
+  expect_error("--baseline c1 --max-time 0", "--max-time must be between 1 and 86400 seconds, got 0");
   expect_error("", "--script needs --baseline REV");
   expect_error("--against train.py", "train.py is not a stored gate baseline (made by gate --save-baseline)");
   expect_error("--against base.json --baseline c1", "--against B.json is the baseline: no --baseline REV beside it");

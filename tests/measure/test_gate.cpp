@@ -55,9 +55,9 @@ Rates rates(double slowdown, double noise, int gates = 200) {
 TEST(Gate, LooksAtAGrowingScheduleOfPairs) {
   EXPECT_EQ(gate_looks(3, 70), (std::vector<int>{3, 4, 6, 9, 13, 19, 28, 42, 63}));
   EXPECT_EQ(GateRule{}.look_confidence(), 1 - 0.05 / 5);
-  EXPECT_EQ(GateRule{}.validate(), "");
-  EXPECT_NE((GateRule{0, 0.95, 3}.validate()), "");
-  EXPECT_NE((GateRule{0.03, 1.0, 3}.validate()), "");
+  EXPECT_TRUE(GateRule{}.validate());
+  EXPECT_FALSE((GateRule{0, 0.95, 3}.validate()));
+  EXPECT_NE((GateRule{0.03, 1.0, 3}.validate()).error().message.find("confidence"), std::string::npos);
 }
 
 TEST(Gate, AClearSlowdownIsARegressionAndExitsOne) {

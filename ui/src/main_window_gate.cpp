@@ -22,6 +22,7 @@
 #include <QSpinBox>
 #include <QTemporaryDir>
 
+#include "client/inputs.h"
 #include "ui/main_window.h"
 
 namespace tb::ui {
@@ -110,8 +111,8 @@ void MainWindow::gateDialog() {
   candidate->setPlaceholderText(tr("the working tree as it is"));
   auto* args = new QLineEdit(model_->currentText() == "script" ? script_args_->text() : QString(), &dlg);
   auto* max_time = new QSpinBox(&dlg);
-  max_time->setRange(30, 7200);
-  max_time->setValue(600);
+  max_time->setRange(int(client::inputs::kGateMaxTimeMinS), int(client::inputs::kGateMaxTimeMaxS));  // the CLI's rule
+  max_time->setValue(int(client::inputs::kGateMaxTimeDefaultS));
   max_time->setSuffix(tr(" s"));
   form->addRow(tr("Script"), srow);
   form->addRow(tr("Baseline revision"), baseline);

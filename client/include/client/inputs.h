@@ -4,7 +4,10 @@
 // 10-3600; a script serve dropped a malformed --set item silently. Errors are one line (base/result.h).
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -23,6 +26,18 @@ inline constexpr double kBudgetDefaultS = 120;
 Result<double> tune_budget(double seconds);
 // The same from text ("120", "90.5"); "budget needs seconds, got 'abc'" for anything else.
 Result<double> parse_tune_budget(const std::string& text);
+
+// The CI gate's time limit in seconds (no pair starts that would end after it): the CLI's --max-time and the
+// GUI's gate dialog. Once the CLI took anything over 0 (default 1200) and the GUI 30-7200 (default 600).
+inline constexpr double kGateMaxTimeMinS = 1;
+inline constexpr double kGateMaxTimeMaxS = 24 * 3600;
+inline constexpr double kGateMaxTimeDefaultS = 1200;
+// `seconds` within [kGateMaxTimeMinS, kGateMaxTimeMaxS], else "--max-time must be between 1 and 86400 seconds, got X".
+Result<double> gate_max_time(double seconds);
+
+// A whole decimal integer within [min, max] ("12", "-3"; not "12x", " 12", "1e3"), or nothing. The one integer
+// reader of every option and value: the CLI's, make-dataset's, the tuner's knob values.
+std::optional<int64_t> parse_integer(std::string_view text, int64_t min = INT64_MIN, int64_t max = INT64_MAX);
 
 // "k=v,k2=v2" -> {{k, v}, {k2, v2}}, in order, blanks around each trimmed; empty items are skipped. An item
 // without '=' or with an empty key is an error naming it ("bad knob setting 'x': expected knob=value"); a

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/result.h"
+#include "client/inputs.h"
 #include "measure/gate.h"
 #include "measure/noise.h"
 #include "measure/window.h"
@@ -34,7 +35,7 @@ struct GateOptions {
   std::vector<std::string> args;  // the script's own arguments, the same for both
   std::string python;             // "" = the runner's choice (client/script_runner.h)
   int64_t steps = 100;            // optimizer steps per process (the warm-up's among them)
-  double max_time_s = 1200;       // no pair is started that would end after this
+  double max_time_s = client::inputs::kGateMaxTimeDefaultS;  // no pair is started that would end after this
   double first_step_timeout_s = 180;
   double step_timeout_s = 300;    // a process with no step for this long is hung
   int warmup_pairs = 1;

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
 #include "measure/interval.h"
 #include "measure/window.h"
 
@@ -32,8 +33,8 @@ struct GateRule {
   double confidence = 0.95;  // overall; each look is at look_confidence()
   int min_pairs = 3;
   double look_confidence() const { return 1 - (1 - confidence) / 5; }
-  // "" when usable, else why not (one line).
-  std::string validate() const;
+  // Ok when usable, else why not (one line).
+  Status validate() const;
 };
 
 enum class GateVerdict { kUndecided, kRegression, kImprovement, kNoChange };

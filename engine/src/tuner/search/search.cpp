@@ -6,6 +6,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "client/inputs.h"
+
 namespace tb::engine {
 
 std::vector<std::string> changed_knobs(const Config& baseline, const Config& config) {
@@ -49,15 +51,9 @@ std::string config_key(const Config& c) {
 }
 
 bool parse_int(const std::string& s, int64_t& out) {
-  try {
-    size_t pos = 0;
-    long long v = std::stoll(s, &pos);
-    if (pos != s.size()) return false;
-    out = v;
-    return true;
-  } catch (...) {
-    return false;
-  }
+  const auto v = client::inputs::parse_integer(s);
+  if (v) out = *v;
+  return v.has_value();
 }
 
 TuneResult Tuner::run() {

@@ -1,0 +1,27 @@
+// One reader of the `tune` message for serve and serve-script.
+#include "engine/tune_request.h"
+
+#include <nlohmann/json.hpp>
+
+#include "client/inputs.h"
+
+namespace tb::engine {
+
+Result<TuneOptions> tune_request(const nlohmann::json& msg, const std::function<bool(const std::string&)>& is_knob) {
+  TuneOptions o;
+  const auto budget = client::inputs::tune_budget(msg.contains("budget_s") && msg["budget_s"].is_number()
+                                                      ? msg["budget_s"].get<double>()
+                                                      : client::inputs::kBudgetDefaultS);
+  if (!budget) return Error{"tune: " + budget.error().message};
+  o.budget_s = *budget;
+  const auto knobs = msg.value("knobs", nlohmann::json::array());
+  if (!knobs.is_array()) return Error{"tune: knobs is not a list of knob names"};
+  for (const auto& k : knobs) {
+    if (!k.is_string() || !is_knob(k.get<std::string>()))
+      return Error{"tune: unknown knob " + k.dump() + " in knobs (see tunebench-cli knobs)"};
+    o.only_knobs.push_back(k.get<std::string>());
+  }
+  return o;
+}
+
+}  // namespace tb::engine

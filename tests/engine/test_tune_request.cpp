@@ -1,0 +1,45 @@
+// The `tune` message's one reader (engine/tune_request.h), which serve and serve-script both call: its budget
+// under the surfaces' rule, its knobs[] as the tune's only knobs, one line for what is wrong.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "client/inputs.h"
+#include "engine/knobs.h"
+#include "engine/tune_request.h"
+
+using namespace tb::engine;
+
+namespace {
+
+bool engine_knob(const std::string& id) { return find_knob(id) != nullptr; }
+
+TEST(TuneRequest, TheBudgetAndTheKnobsOfTheMessage) {
+  auto r = tune_request({{"type", "tune"}, {"budget_s", 60}, {"knobs", {"workers", "amp"}}}, engine_knob);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->budget_s, 60);
+  EXPECT_EQ(r->only_knobs, (std::vector<std::string>{"workers", "amp"}));
+  // Without them: the default budget, every knob.
+  r = tune_request({{"type", "tune"}}, engine_knob);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->budget_s, tb::client::inputs::kBudgetDefaultS);
+  EXPECT_TRUE(r->only_knobs.empty());
+}
+
+TEST(TuneRequest, WhatIsWrongIsOneLine) {
+  auto r = tune_request({{"type", "tune"}, {"budget_s", 1}}, engine_knob);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message.rfind("tune: ", 0), 0u) << r.error().message;
+  r = tune_request({{"type", "tune"}, {"knobs", {"workers", "warp_speed"}}}, engine_knob);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("unknown knob \"warp_speed\""), std::string::npos) << r.error().message;
+  // What a knob is, is the caller's: a script's knobs are not the engine's.
+  r = tune_request({{"type", "tune"}, {"knobs", {"compile"}}}, engine_knob);
+  EXPECT_FALSE(r);
+  r = tune_request({{"type", "tune"}, {"knobs", {"compile"}}}, [](const std::string& id) { return id == "compile"; });
+  EXPECT_TRUE(r);
+  r = tune_request({{"type", "tune"}, {"knobs", "workers"}}, engine_knob);
+  EXPECT_FALSE(r);
+}
+
+}  // namespace
