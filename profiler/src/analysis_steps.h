@@ -16,6 +16,11 @@ struct Scope {
   std::vector<int64_t> pids;     // processes with CPU events
 };
 
+// A CPU thread of the analysed process.
+inline bool in_scope(const Track& t, const Scope& sc) {
+  return t.kind() == TrackKind::CpuThread && (sc.pid < 0 || t.pid() == sc.pid);
+}
+
 // Picks the step track (the CPU track with the most step ranges), its process and the device that process
 // launches to (or `wanted_device`). Notes go to `notes`.
 Scope pick_scope(const Trace& trace, int64_t wanted_device, int64_t wanted_pid, std::vector<std::string>& notes);

@@ -194,7 +194,8 @@ TEST(Cli, RunTraceSaysWhyTheEnginesLoaderIsSlow) {
   ASSERT_EQ(r.code, 0) << r.err;
   // The engine times its batches' copies apart: the input split into the host's wait and the transfer (on a
   // CPU a copy to the same device: next to nothing).
-  EXPECT_NE(r.out.find("loader: highly input-bound: input took "), std::string::npos) << r.out;
+  // Its grade (highly, moderately...) is a measurement's: a busy machine's decode is slower, its step too.
+  EXPECT_NE(r.out.find(" input-bound: input took "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("(host) and copied them to the device "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("in the training process (num_workers=0)"), std::string::npos) << r.out;
   std::ifstream f(js);
