@@ -68,10 +68,10 @@ int cmd_run_script(int argc, char** argv) {
       if (!value(v) || !parse_int(v, n, 1)) return usage_error("--trace-every needs a positive integer");
       so.trace_every = int(n);
     } else if (a == "--trace-share") {
-      double s = -1;
-      if (!value(v) || !parse_double(v, s) || s < 0 || s > 0.5)
-        return usage_error("--trace-share needs a share of the run from 0 (trace every step) to 0.5");
-      so.trace_share = s;
+      if (!value(v)) return usage_error("--trace-share needs a share of the run from 0 (trace every step) to 0.5");
+      const auto share = client::inputs::parse_trace_share(v);
+      if (!share) return usage_error(share.error().message);
+      so.trace_share = *share;
     } else if (a == "--trace-detail") {
       if (!value(v) || (so.trace_detail = trace_detail_of(v)).empty())
         return usage_error("--trace-detail takes shapes, stack or shapes,stack");

@@ -113,8 +113,13 @@ int cmd_serve_script(int argc, char** argv) {
       g_out.inline_files = true;
     } else if (a == "--trace-every" && value(v) && parse_int(v, n, 1)) {
       so.trace_every = int(n);
-    } else if (a == "--trace-share" && value(v) && parse_double(v, so.trace_share) && so.trace_share >= 0 &&
-               so.trace_share <= 0.5) {
+    } else if (a == "--trace-share" && value(v)) {
+      const auto share = client::inputs::parse_trace_share(v);
+      if (!share) {
+        std::fprintf(stderr, "tunebench-cli: error: serve: %s\n", share.error().message.c_str());
+        return 2;
+      }
+      so.trace_share = *share;
     } else if (a == "--trace-detail" && value(v) && !(so.trace_detail = trace_detail_of(v)).empty()) {
     } else {
       std::fprintf(stderr, "tunebench-cli: error: serve: bad option '%s' for serve --script\n", a.c_str());

@@ -38,6 +38,16 @@ Result<double> gate_max_time(double seconds) {
   return seconds;
 }
 
+Result<double> parse_trace_share(const std::string& text) {
+  const char* begin = text.c_str();
+  char* end = nullptr;
+  const double v = std::strtod(begin, &end);
+  if (text.empty() || end == begin || *end != '\0' || !(v >= 0 && v <= kTraceShareMax))
+    return Error{"--trace-share needs a share of the run from 0 (trace every step) to " + seconds_text(kTraceShareMax) +
+                 ", got '" + text + "'"};
+  return v;
+}
+
 Result<double> parse_tune_budget(const std::string& text) {
   const char* begin = text.c_str();
   char* end = nullptr;

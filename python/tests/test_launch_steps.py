@@ -4,11 +4,15 @@ dimension of sequence models (and a step that cannot tell it), an exception, a s
 knob, a missing script. The launcher's runs, knobs and stop: test_launch.py; the step rule on event sequences
 written by hand: test_iterations.py."""
 
+import contextlib
+import io
 import json
 import os
+import re
 import textwrap
+import unittest
 
-from tests.launch_util import Child, ScriptTest
+from tests.launch_util import PKG, Child, ScriptTest
 from tests.test_launch import TRAIN
 
 
@@ -199,3 +203,18 @@ class LaunchSteps(ScriptTest):
         warnings = [m for m in c.messages if m["type"] == "warning" and m.get("kind") == "unit"]
         self.assertEqual(len(warnings), 1)
         self.assertTrue(warnings[0]["message"].startswith("samples = time steps"), warnings[0])
+
+
+class TraceShareRule(unittest.TestCase):
+    """--trace-share is the CLI's rule (client/inputs.h kTraceShareMax), held to it here."""
+
+    def test_the_launcher_takes_the_clis_range(self):
+        from tunebench import launch
+        inputs_h = os.path.join(os.path.dirname(PKG), "client", "include", "client", "inputs.h")
+        with open(inputs_h) as f:
+            cxx = float(re.search(r"kTraceShareMax = ([0-9.]+);", f.read()).group(1))
+        self.assertEqual(launch.TRACE_SHARE_MAX, cxx)
+        self.assertEqual(launch._parse(["--trace-share", "0.5", "x.py"]).trace_share, 0.5)
+        for bad in ("0.6", "-0.1", "lots"):
+            with self.assertRaises(SystemExit), contextlib.redirect_stderr(io.StringIO()):
+                launch._parse(["--trace-share", bad, "x.py"])

@@ -53,6 +53,21 @@ def _trace_detail(text):
     return parts
 
 
+# The most of a run that watching it may take (client/inputs.h kTraceShareMax, the CLI's rule).
+TRACE_SHARE_MAX = 0.5
+
+
+def _trace_share(text):
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1.0
+    if not 0 <= v <= TRACE_SHARE_MAX:
+        raise argparse.ArgumentTypeError("needs a share of the run from 0 (trace every step) to %g, got '%s'"
+                                         % (TRACE_SHARE_MAX, text))
+    return v
+
+
 def _parse(argv):
     p = argparse.ArgumentParser(prog="python -m tunebench.launch", add_help=True)
     p.add_argument("--out-fd", type=int, default=1)
@@ -61,7 +76,7 @@ def _parse(argv):
     p.add_argument("--steps", type=int, default=0)
     p.add_argument("--trace-dir", default="")
     p.add_argument("--trace-every", type=int, default=20)
-    p.add_argument("--trace-share", type=float, default=0.01,
+    p.add_argument("--trace-share", type=_trace_share, default=0.01,
                    help="sample the trace: chunks of 3 to --trace-every steps (each as long as keeps its stop within "
                         "a step) with untraced steps between them, as many as keep watching under this share of the "
                         "run's time (0: trace every step, in chunks of --trace-every)")

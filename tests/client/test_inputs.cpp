@@ -60,3 +60,14 @@ TEST(Inputs, TheGatesTimeLimitIsOneRange) {
     EXPECT_EQ(r.error().message.rfind("--max-time must be between 1 and 86400 seconds", 0), 0u) << r.error().message;
   }
 }
+
+TEST(Inputs, TheTraceShareIsOneRange) {
+  EXPECT_EQ(*in::parse_trace_share("0"), 0);
+  EXPECT_EQ(*in::parse_trace_share("0.5"), in::kTraceShareMax);
+  for (const char* bad : {"", "0.6", "-0.01", "a lot", "0.1x"}) {
+    const auto r = in::parse_trace_share(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().message.rfind("--trace-share needs a share of the run from 0 (trace every step) to 0.5, got '", 0),
+              0u) << r.error().message;
+  }
+}

@@ -35,6 +35,14 @@ inline constexpr double kGateMaxTimeDefaultS = 1200;
 // `seconds` within [kGateMaxTimeMinS, kGateMaxTimeMaxS], else "--max-time must be between 1 and 86400 seconds, got X".
 Result<double> gate_max_time(double seconds);
 
+// The share of a script's run that watching it by a sampled trace may take (run --script and serve --script's
+// --trace-share, the launcher's own --trace-share: python/tunebench/launch.py's TRACE_SHARE_MAX, held to this by
+// python/tests/test_launch_steps.py): 0 traces every step.
+inline constexpr double kTraceShareMax = 0.5;
+// "0.01" -> 0.01 within [0, kTraceShareMax], else "--trace-share needs a share of the run from 0 (trace every
+// step) to 0.5, got 'x'".
+Result<double> parse_trace_share(const std::string& text);
+
 // A whole decimal integer within [min, max] ("12", "-3"; not "12x", " 12", "1e3"), or nothing. The one integer
 // reader of every option and value: the CLI's, make-dataset's, the tuner's knob values.
 std::optional<int64_t> parse_integer(std::string_view text, int64_t min = INT64_MIN, int64_t max = INT64_MAX);
