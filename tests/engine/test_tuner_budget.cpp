@@ -52,8 +52,8 @@ TEST(TunerBudget, TheBudgetIsAWallWithAStatedMargin) {
   Budget b(300, 0.10);
   EXPECT_DOUBLE_EQ(b.hard_end(), 330);
   // A trial starts only when it and the reserve fit in the budget.
-  EXPECT_TRUE(b.fits(100, 10, 190));
-  EXPECT_FALSE(b.fits(100, 10, 191));
+  EXPECT_TRUE(b.fits_trial(100, 10, 190));
+  EXPECT_FALSE(b.fits_trial(100, 10, 191));
   // Optional work stays within the budget; the final's minimum may use the margin, no more.
   EXPECT_TRUE(b.may_extend(290, 10));
   EXPECT_FALSE(b.may_extend(291, 10));
@@ -61,6 +61,47 @@ TEST(TunerBudget, TheBudgetIsAWallWithAStatedMargin) {
   EXPECT_FALSE(b.may_finish(291, 40));
   EXPECT_TRUE(b.affordable_share(105, 0.5));
   EXPECT_FALSE(b.affordable_share(160, 0.5));
+}
+
+TEST(TunerBudget, AnAlternationRunsItsMinimumThenOnlyWhatIsUndecidedAndPaidFor) {
+  Budget b(300, 0.10);  // hard end 330
+  bool open = true, hopeless = false;
+  int asked = 0;
+  auto undecided = [&] { return ++asked, open; };
+  auto give_up = [&] { return hopeless; };
+  RoundAsk a{.round = 0, .minimum = 4, .decide_from = 4, .maximum = 8, .elapsed = 320, .round_s = 20, .reserve_s = 0};
+  // The first two rounds of the minimum run whatever the clock says; the rest of it up to the hard end.
+  EXPECT_EQ(b.another_round(a, undecided), Round::run);
+  a.round = 1;
+  EXPECT_EQ(b.another_round(a, undecided), Round::run);
+  a.round = 2;
+  EXPECT_EQ(b.another_round(a, undecided), Round::hard_end);
+  a.elapsed = 300;
+  EXPECT_EQ(b.another_round(a, undecided), Round::run);
+  EXPECT_EQ(asked, 0);  // before decide_from nothing is asked
+  // Past the minimum: only while undecided, under the maximum, within the budget (not its margin).
+  a.round = 4;
+  a.elapsed = 270;
+  EXPECT_EQ(b.another_round(a, undecided), Round::extra);
+  a.reserve_s = 20;
+  EXPECT_EQ(b.another_round(a, undecided), Round::no_budget);
+  open = false;
+  EXPECT_EQ(b.another_round(a, undecided), Round::decided);
+  open = true;
+  a.round = 8;
+  a.reserve_s = 0;
+  EXPECT_EQ(b.another_round(a, undecided), Round::at_most);
+  // A plan that is not a quota: from decide_from on, a decided alternation stops inside its minimum too, and a
+  // hopeless one gives up before any extra round is weighed.
+  a = {.round = 3, .minimum = 6, .decide_from = 3, .maximum = 8, .elapsed = 0, .round_s = 20, .reserve_s = 0};
+  EXPECT_EQ(b.another_round(a, undecided, give_up), Round::run);
+  hopeless = true;
+  EXPECT_EQ(b.another_round(a, undecided, give_up), Round::given_up);
+  open = false;
+  EXPECT_EQ(b.another_round(a, undecided, give_up), Round::decided);
+  EXPECT_TRUE(runs(Round::run));
+  EXPECT_TRUE(runs(Round::extra));
+  EXPECT_FALSE(runs(Round::decided));
 }
 
 TEST(TunerBudget, EveryPhaseIsChargedItsTime) {

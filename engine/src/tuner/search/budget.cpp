@@ -43,6 +43,19 @@ double Budget::alternation_s(int arms, int rounds, bool fresh) const {
   return std::max(0, arms) * std::max(0, rounds) * (fresh ? fresh_window_s_ : window_s_);
 }
 
+Round Budget::another_round(const RoundAsk& a, const std::function<bool()>& undecided,
+                           const std::function<bool()>& give_up) const {
+  if (a.round < a.minimum && a.round >= 2 && !may_finish(a.elapsed, a.round_s + a.reserve_s)) return Round::hard_end;
+  if (a.round >= a.decide_from) {
+    if (!undecided()) return Round::decided;
+    if (give_up && give_up()) return Round::given_up;
+  }
+  if (a.round < a.minimum) return Round::run;
+  if (a.round >= a.maximum) return Round::at_most;
+  if (!may_extend(a.elapsed, a.round_s, a.reserve_s)) return Round::no_budget;
+  return Round::extra;
+}
+
 void Budget::charge(const std::string& phase, double now) {
   const double spent = std::max(0.0, now - last_charge_);
   last_charge_ = std::max(last_charge_, now);

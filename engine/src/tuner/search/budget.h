@@ -16,6 +16,7 @@
 // The tuner asks; this class answers and keeps the accounts (seconds by phase, for the report).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,6 +44,26 @@ inline constexpr double kReserveMargin = 1.15;
 inline constexpr double kLongWindowS = 4.0;
 // The smallest tune: the A/A's two pairs, one trial's pairs and the final's (in windows, times `rounds`).
 inline constexpr int kSmallestTuneAAWindows = 4;
+
+// One more round of an alternation (both finals)? Rounds below `minimum` are the alternation's minimum: the first
+// two always run, later ones while they fit the hard end; from round `decide_from` on an alternation whose
+// questions are decided stops (a plan is not a quota); past the minimum a round is an extra one: it runs while
+// something is undecided, below `maximum` rounds, within the budget.
+struct RoundAsk {
+  int round = 0;  // the round about to start, from 0
+  int minimum = 0, decide_from = 0, maximum = 0;
+  double elapsed = 0, round_s = 0, reserve_s = 0;  // `reserve_s`: what must still run after the alternation
+};
+enum class Round {
+  run,        // within the minimum
+  extra,      // past the minimum: still undecided, and the budget pays for it
+  hard_end,   // within the minimum, but the hard end is reached
+  decided,    // every question is decided
+  given_up,   // undecided, and the rounds that would decide it cannot run (the caller's `give_up` said why)
+  at_most,    // undecided after `maximum` rounds
+  no_budget,  // undecided, and another round does not fit the budget
+};
+inline bool runs(Round r) { return r == Round::run || r == Round::extra; }
 
 class Budget {
  public:
@@ -75,13 +96,17 @@ class Budget {
 
   // ----- the rules -------------------------------------------------------------------------------------------
   // A trial of `cost` may start at `elapsed` with `reserve` still to come.
-  bool fits(double elapsed, double cost, double reserve) const { return elapsed + cost + reserve <= total_; }
+  bool fits_trial(double elapsed, double cost, double reserve) const { return elapsed + cost + reserve <= total_; }
   // Optional work (another final round, another fresh pair) may run: within the budget.
   bool may_extend(double elapsed, double cost, double reserve = 0) const { return elapsed + cost + reserve <= total_; }
   // The final's minimum may run: within the hard end.
   bool may_finish(double elapsed, double cost) const { return elapsed + cost <= hard_end(); }
   // A fresh-process headline of `cost` is worth planning at all: it fits within `share` of the budget.
   bool affordable_share(double cost, double share) const { return cost <= share * total_; }
+  // The rule above for an alternation's rounds. `undecided` is asked only from `decide_from` on; `give_up`
+  // (optional) only when undecided, before the extra rounds' limits.
+  Round another_round(const RoundAsk& a, const std::function<bool()>& undecided,
+                      const std::function<bool()>& give_up = nullptr) const;
 
   // ----- accounts ---------------------------------------------------------------------------------------------
   // Everything from the last boundary up to `now` belongs to `phase` (in the order phases first appear).

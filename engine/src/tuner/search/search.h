@@ -35,6 +35,17 @@ struct Change {
   bool paired = false;      // two changes tried together (try_pair): never paired again
 };
 
+// A change the search kept: the trial it was kept on, and its ratio against the configuration before it (a
+// later rung that replaces it carries the replaced rung's ratio too).
+struct Kept {
+  Change change;
+  size_t trial = 0;
+  double ratio = 1;
+};
+
+class InProcessFinal;
+class FreshFinal;
+
 class Tuner {
  public:
   Tuner(Workload& w, const TuneOptions& o) : w_(w), o_(o), budget_(o.budget_s, o.overrun) {}
@@ -42,6 +53,10 @@ class Tuner {
   TuneResult run();
 
  private:
+  // The finals (finals.h) are objects of their own that read and settle this search's state.
+  friend class InProcessFinal;
+  friend class FreshFinal;
+
   // A knob the budget could not pay for when its turn came: tried again when budget is left, else skipped.
   struct Deferred {
     std::string knob, value;
@@ -260,9 +275,7 @@ class Tuner {
   int window_ = 8;
   int planned_trials_ = 0;
   std::optional<double> baseline_loss_;
-  std::vector<Change> kept_;         // in the order they were kept
-  std::vector<size_t> kept_trial_;   // the trial each was kept on
-  std::vector<double> kept_ratio_;   // its ratio against the configuration before it was kept
+  std::vector<Kept> kept_;  // in the order they were kept
   std::map<std::string, std::vector<measure::Window>> baseline_phase_;
   std::set<std::string> tried_;   // ref|cand pairs already measured
   std::set<std::string> failed_;  // knob=value that failed (OOM, drift): never retried

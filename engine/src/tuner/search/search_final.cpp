@@ -1,4 +1,4 @@
-// The final alternation of the tuner's search (search.h): round-robin over the baseline, the final
+// The final alternation of the tuner's search (finals.h): round-robin over the baseline, the final
 // configuration and the final configuration without each kept knob (dozens of trials ran; one lucky window
 // must not decide what the user keeps). A kept knob that does not hold is dropped, with what depends on it.
 // A workload whose every window is a fresh process (a group) runs the process knobs in every window: there
@@ -7,313 +7,334 @@
 #include <cmath>
 #include <limits>
 
-#include "tuner/search/alternation.h"
+#include "tuner/search/finals.h"
 #include "tuner/search/priority.h"
-#include "tuner/search/search.h"
 
 namespace tb::engine::search {
 
+void Tuner::final_phase() { InProcessFinal(*this).run(); }
 
-void Tuner::final_phase() {
-  enter("final");
-  record_untried();
+void InProcessFinal::run() {
+  Tuner& t = t_;
+  t.enter("final");
+  t.record_untried();
 
   // A process left slower measures nothing more: what was kept before the suspect is confirmed in fresh
   // processes (search_fresh.cpp), or not at all.
-  if (left_slower_at_) return;
-  const bool af = all_fresh();
-  std::vector<size_t> inproc;  // indices into kept_ of the knobs this alternation checks
-  for (size_t i = 0; i < kept_.size(); ++i)
-    if (af || !process_knob(kept_[i].knob)) inproc.push_back(i);
-  const double minimum = budget_.alternation_s(final_arms(), o_.rounds, false);
-  if (!budget_.may_finish(elapsed(), minimum))
-    res_.notes.push_back("the final alternation ran past the budget (its first " + std::to_string(o_.rounds) +
-                         " rounds are never skipped)");
+  if (t.left_slower_at_) return;
+  af_ = t.all_fresh();
+  for (size_t i = 0; i < t.kept_.size(); ++i)
+    if (af_ || !t.process_knob(t.kept_[i].change.knob)) inproc_.push_back(i);
+  const double minimum = t.budget_.alternation_s(t.final_arms(), t.o_.rounds, false);
+  if (!t.budget_.may_finish(t.elapsed(), minimum))
+    t.res_.notes.push_back("the final alternation ran past the budget (its first " + std::to_string(t.o_.rounds) +
+                           " rounds are never skipped)");
+  if (inproc_.empty()) return baseline_only();
+  build_arms();
+  if (!alternate()) return;
+  check_each();
+  Trial head;
+  head.phase = t.phase_;
+  head.reference = "baseline";
+  head.window = t.window_;
+  paired(arms_[1], arms_[0], head.a, head.b);
+  if (!dropped_.empty()) settle_dropped(head);
+  headline(std::move(head));
+}
 
-  if (inproc.empty()) {
-    // Nothing in-process to check: still measure the baseline at the end, for the drift check and so that
-    // the baseline printed is a measurement of the same kind as the rest.
-    progress(phase_, "the baseline at the end (" + std::to_string(o_.rounds) + " windows)");
-    for (int r = 0; r < o_.rounds; ++r) {
-      try {
-        note_baseline("final", window_of(baseline_, false));
-      } catch (const TrialFailure& f) {
-        res_.notes.push_back(std::string("the baseline failed at the end: ") + f.what());
-        break;
-      }
+void InProcessFinal::baseline_only() {
+  Tuner& t = t_;
+  t.progress(t.phase_, "the baseline at the end (" + std::to_string(t.o_.rounds) + " windows)");
+  for (int r = 0; r < t.o_.rounds; ++r) {
+    try {
+      t.note_baseline("final", t.window_of(t.baseline_, false));
+    } catch (const TrialFailure& f) {
+      t.res_.notes.push_back(std::string("the baseline failed at the end: ") + f.what());
+      break;
     }
-    return;
   }
+}
 
-  std::vector<Arm> arms;
-  arms.push_back({"final", current_, {}, {}, ""});
-  arms.push_back({"baseline", baseline_, {}, {}, ""});
+void InProcessFinal::build_arms() {
+  Tuner& t = t_;
+  arms_.push_back({"final", t.current_, {}, {}, ""});
+  arms_.push_back({"baseline", t.baseline_, {}, {}, ""});
   // "final without K": K back at the baseline's value, and with it every kept knob that only means something
   // while K is set (prefetch and persistent_workers without workers, non_blocking without pinned memory): an
   // arm the workload would refuse is not a configuration.
-  std::vector<std::vector<std::string>> dependent_of(inproc.size());
+  dependent_of_.assign(inproc_.size(), {});
   // Under torch.compile an arm without a kept amp or channels_last is a variant this process may not have
   // compiled: a recompile (~55 s on a GPU) on top of its windows. One the budget's hard end cannot pay for is
   // not run; that knob keeps its trial's evidence and says so (a simulated script tune kept compile at 72% of
   // its budget and its final, recompiling two arms, ended at 350 s of 300).
-  const double compile_s = value_in(current_, "compile") == "on" ? extra_cost_s("compile", cuda_, false) : 0.0;
+  const double compile_s =
+      Tuner::value_in(t.current_, "compile") == "on" ? extra_cost_s("compile", t.cuda_, false) : 0.0;
   double recompiles = 0;
-  const double final_cost = final_s(o_.rounds) + fresh_reserve_s();
-  if (inproc.size() > 1)  // with one kept knob, "final without it" is the baseline arm
-    for (size_t j = 0; j < inproc.size(); ++j) {
-      const Change& kc = kept_[inproc[j]];
-      Config c = current_;
-      for (const auto& [k, v] : kc.delta) c[k] = baseline_.at(k);
+  const double final_cost = t.final_s(t.o_.rounds) + t.fresh_reserve_s();
+  if (inproc_.size() > 1)  // with one kept knob, "final without it" is the baseline arm
+    for (size_t j = 0; j < inproc_.size(); ++j) {
+      const Change& kc = t.kept_[inproc_[j]].change;
+      Config c = t.current_;
+      for (const auto& [k, v] : kc.delta) c[k] = t.baseline_.at(k);
       std::string with_them;
       for (const auto& dep : dependents(kc.knob))
-        if (c.count(dep) && c[dep] != baseline_.at(dep)) {
-          c[dep] = baseline_.at(dep);
-          dependent_of[j].push_back(dep);
+        if (c.count(dep) && c[dep] != t.baseline_.at(dep)) {
+          c[dep] = t.baseline_.at(dep);
+          dependent_of_[j].push_back(dep);
           with_them += (with_them.empty() ? "" : ", ") + dep;
         }
       std::string skip;
       if (compile_s > 0 && (kc.knob == "amp" || kc.knob == "channels_last") &&
-          !compiled_variants_.count(compile_variant(c))) {
-        if (budget_.may_finish(elapsed(), final_cost + recompiles + compile_s)) recompiles += compile_s;
+          !t.compiled_variants_.count(Tuner::compile_variant(c))) {
+        if (t.budget_.may_finish(t.elapsed(), final_cost + recompiles + compile_s)) recompiles += compile_s;
         else skip = "a recompile under torch.compile (~" + fmt(compile_s, 0) + " s) the budget left could not pay for";
       }
-      arms.push_back({"without " + label(kc) + (with_them.empty() ? "" : " (and " + with_them + ")"), c, kc, {}, skip});
+      arms_.push_back(
+          {"without " + Tuner::label(kc) + (with_them.empty() ? "" : " (and " + with_them + ")"), c, kc, {}, skip});
     }
-  auto arm_of = [&](size_t j) -> const Arm& { return inproc.size() > 1 ? arms[2 + j] : arms[1]; };
-  progress(phase_, "final alternation: " + std::to_string(arms.size()) + " configurations, " +
-                       std::to_string(o_.rounds) + " rounds");
-  const double start = w_.now_s();
-  // More rounds while a kept knob is still undecided against its arm without it (its interval covers 1
-  // although it measured faster) and the budget pays for a round with the fresh final still to come: a
-  // loader-workers change on two cores swings short windows by 10-20%, and three rounds dropped a change that
-  // screening measured at 1.28x [1.17, 1.40].
-  auto undecided = [&] {
-    const measure::NoiseFloor nf = floor();
-    std::vector<measure::Window> a, b;
-    for (size_t j = 0; j < inproc.size(); ++j) {
-      if (!arm_of(j).failed.empty()) continue;
-      paired(arm_of(j), arms[0], a, b);
-      const auto e = measure::paired_ratio(a, b, &nf, o_.confidence);
-      if (e.valid() && e.no_effect() && e.ratio > 1 + o_.min_gain) return true;
-    }
-    return false;
-  };
-  const double fresh_reserve = fresh_reserve_s();
+  t.progress(t.phase_, "final alternation: " + std::to_string(arms_.size()) + " configurations, " +
+                           std::to_string(t.o_.rounds) + " rounds");
+}
+
+// A kept knob still undecided against its arm without it: its interval covers 1 although it measured faster.
+bool InProcessFinal::undecided() const {
+  const measure::NoiseFloor nf = t_.floor();
+  std::vector<measure::Window> a, b;
+  for (size_t j = 0; j < inproc_.size(); ++j) {
+    if (!without(j).failed.empty()) continue;
+    paired(without(j), arms_[0], a, b);
+    const auto e = measure::paired_ratio(a, b, &nf, t_.o_.confidence);
+    if (e.valid() && e.no_effect() && e.ratio > 1 + t_.o_.min_gain) return true;
+  }
+  return false;
+}
+
+bool InProcessFinal::alternate() {
+  Tuner& t = t_;
+  const double start = t.w_.now_s();
+  // More rounds while a kept knob is still undecided and the budget pays for a round with the fresh final
+  // still to come: a loader-workers change on two cores swings short windows by 10-20%, and three rounds
+  // dropped a change that screening measured at 1.28x [1.17, 1.40].
+  fresh_reserve_ = t.fresh_reserve_s();
   // A round costs at least what the last one took: its arms run at their own speeds, and an arm without a kept
   // change can be slower than the search measured that change (amp held 7.0x in a final where its trial had
   // measured 5.0x), where the budget's window cost is the recent, fast windows'.
-  double last_round_s = 0, round_started = w_.now_s();
-  auto round_s = [&] { return std::max(budget_.alternation_s(live_arms(arms), 1, false), last_round_s); };
+  double last_round_s = 0, round_started = t.w_.now_s();
   auto another_round = [&](int r) {
     if (r > 0) {
-      last_round_s = w_.now_s() - round_started;
-      round_started = w_.now_s();
+      last_round_s = t.w_.now_s() - round_started;
+      round_started = t.w_.now_s();
     }
-    // The first rounds are the final's minimum: they may run into the budget's margin (budget.h), and past
-    // two rounds (an interval pooled with the noise floor) they stop at its hard end.
-    if (r < o_.rounds) {
-      if (r < 2 || budget_.may_finish(elapsed(), round_s() + fresh_reserve)) return true;
-      res_.notes.push_back("the final alternation stopped after " + std::to_string(r) + " rounds at the budget's hard end");
-      return false;
-    }
-    if (r >= o_.max_final_rounds || !undecided()) return false;
-    if (!budget_.may_extend(elapsed(), round_s(), fresh_reserve)) return false;
-    progress(phase_, "a kept change is still undecided after " + std::to_string(r) + " rounds: one more round");
-    return true;
+    const double round_s = std::max(t.budget_.alternation_s(live_arms(arms_), 1, false), last_round_s);
+    const RoundAsk ask{r, t.o_.rounds, t.o_.rounds, t.o_.max_final_rounds, t.elapsed(), round_s, fresh_reserve_};
+    const Round next = t.budget_.another_round(ask, [&] { return undecided(); });
+    if (next == Round::hard_end)
+      t.res_.notes.push_back("the final alternation stopped after " + std::to_string(r) +
+                             " rounds at the budget's hard end");
+    if (next == Round::extra)
+      t.progress(t.phase_, "a kept change is still undecided after " + std::to_string(r) + " rounds: one more round");
+    return runs(next);
   };
-  int rounds = 0;
   std::string whole_failed;  // the final or the baseline arm could not run: nothing can be checked
-  const auto in_process = [&](const Config& c) { return window_of(c, false); };
-  for (int r = 0; another_round(r) && whole_failed.empty(); ++r, rounds = r)
-    whole_failed = run_round(arms, r, 2, in_process, [&](const Arm& arm) {
-                     if (arm.name == "baseline") note_baseline("final", arm.windows.back());
-                   }).fatal;
-  const double spent = w_.now_s() - start;
-  if (!whole_failed.empty()) {
-    res_.notes.push_back("the final alternation failed (" + whole_failed + "); falling back to the baseline");
-    current_ = baseline_;
-    if (af) process_choice_.clear();
-    for (size_t i = kept_.size(); i-- > 0;)
-      if (af || !process_knob(kept_[i].knob)) {
-        kept_.erase(kept_.begin() + long(i));
-        kept_trial_.erase(kept_trial_.begin() + long(i));
-        kept_ratio_.erase(kept_ratio_.begin() + long(i));
-      }
-    return;
-  }
+  for (int r = 0; another_round(r) && whole_failed.empty(); ++r)
+    whole_failed = run_round(arms_, r, 2, [&](const Config& c) { return t.window_of(c, false); },
+                             [&](const Arm& arm) {
+                               if (arm.name == "baseline") t.note_baseline("final", arm.windows.back());
+                             }).fatal;
+  spent_ = t.w_.now_s() - start;
+  if (whole_failed.empty()) return true;
+  t.res_.notes.push_back("the final alternation failed (" + whole_failed + "); falling back to the baseline");
+  t.current_ = t.baseline_;
+  if (af_) t.process_choice_.clear();
+  std::erase_if(t.kept_, [&](const Kept& k) { return af_ || !t.process_knob(k.change.knob); });
+  return false;
+}
 
-  // Each kept knob: final vs final without it, paired by round.
-  const measure::NoiseFloor nf = floor();
-  std::set<size_t> dropped;
-  std::vector<std::string> unchecked;
-  for (size_t j = 0; j < inproc.size(); ++j) {
-    const Change& c = kept_[inproc[j]];
-    const Arm& without = arm_of(j);
-    Trial t;
-    t.phase = phase_;
-    t.knob = c.knob;
-    t.value = c.value;
-    t.also = c.also;
-    t.from = value_in(baseline_, c.knob);
-    t.reference = "final without it";
-    if (!dependent_of[j].empty()) {
+void InProcessFinal::check_each() {
+  Tuner& t = t_;
+  nf_ = t.floor();  // as the alternation left it: the rows recorded below pool into the tuner's own
+  for (size_t j = 0; j < inproc_.size(); ++j) {
+    const Kept& kept = t.kept_[inproc_[j]];
+    const Change& c = kept.change;
+    Trial row;
+    row.phase = t.phase_;
+    row.knob = c.knob;
+    row.value = c.value;
+    row.also = c.also;
+    row.from = Tuner::value_in(t.baseline_, c.knob);
+    row.reference = "final without it";
+    if (!dependent_of_[j].empty()) {
       std::string deps;
-      for (const auto& d : dependent_of[j]) deps += (deps.empty() ? "" : ", ") + d;
-      t.reference += " (and " + deps + ", which need it)";
+      for (const auto& d : dependent_of_[j]) deps += (deps.empty() ? "" : ", ") + d;
+      row.reference += " (and " + deps + ", which need it)";
     }
-    t.window = window_;
-    t.seconds = spent / double(inproc.size());
-    if (!without.failed.empty()) {
+    row.window = t.window_;
+    row.seconds = spent_ / double(inproc_.size());
+    if (!without(j).failed.empty()) {
       // Its evidence stays the trial that kept it.
-      t.outcome = "unchecked";
-      t.reason = "kept on trial " + std::to_string(kept_trial_[inproc[j]] + 1) + ": its arm without it could not run (" +
-                 without.failed + ")";
-      unchecked.push_back(label(c));
-      record(std::move(t));
+      row.outcome = "unchecked";
+      row.reason = "kept on trial " + std::to_string(kept.trial + 1) + ": its arm without it could not run (" +
+                   without(j).failed + ")";
+      unchecked_.push_back(Tuner::label(c));
+      t.record(std::move(row));
       continue;
     }
-    measure_pair(t, without, arms[0], &nf, o_.confidence);
-    classify(t, true);
-    if (t.accepted) {
-      t.outcome = "held";
-      t.reason = "held in the final alternation: " + t.reason;
+    measure_pair(row, without(j), arms_[0], &nf_, t.o_.confidence);
+    t.classify(row, true);
+    if (row.accepted) {
+      row.outcome = "held";
+      row.reason = "held in the final alternation: " + row.reason;
     } else {
-      t.outcome = "dropped";
-      t.reason = "kept earlier (trial " + std::to_string(kept_trial_[inproc[j]] + 1) +
-                 "), did not hold in the final alternation: " + t.reason;
-      dropped.insert(inproc[j]);
+      row.outcome = "dropped";
+      row.reason = "kept earlier (trial " + std::to_string(kept.trial + 1) +
+                   "), did not hold in the final alternation: " + row.reason;
+      dropped_.insert(inproc_[j]);
     }
-    t.accepted = false;  // the screening trial holds the acceptance
-    record(std::move(t));
+    row.accepted = false;  // the screening trial holds the acceptance
+    t.record(std::move(row));
   }
   // A dropped knob takes the kept knobs that need it along (prefetch without workers means nothing).
-  for (size_t i = 0; i < kept_.size(); ++i) {
-    const std::string need = depends_on(kept_[i].knob);
-    if (need.empty() || dropped.count(i)) continue;
-    for (size_t d : std::set<size_t>(dropped))
-      if (kept_[d].knob == need) {
-        dropped.insert(i);
-        res_.notes.push_back(label(kept_[i]) + " is dropped with " + label(kept_[d]) + ", which it needs");
+  for (size_t i = 0; i < t.kept_.size(); ++i) {
+    const std::string need = depends_on(t.kept_[i].change.knob);
+    if (need.empty() || dropped_.count(i)) continue;
+    for (size_t d : std::set<size_t>(dropped_))
+      if (t.kept_[d].change.knob == need) {
+        dropped_.insert(i);
+        t.res_.notes.push_back(Tuner::label(t.kept_[i].change) + " is dropped with " +
+                               Tuner::label(t.kept_[d].change) + ", which it needs");
       }
   }
-  if (!unchecked.empty()) {
+  if (!unchecked_.empty()) {
     std::string u;
-    for (const auto& x : unchecked) u += (u.empty() ? "" : ", ") + x;
-    res_.notes.push_back("the final alternation could not check " + u + " (an arm without it could not run, or would have recompiled past the budget): kept on "
-                         "the screening's evidence");
+    for (const auto& x : unchecked_) u += (u.empty() ? "" : ", ") + x;
+    t.res_.notes.push_back("the final alternation could not check " + u +
+                           " (an arm without it could not run, or would have recompiled past the budget): kept on "
+                           "the screening's evidence");
   }
-  Trial head;
-  head.phase = phase_;
-  head.reference = "baseline";
-  head.window = window_;
-  paired(arms[1], arms[0], head.a, head.b);
-  if (!dropped.empty()) {
-    Config reduced = current_;
-    for (size_t i : dropped)
-      for (const auto& [k, v] : kept_[i].delta) reduced[k] = baseline_.at(k);
-    const Arm* same = nullptr;
-    for (const auto& a : arms)
-      if (a.failed.empty() && a.config == reduced) same = &a;
-    bool keep_them = false;
-    if (same) {
-      paired(arms[1], *same, head.a, head.b);
-    } else if (dropped.size() > 1 &&
-               !budget_.may_finish(elapsed(), budget_.alternation_s(3, o_.rounds, false) + fresh_reserve)) {
-      // No budget to measure them together: kept on the search's evidence rather than dropped unmeasured.
-      keep_them = true;
-      std::string names;
-      for (size_t i : dropped) names += (names.empty() ? "" : ", ") + label(kept_[i]);
-      res_.notes.push_back(names + " did not hold alone in the final alternation; the budget's end left no time to "
+}
+
+std::string InProcessFinal::names_of_dropped() const {
+  std::string names;
+  for (size_t i : dropped_) names += (names.empty() ? "" : ", ") + Tuner::label(t_.kept_[i].change);
+  return names;
+}
+
+void InProcessFinal::mark_dropped_rows(const std::string& outcome, const std::string& why) {
+  for (auto& row : t_.res_.trials)
+    if (row.phase == "final" && row.outcome == "dropped" && row.reference.rfind("final without it", 0) == 0) {
+      row.outcome = outcome;
+      row.reason += why;
+    }
+}
+
+void InProcessFinal::settle_dropped(Trial& head) {
+  Tuner& t = t_;
+  Config reduced = t.current_;
+  for (size_t i : dropped_)
+    for (const auto& [k, v] : t.kept_[i].change.delta) reduced[k] = t.baseline_.at(k);
+  const Arm* same = nullptr;
+  for (const auto& a : arms_)
+    if (a.failed.empty() && a.config == reduced) same = &a;
+  if (same) {
+    paired(arms_[1], *same, head.a, head.b);
+    t.current_ = reduced;
+    return drop();
+  }
+  if (dropped_.size() > 1 &&
+      !t.budget_.may_finish(t.elapsed(), t.budget_.alternation_s(3, t.o_.rounds, false) + fresh_reserve_)) {
+    // No budget to measure them together: kept on the search's evidence rather than dropped unmeasured.
+    t.res_.notes.push_back(names_of_dropped() +
+                           " did not hold alone in the final alternation; the budget's end left no time to "
                            "measure them together (they may stand in for each other): kept on the search's evidence");
-      for (auto& t : res_.trials)
-        if (t.phase == "final" && t.outcome == "dropped" && t.reference.rfind("final without it", 0) == 0) {
-          t.outcome = "unchecked";
-          t.reason += "; kept: not measured together with the others that did not hold alone (budget)";
-        }
-      dropped.clear();
-    } else if (reduced != baseline_ || dropped.size() > 1) {
-      // Two or more knobs that each did not hold alone may be substitutes (CUDA graphs and a multi-tensor
-      // optimizer both remove the same launch cost: without either the step is no slower, without both it
-      // is): the final without all of them is measured against the final before they go.
-      std::vector<Arm> check = {{"baseline", baseline_, {}, {}, ""}, {"final", current_, {}, {}, ""}, {"reduced", reduced, {}, {}, ""}};
-      if (reduced == baseline_) check.pop_back();
-      progress(phase_, "the final without every knob that did not hold (" + std::to_string(dropped.size()) + "), " +
-                           std::to_string(o_.rounds) + " rounds");
-      for (int r = 0; r < o_.rounds; ++r) (void)run_round(check, r, 0, in_process);
-      const Arm& without_all = check.size() > 2 ? check[2] : check[0];
-      if (check[1].failed.empty() && without_all.failed.empty() && dropped.size() > 1) {
-        Trial together;
-        together.phase = phase_;
-        together.reference = "final without all of them";
-        together.window = window_;
-        std::string names;
-        for (size_t i : dropped) names += (names.empty() ? "" : ", ") + label(kept_[i]);
-        together.value = names + " together";
-        measure_pair(together, without_all, check[1], &nf, o_.confidence);
-        classify(together, true);
-        keep_them = together.accepted;
-        together.accepted = false;
-        together.outcome = keep_them ? "held" : "dropped";
-        together.reason = (keep_them ? "each alone was redundant with the others, together they hold: "
-                                     : "together they do not hold either: ") +
-                          together.reason;
-        record(std::move(together));
-      }
-      if (keep_them) {
-        for (auto& t : res_.trials)
-          if (t.phase == "final" && t.outcome == "dropped" && t.reference.rfind("final without it", 0) == 0) {
-            t.outcome = "held";
-            t.reason += "; held together with the others that did not hold alone (see the next row)";
-          }
-        dropped.clear();
-      } else if (check[0].failed.empty() && without_all.failed.empty() && reduced != baseline_) {
-        paired(check[0], without_all, head.a, head.b);
-      } else {
-        head.a.clear();
-        head.b.clear();
-      }
-    }
-    if (!keep_them) {
-      current_ = reduced;
-      for (size_t i : dropped)
-        for (const auto& [k, v] : kept_[i].delta) process_choice_.erase(k);
-      std::vector<Change> still;
-      std::vector<size_t> still_trial;
-      std::vector<double> still_ratio;
-      for (size_t i = 0; i < kept_.size(); ++i)
-        if (!dropped.count(i)) {
-          still.push_back(kept_[i]);
-          still_trial.push_back(kept_trial_[i]);
-          still_ratio.push_back(kept_ratio_[i]);
-        }
-      kept_ = still;
-      kept_trial_ = still_trial;
-      kept_ratio_ = still_ratio;
-    }
+    mark_dropped_rows("unchecked", "; kept: not measured together with the others that did not hold alone (budget)");
+    dropped_.clear();
+    return;
   }
+  if (reduced == t.baseline_ && dropped_.size() <= 1) {
+    t.current_ = reduced;
+    return drop();
+  }
+  // Two or more knobs that each did not hold alone may be substitutes (CUDA graphs and a multi-tensor
+  // optimizer both remove the same launch cost: without either the step is no slower, without both it
+  // is): the final without all of them is measured against the final before they go.
+  std::vector<Arm> check = {{"baseline", t.baseline_, {}, {}, ""},
+                            {"final", t.current_, {}, {}, ""},
+                            {"reduced", reduced, {}, {}, ""}};
+  if (reduced == t.baseline_) check.pop_back();
+  t.progress(t.phase_, "the final without every knob that did not hold (" + std::to_string(dropped_.size()) + "), " +
+                           std::to_string(t.o_.rounds) + " rounds");
+  for (int r = 0; r < t.o_.rounds; ++r)
+    (void)run_round(check, r, 0, [&](const Config& c) { return t.window_of(c, false); });
+  const Arm& without_all = check.size() > 2 ? check[2] : check[0];
+  bool keep_them = false;
+  if (check[1].failed.empty() && without_all.failed.empty() && dropped_.size() > 1) {
+    Trial together;
+    together.phase = t.phase_;
+    together.reference = "final without all of them";
+    together.window = t.window_;
+    together.value = names_of_dropped() + " together";
+    measure_pair(together, without_all, check[1], &nf_, t.o_.confidence);
+    t.classify(together, true);
+    keep_them = together.accepted;
+    together.accepted = false;
+    together.outcome = keep_them ? "held" : "dropped";
+    together.reason = (keep_them ? "each alone was redundant with the others, together they hold: "
+                                 : "together they do not hold either: ") +
+                      together.reason;
+    t.record(std::move(together));
+  }
+  if (keep_them) {
+    mark_dropped_rows("held", "; held together with the others that did not hold alone (see the next row)");
+    dropped_.clear();
+    return;
+  }
+  if (check[0].failed.empty() && without_all.failed.empty() && reduced != t.baseline_) {
+    paired(check[0], without_all, head.a, head.b);
+  } else {
+    head.a.clear();
+    head.b.clear();
+  }
+  t.current_ = reduced;
+  drop();
+}
+
+// The dropped knobs leave the kept list (and the process choices, where a group measured them).
+void InProcessFinal::drop() {
+  Tuner& t = t_;
+  for (size_t i : dropped_)
+    for (const auto& [k, v] : t.kept_[i].change.delta) t.process_choice_.erase(k);
+  std::vector<Kept> still;
+  for (size_t i = 0; i < t.kept_.size(); ++i)
+    if (!dropped_.count(i)) still.push_back(t.kept_[i]);
+  t.kept_ = std::move(still);
+}
+
+void InProcessFinal::headline(Trial head) {
+  Tuner& t = t_;
   head.rounds = static_cast<int>(head.a.size());
-  if (current_ == baseline_) {
-    res_.notes.push_back("every kept knob was dropped in the final alternation: the final configuration is the baseline");
+  if (t.current_ == t.baseline_) {
+    t.res_.notes.push_back(
+        "every kept knob was dropped in the final alternation: the final configuration is the baseline");
     return;
   }
   head.before = measure::pooled_throughput(head.a);
   head.after = measure::pooled_throughput(head.b);
-  head.estimate = measure::paired_ratio(head.a, head.b, &nf, o_.confidence);
-  classify(head, true);
+  head.estimate = measure::paired_ratio(head.a, head.b, &nf_, t.o_.confidence);
+  t.classify(head, true);
   head.accepted = false;
-  const std::string where = af ? "each window " + w_.fresh_windows() : "in this process";
+  const std::string where = af_ ? "each window " + t.w_.fresh_windows() : "in this process";
   head.value = "all kept knobs (" + where + ")";
   head.reason = "final vs baseline (" + where + "): " + head.reason;
-  head.fresh_processes = af;
-  res_.speedup_fresh_processes = head.fresh_processes;
-  res_.speedup_in_process = head.estimate;
-  res_.baseline_throughput = head.before;
-  res_.final_throughput = head.after;
-  res_.speedup = head.estimate;
-  in_process_gain_ = head.outcome == "gain";
-  res_.confirmation = af ? "each window " + w_.fresh_windows() + " (the final alternation)"
-                         : "in this process: the final alternation, against the A/A floor";
-  record(std::move(head));
+  head.fresh_processes = af_;
+  t.res_.speedup_fresh_processes = head.fresh_processes;
+  t.res_.speedup_in_process = head.estimate;
+  t.res_.baseline_throughput = head.before;
+  t.res_.final_throughput = head.after;
+  t.res_.speedup = head.estimate;
+  t.in_process_gain_ = head.outcome == "gain";
+  t.res_.confirmation = af_ ? "each window " + t.w_.fresh_windows() + " (the final alternation)"
+                            : "in this process: the final alternation, against the A/A floor";
+  t.record(std::move(head));
 }
 
 }  // namespace tb::engine::search

@@ -171,9 +171,9 @@ std::vector<std::string> Tuner::by_priority(const std::vector<std::string>& ids)
 // then spent its budget on threads, amp and channels_last (none paid) and skipped workers=2, the analysis's
 // own switch for its loader stall.
 bool Tuner::climbing(const std::string& id) {
-  if (kept_.empty() || kept_.back().knob != id || ladder_of(knobs_[id].info) == Ladder::None) return false;
+  if (kept_.empty() || kept_.back().change.knob != id || ladder_of(knobs_[id].info) == Ladder::None) return false;
   // Only straight after the rung was kept: once another knob had its turn the priors rank it again.
-  for (size_t i = kept_trial_.back() + 1; i < res_.trials.size(); ++i)
+  for (size_t i = kept_.back().trial + 1; i < res_.trials.size(); ++i)
     if (res_.trials[i].knob != id) return false;
   return !next_changes(id).empty();
 }
@@ -185,8 +185,8 @@ double Tuner::trial_cost_s(const std::string& knob, bool fresh) {
 
 int Tuner::final_arms() {
   int inproc = 0;
-  for (const auto& c : kept_)
-    if (all_fresh() || !process_knob(c.knob)) ++inproc;
+  for (const auto& k : kept_)
+    if (all_fresh() || !process_knob(k.change.knob)) ++inproc;
   // With one kept knob, "final without it" is the baseline arm; with none the baseline alone is measured.
   return inproc == 0 ? 1 : inproc == 1 ? 2 : 2 + inproc;
 }
@@ -225,8 +225,8 @@ int Tuner::fresh_pairs_for(double gain, double sd) {
 double Tuner::gain_to_confirm() {
   if (res_.speedup_in_process.valid()) return res_.speedup_in_process.ratio;
   double g = 1;
-  for (size_t i = 0; i < kept_.size(); ++i)
-    if (!process_knob(kept_[i].knob) && std::isfinite(kept_ratio_[i]) && kept_ratio_[i] > 0) g *= kept_ratio_[i];
+  for (const auto& k : kept_)
+    if (!process_knob(k.change.knob) && std::isfinite(k.ratio) && k.ratio > 0) g *= k.ratio;
   return g;
 }
 
@@ -264,9 +264,9 @@ double Tuner::final_s(int rounds) {
   double per_round = window(base_step);  // the baseline arm
   if (final_arms() > 1) per_round += window(sec_per_step_);  // the final arm
   if (final_arms() > 2)
-    for (size_t i = 0; i < kept_.size(); ++i)
-      if (all_fresh() || !process_knob(kept_[i].knob))
-        per_round += window(sec_per_step_ * (std::isfinite(kept_ratio_[i]) && kept_ratio_[i] > 0 ? kept_ratio_[i] : 1.0));
+    for (const auto& k : kept_)
+      if (all_fresh() || !process_knob(k.change.knob))
+        per_round += window(sec_per_step_ * (std::isfinite(k.ratio) && k.ratio > 0 ? k.ratio : 1.0));
   return std::max(by_average, rounds * per_round);
 }
 
@@ -287,10 +287,10 @@ double Tuner::reserve_s(bool with_fresh) {
     const double compile = extra_cost_s("compile", cuda_, false);
     // Only for a variant this process has not compiled yet: Inductor keeps the ones it built (the final arm
     // without amp is the configuration amp's trial was measured against).
-    for (const auto& c : kept_)
-      if (c.knob == "amp" || c.knob == "channels_last") {
+    for (const auto& kept : kept_)
+      if (kept.change.knob == "amp" || kept.change.knob == "channels_last") {
         Config without = current_;
-        for (const auto& [k, v] : c.delta) without[k] = value_in(baseline_, k);
+        for (const auto& [k, v] : kept.change.delta) without[k] = value_in(baseline_, k);
         if (!compiled_variants_.count(compile_variant(without))) r += compile;
       }
     if (fresh) f += fresh_rounds() * compile;
@@ -313,14 +313,14 @@ bool Tuner::fits(const std::string& knob, const std::string& value, bool fresh) 
     if (budget_.affordable_share(with_alloc, o_.max_fresh_share)) reserve += with_alloc;
     else if (budget_.affordable_share(fresh_cost, o_.max_fresh_share)) reserve += fresh_cost;
   }
-  if (budget_.fits(elapsed(), need, reserve)) return true;
+  if (budget_.fits_trial(elapsed(), need, reserve)) return true;
   // While nothing is kept, a trial that fits beside the in-process final runs, even where the fresh-process
   // headline's reserve does not fit beside it: a script's fresh processes (python, torch, the script's set-up:
   // 5-20 s each) once held back every knob of a 120 s tune, which then ended at 57 s having tried none. Once a
   // change is kept, its confirmation is reserved again and later trials must fit beside it; a confirmation the
   // budget no longer pays for is this process's final, said.
   const double in_process = reserve_s(false) + budget_.alternation_s(1, o_.rounds, false);
-  if (current_ == baseline_ && budget_.fits(elapsed(), need, in_process)) {
+  if (current_ == baseline_ && budget_.fits_trial(elapsed(), need, in_process)) {
     if (!fresh_unreserved_)
       res_.notes.push_back("from " + label(knob, value) + " on, trials use the time a fresh-process headline (~" +
                            fmt(reserve - in_process, 0) + " s) would need: a result is checked in fresh processes "

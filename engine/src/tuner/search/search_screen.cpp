@@ -155,7 +155,7 @@ bool Tuner::step_knob(const std::string& id) {
     const auto i = extendable(id);
     if (!i) return false;
     // More pairs cost what a trial's pairs cost.
-    if (!budget_.fits(elapsed(), trial_cost_s(id), reserve_s() + budget_.alternation_s(1, o_.rounds, false))) return false;
+    if (!budget_.fits_trial(elapsed(), trial_cost_s(id), reserve_s() + budget_.alternation_s(1, o_.rounds, false))) return false;
     extend(*i);
     return true;
   }
@@ -337,7 +337,7 @@ bool Tuner::try_pair(const std::string& tied_with) {
   for (const auto& [k, v] : p.b.delta) c.delta[k] = v;
   c.also = label(p.b) + (p.a.also.empty() ? "" : " + " + p.a.also);
   const double need = trial_cost_s(p.a.knob) + (numerics(p.b.knob) ? budget_.probe_s() : 0.0);
-  if (!budget_.fits(elapsed(), need, reserve_s() + budget_.alternation_s(1, o_.rounds, false))) return false;
+  if (!budget_.fits_trial(elapsed(), need, reserve_s() + budget_.alternation_s(1, o_.rounds, false))) return false;
   const Config cand = with(current_, c.delta);
   progress(phase_, (tied_with.empty() ? "no single knob is left to measure from here: " : "neither paid alone here: ") +
                        label(p.a) + " and " + label(p.b) + " together (they remove different kinds of time)");
@@ -354,15 +354,11 @@ void Tuner::accept(size_t trial_index, const Change& c) {
   // each kept knob once, at its final value.
   double replaced_ratio = 1;  // the replaced rung's ratio: the new one was measured against it
   for (size_t i = kept_.size(); i-- > 0;)
-    if (kept_[i].knob == c.knob || c.delta.count(kept_[i].knob)) {  // a pair that sets a kept knob too
-      replaced_ratio *= kept_ratio_[i];
+    if (kept_[i].change.knob == c.knob || c.delta.count(kept_[i].change.knob)) {  // a pair that sets a kept knob too
+      replaced_ratio *= kept_[i].ratio;
       kept_.erase(kept_.begin() + long(i));
-      kept_trial_.erase(kept_trial_.begin() + long(i));
-      kept_ratio_.erase(kept_ratio_.begin() + long(i));
     }
-  kept_.push_back(c);
-  kept_trial_.push_back(trial_index);
-  kept_ratio_.push_back(replaced_ratio * res_.trials[trial_index].estimate.ratio);
+  kept_.push_back({c, trial_index, replaced_ratio * res_.trials[trial_index].estimate.ratio});
   take_snapshot("+ " + label(c));
 }
 

@@ -63,14 +63,9 @@ void Tuner::discard_from(size_t suspect) {
     t.reason = "discarded: this process ran slower from trial " + std::to_string(suspect + 1) + " on (" + t.reason + ")";
   }
   // What was kept on a discarded trial goes; the configuration is the one before it.
-  for (size_t k = kept_.size(); k-- > 0;)
-    if (kept_trial_[k] >= suspect) {
-      kept_.erase(kept_.begin() + long(k));
-      kept_trial_.erase(kept_trial_.begin() + long(k));
-      kept_ratio_.erase(kept_ratio_.begin() + long(k));
-    }
+  std::erase_if(kept_, [&](const Kept& k) { return k.trial >= suspect; });
   current_ = baseline_;
-  for (const Change& c : kept_) current_ = with(current_, c.delta);
+  for (const Kept& k : kept_) current_ = with(current_, k.change.delta);
   // The baseline's windows from the suspect on measured the slowed process: they are not the machine's noise
   // or drift either.
   double since = std::numeric_limits<double>::infinity();

@@ -108,8 +108,8 @@ void Tuner::summarize() {
   // (None when nothing is kept: an unconfirmed change draws no step of it.)
   double cum = 1;
   for (size_t i = 0; res_.verdict != "undecided" && i < kept_.size(); ++i) {
-    if (std::isfinite(kept_ratio_[i])) cum *= kept_ratio_[i];
-    res_.waterfall.push_back({label(kept_[i]), res_.baseline_throughput * cum});
+    if (std::isfinite(kept_[i].ratio)) cum *= kept_[i].ratio;
+    res_.waterfall.push_back({label(kept_[i].change), res_.baseline_throughput * cum});
   }
   // Baselines by phase, and drift between the start and the end.
   for (const char* ph : {"start", "screen", "revisit", "deferred", "final"}) {

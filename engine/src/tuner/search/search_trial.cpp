@@ -136,7 +136,7 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
     const measure::NoiseFloor nf = floor();
     const auto e = measure::paired_ratio(t.a, t.b, &nf, o_.confidence);
     if (!e.valid() || e.lo > 1.0 || e.ratio < 1.0 + std::max(o_.min_gain, 0.05)) return false;
-    return budget_.fits(elapsed(), 2 * budget_.window_s(), reserve_s());
+    return budget_.fits_trial(elapsed(), 2 * budget_.window_s(), reserve_s());
   };
   // A pair costs what this trial's pairs took, not the recent windows' average: a candidate twice as slow
   // makes every pair 1.5 times the plan (a 40 s tune of an LSTM script on a busy 2-core machine ran its
@@ -145,7 +145,7 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
   bool cut = false;
   const double reserve = fresh_unreserved_ ? reserve_s(false) : reserve_s();
   for (int r = 0; r < o_.rounds || promising(); ++r) {
-    if (r >= 2 && !budget_.fits(elapsed(), (w_.now_s() - start) / r, reserve)) {
+    if (r >= 2 && !budget_.fits_trial(elapsed(), (w_.now_s() - start) / r, reserve)) {
       cut = true;
       break;
     }
