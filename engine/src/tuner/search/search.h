@@ -163,6 +163,10 @@ class Tuner {
   double fresh_reserve_s();
   // What the end of the tune needs (budget.h): the in-process final and the planned fresh final.
   double reserve_s(bool with_fresh = true);
+  // The reserve once a trial's change is kept: one more arm in the in-process final.
+  double reserve_if_kept_s(bool with_fresh = true) {
+    return reserve_s(with_fresh) + budget_.alternation_s(1, o_.rounds, false);
+  }
   // The in-process final alternation of `rounds` rounds, each arm at its own measured speed.
   double final_s(int rounds);
   // Whether a trial of `knob`=`value` may start now; if not, it is deferred (and said).
@@ -182,6 +186,11 @@ class Tuner {
   void classify(Trial& t, bool use_floor);
   Trial trial(const std::string& phase, const Config& ref, const std::string& ref_label, const Change& change,
               const Config& cand, bool fresh = false);
+  // A side of the trial that threw: the trial's outcome (an out-of-memory floor remembered, the reference put back).
+  void side_failed(Trial& t, const TrialFailure& f, bool is_ref, const Change& change, const Config& ref, bool fresh);
+  // A candidate clearly slower after one pair: decided on it.
+  void settle_slower(Trial& t, const Change& change);
+  void guard_loss(Trial& t, const Config& ref, const Config& cand, const Change& change);
   bool decided_early(const Trial& t);
   bool clearly_slower(const Trial& t);
   // How many times slower a first window must be to end a trial at once (3x, or 3 noise bands).
@@ -252,8 +261,12 @@ class Tuner {
   void final_phase();
   // search_fresh.cpp
   void fresh_final();
-  // search_summary.cpp
+  // search_summary.cpp: the verdict, the recipe changes said, the waterfall/baselines/noise/drift, and why it ended
   void summarize();
+  void verdict();
+  void say_recipe_changes();
+  void account();
+  void why_ended();
 
   Workload& w_;
   const TuneOptions& o_;

@@ -306,7 +306,7 @@ double Tuner::reserve_s(bool with_fresh) {
 bool Tuner::fits(const std::string& knob, const std::string& value, bool fresh) {
   const double need = trial_cost_s(knob, fresh);
   // As if it were kept: one more arm in the final, and the first kept change brings the fresh final with it.
-  double reserve = reserve_s() + budget_.alternation_s(1, o_.rounds, false);
+  double reserve = reserve_if_kept_s();
   if (current_ == baseline_ && measured_under_other_allocator() && !all_fresh() && !no_fresh_processes_) {
     const double fresh_cost = budget_.alternation_s(2, o_.rounds, true);
     const double with_alloc = budget_.alternation_s(planned_fresh_arms(), o_.rounds, true);
@@ -319,7 +319,7 @@ bool Tuner::fits(const std::string& knob, const std::string& value, bool fresh) 
   // 5-20 s each) once held back every knob of a 120 s tune, which then ended at 57 s having tried none. Once a
   // change is kept, its confirmation is reserved again and later trials must fit beside it; a confirmation the
   // budget no longer pays for is this process's final, said.
-  const double in_process = reserve_s(false) + budget_.alternation_s(1, o_.rounds, false);
+  const double in_process = reserve_if_kept_s(false);
   if (current_ == baseline_ && budget_.fits_trial(elapsed(), need, in_process)) {
     if (!fresh_unreserved_)
       res_.notes.push_back("from " + label(knob, value) + " on, trials use the time a fresh-process headline (~" +

@@ -155,7 +155,7 @@ bool Tuner::step_knob(const std::string& id) {
     const auto i = extendable(id);
     if (!i) return false;
     // More pairs cost what a trial's pairs cost.
-    if (!budget_.fits_trial(elapsed(), trial_cost_s(id), reserve_s() + budget_.alternation_s(1, o_.rounds, false))) return false;
+    if (!budget_.fits_trial(elapsed(), trial_cost_s(id), reserve_if_kept_s())) return false;
     extend(*i);
     return true;
   }
@@ -337,7 +337,7 @@ bool Tuner::try_pair(const std::string& tied_with) {
   for (const auto& [k, v] : p.b.delta) c.delta[k] = v;
   c.also = label(p.b) + (p.a.also.empty() ? "" : " + " + p.a.also);
   const double need = trial_cost_s(p.a.knob) + (numerics(p.b.knob) ? budget_.probe_s() : 0.0);
-  if (!budget_.fits_trial(elapsed(), need, reserve_s() + budget_.alternation_s(1, o_.rounds, false))) return false;
+  if (!budget_.fits_trial(elapsed(), need, reserve_if_kept_s())) return false;
   const Config cand = with(current_, c.delta);
   progress(phase_, (tied_with.empty() ? "no single knob is left to measure from here: " : "neither paid alone here: ") +
                        label(p.a) + " and " + label(p.b) + " together (they remove different kinds of time)");

@@ -17,6 +17,15 @@ void Tuner::summarize() {
     res_.ended = cannot_fit_;
     return;
   }
+  verdict();
+  say_recipe_changes();
+  // Waterfall, baselines by phase, noise and drift.
+  account();
+  why_ended();
+}
+
+// The verdict is only what the headline confirms: faster, none, or undecided (then nothing is kept).
+void Tuner::verdict() {
   if (final_config() == baseline_) {
     // The headline is the baseline as measured last (the final arm or the A/A), never the calibration.
     if (std::none_of(res_.notes.begin(), res_.notes.end(),
@@ -68,6 +77,9 @@ void Tuner::summarize() {
     }
     if (res_.final_config == baseline_) res_.final_throughput = res_.baseline_throughput;
   }
+}
+
+void Tuner::say_recipe_changes() {
   // A bigger batch (or accumulation) is faster per sample and a different recipe: said where it is kept.
   // The speed-up is then said with and without it: the final alternation measured the final against the final
   // without each kept change, in the same windows as the headline.
@@ -103,6 +115,9 @@ void Tuner::summarize() {
     res_.recipe_changes.push_back(line);
     res_.notes.push_back(line);
   }
+}
+
+void Tuner::account() {
   // Waterfall: the headline's baseline times the accepted ratios of the knobs still kept, in the order they
   // were kept (process knobs last: they were measured on top of the others).
   // (None when nothing is kept: an unconfirmed change draws no step of it.)
@@ -144,6 +159,10 @@ void Tuner::summarize() {
   if (!res_.drift_note.empty()) res_.notes.push_back(res_.drift_note);
   res_.notes.push_back("noise: " + res_.noise.text);
 
+}
+
+// Why the tune ended, in what really happened.
+void Tuner::why_ended() {
   // Skips that a later turn made good are not skips: a knob deferred or waiting for workers that was tried.
   std::set<std::string> tried_knobs;
   for (const auto& t : res_.trials)

@@ -164,25 +164,7 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
         (is_ref ? t.a : t.b).push_back(m);
         if (is_ref && ref_is_baseline) note_baseline(phase, m);
       } catch (const TrialFailure& f) {
-        if (is_ref) {
-          // The reference ran before; failing now is a workload fault, not the knob's.
-          t.outcome = "failed";
-          t.reason = std::string("reference configuration failed: ") + f.what();
-        } else {
-          t.outcome = f.oom ? "oom" : "failed";
-          t.reason = (f.oom ? std::string("out of memory: ") : std::string("could not run: ")) + f.what();
-          if (f.oom && change.knob == "batch_size") t.reason += largest_fit();
-          if (f.oom && !change.knob.empty()) {
-            int64_t v = 0;
-            if (parse_int(change.value, v) && (!oom_floor_.count(change.knob) || v < oom_floor_[change.knob]))
-              oom_floor_[change.knob] = v;
-          }
-          failed_.insert(label(change));
-          if (!fresh) try {
-              w_.apply(ref);
-            } catch (const TrialFailure&) {
-            }
-        }
+        side_failed(t, f, is_ref, change, ref, fresh);
         const size_t n = std::min(t.a.size(), t.b.size());
         t.a.resize(n);
         t.b.resize(n);
@@ -199,21 +181,7 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
     // A candidate several times slower says so in its first window; each further window of it costs that
     // many times a window (amp=bf16 on a CPU ran 7x slower, and its three pairs took 13% of a demo's budget).
     if (r == 0 && clearly_slower(t)) {
-      const double ratio = t.b[0].throughput() / t.a[0].throughput();
-      t.before = measure::pooled_throughput(t.a);
-      t.after = measure::pooled_throughput(t.b);
-      t.estimate = measure::RatioInterval{};
-      t.estimate.ratio = ratio;
-      t.estimate.pairs = 1;
-      t.estimate.method = "one pair: clearly slower";
-      t.outcome = "slower";
-      t.reason = "slower: " + fmt(ratio, 3) + "x after one pair (clear: a window of it took " + fmt(1 / ratio, 1) +
-                 "x the reference's time; not measured further" +
-                 (t.b[0].steps < t.a[0].steps ? ", its window cut after " + std::to_string(t.b[0].steps) + " of " +
-                                                    std::to_string(t.a[0].steps) + " steps"
-                                              : std::string()) +
-                 ")";
-      failed_.insert(label(change));
+      settle_slower(t, change);
       t.seconds = w_.now_s() - start;
       return t;
     }
@@ -225,8 +193,55 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
   classify(t, !fresh);
   if (early) t.reason += " (clear after 2 pairs)";
   if (cut) t.reason += " (" + std::to_string(t.a.size()) + " pairs: another did not fit the budget)";
+  guard_loss(t, ref, cand, change);
+  t.seconds = w_.now_s() - start;
+  return t;
+}
+
+void Tuner::side_failed(Trial& t, const TrialFailure& f, bool is_ref, const Change& change, const Config& ref,
+                        bool fresh) {
+  if (is_ref) {
+    // The reference ran before; failing now is a workload fault, not the knob's.
+    t.outcome = "failed";
+    t.reason = std::string("reference configuration failed: ") + f.what();
+    return;
+  }
+  t.outcome = f.oom ? "oom" : "failed";
+  t.reason = (f.oom ? std::string("out of memory: ") : std::string("could not run: ")) + f.what();
+  if (f.oom && change.knob == "batch_size") t.reason += largest_fit();
+  if (f.oom && !change.knob.empty()) {
+    int64_t v = 0;
+    if (parse_int(change.value, v) && (!oom_floor_.count(change.knob) || v < oom_floor_[change.knob]))
+      oom_floor_[change.knob] = v;
+  }
+  failed_.insert(label(change));
+  if (!fresh) try {
+      w_.apply(ref);
+    } catch (const TrialFailure&) {
+    }
+}
+
+void Tuner::settle_slower(Trial& t, const Change& change) {
+  const double ratio = t.b[0].throughput() / t.a[0].throughput();
+  t.before = measure::pooled_throughput(t.a);
+  t.after = measure::pooled_throughput(t.b);
+  t.estimate = measure::RatioInterval{};
+  t.estimate.ratio = ratio;
+  t.estimate.pairs = 1;
+  t.estimate.method = "one pair: clearly slower";
+  t.outcome = "slower";
+  t.reason = "slower: " + fmt(ratio, 3) + "x after one pair (clear: a window of it took " + fmt(1 / ratio, 1) +
+             "x the reference's time; not measured further" +
+             (t.b[0].steps < t.a[0].steps ? ", its window cut after " + std::to_string(t.b[0].steps) + " of " +
+                                                std::to_string(t.a[0].steps) + " steps"
+                                          : std::string()) +
+             ")";
+  failed_.insert(label(change));
+}
+
+// The loss-drift guard: only for a change that may alter numerics and would otherwise be kept.
+void Tuner::guard_loss(Trial& t, const Config& ref, const Config& cand, const Change& change) {
   const std::string ci = fmt(t.estimate.ratio, 3) + "x [" + fmt(t.estimate.lo, 3) + ", " + fmt(t.estimate.hi, 3) + "]";
-  // The loss-drift guard: only for a change that may alter numerics and would otherwise be kept.
   bool guard = false;
   for (const auto& k : changed_knobs(ref, cand)) guard = guard || numerics(k);
   guard = guard && t.accepted;
@@ -257,8 +272,6 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
     }
     if (!t.accepted) failed_.insert(label(change));
   }
-  t.seconds = w_.now_s() - start;
-  return t;
 }
 
 // After the first pair: the candidate ran below a third of the reference's speed, or past three noise bands
