@@ -2,11 +2,13 @@
 #include "analyze_print.h"
 
 #include "profiler/recording_cost.h"
+#include "profiler/time_classes.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace tb::cli {
 namespace {
@@ -19,8 +21,8 @@ std::string shorten(const std::string& s, size_t n) {
   return s.substr(0, n - 3) + "...";
 }
 
-void line(FILE* out, const char* label, int64_t ns, int64_t W, const std::string& extra = {}) {
-  std::fprintf(out, "%-34s %10.3f ms %6.1f%%%s%s\n", label, ms(ns), pct(ns, W), extra.empty() ? "" : "  ", extra.c_str());
+void line(FILE* out, const std::string& label, int64_t ns, int64_t W, const std::string& extra = {}) {
+  std::fprintf(out, "%-34s %10.3f ms %6.1f%%%s%s\n", label.c_str(), ms(ns), pct(ns, W), extra.empty() ? "" : "  ", extra.c_str());
 }
 
 // The profiler's own time: how often, and its longest pause beside a step (a chunk boundary under one step's
@@ -43,32 +45,94 @@ std::string profiler_detail(const prof::AnalysisResult& r) {
   return b;
 }
 
-void print_gpu_time(const prof::AnalysisResult& r, FILE* out) {
-  const int64_t W = r.traced_ns();
+std::string outside_detail(const prof::AnalysisResult& r) {
+  char b[64];
+  std::snprintf(b, sizeof b, "(%u ranges: validation, checkpoints)", r.outside_training_count);
+  return b;
+}
+
+// `analyze`'s words for each class of prof::time_classes (longer than the GUI's legend) and what it says
+// beside it; `shown` false leaves the line out (nothing of that kind in this trace).
+struct ClassLine {
+  const char* text;
+  std::string extra;
+  bool shown = true;
+};
+
+ClassLine gpu_class_line(const prof::AnalysisResult& r, const prof::TimeClass& c) {
   char b[160];
-  line(out, "GPU busy", r.gpu_busy_ns, W);
-  line(out, "  compute kernels", r.compute_ns, W);
-  if (r.comm_ns > 0) {
+  const std::string_view id = c.id;
+  if (id == "compute") return {"compute kernels", {}};
+  if (id == "comm_exposed") {
     std::snprintf(b, sizeof b, "(of %.3f ms communication, %.0f%% overlapped)", ms(r.comm_ns), r.comm_overlap * 100);
-    line(out, "  communication not overlapped", r.comm_exposed_ns, W, b);
+    return {"communication not overlapped", b, r.comm_ns > 0};
   }
-  if (r.memory_exposed_ns > 0) line(out, "  memcpy/memset alone", r.memory_exposed_ns, W);
-  std::snprintf(b, sizeof b, "(%u idle intervals)", r.idle_interval_count);
-  line(out, "GPU idle", r.gpu_idle_ns, W, b);
-  std::snprintf(b, sizeof b, "(%u intervals)", r.loader_stall_count);
-  line(out, "  waiting for the data loader", r.loader_stall_ns, W, r.loader_stall_ns ? b : "");
-  line(out, "  after a host sync", r.sync_idle_ns, W);
-  line(out, "  host in alloc/setup CUDA calls", r.runtime_idle_ns, W);
-  line(out, "  before the first kernel", r.lead_in_ns, W);
-  line(out, "  after the last kernel", r.tail_ns, W);
-  std::snprintf(b, sizeof b, "(%u gaps >= %.1f us)", r.launch_gap_count, static_cast<double>(r.min_gap_ns) / 1000.0);
-  line(out, "  host late to launch (launch gap)", r.launch_gap_ns, W, b);
-  std::snprintf(b, sizeof b, "(gaps < %.1f us)", static_cast<double>(r.min_gap_ns) / 1000.0);
-  line(out, "  launch overhead", r.launch_overhead_ns, W, b);
-  std::snprintf(b, sizeof b, "(%u intervals)", r.event_wait_count);
-  line(out, "  waiting on another stream (event wait)", r.event_wait_ns, W, r.event_wait_count ? b : "");
-  line(out, "  other (no named cause)", r.other_idle_ns, W);
-  if (r.profiler_ns > 0) line(out, "  profiler (TuneBench)", r.profiler_ns, W, profiler_detail(r).c_str());
+  if (id == "memory_exposed") return {"memcpy/memset alone", {}, c.ns > 0};
+  if (id == "loader_stall") {
+    std::snprintf(b, sizeof b, "(%u intervals)", r.loader_stall_count);
+    return {"waiting for the data loader", c.ns ? b : ""};
+  }
+  if (id == "sync_idle") return {"after a host sync", {}};
+  if (id == "runtime_idle") return {"host in alloc/setup CUDA calls", {}};
+  if (id == "launch_gap") {
+    std::snprintf(b, sizeof b, "(%u gaps >= %.1f us)", r.launch_gap_count, static_cast<double>(r.min_gap_ns) / 1000.0);
+    return {"host late to launch (launch gap)", b};
+  }
+  if (id == "launch_overhead") {
+    std::snprintf(b, sizeof b, "(gaps < %.1f us)", static_cast<double>(r.min_gap_ns) / 1000.0);
+    return {"launch overhead", b};
+  }
+  if (id == "event_wait") {
+    std::snprintf(b, sizeof b, "(%u intervals)", r.event_wait_count);
+    return {"waiting on another stream (event wait)", r.event_wait_count ? b : ""};
+  }
+  if (id == "other_idle") return {"other (no named cause)", {}};
+  if (id == "profiler") return {"profiler (TuneBench)", profiler_detail(r), c.ns > 0};
+  return {nullptr, {}};  // a class these words do not know yet: its GUI label
+}
+
+ClassLine cpu_class_line(const prof::AnalysisResult& r, const prof::TimeClass& c) {
+  char b[160];
+  const std::string_view id = c.id;
+  if (id == "loader_stall") {
+    std::snprintf(b, sizeof b, "(%u intervals)", r.loader_stall_count);
+    return {"training thread waiting for data", b};
+  }
+  if (id == "comm_exposed") {
+    // Host collectives (Gloo, data parallel): what backward did not hide.
+    std::snprintf(b, sizeof b, "(of %.3f ms all-reduce, %.0f%% overlapped)", ms(r.comm_ns),
+                  std::max(0.0, r.comm_overlap) * 100);
+    return {"training thread waiting for all-reduce", b, r.comm_ns > 0};
+  }
+  if (id == "outside_training") return {"outside training iterations", outside_detail(r), c.ns > 0};
+  if (id == "profiler") return {"profiler (TuneBench)", profiler_detail(r), c.ns > 0};
+  if (id == "training_busy_other") return {"training thread busy / other", {}};
+  return {nullptr, {}};
+}
+
+// The window by class, in prof::time_classes' order: with a GPU, its busy classes under "GPU busy" and the
+// idle causes under "GPU idle"; CPU-only, the training thread's time.
+void print_time_classes(const prof::AnalysisResult& r, FILE* out) {
+  const int64_t W = r.traced_ns();
+  const char* indent = r.has_gpu ? "  " : "";
+  if (r.has_gpu) line(out, "GPU busy", r.gpu_busy_ns, W);
+  else std::fprintf(out, "no GPU activity: CPU-only analysis\n");
+  bool idle_said = false;
+  for (const auto& c : prof::time_classes(r)) {
+    if (r.has_gpu && !c.busy && !idle_said) {
+      char b[64];
+      std::snprintf(b, sizeof b, "(%u idle intervals)", r.idle_interval_count);
+      line(out, "GPU idle", r.gpu_idle_ns, W, b);
+      idle_said = true;
+    }
+    if (c.id == "edge_idle") {  // one class, whose two edges `analyze` says apart
+      line(out, "  before the first kernel", r.lead_in_ns, W);
+      line(out, "  after the last kernel", r.tail_ns, W);
+      continue;
+    }
+    const ClassLine l = r.has_gpu ? gpu_class_line(r, c) : cpu_class_line(r, c);
+    if (l.shown) line(out, indent + (l.text ? std::string(l.text) : std::string(c.label)), c.ns, W, l.extra);
+  }
 }
 
 void print_steps(const prof::AnalysisResult& r, FILE* out) {
@@ -159,26 +223,11 @@ void print_summary(const prof::Trace& trace, const prof::AnalysisResult& r, FILE
                  r.warmup_steps ? (" after " + std::to_string(r.warmup_steps) + " warm-up").c_str() : "",
                  r.steps_inferred ? " (inferred from Optimizer.step calls)" : "", ms(r.step_median_ns));
   std::fprintf(out, "\n\n");
-  if (r.has_gpu) {
-    print_gpu_time(r, out);
-  } else {
-    std::fprintf(out, "no GPU activity: CPU-only analysis\n");
-    char b[64];
-    std::snprintf(b, sizeof b, "(%u intervals)", r.loader_stall_count);
-    line(out, "training thread waiting for data", r.loader_stall_ns, W, b);
-    if (r.profiler_ns > 0) line(out, "profiler (TuneBench)", r.profiler_ns, W, profiler_detail(r).c_str());
-    if (r.comm_ns > 0) {
-      // Host collectives (Gloo, data parallel): what backward did not hide.
-      std::snprintf(b, sizeof b, "(of %.3f ms all-reduce, %.0f%% overlapped)", ms(r.comm_ns),
-                    std::max(0.0, r.comm_overlap) * 100);
-      line(out, "training thread waiting for all-reduce", r.comm_exposed_ns, W, b);
-    }
-  }
+  print_time_classes(r, out);
+  // With a GPU, outside training is no class of its own (the GPU's time then is in its idle causes): said beside.
+  if (r.has_gpu && r.outside_training_ns > 0)
+    line(out, "outside training iterations", r.outside_training_ns, W, outside_detail(r));
   char b[64];
-  if (r.outside_training_ns > 0) {
-    std::snprintf(b, sizeof b, "(%u ranges: validation, checkpoints)", r.outside_training_count);
-    line(out, "outside training iterations", r.outside_training_ns, W, b);
-  }
   std::snprintf(b, sizeof b, "(%u calls)", r.sync_count);
   line(out, "host blocked in sync calls", r.sync_ns, W, b);
   if (r.memory.present) {

@@ -2,6 +2,7 @@
 #include "finding_json.h"
 #include "json_writer.h"
 #include "profiler/analysis.h"
+#include "profiler/time_classes.h"
 
 namespace tb::prof {
 
@@ -54,6 +55,13 @@ std::string to_json(const AnalysisResult& r, const TraceMetadata* meta) {
   // The share of the idle time no named cause explains (0 when there is no idle time).
   w.key("other_share_of_idle").value(r.gpu_idle_ns > 0 ? static_cast<double>(r.other_idle_ns) / r.gpu_idle_ns : 0.0);
   w.end_object();
+  // The window by class in display order, the GUI's bar (profiler/time_classes.h): they sum to the traced window.
+  w.key("time_classes").begin_array();
+  for (const auto& c : time_classes(r)) {
+    w.begin_object().key("id").value(c.id).key("label").value(c.label);
+    w.key("us").value(us(c.ns)).key("busy").value(c.busy).end_object();
+  }
+  w.end_array();
   w.key("communication").begin_object();
   w.key("total_us").value(us(r.comm_ns)).key("exposed_us").value(us(r.comm_exposed_ns));
   if (r.comm_overlap >= 0) w.key("overlap").value(r.comm_overlap);

@@ -1,16 +1,12 @@
-// Event import (trace_importer.h): numbers parsed from their text, Kineto categories mapped to event kinds.
+// Event import (trace_importer.h): each event's fields read, numbers parsed from their text, and the event
+// handed to the handler of its phase and category (trace_importer_events.cpp).
 #include "trace_importer.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <string>
-
-#include "profiler/cupti_collector.h"
-#include "profiler/range_names.h"
-#include "profiler/trace_io.h"
 
 namespace tb::prof::import {
 namespace {
@@ -18,8 +14,6 @@ namespace {
 namespace sj = simdjson;
 
 // ---------- numbers ----------
-
-constexpr int64_t kMaxAbsNs = int64_t(4) * 1000 * 1000 * 1000 * 1000 * 1000 * 1000;  // 4e18 ns (~126 years)
 
 // Parses a JSON number token in microseconds into ns exactly (decimal digits, no double rounding for the
 // common "1712195495505543.2" form). Returns false if it is not a number or out of range.
@@ -73,8 +67,6 @@ bool parse_us_token(std::string_view tok, int64_t& ns) {
 
 // ---------- import ----------
 
-enum class Cat : uint8_t { Other, Kernel, Memcpy, Memset, Runtime, Driver, Sync, GpuAnnotation, Finding, Flow, Profiler };
-
 Cat classify_cat(std::string_view c) {
   if (c == "kernel" || c == "Kernel") return Cat::Kernel;
   if (c == "gpu_memcpy" || c == "Memcpy") return Cat::Memcpy;
@@ -91,25 +83,6 @@ Cat classify_cat(std::string_view c) {
   return Cat::Other;
 }
 
-bool parse_event_kind(std::string_view s, EventKind& k) {
-  for (int i = 0; i < kEventKindCount; ++i) {
-    if (s == to_string(static_cast<EventKind>(i))) {
-      k = static_cast<EventKind>(i);
-      return true;
-    }
-  }
-  return false;
-}
-
-MemcpyKind memcpy_kind_from_name(std::string_view n) {
-  if (n.find("HtoD") != std::string_view::npos) return MemcpyKind::HtoD;
-  if (n.find("DtoH") != std::string_view::npos) return MemcpyKind::DtoH;
-  if (n.find("DtoD") != std::string_view::npos) return MemcpyKind::DtoD;
-  if (n.find("HtoH") != std::string_view::npos) return MemcpyKind::HtoH;
-  if (n.find("PtoP") != std::string_view::npos) return MemcpyKind::PtoP;
-  return MemcpyKind::Unknown;
-}
-
 // The key of a field as a view into the JSON text, without unescaping (keys of trace events are plain
 // ASCII); falls back to simdjson's unescaping when the key holds a backslash.
 simdjson::error_code field_key(od::field& f, std::string_view& out) {
@@ -121,6 +94,62 @@ simdjson::error_code field_key(od::field& f, std::string_view& out) {
     return simdjson::SUCCESS;
   }
   return f.unescaped_key().get(out);
+}
+
+// An integer argument: int64, else uint64 (its low 63 bits), else a finite double in range.
+bool arg_int(od::value& av, int64_t& out) {
+  int64_t i;
+  if (!av.get_int64().get(i)) {
+    out = i;
+    return true;
+  }
+  uint64_t u;
+  if (!av.get_uint64().get(u)) {
+    out = static_cast<int64_t>(u & 0x7fffffffffffffffULL);
+    return true;
+  }
+  double d;
+  if (!av.get_double().get(d) && std::isfinite(d) && std::fabs(d) < 9e18) {
+    out = static_cast<int64_t>(d);
+    return true;
+  }
+  return false;
+}
+
+// A kernel's grid or block, "[x,y,z]" (at most three integers, up to the first that is not one).
+std::string launch_dims(od::array& dims) {
+  std::string dst = "[";
+  int n = 0;
+  for (auto d_r : dims) {
+    int64_t dv;
+    if (std::move(d_r).get_int64().get(dv) || ++n > 3) break;
+    if (n > 1) dst += ',';
+    dst += std::to_string(dv);
+  }
+  dst += ']';
+  return dst;
+}
+
+// torch.profiler's record_shapes: one dims list per input ("[64,1,28,28], [32,1,3,3], [32]"), kept as the op's
+// detail (the timeline's tooltip, the exported trace). Scalars' empty lists at the end go.
+std::string input_dims(od::array& inputs) {
+  std::string text, pending;
+  for (auto in_r : inputs) {
+    od::array dims;
+    if (std::move(in_r).get_array().get(dims)) break;
+    std::string one = "[";
+    int n = 0;
+    for (auto d_r : dims) {
+      int64_t dv;
+      if (std::move(d_r).get_int64().get(dv)) break;
+      one += (n++ ? "," : "") + std::to_string(dv);
+    }
+    one += "]";
+    pending += (text.empty() && pending.empty() ? "" : ", ") + one;
+    if (n > 0) text += pending, pending.clear();
+    if (text.size() > 160) break;
+  }
+  return text;
 }
 
 }  // namespace
@@ -206,46 +235,71 @@ bool Importer::read_time(od::value v, int64_t& ns) {
 }
 
 Status Importer::event(od::value ev_value) {
-  const uint64_t idx = event_index++;
-  // Built only when an error is reported (this runs a million times per big trace).
-  struct Where {
-    uint64_t i;
-    operator std::string() const { return "traceEvents[" + std::to_string(i) + "]"; }
-  } where{idx};
-  auto W = [&]() { return static_cast<std::string>(where); };
+  Fields f;
+  f.index = event_index++;
+  f.offset = offset_of(ev_value);
   od::object obj;
-  const int64_t ev_off = offset_of(ev_value);
-  if (auto err = ev_value.get_object().get(obj); err) {
-    return fail(W() + " is not an object (" + std::string(sj::error_message(err)) + ")", ev_off);
+  if (auto err = ev_value.get_object().get(obj); err)
+    return fail(where(f.index) + " is not an object (" + std::string(sj::error_message(err)) + ")", f.offset);
+  counter_scratch_.clear();
+  if (Status s = read_fields(obj, f); !s) return s;
+  if (f.ph.empty()) return fail(where(f.index) + ": missing \"ph\"", f.offset);
+  if (f.ev_idx >= 0) {
+    ++ev_idx_count;
+    ev_idx_min = std::min(ev_idx_min, f.ev_idx);
+    ev_idx_max = std::max(ev_idx_max, f.ev_idx);
   }
-  std::string_view ph, cat, name, s_scope, tb_kind_s, label_s, meta_name, detail_s;
-  int64_t pid = 0, tid = 0, ts = 0, dur = 0, correlation = 0, arg = kNoArg, bytes = kNoArg, sort_index = 0;
-  int64_t stream = INT64_MIN, device = INT64_MIN;
-  int64_t ev_idx = -1, wait_record = -1, wait_stream = -1;  // Kineto: event number; cuda_sync's wait target
-  bool has_ts = false, has_dur = false, has_sort = false;
-  auto& counter_values = counter_scratch_;
-  counter_values.clear();
-  std::string grid, block, shapes;
+  const char p = f.ph[0];
+  const Cat c = classify_cat(f.cat);
+  if (c != Cat::Other && c != Cat::Finding && c != Cat::Profiler) saw_kineto = true;
+  if (p == 'M') {
+    metadata(f);
+    return Status::Ok();
+  }
+  // Flows are rebuilt from the correlation ids, findings by the analysis: neither is read back.
+  if (p == 's' || p == 'f' || p == 't' || p == 'F' || c == Cat::Finding) return Status::Ok();
+  if (!f.has_ts) {
+    if (p == 'X' || p == 'B' || p == 'E' || p == 'i' || p == 'I' || p == 'C' || p == 'n' || p == 'b' || p == 'e')
+      return fail(where(f.index) + ": missing \"ts\"", f.offset);
+    return Status::Ok();
+  }
+  Event e = base_event(f);
+  switch (p) {
+    case 'X': return complete(f, c, e);
+    case 'B': begin(f, e); break;
+    case 'E': end(f); break;
+    case 'i':
+    case 'I':
+    case 'R':
+    case 'n': instant(f, e); break;
+    case 'C': counter(f, e); break;
+    default: break;  // async/object events etc.: not part of our model
+  }
+  return Status::Ok();
+}
+
+Status Importer::read_fields(od::object& obj, Fields& f) {
   for (auto field_r : obj) {
     od::field field;
     if (auto err = std::move(field_r).get(field); err)
-      return fail(W() + ": " + sj::error_message(err), offset_of(obj));
+      return fail(where(f.index) + ": " + sj::error_message(err), offset_of(obj));
     std::string_view key;
-    if (auto err = field_key(field, key); err) return fail(W() + ": bad key", offset_of(obj));
+    if (auto err = field_key(field, key); err) return fail(where(f.index) + ": bad key", offset_of(obj));
     od::value v = field.value();
     auto type_error = [&](const char* what) {
-      return fail(W() + ": \"" + std::string(key) + "\" " + what, offset_of(v));
+      return fail(where(f.index) + ": \"" + std::string(key) + "\" " + what, offset_of(v));
     };
     if (key == "ph") {
-      if (v.get_string().get(ph)) return type_error("is not a string");
+      if (v.get_string().get(f.ph)) return type_error("is not a string");
     } else if (key == "cat") {
-      if (v.get_string().get(cat)) return type_error("is not a string");
+      if (v.get_string().get(f.cat)) return type_error("is not a string");
     } else if (key == "name") {
       od::json_type t;
       if (v.type().get(t)) return type_error("is invalid");
       if (t == od::json_type::string) {
-        if (v.get_string().get(name)) return type_error("is not a string");
+        if (v.get_string().get(f.name)) return type_error("is not a string");
       } else if (t == od::json_type::number) {
+        std::string_view& name = f.name;
         name = v.raw_json_token();
         while (!name.empty() && (name.back() == ' ' || name.back() == '\n' || name.back() == '\r' || name.back() == '\t'))
           name.remove_suffix(1);
@@ -253,262 +307,83 @@ Status Importer::event(od::value ev_value) {
         return type_error("is not a string");
       }
     } else if (key == "pid") {
-      if (!read_id(v, pid)) return type_error("is not a number or string");
+      if (!read_id(v, f.pid)) return type_error("is not a number or string");
     } else if (key == "tid") {
-      if (!read_id(v, tid)) return type_error("is not a number or string");
+      if (!read_id(v, f.tid)) return type_error("is not a number or string");
     } else if (key == "ts") {
-      if (!read_time(v, ts)) return type_error("is not a valid timestamp (number of microseconds in range)");
-      has_ts = true;
+      if (!read_time(v, f.ts)) return type_error("is not a valid timestamp (number of microseconds in range)");
+      f.has_ts = true;
     } else if (key == "dur") {
-      if (!read_time(v, dur)) return type_error("is not a valid duration (number of microseconds in range)");
-      if (dur < 0) return type_error("is negative");
-      has_dur = true;
+      if (!read_time(v, f.dur)) return type_error("is not a valid duration (number of microseconds in range)");
+      if (f.dur < 0) return type_error("is negative");
+      f.has_dur = true;
     } else if (key == "s") {
-      if (v.get_string().get(s_scope)) s_scope = {};
+      if (v.get_string().get(f.scope)) f.scope = {};
     } else if (key == "args") {
       od::json_type t;
       if (v.type().get(t)) return type_error("is invalid");
       if (t != od::json_type::object) continue;
-      od::object args;
-      if (v.get_object().get(args)) return type_error("is not an object");
-      for (auto af_r : args) {
-        od::field af;
-        if (auto err = std::move(af_r).get(af); err) return fail(W() + ".args: " + sj::error_message(err), offset_of(args));
-        std::string_view ak;
-        if (field_key(af, ak)) return fail(W() + ".args: bad key", offset_of(args));
-        od::value av = af.value();
-        od::json_type at;
-        if (av.type().get(at)) return fail(W() + ".args." + std::string(ak) + " is invalid", offset_of(av));
-        auto as_int = [&](int64_t& out) -> bool {
-          if (at != od::json_type::number) return false;
-          int64_t i;
-          if (!av.get_int64().get(i)) {
-            out = i;
-            return true;
-          }
-          uint64_t u;
-          if (!av.get_uint64().get(u)) {
-            out = static_cast<int64_t>(u & 0x7fffffffffffffffULL);
-            return true;
-          }
-          double d;
-          if (!av.get_double().get(d) && std::isfinite(d) && std::fabs(d) < 9e18) {
-            out = static_cast<int64_t>(d);
-            return true;
-          }
-          return false;
-        };
-        if (ak == "correlation") {
-          if (!as_int(correlation) || correlation < 0) correlation = 0;
-        } else if (ak == "stream") {
-          if (!as_int(stream)) stream = INT64_MIN;
-        } else if (ak == "device") {
-          if (!as_int(device)) device = INT64_MIN;
-        } else if (ak == "bytes") {
-          if (!as_int(bytes)) bytes = kNoArg;
-        } else if (ak == "arg") {
-          if (!as_int(arg)) arg = kNoArg;
-        } else if (ak == "tb_kind") {
-          if (at == od::json_type::string) { if (av.get_string().get(tb_kind_s)) tb_kind_s = {}; }
-        } else if (ak == "detail") {
-          if (at == od::json_type::string) { if (av.get_string().get(detail_s)) detail_s = {}; }
-        } else if (ak == "name" && at == od::json_type::string) {
-          { if (av.get_string().get(meta_name)) meta_name = {}; }
-        } else if (ak == "labels" && at == od::json_type::string) {
-          { if (av.get_string().get(label_s)) label_s = {}; }
-        } else if (ak == "sort_index") {
-          has_sort = as_int(sort_index);
-        } else if ((ak == "grid" || ak == "block") && at == od::json_type::array) {
-          od::array dims;
-          if (av.get_array().get(dims)) continue;
-          std::string& dst = ak == "grid" ? grid : block;
-          dst = "[";
-          int n = 0;
-          for (auto d_r : dims) {
-            int64_t dv;
-            if (std::move(d_r).get_int64().get(dv) || ++n > 3) break;
-            if (n > 1) dst += ',';
-            dst += std::to_string(dv);
-          }
-          dst += ']';
-        } else if (ak == "Input Dims" && at == od::json_type::array) {
-          // torch.profiler's record_shapes: one dims list per input ("[64,1,28,28], [32,1,3,3], [32]"), kept as
-          // the op's detail (the timeline's tooltip, the exported trace). Scalars' empty lists at the end go.
-          od::array inputs;
-          if (av.get_array().get(inputs)) continue;
-          std::string text, pending;
-          for (auto in_r : inputs) {
-            od::array dims;
-            if (std::move(in_r).get_array().get(dims)) break;
-            std::string one = "[";
-            int n = 0;
-            for (auto d_r : dims) {
-              int64_t dv;
-              if (std::move(d_r).get_int64().get(dv)) break;
-              one += (n++ ? "," : "") + std::to_string(dv);
-            }
-            one += "]";
-            pending += (text.empty() && pending.empty() ? "" : ", ") + one;
-            if (n > 0) text += pending, pending.clear();
-            if (text.size() > 160) break;
-          }
-          if (!text.empty()) shapes = "shapes " + text;
-        } else if (ak == "Ev Idx") {
-          if (!as_int(ev_idx)) ev_idx = -1;
-        } else if (ak == "wait_on_cuda_event_record_corr_id") {
-          if (!as_int(wait_record)) wait_record = -1;
-        } else if (ak == "wait_on_stream") {
-          if (!as_int(wait_stream)) wait_stream = -1;
-        } else if (at == od::json_type::number) {
-          double d;
-          if (!av.get_double().get(d)) counter_values.emplace_back(ak, d);  // views into the parser: no copy
-        }
-      }
+      if (Status s = read_args(v, f); !s) return s;
     }
     // Other keys (id, bp, ...) are skipped by On-Demand.
   }
-  if (ph.empty()) return fail(W() + ": missing \"ph\"", ev_off);
-  if (ev_idx >= 0) {
-    ++ev_idx_count;
-    ev_idx_min = std::min(ev_idx_min, ev_idx);
-    ev_idx_max = std::max(ev_idx_max, ev_idx);
-  }
-  const char p = ph[0];
-  const Cat c = classify_cat(cat);
-  if (c != Cat::Other && c != Cat::Finding && c != Cat::Profiler) saw_kineto = true;
-  if (p == 'M') {
-    if (name == "process_name") process_names[pid] = std::string(meta_name);
-    else if (name == "process_labels") process_labels[pid] = std::string(label_s);
-    else if (name == "process_sort_index" && has_sort) process_sort[pid] = sort_index;
-    else if (name == "thread_name") thread_names[{pid, tid}] = std::string(meta_name);
-    else if (name == "thread_sort_index" && has_sort) thread_sort[{pid, tid}] = sort_index;
-    return Status::Ok();
-  }
-  if (p == 's' || p == 'f' || p == 't' || p == 'F' || c == Cat::Finding) return Status::Ok();  // flows rebuilt
-  if (!has_ts) {
-    if (p == 'X' || p == 'B' || p == 'E' || p == 'i' || p == 'I' || p == 'C' || p == 'n' || p == 'b' || p == 'e')
-      return fail(W() + ": missing \"ts\"", ev_off);
-    return Status::Ok();
-  }
-  Event e;
-  e.start_ns = ts;
-  e.end_ns = ts;
-  e.name = trace.intern(name);
-  e.correlation = static_cast<uint64_t>(correlation);
-  e.arg = arg;
-  if (!detail_s.empty()) {
-    e.detail = trace.intern(detail_s);
-  } else if (!grid.empty() || !block.empty()) {
-    e.detail = trace.intern("grid " + grid + " block " + block);
-  } else if (!shapes.empty()) {
-    e.detail = trace.intern(shapes);
-  }
-  switch (p) {
-    case 'X': {
-      if (!has_dur) dur = 0;
-      if (ts > kMaxAbsNs - dur) return fail(W() + ": ts + dur out of range", ev_off);
-      e.end_ns = ts + dur;
-      break;
+  return Status::Ok();
+}
+
+Status Importer::read_args(od::value v, Fields& f) {
+  od::object args;
+  if (v.get_object().get(args)) return fail(where(f.index) + ": \"args\" is not an object", offset_of(v));
+  for (auto af_r : args) {
+    od::field af;
+    if (auto err = std::move(af_r).get(af); err)
+      return fail(where(f.index) + ".args: " + sj::error_message(err), offset_of(args));
+    std::string_view ak;
+    if (field_key(af, ak)) return fail(where(f.index) + ".args: bad key", offset_of(args));
+    od::value av = af.value();
+    od::json_type at;
+    if (av.type().get(at)) return fail(where(f.index) + ".args." + std::string(ak) + " is invalid", offset_of(av));
+    auto as_int = [&](int64_t& out) { return at == od::json_type::number && arg_int(av, out); };
+    auto as_string = [&](std::string_view& out) {
+      if (at == od::json_type::string && av.get_string().get(out)) out = {};
+    };
+    if (ak == "correlation") {
+      if (!as_int(f.correlation) || f.correlation < 0) f.correlation = 0;
+    } else if (ak == "stream") {
+      if (!as_int(f.stream)) f.stream = INT64_MIN;
+    } else if (ak == "device") {
+      if (!as_int(f.device)) f.device = INT64_MIN;
+    } else if (ak == "bytes") {
+      if (!as_int(f.bytes)) f.bytes = kNoArg;
+    } else if (ak == "arg") {
+      if (!as_int(f.arg)) f.arg = kNoArg;
+    } else if (ak == "tb_kind") {
+      as_string(f.tb_kind);
+    } else if (ak == "detail") {
+      as_string(f.detail);
+    } else if (ak == "name" && at == od::json_type::string) {
+      as_string(f.meta_name);
+    } else if (ak == "labels" && at == od::json_type::string) {
+      as_string(f.labels);
+    } else if (ak == "sort_index") {
+      f.has_sort = as_int(f.sort_index);
+    } else if ((ak == "grid" || ak == "block") && at == od::json_type::array) {
+      od::array dims;
+      if (av.get_array().get(dims)) continue;
+      (ak == "grid" ? f.grid : f.block) = launch_dims(dims);
+    } else if (ak == "Input Dims" && at == od::json_type::array) {
+      od::array inputs;
+      if (av.get_array().get(inputs)) continue;
+      if (std::string text = input_dims(inputs); !text.empty()) f.shapes = "shapes " + text;
+    } else if (ak == "Ev Idx") {
+      if (!as_int(f.ev_idx)) f.ev_idx = -1;
+    } else if (ak == "wait_on_cuda_event_record_corr_id") {
+      if (!as_int(f.wait_record)) f.wait_record = -1;
+    } else if (ak == "wait_on_stream") {
+      if (!as_int(f.wait_stream)) f.wait_stream = -1;
+    } else if (at == od::json_type::number) {
+      double d;
+      if (!av.get_double().get(d)) counter_scratch_.emplace_back(ak, d);  // views into the parser: no copy
     }
-    case 'B': {
-      e.kind = EventKind::Range;
-      open_b[{pid, tid}].push_back(e);
-      return Status::Ok();
-    }
-    case 'E': {
-      auto it = open_b.find({pid, tid});
-      if (it == open_b.end() || it->second.empty()) return Status::Ok();  // unmatched end: ignored
-      Event b = it->second.back();
-      it->second.pop_back();
-      b.end_ns = std::max(b.start_ns, ts);
-      trace.add_event(track(TrackKind::CpuThread, pid, tid), b);
-      return Status::Ok();
-    }
-    case 'i':
-    case 'I':
-    case 'R':
-    case 'n': {
-      if (name == "[memory]") {
-        // torch.profiler's profile_memory=True: one instant per allocation and free, with the allocator's
-        // totals after it. Kept as the memory counters TuneBench's own traces carry (allocated and reserved on
-        // the device, allocated on the host), not as thousands of markers.
-        double device_type = -1, allocated = -1, reserved = -1;
-        for (const auto& [k, val] : counter_values) {
-          if (k == "Device Type") device_type = val;
-          else if (k == "Total Allocated") allocated = val;
-          else if (k == "Total Reserved") reserved = val;
-        }
-        const bool cuda = device_type == 1;
-        auto sample = [&](const char* cname, double value) {
-          if (value >= 0) add_counter(pid, cname, e, value);
-        };
-        sample(cuda ? names::kDeviceAllocated : names::kHostAllocated, allocated);
-        if (cuda) sample(names::kDeviceReserved, reserved);
-        return Status::Ok();
-      }
-      e.kind = EventKind::Instant;
-      // Global-scope instants ("s": "g", Kineto's "Iteration Start" / "Record Window End") mark the whole
-      // trace, not a thread: one markers track instead of an empty row per made-up pid/tid.
-      if (s_scope == "g") {
-        const int64_t markers = string_id(kGlobalMarkersTrack);
-        trace.add_event(track(TrackKind::CpuThread, markers, markers), e);
-      } else {
-        trace.add_event(track(TrackKind::CpuThread, pid, tid), e);
-      }
-      return Status::Ok();
-    }
-    case 'C': {
-      for (auto& [k, val] : counter_values) {
-        add_counter(pid, counter_values.size() == 1 && k == "value" ? std::string(name)
-                                                                    : std::string(name) + "." + std::string(k),
-                    e, val);
-      }
-      return Status::Ok();
-    }
-    default:
-      return Status::Ok();  // async/object events etc.: not part of our model
-  }
-  // Complete event: kind by category (or our tb_kind).
-  bool gpu = false;
-  switch (c) {
-    case Cat::Kernel: e.kind = EventKind::Kernel; gpu = true; break;
-    case Cat::Memcpy:
-      e.kind = EventKind::Memcpy;
-      e.flags = static_cast<uint16_t>(memcpy_kind_from_name(name));
-      e.arg = bytes;
-      gpu = true;
-      break;
-    case Cat::Memset: e.kind = EventKind::Memset; e.arg = bytes; gpu = true; break;
-    case Cat::Runtime: e.kind = EventKind::Runtime; break;
-    case Cat::Driver: e.kind = EventKind::Driver; break;
-    case Cat::Sync:
-      e.kind = EventKind::Sync;
-      gpu = true;
-      e.correlation = 0;
-      // "Stream Wait Event": the cudaEventRecord it waits on (its correlation id) and that event's stream.
-      if (wait_record >= 0) e.arg = wait_record;
-      if (wait_stream >= 0 && e.detail == kNoName)
-        e.detail = trace.intern("waits on stream " + std::to_string(wait_stream) + ", event recorded by correlation " +
-                                std::to_string(wait_record));
-      break;
-    case Cat::GpuAnnotation: e.kind = EventKind::Range; gpu = true; e.correlation = 0; break;
-    case Cat::Profiler: e.kind = EventKind::Overhead; break;
-    default: e.kind = EventKind::Range; break;
-  }
-  if (!tb_kind_s.empty()) {
-    EventKind k;
-    if (parse_event_kind(tb_kind_s, k)) e.kind = k;
-  }
-  if ((e.kind == EventKind::Runtime || e.kind == EventKind::Driver) && is_blocking_sync_api(name))
-    e.flags |= kFlagBlockingSync;
-  if (e.kind == EventKind::Instant || e.kind == EventKind::Counter) e.end_ns = e.start_ns;
-  if (gpu || is_gpu_activity(e.kind)) {
-    const int64_t dev = device != INT64_MIN ? device : pid;
-    // CUPTI's "no stream" (device-wide sync) arrives as uint32 -1 in args.stream and -1 in tid.
-    const int64_t st = stream == INT64_MIN ? tid : stream == 0xFFFFFFFFLL ? -1 : stream;
-    trace.add_event(track(TrackKind::GpuStream, dev, st), e);
-  } else {
-    trace.add_event(track(TrackKind::CpuThread, pid, tid), e);
   }
   return Status::Ok();
 }

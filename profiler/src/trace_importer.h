@@ -2,7 +2,9 @@
 // JSON document, or of several documents that each hold a run of one file's traceEvents (trace_chunks.h),
 // into the Trace model. It keeps what spans documents: "B" ranges waiting for their "E", process and
 // thread names, string ids, track lookups. Views it is handed (keys, names) are not kept past one event:
-// the parser's string buffer is reused by the next document.
+// the parser's string buffer is reused by the next document. trace_importer.cpp reads an event's fields,
+// trace_importer_events.cpp holds the handler of each phase and category, trace_importer_meta.cpp TuneBench's
+// metadata and the finish.
 #pragma once
 
 #include <simdjson.h>
@@ -21,6 +23,28 @@
 namespace tb::prof::import {
 
 namespace od = simdjson::ondemand;
+
+// The largest time the import takes, ts + dur included: 4e18 ns (~126 years).
+inline constexpr int64_t kMaxAbsNs = int64_t(4) * 1000 * 1000 * 1000 * 1000 * 1000 * 1000;
+
+// "traceEvents[i]", the start of every message about event i (built only when one is reported).
+inline std::string where(uint64_t i) { return "traceEvents[" + std::to_string(i) + "]"; }
+
+// An event's category ("cat"), which decides the kind of a complete ("X") event.
+enum class Cat : uint8_t { Other, Kernel, Memcpy, Memset, Runtime, Driver, Sync, GpuAnnotation, Finding, Flow, Profiler };
+
+// One event's fields as read from its object. The views point into the parser's buffer: valid for this event
+// only.
+struct Fields {
+  uint64_t index = 0;  // its place in traceEvents and its byte offset, for the messages
+  int64_t offset = -1;
+  std::string_view ph, cat, name, scope, tb_kind, labels, meta_name, detail;
+  int64_t pid = 0, tid = 0, ts = 0, dur = 0, correlation = 0, arg = kNoArg, bytes = kNoArg, sort_index = 0;
+  int64_t stream = INT64_MIN, device = INT64_MIN;
+  int64_t ev_idx = -1, wait_record = -1, wait_stream = -1;  // Kineto: event number; cuda_sync's wait target
+  bool has_ts = false, has_dur = false, has_sort = false;
+  std::string grid, block, shapes;  // a kernel's launch dimensions, an op's input shapes ("[64,1,28,28], [32]")
+};
 
 struct Importer {
   Trace& trace;
@@ -73,7 +97,25 @@ struct Importer {
   // pid/tid: integer, number, or string.
   bool read_id(od::value v, int64_t& out);
   bool read_time(od::value v, int64_t& ns);
+  // One element of traceEvents: its fields read, then handed to the handler of its phase ("ph") and, for a
+  // complete event, of its category.
   Status event(od::value ev_value);
+  Status read_fields(od::object& obj, Fields& f);
+  Status read_args(od::value v, Fields& f);
+  // The handlers (trace_importer_events.cpp). `e` is the event with its time, name, correlation and detail.
+  // Flows ("s", "f", "t": ac2g, fwdbwd) and our findings are not handled: the trace rebuilds flows from the
+  // correlation ids, the analysis its findings.
+  void metadata(const Fields& f);                        // "M": process and thread names, sort order
+  Event base_event(const Fields& f);
+  void begin(const Fields& f, Event& e);                 // "B": waits for its "E"
+  void end(const Fields& f);                             // "E"
+  void instant(const Fields& f, Event& e);               // "i", "I", "R", "n"
+  void memory_sample(const Fields& f, const Event& e);   // torch.profiler's "[memory]" instants
+  void counter(const Fields& f, const Event& e);         // "C"
+  Status complete(const Fields& f, Cat c, Event& e);     // "X": kernel, runtime, driver, cpu_op, ... below
+  void gpu_copy(const Fields& f, Event& e, EventKind k);  // gpu_memcpy, gpu_memset
+  void stream_wait(const Fields& f, Event& e);           // cuda_sync
+  void place(const Fields& f, const Event& e, bool gpu);  // on its GPU stream or its CPU thread
   Status tunebench_meta(od::value v);
   void finish();
 };

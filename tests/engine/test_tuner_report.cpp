@@ -324,6 +324,45 @@ TEST(TunerReport, CodeFillsInTheFoundValues) {
   EXPECT_NE(cpp.find("set_autocast_cpu_dtype(at::kBFloat16)"), std::string::npos) << cpp;
 }
 
+// A GPU snapshot's parts are the steps' classes of time (prof::time_classes) in the four parts the tuner's
+// search reads, each a mean per step: busy whole; loader stall; launch gaps; after syncs, runtime calls,
+// cross-stream waits and other idle together. Launch overhead and the edges are no part; the profiler's own
+// time is its own part.
+TEST(TunerReport, AGpuSnapshotsPartsAreTheStepsClassesOfTime) {
+  tb::prof::AnalysisResult a;
+  a.has_gpu = true;
+  for (int i = 0; i < 2; ++i) {
+    tb::prof::StepBreakdown st;
+    st.index = i;
+    st.start_ns = i * 200'000'000;
+    st.end_ns = st.start_ns + 200'000'000;
+    const int64_t ms = 1'000'000, k = i + 1;  // the second step's figures are twice the first's
+    st.gpu_busy_ns = 50 * ms * k;
+    st.compute_ns = 40 * ms * k;
+    st.comm_exposed_ns = 4 * ms * k;
+    st.loader_stall_ns = 7 * ms * k;
+    st.sync_idle_ns = 3 * ms * k;
+    st.runtime_idle_ns = 2 * ms * k;
+    st.launch_gap_ns = 11 * ms * k;
+    st.launch_overhead_ns = 13 * ms * k;
+    st.edge_idle_ns = 17 * ms * k;
+    st.event_wait_ns = 19 * ms * k;
+    st.other_idle_ns = 23 * ms * k;
+    a.steps.push_back(st);
+  }
+  a.profiler_ns = 6'000'000;
+  Snapshot s;
+  fill_snapshot(s, a);
+  const std::vector<std::pair<std::string, double>> want = {
+      {"GPU busy", 75.0}, {"loader stall", 10.5}, {"launch gaps", 16.5}, {"other idle", (3 + 2 + 19 + 23) * 1.5},
+      {kProfilerPart, 3.0}};
+  ASSERT_EQ(s.breakdown_ms.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(s.breakdown_ms[i].first, want[i].first);
+    EXPECT_DOUBLE_EQ(s.breakdown_ms[i].second, want[i].second) << want[i].first;
+  }
+}
+
 // TuneBench's own time is a part of its own in a snapshot (its pauses between steps included, out of "other"
 // for what fell inside a step) and is drawn in the GUI's teal in the report's breakdown.
 TEST(TunerReport, TheProfilersOwnTimeIsAPartOfItsOwn) {

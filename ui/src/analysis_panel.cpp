@@ -10,40 +10,40 @@
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <string_view>
+#include <utility>
 
+#include "profiler/time_classes.h"
 #include "ui/keyed_table_model.h"
 
 namespace tb::ui {
 
+namespace {
+
+// The bar's colour of each class (prof::time_classes' ids): a class keeps its colour in both variants (the
+// CPU's wait for data is the GPU's loader stall).
+QColor classColor(std::string_view id) {
+  static const std::pair<std::string_view, QColor> kColors[] = {
+      {"compute", QColor(0x3c, 0xa5, 0x5c)},          {"comm_exposed", QColor(0x8e, 0x6c, 0xd8)},
+      {"memory_exposed", QColor(0x4f, 0xa3, 0xff)},   {"loader_stall", QColor(0xd9, 0x53, 0x4f)},
+      {"sync_idle", QColor(0xe6, 0x7e, 0x22)},        {"runtime_idle", QColor(0xb0, 0x7d, 0x48)},
+      {"launch_gap", QColor(0xf0, 0xc0, 0x30)},       {"launch_overhead", QColor(0xe8, 0xdc, 0x8a)},
+      {"edge_idle", QColor(0xbb, 0xbb, 0xbb)},        {"event_wait", QColor(0x9a, 0x8f, 0xb8)},
+      {"other_idle", QColor(0x70, 0x70, 0x70)},       {"profiler", QColor(0x4d, 0xb6, 0xac)},
+      {"outside_training", QColor(0x90, 0x96, 0xa0)}, {"training_busy_other", QColor(0x6a, 0x6a, 0x6a)},
+  };
+  for (const auto& [k, c] : kColors)
+    if (k == id) return c;
+  return QColor(0x70, 0x70, 0x70);  // a class this map does not know yet: drawn as other idle
+}
+
+}  // namespace
+
 std::vector<TimeSlice> timeSlices(const tb::prof::AnalysisResult& r) {
   std::vector<TimeSlice> s;
-  if (!r.has_gpu) {
-    s.push_back({QObject::tr("waiting for data"), r.loader_stall_ns, QColor(0xd9, 0x53, 0x4f)});
-    // Data parallel on the CPU: the gradient all-reduce backward did not hide (Gloo).
-    if (r.comm_exposed_ns > 0)
-      s.push_back({QObject::tr("waiting for all-reduce"), r.comm_exposed_ns, QColor(0x8e, 0x6c, 0xd8)});
-    // A script's validation and checkpoints between epochs: no step holds them.
-    if (r.outside_training_ns > 0)
-      s.push_back({QObject::tr("outside training"), r.outside_training_ns, QColor(0x90, 0x96, 0xa0)});
-    if (r.profiler_ns > 0) s.push_back({QObject::tr("profiler (TuneBench)"), r.profiler_ns, QColor(0x4d, 0xb6, 0xac)});
-    s.push_back({QObject::tr("training thread busy / other"),
-                 r.traced_ns() - r.loader_stall_ns - r.comm_exposed_ns - r.outside_training_ns - r.profiler_ns,
-                 QColor(0x6a, 0x6a, 0x6a)});
-    return s;
-  }
-  const int64_t memory = r.gpu_busy_ns - r.compute_ns - r.comm_exposed_ns;  // memcpy/memset alone
-  s.push_back({QObject::tr("compute"), r.compute_ns, QColor(0x3c, 0xa5, 0x5c)});
-  s.push_back({QObject::tr("communication (exposed)"), r.comm_exposed_ns, QColor(0x8e, 0x6c, 0xd8)});
-  s.push_back({QObject::tr("memcpy/memset"), memory, QColor(0x4f, 0xa3, 0xff)});
-  s.push_back({QObject::tr("loader stall"), r.loader_stall_ns, QColor(0xd9, 0x53, 0x4f)});
-  s.push_back({QObject::tr("after host sync"), r.sync_idle_ns, QColor(0xe6, 0x7e, 0x22)});
-  s.push_back({QObject::tr("runtime calls"), r.runtime_idle_ns, QColor(0xb0, 0x7d, 0x48)});
-  s.push_back({QObject::tr("launch gap"), r.launch_gap_ns, QColor(0xf0, 0xc0, 0x30)});
-  s.push_back({QObject::tr("launch overhead"), r.launch_overhead_ns, QColor(0xe8, 0xdc, 0x8a)});
-  s.push_back({QObject::tr("before/after kernels"), r.lead_in_ns + r.tail_ns, QColor(0xbb, 0xbb, 0xbb)});
-  s.push_back({QObject::tr("waiting on another stream"), r.event_wait_ns, QColor(0x9a, 0x8f, 0xb8)});
-  s.push_back({QObject::tr("other idle"), r.other_idle_ns, QColor(0x70, 0x70, 0x70)});
-  s.push_back({QObject::tr("profiler (TuneBench)"), r.profiler_ns, QColor(0x4d, 0xb6, 0xac)});
+  for (const auto& c : tb::prof::time_classes(r))
+    s.push_back({QObject::tr(std::string(c.label).c_str()), c.ns, classColor(c.id)});
   return s;
 }
 

@@ -27,7 +27,8 @@ struct TimeSlice {
   int64_t ns = 0;
   QColor color;
 };
-// The slices of the window, busy classes first then the idle causes; they sum to the window.
+// The slices of the window: prof::time_classes (busy classes first then the idle causes, or a CPU-only
+// trace's), each in its colour; they sum to the window. Classes of 0 ns are listed; the bar draws none of them.
 std::vector<TimeSlice> timeSlices(const tb::prof::AnalysisResult& r);
 
 class TimeBar : public QWidget {

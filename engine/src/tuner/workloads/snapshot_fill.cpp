@@ -4,8 +4,27 @@
 #include <string>
 
 #include "profiler/ranks.h"
+#include "profiler/time_classes.h"
 
 namespace tb::engine {
+namespace {
+
+// A GPU step's parts (Snapshot::breakdown_ms), in order: the tuner's search reads them by these names.
+constexpr const char* kGpuParts[] = {"GPU busy", "loader stall", "launch gaps", "other idle"};
+constexpr int kGpuPartCount = 4;
+
+// The part each class of prof::time_classes falls in, -1 none: launch overhead and the window's edges are no
+// knob's to remove, and the profiler's own time is a part of its own (kProfilerPart, below).
+int gpu_part(const prof::TimeClass& c) {
+  if (c.busy) return 0;
+  if (c.id == "loader_stall") return 1;
+  if (c.id == "launch_gap") return 2;
+  // Idle with no loader or launch cause: after syncs, runtime calls, cross-stream waits, unexplained.
+  if (c.id == "sync_idle" || c.id == "runtime_idle" || c.id == "event_wait" || c.id == "other_idle") return 3;
+  return -1;
+}
+
+}  // namespace
 
 void fill_snapshot(Snapshot& s, const prof::AnalysisResult& a) {
   const double n = static_cast<double>(a.steps.size());
@@ -18,14 +37,17 @@ void fill_snapshot(Snapshot& s, const prof::AnalysisResult& a) {
   for (const auto& st : a.steps) dur += static_cast<double>(st.duration_ns());
   dur = dur / n / 1e6;
   if (a.has_gpu) {
-    const double busy = mean(&prof::StepBreakdown::gpu_busy_ns);
-    const double stall = mean(&prof::StepBreakdown::loader_stall_ns);
-    const double gap = mean(&prof::StepBreakdown::launch_gap_ns);
-    // Idle with no loader or launch cause: after syncs, runtime calls, cross-stream waits, unexplained.
-    const double other = mean(&prof::StepBreakdown::other_idle_ns) + mean(&prof::StepBreakdown::event_wait_ns) +
-                         mean(&prof::StepBreakdown::sync_idle_ns) + mean(&prof::StepBreakdown::runtime_idle_ns);
+    // The steps' GPU classes summed into the parts, then each part's mean per step.
+    int64_t parts[kGpuPartCount] = {};
+    for (const auto& st : a.steps)
+      for (const auto& c : prof::time_classes(st))
+        if (const int p = gpu_part(c); p >= 0) parts[p] += c.ns;
+    s.breakdown_ms.clear();
+    for (int p = 0; p < kGpuPartCount; ++p)
+      s.breakdown_ms.push_back({kGpuParts[p], static_cast<double>(parts[p]) / n / 1e6});
+    const double busy = s.breakdown_ms[0].second, stall = s.breakdown_ms[1].second, gap = s.breakdown_ms[2].second,
+                 other = s.breakdown_ms[3].second;
     const double sync = mean(&prof::StepBreakdown::sync_ns);
-    s.breakdown_ms = {{"GPU busy", busy}, {"loader stall", stall}, {"launch gaps", gap}, {"other idle", other}};
     if (busy >= 0.85 * dur) s.bottleneck = "compute";
     else if (stall >= gap && stall >= other) s.bottleneck = "loader";
     else if (gap >= other) s.bottleneck = "launch";
