@@ -20,6 +20,9 @@
 #include "engine_cli_common.h"
 #include "run_script_parts.h"
 #include "script_common.h"
+#include "client/protocol.h"
+
+namespace msg = tb::client::protocol::msg;
 
 namespace tb::cli {
 namespace {
@@ -168,7 +171,7 @@ int cmd_run_script(int argc, char** argv) {
       continue;
     }
     const std::string type = m->value("type", std::string());
-    if (type == "step") {
+    if (type == msg::step) {
       records.push_back(step_record_of(*m));
       nlohmann::json extra = nlohmann::json::object();
       for (const char* k : {"forward_ns", "backward_ns", "optim_ns", "optimizer_steps", "update", "unit", "tokens",
@@ -178,33 +181,33 @@ int cmd_run_script(int argc, char** argv) {
       unit = m->value("unit", std::string("samples"));
       if (!records.back().warmup) ++measured;
       if (so.trace_wait && !trace_started && measured >= kUntracedSteps) {
-        runner.send({{"type", "trace"}, {"action", "start"}});
+        runner.send({{"type", msg::trace}, {"action", "start"}});
         trace_started = true;
       }
       if (measured_steps > 0 && measured >= measured_steps && !stop_sent) {
-        runner.send({{"type", "stop"}});
+        runner.send({{"type", msg::stop}});
         stop_sent = true;
       }
-    } else if (type == "config_applied") {
+    } else if (type == msg::config_applied) {
       if (m->contains("knobs")) config = (*m)["knobs"];
-    } else if (type == "source") {
+    } else if (type == msg::source) {
       sources.push_back(*m);
-    } else if (type == "trace" || type == "trace_lanes") {  // a chunk, or the loader's lanes beside one
+    } else if (type == msg::trace || type == msg::trace_lanes) {  // a chunk, or the loader's lanes beside one
       chunks.push_back(m->value("path", std::string()));
-      if (type == "trace") traced.push_back({m->value("first_step", int64_t(-1)), m->value("last_step", int64_t(-2))});
-    } else if (type == "outside") {
+      if (type == msg::trace) traced.push_back({m->value("first_step", int64_t(-1)), m->value("last_step", int64_t(-2))});
+    } else if (type == msg::outside) {
       // Time between training iterations (validation, checkpoints, logging): its own class, outside every
       // step and every throughput window.
       outside.push_back(*m);
       // An epoch boundary with nothing between the loops takes microseconds: said in the JSON, not printed.
       if (m->value("wall_ns", int64_t(0)) >= 1'000'000) std::fprintf(stderr, "run: %s\n", describe_outside(*m).c_str());
-    } else if (type == "warning") {
+    } else if (type == msg::warning) {
       if (m->value("kind", std::string()) == "stalled")
         stalled_at = " (stuck at " + m->value("file", std::string("?")) + ":" + std::to_string(m->value("line", 0)) +
                      ": " + m->value("code", std::string()) + ")";
       warnings.push_back(m->value("message", std::string()));
       std::fprintf(stderr, "tunebench-cli: warning: %s\n", m->value("message", std::string()).c_str());
-    } else if (type == "error") {
+    } else if (type == msg::error) {
       failure = m->value("message", std::string("the script failed"));
       traceback = m->value("traceback", std::string());
       // An out-of-memory error says where and how full: the step after which it failed and what it held.
@@ -214,7 +217,7 @@ int cmd_run_script(int argc, char** argv) {
         failure += std::string(" [") + (after.is_number() ? "after step " + after.dump() : "before the first step") +
                    (state.empty() ? "" : "; " + state) + "]";
       }
-    } else if (type == "done") {
+    } else if (type == msg::done) {
       done = *m;
     }
   }

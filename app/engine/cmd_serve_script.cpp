@@ -29,6 +29,8 @@
 #include "knobs/table.h"
 #include "script_common.h"
 
+namespace msg = tb::client::protocol::msg;
+
 namespace tb::cli {
 namespace {
 
@@ -56,23 +58,23 @@ struct Renumber {
     auto shift = [&](const char* key, int64_t by) {
       if (m.contains(key) && m[key].is_number_integer()) m[key] = m[key].get<int64_t>() + by;
     };
-    if (type == "started" && restarted) {
+    if (type == msg::started && restarted) {
       if (tuned.empty()) return nullptr;
-      return {{"type", "config_applied"}, {"rev", m.value("rev", int64_t(0)) + rev_offset},
+      return {{"type", msg::config_applied}, {"rev", m.value("rev", int64_t(0)) + rev_offset},
               {"knobs", m.value("config", nlohmann::json::object())}, {"changed", tuned}, {"source", "auto-tune"}};
     }
-    if (type == "step") {
+    if (type == msg::step) {
       shift("i", step_offset);
       shift("config_rev", rev_offset);
       next_step = m.value("i", next_step) + 1;
       last_rev = std::max(last_rev, m.value("config_rev", last_rev));
-    } else if (type == "config_applied") {
+    } else if (type == msg::config_applied) {
       shift("rev", rev_offset);
       last_rev = std::max(last_rev, m.value("rev", last_rev));
-    } else if (type == "trace" || type == "trace_lanes") {
+    } else if (type == msg::trace || type == msg::trace_lanes) {
       shift("first_step", step_offset);
       shift("last_step", step_offset);
-    } else if (type == "outside") {
+    } else if (type == msg::outside) {
       shift("after_step", step_offset);
     }
     return m;
@@ -150,7 +152,7 @@ int cmd_serve_script(int argc, char** argv) {
                  "no step to watch in this process"};
     if (!st) {
       send_error(st.error().message, false);
-      send({{"type", "done"}, {"summary", {{"steps", steps}, {"reason", "error"}, {"unit", "samples/s"}}}});
+      send({{"type", msg::done}, {"summary", {{"steps", steps}, {"reason", "error"}, {"unit", "samples/s"}}}});
       finish(2);
     }
     nlohmann::json hello = runner->hello();
@@ -169,9 +171,9 @@ int cmd_serve_script(int argc, char** argv) {
     while (!restart) {
       for (auto& msg : inbox.drain()) {
         const std::string type = msg.value("type", std::string());
-        if (type == "set" || type == "trace") {
+        if (type == msg::set || type == msg::trace) {
           runner->send(msg);
-        } else if (type == "tune") {
+        } else if (type == msg::tune) {
           // Checked before the live run is stopped: a bad request costs nothing.
           // The script's knobs are the knob table's that a script run has (the launcher's and the allocator).
           auto request = engine::tune_request(msg, [](const std::string& id) {
@@ -185,7 +187,7 @@ int cmd_serve_script(int argc, char** argv) {
           runner->stop(5);
           engine::TuneOptions to = std::move(*request);
           to.progress = [](const engine::TuneProgress& p) {
-            send({{"type", "tune_progress"}, {"phase", p.phase}, {"message", p.message}, {"fraction", p.fraction}});
+            send({{"type", msg::tune_progress}, {"phase", p.phase}, {"message", p.message}, {"fraction", p.fraction}});
           };
           try {
             client::ScriptOptions tso = so;
@@ -222,8 +224,8 @@ int cmd_serve_script(int argc, char** argv) {
       if (inbox.stop) {  // `stop`, or the end of stdin
         runner->stop(5);
         while (auto rest = runner->next(0.1))  // what it sent before it ended: its `done` with them
-          if (rest->value("type", std::string()) == "done") child_done = rest->value("summary", nlohmann::json::object());
-        send({{"type", "done"},
+          if (rest->value("type", std::string()) == msg::done) child_done = rest->value("summary", nlohmann::json::object());
+        send({{"type", msg::done},
               {"summary", loader_of_child({{"steps", steps}, {"reason", inbox.eof ? "stdin closed" : "stopped"},
                                            {"unit", "samples/s"}})}});
         finish(0);
@@ -232,14 +234,14 @@ int cmd_serve_script(int argc, char** argv) {
       if (!m) {
         if (!runner->finished()) continue;
         const int code = runner->stop(5);
-        send({{"type", "done"}, {"summary", loader_of_child({{"steps", steps}, {"reason", code == 0 ? "completed" : "error"},
+        send({{"type", msg::done}, {"summary", loader_of_child({{"steps", steps}, {"reason", code == 0 ? "completed" : "error"},
                                                              {"unit", "samples/s"}, {"exit_code", code}})}});
         finish(code == 0 ? 0 : 1);
       }
       const std::string type = m->value("type", std::string());
-      if (type == "step") ++steps;
-      if (type == "hello") continue;  // a restarted child: the parent already has one
-      if (type == "done") {  // sent by us, with our step count, when the child is gone
+      if (type == msg::step) ++steps;
+      if (type == msg::hello) continue;  // a restarted child: the parent already has one
+      if (type == msg::done) {  // sent by us, with our step count, when the child is gone
         child_done = m->value("summary", nlohmann::json::object());
         continue;
       }

@@ -8,6 +8,10 @@
 #include <fstream>
 #include <iterator>
 
+#include "client/protocol.h"
+
+namespace msg = tb::client::protocol::msg;
+
 namespace tb::client {
 namespace {
 constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -66,14 +70,14 @@ bool read_file(const std::string& path, std::string& bytes) {
 // A trace chunk, or the loader's lanes beside one: a file carried as the message's `data`.
 bool trace_file(const nlohmann::json& msg) {
   const std::string type = msg.value("type", std::string());
-  return type == "trace" || type == "trace_lanes";
+  return type == msg::trace || type == msg::trace_lanes;
 }
 
 // The message's file fields: (json pointer of the path, name of the carried copy).
 std::vector<std::pair<std::string, std::string>> file_fields(const nlohmann::json& msg) {
   const std::string type = msg.value("type", std::string());
   if (trace_file(msg)) return {{"path", "data"}};
-  if (type == "tune_done") return {{"report_html", "report_html"}, {"report_markdown", "report_markdown"}, {"report_json", "report_json"}};
+  if (type == msg::tune_done) return {{"report_html", "report_html"}, {"report_markdown", "report_markdown"}, {"report_json", "report_json"}};
   return {};
 }
 }  // namespace

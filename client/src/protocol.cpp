@@ -3,6 +3,8 @@
 
 #include "client/inline_files.h"
 
+namespace msg = tb::client::protocol::msg;
+
 namespace tb::client::protocol {
 
 void Channel::send(nlohmann::json msg) {
@@ -22,17 +24,17 @@ bool Channel::send_done(const nlohmann::json& summary) {
     if (done_sent_) return false;
     done_sent_ = true;
   }
-  send({{"type", "done"}, {"summary", summary}});
+  send({{"type", msg::done}, {"summary", summary}});
   std::lock_guard<std::mutex> lock(mu_);
   closed_ = true;
   return true;
 }
 
 void Channel::error(const std::string& message, bool recoverable) {
-  send({{"type", "error"}, {"message", message}, {"recoverable", recoverable}});
+  send({{"type", msg::error}, {"message", message}, {"recoverable", recoverable}});
 }
 
-void Channel::warning(const std::string& message) { send({{"type", "warning"}, {"message", message}}); }
+void Channel::warning(const std::string& message) { send({{"type", msg::warning}, {"message", message}}); }
 
 void Inbox::push(nlohmann::json msg) {
   {
@@ -67,7 +69,7 @@ void read_messages(std::istream& in, Channel& out, Inbox& inbox, const std::func
       out.error("malformed message (expected one JSON object with a \"type\" per line): " + line.substr(0, 120), true);
       continue;
     }
-    if (msg["type"] == "stop") {
+    if (msg["type"] == msg::stop) {
       inbox.stop = true;
       inbox.cv.notify_all();
       if (on_stop) on_stop();

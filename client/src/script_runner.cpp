@@ -14,6 +14,8 @@
 #include <regex>
 #include <sstream>
 
+namespace msg = tb::client::protocol::msg;
+
 
 namespace tb::client {
 namespace {
@@ -192,7 +194,7 @@ Status ScriptRunner::start(const ScriptOptions& o, double hello_timeout_s) {
     }
     auto m = nlohmann::json::parse(*line, nullptr, false);
     if (m.is_discarded() || !m.is_object()) continue;
-    if (m.value("type", std::string()) == "hello") {
+    if (m.value("type", std::string()) == msg::hello) {
       hello_ = m;
       return {};
     }
@@ -202,13 +204,13 @@ Status ScriptRunner::start(const ScriptOptions& o, double hello_timeout_s) {
   // No hello. The training ran in children and the script ended: nothing to measure here, said by the
   // launcher's own messages (its warning and done.summary.no_steps), which next() hands out.
   for (const auto& m : early_)
-    if (elsewhere_ && m.value("type", std::string()) == "done") return {};
+    if (elsewhere_ && m.value("type", std::string()) == msg::done) return {};
   // The launcher refused (a bad --set, a missing package) or the interpreter failed; its own last line says
   // why. Still running: hello goes out with the first training step, and none came.
   const bool alive = !child_.eof();  // the channel is still open: the script runs, without a step
   child_.terminate(2, 1);
   for (const auto& m : early_)
-    if (m.value("type", std::string()) == "error") return Error{m.value("message", std::string("the launcher failed"))};
+    if (m.value("type", std::string()) == msg::error) return Error{m.value("message", std::string("the launcher failed"))};
   if (alive) return Error{first_step_timeout_text(hello_timeout_s, training_at_s_, opts_.timeout_option)};
   // The launcher sends the script's own error line; without one (the interpreter died) the last line printed
   // is the best word left, except a library's C++ log line ("ERROR: ... DeviceProperties.cpp:48] ...", which
@@ -232,9 +234,9 @@ std::optional<nlohmann::json> ScriptRunner::next(double timeout_s) {
   if (!line) return std::nullopt;
   auto m = nlohmann::json::parse(*line, nullptr, false);
   if (m.is_discarded() || !m.is_object())
-    return nlohmann::json{{"type", "warning"}, {"message", "malformed line from the script's launcher: " + line->substr(0, 200)}};
+    return nlohmann::json{{"type", msg::warning}, {"message", "malformed line from the script's launcher: " + line->substr(0, 200)}};
   note(m);
-  if (m.value("type", std::string()) == "step") {
+  if (m.value("type", std::string()) == msg::step) {
     const int64_t rev = m.value("config_rev", int64_t(0));
     if (rev != rev_) {
       rev_ = rev;
@@ -275,7 +277,7 @@ int ScriptRunner::stop(double timeout_s) {
   if (child_.pid() <= 0) return -1;
   resume();  // a stopped process would not act on `stop` nor on SIGTERM
   if (!child_.exited()) {
-    send({{"type", "stop"}});
+    send({{"type", msg::stop}});
     child_.close_input();
   }
   return child_.terminate(timeout_s, 2);
@@ -283,8 +285,8 @@ int ScriptRunner::stop(double timeout_s) {
 
 void ScriptRunner::note(const nlohmann::json& m) {
   const std::string type = m.value("type", std::string());
-  if (type == "training" && training_at_s_ < 0) training_at_s_ = now_s() - started_s_;
-  if (type == "warning" && m.value("kind", std::string()) == "children") elsewhere_ = true;
+  if (type == msg::training && training_at_s_ < 0) training_at_s_ = now_s() - started_s_;
+  if (type == msg::warning && m.value("kind", std::string()) == "children") elsewhere_ = true;
 }
 
 std::string first_step_timeout_text(double limit_s, double training_at_s, const std::string& option) {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -28,12 +29,34 @@
 #include "profiler/recorder.h"
 #include "profiler/trace_io.h"
 
+namespace msg = tb::client::protocol::msg;
+
 namespace tb::engine {
 namespace {
 
 using client::protocol::Channel;
 using client::protocol::Inbox;
 using client::protocol::value_text;
+
+// The one answer to `set`, before a start and during a run: `apply` sets the knob (in the options a start will
+// use, or in the running session) and says the configuration's revision, or throws EngineError; the answer is
+// config_applied with the whole configuration and what changed, or a recoverable error. Nothing else changes.
+void answer_set(const nlohmann::json& m, Channel& out, const std::function<Config()>& config,
+                const std::function<int64_t(const std::string& knob, const std::string& value)>& apply) {
+  const std::string knob = m.value("knob", std::string());
+  const std::string value = m.contains("value") ? value_text(m["value"]) : "";
+  const Config before = config();
+  try {
+    const int64_t rev = apply(knob, value);
+    const Config after = config();
+    nlohmann::json changed = nlohmann::json::object();
+    for (const auto& [k, v] : after)
+      if (auto it = before.find(k); it == before.end() || it->second != v) changed[k] = v;
+    out.send({{"type", msg::config_applied}, {"rev", rev}, {"knobs", config_json(after)}, {"changed", changed}});
+  } catch (const EngineError& e) {
+    out.error(e.what(), true);
+  }
+}
 
 int64_t process_cpu_ns() {
   timespec ts{};
@@ -51,7 +74,7 @@ nlohmann::json loader_parts_message(const nlohmann::json& describe, int64_t cpu_
   int64_t workers_cpu = 0;
   for (const auto& p : parts)
     if (p.value("who", std::string()).rfind("worker ", 0) == 0) workers_cpu += p.value("cpu_ns", int64_t(0));
-  nlohmann::json m = {{"type", "loader_parts"}, {"parts", parts}, {"transfer", true}};
+  nlohmann::json m = {{"type", msg::loader_parts}, {"parts", parts}, {"transfer", true}};
   if (cpu_since_first >= 0) m["cpu_ns"] = std::max<int64_t>(0, cpu_since_first - workers_cpu);
   return m;
 }
@@ -106,7 +129,7 @@ int serve(ServeOptions o) {
     auto states = knob_states_here(opts.device);
     for (auto& s : states)
       if (auto it = opts.knobs.find(s.info.id); it != opts.knobs.end()) s.value = it->second;
-    out.send({{"type", "hello"},
+    out.send({{"type", msg::hello},
               {"versions", env["versions"]},
               {"device", env["device"]},
               {"knobs", knob_states_json(states)},
@@ -149,7 +172,7 @@ int serve(ServeOptions o) {
       nlohmann::json msg = inbox.wait_next();
       if (msg.is_null()) return finish(inbox.eof ? "stdin closed" : "stopped", 0);
       const std::string type = msg["type"];
-      if (type == "start") {
+      if (type == msg::start) {
         opts.model = msg.value("model", std::string());
         opts.data = msg.value("data", std::string("synthetic"));
         if (msg.contains("steps") && msg["steps"].is_number_integer()) steps = msg["steps"].get<int64_t>();
@@ -159,23 +182,18 @@ int serve(ServeOptions o) {
           out.error("start needs a model", true);
           continue;
         }
-      } else if (type == "set") {
-        std::string knob = msg.value("knob", std::string());
-        const auto value = normalize_knob_value(knob, msg.contains("value") ? value_text(msg["value"]) : "");
-        if (!value) {
-          out.error(value.error().message, true);
-        } else {
-          // Answered as during a run: the whole configuration the start will use, and what changed (rev 0:
-          // no step has run under any).
-          const bool changes = default_config(opts.knobs)[knob] != *value;
-          opts.knobs[knob] = *value;
-          nlohmann::json changed = nlohmann::json::object();
-          if (changes) changed[knob] = *value;
-          out.send({{"type", "config_applied"}, {"rev", 0}, {"knobs", config_json(default_config(opts.knobs))},
-                    {"changed", changed}});
-        }
+      } else if (type == msg::set) {
+        // The configuration the start will use (rev 0: no step has run under any).
+        answer_set(
+            msg, out, [&] { return default_config(opts.knobs); },
+            [&](const std::string& knob, const std::string& value) -> int64_t {
+              const auto v = normalize_knob_value(knob, value);
+              if (!v) throw EngineError(v.error().message);
+              opts.knobs[knob] = *v;
+              return 0;
+            });
         continue;
-      } else if (type == "tune") {
+      } else if (type == msg::tune) {
         out.error("auto-tune needs a model: send start first", true);
         continue;
       } else {
@@ -196,7 +214,7 @@ int serve(ServeOptions o) {
   }
   {
     nlohmann::json d = session->describe();
-    out.send({{"type", "started"},
+    out.send({{"type", msg::started},
               {"model", d["model"]},
               {"data", d["data"]},
               {"input", d["input"]},
@@ -243,7 +261,7 @@ int serve(ServeOptions o) {
     if (!err.empty()) {
       out.warning("cannot write trace chunk '" + path + "': " + err);
     } else {
-      out.send({{"type", "trace"}, {"path", path}, {"first_step", chunk_first}, {"last_step", last_step}});
+      out.send({{"type", msg::trace}, {"path", path}, {"first_step", chunk_first}, {"last_step", last_step}});
       if (!leader) {
         const int64_t now = process_cpu_ns();
         auto lp = loader_parts_message(session->describe(), cpu_at_first >= 0 && now >= 0 ? now - cpu_at_first : -1);
@@ -265,7 +283,7 @@ int serve(ServeOptions o) {
     }
     TuneOptions topts = std::move(*request);
     topts.progress = [&](const TuneProgress& p) {
-      out.send({{"type", "tune_progress"}, {"phase", p.phase}, {"message", p.message}, {"fraction", p.fraction}});
+      out.send({{"type", msg::tune_progress}, {"phase", p.phase}, {"message", p.message}, {"fraction", p.fraction}});
     };
     const bool was_tracing = tracing;
     if (was_tracing) {
@@ -288,7 +306,7 @@ int serve(ServeOptions o) {
       const LiveTuneOutcome applied = apply_tune_live(*session, result);
       for (const auto& w : applied.warnings) out.warning(w);
       if (applied.rev >= 0)
-        out.send({{"type", "config_applied"}, {"rev", applied.rev}, {"knobs", config_json(session->config())},
+        out.send({{"type", msg::config_applied}, {"rev", applied.rev}, {"knobs", config_json(session->config())},
                   {"changed", config_json(applied.changed)}, {"source", "auto-tune"}});
     } catch (const std::exception& e) {
       out.error(std::string("auto-tune failed: ") + e.what(), true);
@@ -305,21 +323,12 @@ int serve(ServeOptions o) {
   while (!inbox.stop && (steps == 0 || done_steps < steps)) {
     for (auto& msg : inbox.drain()) {
       const std::string type = msg["type"];
-      if (type == "set") {
-        std::string knob = msg.value("knob", std::string());
-        std::string value = msg.contains("value") ? value_text(msg["value"]) : "";
-        Config before = session->config();
-        try {
-          int64_t rev = session->apply({{knob, value}});
-          nlohmann::json changed = nlohmann::json::object();
-          for (const auto& [k, v] : session->config())
-            if (before[k] != v) changed[k] = v;
-          out.send({{"type", "config_applied"}, {"rev", rev}, {"knobs", config_json(session->config())}, {"changed", changed}});
-        } catch (const EngineError& e) {
-          out.error(e.what(), true);
-        }
+      if (type == msg::set) {
+        answer_set(
+            msg, out, [&] { return session->config(); },
+            [&](const std::string& knob, const std::string& value) { return session->apply({{knob, value}}); });
         flush_warnings();
-      } else if (type == "trace") {
+      } else if (type == msg::trace) {
         std::string action = msg.value("action", std::string());
         if (trace_dir.empty()) {
           out.error("tracing needs serve --trace-dir DIR", true);
@@ -334,10 +343,10 @@ int serve(ServeOptions o) {
           prof::Recorder::instance().stop();
           tracing = false;
         }
-      } else if (type == "tune") {
+      } else if (type == msg::tune) {
         run_tune_request(msg);
         flush_warnings();
-      } else if (type == "start") {
+      } else if (type == msg::start) {
         out.error("a run is already started", true);
       }
     }
@@ -355,7 +364,7 @@ int serve(ServeOptions o) {
       progress.records.push_back(r);
     }
     nlohmann::json m = step_json(r);
-    m["type"] = "step";
+    m["type"] = msg::step;
     out.send(m);
     flush_warnings();
     ++done_steps;

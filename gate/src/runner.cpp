@@ -11,9 +11,12 @@
 #include <optional>
 
 #include "client/launch.h"
+#include "client/protocol.h"
 #include "client/script_runner.h"
 
 #include "gate_util.h"
+
+namespace msg = tb::client::protocol::msg;
 
 namespace tb::gate {
 namespace {
@@ -144,13 +147,13 @@ ProcessRun run_process(const GateOptions& o, const Side& side, int pair, GateRes
       continue;
     }
     const std::string type = m->value("type", std::string());
-    if (type == "error") {
+    if (type == msg::error) {
       r.stop(5);
       throw ProcessFailure{m->value("message", std::string("the script failed"))};
     }
-    if (type == "done") break;
-    if (type == "trace" || type == "trace_lanes") run.chunks.push_back(m->value("path", std::string()));
-    if (type != "step") continue;
+    if (type == msg::done) break;
+    if (type == msg::trace || type == msg::trace_lanes) run.chunks.push_back(m->value("path", std::string()));
+    if (type != msg::step) continue;
     ++all;
     if (m->value("warmup", false)) {
       ++run.window.warmup_steps;

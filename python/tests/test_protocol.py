@@ -2,6 +2,8 @@
 json.dumps of the same fields writes, whatever the values, and a hook that fails reports once and stops."""
 
 import json
+import os
+import re
 import unittest
 
 from tunebench import protocol
@@ -58,3 +60,70 @@ class HookReporter(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(protocol.__file__))))
+
+
+def _read(*path):
+    with open(os.path.join(ROOT, *path)) as f:
+        return f.read()
+
+
+class MessagesDeclaredOnce(unittest.TestCase):
+    """client/protocol.h, protocol.py and docs/protocol.md name the same messages; no product C++ writes one."""
+
+    def header_lists(self):
+        h = _read("client", "include", "client", "protocol.h")
+        names = dict(re.findall(r'inline constexpr char (\w+)\[\] = "(\w+)";', h))
+        self.assertTrue(names)
+        for ident, text in names.items():
+            self.assertEqual(ident, text, "msg::%s is spelled as its type" % ident)
+
+        def listed(array):
+            body = re.search(array + r"\[\] = \{([^}]*)\}", h).group(1)
+            return [names[n] for n in re.findall(r"msg::(\w+)", body)]
+        return listed("kToParent"), listed("kFromParent")
+
+    def test_the_header_and_the_python_twin_agree(self):
+        to_parent, from_parent = self.header_lists()
+        self.assertEqual(sorted(to_parent), sorted(protocol.TO_PARENT))
+        self.assertEqual(sorted(from_parent), sorted(protocol.FROM_PARENT))
+        self.assertEqual(len(set(protocol.TO_PARENT)), len(protocol.TO_PARENT))
+
+    def test_the_document_has_a_row_for_each(self):
+        doc = _read("docs", "protocol.md")
+        rows = set()
+        for table in re.findall(r"\| type \| fields \|\n\|---\|---\|\n((?:\|.*\n)+)", doc):
+            rows.update(re.findall(r"^\| `(\w+)` \|", table, re.M))
+        self.assertEqual(rows, set(protocol.TO_PARENT) | set(protocol.FROM_PARENT))
+
+    def test_no_product_cpp_spells_a_message_type(self):
+        names = "|".join(set(protocol.TO_PARENT) | set(protocol.FROM_PARENT))
+        literal = re.compile(r'"type",\s*"(%s)"|\btype [!=]= "(%s)"|"type"\][^;\n]*[!=]= "(%s)"|'
+                             r'value\("type", std::string\(\)\) [!=]= "(%s)"' % ((names,) * 4))
+        found = []
+        for top in ("app", "client", "engine", "gate", "measure", "profiler", "ui", "knobs"):
+            for d, _, files in os.walk(os.path.join(ROOT, top)):
+                for name in files:
+                    if name.endswith((".cpp", ".h")):
+                        with open(os.path.join(d, name)) as f:
+                            for n, line in enumerate(f, 1):
+                                if literal.search(line):
+                                    found.append("%s:%d" % (os.path.relpath(os.path.join(d, name), ROOT), n))
+        self.assertEqual(found, [], "a message type written as a literal: use client/protocol.h's msg:: name")
+
+    def test_a_channel_sends_no_undeclared_type(self):
+        r, w = os.pipe()
+        try:
+            ch = protocol.Channel(w)
+            with self.assertRaises(ValueError):
+                ch.send("hullo", message="typo")
+            ch.send("warning", message="declared")
+            os.close(w)
+            w = -1
+            self.assertEqual(json.loads(os.read(r, 4096))["type"], "warning")
+        finally:
+            os.close(r)
+            if w >= 0:
+                os.close(w)

@@ -12,6 +12,13 @@ import threading
 # The protocol's version (docs/protocol.md), as client/protocol.h kVersion on the C++ side.
 VERSION = 1
 
+# Every message type, declared once: client/protocol.h's msg:: names (kToParent, kFromParent) and the tables of
+# docs/protocol.md say the same (tests/test_protocol.py holds the three together). A Channel sends no other.
+TO_PARENT = ("hello", "started", "step", "config_applied", "trace", "trace_lanes", "loader_parts", "finding",
+             "warning", "tune_progress", "tune_done", "error", "done", "source", "loader", "outside", "training")
+FROM_PARENT = ("start", "set", "trace", "tune", "stop")
+_TO_PARENT = frozenset(TO_PARENT)
+
 _STEP = ('{"v": ' + str(VERSION) + ', "type": "step", "i": %d, "samples": %d, "wall_ns": %d, "data_wait_ns": %d, '
          '"h2d_ns": 0, "minor_faults": %d, "loss": null, "config_rev": %d, "warmup": false, "skipped": %s, '
          '"t_ns": %d, "forward_ns": %d, "backward_ns": %d, "optim_ns": %d, "optimizer_steps": %d, "update": "%s", '
@@ -37,6 +44,8 @@ class Channel:
         self.closed = False
 
     def send(self, msg_type, **fields):
+        if msg_type not in _TO_PARENT:
+            raise ValueError("%r is no message type of the protocol (protocol.py TO_PARENT)" % (msg_type,))
         msg = {"v": VERSION, "type": msg_type}
         msg.update(fields)
         self.send_line(json.dumps(msg, default=str) + "\n")

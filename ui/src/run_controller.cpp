@@ -15,6 +15,8 @@
 #include "client/remote_script.h"
 #include "ui/observer_cost.h"
 
+namespace msg = tb::client::protocol::msg;
+
 namespace tb::ui {
 
 namespace {
@@ -175,7 +177,7 @@ bool RunController::start(const QString& program, const QStringList& args) {
 void RunController::stop() {
   if (!isRunning()) return;
   stopping_ = true;
-  send(QJsonObject{{"type", "stop"}});
+  send(QJsonObject{{"type", msg::stop}});
   proc_->closeWriteChannel();
   term_timer_.start(isGroup() ? kGroupStopTermMs : kStopTermMs);
   kill_timer_.start(isGroup() ? kGroupStopKillMs : kStopKillMs);
@@ -184,7 +186,7 @@ void RunController::stop() {
 void RunController::stopAndWait(int ms) {
   if (!isRunning()) return;
   proc_->disconnect(this);
-  send(QJsonObject{{"type", "stop"}});
+  send(QJsonObject{{"type", msg::stop}});
   proc_->closeWriteChannel();
   const int step = std::max(100, ms / 3);
   if (proc_->waitForFinished(step)) return;
@@ -202,17 +204,17 @@ void RunController::send(const QJsonObject& m) {
 }
 
 void RunController::sendSet(const QString& knob, const QString& value) {
-  send(QJsonObject{{"type", "set"}, {"knob", knob}, {"value", value}});
+  send(QJsonObject{{"type", msg::set}, {"knob", knob}, {"value", value}});
 }
-void RunController::sendTrace(bool s) { send(QJsonObject{{"type", "trace"}, {"action", s ? "start" : "stop"}}); }
+void RunController::sendTrace(bool s) { send(QJsonObject{{"type", msg::trace}, {"action", s ? "start" : "stop"}}); }
 void RunController::sendTune(double budget_s, const QStringList& knobs) {
-  QJsonObject m{{"type", "tune"}, {"budget_s", budget_s}};
+  QJsonObject m{{"type", msg::tune}, {"budget_s", budget_s}};
   if (!knobs.isEmpty()) m.insert("knobs", QJsonArray::fromStringList(knobs));
   send(m);
 }
 void RunController::sendStart(const QJsonObject& startMsg) {
   QJsonObject m = startMsg;
-  m.insert("type", "start");
+  m.insert("type", msg::start);
   send(m);
 }
 
@@ -295,7 +297,7 @@ void RunController::handleLine(const QByteArray& line) {
   }
   const QJsonObject m = d.object();
   const QString type = m.value("type").toString();
-  if (type == "hello" && m.value("v").toInt(client::protocol::kVersion) != client::protocol::kVersion) {
+  if (type == msg::hello && m.value("v").toInt(client::protocol::kVersion) != client::protocol::kVersion) {
     // Another protocol: nothing it sends can be trusted to mean what we think. Stop it, say so.
     rec_.failure = QStringLiteral("the run speaks protocol %1, this TuneBench speaks %2: install the same TuneBench "
                                   "version %3")
@@ -306,12 +308,12 @@ void RunController::handleLine(const QByteArray& line) {
     stop();
     return;
   }
-  if (type == "hello") {
+  if (type == msg::hello) {
     rec_.hello = m;
     auto knobs = parseKnobs(m);
     rec_.knobs = knobs ? std::move(knobs).value() : std::vector<KnobSpec>{};
     emit hello(m);
-  } else if (type == "started") {
+  } else if (type == msg::started) {
     rec_.started = m;
     if (rec_.configs.empty()) {
       ConfigChange c;
@@ -321,7 +323,7 @@ void RunController::handleLine(const QByteArray& line) {
       rec_.configs.push_back(c);
     }
     emit started(m);
-  } else if (type == "step") {
+  } else if (type == msg::step) {
     StepSample s;
     s.i = toInt(m.value("i"));
     s.samples = m.value("samples").toDouble();
@@ -344,7 +346,7 @@ void RunController::handleLine(const QByteArray& line) {
       if (t.after_step < 0 && t.finished()) t.after_step = s.i;
     rec_.steps.push_back(s);
     emit step(s);
-  } else if (type == "config_applied") {
+  } else if (type == msg::config_applied) {
     ConfigChange c;
     c.rev = int(toInt(m.value("rev")));
     c.knobs = m.value("knobs").toObject();
@@ -355,35 +357,35 @@ void RunController::handleLine(const QByteArray& line) {
     for (auto& k : rec_.knobs)
       if (c.knobs.contains(k.id)) k.value = knobValueText(c.knobs.value(k.id));
     emit configApplied(c);
-  } else if (type == "trace" || type == "trace_lanes") {
+  } else if (type == msg::trace || type == msg::trace_lanes) {
     const QString path = m.value("path").toString();
     rec_.trace_paths << path;
     // trace_lanes: the loader's lanes beside the chunk of these steps, drawn with it, not a chunk of steps itself.
-    if (type == "trace") rec_.chunks.push_back({path, toInt(m.value("first_step")), toInt(m.value("last_step"))});
+    if (type == msg::trace) rec_.chunks.push_back({path, toInt(m.value("first_step")), toInt(m.value("last_step"))});
     emit traceChunk(path, toInt(m.value("first_step")), toInt(m.value("last_step")));
-  } else if (type == "loader_parts") {
+  } else if (type == msg::loader_parts) {
     rec_.loader_parts = m;
     emit loaderParts(m);
-  } else if (type == "finding") {
+  } else if (type == msg::finding) {
     rec_.findings.push_back(m);
     emit finding(m);
-  } else if (type == "warning") {
+  } else if (type == msg::warning) {
     rec_.warnings << m.value("message").toString();
     emit warning(m.value("message").toString());
-  } else if (type == "tune_progress") {
+  } else if (type == msg::tune_progress) {
     if (rec_.tunes.empty() || rec_.tunes.back().finished()) openTune();
     emit tuneProgress(m.value("phase").toString(), m.value("message").toString(), m.value("fraction").toDouble());
-  } else if (type == "tune_done") {
+  } else if (type == msg::tune_done) {
     if (rec_.tunes.empty() || rec_.tunes.back().finished()) openTune();
     rec_.tunes.back().done = m;
     emit tuneDone(m);
-  } else if (type == "error") {
+  } else if (type == msg::error) {
     rec_.errors << m.value("message").toString();
     // "auto-tune failed: ..." ends the tune that was running.
     if (!rec_.tunes.empty() && !rec_.tunes.back().finished() && m.value("message").toString().startsWith("auto-tune"))
       rec_.tunes.back().failed = true;
     emit protocolError(m.value("message").toString(), m.value("recoverable").toBool(false));
-  } else if (type == "done") {
+  } else if (type == msg::done) {
     got_done_ = true;
     rec_.done = m;
     emit done(m.value("summary").toObject());

@@ -20,6 +20,45 @@ namespace tb::client::protocol {
 
 inline constexpr int kVersion = 1;
 
+// Every message type, declared once: docs/protocol.md's tables and python/tunebench/protocol.py's TO_PARENT and
+// FROM_PARENT say the same (python/tests/test_protocol.py holds the three together). A new message is a line
+// here, its twin there, and its row in the document. Each end writes and compares these names, never a literal
+// (the same test finds a literal "type" in the product's C++). A serve forwards a script's messages as they come:
+// a type unknown here is passed on and ignored by a parent that does not know it.
+namespace msg {
+// A serve (the engine's or a script's launcher) to its parent.
+inline constexpr char hello[] = "hello";
+inline constexpr char started[] = "started";
+inline constexpr char step[] = "step";
+inline constexpr char config_applied[] = "config_applied";
+inline constexpr char trace[] = "trace";  // both ways: a finished chunk up, start/stop down
+inline constexpr char trace_lanes[] = "trace_lanes";
+inline constexpr char loader_parts[] = "loader_parts";
+inline constexpr char finding[] = "finding";
+inline constexpr char warning[] = "warning";
+inline constexpr char tune_progress[] = "tune_progress";
+inline constexpr char tune_done[] = "tune_done";
+inline constexpr char error[] = "error";
+inline constexpr char done[] = "done";
+// A script's launcher only.
+inline constexpr char source[] = "source";
+inline constexpr char loader[] = "loader";
+inline constexpr char outside[] = "outside";
+inline constexpr char training[] = "training";
+// The parent to a serve.
+inline constexpr char start[] = "start";
+inline constexpr char set[] = "set";
+inline constexpr char tune[] = "tune";
+inline constexpr char stop[] = "stop";
+}  // namespace msg
+
+inline constexpr const char* kToParent[] = {msg::hello,   msg::started,     msg::step,      msg::config_applied,
+                                            msg::trace,   msg::trace_lanes, msg::loader_parts, msg::finding,
+                                            msg::warning, msg::tune_progress, msg::tune_done, msg::error,
+                                            msg::done,    msg::source,      msg::loader,    msg::outside,
+                                            msg::training};
+inline constexpr const char* kFromParent[] = {msg::start, msg::set, msg::trace, msg::tune, msg::stop};
+
 // A serve's stdout. Thread-safe (the trainer and a stop watchdog both write); `done` is sent once and
 // nothing after it, so a watchdog's `done` and the trainer's cannot both reach the parent.
 class Channel {

@@ -3,6 +3,7 @@
 
 #include "tuner/report/report_parts.h"
 #include "tuner/report/report_script.h"
+#include "client/protocol.h"
 
 #include <algorithm>
 #include <chrono>
@@ -10,6 +11,8 @@
 #include <ctime>
 #include <fstream>
 #include <sstream>
+
+namespace msg = tb::client::protocol::msg;
 
 namespace tb::engine {
 namespace {
@@ -470,7 +473,7 @@ void write_report_file(const std::string& path, const std::string& content) {
 
 nlohmann::json tune_done_message(const TuneResult& r, const std::string& html_path, const std::string& markdown_path,
                                  const std::string& json_path) {
-  json m = {{"type", "tune_done"}, {"report_html", html_path}, {"report_markdown", markdown_path},
+  json m = {{"type", msg::tune_done}, {"report_html", html_path}, {"report_markdown", markdown_path},
             {"report_json", json_path}, {"budget_s", r.budget_s}, {"elapsed_s", r.elapsed_s},
             {"trials", r.trials.size()}, {"skipped", r.skipped.size()}, {"noise", r.noise.text}};
   json fc = json::object(), kept = json::array();

@@ -9,6 +9,9 @@
 #include "engine/cpu_allocator.h"
 #include "engine/run_json.h"
 #include "engine/tuner.h"
+#include "client/protocol.h"
+
+namespace msg = tb::client::protocol::msg;
 
 namespace tb::engine {
 namespace {
@@ -104,7 +107,7 @@ class ScriptWorkload : public Workload {
       if (process_knob(k))
         throw TrialFailure(k + "=" + v + " takes effect when the script starts: it cannot be changed in the "
                            "running script", false);
-      runner_->send({{"type", "set"}, {"knob", k}, {"value", v}});
+      runner_->send({{"type", msg::set}, {"knob", k}, {"value", v}});
       // Wait for its answer; steps that arrive meanwhile belong to neither configuration.
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
       for (;;) {
@@ -119,12 +122,12 @@ class ScriptWorkload : public Workload {
           continue;
         }
         const std::string type = m->value("type", std::string());
-        if (type == "config_applied") {
+        if (type == msg::config_applied) {
           current_[k] = v;
           break;
         }
-        if (type == "error") throw TrialFailure(m->value("message", std::string("the script refused ") + k), false);
-        if (type == "step") ++process_steps_;
+        if (type == msg::error) throw TrialFailure(m->value("message", std::string("the script refused ") + k), false);
+        if (type == msg::step) ++process_steps_;
         note(*m);
       }
     }
@@ -144,8 +147,8 @@ class ScriptWorkload : public Workload {
         continue;
       }
       const std::string type = m->value("type", std::string());
-      if (type == "error") throw TrialFailure(m->value("message", std::string("the script failed")), false);
-      if (type != "step") {
+      if (type == msg::error) throw TrialFailure(m->value("message", std::string("the script failed")), false);
+      if (type != msg::step) {
         note(*m);
         continue;
       }
@@ -246,8 +249,8 @@ class ScriptWorkload : public Workload {
         if (r.seconds_since_step() > 600) throw TrialFailure("no optimizer step for 600 s", false);
         continue;
       }
-      if (m->value("type", std::string()) == "error") throw TrialFailure(m->value("message", std::string("failed")), false);
-      if (m->value("type", std::string()) != "step" || m->value("warmup", false)) continue;
+      if (m->value("type", std::string()) == msg::error) throw TrialFailure(m->value("message", std::string("failed")), false);
+      if (m->value("type", std::string()) != msg::step || m->value("warmup", false)) continue;
       if (measured == 0) w.start_s = now_s();
       ++measured;
       ++w.steps;
@@ -318,10 +321,10 @@ class ScriptWorkload : public Workload {
 
   void note(const nlohmann::json& m) {
     const std::string type = m.value("type", std::string());
-    if (type == "source") sources_.push_back(m);
+    if (type == msg::source) sources_.push_back(m);
     // The launcher's stall warning after the tune held the script still (pause) is the tune's doing.
-    if (type == "warning" && m.value("kind", std::string()) == "stalled" && runner_ && runner_->resumed_ns() > 0) return;
-    if (type == "warning" && notes_.size() < 20) notes_.push_back(m.value("message", std::string()));
+    if (type == msg::warning && m.value("kind", std::string()) == "stalled" && runner_ && runner_->resumed_ns() > 0) return;
+    if (type == msg::warning && notes_.size() < 20) notes_.push_back(m.value("message", std::string()));
   }
 
   client::ScriptOptions opts_;
