@@ -10,6 +10,7 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <time.h>
@@ -90,52 +91,311 @@ struct Progress {
   }
 };
 
+// One serve: the session (a group's leader on rank 0), the parent's messages between steps, the trace chunks and
+// the auto-tunes. Its channel, inbox and progress are serve()'s statics: a stop watchdog uses them while the
+// trainer unwinds.
+class Server {
+ public:
+  Server(ServeOptions& o, Channel& out, Inbox& inbox, Progress& progress)
+      : o_(o), opts_(o.session), steps_(o.steps), out_(out), inbox_(inbox), progress_(progress) {}
+
+  // Rank 0 of a group joins it before it says hello: when its rendezvous port was taken in the meantime the
+  // launcher starts the group again on another, and the parent must not have heard a first hello. Returns the
+  // exit code when that is the case.
+  std::optional<int> join_group();
+  void say_hello();
+  int run();
+
+ private:
+  [[noreturn]] void finish(const std::string& reason, int code);
+  // Waits for `start` when the command line did not name a model; answers `set` meanwhile. The input's end
+  // finishes the process here.
+  void wait_for_start();
+  void say_started();
+  void flush_warnings() {
+    for (auto& w : session_->take_warnings()) out_.warning(w);
+  }
+  // A collector that cannot start is said once per start, as a warning; the CPU timeline goes on.
+  void start_recording_here() {
+    if (std::string why = start_recording(session_on_cuda_); !why.empty()) out_.warning(why);
+  }
+  void trace_on(int64_t first_step);
+  void trace_off(int64_t last_step);
+  void write_chunk(int64_t last_step);
+  void handle(const nlohmann::json& m);
+  void run_tune_request(const nlohmann::json& m);
+
+  ServeOptions& o_;
+  SessionOptions& opts_;
+  int64_t steps_;
+  Channel& out_;
+  Inbox& inbox_;
+  Progress& progress_;
+  std::unique_ptr<Session> session_;
+  GroupLeader* leader_ = nullptr;  // `session_` itself in a group
+  std::string group_error_;
+  bool session_on_cuda_ = false, tracing_ = false;
+  int64_t chunk_first_ = 0, chunk_index_ = 0, tune_index_ = 0;
+  int64_t cpu_at_first_ = -1;  // the process's CPU time when the first step ended
+  int64_t done_steps_ = 0;
+};
+
+std::optional<int> Server::join_group() {
+  if (!opts_.dist.enabled()) return std::nullopt;
+  try {
+    auto owned = std::make_unique<GroupLeader>(Session::create(opts_));
+    leader_ = owned.get();
+    session_ = std::move(owned);
+  } catch (const EngineError& e) {
+    if (o_.port_in_use && o_.port_in_use(e.what())) return o_.port_in_use_exit;
+    group_error_ = e.what();
+  }
+  return std::nullopt;
+}
+
+void Server::say_hello() {
+  nlohmann::json env = environment_info();
+  const auto plan = collector_plan(trains_on_cuda(opts_.device), !o_.trace_dir.empty(),
+                                   env["device"].value("no_cuda", std::string()));
+  auto states = knob_states_here(opts_.device);
+  for (auto& s : states)
+    if (auto it = opts_.knobs.find(s.info.id); it != opts_.knobs.end()) s.value = it->second;
+  out_.send({{"type", msg::hello},
+             {"versions", env["versions"]},
+             {"device", env["device"]},
+             {"knobs", knob_states_json(states)},
+             {"collector", {{"enabled", plan.first}, {"reason", plan.second}}}});
+}
+
+void Server::finish(const std::string& reason, int code) {
+  nlohmann::json summary = progress_.summary(reason);
+  if (leader_) {
+    // Every rank's last state: the same configuration and, while DDP keeps them in step, the same weights.
+    // After a failure the ranks are told to end but not waited for (one may be dead).
+    summary["ranks"] = leader_->stop(/*gather=*/code == 0);
+    summary["world_size"] = opts_.dist.world_size;
+  }
+  out_.send_done(summary);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::_Exit(code);  // skip static destructors: the reader thread may still block on stdin
+}
+
+void Server::wait_for_start() {
+  const bool model_from_command_line = !opts_.model.empty();
+  while (!session_) {
+    if (opts_.model.empty()) {
+      nlohmann::json m = inbox_.wait_next();
+      if (m.is_null()) finish(inbox_.eof ? "stdin closed" : "stopped", 0);
+      const std::string type = m["type"];
+      if (type == msg::start) {
+        opts_.model = m.value("model", std::string());
+        opts_.data = m.value("data", std::string("synthetic"));
+        if (m.contains("steps") && m["steps"].is_number_integer()) steps_ = m["steps"].get<int64_t>();
+        if (m.contains("knobs") && m["knobs"].is_object())
+          for (auto& [k, v] : m["knobs"].items()) opts_.knobs[k] = value_text(v);
+        if (opts_.model.empty()) {
+          out_.error("start needs a model", true);
+          continue;
+        }
+      } else if (type == msg::set) {
+        // The configuration the start will use (rev 0: no step has run under any).
+        answer_set(
+            m, out_, [&] { return default_config(opts_.knobs); },
+            [&](const std::string& knob, const std::string& value) -> int64_t {
+              const auto v = normalize_knob_value(knob, value);
+              if (!v) throw EngineError(v.error().message);
+              opts_.knobs[knob] = *v;
+              return 0;
+            });
+        continue;
+      } else if (type == msg::tune) {
+        out_.error("auto-tune needs a model: send start first", true);
+        continue;
+      } else {
+        continue;  // trace before start, unknown types: ignored (forward compatibility)
+      }
+    }
+    try {
+      session_ = Session::create(opts_);
+    } catch (const EngineError& e) {
+      if (model_from_command_line) {
+        out_.error(e.what(), /*recoverable=*/false);
+        finish("error", 2);
+      }
+      // A bad `start`: the parent may send another one.
+      out_.error(e.what(), /*recoverable=*/true);
+      opts_.model.clear();
+    }
+  }
+}
+
+void Server::say_started() {
+  nlohmann::json d = session_->describe();
+  out_.send({{"type", msg::started},
+             {"model", d["model"]},
+             {"data", d["data"]},
+             {"input", d["input"]},
+             {"classes", d["classes"]},
+             {"config", config_json(session_->config())},
+             {"rev", session_->revision()},
+             {"knobs", knob_states_json(session_->knobs())},
+             {"device", d["device"]}});
+  session_on_cuda_ = d.value(nlohmann::json::json_pointer("/device/kind"), std::string()) == "cuda";
+}
+
+// Recording from step `first_step` on (the group's ranks too).
+void Server::trace_on(int64_t first_step) {
+  tracing_ = true;
+  chunk_first_ = first_step;
+  if (leader_) leader_->trace(true);
+  start_recording_here();
+}
+
+// The chunk up to `last_step` written, and recording stopped.
+void Server::trace_off(int64_t last_step) {
+  write_chunk(last_step);
+  if (leader_) leader_->trace(false);
+  prof::Recorder::instance().stop();
+  tracing_ = false;
+}
+
+void Server::write_chunk(int64_t last_step) {
+  if (o_.trace_dir.empty()) return;
+  if (last_step < chunk_first_) return;
+  std::string path =
+      (std::filesystem::path(o_.trace_dir) / ("trace-" + std::to_string(chunk_index_++) + ".json")).string();
+  session_->synchronize();  // kernels still running belong in this chunk, not lost to the forced flush
+  std::string err;
+  if (leader_) {
+    // One chunk of the whole group: a process (row group) per rank.
+    auto merged = leader_->chunk(collect_recorded_trace(session_->describe()));
+    if (!merged) err = "the recorder returned no trace";
+    else if (auto st = prof::write_chrome_trace(*merged, path); !st.ok()) err = st.error().to_string();
+  } else {
+    err = write_recorded_trace(path, session_->describe());
+  }
+  if (!err.empty()) {
+    out_.warning("cannot write trace chunk '" + path + "': " + err);
+  } else {
+    out_.send({{"type", msg::trace}, {"path", path}, {"first_step", chunk_first_}, {"last_step", last_step}});
+    if (!leader_) {
+      const int64_t now = process_cpu_ns();
+      auto lp = loader_parts_message(session_->describe(), cpu_at_first_ >= 0 && now >= 0 ? now - cpu_at_first_ : -1);
+      if (!lp.is_null()) out_.send(lp);
+    }
+  }
+  chunk_first_ = last_step + 1;
+}
+
+// Auto-tune on the current model/data from the current configuration (the GUI's "Auto-tune" button). The
+// tuner builds its own sessions; recording is paused so its trace snapshots own the recorder. The best
+// configuration found is applied to the running session afterwards (engine/live_tune.h), so the chart
+// shows it.
+void Server::run_tune_request(const nlohmann::json& m) {
+  auto request = tune_request(m, [](const std::string& id) { return find_knob(id) != nullptr; });
+  if (!request) {
+    out_.error(request.error().message, true);
+    return;
+  }
+  TuneOptions topts = std::move(*request);
+  topts.progress = [&](const TuneProgress& p) {
+    out_.send({{"type", msg::tune_progress}, {"phase", p.phase}, {"message", p.message}, {"fraction", p.fraction}});
+  };
+  const bool was_tracing = tracing_;
+  if (was_tracing) trace_off(done_steps_ - 1);
+  try {
+    SessionOptions sopts = opts_;
+    sopts.knobs = session_->config();
+    // The allocator is measured in fresh processes unless the user pinned it when starting serve.
+    if (!opts_.knobs.count("cpu_allocator")) sopts.knobs.erase("cpu_allocator");
+    // A group is tuned live: its windows are steps of the running group (no start-up per window).
+    auto workload = leader_ ? make_live_group_workload(*session_, sopts, leader_->world_size(),
+                                                       int(o_.dist_timeout_s), leader_->recording())
+                            : make_session_workload(sopts);
+    TuneResult result = run_tune(*workload, topts);
+    out_.send(write_live_tune_report(result, o_.report_dir, o_.trace_dir, int(tune_index_++)));
+    const LiveTuneOutcome applied = apply_tune_live(*session_, result);
+    for (const auto& w : applied.warnings) out_.warning(w);
+    if (applied.rev >= 0)
+      out_.send({{"type", msg::config_applied}, {"rev", applied.rev}, {"knobs", config_json(session_->config())},
+                 {"changed", config_json(applied.changed)}, {"source", "auto-tune"}});
+  } catch (const std::exception& e) {
+    out_.error(std::string("auto-tune failed: ") + e.what(), true);
+  }
+  if (was_tracing) trace_on(done_steps_);
+}
+
+// A message from the parent between two steps.
+void Server::handle(const nlohmann::json& m) {
+  const std::string type = m["type"];
+  if (type == msg::set) {
+    answer_set(
+        m, out_, [&] { return session_->config(); },
+        [&](const std::string& knob, const std::string& value) { return session_->apply({{knob, value}}); });
+    flush_warnings();
+  } else if (type == msg::trace) {
+    const std::string action = m.value("action", std::string());
+    if (o_.trace_dir.empty()) out_.error("tracing needs serve --trace-dir DIR", true);
+    else if (action == "start" && !tracing_) trace_on(done_steps_);
+    else if (action == "stop" && tracing_) trace_off(done_steps_ - 1);
+  } else if (type == msg::tune) {
+    run_tune_request(m);
+    flush_warnings();
+  } else if (type == msg::start) {
+    out_.error("a run is already started", true);
+  }
+}
+
+int Server::run() {
+  if (!group_error_.empty()) {
+    out_.error(group_error_, /*recoverable=*/false);
+    finish("error", 2);
+  }
+  wait_for_start();
+  say_started();
+  flush_warnings();
+  if (!o_.trace_dir.empty()) {
+    prof::set_thread_name("train");
+    trace_on(0);
+  }
+  while (!inbox_.stop && (steps_ == 0 || done_steps_ < steps_)) {
+    for (auto& m : inbox_.drain()) handle(m);
+    if (inbox_.stop) break;
+    StepRecord r;
+    try {
+      r = session_->step();  // a group's: every rank's step, and the group's samples
+    } catch (const EngineError& e) {
+      flush_warnings();
+      out_.error(e.what(), false);
+      finish("error", 1);
+    }
+    {
+      std::lock_guard<std::mutex> lock(progress_.mu);
+      progress_.records.push_back(r);
+    }
+    nlohmann::json m = step_json(r);
+    m["type"] = msg::step;
+    out_.send(m);
+    flush_warnings();
+    ++done_steps_;
+    if (done_steps_ == 1) cpu_at_first_ = process_cpu_ns();
+    if (tracing_ && done_steps_ - chunk_first_ >= o_.trace_every) write_chunk(done_steps_ - 1);
+  }
+  if (tracing_) write_chunk(done_steps_ - 1);
+  finish(inbox_.eof ? "stdin closed" : inbox_.stop ? "stopped" : "completed", 0);
+}
+
 }  // namespace
 
 int serve(ServeOptions o) {
-  SessionOptions& opts = o.session;
-  int64_t steps = o.steps;
-  const int64_t trace_every = o.trace_every;
-  const std::string& trace_dir = o.trace_dir;
-  const std::string& report_dir = o.report_dir;
-  const int64_t dist_timeout = o.dist_timeout_s;
-  const bool group = opts.dist.enabled();
   static Channel out;  // static: the watchdog may use it while main unwinds
   out.inline_files = o.inline_files;
   static Inbox inbox;
   static Progress progress;
-
-  // Rank 0 of a group joins it before it says hello: when its rendezvous port was taken in the meantime the
-  // launcher starts the group again on another, and the parent must not have heard a first hello.
-  std::unique_ptr<Session> session;
-  GroupLeader* leader = nullptr;  // `session` itself in a group
-  std::string group_error;
-  if (group) {
-    try {
-      auto owned = std::make_unique<GroupLeader>(Session::create(opts));
-      leader = owned.get();
-      session = std::move(owned);
-    } catch (const EngineError& e) {
-      if (o.port_in_use && o.port_in_use(e.what())) return o.port_in_use_exit;
-      group_error = e.what();
-    }
-  }
-
-  // hello
-  {
-    nlohmann::json env = environment_info();
-    const auto plan = collector_plan(trains_on_cuda(opts.device), !trace_dir.empty(),
-                                     env["device"].value("no_cuda", std::string()));
-    auto states = knob_states_here(opts.device);
-    for (auto& s : states)
-      if (auto it = opts.knobs.find(s.info.id); it != opts.knobs.end()) s.value = it->second;
-    out.send({{"type", msg::hello},
-              {"versions", env["versions"]},
-              {"device", env["device"]},
-              {"knobs", knob_states_json(states)},
-              {"collector", {{"enabled", plan.first}, {"reason", plan.second}}}});
-  }
-
+  Server server(o, out, inbox, progress);
+  if (auto code = server.join_group()) return *code;
+  server.say_hello();
   // The parent's messages, on a thread of their own. `stop` must be answered within 2 s even when a step takes
   // longer: a watchdog sends `done` itself and exits if the trainer has not finished its step by then.
   std::thread([] {
@@ -146,234 +406,7 @@ int serve(ServeOptions o) {
       }).detach();
     });
   }).detach();
-
-  auto finish = [&](const std::string& reason, int code) -> int {
-    nlohmann::json summary = progress.summary(reason);
-    if (leader) {
-      // Every rank's last state: the same configuration and, while DDP keeps them in step, the same weights.
-      // After a failure the ranks are told to end but not waited for (one may be dead).
-      summary["ranks"] = leader->stop(/*gather=*/code == 0);
-      summary["world_size"] = opts.dist.world_size;
-    }
-    out.send_done(summary);
-    std::fflush(stdout);
-    std::fflush(stderr);
-    std::_Exit(code);  // skip static destructors: the reader thread may still block on stdin
-  };
-
-  if (!group_error.empty()) {
-    out.error(group_error, /*recoverable=*/false);
-    return finish("error", 2);
-  }
-  // Wait for `start` when the command line did not name a model.
-  const bool model_from_command_line = !opts.model.empty();
-  while (!session) {
-    if (opts.model.empty()) {
-      nlohmann::json msg = inbox.wait_next();
-      if (msg.is_null()) return finish(inbox.eof ? "stdin closed" : "stopped", 0);
-      const std::string type = msg["type"];
-      if (type == msg::start) {
-        opts.model = msg.value("model", std::string());
-        opts.data = msg.value("data", std::string("synthetic"));
-        if (msg.contains("steps") && msg["steps"].is_number_integer()) steps = msg["steps"].get<int64_t>();
-        if (msg.contains("knobs") && msg["knobs"].is_object())
-          for (auto& [k, v] : msg["knobs"].items()) opts.knobs[k] = value_text(v);
-        if (opts.model.empty()) {
-          out.error("start needs a model", true);
-          continue;
-        }
-      } else if (type == msg::set) {
-        // The configuration the start will use (rev 0: no step has run under any).
-        answer_set(
-            msg, out, [&] { return default_config(opts.knobs); },
-            [&](const std::string& knob, const std::string& value) -> int64_t {
-              const auto v = normalize_knob_value(knob, value);
-              if (!v) throw EngineError(v.error().message);
-              opts.knobs[knob] = *v;
-              return 0;
-            });
-        continue;
-      } else if (type == msg::tune) {
-        out.error("auto-tune needs a model: send start first", true);
-        continue;
-      } else {
-        continue;  // trace before start, unknown types: ignored (forward compatibility)
-      }
-    }
-    try {
-      session = Session::create(opts);
-    } catch (const EngineError& e) {
-      if (model_from_command_line) {
-        out.error(e.what(), /*recoverable=*/false);
-        return finish("error", 2);
-      }
-      // A bad `start`: the parent may send another one.
-      out.error(e.what(), /*recoverable=*/true);
-      opts.model.clear();
-    }
-  }
-  {
-    nlohmann::json d = session->describe();
-    out.send({{"type", msg::started},
-              {"model", d["model"]},
-              {"data", d["data"]},
-              {"input", d["input"]},
-              {"classes", d["classes"]},
-              {"config", config_json(session->config())},
-              {"rev", session->revision()},
-              {"knobs", knob_states_json(session->knobs())},
-              {"device", d["device"]}});
-  }
-  auto flush_warnings = [&] {
-    for (auto& w : session->take_warnings()) out.warning(w);
-  };
-  flush_warnings();
-
-  const bool session_on_cuda =
-      session->describe().value(nlohmann::json::json_pointer("/device/kind"), std::string()) == "cuda";
-  bool tracing = !trace_dir.empty();
-  int64_t chunk_first = 0, chunk_index = 0, tune_index = 0;
-  int64_t cpu_at_first = -1;  // the process's CPU time when the first step ended
-  int64_t done_steps_for_tune = 0;  // mirrors done_steps for the tune handler defined before the loop
-  // A collector that cannot start is said once per start, as a warning; the CPU timeline goes on.
-  auto start_tracing = [&] {
-    if (std::string why = start_recording(session_on_cuda); !why.empty()) out.warning(why);
-  };
-  if (tracing) {
-    prof::set_thread_name("train");
-    if (leader) leader->trace(true);
-    start_tracing();
-  }
-  auto write_chunk = [&](int64_t last_step) {
-    if (trace_dir.empty()) return;
-    if (last_step < chunk_first) return;
-    std::string path = (std::filesystem::path(trace_dir) / ("trace-" + std::to_string(chunk_index++) + ".json")).string();
-    session->synchronize();  // kernels still running belong in this chunk, not lost to the forced flush
-    std::string err;
-    if (leader) {
-      // One chunk of the whole group: a process (row group) per rank.
-      auto merged = leader->chunk(collect_recorded_trace(session->describe()));
-      if (!merged) err = "the recorder returned no trace";
-      else if (auto st = prof::write_chrome_trace(*merged, path); !st.ok()) err = st.error().to_string();
-    } else {
-      err = write_recorded_trace(path, session->describe());
-    }
-    if (!err.empty()) {
-      out.warning("cannot write trace chunk '" + path + "': " + err);
-    } else {
-      out.send({{"type", msg::trace}, {"path", path}, {"first_step", chunk_first}, {"last_step", last_step}});
-      if (!leader) {
-        const int64_t now = process_cpu_ns();
-        auto lp = loader_parts_message(session->describe(), cpu_at_first >= 0 && now >= 0 ? now - cpu_at_first : -1);
-        if (!lp.is_null()) out.send(lp);
-      }
-    }
-    chunk_first = last_step + 1;
-  };
-
-  // Auto-tune on the current model/data from the current configuration (the GUI's "Auto-tune" button). The
-  // tuner builds its own sessions; recording is paused so its trace snapshots own the recorder. The best
-  // configuration found is applied to the running session afterwards (engine/live_tune.h), so the chart
-  // shows it.
-  auto run_tune_request = [&](const nlohmann::json& msg) {
-    auto request = tune_request(msg, [](const std::string& id) { return find_knob(id) != nullptr; });
-    if (!request) {
-      out.error(request.error().message, true);
-      return;
-    }
-    TuneOptions topts = std::move(*request);
-    topts.progress = [&](const TuneProgress& p) {
-      out.send({{"type", msg::tune_progress}, {"phase", p.phase}, {"message", p.message}, {"fraction", p.fraction}});
-    };
-    const bool was_tracing = tracing;
-    if (was_tracing) {
-      write_chunk(done_steps_for_tune - 1);
-      if (leader) leader->trace(false);
-      prof::Recorder::instance().stop();
-      tracing = false;
-    }
-    try {
-      SessionOptions sopts = opts;
-      sopts.knobs = session->config();
-      // The allocator is measured in fresh processes unless the user pinned it when starting serve.
-      if (!opts.knobs.count("cpu_allocator")) sopts.knobs.erase("cpu_allocator");
-      // A group is tuned live: its windows are steps of the running group (no start-up per window).
-      auto workload = leader ? make_live_group_workload(*session, sopts, leader->world_size(), int(dist_timeout),
-                                                                leader->recording())
-                             : make_session_workload(sopts);
-      TuneResult result = run_tune(*workload, topts);
-      out.send(write_live_tune_report(result, report_dir, trace_dir, int(tune_index++)));
-      const LiveTuneOutcome applied = apply_tune_live(*session, result);
-      for (const auto& w : applied.warnings) out.warning(w);
-      if (applied.rev >= 0)
-        out.send({{"type", msg::config_applied}, {"rev", applied.rev}, {"knobs", config_json(session->config())},
-                  {"changed", config_json(applied.changed)}, {"source", "auto-tune"}});
-    } catch (const std::exception& e) {
-      out.error(std::string("auto-tune failed: ") + e.what(), true);
-    }
-    if (was_tracing) {
-      tracing = true;
-      chunk_first = done_steps_for_tune;
-      if (leader) leader->trace(true);
-      start_tracing();
-    }
-  };
-
-  int64_t done_steps = 0;
-  while (!inbox.stop && (steps == 0 || done_steps < steps)) {
-    for (auto& msg : inbox.drain()) {
-      const std::string type = msg["type"];
-      if (type == msg::set) {
-        answer_set(
-            msg, out, [&] { return session->config(); },
-            [&](const std::string& knob, const std::string& value) { return session->apply({{knob, value}}); });
-        flush_warnings();
-      } else if (type == msg::trace) {
-        std::string action = msg.value("action", std::string());
-        if (trace_dir.empty()) {
-          out.error("tracing needs serve --trace-dir DIR", true);
-        } else if (action == "start" && !tracing) {
-          tracing = true;
-          chunk_first = done_steps;
-          if (leader) leader->trace(true);
-          start_tracing();
-        } else if (action == "stop" && tracing) {
-          write_chunk(done_steps - 1);
-          if (leader) leader->trace(false);
-          prof::Recorder::instance().stop();
-          tracing = false;
-        }
-      } else if (type == msg::tune) {
-        run_tune_request(msg);
-        flush_warnings();
-      } else if (type == msg::start) {
-        out.error("a run is already started", true);
-      }
-    }
-    if (inbox.stop) break;
-    StepRecord r;
-    try {
-      r = session->step();  // a group's: every rank's step, and the group's samples
-    } catch (const EngineError& e) {
-      flush_warnings();
-      out.error(e.what(), false);
-      return finish("error", 1);
-    }
-    {
-      std::lock_guard<std::mutex> lock(progress.mu);
-      progress.records.push_back(r);
-    }
-    nlohmann::json m = step_json(r);
-    m["type"] = msg::step;
-    out.send(m);
-    flush_warnings();
-    ++done_steps;
-    if (done_steps == 1) cpu_at_first = process_cpu_ns();
-    done_steps_for_tune = done_steps;
-    if (tracing && done_steps - chunk_first >= trace_every) write_chunk(done_steps - 1);
-  }
-  if (tracing) write_chunk(done_steps - 1);
-  return finish(inbox.eof ? "stdin closed" : inbox.stop ? "stopped" : "completed", 0);
+  return server.run();
 }
 
 }  // namespace tb::engine
