@@ -300,62 +300,93 @@ std::string unified_diff(const std::string& path, const std::vector<std::string>
   return file_diff(path, f);
 }
 
-ScriptPatch script_patch(const TuneResult& r, const std::string& base_dir, const measure::RatioInterval& checked) {
-  ScriptPatch p;
-  auto gain_of = [&](const TuneResult& res, const std::string& knob) { return engine::gain_of(res, knob, checked); };
-  const auto& env = r.environment;
-  if (!env.is_object() || env.value("model", std::string()).rfind("script:", 0) != 0) return p;
-  const std::string script = env.value("model", std::string()).substr(7);
-  const Config& f = r.final_config;
-  const auto changed = changed_knobs(r.baseline, f);
-  if (changed.empty()) return p;
-  auto has = [&](const char* k) { return std::find(changed.begin(), changed.end(), k) != changed.end(); };
-  const auto sources = env.value("source", nlohmann::json::array());
-  auto first_source = [&](const std::string& kind) -> const nlohmann::json* {
-    for (const auto& s : sources)
+namespace {
+
+// One patch being made: the tune's result, the script's files as read, the edits placed and the knobs left out.
+class Patcher {
+ public:
+  Patcher(const TuneResult& r, const std::string& base_dir, const measure::RatioInterval& checked)
+      : r_(r), f_(r.final_config), base_dir_(base_dir), checked_(checked) {}
+
+  ScriptPatch make() {
+    const auto& env = r_.environment;
+    if (!env.is_object() || env.value("model", std::string()).rfind("script:", 0) != 0) return p_;
+    script_ = env.value("model", std::string()).substr(7);
+    changed_ = changed_knobs(r_.baseline, f_);
+    if (changed_.empty()) return p_;
+    sources_ = env.value("source", nlohmann::json::array());
+    device_ = env.value("device", std::string("cpu")).rfind("cuda", 0) == 0 ? "cuda" : "cpu";
+    loader_calls();
+    forward_and_compile();
+    zero_grad();
+    settings();
+    write_diff();
+    return p_;
+  }
+
+ private:
+  std::string gain(const std::string& knob) const { return engine::gain_of(r_, knob, checked_); }
+  bool has(const char* k) const { return std::find(changed_.begin(), changed_.end(), k) != changed_.end(); }
+  const nlohmann::json* first_source(const std::string& kind) const {
+    for (const auto& s : sources_)
       if (s.value("kind", std::string()) == kind) return &s;
     return nullptr;
-  };
-  const std::string device = env.value("device", std::string("cpu")).rfind("cuda", 0) == 0 ? "cuda" : "cpu";
-
-  std::map<std::string, File> files;  // by absolute path
-  auto file = [&](const std::string& path) -> File* {
+  }
+  // A file of the script, read once (by absolute path); nullptr when it cannot be read.
+  File* file(const std::string& path) {
     std::error_code ec;
     const std::string key = fs::absolute(path, ec).lexically_normal().string();
-    auto it = files.find(key);
-    if (it != files.end()) return &it->second;
+    auto it = files_.find(key);
+    if (it != files_.end()) return &it->second;
     File fl;
     if (!read_lines(key, fl)) return nullptr;
-    return &files.emplace(key, std::move(fl)).first->second;
-  };
-  auto left_out = [&](const std::string& knob, const std::string& why) {
-    p.unplaced.push_back(knob + "=" + value_in(f, knob) + ": " + why);
-  };
-  auto add = [&](File& fl, LineEdit ed, const std::string& what) {
+    return &files_.emplace(key, std::move(fl)).first->second;
+  }
+  void left_out(const std::string& knob, const std::string& why) {
+    p_.unplaced.push_back(knob + "=" + value_in(f_, knob) + ": " + why);
+  }
+  void add(File& fl, LineEdit ed, const std::string& what) {
     fl.edits.push_back(std::move(ed));
-    p.placed.push_back(what);
-  };
+    p_.placed.push_back(what);
+  }
+  void loader_calls();
+  void forward_and_compile();
+  void zero_grad();
+  void settings();
+  void write_diff();
 
+  const TuneResult& r_;
+  const Config& f_;
+  const std::string& base_dir_;
+  const measure::RatioInterval& checked_;
+  ScriptPatch p_;
+  std::string script_, device_;
+  std::vector<std::string> changed_;
+  nlohmann::json sources_;
+  std::map<std::string, File> files_;  // by absolute path
+};
+
+void Patcher::loader_calls() {
   // --- the DataLoader calls: every kept loader knob as its keyword argument.
   // (The knob table's dataloader_arg: which knob is which argument.)
   std::map<std::string, std::string> changed_values;
   std::vector<std::string> loader_knobs;
   for (const auto& row : knobs::table())
     if (!row.dataloader_arg.empty() && has(row.id.c_str())) {
-      changed_values[row.id] = value_in(f, row.id);
+      changed_values[row.id] = value_in(f_, row.id);
       loader_knobs.push_back(row.id);
     }
   const auto loader_args = knobs::dataloader_arguments(changed_values);
   if (!loader_args.empty()) {
-    std::string what, gain;
+    std::string what, gains;
     for (size_t i = 0; i < loader_knobs.size(); ++i) {
       what += (i ? ", " : "") + loader_args[i].first + "=" + loader_args[i].second;
-      const std::string g = gain_of(r, loader_knobs[i]);
-      if (!g.empty()) gain += (gain.empty() ? "" : "; ") + loader_knobs[i] + " " + g;
+      const std::string g = gain(loader_knobs[i]);
+      if (!g.empty()) gains += (gains.empty() ? "" : "; ") + loader_knobs[i] + " " + g;
     }
     bool any = false;
     std::vector<std::string> seen;
-    for (const auto& s : sources) {
+    for (const auto& s : sources_) {
       if (s.value("kind", std::string()) != "dataloader") continue;
       const std::string where = s.value("file", std::string()) + ":" + std::to_string(s.value("line", 0));
       if (std::find(seen.begin(), seen.end(), where) != seen.end()) continue;
@@ -368,7 +399,7 @@ ScriptPatch script_patch(const TuneResult& r, const std::string& base_dir, const
         continue;
       const std::vector<std::string> call(fl->lines.begin() + static_cast<long>(at),
                                           fl->lines.begin() + static_cast<long>(last) + 1);
-      LineEdit ed{at, last - at + 1, {note_line(indent_of(fl->lines[at]), "DataLoader(" + what + ")", gain)}};
+      LineEdit ed{at, last - at + 1, {note_line(indent_of(fl->lines[at]), "DataLoader(" + what + ")", gains)}};
       std::vector<std::string> edited;
       if (edit_call_lines(call, loader_args, edited)) {
         ed.insert.insert(ed.insert.end(), edited.begin(), edited.end());
@@ -385,17 +416,20 @@ ScriptPatch script_patch(const TuneResult& r, const std::string& base_dir, const
       for (const auto& k : loader_knobs) left_out(k, "no DataLoader(...) call of the script's own was found to edit");
   }
 
+}
+
+void Patcher::forward_and_compile() {
   // --- the model's training forward: autocast around it, channels_last inputs.
   const nlohmann::json* fwd = first_source("forward");
   const nlohmann::json* opt = first_source("optimizer");
   const std::string model_var = opt ? model_of_optimizer(opt->value("code", std::string())) : "";
   std::vector<std::string> after_optimizer;  // lines to insert after the optimizer's construction
   std::string after_optimizer_what;
-  const bool amp = has("amp"), cl = has("channels_last") && value_in(f, "channels_last") == "on";
-  if (amp && value_in(f, "amp") == "fp16") {
+  const bool amp = has("amp"), cl = has("channels_last") && value_in(f_, "channels_last") == "on";
+  if (amp && value_in(f_, "amp") == "fp16") {
     left_out("amp", "fp16 autocast needs a torch.amp.GradScaler in the training step; edit it in by hand");
   }
-  const bool bf16 = amp && value_in(f, "amp") == "bf16";
+  const bool bf16 = amp && value_in(f_, "amp") == "bf16";
   if (bf16 || cl) {
     File* fl = fwd ? file(fwd->value("file", std::string())) : nullptr;
     const size_t at = fwd ? size_t(std::max(1, fwd->value("line", 1))) - 1 : 0;
@@ -415,15 +449,15 @@ ScriptPatch script_patch(const TuneResult& r, const std::string& base_dir, const
           after_optimizer.push_back((model_var.empty() ? callee : model_var) +
                                     ".to(memory_format=torch.channels_last)  # tunebench: channels_last weights");
           after_optimizer_what += "channels_last weights";
-          notes.push_back(note_line(ind, "channels_last inputs", gain_of(r, "channels_last")));
+          notes.push_back(note_line(ind, "channels_last inputs", gain("channels_last")));
         } else {
           left_out("channels_last", "no model(input) call on the forward's line");
         }
       }
       LineEdit ed{at, 1, notes};
       if (bf16) {
-        ed.insert.push_back(ind + "with torch.autocast(\"" + device + "\", dtype=torch.bfloat16):  # tunebench: amp=bf16: " +
-                            gain_of(r, "amp"));
+        ed.insert.push_back(ind + "with torch.autocast(\"" + device_ + "\", dtype=torch.bfloat16):  # tunebench: amp=bf16: " +
+                            gain("amp"));
         ed.insert.push_back(ind + "    " + trim(stmt));
       } else {
         ed.insert.push_back(stmt);
@@ -435,9 +469,9 @@ ScriptPatch script_patch(const TuneResult& r, const std::string& base_dir, const
                 (bf16 && cl ? ", " : "") + (cl ? "channels_last inputs" : ""));
     }
   }
-  if (has("compile") && value_in(f, "compile") == "on") {
+  if (has("compile") && value_in(f_, "compile") == "on") {
     if (model_var.empty()) left_out("compile", "the model was not found in the optimizer's construction");
-    else after_optimizer.push_back(model_var + ".compile()  # tunebench: compile=on: " + gain_of(r, "compile"));
+    else after_optimizer.push_back(model_var + ".compile()  # tunebench: compile=on: " + gain("compile"));
   }
   if (!after_optimizer.empty()) {
     File* fl = opt ? file(opt->value("file", std::string())) : nullptr;
@@ -456,11 +490,14 @@ ScriptPatch script_patch(const TuneResult& r, const std::string& base_dir, const
     }
   }
 
+}
+
+void Patcher::zero_grad() {
   // --- zero_grad(set_to_none=...) at every call in the files that made an optimizer.
   if (has("zero_grad_none")) {
     bool any = false;
-    const std::string v = py_bool(value_in(f, "zero_grad_none"));
-    for (const auto& s : sources) {
+    const std::string v = py_bool(value_in(f_, "zero_grad_none"));
+    for (const auto& s : sources_) {
       if (s.value("kind", std::string()) != "optimizer") continue;
       File* fl = file(s.value("file", std::string()));
       if (!fl) continue;
@@ -470,7 +507,7 @@ ScriptPatch script_patch(const TuneResult& r, const std::string& base_dir, const
         if (z == std::string::npos || l.find('(') != z + 10 ||
             std::any_of(fl->edits.begin(), fl->edits.end(), [&](const LineEdit& e) { return e.at == i && e.remove; }))
           continue;
-        add(*fl, LineEdit{i, 1, {note_line(indent_of(l), "zero_grad(set_to_none=" + v + ")", gain_of(r, "zero_grad_none")),
+        add(*fl, LineEdit{i, 1, {note_line(indent_of(l), "zero_grad(set_to_none=" + v + ")", gain("zero_grad_none")),
                                  edit_call(l, {{"set_to_none", v}})}},
             s.value("file", std::string()) + ":" + std::to_string(i + 1) + ": zero_grad(set_to_none=" + v + ")");
         any = true;
@@ -479,12 +516,15 @@ ScriptPatch script_patch(const TuneResult& r, const std::string& base_dir, const
     if (!any) left_out("zero_grad_none", "no optimizer.zero_grad() call was found");
   }
 
+}
+
+void Patcher::settings() {
   // --- process-wide settings, after the script's imports.
   std::vector<std::string> setup;
-  File* main_file = file(script);
-  for (const auto& k : changed) {
-    const std::string v = value_in(f, k);
-    const std::string g = gain_of(r, k);
+  File* main_file = file(script_);
+  for (const auto& k : changed_) {
+    const std::string v = value_in(f_, k);
+    const std::string g = gain(k);
     const knobs::Row* row = knobs::find(k);
     if (!row || row->patch != "python_set") {
       // Placed by a rule above (the DataLoader's arguments, zero_grad, autocast, channels_last, compile), or by
@@ -493,7 +533,7 @@ ScriptPatch script_patch(const TuneResult& r, const std::string& base_dir, const
         left_out(k, row && !row->patch_left_out.empty() ? row->patch_left_out : "no edit of the script's code sets it");
       continue;
     }
-    const auto lines = knobs::python_lines(*row, v, value_in(f, "workers").empty() ? "0" : value_in(f, "workers"));
+    const auto lines = knobs::python_lines(*row, v, value_in(f_, "workers").empty() ? "0" : value_in(f_, "workers"));
     if (lines.empty()) {
       std::string why = row->patch_left_out.empty() ? "no line of the script sets " + k + "=" + v : row->patch_left_out;
       for (size_t at = why.find("{value}"); at != std::string::npos; at = why.find("{value}")) why.replace(at, 7, v);
@@ -511,29 +551,32 @@ ScriptPatch script_patch(const TuneResult& r, const std::string& base_dir, const
   if (!setup.empty()) {
     size_t at = 0;
     if (!main_file || !setup_line(*main_file, at) || !imports(*main_file, "torch")) {
-      p.unplaced.push_back("settings after the imports (" + std::to_string(setup.size()) +
+      p_.unplaced.push_back("settings after the imports (" + std::to_string(setup.size()) +
                            " lines): the script's top-level `import torch` was not found");
     } else {
-      add(*main_file, LineEdit{at, 0, setup}, script + ":" + std::to_string(at + 1) + ": " + trim(setup.back()));
+      add(*main_file, LineEdit{at, 0, setup}, script_ + ":" + std::to_string(at + 1) + ": " + trim(setup.back()));
     }
   }
 
+}
+
+void Patcher::write_diff() {
   // --- the diff, file by file; edits in line order, one edit per place.
-  for (auto& [path, fl] : files) {
+  for (auto& [path, fl] : files_) {
     std::sort(fl.edits.begin(), fl.edits.end(), [](const LineEdit& a, const LineEdit& b) { return a.at < b.at; });
     std::vector<LineEdit> kept;
     for (auto& e : fl.edits) {
       if (!kept.empty() && e.at < kept.back().at + kept.back().remove) {
-        p.unplaced.push_back("an edit at " + path + ":" + std::to_string(e.at + 1) + " overlaps another");
+        p_.unplaced.push_back("an edit at " + path + ":" + std::to_string(e.at + 1) + " overlaps another");
         continue;
       }
       kept.push_back(std::move(e));
     }
     fl.edits = std::move(kept);
     std::error_code ec;
-    std::string shown = fs::relative(path, fs::absolute(base_dir, ec), ec).string();
+    std::string shown = fs::relative(path, fs::absolute(base_dir_, ec), ec).string();
     if (ec || shown.empty() || shown.rfind("..", 0) == 0) shown = path;
-    p.diff += file_diff(shown, fl);
+    p_.diff += file_diff(shown, fl);
     if (fl.edits.empty()) continue;
     // The file as the patch leaves it: edits from the last, so earlier line numbers stay true.
     std::vector<std::string> lines = fl.lines;
@@ -543,9 +586,14 @@ ScriptPatch script_patch(const TuneResult& r, const std::string& base_dir, const
     }
     std::string text;
     for (size_t i = 0; i < lines.size(); ++i) text += lines[i] + (i + 1 < lines.size() || fl.ends_with_newline ? "\n" : "");
-    p.files.push_back({path, std::move(text)});
+    p_.files.push_back({path, std::move(text)});
   }
-  return p;
+}
+
+}  // namespace
+
+ScriptPatch script_patch(const TuneResult& r, const std::string& base_dir, const measure::RatioInterval& checked) {
+  return Patcher(r, base_dir, checked).make();
 }
 
 }  // namespace tb::engine
