@@ -233,23 +233,11 @@ json report_json(const TuneResult& r) {
   return j;
 }
 
-std::string report_html(const TuneResult& r) {
-  const json& env = r.environment;
-  const std::string model = jstr(env, "model"), data = jstr(env, "data"), device = jstr(env, "device");
-  std::string versions;
-  if (env.is_object() && env.contains("versions") && env["versions"].is_object())
-    for (const auto& [k, v] : env["versions"].items())
-      versions += (versions.empty() ? "" : ", ") + k + " " + (v.is_string() ? v.get<std::string>() : v.dump());
-  const auto changed = r.unconfirmed_config.empty() ? changed_knobs(r.baseline, r.final_config) : unconfirmed_knobs(r);
+namespace {
 
+// The headline, what to keep, what was slow, the budget and the measurement.
+std::string html_summary(const TuneResult& r, const std::vector<std::string>& changed) {
   std::string h;
-  h += "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n";
-  h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n";
-  h += "<title>" + esc("TuneBench tuning report: " + model + " on " + data) + "</title>\n";
-  h += "<style>" + std::string(kCss) + "</style>\n</head>\n<body>\n";
-  h += "<h1>Tuning report: " + esc(model) + "</h1>\n";
-  h += "<p class=\"sub\">" + esc(data) + " on " + esc(device) + " &#183; " + esc(now_utc()) + "</p>\n";
-
   // Summary.
   h += "<div class=\"card\">\n";
   if (r.speedup.valid() && !changed.empty()) {
@@ -286,6 +274,12 @@ std::string report_html(const TuneResult& r) {
        "</p>\n<p><strong>Measurement:</strong> " + esc(r.noise.text.empty() ? "n/a" : r.noise.text) +
        (r.drift_note.empty() ? "" : "<br/>" + esc(r.drift_note)) + "</p>\n</div>\n";
 
+  return h;
+}
+
+// How far to trust the numbers: the noise floor, the verdict, the baselines (the headline's marked).
+std::string html_trust(const TuneResult& r, const std::vector<std::string>& changed) {
+  std::string h;
   h += "<h2>How far to trust these numbers</h2>\n<div class=\"scroll\"><table><tbody>\n";
   h += "<tr><th>noise floor (A/A)</th><td>" +
        esc(r.noise_floor.valid() ? "a pair of windows differs by " + fmt(100 * r.noise_floor.sd_log, 2) + "% (sd of the log " +
@@ -314,6 +308,12 @@ std::string report_html(const TuneResult& r) {
          "</td></tr>\n";
   if (!r.drift_note.empty()) h += "<tr><th>drift</th><td>" + esc(r.drift_note) + "</td></tr>\n";
   h += "</tbody></table></div>\n";
+  return h;
+}
+
+// The waterfall, the step breakdowns after each kept change, the worst stall.
+std::string html_steps(const TuneResult& r) {
+  std::string h;
   h += "<h2>From baseline to final</h2>\n" + svg_waterfall(r);
   h += "<h2>Where the time went, step by step</h2>\n<p>Each accepted change moved the bottleneck; the bars split "
        "one step into its parts.</p>\n" + svg_breakdown(r);
@@ -329,6 +329,12 @@ std::string report_html(const TuneResult& r) {
     h += "</tbody></table></div>\n";
     h += "<h2>Worst stall before and after</h2>\n" + svg_stall(r);
   }
+  return h;
+}
+
+// Every trial, as a forest plot and a table, and what was skipped.
+std::string html_trials(const TuneResult& r) {
+  std::string h;
   h += "<h2>Every knob, before and after</h2>\n<p>Ratio after/before with its 95% interval (log scale). Green: kept "
        "(or held in the final alternation); grey: no effect or not the best value; red: slower; orange: rejected by the "
        "loss-drift guard; purple: kept earlier but dropped in the final alternation.</p>\n" +
@@ -355,6 +361,12 @@ std::string report_html(const TuneResult& r) {
     h += "</ul>\n";
   }
 
+  return h;
+}
+
+// The final configuration and the code that keeps it.
+std::string html_final(const TuneResult& r) {
+  std::string h;
   h += "<h2>Final configuration</h2>\n<div class=\"scroll\"><table>\n<thead><tr><th>knob</th><th>baseline</th>"
        "<th>final</th><th>what it does</th></tr></thead>\n<tbody>\n";
   for (const auto& [k, v] : r.final_config) {
@@ -368,10 +380,21 @@ std::string report_html(const TuneResult& r) {
   h += "<h2>The code that keeps it</h2>\n<h3>PyTorch (Python)</h3>\n<pre><code>" + esc(final_code_pytorch(r)) +
        "</code></pre>\n<h3>LibTorch (C++)</h3>\n<pre><code>" + esc(final_code_libtorch(r)) + "</code></pre>\n";
 
+  return h;
+}
+
+// The environment: the device, the versions, the model and data, what else the workload said, the protocol.
+std::string html_environment(const TuneResult& r) {
+  const json& env = r.environment;
+  std::string versions;
+  if (env.is_object() && env.contains("versions") && env["versions"].is_object())
+    for (const auto& [k, v] : env["versions"].items())
+      versions += (versions.empty() ? "" : ", ") + k + " " + (v.is_string() ? v.get<std::string>() : v.dump());
+  std::string h;
   h += "<h2>Environment</h2>\n<div class=\"scroll\"><table><tbody>\n";
-  h += "<tr><th>device</th><td>" + esc(device) + "</td></tr>\n";
+  h += "<tr><th>device</th><td>" + esc(jstr(env, "device")) + "</td></tr>\n";
   h += "<tr><th>versions</th><td>" + esc(versions.empty() ? "unknown" : versions) + "</td></tr>\n";
-  h += "<tr><th>model</th><td>" + esc(model) + "</td></tr>\n<tr><th>data</th><td>" + esc(data) + "</td></tr>\n";
+  h += "<tr><th>model</th><td>" + esc(jstr(env, "model")) + "</td></tr>\n<tr><th>data</th><td>" + esc(jstr(env, "data")) + "</td></tr>\n";
   if (env.is_object())
     for (const auto& [k, v] : env.items()) {
       if (k == "device" || k == "versions" || k == "model" || k == "data") continue;
@@ -381,6 +404,25 @@ std::string report_html(const TuneResult& r) {
        esc(std::to_string(r.trials.size() > 1 ? r.trials[1].rounds : 0) + " pairs of windows per trial (AB, BA, ...), " +
            std::to_string(r.window) + " measured steps per window in every phase, warm-up until stable") +
        "</td></tr>\n</tbody></table></div>\n";
+  return h;
+}
+
+}  // namespace
+
+std::string report_html(const TuneResult& r) {
+  const json& env = r.environment;
+  const std::string model = jstr(env, "model"), data = jstr(env, "data"), device = jstr(env, "device");
+  const auto changed = r.unconfirmed_config.empty() ? changed_knobs(r.baseline, r.final_config) : unconfirmed_knobs(r);
+
+  std::string h;
+  h += "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n";
+  h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n";
+  h += "<title>" + esc("TuneBench tuning report: " + model + " on " + data) + "</title>\n";
+  h += "<style>" + std::string(kCss) + "</style>\n</head>\n<body>\n";
+  h += "<h1>Tuning report: " + esc(model) + "</h1>\n";
+  h += "<p class=\"sub\">" + esc(data) + " on " + esc(device) + " &#183; " + esc(now_utc()) + "</p>\n";
+  h += html_summary(r, changed) + html_trust(r, changed) + html_steps(r) + html_trials(r) + html_final(r) +
+       html_environment(r);
   if (!r.notes.empty()) {
     h += "<h2>Notes</h2>\n<ul>\n";
     for (const auto& n : r.notes) h += "<li>" + esc(n) + "</li>\n";
