@@ -86,44 +86,18 @@ bool valid_ranks_per_host(const std::string& n) {
   return v >= 1 && v <= 64;
 }
 
-}  // namespace
-
-int run_on_hosts(const Command& c) {
-  // serve: rank 0 on the first host speaks the run protocol on this process's stdin/stdout (the GUI's pipes),
-  // which its ssh inherits.
-  const bool serve = c.name == "serve";
-  const std::string per_host = c.ranks_per_host.empty() ? "1" : c.ranks_per_host;
-  if (!valid_ranks_per_host(per_host))
-    return fail("--ranks-per-host needs an integer from 1 to 64, or gpu (one rank per GPU), not '" + per_host + "'", 2);
+// The group's nodes while they run: each node's ssh is watched on a thread of its own, and the first failure (or a
+// stop) closes the others' stdin so that their runs end.
+struct Group {
   std::vector<Node> nodes;
-  for (const std::string& host : split_hosts(c.hosts)) {
-    auto t = client::parse_remote(host);
-    if (!t) return fail("--remote " + c.hosts + ": " + t.error().message, 2);
-    if (!c.remote_cli.empty()) t->cli = c.remote_cli;
-    nodes.push_back({*t});
-  }
-  if (nodes.size() > 64) return fail("--remote names " + std::to_string(nodes.size()) + " hosts: at most 64", 2);
-
-  std::string why;
-  const std::string found = find_rendezvous(nodes[0].target, why);
-  if (found.empty()) return fail(why, 1);
-  const std::string addr = c.master_addr.empty() ? found.substr(0, found.find(' ')) : c.master_addr;
-  const std::string port = found.substr(found.find(' ') + 1);
-  std::fprintf(stderr, "tunebench-cli: a group of %zu hosts x %s rank(s), rendezvous at %s:%s (node 0: %s)\n",
-               nodes.size(), per_host.c_str(), addr.c_str(), port.c_str(), nodes[0].target.display().c_str());
-
-  // SIGTERM, SIGINT, SIGHUP: stop every host before ending, so that none keeps a run or a directory.
-  struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
-  for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &sa, nullptr);
-  const std::string id = client::remote_id();
   std::mutex mu;
   std::condition_variable cv;
   std::vector<std::thread> threads;
   int first_failed = -1;  // the node whose failure ended the group
   bool stopping = false;  // we stopped the hosts (a signal, the grace after node 0): their ends are no failure
+
   // Closes the stdin of every node still running: their watchers stop their runs. Under `mu`.
-  auto stop_others = [&](size_t except) {
+  void stop_others(size_t except) {
     for (size_t k = 0; k < nodes.size(); ++k) {
       Node& n = nodes[k];
       if (k == except || n.ended) continue;
@@ -131,71 +105,87 @@ int run_on_hosts(const Command& c) {
       n.stdin_w = -1;
       if (n.serves) n.ssh.signal(SIGTERM);  // its channel closes: serve sees its stdin end
     }
-  };
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    Node& n = nodes[i];
-    n.id = id + "-" + std::to_string(i);
-    const std::string torchrun = "--nnodes " + std::to_string(nodes.size()) + " --node_rank " + std::to_string(i) +
-                                 " --nproc_per_node " + per_host + " --master_addr " + client::shell_quote(addr) +
-                                 " --master_port " + client::shell_quote(port) +
-                                 // 2: only stderr goes through torchrun's log files (and on to ours, tee'd),
-                                 // rank 0's stdout stays the protocol's.
-                                 " --redirects 2 --tee 2";
-    n.serves = serve && i == 0;
-    int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
-    const bool piped = (n.serves || pipe2(in, O_CLOEXEC) == 0) && pipe2(out, O_CLOEXEC) == 0 && pipe2(err, O_CLOEXEC) == 0;
-    const std::string script = n.serves ? client::remote_serve_script(n.target, n.id, c.args, torchrun)
-                                        : client::remote_run_script(n.target, n.id, c.args, c.outputs.size(), torchrun, i == 0);
-    std::string start_error = piped ? "" : std::string("pipe failed: ") + std::strerror(errno);
-    if (piped) {
-      auto ssh = client::Process::launch({.argv = client::ssh_argv(n.target, script), .in = n.serves ? client::kInherit : in[0],
-                                          .out = out[1], .err = err[1]});
-      if (ssh) n.ssh = std::move(ssh).value();
-      else start_error = ssh.error().message;
-    }
-    for (int fd : {in[0], out[1], err[1]})
-      if (fd >= 0) ::close(fd);
-    n.stdin_w = in[1];
-    if (!n.ssh.started()) {  // this node and the ones after it never start; the ones before are stopped
-      for (int fd : {out[0], err[0]})
-        if (fd >= 0) ::close(fd);
-      std::lock_guard<std::mutex> lock(mu);
-      for (size_t k = i; k < nodes.size(); ++k) {
-        nodes[k].ended = true;
-        nodes[k].rc = 255;
-      }
-      n.err = {start_error};
-      first_failed = int(i);
-      stop_others(i);
-      break;
-    }
-    threads.emplace_back([&, i, out0 = out[0], err0 = err[0]] {
-      Node& me = nodes[i];
-      const std::string where = me.target.display();
-      // Node 0's stdout is the run's; every other line says which host it came from.
-      const auto rewrite = [&](std::string line) {
-        if (i == 0) return say_where(localize(std::move(line), me.id, c.outputs), where);
-        const std::string shown = say_where(line, where);
-        return shown != line ? shown : "[" + where + "] " + line;
-      };
-      auto lines = pump_lines({{out0, i == 0 ? STDOUT_FILENO : STDERR_FILENO}, {err0, STDERR_FILENO}}, rewrite);
-      ::close(out0), ::close(err0);
-      me.ssh.wait();
-      const int rc = me.ssh.exit_code();
-      std::lock_guard<std::mutex> lock(mu);
-      me.rc = rc;
-      me.err = std::move(lines);
-      me.ended = true;
-      if (rc != 0 && first_failed < 0 && !stopping) {  // one node failed: the group cannot go on
-        first_failed = int(i);
-        stop_others(i);
-      }
-      cv.notify_all();
-    });
   }
+  // Starts node `i`'s ssh and its watcher; false when it could not start (it and the ones after it are ended,
+  // the ones before stopped).
+  bool start(size_t i, const Command& c, const std::string& per_host, const std::string& addr, const std::string& port);
+  void watch(size_t i, int out0, int err0, const Command& c);
+  // Waits for every node. A node still running 60 s after node 0 ended, or any when this process is told to
+  // stop (the GUI's Stop, Ctrl-C), is stopped; one that has not ended 20 s after that loses its ssh.
+  void wait();
+  // The group's exit status, each node's failure said.
+  int result(const Command& c) const;
+};
+
+bool Group::start(size_t i, const Command& c, const std::string& per_host, const std::string& addr,
+                  const std::string& port) {
+  // serve: rank 0 on the first host speaks the run protocol on this process's stdin/stdout (the GUI's pipes),
+  // which its ssh inherits.
+  Node& n = nodes[i];
+  const std::string torchrun = "--nnodes " + std::to_string(nodes.size()) + " --node_rank " + std::to_string(i) +
+                               " --nproc_per_node " + per_host + " --master_addr " + client::shell_quote(addr) +
+                               " --master_port " + client::shell_quote(port) +
+                               // 2: only stderr goes through torchrun's log files (and on to ours, tee'd),
+                               // rank 0's stdout stays the protocol's.
+                               " --redirects 2 --tee 2";
+  n.serves = c.name == "serve" && i == 0;
+  int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+  const bool piped = (n.serves || pipe2(in, O_CLOEXEC) == 0) && pipe2(out, O_CLOEXEC) == 0 && pipe2(err, O_CLOEXEC) == 0;
+  const std::string script = n.serves ? client::remote_serve_script(n.target, n.id, c.args, torchrun)
+                                      : client::remote_run_script(n.target, n.id, c.args, c.outputs.size(), torchrun, i == 0);
+  std::string start_error = piped ? "" : std::string("pipe failed: ") + std::strerror(errno);
+  if (piped) {
+    auto ssh = client::Process::launch({.argv = client::ssh_argv(n.target, script), .in = n.serves ? client::kInherit : in[0],
+                                        .out = out[1], .err = err[1]});
+    if (ssh) n.ssh = std::move(ssh).value();
+    else start_error = ssh.error().message;
+  }
+  for (int fd : {in[0], out[1], err[1]})
+    if (fd >= 0) ::close(fd);
+  n.stdin_w = in[1];
+  if (!n.ssh.started()) {
+    for (int fd : {out[0], err[0]})
+      if (fd >= 0) ::close(fd);
+    std::lock_guard<std::mutex> lock(mu);
+    for (size_t k = i; k < nodes.size(); ++k) {
+      nodes[k].ended = true;
+      nodes[k].rc = 255;
+    }
+    n.err = {start_error};
+    first_failed = int(i);
+    stop_others(i);
+    return false;
+  }
+  threads.emplace_back([this, i, out0 = out[0], err0 = err[0], &c] { watch(i, out0, err0, c); });
+  return true;
+}
+
+void Group::watch(size_t i, int out0, int err0, const Command& c) {
+  Node& me = nodes[i];
+  const std::string where = me.target.display();
+  // Node 0's stdout is the run's; every other line says which host it came from.
+  const auto rewrite = [&](std::string line) {
+    if (i == 0) return say_where(localize(std::move(line), me.id, c.outputs), where);
+    const std::string shown = say_where(line, where);
+    return shown != line ? shown : "[" + where + "] " + line;
+  };
+  auto lines = pump_lines({{out0, i == 0 ? STDOUT_FILENO : STDERR_FILENO}, {err0, STDERR_FILENO}}, rewrite);
+  ::close(out0), ::close(err0);
+  me.ssh.wait();
+  const int rc = me.ssh.exit_code();
+  std::lock_guard<std::mutex> lock(mu);
+  me.rc = rc;
+  me.err = std::move(lines);
+  me.ended = true;
+  if (rc != 0 && first_failed < 0 && !stopping) {  // one node failed: the group cannot go on
+    first_failed = int(i);
+    stop_others(i);
+  }
+  cv.notify_all();
+}
+
+void Group::wait() {
   {
-    // Waits for every node. A node still running 60 s after node 0 ended, or any when this process is told to
-    // stop (the GUI's Stop, Ctrl-C), is stopped; one that has not ended 20 s after that loses its ssh.
     using Clock = std::chrono::steady_clock;
     std::unique_lock<std::mutex> lock(mu);
     std::optional<Clock::time_point> node0_ended, hard_stop;
@@ -223,7 +213,9 @@ int run_on_hosts(const Command& c) {
   for (auto& t : threads) t.join();
   for (auto& n : nodes)
     if (n.stdin_w >= 0) ::close(n.stdin_w);
+}
 
+int Group::result(const Command& c) const {
   int rc = 0;
   for (const Node& n : nodes) {
     const std::string why = n.rc < 0 ? "ssh to " + n.target.display() + " was killed (signal " + std::to_string(-n.rc) + ")"
@@ -242,6 +234,42 @@ int run_on_hosts(const Command& c) {
     if (frc != 0 && rc == 0) rc = frc;
   }
   return rc;
+}
+
+}  // namespace
+
+int run_on_hosts(const Command& c) {
+  const std::string per_host = c.ranks_per_host.empty() ? "1" : c.ranks_per_host;
+  if (!valid_ranks_per_host(per_host))
+    return fail("--ranks-per-host needs an integer from 1 to 64, or gpu (one rank per GPU), not '" + per_host + "'", 2);
+  Group g;
+  for (const std::string& host : split_hosts(c.hosts)) {
+    auto t = client::parse_remote(host);
+    if (!t) return fail("--remote " + c.hosts + ": " + t.error().message, 2);
+    if (!c.remote_cli.empty()) t->cli = c.remote_cli;
+    g.nodes.push_back({*t});
+  }
+  if (g.nodes.size() > 64) return fail("--remote names " + std::to_string(g.nodes.size()) + " hosts: at most 64", 2);
+
+  std::string why;
+  const std::string found = find_rendezvous(g.nodes[0].target, why);
+  if (found.empty()) return fail(why, 1);
+  const std::string addr = c.master_addr.empty() ? found.substr(0, found.find(' ')) : c.master_addr;
+  const std::string port = found.substr(found.find(' ') + 1);
+  std::fprintf(stderr, "tunebench-cli: a group of %zu hosts x %s rank(s), rendezvous at %s:%s (node 0: %s)\n",
+               g.nodes.size(), per_host.c_str(), addr.c_str(), port.c_str(), g.nodes[0].target.display().c_str());
+
+  // SIGTERM, SIGINT, SIGHUP: stop every host before ending, so that none keeps a run or a directory.
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+  const std::string id = client::remote_id();
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    g.nodes[i].id = id + "-" + std::to_string(i);
+    if (!g.start(i, c, per_host, addr, port)) break;
+  }
+  g.wait();
+  return g.result(c);
 }
 
 }  // namespace tb::cli::remote
