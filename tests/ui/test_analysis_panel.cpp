@@ -1,6 +1,7 @@
 // The analysis of an opened trace in the GUI (offscreen): the panel's step and kernel tables and its time bar
 // on the real V100 trace, find-by-name on the timeline model and widget, the window opening a static trace
 // on its first steps with the live panels hidden, and File → Compare with… on two real traces.
+
 #include <QDockWidget>
 #include <QJsonArray>
 #include <QJsonObject>
@@ -11,11 +12,13 @@
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
 #include "client/loader_verdict.h"
 #include "profiler/trace_io.h"
+#include "profiler/time_classes.h"
 #include "ui/analysis_panel.h"
 #include "ui/keyed_table_model.h"
 #include "ui/live_loader.h"
@@ -185,6 +188,22 @@ class TestAnalysisPanel : public QObject {
     }
     QCOMPARE(outside, int64_t(3'000'000));
     QCOMPARE(sum, a->window.length());
+  }
+
+  // Every class of time, in both variants, has a colour of its own: a class added to prof::time_classes
+  // without one fails here, not as a grey slice nobody can tell from "other idle".
+  void everyClassOfTimeHasItsOwnColour() {
+    tb::prof::AnalysisResult gpu, cpu;
+    gpu.has_gpu = true;
+    std::map<QRgb, std::string> seen;
+    for (const auto* r : {&gpu, &cpu})
+      for (const auto& c : tb::prof::time_classes(*r)) {
+        const auto colour = timeClassColor(c.id);
+        QVERIFY2(colour.has_value(), c.id.data());
+        const auto [it, fresh] = seen.emplace(colour->rgb(), std::string(c.id));
+        QVERIFY2(fresh || it->second == c.id, (std::string(c.id) + " has " + it->second + "'s colour").c_str());
+      }
+    QVERIFY(!timeClassColor("no_such_class").has_value());
   }
 
   void keyedModelKeepsKeysUnique() {

@@ -6,6 +6,8 @@
 
 #include <QWidget>
 #include <memory>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "client/loader_verdict.h"
@@ -30,6 +32,8 @@ struct TimeSlice {
 // The slices of the window: prof::time_classes (busy classes first then the idle causes, or a CPU-only
 // trace's), each in its colour; they sum to the window. Classes of 0 ns are listed; the bar draws none of them.
 std::vector<TimeSlice> timeSlices(const tb::prof::AnalysisResult& r);
+// The colour of a class of time (prof::time_classes' id), nullopt for one the GUI has none for.
+std::optional<QColor> timeClassColor(std::string_view id);
 
 class TimeBar : public QWidget {
  public:
