@@ -116,7 +116,11 @@ int cmd_gate(int argc, char** argv) {
     else if (a == "--against") against_path = v;
     else if (a == "--runs" && number(x) && x >= 3) store_runs = int(x);
     else if (a == "--why" && (v == "on" || v == "off")) o.why = v == "on";
-    else if (a == "--steps" && number(x) && x >= 5) o.steps = int64_t(x);
+    else if (a == "--steps") {
+      const auto steps = client::inputs::parse_steps(v, client::inputs::kGateStepsMin);
+      if (!steps) return could_not_run(steps.error().message);
+      o.steps = *steps;
+    }
     else if (a == "--max-time" && number(x)) {
       const auto limit = client::inputs::gate_max_time(x);
       if (!limit) return could_not_run(limit.error().message);

@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "client/inputs.h"
 #include "commands.h"
 #include "engine/live_group.h"
 #include "engine/serve.h"
@@ -35,10 +36,13 @@ int cmd_serve(int argc, char** argv) {
     if (matched) continue;
     const std::string a = argv[i];
     if (a == "--steps") {
-      if (i + 1 >= argc || !parse_int(argv[++i], steps)) {
-        std::fprintf(stderr, "tunebench-cli: error: serve: --steps needs a non-negative integer\n");
+      // 0 runs until stopped; none names the range alone.
+      const auto n = client::inputs::parse_steps(i + 1 < argc ? argv[++i] : "", client::inputs::kServeStepsMin);
+      if (!n) {
+        std::fprintf(stderr, "tunebench-cli: error: serve: %s\n", n.error().message.c_str());
         return 2;
       }
+      steps = *n;
     } else if (a == "--trace-dir" && i + 1 < argc) {
       trace_dir = argv[++i];
     } else if (a == "--report-dir" && i + 1 < argc) {

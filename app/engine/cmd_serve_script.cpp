@@ -34,7 +34,8 @@ namespace msg = tb::client::protocol::msg;
 namespace tb::cli {
 namespace {
 
-client::protocol::Channel g_out;  // stdout
+client::protocol::Channel g_out;    // stdout
+client::protocol::Inbox g_inbox;    // stdin's messages, read by a thread of its own (cmd_serve_script)
 void send(nlohmann::json m) { g_out.send(std::move(m)); }
 void send_error(const std::string& message, bool recoverable) { g_out.error(message, recoverable); }
 
@@ -81,173 +82,202 @@ struct Renumber {
   }
 };
 
-}  // namespace
-
-int cmd_serve_script(int argc, char** argv) {
+// What serve --script was asked for.
+struct ServeScriptArgs {
   client::ScriptOptions so;
   std::string report_dir;  // where a tune's report goes (the parent removes it); else the trace folder, else /tmp
-  std::vector<std::string> script_args;
-  const int end = script_args_split(argc, argv, script_args);
-  so.args = script_args;
+  bool inline_files = false;
+};
+
+// argv of serve --script (argv[0] "serve"; the script's own arguments after "--"): the options, or the one line.
+Result<ServeScriptArgs> parse_args(int argc, char** argv) {
+  ServeScriptArgs r;
+  client::ScriptOptions& so = r.so;
+  const int end = script_args_split(argc, argv, so.args);
   for (int i = 1; i < end; ++i) {
     const std::string a = argv[i];
     auto value = [&](std::string& out) { return next_arg(end, argv, i, out); };
-    std::string v;
-    int64_t n = 0;
-    if (const auto s = script_source_option(a, value, so)) {
-      if (!*s) {
-        std::fprintf(stderr, "tunebench-cli: error: serve: %s\n", s->error().message.c_str());
-        return 2;
-      }
-    } else if (a == "--set" && value(v)) {
-      // A malformed item is an error, as in run and tune: it was once dropped silently here.
-      const auto items = client::inputs::parse_settings(v);
-      if (!items) {
-        std::fprintf(stderr, "tunebench-cli: error: serve: %s\n", items.error().message.c_str());
-        return 2;
-      }
-      for (const auto& kv : *items) so.set.push_back(kv);
-    } else if (a == "--steps" && value(v) && parse_int(v, n)) {
-      so.steps = n;
+    if (const auto s = script_option(a, value, so, {.steps_min = client::inputs::kServeStepsMin})) {
+      if (!*s) return s->error();
     } else if (a == "--trace-dir" && value(so.trace_dir)) {
-    } else if (a == "--report-dir" && value(report_dir)) {
+    } else if (a == "--report-dir" && value(r.report_dir)) {
     } else if (a == "--inline-files") {
-      g_out.inline_files = true;
-    } else if (a == "--trace-every" && value(v) && parse_int(v, n, 1)) {
-      so.trace_every = int(n);
-    } else if (a == "--trace-share" && value(v)) {
-      const auto share = client::inputs::parse_trace_share(v);
-      if (!share) {
-        std::fprintf(stderr, "tunebench-cli: error: serve: %s\n", share.error().message.c_str());
-        return 2;
-      }
-      so.trace_share = *share;
-    } else if (a == "--trace-detail" && value(v) && !(so.trace_detail = trace_detail_of(v)).empty()) {
+      r.inline_files = true;
     } else {
-      std::fprintf(stderr, "tunebench-cli: error: serve: bad option '%s' for serve --script\n", a.c_str());
-      return 2;
+      return Error{"bad option '" + a + "' for serve --script"};
     }
   }
-  if (!so.trace_dir.empty()) std::filesystem::create_directories(so.trace_dir);
-  so.output = [](const std::string& line) { std::fprintf(stderr, "  | %s\n", line.c_str()); };
+  return r;
+}
 
-  static client::protocol::Inbox inbox;
-  std::thread([] { client::protocol::read_messages(std::cin, g_out, inbox); }).detach();
+// The run protocol for a script: one live child at a time, its messages relayed to stdout and the parent's to it;
+// a tune stops it and starts the next with the tuned knobs. Ends the process (the stdin reader may still block).
+class ScriptServe {
+ public:
+  explicit ScriptServe(ServeScriptArgs args) : so_(std::move(args.so)), report_dir_(std::move(args.report_dir)) {
+    trace_base_ = so_.trace_dir;
+  }
 
-  auto finish = [](int code) {
+  [[noreturn]] void run() {
+    for (;;) {  // one live child per iteration; a tune starts the next one with its result
+      auto runner = start_child();
+      relay(*runner);
+    }
+  }
+
+ private:
+  [[noreturn]] static void finish(int code) {
     std::fflush(stdout);
     std::fflush(stderr);
     std::_Exit(code);  // the stdin reader may still block
-  };
-  int64_t steps = 0;
-  bool hello_sent = false;
-  int tune_index = 0;
-  Renumber renumber;
-  const std::string trace_base = so.trace_dir;
-  for (;;) {  // one live child per iteration; a tune starts the next one with its result
+  }
+
+  // The child's own `done` summary: its loader's last totals go on in ours (the GUI's verdict at the end).
+  static nlohmann::json loader_of_child(nlohmann::json summary, const nlohmann::json& child_done) {
+    for (const char* k : {"loader_parts", "cpu_ns"})
+      if (child_done.contains(k)) summary[k] = child_done[k];
+    return summary;
+  }
+
+  // The next live child, its hello sent once for the whole run; a child that cannot start ends the run.
+  std::unique_ptr<client::ScriptRunner> start_child() {
     auto runner = std::make_unique<client::ScriptRunner>();
-    Status st = runner->start(so);
+    Status st = runner->start(so_);
     if (st && !runner->hello().is_object())  // the training ran in child processes (client/script_runner.h)
       st = Error{"the training runs in child processes (torch.multiprocessing), which TuneBench does not follow: "
                  "no step to watch in this process"};
     if (!st) {
       send_error(st.error().message, false);
-      send({{"type", msg::done}, {"summary", {{"steps", steps}, {"reason", "error"}, {"unit", "samples/s"}}}});
+      send({{"type", msg::done}, {"summary", {{"steps", steps_}, {"reason", "error"}, {"unit", "samples/s"}}}});
       finish(2);
     }
-    nlohmann::json hello = runner->hello();
-    if (!hello_sent) {
-      send(hello);
-      hello_sent = true;
+    if (!hello_sent_) {
+      send(runner->hello());
+      hello_sent_ = true;
     }
-    // The child's own `done` summary: its loader's last totals go on in ours (the GUI's verdict at the end).
+    return runner;
+  }
+
+  // The live child's messages and the parent's, until a tune restarts the child (returns) or the run ends.
+  void relay(client::ScriptRunner& runner) {
     nlohmann::json child_done = nlohmann::json::object();
-    auto loader_of_child = [&](nlohmann::json summary) {
-      for (const char* k : {"loader_parts", "cpu_ns"})
-        if (child_done.contains(k)) summary[k] = child_done[k];
-      return summary;
-    };
-    bool restart = false;
-    while (!restart) {
-      for (auto& msg : inbox.drain()) {
-        const std::string type = msg.value("type", std::string());
-        if (type == msg::set || type == msg::trace) {
-          runner->send(msg);
-        } else if (type == msg::tune) {
-          // Checked before the live run is stopped: a bad request costs nothing.
-          // The script's knobs are the knob table's that a script run has (the launcher's and the allocator).
-          auto request = engine::tune_request(msg, [](const std::string& id) {
-            const tb::knobs::Row* row = tb::knobs::find(id);
-            return row && tb::knobs::script_has(*row);
-          });
-          if (!request) {
-            send_error(request.error().message, true);
-            continue;
-          }
-          runner->stop(5);
-          engine::TuneOptions to = std::move(*request);
-          to.progress = [](const engine::TuneProgress& p) {
-            send({{"type", msg::tune_progress}, {"phase", p.phase}, {"message", p.message}, {"fraction", p.fraction}});
-          };
-          try {
-            client::ScriptOptions tso = so;
-            tso.steps = 0;
-            tso.trace_dir.clear();
-            tso.output = {};
-            auto w = engine::make_script_workload(tso);
-            engine::TuneResult r = engine::run_tune(*w, to);
-            send(engine::write_live_tune_report(r, report_dir, trace_base, tune_index++));
-            // The next live child runs the user's own settings with the tuned knobs over them.
-            nlohmann::json changed = nlohmann::json::object();
-            for (const auto& k : engine::changed_knobs(r.baseline, r.final_config)) {
-              changed[k] = r.final_config.at(k);
-              bool found = false;
-              for (auto& [key, value] : so.set)
-                if (key == k) value = r.final_config.at(k), found = true;
-              if (!found) so.set.push_back({k, r.final_config.at(k)});
-            }
-            renumber.restart(changed);
-          } catch (const std::exception& e) {
-            send_error(std::string("auto-tune failed: ") + e.what(), true);
-            renumber.restart(nlohmann::json::object());
-          }
-          // Its trace chunks in a folder of their own: the first child's names would be written again.
-          if (!trace_base.empty()) {
-            so.trace_dir = (std::filesystem::path(trace_base) / ("after-tune-" + std::to_string(tune_index))).string();
-            std::filesystem::create_directories(so.trace_dir);
-          }
-          restart = true;  // the live run goes on, from the start of the script, with the tuned knobs
-          break;
-        }
-      }
-      if (restart) break;
-      if (inbox.stop) {  // `stop`, or the end of stdin
-        runner->stop(5);
-        while (auto rest = runner->next(0.1))  // what it sent before it ended: its `done` with them
+    for (;;) {
+      if (parent_messages(runner)) return;
+      if (g_inbox.stop) {  // `stop`, or the end of stdin
+        runner.stop(5);
+        while (auto rest = runner.next(0.1))  // what it sent before it ended: its `done` with them
           if (rest->value("type", std::string()) == msg::done) child_done = rest->value("summary", nlohmann::json::object());
         send({{"type", msg::done},
-              {"summary", loader_of_child({{"steps", steps}, {"reason", inbox.eof ? "stdin closed" : "stopped"},
-                                           {"unit", "samples/s"}})}});
+              {"summary", loader_of_child({{"steps", steps_}, {"reason", g_inbox.eof ? "stdin closed" : "stopped"},
+                                           {"unit", "samples/s"}}, child_done)}});
         finish(0);
       }
-      auto m = runner->next(0.05);
+      auto m = runner.next(0.05);
       if (!m) {
-        if (!runner->finished()) continue;
-        const int code = runner->stop(5);
-        send({{"type", msg::done}, {"summary", loader_of_child({{"steps", steps}, {"reason", code == 0 ? "completed" : "error"},
-                                                             {"unit", "samples/s"}, {"exit_code", code}})}});
+        if (!runner.finished()) continue;
+        const int code = runner.stop(5);
+        send({{"type", msg::done}, {"summary", loader_of_child({{"steps", steps_}, {"reason", code == 0 ? "completed" : "error"},
+                                                             {"unit", "samples/s"}, {"exit_code", code}}, child_done)}});
         finish(code == 0 ? 0 : 1);
       }
       const std::string type = m->value("type", std::string());
-      if (type == msg::step) ++steps;
+      if (type == msg::step) ++steps_;
       if (type == msg::hello) continue;  // a restarted child: the parent already has one
       if (type == msg::done) {  // sent by us, with our step count, when the child is gone
         child_done = m->value("summary", nlohmann::json::object());
         continue;
       }
-      if (auto out = renumber.map(std::move(*m)); !out.is_null()) send(std::move(out));
+      if (auto out = renumber_.map(std::move(*m)); !out.is_null()) send(std::move(out));
     }
   }
+
+  // The parent's messages so far: set and trace go to the child; true when a tune restarts it (what came after the
+  // tune is dropped, as the restarted child starts from the tuned knobs).
+  bool parent_messages(client::ScriptRunner& runner) {
+    for (auto& m : g_inbox.drain()) {
+      const std::string type = m.value("type", std::string());
+      if (type == msg::set || type == msg::trace) runner.send(m);
+      else if (type == msg::tune && tune(runner, m)) return true;
+    }
+    return false;
+  }
+
+  // A `tune` message: false when the request is refused (said as a recoverable error); else the live child is
+  // stopped, the tune runs with fresh children (its report sent) and true: the live run goes on, from the start
+  // of the script, with the tuned knobs.
+  bool tune(client::ScriptRunner& runner, const nlohmann::json& m) {
+    // Checked before the live run is stopped: a bad request costs nothing.
+    // The script's knobs are the knob table's that a script run has (the launcher's and the allocator).
+    auto request = engine::tune_request(m, [](const std::string& id) {
+      const tb::knobs::Row* row = tb::knobs::find(id);
+      return row && tb::knobs::script_has(*row);
+    });
+    if (!request) {
+      send_error(request.error().message, true);
+      return false;
+    }
+    runner.stop(5);
+    engine::TuneOptions to = std::move(*request);
+    to.progress = [](const engine::TuneProgress& p) {
+      send({{"type", msg::tune_progress}, {"phase", p.phase}, {"message", p.message}, {"fraction", p.fraction}});
+    };
+    try {
+      client::ScriptOptions tso = so_;
+      tso.steps = 0;
+      tso.trace_dir.clear();
+      tso.output = {};
+      auto w = engine::make_script_workload(tso);
+      engine::TuneResult r = engine::run_tune(*w, to);
+      send(engine::write_live_tune_report(r, report_dir_, trace_base_, tune_index_++));
+      renumber_.restart(keep_tuned(r));
+    } catch (const std::exception& e) {
+      send_error(std::string("auto-tune failed: ") + e.what(), true);
+      renumber_.restart(nlohmann::json::object());
+    }
+    // Its trace chunks in a folder of their own: the first child's names would be written again.
+    if (!trace_base_.empty()) {
+      so_.trace_dir = (std::filesystem::path(trace_base_) / ("after-tune-" + std::to_string(tune_index_))).string();
+      std::filesystem::create_directories(so_.trace_dir);
+    }
+    return true;
+  }
+
+  // The next live child runs the user's own settings with the tuned knobs over them: those the tune changed.
+  nlohmann::json keep_tuned(const engine::TuneResult& r) {
+    nlohmann::json changed = nlohmann::json::object();
+    for (const auto& k : engine::changed_knobs(r.baseline, r.final_config)) {
+      changed[k] = r.final_config.at(k);
+      bool found = false;
+      for (auto& [key, value] : so_.set)
+        if (key == k) value = r.final_config.at(k), found = true;
+      if (!found) so_.set.push_back({k, r.final_config.at(k)});
+    }
+    return changed;
+  }
+
+  client::ScriptOptions so_;
+  std::string report_dir_, trace_base_;
+  int64_t steps_ = 0;
+  bool hello_sent_ = false;
+  int tune_index_ = 0;
+  Renumber renumber_;
+};
+
+}  // namespace
+
+int cmd_serve_script(int argc, char** argv) {
+  auto parsed = parse_args(argc, argv);
+  if (!parsed) {
+    std::fprintf(stderr, "tunebench-cli: error: serve: %s\n", parsed.error().message.c_str());
+    return 2;
+  }
+  g_out.inline_files = parsed->inline_files;
+  client::ScriptOptions& so = parsed->so;
+  if (!so.trace_dir.empty()) std::filesystem::create_directories(so.trace_dir);
+  so.output = [](const std::string& line) { std::fprintf(stderr, "  | %s\n", line.c_str()); };
+  ScriptServe serve(std::move(*parsed));
+  std::thread([] { client::protocol::read_messages(std::cin, g_out, g_inbox); }).detach();
+  serve.run();
 }
 
 }  // namespace tb::cli

@@ -46,139 +46,232 @@ std::string markdown_path_for(const std::string& html) {
   return html + ".md";
 }
 
-}  // namespace
-
-int cmd_tune(int argc, char** argv) {
-  engine::SessionOptions so;
-  so.model.clear();
-  so.data.clear();
+// What tune was asked for.
+struct TuneArgs {
+  engine::SessionOptions so;     // the engine's run: --model, --data, and a --set before any --script
   engine::TuneOptions to;
-  to.budget_s = client::inputs::kBudgetDefaultS;
-  // A simulation's seed is the one given (0 included: it once became 7 silently), else 7, said on the terminal.
-  const bool seed_given = std::any_of(argv, argv + argc, [](const char* a) { return std::string(a) == "--seed"; });
-  std::string report, json_out, knobs_list, patch_out;
+  client::ScriptOptions script;  // --script's: the script, its knobs, its arguments after "--"
+  std::string report, json_out, patch_out, profile;
   bool quiet = false, simulate = false, fresh_groups = false, patch_check = true;
-  std::string profile;
+  bool help = false;
+  bool seed_given = false;
   int ranks = 1, dist_timeout = 0;
-  client::ScriptOptions script;
-  std::vector<std::string> script_args;
-  const int end = script_args_split(argc, argv, script_args);
-  script.args = script_args;
+};
+
+// tune's own options (the budget, the outputs, the knobs to try, the group, the simulation): nothing when `a` is
+// none of them, else Ok or the one line.
+template <class ReadValue>
+std::optional<Status> tune_option(const std::string& a, ReadValue&& value, TuneArgs& t) {
+  std::string v;
+  int64_t n = 0;
+  if (a == "--budget") {
+    if (!value(v)) return Status(Error{"--budget needs a number of seconds"});
+    const auto b = client::inputs::parse_tune_budget(v);
+    if (!b) return Status(Error{"--" + b.error().message});
+    t.to.budget_s = *b;
+  } else if (a == "--report") {
+    if (!value(t.report) || t.report.empty()) return Status(Error{"--report needs a file name (R.html)"});
+  } else if (a == "--json") {
+    if (!value(t.json_out) || t.json_out.empty()) return Status(Error{"--json needs a file name"});
+  } else if (a == "--patch") {
+    if (!value(t.patch_out) || t.patch_out.empty()) return Status(Error{"--patch needs a file name (P.diff)"});
+  } else if (a == "--no-patch-check") {
+    t.patch_check = false;
+  } else if (a == "--knobs") {
+    if (!value(v)) return Status(Error{"--knobs needs k1,k2,..."});
+    for (const auto& k : split_list(v)) {
+      if (t.script.script.empty() && !engine::find_knob(k))
+        return Status(Error{"unknown knob '" + k + "' in --knobs (see tunebench-cli knobs)"});
+      t.to.only_knobs.push_back(k);
+    }
+  } else if (a == "--rounds") {
+    if (!value(v) || !parse_int(v, n, 1) || n > 20) return Status(Error{"--rounds needs an integer in [1, 20]"});
+    t.to.rounds = static_cast<int>(n);
+  } else if (a == "--ranks") {
+    if (!value(v) || !parse_int(v, n, 1) || n > 64) return Status(Error{"--ranks needs an integer from 1 to 64"});
+    t.ranks = static_cast<int>(n);
+  } else if (a == "--dist-timeout") {
+    if (!value(v) || !parse_int(v, n, 1)) return Status(Error{"--dist-timeout needs a positive number of seconds"});
+    t.dist_timeout = static_cast<int>(n);
+  } else if (a == "--fresh-groups") {
+    t.fresh_groups = true;
+  } else if (a == "--quiet" || a == "-q") {
+    t.quiet = true;
+  } else if (a == "--simulate") {
+    t.simulate = true;
+  } else if (a == "--profile") {
+    if (!value(t.profile) || t.profile.empty())
+      return Status(Error{"--profile needs a name (toy, gpu, script-gpu) or a world file"});
+  } else {
+    return std::nullopt;
+  }
+  return Status::Ok();
+}
+
+// What is tuned, said once: a simulation (with its profile), a script, or the engine's --model and --data.
+Status check_target(const TuneArgs& t) {
+  if (!t.profile.empty() && !t.simulate) return Error{"--profile names a simulation: use it with --simulate"};
+  if (!t.profile.empty())
+    if (Status ok = engine::check_simulation_profile(t.profile); !ok) return ok;
+  if (!t.script.script.empty() && (t.simulate || !t.so.model.empty()))
+    return Error{"--script replaces --model/--data/--simulate"};
+  if (!t.simulate && t.script.script.empty() && t.so.model.empty())
+    return Error{"tune needs --model (mnist_cnn, resnet18, resnet50, vit_tiny, torchscript:PATH)"};
+  if (!t.simulate && t.script.script.empty() && t.so.data.empty())
+    return Error{"tune needs --data (synthetic, imagefolder:DIR, mnist:DIR)"};
+  return Status::Ok();
+}
+
+// argv of tune (argv[0] "tune"; a script's own arguments after "--"): the options, or the one line. --help ends
+// the reading where it stands (`help`).
+Result<TuneArgs> parse_args(int argc, char** argv) {
+  TuneArgs t;
+  t.so.model.clear();
+  t.so.data.clear();
+  t.to.budget_s = client::inputs::kBudgetDefaultS;
+  // A simulation's seed is the one given (0 included: it once became 7 silently), else 7, said on the terminal.
+  t.seed_given = std::any_of(argv, argv + argc, [](const char* a) { return std::string(a) == "--seed"; });
+  const int end = script_args_split(argc, argv, t.script.args);
   for (int i = 1; i < end; ++i) {
     const std::string a = argv[i];
     auto value = [&](std::string& out) { return next_arg(end, argv, i, out); };
-    std::string v;
-    int64_t n = 0;
-    if (const auto s = script_source_option(a, value, script)) {
-      if (!*s) return fail(s->error().message, 2);
-    } else if (a == "--set" && !script.script.empty()) {
-      // Script knobs are the launcher's (it validates them): keep them as they are.
-      if (!value(v)) return fail("--set needs k=v,...", 2);
-      const auto items = client::inputs::parse_settings(v);
-      if (!items) return fail(items.error().message, 2);
-      for (const auto& [k, val] : *items) {
-        script.set.push_back({k, val});
-        to.skip_knobs.push_back(k);
-      }
+    // A --set before --script is the engine's (parse_session_option below): a script's knobs follow its --script.
+    const bool engine_set = a == "--set" && t.script.script.empty();
+    if (const auto s = engine_set ? std::nullopt : script_option(a, value, t.script, {.run_options = false})) {
+      if (!*s) return s->error();
     } else if (a == "--help" || a == "-h") {
-      print_tune_usage(stdout);
-      return 0;
-    } else if (a == "--budget") {
-      if (!value(v)) return fail("--budget needs a number of seconds", 2);
-      const auto b = client::inputs::parse_tune_budget(v);
-      if (!b) return fail("--" + b.error().message, 2);
-      to.budget_s = *b;
-    } else if (a == "--report") {
-      if (!value(report) || report.empty()) return fail("--report needs a file name (R.html)", 2);
-    } else if (a == "--json") {
-      if (!value(json_out) || json_out.empty()) return fail("--json needs a file name", 2);
-    } else if (a == "--patch") {
-      if (!value(patch_out) || patch_out.empty()) return fail("--patch needs a file name (P.diff)", 2);
-    } else if (a == "--no-patch-check") {
-      patch_check = false;
-    } else if (a == "--knobs") {
-      if (!value(knobs_list)) return fail("--knobs needs k1,k2,...", 2);
-      for (const auto& k : split_list(knobs_list)) {
-        if (script.script.empty() && !engine::find_knob(k))
-          return fail("unknown knob '" + k + "' in --knobs (see tunebench-cli knobs)", 2);
-        to.only_knobs.push_back(k);
-      }
-    } else if (a == "--rounds") {
-      if (!value(v) || !parse_int(v, n, 1) || n > 20) return fail("--rounds needs an integer in [1, 20]", 2);
-      to.rounds = static_cast<int>(n);
-    } else if (a == "--ranks") {
-      if (!value(v) || !parse_int(v, n, 1) || n > 64) return fail("--ranks needs an integer from 1 to 64", 2);
-      ranks = static_cast<int>(n);
-    } else if (a == "--dist-timeout") {
-      if (!value(v) || !parse_int(v, n, 1)) return fail("--dist-timeout needs a positive number of seconds", 2);
-      dist_timeout = static_cast<int>(n);
-    } else if (a == "--fresh-groups") {
-      fresh_groups = true;
-    } else if (a == "--quiet" || a == "-q") {
-      quiet = true;
-    } else if (a == "--simulate") {
-      simulate = true;
-    } else if (a == "--profile") {
-      if (!value(profile) || profile.empty()) return fail("--profile needs a name (toy, gpu, script-gpu) or a world file", 2);
+      t.help = true;
+      return t;
+    } else if (const auto s = tune_option(a, value, t)) {
+      if (!*s) return s->error();
     } else {
       bool matched = false;
-      if (const Status s = parse_session_option(argc, argv, i, so, matched); !s) return fail(s.error().message, 2);
-      if (!matched) return fail("unknown option '" + a + "' for tune (see tunebench-cli tune --help)", 2);
-
+      if (const Status s = parse_session_option(argc, argv, i, t.so, matched); !s) return s.error();
+      if (!matched) return Error{"unknown option '" + a + "' for tune (see tunebench-cli tune --help)"};
     }
   }
-  if (!profile.empty() && !simulate) return fail("--profile names a simulation: use it with --simulate", 2);
-  if (!profile.empty())
-    if (Status ok = engine::check_simulation_profile(profile); !ok) return fail(ok.error().message, 2);
-  if (!script.script.empty() && (simulate || !so.model.empty()))
-    return fail("--script replaces --model/--data/--simulate", 2);
-  if (!simulate && script.script.empty() && so.model.empty()) return fail("tune needs --model (mnist_cnn, resnet18, resnet50, vit_tiny, torchscript:PATH)", 2);
-  if (!simulate && script.script.empty() && so.data.empty()) return fail("tune needs --data (synthetic, imagefolder:DIR, mnist:DIR)", 2);
-  // A led group starts this command again as its ranks (launch_led_group), or torchrun does on every node:
-  // rank 0 tunes, the others follow.
-  const auto from_env = engine::dist_from_env();
-  if (!from_env) return fail("bad group environment: " + from_env.error().message, 2);
-  const std::optional<engine::DistOptions> env = *from_env;
-  if (ranks > 1 && std::getenv("WORLD_SIZE"))
-    return fail("tune --ranks starts its own groups of ranks: drop --ranks under torchrun (WORLD_SIZE is set)", 2);
-  const bool led_rank = env && env->enabled();
-  if ((ranks > 1 || led_rank) && (simulate || !script.script.empty()))
-    return fail(std::string("a data-parallel tune (--ranks, or under torchrun) runs the engine's own data-parallel "
-                            "run (--model/--data), not ") +
-                    (simulate ? "--simulate" : "a script"),
-                2);
-  if (ranks > 1 && !fresh_groups) return launch_led_group(argc, argv, "tune", ranks, dist_timeout > 0 ? dist_timeout : 60);
-  if (led_rank) {
-    join_group(so, *env, dist_timeout);
-    ranks = env->world_size;
-    if (env->rank != 0) return engine::serve_follower(so);
-  }
-  // Knobs pinned with --set are part of the baseline and are not tuned.
-  for (const auto& [k, v] : so.knobs) to.skip_knobs.push_back(k);
-  // Fail on an unwritable output before spending the budget; files the probe created are removed again if
-  // the tune fails, so a failed run leaves no empty report behind.
+  if (Status st = check_target(t); !st) return st.error();
+  // Script knobs are the launcher's (it validates them): pinned as they are, and not tuned.
+  for (const auto& [k, v] : t.script.set) t.to.skip_knobs.push_back(k);
+  return t;
+}
+
+// The outputs a tune writes, made (or opened) before it spends its budget: those it made are removed again when
+// the tune fails, so a failed run leaves no empty report behind.
+struct Outputs {
   std::vector<std::string> created;
-  for (const std::string& p : {report, report.empty() ? std::string() : markdown_path_for(report), json_out}) {
+  void remove() const {
+    for (const auto& c : created) std::remove(c.c_str());
+  }
+  int fail_clean(const std::string& msg, int code) const {
+    remove();
+    return fail(msg, code);
+  }
+};
+
+// Fails on an unwritable output before the budget is spent.
+Result<Outputs> probe_outputs(const TuneArgs& t) {
+  Outputs o;
+  for (const std::string& p : {t.report, t.report.empty() ? std::string() : markdown_path_for(t.report), t.json_out}) {
     if (p.empty()) continue;
     const bool existed = std::filesystem::exists(p);
     FILE* f = std::fopen(p.c_str(), "ab");
     if (!f) {
-      for (const auto& c : created) std::remove(c.c_str());
-      return fail("cannot write '" + p + "'", 2);
+      o.remove();
+      return Error{"cannot write '" + p + "'"};
     }
     std::fclose(f);
-    if (!existed) created.push_back(p);
+    if (!existed) o.created.push_back(p);
   }
-  auto fail_clean = [&](const std::string& msg, int code) {
-    for (const auto& c : created) std::remove(c.c_str());
-    return fail(msg, code);
-  };
-  if (!quiet)
-    to.progress = [](const engine::TuneProgress& p) {
+  return o;
+}
+
+// What the tuner measures: a simulation, a script, rank 0 of a led group (whose leader is made here), a group of
+// fresh processes, or this process's session. Throws as the engine does.
+std::unique_ptr<engine::Workload> make_workload(TuneArgs& t, bool led_rank, uint64_t sim_seed,
+                                                std::unique_ptr<engine::GroupLeader>& leader) {
+  if (t.simulate) return engine::make_simulated_workload(sim_seed, t.profile.empty() ? "toy" : t.profile);
+  if (!t.script.script.empty()) {
+    t.script.output = script_output_to_stderr(true);  // the script's prints would drown the progress lines
+    return engine::make_script_workload(t.script);
+  }
+  if (led_rank) {
+    leader = std::make_unique<engine::GroupLeader>(engine::Session::create(t.so));
+    return engine::make_live_group_workload(*leader, t.so, t.ranks, t.dist_timeout, leader->recording());
+  }
+  if (t.ranks > 1) return engine::make_group_workload(t.so, t.ranks, t.dist_timeout);
+  return engine::make_session_workload(t.so);
+}
+
+// A script's tune: the kept changes as a patch of the script, and the check that confirmed it (or not).
+struct PatchOutcome {
+  std::vector<std::string> changed;  // the knobs the tune changed
+  engine::ScriptPatch patch;
+  engine::PatchCheck check;
+  std::string base;  // the folder the patch's paths are relative to
+  std::string out;   // where it goes: --patch, else next to the report
+};
+
+// The patch is written only when the patched script, run plainly against the original in fresh processes, is
+// faster (engine/patch_check.h); the check's line goes into the report's notes.
+PatchOutcome make_patch(const TuneArgs& t, engine::TuneResult& result, engine::Workload& workload) {
+  PatchOutcome p;
+  p.changed = engine::changed_knobs(result.baseline, result.final_config);
+  p.out = t.patch_out;
+  if (t.script.script.empty() || p.changed.empty()) return p;
+  if (p.out.empty() && !t.report.empty()) p.out = t.report.substr(0, t.report.rfind('.')) + ".diff";
+  std::error_code ec;
+  p.base = std::filesystem::current_path(ec).string();
+  p.patch = engine::script_patch(result, p.base);
+  if (p.out.empty() || p.patch.diff.empty() || !t.patch_check) return p;
+  workload.release();  // the tune's live script must not run beside the processes measured now
+  engine::PatchCheckOptions po;
+  po.steps = result.window > 0 ? result.window : 20;
+  for (const auto& tr : result.trials)
+    if (tr.phase == "final" && tr.fresh_processes && tr.window > 0) po.steps = tr.window;
+  // At most a quarter of the budget again, and never under three pairs.
+  po.max_s = 0.25 * t.to.budget_s;
+  po.confidence = t.to.confidence;
+  if (!t.quiet)
+    po.progress = [](const std::string& m) { std::fprintf(stderr, "[tune  check] patch      %s\n", m.c_str()); };
+  p.check = engine::check_script_patch(workload, p.patch, po);
+  if (!p.check.verdict.empty())
+    result.notes.push_back("patch: " + p.check.text() +
+                           (p.check.confirmed() ? ": written with this figure" : ": the patch was not written"));
+  if (p.check.confirmed()) p.patch = engine::script_patch(result, p.base, p.check.estimate);
+  return p;
+}
+
+// The patch's lines after the summary, and the patch written where it was confirmed (or not checked); the exit code.
+int write_patch(const TuneArgs& t, const PatchOutcome& p) {
+  if (t.script.script.empty() || p.changed.empty()) return 0;
+  for (const auto& u : p.patch.unplaced) std::printf("not in the patch: %s\n", u.c_str());
+  if (p.check.verdict.empty() && !p.out.empty() && !p.patch.diff.empty())
+    std::printf("checked   no: --no-patch-check (the patch was not run against the original)\n");
+  else if (!p.check.verdict.empty())
+    std::printf("checked   %s (%.0f s)\n", p.check.text().c_str(), p.check.seconds);
+  if (!p.out.empty() && !p.patch.diff.empty() && (p.check.verdict.empty() || p.check.confirmed())) {
+    std::ofstream f(p.out);
+    f << p.patch.diff;
+    if (!f) return fail("cannot write '" + p.out + "'", 1);
+    std::printf("patch     %s (from %s: git apply %s, or patch -p1 < %s)\n", p.out.c_str(), p.base.c_str(),
+                p.out.c_str(), p.out.c_str());
+    for (const auto& w : p.patch.placed) std::printf("  %s\n", w.c_str());
+  } else if (!p.out.empty() && !p.patch.diff.empty()) {
+    std::printf("patch     not written: the patched script was not confirmed faster than the original "
+                "(the kept changes stand as measured with TuneBench's knobs; tune again, or apply them by hand)\n");
+    std::remove(p.out.c_str());  // a patch of an earlier tune under this name must not pass for this one's
+  }
+  return 0;
+}
+
+// The tune itself, its report, its summary and a script's patch; the exit code.
+int tune_and_report(TuneArgs& t, bool led_rank, const Outputs& outputs) {
+  if (!t.quiet)
+    t.to.progress = [](const engine::TuneProgress& p) {
       std::fprintf(stderr, "[tune %3d%%] %-10s %s\n", static_cast<int>(std::lround(p.fraction * 100)), p.phase.c_str(),
                    p.message.c_str());
     };
-
   // Rank 0 of a led group: its session orders every step and change to the other ranks, and at the end (any
   // return) the order to stop, so no follower waits for a rank 0 that has gone.
   std::unique_ptr<engine::GroupLeader> leader;
@@ -190,106 +283,86 @@ int cmd_tune(int argc, char** argv) {
     }
   } end_group{leader};
   std::unique_ptr<engine::Workload> workload;  // after the leader: it may hold the leader's session
-  const uint64_t sim_seed = seed_given ? so.seed : 7;
+  const uint64_t sim_seed = t.seed_given ? t.so.seed : 7;
   try {
-    if (simulate) workload = engine::make_simulated_workload(sim_seed, profile.empty() ? "toy" : profile);
-    else if (!script.script.empty()) {
-      script.output = script_output_to_stderr(true);  // the script's prints would drown the progress lines
-      workload = engine::make_script_workload(script);
-    } else if (led_rank) {
-      leader = std::make_unique<engine::GroupLeader>(engine::Session::create(so));
-      workload = engine::make_live_group_workload(*leader, so, ranks, dist_timeout, leader->recording());
-    } else if (ranks > 1) {
-      workload = engine::make_group_workload(so, ranks, dist_timeout);
-    } else workload = engine::make_session_workload(so);
+    workload = make_workload(t, led_rank, sim_seed, leader);
   } catch (const engine::EngineError& e) {
     // Rank 0 could not listen on the rendezvous port: the launcher starts the group again on another.
     if (led_rank && port_in_use_error(e.what())) {
-      for (const auto& c : created) std::remove(c.c_str());
+      outputs.remove();
       return kExitPortInUse;
     }
-    return fail_clean(led_rank ? std::string("the baseline group cannot run: ") + e.what() : std::string(e.what()), 2);
+    return outputs.fail_clean(led_rank ? std::string("the baseline group cannot run: ") + e.what() : std::string(e.what()), 2);
   } catch (const engine::TrialFailure& e) {
-    return fail_clean(e.what(), 2);
+    return outputs.fail_clean(e.what(), 2);
   } catch (const std::exception& e) {
-    return fail_clean(e.what(), 1);
+    return outputs.fail_clean(e.what(), 1);
   }
   engine::TuneResult result;
   const auto tune_start = std::chrono::steady_clock::now();
   try {
-    result = engine::run_tune(*workload, to);
+    result = engine::run_tune(*workload, t.to);
   } catch (const engine::TrialFailure& e) {
-    return fail_clean(std::string("the baseline configuration cannot run: ") + e.what(), 1);
+    return outputs.fail_clean(std::string("the baseline configuration cannot run: ") + e.what(), 1);
   } catch (const engine::EngineError& e) {
-    return fail_clean(e.what(), 1);
+    return outputs.fail_clean(e.what(), 1);
   } catch (const std::exception& e) {
-    return fail_clean(std::string("tuning failed: ") + e.what(), 1);
+    return outputs.fail_clean(std::string("tuning failed: ") + e.what(), 1);
   }
-  // A script's tune: the kept changes as a patch of the script (next to the report unless --patch names it),
-  // written only when the patched script, run plainly against the original in fresh processes, is faster
-  // (engine/patch_check.h); the check's line goes into the report's notes.
-  const auto changed = engine::changed_knobs(result.baseline, result.final_config);
-  engine::ScriptPatch patch;
-  engine::PatchCheck check;
-  std::string patch_base;
-  if (!script.script.empty() && !changed.empty()) {
-    if (patch_out.empty() && !report.empty()) patch_out = report.substr(0, report.rfind('.')) + ".diff";
-    std::error_code ec;
-    patch_base = std::filesystem::current_path(ec).string();
-    patch = engine::script_patch(result, patch_base);
-    if (!patch_out.empty() && !patch.diff.empty() && patch_check) {
-      workload->release();  // the tune's live script must not run beside the processes measured now
-      engine::PatchCheckOptions po;
-      po.steps = result.window > 0 ? result.window : 20;
-      for (const auto& t : result.trials)
-        if (t.phase == "final" && t.fresh_processes && t.window > 0) po.steps = t.window;
-      // At most a quarter of the budget again, and never under three pairs.
-      po.max_s = 0.25 * to.budget_s;
-      po.confidence = to.confidence;
-      if (!quiet)
-        po.progress = [](const std::string& m) { std::fprintf(stderr, "[tune  check] patch      %s\n", m.c_str()); };
-      check = engine::check_script_patch(*workload, patch, po);
-      if (!check.verdict.empty())
-        result.notes.push_back("patch: " + check.text() +
-                               (check.confirmed() ? ": written with this figure" : ": the patch was not written"));
-      if (check.confirmed()) patch = engine::script_patch(result, patch_base, check.estimate);
-    }
-  }
+  const PatchOutcome patch = make_patch(t, result, *workload);
   try {
-    engine::write_report(result, report, report.empty() ? "" : markdown_path_for(report), json_out);
+    engine::write_report(result, t.report, t.report.empty() ? "" : markdown_path_for(t.report), t.json_out);
   } catch (const std::exception& e) {
     return fail(e.what(), 1);
   }
   end_group.ok = true;
 
   TuneSummaryContext ctx;
-  ctx.simulated_profile = profile.empty() ? "toy" : profile;
+  ctx.simulated_profile = t.profile.empty() ? "toy" : t.profile;
   ctx.seed = sim_seed;
   ctx.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - tune_start).count();
-  ctx.report = report;
-  ctx.report_markdown = report.empty() ? "" : markdown_path_for(report);
-  ctx.json = json_out;
+  ctx.report = t.report;
+  ctx.report_markdown = t.report.empty() ? "" : markdown_path_for(t.report);
+  ctx.json = t.json_out;
   print_tune_summary(result, ctx);
-  if (!script.script.empty() && !changed.empty()) {
-    for (const auto& u : patch.unplaced) std::printf("not in the patch: %s\n", u.c_str());
-    if (check.verdict.empty() && !patch_out.empty() && !patch.diff.empty())
-      std::printf("checked   no: --no-patch-check (the patch was not run against the original)\n");
-    else if (!check.verdict.empty())
-      std::printf("checked   %s (%.0f s)\n", check.text().c_str(), check.seconds);
-    if (!patch_out.empty() && !patch.diff.empty() && (check.verdict.empty() || check.confirmed())) {
-      std::ofstream f(patch_out);
-      f << patch.diff;
-      if (!f) return fail("cannot write '" + patch_out + "'", 1);
-      std::printf("patch     %s (from %s: git apply %s, or patch -p1 < %s)\n", patch_out.c_str(), patch_base.c_str(),
-                  patch_out.c_str(), patch_out.c_str());
-      for (const auto& w : patch.placed) std::printf("  %s\n", w.c_str());
-    } else if (!patch_out.empty() && !patch.diff.empty()) {
-      std::printf("patch     not written: the patched script was not confirmed faster than the original "
-                  "(the kept changes stand as measured with TuneBench's knobs; tune again, or apply them by hand)\n");
-      std::remove(patch_out.c_str());  // a patch of an earlier tune under this name must not pass for this one's
-    }
+  return write_patch(t, patch);
+}
+
+}  // namespace
+
+int cmd_tune(int argc, char** argv) {
+  auto parsed = parse_args(argc, argv);
+  if (!parsed) return fail(parsed.error().message, 2);
+  TuneArgs& t = *parsed;
+  if (t.help) {
+    print_tune_usage(stdout);
+    return 0;
   }
-  return 0;
+  // A led group starts this command again as its ranks (launch_led_group), or torchrun does on every node:
+  // rank 0 tunes, the others follow.
+  const auto from_env = engine::dist_from_env();
+  if (!from_env) return fail("bad group environment: " + from_env.error().message, 2);
+  const std::optional<engine::DistOptions> env = *from_env;
+  if (t.ranks > 1 && std::getenv("WORLD_SIZE"))
+    return fail("tune --ranks starts its own groups of ranks: drop --ranks under torchrun (WORLD_SIZE is set)", 2);
+  const bool led_rank = env && env->enabled();
+  if ((t.ranks > 1 || led_rank) && (t.simulate || !t.script.script.empty()))
+    return fail(std::string("a data-parallel tune (--ranks, or under torchrun) runs the engine's own data-parallel "
+                            "run (--model/--data), not ") +
+                    (t.simulate ? "--simulate" : "a script"),
+                2);
+  if (t.ranks > 1 && !t.fresh_groups)
+    return launch_led_group(argc, argv, "tune", t.ranks, t.dist_timeout > 0 ? t.dist_timeout : 60);
+  if (led_rank) {
+    join_group(t.so, *env, t.dist_timeout);
+    t.ranks = env->world_size;
+    if (env->rank != 0) return engine::serve_follower(t.so);
+  }
+  // Knobs pinned with --set are part of the baseline and are not tuned.
+  for (const auto& [k, v] : t.so.knobs) t.to.skip_knobs.push_back(k);
+  auto outputs = probe_outputs(t);
+  if (!outputs) return fail(outputs.error().message, 2);
+  return tune_and_report(t, led_rank, *outputs);
 }
 
 }  // namespace tb::cli

@@ -2,6 +2,7 @@
 // python -m tunebench.launch, client/script_runner.h). Header-only, app/engine only.
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
 #include <optional>
 #include <sstream>
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/result.h"
+#include "client/inputs.h"
 #include "client/script_runner.h"
 #include "engine/run_json.h"
 #include "engine/session.h"
@@ -99,6 +101,54 @@ std::optional<Status> script_source_option(const std::string& a, ReadValue&& val
     return Status::Ok();
   }
   return std::nullopt;
+}
+
+// Which of the script options a command reads (script_option): tune takes the script and its knobs; run and
+// serve also how long it runs and how it is traced, from their own least --steps (client/inputs.h).
+struct ScriptOptionRules {
+  bool run_options = true;  // --steps, --trace-every, --trace-share, --trace-detail
+  int64_t steps_min = client::inputs::kRunStepsMin;
+};
+
+// The options every command that runs a script reads the same way (run, serve and tune --script): --script,
+// --python, --set and, where `rules` says, --steps, --trace-every, --trace-share and --trace-detail. Nothing when
+// `a` is none of them, else its value read into `so` by `value` and Ok, or the one line saying what is wrong
+// (the caller puts its own "run: " or "serve: " in front).
+template <class ReadValue>
+std::optional<Status> script_option(const std::string& a, ReadValue&& value, client::ScriptOptions& so,
+                                    const ScriptOptionRules& rules) {
+  if (auto source = script_source_option(a, value, so)) return source;
+  std::string v;
+  if (a == "--set") {
+    // A malformed item is an error on every surface: a script serve once dropped it silently.
+    if (!value(v)) return Status(Error{"--set needs k=v,..."});
+    const auto items = client::inputs::parse_settings(v);
+    if (!items) return Status(items.error());
+    so.set.insert(so.set.end(), items->begin(), items->end());
+    return Status::Ok();
+  }
+  if (!rules.run_options) return std::nullopt;
+  if (a == "--steps") {
+    value(v);  // none: parse_steps("") says the range alone
+    const auto n = client::inputs::parse_steps(v, rules.steps_min);
+    if (!n) return Status(n.error());
+    so.steps = *n;
+  } else if (a == "--trace-every") {
+    const auto n = value(v) ? client::inputs::parse_integer(v, 1) : std::nullopt;
+    if (!n) return Status(Error{"--trace-every needs a positive integer"});
+    so.trace_every = int(*n);
+  } else if (a == "--trace-share") {
+    if (!value(v)) return Status(Error{"--trace-share needs a share of the run from 0 (trace every step) to 0.5"});
+    const auto share = client::inputs::parse_trace_share(v);
+    if (!share) return Status(share.error());
+    so.trace_share = *share;
+  } else if (a == "--trace-detail") {
+    if (!value(v) || (so.trace_detail = trace_detail_of(v)).empty())
+      return Status(Error{"--trace-detail takes shapes, stack or shapes,stack"});
+  } else {
+    return std::nullopt;
+  }
+  return Status::Ok();
 }
 
 // The script's prints go to our stderr, marked, so a user sees their own output but protocol stays clean.

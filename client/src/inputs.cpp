@@ -24,6 +24,12 @@ std::optional<int64_t> parse_integer(std::string_view text, int64_t min, int64_t
   return v;
 }
 
+Result<int64_t> parse_steps(const std::string& text, int64_t min) {
+  if (const auto v = parse_integer(text, min, kStepsMax)) return *v;
+  return Error{"--steps needs an integer from " + std::to_string(min) + (min == 0 ? " (until stopped)" : "") + " to " +
+               std::to_string(kStepsMax) + (text.empty() ? "" : ", got '" + text + "'")};
+}
+
 Result<double> tune_budget(double seconds) {
   if (!std::isfinite(seconds) || seconds < kBudgetMinS || seconds > kBudgetMaxS)
     return Error{"budget must be between " + seconds_text(kBudgetMinS) + " and " + seconds_text(kBudgetMaxS) +

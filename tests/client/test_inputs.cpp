@@ -1,4 +1,4 @@
-// The inputs every surface checks the same way (client/inputs.h): the tune budget and "k=v,..." settings.
+// The inputs every surface checks the same way (client/inputs.h): the tune budget, "k=v,..." settings, steps.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -70,4 +70,24 @@ TEST(Inputs, TheTraceShareIsOneRange) {
     EXPECT_EQ(r.error().message.rfind("--trace-share needs a share of the run from 0 (trace every step) to 0.5, got '", 0),
               0u) << r.error().message;
   }
+}
+
+// One --steps rule on every surface: run's least is 1, serve's 0 (until stopped), the gate's 5, and each stops at
+// kStepsMax (the GUI's spin box too). The error names the range in one line.
+TEST(Inputs, StepsAreOneRangeFromEachSurfacesLeast) {
+  EXPECT_EQ(*in::parse_steps("1", in::kRunStepsMin), 1);
+  EXPECT_EQ(*in::parse_steps("0", in::kServeStepsMin), 0);
+  EXPECT_EQ(*in::parse_steps("5", in::kGateStepsMin), 5);
+  EXPECT_EQ(*in::parse_steps("1000000", in::kRunStepsMin), in::kStepsMax);
+  for (const char* bad : {"0", "-1", "1000001", "1.5", "1e3", "ten", " 3"}) {
+    const auto r = in::parse_steps(bad, in::kRunStepsMin);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().message, std::string("--steps needs an integer from 1 to 1000000, got '") + bad + "'");
+  }
+  EXPECT_EQ(in::parse_steps("-1", in::kServeStepsMin).error().message,
+            "--steps needs an integer from 0 (until stopped) to 1000000, got '-1'");
+  EXPECT_EQ(in::parse_steps("4", in::kGateStepsMin).error().message,
+            "--steps needs an integer from 5 to 1000000, got '4'");
+  // No value at all: the range alone.
+  EXPECT_EQ(in::parse_steps("", in::kRunStepsMin).error().message, "--steps needs an integer from 1 to 1000000");
 }

@@ -346,6 +346,32 @@ TEST(Cli, EverySurfaceChecksSettingsAndTheBudgetTheSameWay) {
   std::remove(script.c_str());
 }
 
+// One --steps rule (client/inputs.h) on run, serve and their --script forms: a count out of the command's range
+// is one line naming the range and exit 2, before anything trains or starts. serve --script's bad values once got
+// only "bad option"; now they say what the option needs, as run --script's do.
+TEST(Cli, StepsOutOfTheirRangeAreOneLineNamingItAndExitTwo) {
+  const std::string script = ::testing::TempDir() + "/tb_steps_script.py";
+  std::ofstream(script) << "print('never run')\n";
+  const std::string run_range = "--steps needs an integer from 1 to 1000000";
+  const std::string serve_range = "--steps needs an integer from 0 (until stopped) to 1000000";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"run", "--model", "mnist_cnn", "--data", "synthetic", "--steps", "0"}, "run: " + run_range + ", got '0'"},
+      {{"run", "--model", "mnist_cnn", "--data", "synthetic", "--steps"}, "run: " + run_range},
+      {{"run", "--script", script, "--steps", "0"}, "run: " + run_range + ", got '0'"},
+      {{"run", "--script", script, "--steps", "1000001"}, "run: " + run_range + ", got '1000001'"},
+      {{"serve", "--steps", "-1"}, "serve: " + serve_range + ", got '-1'"},
+      {{"serve", "--script", script, "--steps", "-1"}, "serve: " + serve_range + ", got '-1'"},
+      {{"serve", "--script", script, "--steps", "12x"}, "serve: " + serve_range + ", got '12x'"},
+      {{"serve", "--script", script, "--trace-every", "0"}, "serve: --trace-every needs a positive integer"}};
+  for (const auto& [args, says] : cases) {
+    auto r = run_cli(args);
+    EXPECT_EQ(r.code, 2) << says << ": " << r.err;
+    EXPECT_EQ(r.err, "tunebench-cli: error: " + says + "\n");
+    EXPECT_EQ(r.out, "") << says;
+  }
+  std::remove(script.c_str());
+}
+
 TEST(Cli, ServeRoundTripWithLiveSet) {
   Child c = spawn({"serve", "--model", "mnist_cnn", "--data", "synthetic", "--set", "batch_size=4", "--warmup", "1",
                    "--drift-steps", "0"});

@@ -41,7 +41,9 @@ TEST(GateCli, ABadRevisionOptionOrBaselineFileIsOneLineAndExitThree) {
   expect_error("--baseline no-such-rev", "no revision 'no-such-rev' in ");
   expect_error("--baseline c1 --tolerance 2", "the tolerance must be a share between 0 and 1");
   expect_error("--baseline c1 --confidence 1", "the confidence must be at least 0.5");
-  expect_error("--baseline c1 --steps 2", "bad option or value: --steps 2");
+  // The one --steps rule (client/inputs.h) from the gate's least: a whole number of steps.
+  expect_error("--baseline c1 --steps 2", "--steps needs an integer from 5 to 1000000, got '2'");
+  expect_error("--baseline c1 --steps 80.5", "--steps needs an integer from 5 to 1000000, got '80.5'");
   expect_error("--baseline c1 --why maybe", "bad option or value: --why maybe");
   expect_error("--baseline c1 --max-time", "--max-time needs a value");
   expect_error("--baseline c1 --max-time 0", "--max-time must be between 1 and 86400 seconds, got 0");

@@ -1,5 +1,5 @@
 // What a user types for a run or a tune, checked in one place: the tune budget (the CLI's --budget, a serve's
-// and a script serve's "tune" message, the GUI's spin box) and knob settings ("k=v,..." of --set). Each
+// and a script serve's "tune" message, the GUI's spin box), knob settings ("k=v,..." of --set) and steps. Each
 // surface once had its own rule: the CLI took 5 s and more, `serve` 10-86400, a script serve anything, the GUI
 // 10-3600; a script serve dropped a malformed --set item silently. Errors are one line (base/result.h).
 #pragma once
@@ -42,6 +42,21 @@ inline constexpr double kTraceShareMax = 0.5;
 // "0.01" -> 0.01 within [0, kTraceShareMax], else "--trace-share needs a share of the run from 0 (trace every
 // step) to 0.5, got 'x'".
 Result<double> parse_trace_share(const std::string& text);
+
+// Steps of a run (--steps N of run, serve, their --script forms and the gate; the GUI's spin box): each surface
+// once had its own range (run 1 and up, serve 0 and up with a bad value a mere "bad option", the gate 5 and up as a
+// decimal number, the GUI up to a million). Now one integer range, from a command's least to kStepsMax.
+inline constexpr int64_t kStepsMax = 1'000'000;
+// The least of each surface: run needs a step to measure; serve's 0 runs until it is stopped.
+inline constexpr int64_t kRunStepsMin = 1;
+inline constexpr int64_t kServeStepsMin = 0;
+// The gate's least: a gate process is judged on 3 or more steps past its warm-up (gate/src/runner.cpp), so a
+// count that cannot hold them beside a warm-up is refused before any process starts. With the default warm-up
+// (3 steps or more) a count just over it may still fall short: the runner then says so, naming --steps.
+inline constexpr int64_t kGateStepsMin = 5;
+// "50" -> 50 within [min, kStepsMax], else "--steps needs an integer from 1 to 1000000, got 'x'" (with min 0:
+// "from 0 (until stopped) to 1000000"); without ", got ..." when `text` is empty (the option had no value).
+Result<int64_t> parse_steps(const std::string& text, int64_t min);
 
 // A whole decimal integer within [min, max] ("12", "-3"; not "12x", " 12", "1e3"), or nothing. The one integer
 // reader of every option and value: the CLI's, make-dataset's, the tuner's knob values.
