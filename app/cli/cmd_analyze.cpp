@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "analyze_print.h"
+#include "client/loader_findings.h"
 #include "client/loader_verdict.h"
 #include "commands.h"
 #include "profiler/analysis.h"
@@ -80,14 +81,16 @@ int cmd_analyze(int argc, char** argv) {
     return 2;
   }
   const prof::Trace& trace = *loaded.value();
-  const prof::AnalysisResult r = prof::analyze(trace, opt);
+  prof::AnalysisResult r = prof::analyze(trace, opt);
   const bool json_stdout = json_out == "-";
-  print_summary(trace, r, json_stdout ? stderr : stdout);
-  // A script's run traced with its loader timed: the verdict it printed, as it printed it.
+  // A script's run traced with its loader timed: the verdict it printed, as it printed it; its model is what the
+  // loader-stall finding says too (client/loader_findings.h).
   const auto loader_doc = trace.meta().documents.find("loader");
   client::LoaderVerdict loader =
       client::LoaderVerdict::from_text(loader_doc == trace.meta().documents.end() ? "" : loader_doc->second);
   loader.add_trace_transfer(r.input_copy_ns(), r.own_ns());  // a trace written before runs took it from theirs
+  client::apply_loader_verdict(loader, r.findings);
+  print_summary(trace, r, json_stdout ? stderr : stdout);
   for (const std::string& line : loader.lines()) std::fprintf(json_stdout ? stderr : stdout, "%s\n", line.c_str());
   // The ranks: other files, else the other processes of this one.
   std::vector<prof::AnalysisResult> per_rank;

@@ -1,7 +1,9 @@
-// What to change in a script's code when its loader is slow (LoaderVerdict::fixes): for each costly part, the
-// change the field knows for that kind of part, at the line the launcher found for it, and a bound on its gain.
+// What to change when a loader is slow: the loader knob and its bound (LoaderVerdict::advice), and in a script's
+// code (LoaderVerdict::fixes): for each costly part, the change the field knows for that kind of part, at the
+// line the launcher found for it, and a bound on its gain.
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,14 @@ namespace {
 constexpr double kCostly = 0.10;      // a part this share of the loading or more is worth a change
 constexpr double kModerately = 0.05;  // below this wait for batches, the loader is not what holds the step
 constexpr size_t kMostFixes = 2;
+// A run measuring this share of its cores' bound or more is at it (lines() says the same).
+constexpr double kAtBound = 0.95;
+
+std::string sps(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.0f", v);
+  return b;
+}
 
 bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
 
@@ -32,7 +42,12 @@ bool to_tensor(const std::string& n) {
 
 // The change in words for a part, by what it is. A user's own transform is told by its line being in the
 // script's files (not a library's).
-std::string change_for(const LoaderPart& p, double cpu_share) {
+std::string change_for(const LoaderPart& p, const LoaderVerdict& v) {
+  const double cpu_share = v.cpu_share;
+  // Crowded workers wait to run, not on their files: a slow disk is not what a file in the page cache costs.
+  if (v.crowded() && (p.name == "open (PIL)" || p.name == "read (file)"))
+    return "its time is mostly a wait for a CPU (" + std::to_string(v.workers) + " workers on " +
+           std::to_string(v.cores) + " cores), not for the disk: fewer workers";
   if (p.name == "read + decode (PIL)")
     return "decode at the size it is used at (for JPEG, Image.draft(\"RGB\", size) before the resize decodes at "
            "1/2 to 1/8 scale), store the images at that size, or cache the decoded samples";
@@ -86,7 +101,7 @@ std::vector<LoaderFix> LoaderVerdict::fixes() const {
     f.ms = p.ms;
     f.share = p.share;
     f.per_batch = p.per_batch;
-    f.change = change_for(p, cpu_share);
+    f.change = change_for(p, *this);
     // The part made free: each loading process takes that much less a sample, and at most that much less CPU
     // (how much of the part was CPU is not measured: counting all of it keeps the figure an upper bound); what
     // the loaders supply then, and the run bounded by the model's own rate.
@@ -104,6 +119,53 @@ std::vector<LoaderFix> LoaderVerdict::fixes() const {
     out.push_back(f);
   }
   return out;
+}
+
+LoaderAdvice LoaderVerdict::advice() const {
+  LoaderAdvice a;
+  if (!valid || !(ms_per_sample > 0) || !(consume_sps > 0) || !(run_sps > 0)) return a;
+  a.known = true;
+  const std::string on = std::to_string(cores) + " core" + (cores == 1 ? "" : "s");
+  if (wait_share < kModerately) {
+    a.at_most = 1.0 / (1.0 - wait_share);
+    a.why = "the loop hardly waits for batches: no loader knob speeds the step";
+    return a;
+  }
+  const double bound = std::max(1.0, expect_sps / run_sps);
+  if (crowded()) {
+    const int fewer = need_workers > 0 && need_workers < workers ? need_workers
+                                                                 : std::max(1, std::min(workers - 1, cores));
+    a.knob = "workers";
+    a.value = std::to_string(fewer);
+    a.also = {"persistent_workers"};
+    a.at_most = std::max(1.0, std::min(fed_sps, supply_with(fewer)) / run_sps);
+    a.why = std::to_string(workers) + " worker processes share " + on + ": each waits " +
+            sps(100 * cpu_wait_share) + "% of its busy time for a CPU, not for its files; " + std::to_string(fewer) +
+            " supply about " + sps(supply_with(fewer)) + " samples/s (this run " + sps(run_sps) +
+            "), with persistent_workers=on so that they start once";
+    return a;
+  }
+  if (cores_bound && run_sps >= kAtBound * expect_sps) {
+    a.at_most = bound;
+    a.why = "no worker count feeds the model on " + on + ": a sample's CPU (loading and training) bounds the run at " +
+            sps(expect_sps) + " samples/s, which this run reaches already (" + sps(run_sps) + ")";
+    return a;
+  }
+  if (need_workers > workers) {
+    a.knob = "workers";
+    a.value = std::to_string(need_workers);
+    a.at_most = bound;
+    a.why = std::string(cores_bound ? "the cores bound the run: " : "") + "about " + std::to_string(need_workers) +
+            " worker" + (need_workers > 1 ? "s" : "") + " supply " + sps(expect_sps) + " samples/s on " + on +
+            " (this run " + sps(run_sps) + ")";
+    return a;
+  }
+  // Enough workers by their cost a sample: the wait comes from elsewhere, which no worker count removes.
+  a.at_most = 1.0 / (1.0 - wait_share);
+  a.why = std::to_string(workers) + " worker" + (workers == 1 ? "" : "s") + " supply enough by their cost a sample: " +
+          "the wait comes from the training process (collate, pinning, the GIL) or workers started again at each " +
+          "pass (persistent_workers)";
+  return a;
 }
 
 }  // namespace tb::client

@@ -17,6 +17,9 @@ constexpr int kMaxWorkers = 64;  // the workers knob's range
 constexpr double kHeadroom = 1.15;
 // A run measuring 95% of its cores' bound or more is at it: more workers add no core.
 constexpr double kAtBound = 0.95;
+// Workers that wait this share of their busy time for a CPU, and more than on reads, are crowded: too many for
+// the cores (16 on 2 waited 76% of it), which looks like a slow disk in wall time and is not.
+constexpr double kCrowded = 0.25;
 
 std::string fmt(const char* f, double v) {
   char b[64];
@@ -53,13 +56,19 @@ std::string fix_line(const LoaderFix& f, int workers) {
 
 double LoaderVerdict::supply_with(int w) const {
   if (!(ms_per_sample > 0)) return std::numeric_limits<double>::quiet_NaN();
-  const double one = 1000.0 / ms_per_sample;
+  // A worker's sample without its wait for a CPU: what it takes when the cores are not crowded (the cores'
+  // bound below still counts every worker's CPU).
+  const double one = 1000.0 / (ms_per_sample * (1 - std::clamp(cpu_wait_share, 0.0, 0.9)));
   if (w <= 0) return one;  // the training process loads, between its steps
   // From a run without workers, the training process will also take each batch from a worker.
   const double cpu_ms = ms_per_sample * cpu_share + train_cpu_ms + receive_ms_a_sample();
   const double cpu_bound =
       cpu_ms > 0 ? std::max(1, cores) * 1000.0 / cpu_ms : std::numeric_limits<double>::infinity();
   return std::min(w * one, cpu_bound);
+}
+
+bool LoaderVerdict::crowded() const {
+  return workers > 0 && cpu_wait_share >= kCrowded && cpu_wait_share >= 1 - cpu_share - cpu_wait_share;
 }
 
 double LoaderVerdict::receive_ms_a_sample() const {
@@ -77,7 +86,8 @@ LoaderVerdict loader_verdict(const nlohmann::json& parts, int64_t samples, int64
   // entry from before: the verdict is about the loader as it ended), else the training process.
   bool any_worker = false;
   for (const auto& p : parts) any_worker |= p.value("who", std::string()).rfind("worker ", 0) == 0;
-  int64_t busy = 0, cpu = 0, life = 0;
+  int64_t busy = 0, cpu = 0, life = 0, run_delay = 0;
+  bool delay_known = false;
   std::map<std::string, int64_t> part_ns;
   std::map<std::string, std::string> part_where;
   for (const auto& p : parts) {
@@ -96,6 +106,10 @@ LoaderVerdict loader_verdict(const nlohmann::json& parts, int64_t samples, int64
     busy += p.value("busy_ns", int64_t(0));
     cpu += p.value("cpu_ns", int64_t(0));
     life += p.value("life_ns", int64_t(0));
+    if (const auto d = p.find("run_delay_ns"); any_worker && d != p.end() && d->is_number()) {
+      run_delay += d->get<int64_t>();
+      delay_known = true;
+    }
     if (const auto it = p.find("parts"); it != p.end() && it->is_object())
       for (const auto& [name, t] : it->items()) part_ns[name] += t.value("ns", int64_t(0));
     if (const auto it = p.find("where"); it != p.end() && it->is_object())
@@ -109,6 +123,9 @@ LoaderVerdict loader_verdict(const nlohmann::json& parts, int64_t samples, int64
   v.grade = grade_of(v.wait_share);
   v.busy_share = any_worker && life > 0 ? double(busy) / double(life) : 0;
   v.cpu_share = std::clamp(double(cpu) / double(busy), 0.0, 1.0);
+  // A wait for a CPU is no more than the busy time off the CPU (a worker also waits to run after its queue woke
+  // it, outside any sample).
+  if (delay_known) v.cpu_wait_share = std::clamp(double(run_delay) / double(busy), 0.0, 1.0 - v.cpu_share);
   if (v.samples > 0) v.ms_per_sample = busy / 1e6 / double(v.samples);
   for (const auto& [name, ns] : part_ns) {
     LoaderPart p;
@@ -169,13 +186,26 @@ std::vector<std::string> LoaderVerdict::lines() const {
   std::string line = "loader: ";
   if (ms_per_sample > 0) line += "a sample costs " + ms(ms_per_sample) + " " + where;
   else line += "batches are made " + where;
-  line += " (" + pct(cpu_share) + " of it on the CPU, the rest waiting on reads or sleeps";
+  if (cpu_wait_share >= 0)
+    line += " (" + pct(cpu_share) + " of it on the CPU, " + pct(cpu_wait_share) + " waiting for a CPU, " +
+            pct(std::max(0.0, 1 - cpu_share - cpu_wait_share)) + " on reads or sleeps";
+  else
+    line += " (" + pct(cpu_share) + " of it on the CPU, the rest waiting on reads or sleeps";
   if (workers > 0) line += "; the workers busy " + pct(busy_share) + " of their time";
   line += "): ";
   for (size_t i = 0; i < parts.size() && i < 5; ++i)
     line += (i ? ", " : "") + parts[i].name + " " + ms(parts[i].ms) + (parts[i].per_batch ? " a batch" : "") + " (" +
             pct(parts[i].share) + ")";
   out.push_back(line);
+  if (crowded())
+    out.push_back("loader: " + std::to_string(workers) + " worker processes share " + std::to_string(cores) +
+                  " core" + (cores == 1 ? "" : "s") + ": each waits " + pct(cpu_wait_share) +
+                  " of its busy time for a CPU, not for its files; " +
+                  (need_workers > 0 && need_workers < workers
+                       ? "about " + std::to_string(need_workers) + " would supply as much (run it: --set workers=" +
+                             std::to_string(need_workers) + "), with persistent_workers=on so that they start once"
+                       : std::string("fewer workers would supply as much, with persistent_workers=on so that they "
+                                     "start once")));
   if (workers > 0 && wait_share >= kModerately && busy_share < 0.5)
     out.push_back("loader: the workers are idle " + pct(1 - busy_share) +
                   " of their time while the loop waits: the training process is the bound (collate or pinning in "
@@ -270,7 +300,8 @@ nlohmann::json LoaderVerdict::to_json() const {
                       {"receive_ms", receive_ms}, {"fed_samples_s", fed_sps}, {"threads", threads},
                       {"need_workers", need_workers}, {"cores_bound", cores_bound}, {"expect_samples_s", expect_sps}, {"run_samples_s", run_sps},
                       {"train_cpu_ms", train_cpu_ms}, {"pin_ms", pin_ms}, {"pin_batches", pin_batches},
-                      {"feed_workers", feed_workers}, {"feed_cores", feed_cores}, {"transfer_share", transfer_share}};
+                      {"feed_workers", feed_workers}, {"feed_cores", feed_cores}, {"transfer_share", transfer_share},
+                      {"cpu_wait_share", cpu_wait_share}};
   nlohmann::json ps = nlohmann::json::array();
   for (const auto& p : parts)
     ps.push_back({{"name", p.name}, {"ms", p.ms}, {"per", p.per_batch ? "batch" : "sample"}, {"share", p.share},
@@ -315,6 +346,7 @@ LoaderVerdict LoaderVerdict::from_json(const nlohmann::json& j) {
   v.feed_workers = int(num("feed_workers"));
   v.feed_cores = int(num("feed_cores"));
   v.transfer_share = j.contains("transfer_share") && j["transfer_share"].is_number() ? j["transfer_share"].get<double>() : -1;
+  v.cpu_wait_share = j.contains("cpu_wait_share") && j["cpu_wait_share"].is_number() ? j["cpu_wait_share"].get<double>() : -1;
   for (const auto& p : j["parts"]) {
     if (!p.is_object() || !p.contains("name") || !p["name"].is_string()) continue;
     LoaderPart part;

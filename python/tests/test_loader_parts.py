@@ -8,6 +8,7 @@ training process: test_loader_parts_main.py; in workers: here). A run costs
 bench_loader_parts.py."""
 
 import os
+import threading
 import textwrap
 import unittest
 
@@ -201,6 +202,11 @@ class InWorkers(LoaderScripts):
             self.assertLessEqual(p["busy_ns"], p["life_ns"])
             # SlowBlur sleeps 10 ms of each sample: the thread's CPU time is well under its busy time.
             self.assertLess(p["cpu_ns"], p["busy_ns"] - 3e6 * p["samples"], p)
+            # A worker's wait for a CPU (schedstat), apart from its sleeps: there, never more than its life. (How
+            # much it is depends on what else runs: a measurement, not asserted.)
+            if os.path.exists("/proc/self/task/%d/schedstat" % threading.get_native_id()):
+                self.assertGreaterEqual(p["run_delay_ns"], 0, p)
+                self.assertLessEqual(p["run_delay_ns"], p["life_ns"], p)
             # Each part's line: the script's own class where it is defined, a library's where the script uses it.
             self.assertWhere(p, "SlowBlur", "class SlowBlur", self.script)
             self.assertWhere(p, "RandomResizedCrop", "T.RandomResizedCrop(", self.script)

@@ -2,6 +2,7 @@
 // chunks on a worker thread, and the exports (comparisons, timeline PNG, Chrome trace).
 #include "ui/main_window.h"
 
+#include "client/loader_findings.h"
 #include "client/loader_verdict.h"
 #include "profiler/recording_cost.h"
 #include "ui/watch_cost.h"
@@ -109,12 +110,6 @@ void MainWindow::onTraceLoaded(LoadedTrace t, bool live) {
   }
   timeline_->setData(trace_.timeline, keep_view);
   trace_live_ = live;
-  std::vector<tb::prof::Finding> found = trace_.analysis ? trace_.analysis->findings : std::vector<tb::prof::Finding>{};
-  if (trace_.ranks) found.insert(found.begin(), trace_.ranks->findings.begin(), trace_.ranks->findings.end());
-  findings_->setTraceFindings(found);
-  if (live) findings_->applyKnobValues(current_knobs_);  // chunks from before a fix do not bring it back
-  analysis_->setAnalysis(trace_.analysis);
-  analysis_->setRanks(trace_.ranks);
   // A script's trace whose loader was timed carries the verdict its run printed (the "loader" document); a live
   // script's chunks do not: its verdict comes from the run's loader_parts messages.
   const auto loader = trace_.meta.documents.find("loader");
@@ -122,6 +117,14 @@ void MainWindow::onTraceLoaded(LoadedTrace t, bool live) {
   if (!verdict.valid && live) verdict = live_loader_;
   // Its copies to the device, seen only on a GPU trace (a trace written before its run took them, a live one).
   if (trace_.analysis) verdict.add_trace_transfer(trace_.analysis->input_copy_ns(), trace_.analysis->own_ns());
+  // The loader-stall finding and its "Try it" say what the verdict's model says (client/loader_findings.h).
+  if (trace_.analysis) tb::client::apply_loader_verdict(verdict, trace_.analysis->findings);
+  std::vector<tb::prof::Finding> found = trace_.analysis ? trace_.analysis->findings : std::vector<tb::prof::Finding>{};
+  if (trace_.ranks) found.insert(found.begin(), trace_.ranks->findings.begin(), trace_.ranks->findings.end());
+  findings_->setTraceFindings(found);
+  if (live) findings_->applyKnobValues(current_knobs_);  // chunks from before a fix do not bring it back
+  analysis_->setAnalysis(trace_.analysis);
+  analysis_->setRanks(trace_.ranks);
   analysis_->setLoader(verdict);
   if (live) {  // what watching costs the run, beside its throughput
     const WatchCost c = trace_.analysis ? watchCost(*trace_.analysis) : WatchCost{};

@@ -32,6 +32,17 @@ struct LoaderFix {
   double supply_sps = 0, at_most = 1;
 };
 
+// What the loader's model says a step that waits for its batches can gain: the loader knob to switch (none when
+// no worker count helps here) and what it gives at most, counting the cores a worker takes from the training.
+// Every voice that advises on a loader stall says this (the stall finding and its "Try it", analyze, run).
+struct LoaderAdvice {
+  bool known = false;      // the verdict had what the model needs (parts, a measured rate)
+  std::string knob, value;  // "workers", "3"; "" when no loader knob helps
+  std::vector<std::string> also;  // other knobs to set with it ("persistent_workers"); empty: the finding's own
+  double at_most = 1;      // the run's throughput times this, at most
+  std::string why;         // what holds and why, one clause
+};
+
 struct LoaderVerdict {
   bool valid = false;           // a loader's parts were reported and some steps measured
   double wait_share = 0;        // the training loop's wait for batches, share of the steps' wall time
@@ -40,6 +51,9 @@ struct LoaderVerdict {
   int64_t samples = 0, batches = 0;
   double busy_share = 0;        // workers: their busy time over their life (the main process: not said)
   double cpu_share = 0;         // of the busy time, the loading thread's CPU (the rest waits on reads, sleeps)
+  // Of the busy time, the workers' wait for a CPU (runnable, not running: more workers than cores), apart from
+  // their waits on reads or sleeps; -1 where not measured (no workers, or no schedstat).
+  double cpu_wait_share = -1;
   double ms_per_sample = 0;     // one process's busy time a sample, collate included
   std::vector<LoaderPart> parts;  // costliest first
   int cores = 0;                // what the prediction counts on: the machine's, less what other work kept busy
@@ -75,15 +89,20 @@ struct LoaderVerdict {
     if (transfer_share < 0 && copy_ns > 0) add_transfer(copy_ns, own_ns);
   }
 
-  // What W workers supply: each takes ms_per_sample a sample, and all of them together at most what the cores
-  // give when every sample costs its loading CPU plus the training process's CPU (both share the cores).
+  // What W workers supply: each takes a sample's time without its wait for a CPU, and all of them together at
+  // most what the cores give when every sample costs its loading CPU plus the training process's CPU (both share
+  // the cores).
   double supply_with(int workers) const;
+  // Whether the workers wait for a CPU more than on their reads: too many processes for the cores, not a slow disk.
+  bool crowded() const;
   // With no workers now, what taking its batches from workers would cost the training process a sample, in ms
   // (receive_ms over a batch's samples; 0 with workers, or not measured).
   double receive_ms_a_sample() const;
   // The changes to the script's code for the costliest parts (10% of the loading or more), when the step is
   // input-bound (5%): what each part is, where, and its bound (LoaderFix).
   std::vector<LoaderFix> fixes() const;
+  // The loader knob to switch and its bound, from the same model as lines() (LoaderAdvice).
+  LoaderAdvice advice() const;
   // The verdict in lines, for the terminal ("loader: highly input-bound: ...").
   std::vector<std::string> lines() const;
   nlohmann::json to_json() const;

@@ -18,6 +18,7 @@ K (SAMPLE_COST_NS below): the totals written are scaled from the timed samples t
 import json
 import os
 import shutil
+import threading
 import time
 
 from . import loader_lanes, loader_pin, loader_where
@@ -47,6 +48,17 @@ SAMPLE_COST_NS, PART_COST_NS, SHARE, MAX_EVERY = 30_000, 2_500, 0.0025, 64
 EXACT_FIRST = 4
 
 
+def _run_delay_ns(tid):
+    """The thread's time runnable but waiting for a CPU (the kernel's schedstat run_delay), None where unreadable.
+    Waiting for a CPU and waiting on a read look the same in wall time; this tells them apart (16 workers on 2
+    cores wait to run, not on their files)."""
+    try:
+        with open("/proc/self/task/%d/schedstat" % tid) as f:
+            return int(f.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 class _Recorder:
     def __init__(self, who):
         self.who = who                      # "main" or "worker N"
@@ -73,6 +85,11 @@ class _Recorder:
         # The timeline's lane (hooks/loader_lanes.py): while a chunk records, every sample and collate is timed
         # and kept as (name, start ns, ns) with its parts; `lane` says the open sample is one.
         self.tid = loader_lanes.LOADING_TID
+        # A worker's loading thread (its main thread, which makes this recorder) and its wait for a CPU so far:
+        # a worker's life is loading or idle on its queue, so its run delay is its loading's. The training
+        # process's own (num_workers=0) is its training's too: not reported.
+        self.native_tid = threading.get_native_id()
+        self.delay0 = _run_delay_ns(self.native_tid) if who != "main" else None
         self.lane = False
         self.events = []
         self.dropped = 0
@@ -152,6 +169,10 @@ class _Recorder:
         doc = {"who": self.who, "pid": self.pid, "samples": self.samples, "batches": self.batches,
                "busy_ns": busy, "cpu_ns": cpu, "life_ns": life, "parts": parts,
                "timed_samples": self.timed + exact, "where": self.where}
+        if self.delay0 is not None and threading.get_native_id() == self.native_tid:
+            delay = _run_delay_ns(self.native_tid)
+            if delay is not None:
+                doc["run_delay_ns"] = max(0, delay - self.delay0)
         pin = loader_pin.totals() if self.who == "main" else None
         if pin:
             doc["pin_memory"] = pin
