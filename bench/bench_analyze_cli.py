@@ -7,9 +7,16 @@ when it is there.
 Generates Kineto-shaped traces in /tmp (a training loop: ProfilerStep, DataLoader wait, cpu_ops, one
 cudaLaunchKernel per kernel with its correlation id, kernels on two streams), runs the CLI --rounds times
 each and prints the median and min wall time and the max RSS. Also times `--help` (pure process start).
+
+Then where the time goes, on the 0.1 M and 1 M event traces: bench_analysis_passes (built beside the other
+benches) loads each --rounds times and runs analyze()'s passes one by one, and prints per step (load_trace,
+then scope, gpu, steps, window, host, outside, idle, per_step, stats, memory, findings, notes, their sum and
+analyze() itself) the median and min wall ms, the median CPU ms and the share of the passes' sum (load_trace:
+its ratio to the sum), and whether the passes gave analyze()'s result. Printed, never asserted.
 Never run by CI: the machine is shared, so read the figures with the noise in mind.
 
-usage: bench_analyze_cli.py [--cli build/app/tunebench-cli] [--rounds 5] [--trace EXTRA.json.gz ...]
+usage: bench_analyze_cli.py [--cli build/app/tunebench-cli] [--passes build/bench/bench_analysis_passes]
+                            [--rounds 5] [--trace EXTRA.json.gz ...]
 """
 import argparse
 import gzip
@@ -81,10 +88,13 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", default=os.path.join(here, "..", "build", "app", "tunebench-cli"))
+    ap.add_argument("--passes", default=os.path.join(here, "..", "build", "bench", "bench_analysis_passes"),
+                    help="the per-pass bench (bench_analysis_passes.cpp)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--trace", action="append", default=[], help="also time this trace")
     a = ap.parse_args()
     cases = [("small (3 k events)", "/tmp/tb_bench_small.json", 3000, False, 0.2),
+             ("0.1 M events (json)", "/tmp/tb_bench_100k.json", 100000, False, None),
              ("1 M events (json)", "/tmp/tb_bench_1m.json", 1000000, False, 1.0),
              ("1 M events (gz)", "/tmp/tb_bench_1m.json.gz", 1000000, True, 1.0)]
     real = os.path.join(here, "..", "..", "shared", "traces", "kineto_ddp_2rank_rank1.json.gz")
@@ -95,13 +105,21 @@ def main():
         if not os.path.exists(path):
             generate(path, n, gz)
         med, mn, rss = run([a.cli, "analyze", path], a.rounds)
-        print(f"{name:28} {os.path.getsize(path) / 1e6:8.1f} {med:9.3f} {mn:7.3f} {goal:7.2f}")
+        print(f"{name:28} {os.path.getsize(path) / 1e6:8.1f} {med:9.3f} {mn:7.3f} " + (f"{goal:7.2f}" if goal else ""))
     if os.path.exists(real):
         med, mn, rss = run([a.cli, "analyze", real], a.rounds)
         print(f"{'ddp_2rank_rank1 (real, gz)':28} {os.path.getsize(real) / 1e6:8.1f} {med:9.3f} {mn:7.3f} {0.7:7.2f}")
     for path in a.trace:
         med, mn, rss = run([a.cli, "analyze", path], a.rounds)
         print(f"{os.path.basename(path)[:28]:28} {os.path.getsize(path) / 1e6:8.1f} {med:9.3f} {mn:7.3f}")
+    print()
+    if not os.path.exists(a.passes):
+        print(f"per pass: {a.passes} is not built (scripts/bench.sh builds the benches)")
+        return
+    print("per pass (load_trace, then analyze()'s passes one by one):", flush=True)
+    p = subprocess.run([a.passes, "--rounds", str(a.rounds), "/tmp/tb_bench_100k.json", "/tmp/tb_bench_1m.json"])
+    if p.returncode != 0:
+        sys.exit(f"failed: {a.passes} (exit {p.returncode})")
 
 
 if __name__ == "__main__":

@@ -1,19 +1,19 @@
+// analyze() as named passes run in order over one state (analysis_passes.h): the scope, the GPU side, the steps
+// and window, the host side, the classes of time, the statistics, memory, the findings and the notes.
 #include "profiler/analysis.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <unordered_map>
 
 #include "analysis_findings.h"
 #include "analysis_idle.h"
 #include "analysis_memory.h"
 #include "analysis_intervals.h"
 #include "analysis_names.h"
+#include "analysis_passes.h"
 #include "analysis_stats.h"
 #include "analysis_steps.h"
-#include "profiler/cupti_collector.h"
-#include "profiler/range_names.h"
 
 namespace tb::prof {
 
@@ -51,101 +51,6 @@ using detail::in_scope;
 using detail::kernel_statistics;
 using detail::launch_outliers;
 using detail::op_statistics;
-
-HostSide collect_host(const Trace& trace, const detail::Scope& sc, const AnalysisOptions& opt, AnalysisResult& r) {
-  HostSide h;
-  const auto& tracks = trace.tracks();
-  h.wait_calls.resize(tracks.size());
-  if (r.training_track >= 0) {
-    for (const Event& e : tracks[r.training_track].events()) {
-      if (e.kind != EventKind::Range) continue;
-      const std::string_view n = trace.name(e.name);
-      if (nc::is_data_wait(n)) h.data_wait.push_back({e.start_ns, e.end_ns});
-      else if (n == names::kH2D) h.h2d.push_back({e.start_ns, e.end_ns});
-      else if (n == names::kCommWait) h.comm_wait.push_back({e.start_ns, e.end_ns});
-    }
-  }
-  bool any_runtime = false, any_driver = false;
-  for (const Track& t : tracks) {
-    if (!in_scope(t, sc)) continue;
-    for (const Event& e : t.events()) {
-      any_runtime |= e.kind == EventKind::Runtime;
-      any_driver |= e.kind == EventKind::Driver;
-      if (e.kind == EventKind::Overhead && e.end_ns > e.start_ns)
-        (nc::is_untraced(trace.name(e.name)) ? h.untraced : h.profiler).push_back({e.start_ns, e.end_ns});
-      if (e.kind == EventKind::Range) {
-        const std::string_view n = trace.name(e.name);
-        if (nc::is_untraced(n)) h.untraced.push_back({e.start_ns, e.end_ns});
-        else if (nc::is_profiler_own(n)) h.profiler.push_back({e.start_ns, e.end_ns});
-        else if (n == names::kGlooAllReduce) h.comm_host.push_back({e.start_ns, e.end_ns});
-        else if (nc::is_forward(n)) h.fwd.push_back({e.start_ns, e.end_ns});
-        else if (nc::is_backward(n)) h.bwd.push_back({e.start_ns, e.end_ns});
-        else if (nc::is_optimizer(n)) h.optim.push_back({e.start_ns, e.end_ns});
-      }
-    }
-  }
-  // Sync points: runtime calls (driver calls only when the trace has no runtime calls, so one wait is not
-  // counted twice); our `sync` ranges stand in when the trace has neither.
-  const bool use_runtime = any_runtime, use_driver = !any_runtime && any_driver;
-  const int64_t W0 = r.window.t0, W1 = r.window.t1;
-  for (uint32_t ti = 0; ti < tracks.size(); ++ti) {
-    const Track& t = tracks[ti];
-    if (!in_scope(t, sc)) continue;
-    const auto& ev = t.events();
-    // A runtime launch's own driver call carries its correlation id (traces recorded through CUPTI's callback
-    // API before the collector left it out): one launch, counted once. It follows the runtime call on its thread.
-    uint64_t runtime_launch = 0;
-    for (uint32_t i = 0; i < ev.size(); ++i) {
-      const Event& e = ev[i];
-      const bool api = e.kind == EventKind::Runtime || e.kind == EventKind::Driver;
-      const std::string_view n = trace.name(e.name);
-      const bool blocking = api && ((e.flags & kFlagBlockingSync) || is_blocking_sync_api(n));
-      bool is_sync = false;
-      if (use_runtime || use_driver) {
-        is_sync = blocking && ((use_runtime && e.kind == EventKind::Runtime) || (use_driver && e.kind == EventKind::Driver));
-      } else {
-        is_sync = e.kind == EventKind::Range && n == names::kSync;
-      }
-      if (api && !blocking) {
-        if (nc::is_kernel_launch_api(n)) {
-          if (e.kind == EventKind::Runtime) runtime_launch = e.correlation;
-          if (!(e.kind == EventKind::Driver && e.correlation && e.correlation == runtime_launch)) ++r.launches;
-        }
-        else if (n == "cudaStreamWaitEvent" || n == "cuStreamWaitEvent" || n == "cudaStreamWaitEvent_ptsz" ||
-                 n == "cuStreamWaitEvent_ptsz")
-          h.wait_calls[ti].push_back({e.start_ns, ti, i});
-        if (nc::is_slow_runtime(n, e.duration_ns())) h.slow_runtime.push_back({e.start_ns, e.end_ns});
-      }
-      if (!is_sync) continue;
-      h.sync_calls.push_back({e.start_ns, e.end_ns});
-      const int64_t a = std::max(e.start_ns, W0), b = std::min(e.end_ns, W1);
-      if (b < a || (b == a && !(e.start_ns >= W0 && e.start_ns <= W1))) continue;
-      ++r.sync_count;
-      r.sync_ns += b - a;
-      if (r.sync_points.size() < opt.max_intervals) r.sync_points.push_back({ti, i, {e.start_ns, e.end_ns}, std::string(n)});
-    }
-  }
-  std::sort(r.sync_points.begin(), r.sync_points.end(),
-            [](const SyncPoint& a, const SyncPoint& b) { return a.interval.t0 < b.interval.t0; });
-  for (Intervals* v : {&h.data_wait, &h.h2d, &h.fwd, &h.bwd, &h.optim, &h.sync_calls, &h.slow_runtime, &h.comm_host,
-                       &h.comm_wait, &h.profiler, &h.untraced})
-    *v = iv::merge(std::move(*v));
-  // A wait for data that TuneBench's own pause sits in (a chunk boundary inside the loader's __next__) is the
-  // profiler's for that part.
-  h.data_wait = iv::subtract(h.data_wait, h.profiler);
-  // An optimizer step that runs a closure (LBFGS's step(closure): up to 20 forward/backward passes) holds the
-  // closure's forward and backward: theirs, not its. Counted in both, an LBFGS step's optimizer phase was
-  // 94.8 s of a 94.8 s step on top of 32.3 s forward and 59.0 s backward.
-  h.optim = iv::subtract(h.optim, iv::merge([&] {
-                           Intervals fb = h.fwd;
-                           fb.insert(fb.end(), h.bwd.begin(), h.bwd.end());
-                           return fb;
-                         }()));
-  // Exposed communication is waiting while a collective runs: the wait's tail after the last result came
-  // back (the Reducer copying it out) is not communication.
-  h.comm_wait = iv::subtract(h.comm_wait, iv::subtract(h.comm_wait, h.comm_host));
-  return h;
-}
 
 // Step of the launch at time t: the last step starting at or before t whose end is after t; -1 none.
 int step_of(const std::vector<StepBreakdown>& steps, int64_t t) {
@@ -287,40 +192,54 @@ int32_t training_thread_without_steps(const Trace& trace, const detail::Scope& s
   return by_wait >= 0 ? by_wait : by_launch;
 }
 
-}  // namespace
+using State = detail::AnalysisState;
 
-AnalysisResult analyze(const Trace& trace, const AnalysisOptions& opt) {
-  AnalysisResult r;
-  r.min_gap_ns = opt.min_gap_ns;
-  const detail::Scope sc = detail::pick_scope(trace, opt.device, opt.pid, r.notes);
-  r.device = sc.device;
-  r.pid = sc.pid;
-  r.devices = sc.devices;
+// The process and device analysed (a merged trace holds several ranks).
+void pass_scope(State& s) {
+  AnalysisResult& r = s.r;
+  r.min_gap_ns = s.opt.min_gap_ns;
+  s.sc = detail::pick_scope(s.trace, s.opt.device, s.opt.pid, r.notes);
+  r.device = s.sc.device;
+  r.pid = s.sc.pid;
+  r.devices = s.sc.devices;
+}
 
-  GpuSide g = detail::collect_gpu(trace, sc, r);
-  r.has_gpu = !g.acts.empty();
+void pass_gpu(State& s) {
+  s.g = detail::collect_gpu(s.trace, s.sc, s.r);
+  s.r.has_gpu = !s.g.acts.empty();
+}
 
-  // --- Steps, the training thread, the window.
-  if (sc.step_track >= 0) {
-    r.steps = detail::reconstruct_steps(trace, static_cast<uint32_t>(sc.step_track), opt.step_overlap_tolerance_ns, r.notes);
-    r.training_track = sc.step_track;
-  } else if (const int32_t t = detail::infer_steps(trace, sc.pid, r.steps, r.notes); t >= 0) {
+// The steps and the training thread: the step ranges, else steps inferred from the optimizer's calls, else the
+// thread that waits for data or launches most.
+void pass_steps(State& s) {
+  AnalysisResult& r = s.r;
+  if (s.sc.step_track >= 0) {
+    r.steps = detail::reconstruct_steps(s.trace, static_cast<uint32_t>(s.sc.step_track), s.opt.step_overlap_tolerance_ns,
+                                        r.notes);
+    r.training_track = s.sc.step_track;
+  } else if (const int32_t t = detail::infer_steps(s.trace, s.sc.pid, r.steps, r.notes); t >= 0) {
     r.training_track = t;
     r.steps_inferred = true;
   } else {
-    r.training_track = training_thread_without_steps(trace, sc);
+    r.training_track = training_thread_without_steps(s.trace, s.sc);
   }
-  bool attributed = false;
+}
+
+// The window: the steps with the GPU work they launched (the warm-up left out), else the GPU's busy span, else
+// the training thread's span, else the whole trace.
+void pass_window(State& s) {
+  const Trace& trace = s.trace;
+  AnalysisResult& r = s.r;
   if (!r.steps.empty()) {
-    attributed = r.has_gpu && attribute_gpu_work(trace, g, sc.pid, r.steps);
-    if (!attributed)
-      for (StepBreakdown& s : r.steps) s.gpu_start_ns = s.start_ns, s.gpu_end_ns = s.end_ns;
+    s.attributed = r.has_gpu && attribute_gpu_work(trace, s.g, s.sc.pid, r.steps);
+    if (!s.attributed)
+      for (StepBreakdown& st : r.steps) st.gpu_start_ns = st.start_ns, st.gpu_end_ns = st.end_ns;
     r.window = {r.steps.front().start_ns, r.steps.back().end_ns};
-    for (const auto& s : r.steps) r.window.t1 = std::max({r.window.t1, s.end_ns, s.gpu_end_ns});
+    for (const auto& st : r.steps) r.window.t1 = std::max({r.window.t1, st.end_ns, st.gpu_end_ns});
     r.window_from_steps = true;
     exclude_warmup(trace, r);
-  } else if (!g.busy.empty()) {
-    r.window = {g.busy.front().t0, g.busy.back().t1};
+  } else if (!s.g.busy.empty()) {
+    r.window = {s.g.busy.front().t0, s.g.busy.back().t1};
   } else if (r.training_track >= 0 && !trace.track(r.training_track).empty()) {
     const Track& t = trace.track(r.training_track);
     int64_t end = t.events().front().end_ns;
@@ -330,49 +249,59 @@ AnalysisResult analyze(const Trace& trace, const AnalysisOptions& opt) {
   } else {
     r.window = {trace.start_ns(), trace.end_ns()};
   }
-  r.trusted = r.steps.size() - r.warmup_steps >= opt.min_trusted_steps;
-  const int64_t W0 = r.window.t0, W1 = r.window.t1;
+  r.trusted = r.steps.size() - r.warmup_steps >= s.opt.min_trusted_steps;
+}
 
-  const HostSide h = collect_host(trace, sc, opt, r);
-  // A sampled trace's untraced steps are not in the window: every share below is of the traced time.
-  r.untraced_ns = iv::measure(h.untraced, W0, W1);
-  for (const Interval& x : h.untraced) r.untraced_count += x.t1 > W0 && x.t0 < W1;
-  const int64_t window_len = std::max<int64_t>(0, r.traced_ns());
+void pass_host(State& s) { s.h = detail::collect_host(s.trace, s.sc, s.opt, s.r); }
+
+// What the window holds besides training: a sampled trace's untraced gaps (out of every share below) and the
+// ranges outside training (validation, checkpoints), each given to the step it follows.
+void pass_outside(State& s) {
+  AnalysisResult& r = s.r;
+  const int64_t W0 = r.window.t0, W1 = r.window.t1;
+  r.untraced_ns = iv::measure(s.h.untraced, W0, W1);
+  for (const Interval& x : s.h.untraced) r.untraced_count += x.t1 > W0 && x.t0 < W1;
+  s.window_len = std::max<int64_t>(0, r.traced_ns());
   if (r.untraced_ns > 0) {
     char b[200];
     std::snprintf(b, sizeof b,
                   "sampled trace: %.3f ms between %u pairs of chunks ran untraced and is left out of the window "
                   "(%.1f%% of the time from the first step to the last was recorded)",
                   static_cast<double>(r.untraced_ns) * 1e-6, r.untraced_count,
-                  100.0 * static_cast<double>(window_len) / static_cast<double>(std::max<int64_t>(1, W1 - W0)));
+                  100.0 * static_cast<double>(s.window_len) / static_cast<double>(std::max<int64_t>(1, W1 - W0)));
     r.notes.push_back(b);
   }
-  if (r.training_track >= 0) {
-    for (const Event& e : trace.track(r.training_track).events()) {
-      if (e.kind != EventKind::Range || !name_class::is_outside_training(trace.name(e.name))) continue;
-      const int64_t in = std::min(e.end_ns, W1) - std::max(e.start_ns, W0);
-      if (in <= 0) continue;
-      r.outside_training_ns += in;
-      ++r.outside_training_count;
-      // The step it follows: the last one that started before it.
-      auto after = std::upper_bound(r.steps.begin(), r.steps.end(), e.start_ns,
-                                    [](int64_t t, const StepBreakdown& s) { return t < s.start_ns; });
-      if (after != r.steps.begin()) std::prev(after)->outside_after_ns += in;
-      if (r.outside_training_intervals.size() < opt.max_intervals)
-        r.outside_training_intervals.push_back({std::max(e.start_ns, W0), std::min(e.end_ns, W1)});
-    }
-    if (r.outside_training_ns > 0) {
-      char b[160];
-      std::snprintf(b, sizeof b,
-                    "%.3f ms of the window is outside training (validation, checkpoints, logging: %u ranges): no "
-                    "step holds it",
-                    static_cast<double>(r.outside_training_ns) * 1e-6, r.outside_training_count);
-      r.notes.push_back(b);
-    }
+  if (r.training_track < 0) return;
+  for (const Event& e : s.trace.track(r.training_track).events()) {
+    if (e.kind != EventKind::Range || !name_class::is_outside_training(s.trace.name(e.name))) continue;
+    const int64_t in = std::min(e.end_ns, W1) - std::max(e.start_ns, W0);
+    if (in <= 0) continue;
+    r.outside_training_ns += in;
+    ++r.outside_training_count;
+    // The step it follows: the last one that started before it.
+    auto after = std::upper_bound(r.steps.begin(), r.steps.end(), e.start_ns,
+                                  [](int64_t t, const StepBreakdown& st) { return t < st.start_ns; });
+    if (after != r.steps.begin()) std::prev(after)->outside_after_ns += in;
+    if (r.outside_training_intervals.size() < s.opt.max_intervals)
+      r.outside_training_intervals.push_back({std::max(e.start_ns, W0), std::min(e.end_ns, W1)});
   }
+  if (r.outside_training_ns > 0) {
+    char b[160];
+    std::snprintf(b, sizeof b,
+                  "%.3f ms of the window is outside training (validation, checkpoints, logging: %u ranges): no "
+                  "step holds it",
+                  static_cast<double>(r.outside_training_ns) * 1e-6, r.outside_training_count);
+    r.notes.push_back(b);
+  }
+}
 
-  // --- GPU time by class, idle by cause.
-  IdlePieces pieces;
+// GPU time by class and idle by cause; without GPU work, the CPU-only split of the training thread's time.
+void pass_idle(State& s) {
+  AnalysisResult& r = s.r;
+  const GpuSide& g = s.g;
+  const HostSide& h = s.h;
+  IdlePieces& pieces = s.pieces;
+  const int64_t W0 = r.window.t0, W1 = r.window.t1, window_len = s.window_len;
   if (window_len > 0 && r.has_gpu) {
     r.gpu_busy_ns = iv::measure(g.busy, W0, W1);
     r.compute_ns = iv::measure(g.compute, W0, W1);
@@ -388,7 +317,7 @@ AnalysisResult analyze(const Trace& trace, const AnalysisOptions& opt) {
     Intervals mem_pieces;
     iv::clip(g.memory, W0, W1, mem_pieces);
     r.memory_exposed_ns = iv::total(iv::subtract(mem_pieces, kernels));
-    pieces = detail::classify_idle(trace, g, h, opt, r);
+    pieces = detail::classify_idle(s.trace, g, h, s.opt, r);
     r.gpu_idle_ns = window_len - r.gpu_busy_ns;
   } else if (window_len > 0) {
     // CPU-only: the loader stall is the training thread's data-wait time inside the window.
@@ -408,12 +337,16 @@ AnalysisResult analyze(const Trace& trace, const AnalysisOptions& opt) {
     if (r.launches == 0)
       r.notes.push_back("no GPU activity in this trace: CPU-only analysis (loader stall = data-wait time)");
   }
+}
 
-  for (const Interval& x : pieces.profiler) {
-    if (r.profiler_intervals.size() < opt.max_intervals) r.profiler_intervals.push_back(x);
+// Each step's classes, and the profiler's own time with its longest interval against the median step.
+void pass_per_step(State& s) {
+  AnalysisResult& r = s.r;
+  for (const Interval& x : s.pieces.profiler) {
+    if (r.profiler_intervals.size() < s.opt.max_intervals) r.profiler_intervals.push_back(x);
     r.profiler_longest_ns = std::max(r.profiler_longest_ns, x.length());
   }
-  if (!r.steps.empty()) per_step(g, h, pieces, r);
+  if (!r.steps.empty()) per_step(s.g, s.h, s.pieces, r);
   if (r.profiler_ns > 0) {
     char b[360];
     int n = std::snprintf(b, sizeof b,
@@ -427,44 +360,77 @@ AnalysisResult analyze(const Trace& trace, const AnalysisOptions& opt) {
                     static_cast<double>(r.profiler_longest_ns) / static_cast<double>(r.step_median_ns));
     r.notes.push_back(b);
   }
-  kernel_statistics(trace, g, opt, r);
-  op_statistics(trace, sc, opt, r);
-  launch_outliers(trace, g, r);
+}
 
+// The top kernels and ops and the slow or late launches.
+void pass_stats(State& s) {
+  kernel_statistics(s.trace, s.g, s.opt, s.r);
+  op_statistics(s.trace, s.sc, s.opt, s.r);
+  launch_outliers(s.trace, s.g, s.r);
+}
+
+void pass_memory(State& s) { detail::analyze_memory(s.trace, s.sc.pid, s.opt, s.r); }
+
+// The findings, each with the largest interval of its class as evidence.
+void pass_findings(State& s) {
+  const AnalysisResult& r = s.r;
+  const int64_t W0 = r.window.t0, W1 = r.window.t1;
   detail::Evidence ev;
-  ev.stall = iv::largest(pieces.stall);
-  ev.gap = iv::largest(pieces.gap);
-  ev.sync = iv::largest(pieces.sync);
-  ev.runtime = iv::largest(pieces.runtime);
-  ev.event_wait = iv::largest(pieces.event_wait);
-  {
-    Intervals comm_pieces;
-    iv::clip(g.comm, W0, W1, comm_pieces);
-    ev.comm = iv::largest(iv::subtract(comm_pieces, g.compute));
-    if (!r.has_gpu) {
-      Intervals waits;
-      iv::clip(h.comm_wait, W0, W1, waits);
-      ev.comm = iv::largest(waits);
-    }
+  ev.stall = iv::largest(s.pieces.stall);
+  ev.gap = iv::largest(s.pieces.gap);
+  ev.sync = iv::largest(s.pieces.sync);
+  ev.runtime = iv::largest(s.pieces.runtime);
+  ev.event_wait = iv::largest(s.pieces.event_wait);
+  Intervals comm_pieces;
+  iv::clip(s.g.comm, W0, W1, comm_pieces);
+  ev.comm = iv::largest(iv::subtract(comm_pieces, s.g.compute));
+  if (!r.has_gpu) {
+    Intervals waits;
+    iv::clip(s.h.comm_wait, W0, W1, waits);
+    ev.comm = iv::largest(waits);
   }
-  detail::analyze_memory(trace, sc.pid, opt, r);
-  detail::add_findings(trace, opt, ev, r);
+  detail::add_findings(s.trace, s.opt, ev, s.r);
+}
 
+// What the trace could not say, and the highlighted intervals capped.
+void pass_notes(State& s) {
+  const Trace& trace = s.trace;
+  AnalysisResult& r = s.r;
   if (r.has_gpu && trace.flows().empty())
     r.notes.push_back("no launch->kernel correlation in this trace: launch gaps cannot be attributed (counted as other idle)");
-  if (r.has_gpu && !r.steps.empty() && !attributed && !trace.flows().empty())
+  if (r.has_gpu && !r.steps.empty() && !s.attributed && !trace.flows().empty())
     r.notes.push_back("no GPU work could be traced to a step's launches: steps are measured by time");
   if (r.steps.empty() && r.has_gpu)
     r.notes.push_back("no step ranges (ProfilerStep#N or ours): the window is first to last GPU activity and no "
                       "gain is bounded");
   detail::add_idle_notes(trace, r);
   auto cap = [&](Intervals& v) {
-    if (v.size() > opt.max_intervals) v.resize(opt.max_intervals);
+    if (v.size() > s.opt.max_intervals) v.resize(s.opt.max_intervals);
     return std::move(v);
   };
-  r.loader_stall_intervals = cap(pieces.stall);
-  r.launch_gap_intervals = cap(pieces.gap);
-  return r;
+  r.loader_stall_intervals = cap(s.pieces.stall);
+  r.launch_gap_intervals = cap(s.pieces.gap);
+}
+
+// The order matters: each pass reads what the ones before it filled (the window needs the steps and the GPU
+// side, the idle split the host side, the findings every class).
+constexpr detail::AnalysisPass kPasses[] = {
+    {"scope", pass_scope},     {"gpu", pass_gpu},           {"steps", pass_steps},     {"window", pass_window},
+    {"host", pass_host},       {"outside", pass_outside},   {"idle", pass_idle},       {"per_step", pass_per_step},
+    {"stats", pass_stats},     {"memory", pass_memory},     {"findings", pass_findings}, {"notes", pass_notes}};
+
+}  // namespace
+
+namespace detail {
+
+std::span<const AnalysisPass> analysis_passes() { return kPasses; }
+
+}  // namespace detail
+
+AnalysisResult analyze(const Trace& trace, const AnalysisOptions& opt) {
+  detail::AnalysisState s(trace, opt);
+  for (const detail::AnalysisPass& p : detail::analysis_passes()) p.run(s);
+  return std::move(s.r);
 }
 
 }  // namespace tb::prof

@@ -1,17 +1,22 @@
-// to_json(AnalysisResult): the fields docs/analysis.md lists plus the classes, steps and kernels.
+// to_json(AnalysisResult): the fields docs/analysis.md lists plus the classes, steps and kernels. One function per
+// part of the object, written in the object's order, so a part reads as the JSON it makes.
 #include "finding_json.h"
 #include "json_writer.h"
 #include "profiler/analysis.h"
 #include "profiler/time_classes.h"
 
 namespace tb::prof {
+namespace {
+double us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
 
-std::string to_json(const AnalysisResult& r, const TraceMetadata* meta) {
-  JsonWriter w;
-  auto us = [](int64_t ns) { return static_cast<double>(ns) / 1000.0; };
-  const double wl = r.traced_ns() > 0 ? static_cast<double>(r.traced_ns()) : 1.0;
-  w.begin_object();
-  w.key("version").value(int64_t{2});
+void write_intervals(JsonWriter& w, const std::vector<Interval>& v) {
+  w.begin_array();
+  for (const auto& i : v) w.begin_array().value(us(i.t0)).value(us(i.t1)).end_array();
+  w.end_array();
+}
+
+// The trace it came from, what was analysed (scope, window) and the GPU's totals.
+void write_header(JsonWriter& w, const AnalysisResult& r, const TraceMetadata* meta, double wl) {
   if (meta) {
     w.key("trace").begin_object();
     w.key("source_format").value(meta->source_format);
@@ -45,6 +50,10 @@ std::string to_json(const AnalysisResult& r, const TraceMetadata* meta) {
   w.key("memory_exposed_us").value(us(r.memory_exposed_ns));
   w.key("launches").value(static_cast<int64_t>(r.launches));
   w.end_object();
+}
+
+// The idle time by cause, the window by class and communication's overlap.
+void write_classes(JsonWriter& w, const AnalysisResult& r) {
   w.key("idle").begin_object();
   const std::pair<const char*, int64_t> classes[] = {
       {"loader_stall_us", r.loader_stall_ns}, {"sync_us", r.sync_idle_ns},          {"runtime_us", r.runtime_idle_ns},
@@ -67,16 +76,15 @@ std::string to_json(const AnalysisResult& r, const TraceMetadata* meta) {
   if (r.comm_overlap >= 0) w.key("overlap").value(r.comm_overlap);
   else w.key("overlap").null();
   w.end_object();
-  auto intervals = [&](const std::vector<Interval>& v) {
-    w.begin_array();
-    for (const auto& i : v) w.begin_array().value(us(i.t0)).value(us(i.t1)).end_array();
-    w.end_array();
-  };
+}
+
+// Each cause with its count, share and intervals; memory and the profiler's own time beside them.
+void write_causes(JsonWriter& w, const AnalysisResult& r, double wl) {
   w.key("loader_stall").begin_object();
   w.key("total_us").value(us(r.loader_stall_ns)).key("count").value(static_cast<int64_t>(r.loader_stall_count));
   w.key("share").value(r.loader_stall_ns / wl);
   w.key("intervals_us");
-  intervals(r.loader_stall_intervals);
+  write_intervals(w, r.loader_stall_intervals);
   w.end_object();
   // Memory beside time: the peaks from the trace's memory counters (bytes; -1 unknown).
   w.key("memory").begin_object();
@@ -99,7 +107,7 @@ std::string to_json(const AnalysisResult& r, const TraceMetadata* meta) {
   w.key("share_of_run").value(r.window.length() > 0 ? r.profiler_ns / static_cast<double>(r.window.length()) : 0.0);
   w.key("longest_us").value(us(r.profiler_longest_ns));
   w.key("intervals_us");
-  intervals(r.profiler_intervals);
+  write_intervals(w, r.profiler_intervals);
   w.end_object();
   w.key("outside_training").begin_object();
   w.key("total_us").value(us(r.outside_training_ns)).key("count").value(static_cast<int64_t>(r.outside_training_count));
@@ -113,7 +121,7 @@ std::string to_json(const AnalysisResult& r, const TraceMetadata* meta) {
   w.key("unrecorded_us").value(us(r.launch_gap_unrecorded_ns));
   w.key("unrecorded_count").value(static_cast<int64_t>(r.launch_gap_unrecorded_count));
   w.key("intervals_us");
-  intervals(r.launch_gap_intervals);
+  write_intervals(w, r.launch_gap_intervals);
   w.end_object();
   w.key("event_wait").begin_object();
   w.key("total_us").value(us(r.event_wait_ns)).key("count").value(static_cast<int64_t>(r.event_wait_count));
@@ -140,6 +148,9 @@ std::string to_json(const AnalysisResult& r, const TraceMetadata* meta) {
   }
   w.end_array();
   w.end_object();
+}
+
+void write_steps(JsonWriter& w, const AnalysisResult& r) {
   w.key("steps").begin_object();
   w.key("count").value(static_cast<int64_t>(r.steps.size())).key("median_us").value(us(r.step_median_ns));
   w.key("inferred").value(r.steps_inferred);
@@ -169,6 +180,10 @@ std::string to_json(const AnalysisResult& r, const TraceMetadata* meta) {
   }
   w.end_array();
   w.end_object();
+}
+
+// The top kernels, the launch outliers and the top ops.
+void write_kernels_and_ops(JsonWriter& w, const AnalysisResult& r) {
   w.key("kernels").begin_object();
   w.key("count").value(static_cast<int64_t>(r.kernel_count));
   w.key("memcpy_count").value(static_cast<int64_t>(r.memcpy_count));
@@ -203,6 +218,20 @@ std::string to_json(const AnalysisResult& r, const TraceMetadata* meta) {
     w.end_object();
   }
   w.end_array().end_object();
+}
+
+}  // namespace
+
+std::string to_json(const AnalysisResult& r, const TraceMetadata* meta) {
+  JsonWriter w;
+  const double wl = r.traced_ns() > 0 ? static_cast<double>(r.traced_ns()) : 1.0;
+  w.begin_object();
+  w.key("version").value(int64_t{2});
+  write_header(w, r, meta, wl);
+  write_classes(w, r);
+  write_causes(w, r, wl);
+  write_steps(w, r);
+  write_kernels_and_ops(w, r);
   w.key("findings").begin_array();
   for (const auto& f : r.findings) write_finding(w, f);
   w.end_array();

@@ -42,47 +42,44 @@ void write_meta_event(std::string& o, const char* what, int64_t pid, int64_t tid
   o += "}},\n";
 }
 
-}  // namespace
-
-std::string to_chrome_trace_json(const Trace& trace, const std::vector<Finding>& findings) {
-  std::string o;
-  o.reserve(trace.event_count() * 160 + 4096);
-  const TraceMetadata& m = trace.meta();
-  {
-    JsonWriter w;
-    w.begin_object();
-    w.key("format_version").value(int64_t{1});
-    w.key("device").value(m.device);
-    w.key("collector_state").value(m.collector_state);
-    w.key("collector_reason").value(m.collector_reason);
-    w.key("dropped_records").value(static_cast<uint64_t>(m.dropped_records));
-    w.key("source_format").value(m.source_format);
-    w.key("versions").begin_object();
-    for (const auto& [k, v] : m.versions) w.key(k).value(v);
-    w.end_object();
-    w.key("extra").begin_object();
-    for (const auto& [k, v] : m.extra) w.key(k).value(v);
-    w.end_object();
-    w.end_object();
-    std::string head = w.take();
-    if (!m.documents.empty()) {  // raw JSON objects, as they were given
-      head.pop_back();
-      head += ",\"documents\":{";
-      bool first = true;
-      for (const auto& [k, v] : m.documents) {
-        if (!first) head += ',';
-        first = false;
-        JsonWriter::append_string(head, k);
-        head += ':';
-        head += v;
-      }
-      head += "}}";
+// The "tunebench" object: the trace's metadata, so that load_trace reads back what was written.
+void write_head(std::string& o, const TraceMetadata& m) {
+  JsonWriter w;
+  w.begin_object();
+  w.key("format_version").value(int64_t{1});
+  w.key("device").value(m.device);
+  w.key("collector_state").value(m.collector_state);
+  w.key("collector_reason").value(m.collector_reason);
+  w.key("dropped_records").value(static_cast<uint64_t>(m.dropped_records));
+  w.key("source_format").value(m.source_format);
+  w.key("versions").begin_object();
+  for (const auto& [k, v] : m.versions) w.key(k).value(v);
+  w.end_object();
+  w.key("extra").begin_object();
+  for (const auto& [k, v] : m.extra) w.key(k).value(v);
+  w.end_object();
+  w.end_object();
+  std::string head = w.take();
+  if (!m.documents.empty()) {  // raw JSON objects, as they were given
+    head.pop_back();
+    head += ",\"documents\":{";
+    bool first = true;
+    for (const auto& [k, v] : m.documents) {
+      if (!first) head += ',';
+      first = false;
+      JsonWriter::append_string(head, k);
+      head += ':';
+      head += v;
     }
-    o += "{\"displayTimeUnit\":\"ns\",\"tunebench\":";
-    o += head;
-    o += ",\n\"traceEvents\":[\n";
+    head += "}}";
   }
-  // Track names (Perfetto/chrome show them) and order.
+  o += "{\"displayTimeUnit\":\"ns\",\"tunebench\":";
+  o += head;
+  o += ",\n\"traceEvents\":[\n";
+}
+
+// Track names (Perfetto/chrome show them) and order.
+void write_track_names(std::string& o, const Trace& trace) {
   std::map<int64_t, bool> gpu_pids;
   for (const Track& t : trace.tracks()) {
     if (t.kind() == TrackKind::CpuThread) {
@@ -98,61 +95,65 @@ std::string to_chrome_trace_json(const Trace& trace, const std::vector<Finding>&
     write_meta_event(o, "process_name", pid, 0, "name", "GPU " + std::to_string(pid));
     write_meta_event(o, "process_labels", pid, 0, "labels", "GPU " + std::to_string(pid));
   }
-  for (const Track& t : trace.tracks()) {
-    for (const Event& e : t.events()) {
-      if (e.kind == EventKind::Counter) {
-        o += "{\"ph\":\"C\",\"name\":";
-        JsonWriter::append_string(o, t.name());
-        o += ",\"pid\":";
-        JsonWriter::append_int(o, t.pid());
-        o += ",\"tid\":0,\"ts\":";
-        JsonWriter::append_us(o, e.start_ns);
-        o += ",\"args\":{\"value\":";
-        JsonWriter::append_double(o, e.value);
-        o += "}},\n";
-        continue;
-      }
-      const bool instant = e.kind == EventKind::Instant;
-      o += instant ? "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"" : "{\"ph\":\"X\",\"cat\":\"";
-      o += kineto_cat(e.kind, t.kind());
-      o += "\",\"name\":";
-      JsonWriter::append_string(o, trace.name(e.name));
-      o += ",\"pid\":";
-      JsonWriter::append_int(o, t.pid());
-      o += ",\"tid\":";
-      JsonWriter::append_int(o, t.tid());
-      o += ",\"ts\":";
-      JsonWriter::append_us(o, e.start_ns);
-      if (!instant) {
-        o += ",\"dur\":";
-        JsonWriter::append_us(o, e.end_ns - e.start_ns);
-      }
-      o += ",\"args\":{\"tb_kind\":\"";
-      o += to_string(e.kind);
-      o += '"';
-      if (e.correlation) {
-        o += ",\"correlation\":";
-        JsonWriter::append_int(o, static_cast<int64_t>(e.correlation & 0x7fffffffffffffffULL));
-      }
-      if (t.kind() == TrackKind::GpuStream) {
-        o += ",\"device\":";
-        JsonWriter::append_int(o, t.pid());
-        o += ",\"stream\":";
-        JsonWriter::append_int(o, t.tid());
-      }
-      if (e.arg != kNoArg) {
-        o += (e.kind == EventKind::Memcpy || e.kind == EventKind::Memset) ? ",\"bytes\":" : ",\"arg\":";
-        JsonWriter::append_int(o, e.arg);
-      }
-      if (e.detail != kNoName) {
-        o += ",\"detail\":";
-        JsonWriter::append_string(o, trace.name(e.detail));
-      }
-      if (e.flags & kFlagUnclosed) o += ",\"unclosed\":1";
-      o += "}},\n";
-    }
+}
+
+// A counter sample (memory, RSS): Chrome's "C" event on its process.
+void write_counter(std::string& o, const Track& t, const Event& e) {
+  o += "{\"ph\":\"C\",\"name\":";
+  JsonWriter::append_string(o, t.name());
+  o += ",\"pid\":";
+  JsonWriter::append_int(o, t.pid());
+  o += ",\"tid\":0,\"ts\":";
+  JsonWriter::append_us(o, e.start_ns);
+  o += ",\"args\":{\"value\":";
+  JsonWriter::append_double(o, e.value);
+  o += "}},\n";
+}
+
+// A span or an instant in Kineto's categories, with TuneBench's own kind and fields in its args.
+void write_event(std::string& o, const Trace& trace, const Track& t, const Event& e) {
+  const bool instant = e.kind == EventKind::Instant;
+  o += instant ? "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"" : "{\"ph\":\"X\",\"cat\":\"";
+  o += kineto_cat(e.kind, t.kind());
+  o += "\",\"name\":";
+  JsonWriter::append_string(o, trace.name(e.name));
+  o += ",\"pid\":";
+  JsonWriter::append_int(o, t.pid());
+  o += ",\"tid\":";
+  JsonWriter::append_int(o, t.tid());
+  o += ",\"ts\":";
+  JsonWriter::append_us(o, e.start_ns);
+  if (!instant) {
+    o += ",\"dur\":";
+    JsonWriter::append_us(o, e.end_ns - e.start_ns);
   }
-  // Flows: launch -> GPU work (ids are correlation ids, as Kineto writes them).
+  o += ",\"args\":{\"tb_kind\":\"";
+  o += to_string(e.kind);
+  o += '"';
+  if (e.correlation) {
+    o += ",\"correlation\":";
+    JsonWriter::append_int(o, static_cast<int64_t>(e.correlation & 0x7fffffffffffffffULL));
+  }
+  if (t.kind() == TrackKind::GpuStream) {
+    o += ",\"device\":";
+    JsonWriter::append_int(o, t.pid());
+    o += ",\"stream\":";
+    JsonWriter::append_int(o, t.tid());
+  }
+  if (e.arg != kNoArg) {
+    o += (e.kind == EventKind::Memcpy || e.kind == EventKind::Memset) ? ",\"bytes\":" : ",\"arg\":";
+    JsonWriter::append_int(o, e.arg);
+  }
+  if (e.detail != kNoName) {
+    o += ",\"detail\":";
+    JsonWriter::append_string(o, trace.name(e.detail));
+  }
+  if (e.flags & kFlagUnclosed) o += ",\"unclosed\":1";
+  o += "}},\n";
+}
+
+// Flows: launch -> GPU work (ids are correlation ids, as Kineto writes them).
+void write_flows(std::string& o, const Trace& trace) {
   for (const Flow& f : trace.flows()) {
     const Track& st = trace.track(f.src_track);
     const Track& dt = trace.track(f.dst_track);
@@ -176,7 +177,10 @@ std::string to_chrome_trace_json(const Trace& trace, const std::vector<Finding>&
     JsonWriter::append_us(o, de.start_ns);
     o += "},\n";
   }
-  // Findings: global instant events at the start of their evidence interval.
+}
+
+// Findings: global instant events at the start of their evidence interval.
+void write_findings(std::string& o, const std::vector<Finding>& findings) {
   for (const Finding& f : findings) {
     JsonWriter w;
     w.begin_object();
@@ -201,6 +205,23 @@ std::string to_chrome_trace_json(const Trace& trace, const std::vector<Finding>&
     o += w.take();
     o += ",\n";
   }
+}
+
+}  // namespace
+
+std::string to_chrome_trace_json(const Trace& trace, const std::vector<Finding>& findings) {
+  std::string o;
+  o.reserve(trace.event_count() * 160 + 4096);
+  write_head(o, trace.meta());
+  write_track_names(o, trace);
+  for (const Track& t : trace.tracks()) {
+    for (const Event& e : t.events()) {
+      if (e.kind == EventKind::Counter) write_counter(o, t, e);
+      else write_event(o, trace, t, e);
+    }
+  }
+  write_flows(o, trace);
+  write_findings(o, findings);
   if (o.size() >= 2 && o[o.size() - 2] == ',') o.erase(o.size() - 2, 1);
   o += "]}\n";
   return o;

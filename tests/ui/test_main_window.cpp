@@ -24,6 +24,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "client/inputs.h"
 #include "ui/compare_panel.h"
 #include "ui/findings_panel.h"
 #include "ui/analysis_panel.h"
@@ -95,6 +96,16 @@ class TestMainWindow : public QObject {
     auto* kernels = w.analysis()->kernelsTable()->model();
     QCOMPARE(kernels->rowCount(), 10);
     QVERIFY2(kernels->index(0, 0).data().toString().contains("bn_bw"), qPrintable(kernels->index(0, 0).data().toString()));
+  }
+
+  // The run's steps take serve's range (client/inputs.h): 0 is "until Stop", and no more than the CLI takes.
+  void stepsAreTheCommandLinesRange() {
+    MainWindow w;
+    auto* steps = w.findChild<QSpinBox*>("steps");
+    QVERIFY(steps);
+    QCOMPARE(steps->minimum(), 0);
+    QCOMPARE(steps->maximum(), int(tb::client::inputs::kStepsMax));
+    QCOMPARE(steps->specialValueText(), QString("until Stop"));
   }
 
   void opensKinetoTraceThenRejectsCorruptOne() {

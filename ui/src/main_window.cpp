@@ -27,6 +27,7 @@
 #include <QTimer>
 #include <QUrl>
 
+#include "client/inputs.h"
 #include "ui/analysis_panel.h"
 #include "ui/compare_panel.h"
 #include "ui/findings_panel.h"
@@ -105,7 +106,16 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     }
   });
 
-  // Run protocol wiring.
+  connectRunStart();
+  connectRunMessages();
+  connectPanels();
+  chart_->setRecord(&run_->record());
+  compare_->setRecord(&run_->record());
+  updateRunActions();
+}
+
+// A run starting (hello, started) and what it sends while it goes: steps, applied changes, trace chunks.
+void MainWindow::connectRunStart() {
   connect(run_, &RunController::hello, this, [this](const QJsonObject& m) {
     setStatusFromHello(m);
     toggles_->setKnobs(run_->record().knobs);
@@ -159,6 +169,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     log(tr("trace chunk steps %1–%2: %3").arg(a).arg(b).arg(QFileInfo(path).fileName()));
     loadLiveChunks();
   });
+}
+
+// The run's findings, loader verdicts, warnings and errors, its tunes and its end.
+void MainWindow::connectRunMessages() {
   connect(run_, &RunController::finding, this, [this](const QJsonObject& m) { findings_->addRunFinding(m); });
   connect(run_, &RunController::loaderParts, this, [this](const QJsonObject& m) {
     live_loader_ = liveLoaderVerdict(run_->record(), m);
@@ -204,7 +218,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     }
   });
   connect(run_, &RunController::runningChanged, this, [this](bool) { updateRunActions(); });
+}
 
+// The panels' requests: a knob toggled or tried, evidence or a step to show, a comparison's traces, a revert.
+void MainWindow::connectPanels() {
   connect(toggles_, &TogglesPanel::knobChanged, this, [this](const QString& id, const QString& v) {
     if (run_->isRunning()) {
       run_->sendSet(id, v);
@@ -270,9 +287,6 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     }
   });
   connect(timeline_, &TimelineWidget::eventSelected, this, [this](const QString& d) { statusBar()->showMessage(d, 10000); });
-  chart_->setRecord(&run_->record());
-  compare_->setRecord(&run_->record());
-  updateRunActions();
 }
 
 MainWindow::~MainWindow() {
@@ -318,7 +332,9 @@ void MainWindow::buildUi() {
   auto* make_demo = new QPushButton(tr("Make demo dataset"), md);
   make_demo->setToolTip(tr("512 JPEGs, 160×160, 10 classes, in the cache directory (made once)"));
   steps_ = new QSpinBox(md);
-  steps_->setRange(0, 1000000);
+  steps_->setObjectName("steps");
+  // serve's rule (client/inputs.h): 0 runs until stopped.
+  steps_->setRange(int(client::inputs::kServeStepsMin), int(client::inputs::kStepsMax));
   steps_->setSpecialValueText(tr("until Stop"));
   trace_every_ = new QSpinBox(md);
   trace_every_->setObjectName("trace_every");

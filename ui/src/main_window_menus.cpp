@@ -34,6 +34,45 @@ constexpr int kMaxRecent = 10;
 }  // namespace
 
 void MainWindow::buildMenus() {
+  QAction* open = buildFileMenu();
+  buildRunMenu();
+  buildEditMenu();
+  buildViewMenu();
+
+  auto* help = menuBar()->addMenu(tr("&Help"));
+  help->addAction(tr("&Shortcuts"), this, [this] {
+    QMessageBox::information(this, tr("Timeline shortcuts"),
+                             tr("Ctrl+wheel, W / S: zoom\nDrag, A / D, Shift+wheel: pan\nWheel: scroll rows\nF: fit\n"
+                                "Shift+drag or right-drag: select a range; Z: zoom to it\nClick: select an event (shows its "
+                                "launch → kernel flow)\nDouble-click: zoom to the event\nEsc: clear selection\n"
+                                "Ctrl+F: find an op or kernel by name; F3: next"));
+  });
+  help->addAction(tr("&About TuneBench"), this, [this] {
+    QMessageBox::about(this, tr("About TuneBench"),
+                       tr("TuneBench — make GPU training fast: run, see the timeline, flip one knob, measure.\nQt %1").arg(qVersion()));
+  });
+
+  auto* tb = addToolBar(tr("Main"));
+  tb->setObjectName("toolbar_main");
+  tb->addAction(open);
+  tb->addSeparator();
+  tb->addAction(act_start_);
+  tb->addAction(act_stop_);
+  tb->addSeparator();
+  tb->addWidget(new QLabel(tr(" budget ")));
+  tune_budget_ = new QSpinBox;
+  // The one rule every surface checks (client/inputs.h).
+  tune_budget_->setRange(int(client::inputs::kBudgetMinS), int(client::inputs::kBudgetMaxS));
+  tune_budget_->setValue(int(client::inputs::kBudgetDefaultS));
+  tune_budget_->setSuffix(" s");
+  tb->addWidget(tune_budget_);
+  tb->addAction(act_tune_);
+  tb->addSeparator();
+  tb->addWidget(find_edit_);
+}
+
+// Open, recent files, knobs, a server, comparisons, exports, quit; returns Open for the toolbar.
+QAction* MainWindow::buildFileMenu() {
   auto* file = menuBar()->addMenu(tr("&File"));
   auto* open = file->addAction(QIcon::fromTheme("document-open"), tr("&Open…"), this, [this] {
     const QString f = QFileDialog::getOpenFileName(this, tr("Open trace, model or report"), {},
@@ -82,7 +121,11 @@ void MainWindow::buildMenus() {
   exp->addAction(tr("&Chrome trace (Perfetto)…"), this, [this] { exportDialog("trace"); });
   file->addSeparator();
   file->addAction(tr("&Quit"), this, &QWidget::close)->setShortcut(QKeySequence::Quit);
+  return open;
+}
 
+// Start and stop, data-parallel runs and tunes, the demo, tracing and the auto-tune.
+void MainWindow::buildRunMenu() {
   auto* runm = menuBar()->addMenu(tr("&Run"));
   act_start_ = runm->addAction(QIcon::fromTheme("media-playback-start"), tr("&Start"), this, [this] { startRun(optionsFromPanel()); });
   act_start_->setShortcut(QKeySequence(tr("F5")));
@@ -116,7 +159,10 @@ void MainWindow::buildMenus() {
     log(tr("auto-tune started (budget %1 s)").arg(tune_budget_->value()));
   });
   act_tune_->setShortcut(QKeySequence(tr("Ctrl+T")));
+}
 
+// Find on the timeline: the toolbar's find box (made here) and its shortcuts.
+void MainWindow::buildEditMenu() {
   auto* edit = menuBar()->addMenu(tr("&Edit"));
   find_edit_ = new QLineEdit;
   find_edit_->setObjectName("find_edit");
@@ -129,7 +175,10 @@ void MainWindow::buildMenus() {
     find_edit_->selectAll();
   })->setShortcut(QKeySequence::Find);
   edit->addAction(tr("Find &next"), this, [this] { findOnTimeline(find_edit_->text()); })->setShortcut(QKeySequence::FindNext);
+}
 
+// The timeline's zoom, go to step, the docks shown and the layout's reset.
+void MainWindow::buildViewMenu() {
   auto* view = menuBar()->addMenu(tr("&View"));
   view->addAction(tr("&Fit timeline"), timeline_, &TimelineWidget::fit);
   view->addAction(tr("&Zoom to selection"), timeline_, &TimelineWidget::zoomToSelection);
@@ -152,37 +201,6 @@ void MainWindow::buildMenus() {
     for (QDockWidget* d : findChildren<QDockWidget*>()) d->show();
     statusBar()->showMessage(tr("Layout resets on the next start"), 4000);
   });
-
-  auto* help = menuBar()->addMenu(tr("&Help"));
-  help->addAction(tr("&Shortcuts"), this, [this] {
-    QMessageBox::information(this, tr("Timeline shortcuts"),
-                             tr("Ctrl+wheel, W / S: zoom\nDrag, A / D, Shift+wheel: pan\nWheel: scroll rows\nF: fit\n"
-                                "Shift+drag or right-drag: select a range; Z: zoom to it\nClick: select an event (shows its "
-                                "launch → kernel flow)\nDouble-click: zoom to the event\nEsc: clear selection\n"
-                                "Ctrl+F: find an op or kernel by name; F3: next"));
-  });
-  help->addAction(tr("&About TuneBench"), this, [this] {
-    QMessageBox::about(this, tr("About TuneBench"),
-                       tr("TuneBench — make GPU training fast: run, see the timeline, flip one knob, measure.\nQt %1").arg(qVersion()));
-  });
-
-  auto* tb = addToolBar(tr("Main"));
-  tb->setObjectName("toolbar_main");
-  tb->addAction(open);
-  tb->addSeparator();
-  tb->addAction(act_start_);
-  tb->addAction(act_stop_);
-  tb->addSeparator();
-  tb->addWidget(new QLabel(tr(" budget ")));
-  tune_budget_ = new QSpinBox;
-  // The one rule every surface checks (client/inputs.h).
-  tune_budget_->setRange(int(client::inputs::kBudgetMinS), int(client::inputs::kBudgetMaxS));
-  tune_budget_->setValue(int(client::inputs::kBudgetDefaultS));
-  tune_budget_->setSuffix(" s");
-  tb->addWidget(tune_budget_);
-  tb->addAction(act_tune_);
-  tb->addSeparator();
-  tb->addWidget(find_edit_);
 }
 
 void MainWindow::restoreSettings() {

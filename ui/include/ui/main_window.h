@@ -158,6 +158,16 @@ class MainWindow : public QMainWindow {
  private:
   void buildUi();
   void buildMenus();
+  // Parts of buildMenus (main_window_menus.cpp); the File menu's Open is the toolbar's first action too.
+  QAction* buildFileMenu();
+  void buildRunMenu();
+  void buildEditMenu();
+  void buildViewMenu();
+  // Parts of the constructor: the run protocol's messages (a run starting, its changes and chunks; warnings,
+  // tunes and its end) and the panels' requests to the window.
+  void connectRunStart();
+  void connectRunMessages();
+  void connectPanels();
   void restoreSettings();
   void fitToScreen();  // the window inside the available area of its screen
   void addRecent(const QString& path);
