@@ -396,3 +396,53 @@ TEST(TunerReport, TheProfilersOwnTimeIsAPartOfItsOwn) {
   EXPECT_NE(html.find("#4db6ac"), std::string::npos);
   EXPECT_NE(html.find("profiler (TuneBench)"), std::string::npos);
 }
+
+// One headline for every output: a tune too noisy to tell anything is said so, in a neutral colour, in the HTML,
+// the Markdown, the terminal's words (tune_headline) and the GUI's tune_done; "No change beat the baseline" is
+// only for trials that told. An image-classification trainer's tune printed "too noisy to tune here: ±159%" on the
+// terminal and "No change beat the baseline" in large green type in its report.
+TEST(TunerReport, TheHeadlineIsWhatTheTuneCanClaimInEveryOutput) {
+  TuneResult r;
+  r.environment = {{"model", "script:train.py"}, {"device", "cpu"}};
+  r.baseline = {{"workers", "16"}};
+  r.final_config = r.baseline;
+  r.verdict = "none";
+  r.baseline_throughput = 52.0;
+  Trial t;
+  t.phase = "screen";
+  t.knob = "workers";
+  t.value = "2";
+  t.outcome = "no effect";
+  r.trials.push_back(t);
+  r.noise_band = 1.59;
+  const Headline noisy = tune_headline(r);
+  EXPECT_EQ(noisy.kind, "too_noisy");
+  EXPECT_FALSE(noisy.good);
+  EXPECT_NE(noisy.title.find("±159%"), std::string::npos) << noisy.title;
+  for (const std::string& out : {report_html(r), report_markdown(r), tune_done_message(r, "r.html", "r.md", "r.json").dump()}) {
+    EXPECT_NE(out.find("Too noisy to tune here"), std::string::npos) << out.substr(0, 400);
+    EXPECT_EQ(out.find("No change beat the baseline"), std::string::npos) << out.substr(0, 400);
+  }
+  EXPECT_EQ(tune_done_message(r, "r.html", "r.md", "r.json")["headline"]["kind"], "too_noisy");
+  EXPECT_NE(report_html(r).find("<div class=\"headline\">Too noisy"), std::string::npos);  // neutral, not green
+  // Trials that resolved what they tried: nothing paid.
+  r.noise_band = 0.04;
+  EXPECT_EQ(tune_headline(r).kind, "none");
+  EXPECT_NE(report_html(r).find("<div class=\"headline\">No change beat the baseline</div>"), std::string::npos);
+  // A confirmed gain, and only it, is green.
+  r.final_config = {{"workers", "2"}};
+  r.verdict = "faster";
+  r.speedup.ratio = 1.25;
+  r.speedup.lo = 1.1;
+  r.speedup.hi = 1.4;
+  r.speedup.pairs = 6;
+  ASSERT_TRUE(r.speedup.valid());
+  EXPECT_EQ(tune_headline(r).kind, "faster");
+  EXPECT_NE(report_html(r).find("<div class=\"headline good\">1.25x faster</div>"), std::string::npos);
+  EXPECT_NE(report_markdown(r).find("**1.25x faster**"), std::string::npos);
+  // Nothing tried at all.
+  r.trials.clear();
+  r.final_config = r.baseline;
+  r.speedup = {};
+  EXPECT_EQ(tune_headline(r).kind, "nothing_measured");
+}

@@ -2,12 +2,18 @@
 """The tuning report as a reader sees it (docs/tuning.md, "The report"): a simulated tune writes the HTML report, headless
 Chromium renders it at a desktop and a phone width, and the screenshots are checked: the page has content
 (not blank), nothing runs into the right edge (captions and bars fit: the waterfall caption was cut before),
-and the phone rendering is no wider than the phone. Skips (exit 77) without Chromium.
+and the phone rendering is no wider than the phone. Then the report of a tune too noisy to tell anything (a world
+file whose pairs vary by 60%): its headline says so in a neutral colour, and its layout as the browser computed it
+(a copy with a measuring script, read back with --dump-dom) has tables that fit a 1000 px page, axis labels that
+do not overlap and no table row taller than a few lines (a trials row once stood in a screen-high white gap).
+Skips (exit 77) without Chromium.
 
 usage: report_in_chromium.py CLI OUTDIR
 """
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -37,6 +43,76 @@ def ink(img, box):
     return 1.0 - sum(hist[245:]) / float(region.width * region.height)
 
 
+# Measures the page as laid out and writes the figures into the DOM, which --dump-dom prints.
+MEASURE = """<script>
+window.addEventListener("load", () => {
+  const out = {overflow: [], ticks: [], tallest_row: 0, headline_colour: ""};
+  for (const el of document.querySelectorAll(".scroll"))
+    if (el.scrollWidth > el.clientWidth + 1) out.overflow.push(el.scrollWidth - el.clientWidth);
+  const ticks = Array.from(document.querySelectorAll("text.tick")).map(t => t.getBoundingClientRect())
+                     .sort((a, b) => a.left - b.left);
+  for (let i = 1; i < ticks.length; ++i)
+    if (ticks[i].left < ticks[i - 1].right) out.ticks.push([ticks[i - 1].right, ticks[i].left]);
+  for (const tr of document.querySelectorAll("tr")) out.tallest_row = Math.max(out.tallest_row, tr.getBoundingClientRect().height);
+  const h = document.querySelector(".headline");
+  out.headline_colour = h ? getComputedStyle(h).color : "";
+  out.headline = h ? h.textContent : "";
+  const pre = document.createElement("pre");
+  pre.id = "layout";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>"""
+
+
+def layout(browser, html, width):
+    """The report's layout at `width` px, as the measuring script saw it."""
+    with open(html) as f:
+        text = f.read()
+    probe = html[:-5] + "-probe.html"
+    with open(probe, "w") as f:
+        f.write(text.replace("</body>", MEASURE + "</body>"))
+    dom = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=%d,2400" % width,
+                          "--virtual-time-budget=5000", "--dump-dom", "file://" + probe],
+                         check=True, capture_output=True, text=True, timeout=120).stdout
+    m = re.search(r'<pre id="layout">(.*?)</pre>', dom, re.S)
+    return json.loads(m.group(1).replace("&quot;", '"').replace("&amp;", "&")) if m else None
+
+
+def noisy_world(out):
+    """A world file (docs/tuning.md) whose pairs vary by 60%: no trial can tell anything."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "..", "..", "examples", "worlds", "loader-bound.json")) as f:
+        world = json.load(f)
+    world["name"] = "too noisy"
+    world["noise"].update(per_pair=0.6, per_step=0.3, source="test: a machine too noisy to tune on")
+    path = os.path.join(out, "noisy-world.json")
+    with open(path, "w") as f:
+        json.dump(world, f)
+    return path
+
+
+def check_noisy(cli, browser, out, problems):
+    html = os.path.join(out, "noisy.html")
+    subprocess.run([cli, "tune", "--simulate", "--profile", noisy_world(out), "--budget", "180", "--quiet",
+                    "--report", html], check=True, stdout=subprocess.DEVNULL, timeout=300)
+    shoot(browser, html, os.path.join(out, "noisy-1000.png"), 1000, 3000)
+    got = layout(browser, html, 1000)
+    if got is None:
+        problems.append("the layout of %s could not be measured" % html)
+        return
+    if not got["headline"].startswith("Too noisy to tune here"):
+        problems.append("a too-noisy tune's headline reads %r" % got["headline"])
+    if got["headline_colour"] == "rgb(46, 125, 50)":
+        problems.append("a too-noisy tune's headline is green")
+    if got["overflow"]:
+        problems.append("%d table(s) wider than a 1000 px page (by %s px)" % (len(got["overflow"]), got["overflow"]))
+    if got["ticks"]:
+        problems.append("axis labels overlap at %s" % got["ticks"])
+    if got["tallest_row"] > 120:
+        problems.append("a table row is %.0f px tall" % got["tallest_row"])
+
+
 def main():
     cli, out = sys.argv[1], sys.argv[2]
     browser = chromium()
@@ -59,10 +135,11 @@ def main():
     edge = ink(phone, (phone.width - 4, 0, phone.width, phone.height))
     if edge > 0.001:
         problems.append("content runs past a 390 px phone screen (%.2f%% of the edge inked)" % (100 * edge))
+    check_noisy(cli, browser, out, problems)
     for p in problems:
         print("FAIL: " + p)
     if not problems:
-        print("ok: %s rendered at 1000 and 390 px (screenshots in %s)" % (html, out))
+        print("ok: %s and a too-noisy tune's report rendered at 1000 and 390 px (screenshots in %s)" % (html, out))
     return 1 if problems else 0
 
 

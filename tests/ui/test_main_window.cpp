@@ -297,6 +297,12 @@ class TestMainWindow : public QObject {
     QCOMPARE(none.title, QString("No change beat the baseline"));
     QVERIFY2(none.detail.contains("Baseline 250.0 samples/s") && none.detail.contains("the budget ran out"),
              qPrintable(none.detail));
+    // The tuner's own headline when it sends one: too noisy to tell is not "no change beat the baseline".
+    const TuneSummary noisy = tuneSummary(QJsonObject{
+        {"speedup", QJsonValue()}, {"kept", QJsonArray()}, {"baseline_throughput", 52.0},
+        {"headline", QJsonObject{{"kind", "too_noisy"},
+                                 {"title", "Too noisy to tune here: one trial resolves only changes beyond ±159%"}}}});
+    QVERIFY2(noisy.title.startsWith("Too noisy to tune here"), qPrintable(noisy.title));
     // An undecided headline keeps nothing: never "×1.01 faster" beside "Keep: workers=1".
     const TuneSummary undecided = tuneSummary(QJsonObject{
         {"verdict", "undecided"}, {"speedup", 1.01}, {"speedup_ci", QJsonArray{0.65, 1.55}}, {"kept", QJsonArray()},

@@ -1,6 +1,7 @@
 #include "ui/tune_summary.h"
 
 #include <QJsonArray>
+#include <QJsonObject>
 #include <QStringList>
 
 namespace tb::ui {
@@ -36,7 +37,9 @@ TuneSummary tuneSummary(const QJsonObject& m) {
       line += QObject::tr(", 95% interval ×%1–%2, which covers 1").arg(ci[0].toDouble(), 0, 'f', 2).arg(ci[1].toDouble(), 0, 'f', 2);
     lines << line << QObject::tr("Keep: nothing (not confirmed; tune again with a larger budget)");
   } else {
-    s.title = QObject::tr("No change beat the baseline");
+    // The tuner's own headline when it sent one: "Too noisy to tune here" is not "No change beat the baseline".
+    const QString title = m.value("headline").toObject().value("title").toString();
+    s.title = title.isEmpty() ? QObject::tr("No change beat the baseline") : title;
     if (m.value("baseline_throughput").isDouble())
       lines << QObject::tr("Baseline %1 samples/s.").arg(m.value("baseline_throughput").toDouble(), 0, 'f', 1);
   }

@@ -31,6 +31,16 @@
 
 namespace tb::engine {
 
+// The headline of a tune, one for every output (the terminal, the HTML and Markdown reports, the GUI's summary
+// through tune_done): what the tune can claim. "Too noisy to tune here" is not "No change beat the baseline":
+// the first says the trials could not tell, the second that they told and nothing paid.
+struct Headline {
+  std::string kind;   // "faster", "undecided", "too_noisy", "nothing_measured", "none"
+  std::string title;  // "1.54x faster", "Too noisy to tune here: ±159% a trial", "No change beat the baseline"
+  bool good = false;  // a confirmed gain (the reports draw it green; everything else neutral)
+};
+Headline tune_headline(const TuneResult& result);
+
 std::string report_html(const TuneResult& result);
 std::string report_markdown(const TuneResult& result);
 nlohmann::json report_json(const TuneResult& result);

@@ -84,7 +84,8 @@ body { font-family: -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-se
        padding: 1rem; line-height: 1.45; color: #222; }
 h1 { font-size: 1.6rem; margin-bottom: .2rem; } h2 { font-size: 1.25rem; border-bottom: 1px solid #ddd; margin-top: 2rem; }
 .sub { color: #555; margin-top: 0; }
-.headline { font-size: 2.2rem; font-weight: bold; color: #2e7d32; }
+.headline { font-size: 2.2rem; font-weight: bold; color: #444; }
+.headline.good { color: #2e7d32; }
 .card { border: 1px solid #ddd; border-radius: 6px; padding: .6rem 1rem; margin: .6rem 0; }
 .scroll { overflow-x: auto; -webkit-overflow-scrolling: touch; }
 table { border-collapse: collapse; width: 100%; font-size: .9rem; }
@@ -92,6 +93,7 @@ th, td { border-bottom: 1px solid #e5e5e5; padding: .3rem .45rem; text-align: le
 th { background: #f5f5f5; } td.n { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 tr.accepted td { background: #edf7ee; } tr.drift td, tr.oom td, tr.failed td { background: #fff4e5; }
 tr.slower td { background: #fdecea; }
+td.n.ci { white-space: normal; min-width: 8rem; } table.env td { overflow-wrap: anywhere; } tr.has-why td { border-bottom: none; } tr.why td { padding-top: 0; font-size: .82rem; color: #555; }
 pre { background: #f6f8fa; padding: .7rem; overflow-x: auto; font-size: .85rem; border-radius: 4px; }
 code { font-family: ui-monospace, Menlo, Consolas, monospace; }
 svg { max-width: 100%; height: auto; display: block; margin: .4rem 0; }
@@ -240,11 +242,9 @@ std::string html_summary(const TuneResult& r, const std::vector<std::string>& ch
   std::string h;
   // Summary.
   h += "<div class=\"card\">\n";
+  const Headline head = tune_headline(r);
+  h += std::string("<div class=\"headline") + (head.good ? " good" : "") + "\">" + esc(head.title) + "</div>\n";
   if (r.speedup.valid() && !changed.empty()) {
-    h += "<div class=\"headline\">" +
-         esc(r.verdict == "undecided" ? "Could not decide (" + fmt(r.speedup.ratio, 2) + "x, the interval covers 1)"
-                                      : fmt(r.speedup.ratio, 2) + "x faster") +
-         "</div>\n";
     h += "<p>" + esc(fmt(r.baseline_throughput, 1) + " → " + fmt(r.final_throughput, 1) +
                      " samples/s (95% interval of the ratio " + fmt(r.speedup.lo, 2) + "–" + fmt(r.speedup.hi, 2) +
                      ", baseline and final measured alternately at the end" +
@@ -252,7 +252,6 @@ std::string html_summary(const TuneResult& r, const std::vector<std::string>& ch
          "</p>\n";
     if (!r.confirmation.empty()) h += "<p><strong>Confirmed:</strong> " + esc(r.confirmation) + "</p>\n";
   } else {
-    h += "<div class=\"headline\">No change beat the baseline</div>\n";
     h += "<p>" + esc("Baseline " + fmt(r.baseline_throughput, 1) + " samples/s (measured at the end of the tune).") +
          "</p>\n";
   }
@@ -345,13 +344,20 @@ std::string html_trials(const TuneResult& r) {
   for (size_t i = 0; i < r.trials.size(); ++i) {
     const Trial& t = r.trials[i];
     const std::string cls = t.accepted ? "accepted" : t.outcome == "no effect" ? "" : t.outcome;
-    h += "<tr" + (cls.empty() ? std::string() : " class=\"" + esc(cls == "no effect" ? "" : cls) + "\"") + "><td class=\"n\">" +
+    // The reason is a line of its own under the row: in the last column it made rows a screen tall and pushed the
+    // table past the page's edge.
+    const std::string why = reason_after(t, result_text(t));
+    const std::string row_cls = cls + (why.empty() ? "" : std::string(cls.empty() ? "" : " ") + "has-why");
+    h += "<tr" + (row_cls.empty() ? std::string() : " class=\"" + esc(row_cls) + "\"") + "><td class=\"n\">" +
          std::to_string(i + 1) + "</td><td>" + esc(t.phase) + "</td><td>" + esc(t.knob.empty() ? "all" : t.knob) +
          "</td><td>" + esc(change_text(t)) + "</td><td>" + esc(t.reference) +
          "</td><td class=\"n\">" + esc(fmt(t.before, 1)) + "</td><td class=\"n\">" + esc(fmt(t.after, 1)) +
-         "</td><td class=\"n\">" + esc(interval_text(t.estimate)) + "</td><td class=\"n\">" + esc(memory_text(t)) +
+         "</td><td class=\"n ci\">" + esc(interval_text(t.estimate)) + "</td><td class=\"n\">" + esc(memory_text(t)) +
          "</td><td class=\"n\">" + esc(std::isfinite(t.loss_drift) ? fmt(t.loss_drift * 100, 1) + "%" : "") + "</td><td><strong>" +
-         esc(result_text(t)) + "</strong> " + esc(reason_after(t, result_text(t))) + "</td></tr>\n";
+         esc(result_text(t)) + "</strong></td></tr>\n";
+    if (!why.empty())
+      h += "<tr class=\"why" + (cls.empty() ? std::string() : " " + esc(cls)) + "\"><td></td><td colspan=\"10\">" +
+           esc(why) + "</td></tr>\n";
   }
   h += "</tbody></table></div>\n";
   if (!r.skipped.empty()) {
@@ -391,7 +397,7 @@ std::string html_environment(const TuneResult& r) {
     for (const auto& [k, v] : env["versions"].items())
       versions += (versions.empty() ? "" : ", ") + k + " " + (v.is_string() ? v.get<std::string>() : v.dump());
   std::string h;
-  h += "<h2>Environment</h2>\n<div class=\"scroll\"><table><tbody>\n";
+  h += "<h2>Environment</h2>\n<div class=\"scroll\"><table class=\"env\"><tbody>\n";
   h += "<tr><th>device</th><td>" + esc(jstr(env, "device")) + "</td></tr>\n";
   h += "<tr><th>versions</th><td>" + esc(versions.empty() ? "unknown" : versions) + "</td></tr>\n";
   h += "<tr><th>model</th><td>" + esc(jstr(env, "model")) + "</td></tr>\n<tr><th>data</th><td>" + esc(jstr(env, "data")) + "</td></tr>\n";
@@ -438,15 +444,15 @@ std::string report_markdown(const TuneResult& r) {
   m << "# Tuning report: " << jstr(env, "model") << "\n\n";
   m << jstr(env, "data") << " on " << jstr(env, "device") << " · " << now_utc() << "\n\n";
   const auto changed = r.unconfirmed_config.empty() ? changed_knobs(r.baseline, r.final_config) : unconfirmed_knobs(r);
-  if (r.speedup.valid() && !changed.empty())
-    m << "**" << (r.verdict == "undecided" ? "Could not decide (" + fmt(r.speedup.ratio, 2) + "x, the interval covers 1)"
-                                         : fmt(r.speedup.ratio, 2) + "x faster")
-      << "**: " << fmt(r.baseline_throughput, 1) << " → "
+  const Headline head = tune_headline(r);
+  if (r.speedup.valid() && !changed.empty()) {
+    m << "**" << head.title << "**: " << fmt(r.baseline_throughput, 1) << " → "
       << fmt(r.final_throughput, 1) << " samples/s (95% interval " << fmt(r.speedup.lo, 2) << "–"
       << fmt(r.speedup.hi, 2) << (r.speedup_fresh_processes ? ", fresh processes" : "") << ")\n\n";
-  if (r.speedup.valid() && !changed.empty() && !r.confirmation.empty()) m << "**Confirmed:** " << r.confirmation << "\n\n";
-  else
-    m << "**No change beat the baseline** (" << fmt(r.baseline_throughput, 1) << " samples/s)\n\n";
+    if (!r.confirmation.empty()) m << "**Confirmed:** " << r.confirmation << "\n\n";
+  } else {
+    m << "**" << head.title << "** (baseline " << fmt(r.baseline_throughput, 1) << " samples/s)\n\n";
+  }
   m << "**Keep:** " << keep_text(r) << "\n\n";
   if (const std::string mem = memory_headline(r); !mem.empty()) m << "**Memory:** " << mem << "\n\n";
   m << "**Measurement:** " << (r.noise.text.empty() ? "n/a" : r.noise.text);
@@ -529,6 +535,8 @@ nlohmann::json tune_done_message(const TuneResult& r, const std::string& html_pa
   m["unconfirmed"] = unconfirmed;
   const bool gain = r.speedup.valid() && (!kept.empty() || !unconfirmed.empty());
   m["verdict"] = r.verdict;
+  const Headline head = tune_headline(r);
+  m["headline"] = {{"kind", head.kind}, {"title", head.title}};
   m["speedup"] = gain ? json(r.speedup.ratio) : json(nullptr);
   m["speedup_ci"] = gain ? json::array({r.speedup.lo, r.speedup.hi}) : json(nullptr);
   m["fresh_processes"] = gain && r.speedup_fresh_processes;

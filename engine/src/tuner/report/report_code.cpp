@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <regex>
 #include <set>
 
@@ -175,6 +176,26 @@ std::string nothing_kept(const TuneResult& r) {
   if (r.verdict == "undecided") return "nothing is kept: the headline could not confirm the changes";
   if (std::isfinite(r.noise_band) && r.noise_band > kTooNoisyBand) return "nothing is kept: this machine was too noisy to tell";
   return "nothing beat the baseline configuration";
+}
+
+Headline tune_headline(const TuneResult& r) {
+  const auto changed = r.unconfirmed_config.empty() ? changed_knobs(r.baseline, r.final_config) : unconfirmed_knobs(r);
+  char b[160];
+  if (r.speedup.valid() && !changed.empty()) {
+    if (r.verdict == "undecided") {
+      std::snprintf(b, sizeof b, "Could not decide (%.2fx, the interval covers 1)", r.speedup.ratio);
+      return {"undecided", b, false};
+    }
+    std::snprintf(b, sizeof b, "%.2fx faster", r.speedup.ratio);
+    return {"faster", b, true};
+  }
+  if (r.trials.empty()) return {"nothing_measured", "Nothing was measured: the budget held no trial", false};
+  if (std::isfinite(r.noise_band) && r.noise_band > kTooNoisyBand) {
+    std::snprintf(b, sizeof b, "Too noisy to tune here: one trial resolves only changes beyond ±%.0f%%",
+                  100 * r.noise_band);
+    return {"too_noisy", b, false};
+  }
+  return {"none", "No change beat the baseline", false};
 }
 
 std::string final_code_pytorch(const TuneResult& r) {

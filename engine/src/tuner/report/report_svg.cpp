@@ -124,10 +124,16 @@ std::string svg_forest(const TuneResult& r) {
   const double l0 = std::log(lo), l1 = std::log(hi);
   auto X = [&](double v) { return left + (std::log(std::max(v, 1e-9)) - l0) / (l1 - l0) * (W - left - right); };
   std::string s = svg_open(W, H, "each trial: ratio after/before with its 95% interval");
-  for (double tick : {0.25, 0.5, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 8.0, 12.0}) {
+  // Ticks at least kTickGap apart (a label is ~30 px wide at 10 px): 1 always, then the others by how round they
+  // are, each only where it clears the ones drawn (a wide interval squeezed 0.80x 1.00x 1.25x 1.50x into one blot).
+  constexpr double kTickGap = 40;
+  std::vector<double> drawn;
+  for (double tick : {1.0, 0.5, 2.0, 0.25, 5.0, 0.1, 10.0, 0.05, 20.0, 50.0, 100.0, 0.8, 1.25, 1.5, 3.0, 8.0}) {
     if (tick < lo || tick > hi) continue;
+    if (std::any_of(drawn.begin(), drawn.end(), [&](double d) { return std::fabs(X(d) - X(tick)) < kTickGap; })) continue;
+    drawn.push_back(tick);
     s += line(X(tick), top, X(tick), H - 26, tick == 1.0 ? "#333333" : "#dddddd", tick == 1.0 ? 1.5 : 1);
-    s += text(X(tick), H - 12, fmt(tick, tick < 1 ? 2 : 2) + "x", "middle", " font-size=\"10\"");
+    s += text(X(tick), H - 12, fmt(tick, 2) + "x", "middle", " class=\"tick\" font-size=\"10\"");
   }
   for (size_t i = 0; i < ts.size(); ++i) {
     const Trial& t = *ts[i];
