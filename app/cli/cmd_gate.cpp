@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "client/inputs.h"
@@ -71,25 +72,29 @@ bool write_file(const std::string& path, const std::string& text) {
   return bool(f);
 }
 
-}  // namespace
-
-int cmd_gate(int argc, char** argv) {
+// The command line, read.
+struct GateArgs {
   gate::GateOptions o;
   std::string script, baseline_rev, candidate_rev, baseline_script, candidate_script, json_out, md_out, junit_out;
   std::string save_path, against_path;
   std::string model, data = "synthetic", common_set, baseline_set, candidate_set;  // the engine's runs
   int store_runs = 10;
+  std::unique_ptr<gate::Checkout> base_tree, cand_tree;  // the revisions' worktrees, removed at the end
+};
+
+// Reads argv into `a`; an exit code when the command ends here (--help, a bad option).
+std::optional<int> parse_gate_args(int argc, char** argv, GateArgs& a) {
   for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--") {
-      for (++i; i < argc; ++i) o.args.push_back(argv[i]);
+    const std::string arg = argv[i];
+    if (arg == "--") {
+      for (++i; i < argc; ++i) a.o.args.push_back(argv[i]);
       break;
     }
-    if (a == "--help" || a == "-h") {
+    if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
     }
-    if (i + 1 >= argc) return could_not_run(a + " needs a value (see tunebench-cli gate --help)");
+    if (i + 1 >= argc) return could_not_run(arg + " needs a value (see tunebench-cli gate --help)");
     const std::string v = argv[++i];
     auto number = [&](double& out) {
       char* end = nullptr;
@@ -97,77 +102,77 @@ int cmd_gate(int argc, char** argv) {
       return end && *end == '\0' && !v.empty();
     };
     double x = 0;
-    if (a == "--script") script = v;
-    else if (a == "--baseline") baseline_rev = v;
-    else if (a == "--candidate") candidate_rev = v;
-    else if (a == "--baseline-script") baseline_script = v;
-    else if (a == "--candidate-script") candidate_script = v;
-    else if (a == "--json") json_out = v;
-    else if (a == "--markdown") md_out = v;
-    else if (a == "--junit") junit_out = v;
-    else if (a == "--python") o.python = v;
-    else if (a == "--traces") o.keep_traces = v;
-    else if (a == "--model") model = v;
-    else if (a == "--data") data = v;
-    else if (a == "--set") common_set = v;
-    else if (a == "--baseline-set") baseline_set = v;
-    else if (a == "--candidate-set") candidate_set = v;
-    else if (a == "--save-baseline") save_path = v;
-    else if (a == "--against") against_path = v;
-    else if (a == "--runs" && number(x) && x >= 3) store_runs = int(x);
-    else if (a == "--why" && (v == "on" || v == "off")) o.why = v == "on";
-    else if (a == "--steps") {
+    if (arg == "--script") a.script = v;
+    else if (arg == "--baseline") a.baseline_rev = v;
+    else if (arg == "--candidate") a.candidate_rev = v;
+    else if (arg == "--baseline-script") a.baseline_script = v;
+    else if (arg == "--candidate-script") a.candidate_script = v;
+    else if (arg == "--json") a.json_out = v;
+    else if (arg == "--markdown") a.md_out = v;
+    else if (arg == "--junit") a.junit_out = v;
+    else if (arg == "--python") a.o.python = v;
+    else if (arg == "--traces") a.o.keep_traces = v;
+    else if (arg == "--model") a.model = v;
+    else if (arg == "--data") a.data = v;
+    else if (arg == "--set") a.common_set = v;
+    else if (arg == "--baseline-set") a.baseline_set = v;
+    else if (arg == "--candidate-set") a.candidate_set = v;
+    else if (arg == "--save-baseline") a.save_path = v;
+    else if (arg == "--against") a.against_path = v;
+    else if (arg == "--runs" && number(x) && x >= 3) a.store_runs = int(x);
+    else if (arg == "--why" && (v == "on" || v == "off")) a.o.why = v == "on";
+    else if (arg == "--steps") {
       const auto steps = client::inputs::parse_steps(v, client::inputs::kGateStepsMin);
       if (!steps) return could_not_run(steps.error().message);
-      o.steps = *steps;
+      a.o.steps = *steps;
     }
-    else if (a == "--max-time" && number(x)) {
+    else if (arg == "--max-time" && number(x)) {
       const auto limit = client::inputs::gate_max_time(x);
       if (!limit) return could_not_run(limit.error().message);
-      o.max_time_s = *limit;
+      a.o.max_time_s = *limit;
     }
-    else if (a == "--tolerance" && number(x)) o.rule.tolerance = x;
-    else if (a == "--confidence" && number(x)) o.rule.confidence = x;
-    else if (a == "--warmup-pairs" && number(x) && x >= 0) o.warmup_pairs = int(x);
-    else if (a == "--first-step-timeout" && number(x) && x > 0) o.first_step_timeout_s = x;
-    else if (a == "--step-timeout" && number(x) && x > 0) o.step_timeout_s = x;
-    else return could_not_run("bad option or value: " + a + " " + v + " (see tunebench-cli gate --help)");
+    else if (arg == "--tolerance" && number(x)) a.o.rule.tolerance = x;
+    else if (arg == "--confidence" && number(x)) a.o.rule.confidence = x;
+    else if (arg == "--warmup-pairs" && number(x) && x >= 0) a.o.warmup_pairs = int(x);
+    else if (arg == "--first-step-timeout" && number(x) && x > 0) a.o.first_step_timeout_s = x;
+    else if (arg == "--step-timeout" && number(x) && x > 0) a.o.step_timeout_s = x;
+    else return could_not_run("bad option or value: " + arg + " " + v + " (see tunebench-cli gate --help)");
   }
-  if (const Status valid = o.rule.validate(); !valid) return could_not_run(valid.error().message);
-  // A CI cancelling the job (SIGTERM) or a Ctrl-C, from here on: the run stops at its next step, the worktrees
-  // are removed (a signal during a checkout lands after it, and the checkout is removed too).
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  if (const Status valid = a.o.rule.validate(); !valid) return could_not_run(valid.error().message);
+  return std::nullopt;
+}
 
-  std::unique_ptr<gate::Checkout> base_tree, cand_tree;
+// The two sides: the engine with two settings, a script at two revisions (or a stored baseline), or two files;
+// an exit code when they cannot be made.
+std::optional<int> make_sides(GateArgs& a) {
   namespace fs = std::filesystem;
-  if (!model.empty()) {
+  if (!a.model.empty()) {
     // The engine: the same model and data, each side its knobs (what `run --set` takes).
-    if (!script.empty() || !baseline_script.empty() || !candidate_script.empty())
+    if (!a.script.empty() || !a.baseline_script.empty() || !a.candidate_script.empty())
       return could_not_run("--model (the engine) and a script do not mix");
-    if (!save_path.empty() || !against_path.empty())
+    if (!a.save_path.empty() || !a.against_path.empty())
       return could_not_run("--save-baseline and --against go with --script train.py");
-    if (baseline_set.empty() && candidate_set.empty())
+    if (a.baseline_set.empty() && a.candidate_set.empty())
       return could_not_run("--model needs --baseline-set K=V and/or --candidate-set K=V (what differs)");
     auto side = [&](const char* name, const std::string& set) {
-      const std::string all = common_set.empty() ? set : set.empty() ? common_set : common_set + "," + set;
-      gate::Side s{name, "", model + " on " + data + (all.empty() ? " (defaults)" : ", --set " + all),
-                   {"--model", model, "--data", data}};
+      const std::string all = a.common_set.empty() ? set : set.empty() ? a.common_set : a.common_set + "," + set;
+      gate::Side s{name, "", a.model + " on " + a.data + (all.empty() ? " (defaults)" : ", --set " + all),
+                   {"--model", a.model, "--data", a.data}};
       if (!all.empty()) s.engine.insert(s.engine.end(), {"--set", all});
       return s;
     };
-    o.baseline = side("baseline", baseline_set);
-    o.candidate = side("candidate", candidate_set);
-    if (!o.args.empty()) return could_not_run("arguments after -- are a script's: the engine takes --model and --data");
-  } else if (!script.empty()) {
-    if (!baseline_script.empty() || !candidate_script.empty())
+    a.o.baseline = side("baseline", a.baseline_set);
+    a.o.candidate = side("candidate", a.candidate_set);
+    if (!a.o.args.empty()) return could_not_run("arguments after -- are a script's: the engine takes --model and --data");
+  } else if (!a.script.empty()) {
+    if (!a.baseline_script.empty() || !a.candidate_script.empty())
       return could_not_run("--script (revisions) and --baseline-script/--candidate-script (files) do not mix");
-    if (!save_path.empty() && !against_path.empty()) return could_not_run("--save-baseline and --against do not mix");
-    if (!against_path.empty() && !baseline_rev.empty())
+    if (!a.save_path.empty() && !a.against_path.empty()) return could_not_run("--save-baseline and --against do not mix");
+    if (!a.against_path.empty() && !a.baseline_rev.empty())
       return could_not_run("--against B.json is the baseline: no --baseline REV beside it");
-    if (baseline_rev.empty() && save_path.empty() && against_path.empty())
+    if (a.baseline_rev.empty() && a.save_path.empty() && a.against_path.empty())
       return could_not_run("--script needs --baseline REV (the revision to compare against) or --against B.json");
-    auto where = gate::locate(script);
+    auto where = gate::locate(a.script);
     if (!where) return could_not_run(where.error().message);
     auto checkout = [&](const std::string& rev, gate::Side& side, std::unique_ptr<gate::Checkout>& tree) -> std::string {
       auto commit = gate::resolve(where->root, rev);
@@ -181,40 +186,40 @@ int cmd_gate(int argc, char** argv) {
       if (!fs::is_regular_file(side.script, ec)) return where->script_rel + " does not exist at " + side.describe;
       return "";
     };
-    o.baseline.name = "baseline";
-    o.candidate.name = "candidate";
+    a.o.baseline.name = "baseline";
+    a.o.candidate.name = "candidate";
     auto working_tree = [&](gate::Side& side) {
-      side.script = fs::absolute(script).string();
+      side.script = fs::absolute(a.script).string();
       auto head = gate::resolve(where->root, "HEAD");
       side.describe = "the working tree (" + (head ? head->describe : std::string("no commit")) +
                       (where->dirty ? ", with uncommitted changes)" : ")");
     };
-    if (!baseline_rev.empty()) {
-      if (std::string e = checkout(baseline_rev, o.baseline, base_tree); !e.empty()) return could_not_run(e);
+    if (!a.baseline_rev.empty()) {
+      if (std::string e = checkout(a.baseline_rev, a.o.baseline, a.base_tree); !e.empty()) return could_not_run(e);
     } else {
-      working_tree(o.baseline);  // --save-baseline of the tree as it is
+      working_tree(a.o.baseline);  // --save-baseline of the tree as it is
     }
-    if (!candidate_rev.empty()) {
-      if (std::string e = checkout(candidate_rev, o.candidate, cand_tree); !e.empty()) return could_not_run(e);
+    if (!a.candidate_rev.empty()) {
+      if (std::string e = checkout(a.candidate_rev, a.o.candidate, a.cand_tree); !e.empty()) return could_not_run(e);
     } else {
-      working_tree(o.candidate);
+      working_tree(a.o.candidate);
     }
   } else {
-    if (!save_path.empty() || !against_path.empty())
+    if (!a.save_path.empty() || !a.against_path.empty())
       return could_not_run("--save-baseline and --against go with --script train.py");
-    if (baseline_script.empty() || candidate_script.empty())
+    if (a.baseline_script.empty() || a.candidate_script.empty())
       return could_not_run("give --script train.py --baseline REV, or --baseline-script A.py --candidate-script B.py");
     std::error_code ec;
-    for (const auto* f : {&baseline_script, &candidate_script})
+    for (const auto* f : {&a.baseline_script, &a.candidate_script})
       if (!fs::is_regular_file(*f, ec)) return could_not_run("script not found: " + *f);
-    o.baseline = {"baseline", fs::absolute(baseline_script).string(), baseline_script};
-    o.candidate = {"candidate", fs::absolute(candidate_script).string(), candidate_script};
+    a.o.baseline = {"baseline", fs::absolute(a.baseline_script).string(), a.baseline_script};
+    a.o.candidate = {"candidate", fs::absolute(a.candidate_script).string(), a.candidate_script};
   }
-  if (model.empty()) {
+  if (a.model.empty()) {
     // A script's launcher knobs: --set on both sides, --baseline-set / --candidate-set on one (the same script
     // with and without a switch, or each revision with the same one).
-    for (auto [side, own] : {std::pair{&o.baseline, &baseline_set}, std::pair{&o.candidate, &candidate_set}}) {
-      const std::string all = common_set.empty() ? *own : own->empty() ? common_set : common_set + "," + *own;
+    for (auto [side, own] : {std::pair{&a.o.baseline, &a.baseline_set}, std::pair{&a.o.candidate, &a.candidate_set}}) {
+      const std::string all = a.common_set.empty() ? *own : own->empty() ? a.common_set : a.common_set + "," + *own;
       if (all.empty()) continue;
       const auto items = client::inputs::parse_settings(all);
       if (!items) return could_not_run(items.error().message);
@@ -223,53 +228,71 @@ int cmd_gate(int argc, char** argv) {
     }
   }
 
-  o.cancelled = [] { return g_signal != 0; };
-  o.progress = [](const std::string& line) { std::fprintf(stderr, "gate: %s\n", line.c_str()); };
-  if (!save_path.empty()) {  // the baseline's processes only, stored
-    std::fprintf(stderr, "gate: storing %s: %d processes of %lld steps\n", o.baseline.describe.c_str(), store_runs,
-                 static_cast<long long>(o.steps));
-    const gate::GateResult r = gate::run_baseline_only(o, store_runs);
+  return std::nullopt;
+}
+
+// Runs the gate (or stores the baseline) and writes its verdict.
+int run_gate_and_report(GateArgs& a) {
+  a.o.cancelled = [] { return g_signal != 0; };
+  a.o.progress = [](const std::string& line) { std::fprintf(stderr, "gate: %s\n", line.c_str()); };
+  if (!a.save_path.empty()) {  // the baseline's processes only, stored
+    std::fprintf(stderr, "gate: storing %s: %d processes of %lld steps\n", a.o.baseline.describe.c_str(), a.store_runs,
+                 static_cast<long long>(a.o.steps));
+    const gate::GateResult r = gate::run_baseline_only(a.o, a.store_runs);
     if (!r.ran) return could_not_run(r.failure);
-    if (!write_file(save_path, gate::stored_baseline_json(o, r).dump(2) + "\n"))
-      return could_not_run("cannot write " + save_path);
-    std::printf("gate: stored %s: %.1f %s over %d processes in %s\n", o.baseline.describe.c_str(), r.baseline_throughput,
-                r.unit.c_str(), store_runs, save_path.c_str());
+    if (!write_file(a.save_path, gate::stored_baseline_json(a.o, r).dump(2) + "\n"))
+      return could_not_run("cannot write " + a.save_path);
+    std::printf("gate: stored %s: %.1f %s over %d processes in %s\n", a.o.baseline.describe.c_str(), r.baseline_throughput,
+                r.unit.c_str(), a.store_runs, a.save_path.c_str());
     return 0;
   }
   gate::StoredBaseline stored;
-  if (!against_path.empty()) {
-    auto b = gate::load_stored_baseline(against_path);
+  if (!a.against_path.empty()) {
+    auto b = gate::load_stored_baseline(a.against_path);
     if (!b) return could_not_run(b.error().message);
     stored = std::move(*b);
-    o.baseline = {"baseline", "", stored.describe + " (stored " + stored.stored_at + " in " + against_path + ")"};
-    o.why = false;  // the stored side cannot be traced again
+    a.o.baseline = {"baseline", "", stored.describe + " (stored " + stored.stored_at + " in " + a.against_path + ")"};
+    a.o.why = false;  // the stored side cannot be traced again
   }
-  std::fprintf(stderr, "gate: %s against %s, %lld steps a process, at most %.0f s\n", o.candidate.describe.c_str(),
-               o.baseline.describe.c_str(), static_cast<long long>(o.steps), o.max_time_s);
-  gate::GateResult r = against_path.empty() ? gate::run_gate(o) : gate::run_against(o, stored);
-  if (!against_path.empty()) {
+  std::fprintf(stderr, "gate: %s against %s, %lld steps a process, at most %.0f s\n", a.o.candidate.describe.c_str(),
+               a.o.baseline.describe.c_str(), static_cast<long long>(a.o.steps), a.o.max_time_s);
+  gate::GateResult r = a.against_path.empty() ? gate::run_gate(a.o) : gate::run_against(a.o, stored);
+  if (!a.against_path.empty()) {
     r.against = true;
     r.stored_runs = int(stored.windows.size());
     for (auto& d : gate::environment_differences(stored.environment, gate::environment_of(r)))
       r.warnings.push_back("the environment differs from the stored baseline's: " + d);
-    if (stored.args != o.args) r.warnings.push_back("the stored baseline ran other script arguments");
-    if (stored.steps != o.steps)
+    if (stored.args != a.o.args) r.warnings.push_back("the stored baseline ran other script arguments");
+    if (stored.steps != a.o.steps)
       r.warnings.push_back("the stored baseline's processes ran " + std::to_string(stored.steps) + " steps, these " +
-                           std::to_string(o.steps));
+                           std::to_string(a.o.steps));
   }
-  if (gate::wants_why(o, r)) {
+  if (gate::wants_why(a.o, r)) {
     std::fprintf(stderr, "gate: why: one more process of each side, every step traced\n");
-    r.why = gate::explain(o, r.look.interval.ratio, o.keep_traces);
+    r.why = gate::explain(a.o, r.look.interval.ratio, a.o.keep_traces);
   }
-  std::fputs(gate::gate_text(o, r).c_str(), stdout);
+  std::fputs(gate::gate_text(a.o, r).c_str(), stdout);
   std::fflush(stdout);
   bool wrote = true;
-  if (!json_out.empty()) wrote &= write_file(json_out, gate::gate_json(o, r).dump(2) + "\n");
-  if (!md_out.empty()) wrote &= write_file(md_out, gate::gate_markdown(o, r));
-  if (!junit_out.empty()) wrote &= write_file(junit_out, gate::gate_junit(o, r));
+  if (!a.json_out.empty()) wrote &= write_file(a.json_out, gate::gate_json(a.o, r).dump(2) + "\n");
+  if (!a.md_out.empty()) wrote &= write_file(a.md_out, gate::gate_markdown(a.o, r));
+  if (!a.junit_out.empty()) wrote &= write_file(a.junit_out, gate::gate_junit(a.o, r));
   if (!wrote) return could_not_run("cannot write an output file");
   if (!r.ran) std::fprintf(stderr, "tunebench-cli: error: %s\n", r.failure.c_str());
   return r.exit_code();
+}
+
+}  // namespace
+
+int cmd_gate(int argc, char** argv) {
+  GateArgs a;
+  if (auto code = parse_gate_args(argc, argv, a)) return *code;
+  // A CI cancelling the job (SIGTERM) or a Ctrl-C, from here on: the run stops at its next step, the worktrees
+  // are removed (a signal during a checkout lands after it, and the checkout is removed too).
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  if (auto code = make_sides(a)) return *code;
+  return run_gate_and_report(a);
 }
 
 }  // namespace tb::cli
