@@ -79,10 +79,16 @@ void write_classes(JsonWriter& w, const AnalysisResult& r) {
 }
 
 // Each cause with its count, share and intervals; memory and the profiler's own time beside them.
+// A class of time's object opened with its total, its count and its share of the window (the caller adds what
+// is its own and closes it).
+void open_total(JsonWriter& w, const char* key, int64_t ns, uint32_t count, double wl) {
+  w.key(key).begin_object();
+  w.key("total_us").value(us(ns)).key("count").value(static_cast<int64_t>(count));
+  w.key("share").value(ns / wl);
+}
+
 void write_causes(JsonWriter& w, const AnalysisResult& r, double wl) {
-  w.key("loader_stall").begin_object();
-  w.key("total_us").value(us(r.loader_stall_ns)).key("count").value(static_cast<int64_t>(r.loader_stall_count));
-  w.key("share").value(r.loader_stall_ns / wl);
+  open_total(w, "loader_stall", r.loader_stall_ns, r.loader_stall_count, wl);
   w.key("intervals_us");
   write_intervals(w, r.loader_stall_intervals);
   w.end_object();
@@ -100,18 +106,14 @@ void write_causes(JsonWriter& w, const AnalysisResult& r, double wl) {
   w.key("host_allocated_peak").value(r.memory.host_allocated_peak);
   w.end_object();
   // The profiler's own time (TuneBench's pauses, CUPTI's overhead records): its own class.
-  w.key("profiler").begin_object();
-  w.key("total_us").value(us(r.profiler_ns)).key("count").value(static_cast<int64_t>(r.profiler_count));
-  w.key("share").value(r.profiler_ns / wl);
+  open_total(w, "profiler", r.profiler_ns, r.profiler_count, wl);
   // Of the whole run, a sampled trace's untraced steps included: what watching cost the program.
   w.key("share_of_run").value(r.window.length() > 0 ? r.profiler_ns / static_cast<double>(r.window.length()) : 0.0);
   w.key("longest_us").value(us(r.profiler_longest_ns));
   w.key("intervals_us");
   write_intervals(w, r.profiler_intervals);
   w.end_object();
-  w.key("outside_training").begin_object();
-  w.key("total_us").value(us(r.outside_training_ns)).key("count").value(static_cast<int64_t>(r.outside_training_count));
-  w.key("share").value(r.outside_training_ns / wl);
+  open_total(w, "outside_training", r.outside_training_ns, r.outside_training_count, wl);
   w.end_object();
   w.key("launch_gap").begin_object();
   w.key("total_us").value(us(r.launch_gap_ns)).key("count").value(static_cast<int64_t>(r.launch_gap_count));
@@ -123,9 +125,7 @@ void write_causes(JsonWriter& w, const AnalysisResult& r, double wl) {
   w.key("intervals_us");
   write_intervals(w, r.launch_gap_intervals);
   w.end_object();
-  w.key("event_wait").begin_object();
-  w.key("total_us").value(us(r.event_wait_ns)).key("count").value(static_cast<int64_t>(r.event_wait_count));
-  w.key("share").value(r.event_wait_ns / wl);
+  open_total(w, "event_wait", r.event_wait_ns, r.event_wait_count, wl);
   w.key("waits").begin_array();
   for (const auto& e : r.event_waits) {
     w.begin_object().key("start_us").value(us(e.idle.t0)).key("dur_us").value(us(e.idle.length()));

@@ -12,6 +12,17 @@
 namespace tb::prof::detail {
 namespace {
 
+// A memory finding: no share of the time and no bound on a speed-up (memory is not time), the window its evidence.
+Finding memory_finding(FindingKind kind, const AnalysisResult& r) {
+  Finding f;
+  f.kind = kind;
+  f.id = to_string(kind);
+  f.share = 0;
+  f.max_speedup = 1;
+  f.evidence = r.window;
+  return f;
+}
+
 struct Sample {
   int64_t t;
   double v;
@@ -92,12 +103,7 @@ void analyze_memory(const Trace& trace, int64_t pid, const AnalysisOptions& opt,
     const double slack = double(m.device_reserved_peak - m.device_allocated_peak);
     const bool wasteful = m.device_reserved_peak >= 1.5 * m.device_allocated_peak && slack >= double(int64_t(1) << 30);
     if (wasteful || m.alloc_retries > 0) {
-      Finding f;
-      f.kind = FindingKind::MemoryFragmentation;
-      f.id = to_string(f.kind);
-      f.share = 0;
-      f.max_speedup = 1;
-      f.evidence = r.window;
+      Finding f = memory_finding(FindingKind::MemoryFragmentation, r);
       f.message = "the CUDA caching allocator reserved " + gib(double(m.device_reserved_peak)) + " for at most " +
                   gib(double(m.device_allocated_peak)) + " of tensors";
       if (m.alloc_retries > 0)
@@ -124,12 +130,7 @@ void analyze_memory(const Trace& trace, int64_t pid, const AnalysisOptions& opt,
     const bool rising = win[1] > win[0] && win[2] > win[1] && win[3] > win[2];
     const double grew = win[3] - win[0];
     if (rising && grew >= 0.05 * win[0] && grew >= double(16 << 20)) {
-      Finding f;
-      f.kind = FindingKind::MemoryGrowth;
-      f.id = to_string(f.kind);
-      f.share = 0;
-      f.max_speedup = 1;
-      f.evidence = r.window;
+      Finding f = memory_finding(FindingKind::MemoryGrowth, r);
       char b[64];
       std::snprintf(b, sizeof b, "%.1f MiB a step", grew / double(1 << 20) / double(peaks.size() - w));
       f.message = "the step's peak memory rose in every quarter of the measured steps, from " + gib(win[0]) + " to " +
