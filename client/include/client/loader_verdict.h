@@ -27,6 +27,7 @@ struct LoaderPart {
 // `at_most` times its throughput (never past the model's own rate).
 struct LoaderFix {
   std::string part, where, change;
+  std::string knob, value;  // the knob that makes this change ("fast_decode", "on"), "" for a code change
   double ms = 0, share = 0;
   bool per_batch = false;
   double supply_sps = 0, at_most = 1;

@@ -91,6 +91,13 @@ struct Snapshot {
   std::string bottleneck;        // one word: "loader", "compute", "launch", "sync", "h2d"
   std::vector<std::string> findings;  // one line each, from the profiler's analyses
   int ranks = 1;                      // processes whose traces were analysed (a group's ranks)
+  // The switches the analyses name (a finding's knob, the loader verdict's advice and the knob a costly part has),
+  // each with its bound: the tuner measures them before knobs with no evidence (docs/tuning.md "Order").
+  struct Switch {
+    std::string knob, value;
+    double at_most = 1;
+  };
+  std::vector<Switch> switches;
 };
 
 class Workload {

@@ -33,6 +33,10 @@ void Tuner::take_snapshot(const std::string& lbl) {
     s->config = current_;
     last_bottleneck_ = s->bottleneck;
     shares_ = shares_of(s->breakdown_ms, s->step_ms);
+    named_.clear();  // what the latest analysis names, likeliest first
+    for (const auto& sw : s->switches)
+      if (sw.at_most > 1 + o_.min_gain && std::find(named_.begin(), named_.end(), sw.knob) == named_.end())
+        named_.push_back(sw.knob);
     res_.snapshots.push_back(std::move(*s));
   } catch (const TrialFailure& f) {
     res_.notes.push_back("snapshot '" + lbl + "' failed: " + std::string(f.what()));

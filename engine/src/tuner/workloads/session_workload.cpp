@@ -9,6 +9,8 @@
 #include <cmath>
 #include <thread>
 
+#include "client/loader_findings.h"
+#include "client/loader_verdict.h"
 #include "engine/cpu_allocator.h"
 #include "engine/session.h"
 #include "engine/run_json.h"
@@ -183,6 +185,16 @@ std::vector<double> SessionWorkload::loss_probe(const Config& config, int steps)
   return losses;
 }
 
+// The loader verdict of the snapshot's steps (the last measured window) from the loader's parts so far; the
+// training's own CPU is not told apart here, so the cores bound only the loading.
+client::LoaderVerdict SessionWorkload::snapshot_loader_verdict(const nlohmann::json& describe) const {
+  const nlohmann::json parts =
+      describe.contains("loader") ? describe["loader"].value("parts", nlohmann::json()) : nlohmann::json();
+  int64_t samples = 0, wall = 0, wait = 0;
+  for (const auto& r : last_records_) samples += r.samples, wall += r.wall_ns, wait += r.data_wait_ns;
+  return client::loader_verdict(parts, samples, wall, wait, std::max(1, int(std::thread::hardware_concurrency())));
+}
+
 std::optional<Snapshot> SessionWorkload::snapshot(int steps) {
   Snapshot s;
   // Someone else recording (the GUI asked serve for a trace) keeps its records: the Capture is inactive.
@@ -207,8 +219,14 @@ std::optional<Snapshot> SessionWorkload::snapshot(int steps) {
     extra["intra_op_threads"] = d.value("intra_op_threads", nlohmann::json(0)).dump();
     extra["workers"] = d.value("loader_workers", nlohmann::json(0)).dump();
     extra["cpu_allocator"] = d.value("cpu_allocator", std::string());
-    const tb::prof::AnalysisResult a = tb::prof::analyze(*trace);
+    tb::prof::AnalysisResult a = tb::prof::analyze(*trace);
+    // The engine's loader timed its parts: the loader verdict's model is what the stall finding says (as in
+    // `analyze` and the GUI), and a costly part with a knob of its own (decode: fast_decode) is a switch too.
+    const client::LoaderVerdict v = snapshot_loader_verdict(d);
+    client::apply_loader_verdict(v, a.findings);
     if (!a.steps.empty()) fill_snapshot(s, a);
+    for (const auto& f : v.fixes())
+      if (!f.knob.empty()) s.switches.push_back({f.knob, f.value, f.at_most});
   }
   if (s.breakdown_ms.empty()) {
     // No analysed steps: the step records still split data wait, copy and the rest.

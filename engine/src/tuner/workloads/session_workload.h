@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "client/loader_verdict.h"
 #include "engine/session.h"
 #include "engine/tuner.h"
 
@@ -42,6 +43,7 @@ class SessionWorkload : public Workload {
   // A probe session set process-wide switches (anomaly mode, TF32, cuDNN autotuner) for itself and its
   // destructor reset some; re-applying one knob and back makes the main session set all of them again.
   void restore_globals();
+  client::LoaderVerdict snapshot_loader_verdict(const nlohmann::json& describe) const;
 
   SessionOptions opts_;
   std::unique_ptr<Session> owned_;

@@ -93,6 +93,8 @@ void fill_snapshot(Snapshot& s, const prof::AnalysisResult& a) {
     s.findings.push_back(f.message + (f.knob.empty() ? "" : " (try " + f.knob + "=" + f.value + ")"));
   }
   if (s.findings.empty()) s.findings.emplace_back("the analyses found no stall worth a finding");
+  for (const auto& f : a.findings)
+    if (!f.knob.empty()) s.switches.push_back({f.knob, f.value, f.max_speedup});
 }
 
 void fill_group_snapshot(Snapshot& s, const prof::Trace& trace, const std::vector<std::pair<int64_t, std::string>>& ranks) {
