@@ -436,10 +436,10 @@ class TestAnalysisPanel : public QObject {
     auto* table = w.analysis()->loaderTable();
     QCOMPARE(table->model()->rowCount(), 3);
     QCOMPARE(table->model()->index(0, 0).data().toString(), QString("SlowBlur"));
-    QCOMPARE(w.analysis()->findChild<QTabWidget*>()->indexOf(table->parentWidget()) >= 0, true);
+    QCOMPARE(w.analysis()->findChild<QTabWidget*>()->indexOf(w.analysis()->loaderPage()) >= 0, true);
     // `tunebench --tab Loader --screenshot F` brings it to the front by its title, as a user's click would.
     QVERIFY(w.analysis()->showTab("Loader"));
-    QCOMPARE(w.analysis()->findChild<QTabWidget*>()->currentWidget(), table->parentWidget());
+    QCOMPARE(w.analysis()->findChild<QTabWidget*>()->currentWidget(), w.analysis()->loaderPage());
     QVERIFY(!w.analysis()->showTab("No such tab"));
     // The worker is a row group of its own, its sample with the slow part inside; the queue is a strip.
     const auto& data = *w.timeline()->data();
@@ -465,7 +465,7 @@ class TestAnalysisPanel : public QObject {
     g.close();
     QVERIFY(tbtest::openTraceAndWait(w, plain, 30000).isEmpty());
     QVERIFY(w.analysis()->loaderText().isEmpty());
-    QCOMPARE(w.analysis()->findChild<QTabWidget*>()->indexOf(table->parentWidget()), -1);
+    QCOMPARE(w.analysis()->findChild<QTabWidget*>()->indexOf(w.analysis()->loaderPage()), -1);
   }
 };
 

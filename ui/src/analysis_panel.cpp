@@ -1,11 +1,14 @@
 #include "ui/analysis_panel.h"
 
+#include <QCoreApplication>
 #include <QHeaderView>
 #include <QLabel>
 #include <QPainter>
+#include <QScrollArea>
 #include <QSortFilterProxyModel>
 #include <QTabWidget>
 #include <QTableView>
+#include <QToolButton>
 #include <QToolTip>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -17,6 +20,7 @@
 
 #include "profiler/time_classes.h"
 #include "ui/keyed_table_model.h"
+#include "ui/loader_view.h"
 
 namespace tb::ui {
 
@@ -192,22 +196,7 @@ AnalysisPanel::AnalysisPanel(QWidget* parent) : QWidget(parent) {
                         "late in: steps in which the other ranks waited for this one at the all-reduce."));
   rv->addWidget(ranks_label_);
   rv->addWidget(ranks_, 1);
-  loader_page_ = new QWidget;
-  auto* lv = new QVBoxLayout(loader_page_);
-  lv->setContentsMargins(0, 0, 0, 0);
-  loader_label_ = new QLabel;
-  loader_label_->setWordWrap(true);
-  loader_label_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  loader_label_->setObjectName("analysis_loader_label");
-  loader_model_ = new KeyedTableModel({tr("part"), tr("ms"), tr("per"), tr("% of loading")}, this);
-  loader_ = table(loader_model_);
-  loader_->setObjectName("analysis_loader");
-  loader_->setToolTip(tr("Where a loaded sample's time goes, in the processes that load (the workers, or the training "
-                         "process with num_workers=0): exclusive times, costliest first; collate per batch."));
-  loader_->sortByColumn(3, Qt::DescendingOrder);
-  loader_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
-  lv->addWidget(loader_label_);
-  lv->addWidget(loader_, 1);
+  buildLoaderPage();
   v->addWidget(summary_);
   v->addWidget(bar_);
   v->addWidget(tabs_, 1);
@@ -299,6 +288,61 @@ void AnalysisPanel::setRanks(std::shared_ptr<const tb::prof::RankAnalysis> ra) {
 
 QString AnalysisPanel::ranksText() const { return ranks_label_->text(); }
 
+// The Loader tab's page: what to change in one line, the picture, the sentences behind both (collapsed: they
+// are what `run` printed, kept whole for whoever wants them) and the parts' table. It scrolls: the picture is a
+// few hundred pixels tall, and a tab's least height is the whole dock's, which would keep the timeline from
+// taking the room back while the tab exists.
+void AnalysisPanel::buildLoaderPage() {
+  auto* area = new QScrollArea;
+  area->setWidgetResizable(true);
+  area->setFrameShape(QFrame::NoFrame);
+  auto* content = new QWidget;
+  auto* lv = new QVBoxLayout(content);
+  lv->setContentsMargins(4, 4, 4, 0);
+  loader_advice_ = new QLabel;
+  loader_advice_->setWordWrap(true);
+  loader_advice_->setTextFormat(Qt::RichText);
+  loader_advice_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  loader_advice_->setObjectName("analysis_loader_advice");
+  loader_advice_->setToolTip(tr("What to change: the loader switch every voice advises (the findings' Try it, "
+                                "analyze, run) and the most it can give this run."));
+  loader_view_ = new LoaderView;
+  loader_view_->setObjectName("analysis_loader_view");
+  loader_details_ = new QToolButton;
+  loader_details_->setObjectName("analysis_loader_details");
+  loader_details_->setText(tr("Details"));
+  loader_details_->setCheckable(true);
+  loader_details_->setChecked(false);
+  loader_details_->setAutoRaise(true);
+  loader_details_->setArrowType(Qt::RightArrow);
+  loader_details_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+  loader_details_->setToolTip(tr("The verdict in sentences, as `run` and `analyze` print it."));
+  loader_label_ = new QLabel;
+  loader_label_->setWordWrap(true);
+  loader_label_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  loader_label_->setObjectName("analysis_loader_label");
+  loader_label_->setVisible(false);
+  connect(loader_details_, &QToolButton::toggled, this, [this](bool open) {
+    loader_details_->setArrowType(open ? Qt::DownArrow : Qt::RightArrow);
+    loader_label_->setVisible(open);
+  });
+  loader_model_ = new KeyedTableModel({tr("part"), tr("ms"), tr("per"), tr("% of loading")}, this);
+  loader_ = table(loader_model_);
+  loader_->setObjectName("analysis_loader");
+  loader_->setToolTip(tr("Where a loaded sample's time goes, in the processes that load (the workers, or the training "
+                         "process with num_workers=0): exclusive times, costliest first; collate per batch."));
+  loader_->sortByColumn(3, Qt::DescendingOrder);
+  loader_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+  lv->addWidget(loader_advice_);
+  lv->addWidget(loader_view_);
+  lv->addWidget(loader_details_, 0, Qt::AlignLeft);
+  lv->addWidget(loader_label_);
+  loader_->setMinimumHeight(6 * loader_->fontMetrics().height());
+  lv->addWidget(loader_, 1);
+  area->setWidget(content);
+  loader_page_ = area;
+}
+
 void AnalysisPanel::setLoader(const tb::client::LoaderVerdict& v) {
   loader_verdict_ = v;
   const int at = tabs_->indexOf(loader_page_);
@@ -306,12 +350,22 @@ void AnalysisPanel::setLoader(const tb::client::LoaderVerdict& v) {
     if (at >= 0) tabs_->removeTab(at);
     loader_model_->setRows({});
     loader_label_->clear();
+    loader_advice_->clear();
+    loader_advice_text_.clear();
+    loader_view_->setVerdict(v);
     return;
   }
   if (at < 0) tabs_->insertTab(1, loader_page_, tr("Loader"));
   QStringList lines;
   for (const auto& l : v.lines()) lines << QString::fromStdString(l);
   loader_label_->setText(lines.join('\n'));
+  // The switch in bold, then why and its bound.
+  loader_advice_text_ = loaderAdviceLine(v);
+  const qsizetype colon = loader_advice_text_.indexOf(QStringLiteral(": "));
+  loader_advice_->setText(colon < 0 ? loader_advice_text_.toHtmlEscaped()
+                                    : QStringLiteral("<b>%1</b>%2").arg(loader_advice_text_.left(colon).toHtmlEscaped(),
+                                                                        loader_advice_text_.mid(colon).toHtmlEscaped()));
+  loader_view_->setVerdict(v);
   std::vector<KeyedRow> rows;
   for (const auto& p : v.parts) {
     const QString name = QString::fromStdString(p.name);
@@ -325,12 +379,16 @@ bool AnalysisPanel::showTab(const QString& title) {
   for (int i = 0; i < tabs_->count(); ++i)
     if (tabs_->tabText(i).remove('&') == title) {
       tabs_->setCurrentIndex(i);
+      // A page shown for the first time lays out on its posted requests (the Loader page's scroll range among
+      // them): settled now, a grab straight after (`--tab Loader --screenshot`) shows what a click would.
+      QCoreApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
       return true;
     }
   return false;
 }
 
 QString AnalysisPanel::loaderText() const { return loader_label_->text(); }
+QString AnalysisPanel::loaderAdviceText() const { return loader_advice_text_; }
 
 void AnalysisPanel::setAnalysis(std::shared_ptr<const tb::prof::AnalysisResult> r) {
   r_ = std::move(r);

@@ -18,10 +18,12 @@
 class QLabel;
 class QTableView;
 class QTabWidget;
+class QToolButton;
 
 namespace tb::ui {
 
 class KeyedTableModel;
+class LoaderView;
 
 // One slice of the time bar: a class of the window with its colour.
 struct TimeSlice {
@@ -59,12 +61,18 @@ class AnalysisPanel : public QWidget {
   void setRanks(std::shared_ptr<const tb::prof::RankAnalysis> ranks);
   QTableView* ranksTable() const { return ranks_; }
   QString ranksText() const;
-  // The "Loader" tab (a script's trace whose loader was timed: its "loader" document): the verdict `run`
-  // printed, line for line, and its parts costliest first. An invalid verdict removes the tab.
+  // The "Loader" tab (a script's trace whose loader was timed: its "loader" document, or a live run's verdict):
+  // one line of what to change (the advice's switch, why, and its bound), the verdict as a picture (LoaderView),
+  // the lines `run` printed under a collapsed "Details", and its parts costliest first. An invalid verdict
+  // removes the tab.
   void setLoader(const tb::client::LoaderVerdict& v);
   const tb::client::LoaderVerdict& loader() const { return loader_verdict_; }
-  QString loaderText() const;
+  QString loaderText() const;           // the lines, as `run` printed them (the details)
+  QString loaderAdviceText() const;     // the one line above the picture, as plain text
+  LoaderView* loaderView() const { return loader_view_; }
+  QToolButton* loaderDetailsButton() const { return loader_details_; }
   QTableView* loaderTable() const { return loader_; }
+  QWidget* loaderPage() const { return loader_page_; }  // the tab's page (it scrolls)
   void clear();
   // Brings the tab titled `title` (as shown: "Loader", "Steps", ...) to the front; false when there is none.
   bool showTab(const QString& title);
@@ -84,6 +92,8 @@ class AnalysisPanel : public QWidget {
   void findRequested(const QString& name);       // a kernel: find it on the timeline
 
  private:
+  void buildLoaderPage();
+
   std::shared_ptr<const tb::prof::AnalysisResult> r_;
   QLabel* summary_ = nullptr;
   TimeBar* bar_ = nullptr;
@@ -93,7 +103,11 @@ class AnalysisPanel : public QWidget {
   KeyedTableModel *steps_model_ = nullptr, *kernels_model_ = nullptr, *ops_model_ = nullptr,
                   *selection_model_ = nullptr, *ranks_model_ = nullptr, *loader_model_ = nullptr;
   QWidget* loader_page_ = nullptr;
-  QLabel* loader_label_ = nullptr;
+  QLabel* loader_label_ = nullptr;  // the lines, inside the details
+  QLabel* loader_advice_ = nullptr;
+  QString loader_advice_text_;
+  LoaderView* loader_view_ = nullptr;
+  QToolButton* loader_details_ = nullptr;
   tb::client::LoaderVerdict loader_verdict_;
   QLabel* selection_label_ = nullptr;
   QWidget* ranks_page_ = nullptr;
