@@ -177,6 +177,7 @@ void MainWindow::connectRunMessages() {
   connect(run_, &RunController::loaderParts, this, [this](const QJsonObject& m) {
     live_loader_ = liveLoaderVerdict(run_->record(), m);
     analysis_->setLoader(live_loader_);
+    if (trace_live_) showTraceFindings(live_loader_, true);  // the stall finding follows the newer verdict
   });
   connect(run_, &RunController::warning, this, [this](const QString& w) { log(tr("warning: %1").arg(w)); });
   connect(run_, &RunController::protocolError, this, [this](const QString& msg, bool recoverable) {

@@ -117,12 +117,7 @@ void MainWindow::onTraceLoaded(LoadedTrace t, bool live) {
   if (!verdict.valid && live) verdict = live_loader_;
   // Its copies to the device, seen only on a GPU trace (a trace written before its run took them, a live one).
   if (trace_.analysis) verdict.add_trace_transfer(trace_.analysis->input_copy_ns(), trace_.analysis->own_ns());
-  // The loader-stall finding and its "Try it" say what the verdict's model says (client/loader_findings.h).
-  if (trace_.analysis) tb::client::apply_loader_verdict(verdict, trace_.analysis->findings);
-  std::vector<tb::prof::Finding> found = trace_.analysis ? trace_.analysis->findings : std::vector<tb::prof::Finding>{};
-  if (trace_.ranks) found.insert(found.begin(), trace_.ranks->findings.begin(), trace_.ranks->findings.end());
-  findings_->setTraceFindings(found);
-  if (live) findings_->applyKnobValues(current_knobs_);  // chunks from before a fix do not bring it back
+  showTraceFindings(verdict, live);
   analysis_->setAnalysis(trace_.analysis);
   analysis_->setRanks(trace_.ranks);
   analysis_->setLoader(verdict);
@@ -340,6 +335,16 @@ void MainWindow::exportDialog(const QString& kind) {
     const QString stem = f.endsWith(".html", Qt::CaseInsensitive) ? f.left(f.size() - 5) : f;
     exportReport({{"--html", stem + ".html"}, {"--md", stem + ".md"}, {"--json", stem + ".json"}});
   } else exportComparisons(f);
+}
+
+// The trace's findings in the Findings panel, the loader-stall one saying what `verdict`'s model says
+// (client/loader_findings.h): at each trace, and again when a live script's loader_parts bring a newer verdict.
+void MainWindow::showTraceFindings(const tb::client::LoaderVerdict& verdict, bool live) {
+  if (trace_.analysis) tb::client::apply_loader_verdict(verdict, trace_.analysis->findings);
+  std::vector<tb::prof::Finding> found = trace_.analysis ? trace_.analysis->findings : std::vector<tb::prof::Finding>{};
+  if (trace_.ranks) found.insert(found.begin(), trace_.ranks->findings.begin(), trace_.ranks->findings.end());
+  findings_->setTraceFindings(found);
+  if (live) findings_->applyKnobValues(current_knobs_);  // chunks from before a fix do not bring it back
 }
 
 }  // namespace tb::ui

@@ -187,6 +187,7 @@ class MainWindow : public QMainWindow {
   // A static trace shows its analysis; the live panels (throughput, compare) come back with a run.
   void showStaticTracePanels(bool static_trace);
   void loadLiveChunks();
+  void showTraceFindings(const tb::client::LoaderVerdict& verdict, bool live);
   void scheduleRefresh();
   void refreshLive();  // the status bar's step, the chart and the compare panel, from the record
   void updateRunActions();
