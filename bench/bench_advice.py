@@ -6,8 +6,8 @@ For scripts shaped like public trainers, each written here at run time:
             an MLP VAE, Adam: tiny samples, a short step
   folder    an ImageFolder trainer with more workers than cores (8): RandomResizedCrop, flip, normalize, a small
             CNN, SGD with momentum and a StepLR schedule stepped each epoch
-  decode    a decode-bound loader in the training process (640x480 JPEGs cropped small) under a small CNN: a worker
-            moves the decoding off the training thread, so workers should pay
+  decode    a decode-bound loader in the training process (640x480 JPEGs cropped small) under a light model: the
+            decoding is most of the step, so a worker on the other core pays
   noloader  a GPT-like step on token batches the loop makes itself (no DataLoader): no loader advice at all
 each is run traced (`run --script --trace`), analysed (`analyze --json`: the first loader-stall finding, which says
 what the loader verdict's model says), and its switch run plainly against the baseline in alternation (`--rounds`
@@ -87,8 +87,7 @@ SCRIPTS = {
         from torchvision import datasets, transforms
         tf = transforms.Compose([transforms.CenterCrop(96), transforms.ToTensor()])
         loader = torch.utils.data.DataLoader(datasets.ImageFolder(sys.argv[1], tf), batch_size=16, shuffle=True)
-        model = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.Conv2d(32, 32, 3, padding=1), nn.ReLU(),
-                              nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 10))
+        model = nn.Sequential(nn.AdaptiveAvgPool2d(8), nn.Flatten(), nn.Linear(192, 64), nn.ReLU(), nn.Linear(64, 10))
         opt = torch.optim.SGD(model.parameters(), lr=0.01)
         for epoch in range(100):
             for x, y in loader:
@@ -167,6 +166,10 @@ def main():
             knob, value, bound = f0.get("knob", ""), f0.get("value", ""), f0.get("max_speedup", 0)
             switch = "%s=%s" % (knob, value) if knob else "workers=%d (the old advice: the cores)" % cores
             sets = "%s=%s" % (knob, value) if knob else "workers=%d" % cores
+            # What the advice sets with its switch (crowded workers: persistent_workers, so that they start once).
+            if knob and "persistent_workers" in f0.get("also", []):
+                sets += ",persistent_workers=on"
+                switch += " + persistent_workers=on"
             print("%-8s advice: %s" % (name, f0.get("message", "")))
             ratios = []
             for r in range(a.rounds):
