@@ -58,8 +58,9 @@ void print_tune_summary(const engine::TuneResult& r, const TuneSummaryContext& c
     for (const auto& k : unconfirmed) std::printf(" %s=%s", k.c_str(), r.unconfirmed_config.at(k).c_str());
     std::printf(" (tune again with a larger --budget)\n");
   } else if (changed.empty()) {
-    // The report's headline, word for word ("too noisy to tune here" is not "no change beat the baseline").
-    if (!r.trials.empty()) std::printf("%s\n", engine::tune_headline(r).title.c_str());
+    // The report's headline, word for word ("too noisy to tune here" is not "no change beat the baseline"),
+    // lower-case as the terminal's other lines.
+    if (!r.trials.empty()) std::printf("%s\n", engine::headline_line(r).c_str());
   } else {
     std::printf("final     %.1f samples/s  speedup %.2fx [%.2f, %.2f]%s\n", r.final_throughput,
                 r.speedup.ratio, r.speedup.lo, r.speedup.hi,

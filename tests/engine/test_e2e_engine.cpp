@@ -10,6 +10,8 @@
 // them (bench/bench_demo_tune.py).
 #include <gtest/gtest.h>
 
+#include <cctype>
+
 #include <unistd.h>
 
 #include <cmath>
@@ -142,8 +144,12 @@ TEST_F(E2eEngine, OneVerdictEverywhere) {
     EXPECT_EQ(verdict, "none") << out;
     EXPECT_TRUE(tune_json_["changed"].empty()) << tune_json_["changed"].dump();
     EXPECT_EQ(out.find("\nkeep     "), std::string::npos) << out;
-    EXPECT_TRUE(out.find("no change beat the baseline") != std::string::npos ||
-                out.find("nothing was tried") != std::string::npos) << out;
+    // The report's headline, word for word (lower-case first): "no change beat the baseline" where the trials
+    // told, "too noisy to tune here ..." where they could not (a busy machine's tune may be that).
+    std::string head = tune_json_["summary"]["headline"]["title"];
+    ASSERT_FALSE(head.empty());
+    head[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(head[0])));
+    EXPECT_TRUE(out.find(head) != std::string::npos || out.find("nothing was tried") != std::string::npos) << out;
   }
   // The summary the GUI's dialog reads is the same document's.
   const auto& s = tune_json_["summary"];

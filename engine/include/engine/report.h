@@ -40,6 +40,8 @@ struct Headline {
   bool good = false;  // a confirmed gain (the reports draw it green; everything else neutral)
 };
 Headline tune_headline(const TuneResult& result);
+// The same in a line of the terminal's (and the tuner's last progress message): lower-case first.
+std::string headline_line(const TuneResult& result);
 
 std::string report_html(const TuneResult& result);
 std::string report_markdown(const TuneResult& result);

@@ -4,6 +4,7 @@
 #include "engine/report.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <regex>
@@ -196,6 +197,12 @@ Headline tune_headline(const TuneResult& r) {
     return {"too_noisy", b, false};
   }
   return {"none", "No change beat the baseline", false};
+}
+
+std::string headline_line(const TuneResult& r) {
+  std::string t = tune_headline(r).title;
+  if (!t.empty()) t[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(t[0])));
+  return t;
 }
 
 std::string final_code_pytorch(const TuneResult& r) {

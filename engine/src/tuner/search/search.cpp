@@ -3,6 +3,8 @@
 // This file runs the phases in order (Tuner::run) and holds the start phases; search.h lists the others.
 #include "tuner/search/search.h"
 
+#include "engine/report.h"
+
 #include <cmath>
 #include <sstream>
 
@@ -107,7 +109,7 @@ std::string Tuner::summary_line() {
   const Config f = final_config();
   auto ch = changed_knobs(baseline_, f);
   if (!cannot_fit_.empty()) return "nothing tried: the budget holds no trial";
-  if (ch.empty()) return "no change beat the baseline";
+  if (ch.empty()) return headline_line(res_);  // the report's words: too noisy, undecided or nothing beat it
   for (const auto& k : ch) s += (s.empty() ? "" : ", ") + k + "=" + f.at(k);
   if (res_.speedup.valid())
     s += " -> " + fmt(res_.speedup.ratio, 2) + "x [" + fmt(res_.speedup.lo, 2) + ", " + fmt(res_.speedup.hi, 2) + "]";
