@@ -3,6 +3,8 @@
 // tests/testdata, so the bench's figures are the product's.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,15 @@ TEST(AnalysisPasses, AreNamedAndInTheOrderAnalyzeRunsThem) {
   }
   EXPECT_EQ(names, (std::vector<std::string>{"scope", "gpu", "steps", "window", "host", "outside", "idle", "per_step",
                                              "stats", "memory", "findings", "notes"}));
+}
+
+// A new pass is a row of docs/analysis.md's table of passes too: what a reader of the analysis is told it does.
+TEST(AnalysisPasses, EachPassHasItsRowInAnalysisMd) {
+  std::ifstream f(std::string(TB_TESTDATA_DIR) + "/../../docs/analysis.md");
+  ASSERT_TRUE(f) << "docs/analysis.md";
+  const std::string doc((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  for (const detail::AnalysisPass& p : detail::analysis_passes())
+    EXPECT_NE(doc.find("\n| `" + std::string(p.name) + "` | "), std::string::npos) << p.name << " has no row";
 }
 
 TEST(AnalysisPasses, RunOneByOneTheyGiveAnalyzesResultOnEveryRealTrace) {
