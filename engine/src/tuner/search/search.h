@@ -292,13 +292,17 @@ class Tuner {
   std::map<std::string, std::vector<measure::Window>> baseline_phase_;
   std::set<std::string> tried_;   // ref|cand pairs already measured
   std::set<std::string> failed_;  // knob=value that failed (OOM, drift): never retried
-  std::map<std::string, int64_t> oom_floor_;  // lowest value of an int knob that ran out of memory
+  // What the windows said of memory (search_memory.cpp): a trial's two sides, a batch that would not fit.
   struct Held {
     int64_t peak = -1, held = -1;
   };
-  std::map<std::string, Held> memory_seen_;  // config_key -> its last window's memory
-  int64_t memory_total_ = -1;                // the device's size, once a window said it
-  int64_t largest_batch_ = -1, largest_batch_peak_ = -1;  // the largest batch size a window ran, its peak
+  struct MemoryLedger {
+    std::map<std::string, int64_t> oom_floor;  // lowest value of an int knob that ran out of memory
+    std::map<std::string, Held> seen;          // config_key -> its last window's memory
+    int64_t total = -1;                        // the device's size, once a window said it
+    int64_t largest_batch = -1, largest_batch_peak = -1;  // the largest batch size a window ran, its peak
+  };
+  MemoryLedger memory_;
   std::vector<Deferred> deferred_;
   std::string last_bottleneck_;
   StepShares shares_;  // where the step's time went, from the last snapshot (priority.h)

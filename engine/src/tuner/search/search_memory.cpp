@@ -17,13 +17,13 @@ std::string gib(int64_t b) { return fmt(double(b) / double(int64_t(1) << 30), 2)
 
 void Tuner::note_memory(const Config& c, const measure::Window& m) {
   int64_t batch = 0;
-  if (parse_int(value_in(c, "batch_size"), batch) && batch >= largest_batch_) {
-    largest_batch_peak_ = batch > largest_batch_ ? m.peak_memory_bytes : std::max(largest_batch_peak_, m.peak_memory_bytes);
-    largest_batch_ = batch;
+  if (parse_int(value_in(c, "batch_size"), batch) && batch >= memory_.largest_batch) {
+    memory_.largest_batch_peak = batch > memory_.largest_batch ? m.peak_memory_bytes : std::max(memory_.largest_batch_peak, m.peak_memory_bytes);
+    memory_.largest_batch = batch;
   }
   if (m.peak_memory_bytes < 0) return;
-  memory_seen_[config_key(c)] = {m.peak_memory_bytes, m.held_memory_bytes};
-  memory_total_ = std::max(memory_total_, m.memory_total_bytes);
+  memory_.seen[config_key(c)] = {m.peak_memory_bytes, m.held_memory_bytes};
+  memory_.total = std::max(memory_.total, m.memory_total_bytes);
 }
 
 void Tuner::fill_memory(Trial& t) {
@@ -34,25 +34,25 @@ void Tuner::fill_memory(Trial& t) {
 }
 
 std::optional<std::string> Tuner::memory_short(const std::string& id, const std::string& from, const std::string& next) {
-  if (id != "batch_size" || memory_total_ <= 0) return std::nullopt;
-  auto it = memory_seen_.find(config_key(current_));
+  if (id != "batch_size" || memory_.total <= 0) return std::nullopt;
+  auto it = memory_.seen.find(config_key(current_));
   int64_t b0 = 0, b1 = 0;
-  if (it == memory_seen_.end() || it->second.held < 0 || !parse_int(from, b0) || !parse_int(next, b1) || b0 <= 0)
+  if (it == memory_.seen.end() || it->second.held < 0 || !parse_int(from, b0) || !parse_int(next, b1) || b0 <= 0)
     return std::nullopt;
   const Held& h = it->second;
   const double grows = double(std::max<int64_t>(0, h.peak - h.held));
   const double predicted = double(h.held) + grows * double(b1) / double(b0);
-  if (predicted <= kFitShare * double(memory_total_)) return std::nullopt;
+  if (predicted <= kFitShare * double(memory_.total)) return std::nullopt;
   return "memory: batch " + next + " would peak at ~" + gib(int64_t(predicted)) + " of the device's " +
-         gib(memory_total_) + " (batch " + from + " peaked at " + gib(h.peak) + ", " + gib(h.held) +
+         gib(memory_.total) + " (batch " + from + " peaked at " + gib(h.peak) + ", " + gib(h.held) +
          " of it held between steps)";
 }
 
 std::string Tuner::largest_fit() const {
-  if (largest_batch_ <= 0) return "";
-  std::string s = "; the largest batch that ran: " + std::to_string(largest_batch_);
-  if (largest_batch_peak_ >= 0)
-    s += " (peak " + gib(largest_batch_peak_) + (memory_total_ > 0 ? " of " + gib(memory_total_) : std::string()) + ")";
+  if (memory_.largest_batch <= 0) return "";
+  std::string s = "; the largest batch that ran: " + std::to_string(memory_.largest_batch);
+  if (memory_.largest_batch_peak >= 0)
+    s += " (peak " + gib(memory_.largest_batch_peak) + (memory_.total > 0 ? " of " + gib(memory_.total) : std::string()) + ")";
   return s;
 }
 

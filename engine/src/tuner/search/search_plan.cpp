@@ -35,7 +35,7 @@ std::optional<std::string> Tuner::ladder_next(const KnobInfo& info, const std::s
   }
   if (info.max > 0) cap = std::min(cap, info.max);
   if (next > cap || next < info.min) return std::nullopt;
-  if (oom_floor_.count(info.id) && next >= oom_floor_[info.id]) return std::nullopt;
+  if (memory_.oom_floor.count(info.id) && next >= memory_.oom_floor[info.id]) return std::nullopt;
   return std::to_string(next);
 }
 

@@ -215,8 +215,8 @@ void Tuner::side_failed(Trial& t, const TrialFailure& f, bool is_ref, const Chan
   if (f.oom && change.knob == "batch_size") t.reason += largest_fit();
   if (f.oom && !change.knob.empty()) {
     int64_t v = 0;
-    if (parse_int(change.value, v) && (!oom_floor_.count(change.knob) || v < oom_floor_[change.knob]))
-      oom_floor_[change.knob] = v;
+    if (parse_int(change.value, v) && (!memory_.oom_floor.count(change.knob) || v < memory_.oom_floor[change.knob]))
+      memory_.oom_floor[change.knob] = v;
   }
   failed_.insert(label(change));
   if (!fresh) try {
