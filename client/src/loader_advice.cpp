@@ -125,14 +125,19 @@ std::vector<LoaderFix> LoaderVerdict::fixes() const {
 
 LoaderAdvice LoaderVerdict::advice() const {
   LoaderAdvice a;
-  if (!valid || !(ms_per_sample > 0) || !(consume_sps > 0) || !(run_sps > 0)) return a;
-  a.known = true;
-  const std::string on = std::to_string(cores) + " core" + (cores == 1 ? "" : "s");
+  if (!valid || !(consume_sps > 0) || !(run_sps > 0)) return a;
+  // Over the run's measured steps, not the few a trace holds (a pass's first batch can be most of them): a
+  // loop that hardly waits needs no figure of a sample to say so.
   if (wait_share < kModerately) {
+    a.known = true;
     a.at_most = 1.0 / (1.0 - wait_share);
-    a.why = "the loop hardly waits for batches: no loader knob speeds the step";
+    a.why = "over the run's measured steps the loop waited for batches " + sps(100 * wait_share) +
+            "% of its time: no loader knob speeds the step";
     return a;
   }
+  if (!(ms_per_sample > 0)) return a;  // no sample's cost measured: the model cannot say more
+  a.known = true;
+  const std::string on = std::to_string(cores) + " core" + (cores == 1 ? "" : "s");
   const double bound = std::max(1.0, expect_sps / run_sps);
   if (crowded()) {
     const int fewer = need_workers > 0 && need_workers < workers ? need_workers

@@ -439,6 +439,15 @@ TEST(LoaderAdvice, TheSwitchIsTheVerdictsWorkerCountAndItsBoundThePrediction) {
   const auto quiet = loader_verdict(io, 64, 1'000'000'000, 10'000'000, 2).advice();
   EXPECT_EQ(quiet.knob, "");
   EXPECT_NEAR(quiet.at_most, 1.0 / 0.99, 1e-9);
+  // Batches whose samples were not timed one by one (only their collate: a TensorDataset's): a loop that hardly
+  // waits is still said, from the run's steps; one that waits has no model to bound it.
+  const nlohmann::json collate_only = nlohmann::json::array({proc("main", 0, 8, {{"collate", 0.5}}, 1.0, 1400)});
+  const auto said = loader_verdict(collate_only, 64, 1'000'000'000, 4'000'000, 2).advice();
+  EXPECT_TRUE(said.known);
+  EXPECT_EQ(said.knob, "");
+  EXPECT_NE(said.why.find("over the run's measured steps the loop waited for batches 0% of its time"),
+            std::string::npos) << said.why;
+  EXPECT_FALSE(loader_verdict(collate_only, 64, 1'000'000'000, 300'000'000, 2).advice().known);
   // Not valid (no parts): nothing known, nothing changed.
   EXPECT_FALSE(loader_verdict(nlohmann::json::array(), 64, 1'000'000'000, 0, 2).advice().known);
 }
