@@ -353,8 +353,9 @@ int cmd_run_script(int argc, char** argv) {
   Outcome o = document(args, runner, hello, c, code, during, own_cores);
   if (!args.trace_path.empty())
     if (Status st = write_trace(args, c, o); !st) {
-      std::fprintf(stderr, "tunebench-cli: error: --trace: %s\n", st.error().message.c_str());
+      // Said once: as the run's failure (finish() prints it), or on its own beside an earlier failure.
       if (c.failure.empty()) c.failure = "--trace: " + st.error().message;
+      else std::fprintf(stderr, "tunebench-cli: error: --trace: %s\n", st.error().message.c_str());
     }
   return finish(args, c, o);
 }

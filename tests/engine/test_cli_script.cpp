@@ -73,7 +73,9 @@ TEST_F(CliScript, ATraceItCannotWriteIsOneLineAndTheRunsLineStays) {
   Out bad = cli("run --script " + example() + " --steps 3 --trace /nonexistent/dir/t.json -- --data " + data() +
                 " --epochs 20 --batch-size 8");
   EXPECT_EQ(bad.code, 1);
-  EXPECT_NE(bad.err.find("tunebench-cli: error: --trace:"), std::string::npos) << bad.err;
+  const size_t said = bad.err.find("tunebench-cli: error: --trace:");
+  EXPECT_NE(said, std::string::npos) << bad.err;
+  EXPECT_EQ(bad.err.find("tunebench-cli: error: --trace:", said + 1), std::string::npos) << "said twice:\n" << bad.err;
   EXPECT_NE(bad.out.find("train_folder.py: nothing measured: all 3 steps were warm-up"), std::string::npos) << bad.out;
 }
 
