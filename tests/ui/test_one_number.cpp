@@ -112,7 +112,11 @@ class TestOneNumber : public QObject {
       QCOMPARE(fixed(row.stats.ratio, 2), fixed(st.ratio, 2));
       QCOMPARE(fixed(row.stats.lo, 2), fixed(st.lo, 2));
     } else {
-      QVERIFY2(dialog.title == "No change beat the baseline", qPrintable(dialog.title));
+      // The tuner's own headline: "No change beat the baseline" where its trials told, "Too noisy to tune here ..."
+      // where a busy machine's could not.
+      const QString head = td.value("headline").toObject().value("title").toString();
+      QVERIFY2(head == "No change beat the baseline" || head.startsWith("Too noisy to tune here"), qPrintable(head));
+      QCOMPARE(dialog.title, head);
       QVERIFY2(labels.contains("nothing kept"), qPrintable(labels));
       QCOMPARE(int(w.compare()->comparisons().size()), 1);  // no row of its own: nothing changed
     }
