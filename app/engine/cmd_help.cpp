@@ -20,16 +20,21 @@ constexpr const char* kRun =
     "models: mnist_cnn resnet18 resnet50 vit_tiny torchscript:PATH   data: synthetic imagefolder:DIR mnist:DIR\n"
     "\n"
     "usage: tunebench-cli run --script train.py [--python PY] [--set k=v,...] [--steps N | --measured-steps N]\n"
-    "       [--warmup N] [--json OUT.json] [--trace T.json [--trace-every N] [--trace-share S]\n"
+    "       [--warmup N] [--json OUT.json] [--trace T.json [--trace-every N] [--trace-share S] [--trace-steps K]\n"
     "       [--trace-detail shapes,stack]] [--first-step-timeout S] [--quiet] [-- SCRIPT ARGS]\n"
     "  Runs the user's own PyTorch script, unmodified, and measures its training steps (a batch, its backward\n"
     "  and update): their phases, memory, and the time between them (validation, checkpoints). The first step\n"
     "  must end within --first-step-timeout seconds (120; an LBFGS step(closure) may need more). --trace\n"
-    "  records after the first 10 measured steps (a run of under 60 steps: all of them); those are the\n"
-    "  reference for tracing's own cost, stated when above 5%. The trace is sampled: chunks of 3 to\n"
+    "  records after the first 10 measured steps of a run of --steps 60 or more (a shorter run, or one of\n"
+    "  unknown length: from its start); those, or the untraced steps between chunks, are the reference for\n"
+    "  tracing's own cost, stated when above 5%. Every step is drawn on the trace's step lane from the step\n"
+    "  stream, with findings from step timings. The trace is sampled: chunks of 3 to\n"
     "  --trace-every steps (20), each as long as keeps its stop within a step, with untraced steps between\n"
     "  them, as many as keep watching under --trace-share of the run (0.01; 0 traces every step in chunks\n"
-    "  of --trace-every); the analysis leaves the untraced steps out of its window.\n";
+    "  of --trace-every); the analysis leaves the untraced steps out of its window. The trace holds at least\n"
+    "  --trace-steps traced steps (min(N, 20) for --steps N, else 20; 0: the share alone), where the run makes\n"
+    "  them after its reference: spread over the rest of a run of --steps N (the share's gaps where shorter),\n"
+    "  every other step until held in a run of unknown length.\n";
 
 constexpr const char* kKnobs =
     "usage: tunebench-cli knobs [--json]\n"
@@ -43,6 +48,9 @@ constexpr const char* kReport =
 constexpr const char* kServe =
     "usage: tunebench-cli serve [--model M] [--data D] [--set k=v,...] [--steps N] [--trace-dir DIR]\n"
     "       [--trace-every N] [--inline-files] [--ranks N [--dist-timeout S]]\n"
+    "       serve --script train.py [--python PY] [--set k=v,...] [--steps N] [--trace-dir DIR] [--trace-every N]\n"
+    "       [--trace-share S] [--trace-steps K (20)] [--trace-detail shapes,stack] [--report-dir DIR]\n"
+    "       [--inline-files] [-- SCRIPT ARGS]\n"
     "  The run protocol (docs/protocol.md) on stdin/stdout: what the GUI starts. Not for typing.\n";
 
 }  // namespace

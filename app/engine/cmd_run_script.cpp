@@ -1,5 +1,6 @@
 // tunebench-cli run --script train.py [--python PY] [--set k=v,...] [--steps N | --measured-steps N]
-//                   [--trace T.json] [--trace-every N] [--trace-detail shapes,stack] [--json OUT.json]
+//                   [--trace T.json] [--trace-every N] [--trace-share S] [--trace-steps K]
+//                   [--trace-detail shapes,stack] [--json OUT.json]
 //                   [--first-step-timeout S] [--quiet]
 //                   [-- SCRIPT ARGS]
 // Runs the user's script unmodified under python -m tunebench.launch and reports its throughput exactly as an
@@ -93,6 +94,7 @@ Result<RunScriptArgs> parse_args(int argc, char** argv) {
     }
   }
   if (so.script.empty()) return Error{"--script needs a file"};
+  so.trace_steps = trace_steps_or_default(so);
   // --steps N is N steps in all: warm-up until stable may take at most half of them, so a short run on a
   // noisy machine still measures something (it flagged all 12 steps of a test run as warm-up once).
   if (so.steps > 0)
@@ -108,10 +110,12 @@ Result<std::filesystem::path> trace_chunks_dir(RunScriptArgs& args) {
   if (!mkdtemp(tmpl.data())) return Error{"cannot make a directory for the trace chunks"};
   client::ScriptOptions& so = args.so;
   so.trace_dir = tmpl;
-  // The first measured steps run untraced, the reference for tracing's own cost ("tracing cost" when it is
-  // above 5%: tracing once halved a fast script's speed and the run did not say so). A short run is traced
-  // whole: its steps are too few to spare.
-  so.trace_wait = so.steps > 0 ? so.steps >= 60 : args.measured_steps > 0 ? args.measured_steps >= 40 : true;
+  // The first measured steps of a long run run untraced, the reference for tracing's own cost ("tracing cost"
+  // when it is above 5%: tracing once halved a fast script's speed and the run did not say so). A short run is
+  // traced from its start: its steps are too few to spare. So is a run of unknown length (a script run to its
+  // end): it may end after a few steps (an LBFGS fit, a forward-forward trainer's 6), and waiting for 10 left
+  // it with no trace at all; its sampled chunks have untraced steps between them for the reference.
+  so.trace_wait = so.steps > 0 ? so.steps >= 60 : args.measured_steps > 0 && args.measured_steps >= 40;
   return std::filesystem::path(tmpl);
 }
 
@@ -276,12 +280,27 @@ Outcome document(const RunScriptArgs& args, const client::ScriptRunner& runner, 
   // Nothing measured: why, in one line (the JSON's and stdout's), never "0.0 samples/s".
   if (c.measured == 0) o.not_measured = nothing_measured_text(c.done, c.failure, c.records.size(), so.warmup_steps);
   if (!o.not_measured.empty()) out["not_measured"] = o.not_measured;
-  if (so.trace_wait) o.tracing = engine::tracing_cost_json(c.records, c.traced);
+  if (!so.trace_dir.empty()) o.tracing = engine::tracing_cost_json(c.records, c.traced);  // null: too few of a side
   if (!o.tracing.is_null()) out["tracing_cost"] = o.tracing;
   int64_t run_wall_ns = 0;
   for (const auto& r : c.records) run_wall_ns += r.wall_ns;
   o.loader = script_loader_verdict(out, o.figures, during, own_cores, run_wall_ns);
   return o;
+}
+
+// What the trace holds, for its line: the traced steps (against the quota when the run was too short to hold it),
+// its chunks, every step on the step lane, and where tracing began.
+std::string trace_line(const client::ScriptOptions& so, const std::vector<std::pair<int64_t, int64_t>>& traced) {
+  int64_t held = 0;
+  for (const auto& [a, b] : traced) held += std::max<int64_t>(0, b - a + 1);
+  std::string s = std::to_string(held) + " traced step" + (held == 1 ? "" : "s");
+  if (so.trace_steps > 0 && held < so.trace_steps)
+    s += " of the " + std::to_string(so.trace_steps) + " asked: the run ended first;";
+  s += " in " + std::to_string(traced.size()) + " chunk" + (traced.size() == 1 ? "" : "s") + " of up to " +
+       std::to_string(so.trace_every) + " steps, every step on the step lane";
+  if (so.trace_wait)
+    s += ", from after " + std::to_string(kUntracedSteps) + " untraced measured steps, the reference for its cost";
+  return s;
 }
 
 // --trace: the chunks made one trace (the loader's verdict may take its transfer from it), and its line; Ok, or
@@ -292,11 +311,11 @@ Status write_trace(const RunScriptArgs& args, const Collected& c, Outcome& o) {
     return Error{"the script ended after " + std::to_string(c.measured) +
                  " measured steps, before tracing began (after " + std::to_string(kUntracedSteps) +
                  " untraced ones, the reference for its cost): pass --steps N under 60 to trace it whole"};
-  if (std::string err = merge_chunks(c.chunks, args.trace_path, o.loader); !err.empty()) return Error{err};
-  std::fprintf(stderr, "trace: %s (%zu chunk%s of up to %d steps%s)\n", args.trace_path.c_str(), c.traced.size(),
-               c.traced.size() == 1 ? "" : "s", so.trace_every,
-               so.trace_wait ? (", from after " + std::to_string(kUntracedSteps) +
-                                " untraced measured steps, the reference for its cost").c_str() : "");
+  if (std::string err = merge_chunks(c.chunks, args.trace_path, o.loader, lane_steps(c.records, c.step_extras, c.traced),
+                                     lane_outside(c.outside));
+      !err.empty())
+    return Error{err};
+  std::fprintf(stderr, "trace: %s (%s)\n", args.trace_path.c_str(), trace_line(so, c.traced).c_str());
   if (const std::string cost = engine::tracing_cost_text(o.tracing); !cost.empty()) std::printf("%s\n", cost.c_str());
   return Status::Ok();
 }

@@ -1,5 +1,6 @@
 // tunebench-cli serve --script train.py [--python PY] [--set k=v,...] [--steps N] [--trace-dir DIR]
-//                     [--trace-every N] [--trace-detail shapes,stack] [--report-dir DIR] [-- SCRIPT ARGS]
+//                     [--trace-every N] [--trace-share S] [--trace-steps K] [--trace-detail shapes,stack]
+//                     [--report-dir DIR] [-- SCRIPT ARGS]
 // The run protocol of docs/protocol.md for a user's script: the child (python -m tunebench.launch, through
 // client/script_runner.h) speaks it already; this relays its messages to stdout, with the warm-up flag of
 // each step decided here (the engine's rule), and the parent's set / trace / stop to the child. `tune`
@@ -107,6 +108,7 @@ Result<ServeScriptArgs> parse_args(int argc, char** argv) {
       return Error{"bad option '" + a + "' for serve --script"};
     }
   }
+  so.trace_steps = trace_steps_or_default(so);  // a live run's length is rarely given: 20 traced steps, every other
   return r;
 }
 

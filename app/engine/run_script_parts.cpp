@@ -11,8 +11,9 @@
 namespace tb::cli {
 
 std::string merge_chunks(const std::vector<std::string>& chunks, const std::string& path,
-                         client::LoaderVerdict& loader) {
-  auto merged = prof::merge_script_chunks(chunks);
+                         client::LoaderVerdict& loader, const std::vector<prof::LaneStep>& steps,
+                         const std::vector<prof::LaneOutside>& outside) {
+  auto merged = prof::merge_script_chunks(chunks, steps, outside);
   if (!merged) return merged.error().to_string();
   const auto& tracks = (*merged)->tracks();
   const bool gpu = std::any_of(tracks.begin(), tracks.end(),
@@ -24,6 +25,54 @@ std::string merge_chunks(const std::vector<std::string>& chunks, const std::stri
   if (loader.valid) (*merged)->meta().documents["loader"] = loader.to_json().dump();
   if (auto st = prof::write_chrome_trace(**merged, path); !st) return st.error().to_string();
   return "";
+}
+
+std::vector<prof::LaneStep> lane_steps(const std::vector<engine::StepRecord>& records,
+                                       const std::vector<nlohmann::json>& extras,
+                                       const std::vector<std::pair<int64_t, int64_t>>& traced) {
+  std::vector<prof::LaneStep> out;
+  out.reserve(records.size());
+  for (size_t k = 0; k < records.size(); ++k) {
+    const engine::StepRecord& r = records[k];
+    prof::LaneStep s;
+    s.index = r.index;
+    s.t_ns = r.start_ns;
+    s.wall_ns = r.wall_ns;
+    s.data_wait_ns = r.data_wait_ns;
+    if (k < extras.size() && extras[k].is_object()) {
+      const nlohmann::json& x = extras[k];
+      auto ns = [&](const char* key) { return x.contains(key) && x[key].is_number() ? x[key].get<int64_t>() : 0; };
+      s.forward_ns = ns("forward_ns");
+      s.backward_ns = ns("backward_ns");
+      s.optim_ns = ns("optim_ns");
+    }
+    s.traced = std::any_of(traced.begin(), traced.end(),
+                           [&](const auto& t) { return r.index >= t.first && r.index <= t.second; });
+    s.warmup = r.warmup;
+    s.skipped = r.skipped;
+    s.host_rss = r.memory.host_rss_bytes;
+    s.device_allocated = r.memory.device_allocated_bytes;
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<prof::LaneOutside> lane_outside(const nlohmann::json& outside) {
+  std::vector<prof::LaneOutside> out;
+  if (!outside.is_array()) return out;
+  for (const nlohmann::json& m : outside) {
+    if (!m.is_object()) continue;
+    prof::LaneOutside o;
+    auto num = [&](const char* key, int64_t dflt) {
+      return m.contains(key) && m[key].is_number() ? m[key].get<int64_t>() : dflt;
+    };
+    o.t_ns = num("t_ns", 0);
+    o.wall_ns = num("wall_ns", 0);
+    o.after_step = num("after_step", -1);
+    o.kind = m.contains("kind") && m["kind"].is_string() ? m["kind"].get<std::string>() : "other";
+    out.push_back(std::move(o));
+  }
+  return out;
 }
 
 int64_t measured_steps_of(const std::vector<engine::StepRecord>& records) {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "client/loader_verdict.h"
+#include "profiler/step_lane.h"
 #include "measure/noise.h"
 #include "engine/run_json.h"
 
@@ -28,9 +29,20 @@ struct RemoveDir {
 // what `run --trace` writes for the engine), carrying the loader's verdict when it has one (the "loader"
 // document, prof::TraceMetadata): `analyze` and the GUI show what the run printed. On a GPU the launcher's
 // hooks see no copy to the device: the verdict gets its transfer from the trace's (the steps' HtoD copies, the
-// figure the loader-stall finding states). "" or the error.
+// figure the loader-stall finding states). With the run's steps (and the time outside them) the trace carries
+// the step lane (profiler/step_lane.h): every step, the untraced ones too. "" or the error.
 std::string merge_chunks(const std::vector<std::string>& chunks, const std::string& path,
-                         client::LoaderVerdict& loader);
+                         client::LoaderVerdict& loader, const std::vector<prof::LaneStep>& steps = {},
+                         const std::vector<prof::LaneOutside>& outside = {});
+
+// The step lane's steps from the run's step records, what the launcher's steps added to each (`extras`:
+// forward_ns, backward_ns, optim_ns) and the steps each trace chunk covers (`traced`: a step inside one ran
+// traced).
+std::vector<prof::LaneStep> lane_steps(const std::vector<engine::StepRecord>& records,
+                                       const std::vector<nlohmann::json>& extras,
+                                       const std::vector<std::pair<int64_t, int64_t>>& traced);
+// The step lane's outside intervals from the launcher's `outside` messages (a JSON array).
+std::vector<prof::LaneOutside> lane_outside(const nlohmann::json& outside);
 
 // The measured (not warm-up) steps among `records`.
 int64_t measured_steps_of(const std::vector<engine::StepRecord>& records);

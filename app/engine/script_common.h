@@ -2,6 +2,7 @@
 // python -m tunebench.launch, client/script_runner.h). Header-only, app/engine only.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <optional>
@@ -106,12 +107,13 @@ std::optional<Status> script_source_option(const std::string& a, ReadValue&& val
 // Which of the script options a command reads (script_option): tune takes the script and its knobs; run and
 // serve also how long it runs and how it is traced, from their own least --steps (client/inputs.h).
 struct ScriptOptionRules {
-  bool run_options = true;  // --steps, --trace-every, --trace-share, --trace-detail
+  bool run_options = true;  // --steps, --trace-every, --trace-share, --trace-steps, --trace-detail
   int64_t steps_min = client::inputs::kRunStepsMin;
 };
 
 // The options every command that runs a script reads the same way (run, serve and tune --script): --script,
-// --python, --set and, where `rules` says, --steps, --trace-every, --trace-share and --trace-detail. Nothing when
+// --python, --set and, where `rules` says, --steps, --trace-every, --trace-share, --trace-steps and --trace-detail
+// (trace_steps_or_default then gives --trace-steps its default). Nothing when
 // `a` is none of them, else its value read into `so` by `value` and Ok, or the one line saying what is wrong
 // (the caller puts its own "run: " or "serve: " in front).
 template <class ReadValue>
@@ -142,6 +144,10 @@ std::optional<Status> script_option(const std::string& a, ReadValue&& value, cli
     const auto share = client::inputs::parse_trace_share(v);
     if (!share) return Status(share.error());
     so.trace_share = *share;
+  } else if (a == "--trace-steps") {
+    const auto n = value(v) ? client::inputs::parse_integer(v, 0) : std::nullopt;
+    if (!n) return Status(Error{"--trace-steps needs a number of traced steps, 0 or more (0: no quota)"});
+    so.trace_steps = *n;
   } else if (a == "--trace-detail") {
     if (!value(v) || (so.trace_detail = trace_detail_of(v)).empty())
       return Status(Error{"--trace-detail takes shapes, stack or shapes,stack"});
@@ -149,6 +155,16 @@ std::optional<Status> script_option(const std::string& a, ReadValue&& value, cli
     return std::nullopt;
   }
   return Status::Ok();
+}
+
+// The traced steps a script's trace holds at least when --trace-steps is not given: enough steps to read a
+// step's detail beside its neighbours' (a run of 60 once held a single chunk of 3), and all of a shorter run's.
+inline constexpr int64_t kTraceStepsDefault = 20;
+
+// --trace-steps as given, else min(--steps N, kTraceStepsDefault), kTraceStepsDefault for a run of unknown length.
+inline int64_t trace_steps_or_default(const client::ScriptOptions& so) {
+  if (so.trace_steps >= 0) return so.trace_steps;
+  return so.steps > 0 ? std::min(so.steps, kTraceStepsDefault) : kTraceStepsDefault;
 }
 
 // The script's prints go to our stderr, marked, so a user sees their own output but protocol stays clean.

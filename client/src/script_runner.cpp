@@ -152,6 +152,8 @@ Status ScriptRunner::start(const ScriptOptions& o, double hello_timeout_s) {
     std::snprintf(share, sizeof share, "%g", o.trace_share);
     argv.insert(argv.end(), {"--trace-share", share});
   }
+  if (!o.trace_dir.empty() && o.trace_steps > 0)
+    argv.insert(argv.end(), {"--trace-steps", std::to_string(o.trace_steps)});
   if (!o.trace_dir.empty() && !o.trace_detail.empty()) argv.insert(argv.end(), {"--trace-detail", o.trace_detail});
   if (!o.trace_dir.empty() && o.trace_wait) argv.push_back("--trace-wait");
   for (const auto& [file, copy] : o.sources) argv.insert(argv.end(), {"--source", file, copy});

@@ -34,6 +34,8 @@ const char* to_string(FindingKind k) {
     case FindingKind::Straggler: return "straggler";
     case FindingKind::MemoryFragmentation: return "memory_fragmentation";
     case FindingKind::MemoryGrowth: return "memory_growth";
+    case FindingKind::OutsideTraining: return "outside_training";
+    case FindingKind::StepTimeDrift: return "step_time_drift";
   }
   return "?";
 }
@@ -392,6 +394,10 @@ void pass_findings(State& s) {
   detail::add_findings(s.trace, s.opt, ev, s.r);
 }
 
+// What the step lane's timings show (a script's every step; a sampled trace records few): after the detailed
+// findings, whose kinds it does not repeat.
+void pass_lane(State& s) { detail::add_lane_findings(s.trace, s.opt, s.r); }
+
 // What the trace could not say, and the highlighted intervals capped.
 void pass_notes(State& s) {
   const Trace& trace = s.trace;
@@ -417,7 +423,8 @@ void pass_notes(State& s) {
 constexpr detail::AnalysisPass kPasses[] = {
     {"scope", pass_scope},     {"gpu", pass_gpu},           {"steps", pass_steps},     {"window", pass_window},
     {"host", pass_host},       {"outside", pass_outside},   {"idle", pass_idle},       {"per_step", pass_per_step},
-    {"stats", pass_stats},     {"memory", pass_memory},     {"findings", pass_findings}, {"notes", pass_notes}};
+    {"stats", pass_stats},     {"memory", pass_memory},     {"findings", pass_findings}, {"lane", pass_lane},
+    {"notes", pass_notes}};
 
 }  // namespace
 

@@ -20,6 +20,8 @@ std::string fmt(const char* f, double v) {
 std::string fmt_ms(int64_t ns) { return fmt("%.3f ms", static_cast<double>(ns) / 1e6); }
 std::string fmt_pct(double s) { return fmt("%.1f%%", s * 100.0); }
 
+}  // namespace
+
 // XProf's input-pipeline grades, by the share of the step spent waiting for input (client/loader_verdict.cpp
 // grades a script's loader verdict the same way), and the other half of XProf's input time: the batches'
 // host-to-device copies (our h2d range; Kineto: HtoD memcpy GPU time), a share of the same time.
@@ -30,6 +32,8 @@ std::string input_grade(double wait_share, int64_t h2d_ns, double window_ns) {
   return g;
 }
 double bound(double share) { return share >= 0.999999 ? 1e6 : 1.0 / (1.0 - std::max(0.0, share)); }
+
+namespace {
 
 Finding make(FindingKind kind, const char* knob, std::string value, std::vector<std::string> also, double share,
              Interval evidence) {
@@ -44,6 +48,21 @@ Finding make(FindingKind kind, const char* knob, std::string value, std::vector<
   f.evidence = evidence;
   return f;
 }
+
+}  // namespace
+
+Finding loader_stall_finding(const Trace& trace, double share, Interval evidence) {
+  // Our traces record the training machine's cores: more loader threads than cores only compete with the
+  // step. Traces from elsewhere (Kineto) get the common starting point, 4.
+  int workers = 4;
+  if (auto it = trace.meta().extra.find("cpu_cores"); it != trace.meta().extra.end()) {
+    const int cores = std::atoi(it->second.c_str());
+    if (cores > 0) workers = std::clamp(cores, 1, 8);
+  }
+  return make(FindingKind::LoaderStall, "workers", std::to_string(workers), {"prefetch", "pin_memory"}, share, evidence);
+}
+
+namespace {
 
 // The message's last clause: the Amdahl bound, or why none is given.
 std::string gain(const Finding& f, const AnalysisResult& r, const AnalysisOptions& opt) {
@@ -96,13 +115,15 @@ const Remedy* remedy_for(const std::string& engine_knob) {
 // engine's knobs for an engine run, the launcher's for a script, and words for a trace from elsewhere (no
 // run to switch a knob on). An analysis of a public ImageNet script once offered `sync_free_logging`, an
 // engine knob no script has.
-void fit_to_run(const Trace& trace, AnalysisResult& r) {
+}  // namespace
+
+void fit_to_run(const Trace& trace, std::vector<Finding>& findings) {
   const auto it = trace.meta().extra.find("tunebench_run");
   std::string run = it == trace.meta().extra.end() ? "" : it->second;
   // Traces the engine's recorder wrote before it named its run are in TuneBench's own format.
   if (run.empty() && trace.meta().source_format == "tunebench") run = "engine";
   if (run == "engine") return;
-  for (Finding& f : r.findings) {
+  for (Finding& f : findings) {
     if (f.knob.empty()) continue;
     const bool script = run == "script";
     if (script) {
@@ -129,8 +150,6 @@ void fit_to_run(const Trace& trace, AnalysisResult& r) {
     }
   }
 }
-
-}  // namespace
 
 void add_tensor_core_finding(const Trace& trace, const AnalysisOptions& opt, int64_t mm_total, int64_t mm_tc,
                              int64_t compute_total, AnalysisResult& r) {
@@ -167,16 +186,9 @@ void add_findings(const Trace& trace, const AnalysisOptions& opt, const Evidence
   };
 
   if (r.loader_stall_ns > 0 && r.loader_stall_ns / wl >= opt.finding_min_share) {
-    // Our traces record the training machine's cores: more loader threads than cores only compete with
-    // the step. Traces from elsewhere (Kineto) get the common starting point, 4.
-    int workers = 4;
-    if (auto it = trace.meta().extra.find("cpu_cores"); it != trace.meta().extra.end()) {
-      const int cores = std::atoi(it->second.c_str());
-      if (cores > 0) workers = std::clamp(cores, 1, 8);
-    }
     const double share = r.loader_stall_ns / wl;
     const int64_t h2d = r.input_copy_ns();
-    push(make(FindingKind::LoaderStall, "workers", std::to_string(workers), {"prefetch", "pin_memory"}, share, ev.stall),
+    push(loader_stall_finding(trace, share, ev.stall),
          std::string(r.has_gpu ? "GPU waited for the loader " : "training thread waited for data ") + fmt_pct(share) +
              " of " + span + " (" + fmt_ms(r.loader_stall_ns) + " in " + std::to_string(r.loader_stall_count) +
              " intervals" + input_grade(share, h2d, wl) + ") -> workers / prefetch / pin_memory; ");
@@ -232,7 +244,7 @@ void add_findings(const Trace& trace, const AnalysisOptions& opt, const Evidence
              "syncs/record_stream, CUDA graphs; ");
   }
   add_host_findings(trace, opt, r);
-  fit_to_run(trace, r);
+  fit_to_run(trace, r.findings);
   std::stable_sort(r.findings.begin(), r.findings.end(),
                    [](const Finding& a, const Finding& b) { return a.share > b.share; });
 

@@ -2,6 +2,9 @@
 // and bounds its gain by the share of the window that class really takes.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "analysis_intervals.h"
 #include "profiler/analysis.h"
 
@@ -15,6 +18,23 @@ struct Evidence {
 // Appends the GPU/host-time findings (loader stall, launch gap, sync, runtime calls, exposed communication,
 // GPU not recorded) and the host findings, then orders them; applies the trust caveat to every bound.
 void add_findings(const Trace& trace, const AnalysisOptions& opt, const Evidence& ev, AnalysisResult& r);
+
+// XProf's input-pipeline grades of a data-wait share, with the host-to-device copies' share beside it: the
+// clause the loader-stall findings (the trace's and the step lane's) put after their figures.
+std::string input_grade(double wait_share, int64_t h2d_ns, double window_ns);
+// Amdahl's bound on the speed-up from removing a share of the time: 1 / (1 - share).
+double bound(double share);
+// The loader-stall finding (its knob, the workers for this machine, and the other knobs) for `share` of the
+// step time; the caller writes its message.
+Finding loader_stall_finding(const Trace& trace, double share, Interval evidence);
+// Fits the findings' knobs to the run the trace came from (an engine's, a script's or none): the engine's knobs
+// for an engine run, the launcher's for a script, words for a trace from elsewhere.
+void fit_to_run(const Trace& trace, std::vector<Finding>& findings);
+
+// The findings from the step lane's timings (analysis_lane.cpp): a loader stall, time outside training, memory
+// climbing, step-time drift, each id ending "_steps"; none of a kind the detailed analysis already found, none
+// from a lane of under 10 measured steps.
+void add_lane_findings(const Trace& trace, const AnalysisOptions& opt, AnalysisResult& r);
 
 // Notes on the idle split: cross-stream waits and the launch gaps with no host time recorded (said here so
 // every report shows them), how much idle time has no named cause, and a trace that holds only part of the

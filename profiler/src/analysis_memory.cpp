@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "profiler/range_names.h"
+#include "profiler/step_lane.h"
 
 namespace tb::prof::detail {
 namespace {
@@ -39,7 +40,8 @@ std::string gib(double bytes) {
 std::vector<Sample> series(const Trace& trace, int64_t pid, const char* name) {
   std::vector<Sample> out;
   for (const Track& t : trace.tracks()) {
-    if (t.kind() != TrackKind::Counter || (pid >= 0 && t.pid() != pid)) continue;
+    // The step lane's counters are the step stream's (analysis_lane.cpp reads them), never the job's process.
+    if (t.kind() != TrackKind::Counter || is_step_lane(t) || (pid >= 0 && t.pid() != pid)) continue;
     for (const Event& e : t.events())
       if (e.kind == EventKind::Counter && trace.name(e.name) == name) out.push_back({e.start_ns, e.value});
     if (!out.empty()) break;

@@ -34,7 +34,7 @@ Scope pick_scope(const Trace& trace, int64_t wanted_device, int64_t wanted_pid, 
       size_t n = 0;
       for (const Event& e : t.events()) n += is_gpu_activity(e.kind);
       if (n) activity_per_device[t.pid()] += n;
-    } else if (t.kind() == TrackKind::CpuThread) {
+    } else if (t.kind() == TrackKind::CpuThread && !is_step_lane(t)) {
       // Kineto writes pseudo-processes with negative pids (span and metadata rows): not a process of the job.
       if (!t.empty() && t.pid() >= 0 && std::find(sc.pids.begin(), sc.pids.end(), t.pid()) == sc.pids.end())
         sc.pids.push_back(t.pid());
@@ -171,7 +171,7 @@ int32_t infer_steps(const Trace& trace, int64_t pid, std::vector<StepBreakdown>&
   std::vector<int64_t> best_ends;
   for (uint32_t ti = 0; ti < trace.tracks().size(); ++ti) {
     const Track& t = trace.track(ti);
-    if (t.kind() != TrackKind::CpuThread || (pid >= 0 && t.pid() != pid)) continue;
+    if (t.kind() != TrackKind::CpuThread || is_step_lane(t) || (pid >= 0 && t.pid() != pid)) continue;
     std::vector<int64_t> ends;
     int64_t last_end = INT64_MIN;
     for (const Event& e : t.events()) {

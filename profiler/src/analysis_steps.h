@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "profiler/analysis.h"
+#include "profiler/step_lane.h"
 
 namespace tb::prof::detail {
 
@@ -17,8 +18,10 @@ struct Scope {
 };
 
 // A CPU thread of the analysed process.
+// The step lane (profiler/step_lane.h) is never in scope, even when no process was picked (sc.pid < 0): its
+// boxes are the step stream's, not a thread of the job.
 inline bool in_scope(const Track& t, const Scope& sc) {
-  return t.kind() == TrackKind::CpuThread && (sc.pid < 0 || t.pid() == sc.pid);
+  return t.kind() == TrackKind::CpuThread && !is_step_lane(t) && (sc.pid < 0 || t.pid() == sc.pid);
 }
 
 // Picks the step track (the CPU track with the most step ranges), its process and the device that process

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "json_writer.h"
+#include "profiler/step_lane.h"
 
 namespace tb::prof {
 namespace {
@@ -21,6 +22,7 @@ std::map<std::pair<bool, std::string>, Totals> totals(const Trace& t, const Anal
   for (const Track& tr : t.tracks()) {
     const bool gpu = tr.kind() == TrackKind::GpuStream;
     if (gpu ? tr.pid() != r.device : tr.kind() != TrackKind::CpuThread || (r.pid >= 0 && tr.pid() != r.pid)) continue;
+    if (is_step_lane(tr)) continue;  // the step stream's boxes, not the job's ranges
     tr.for_each_in(w0, w1, [&](const Event& e, uint32_t) {
       if (e.start_ns < w0 || e.start_ns >= w1) return;  // counted where it starts
       if (gpu ? e.kind != EventKind::Kernel : e.kind != EventKind::Range) return;

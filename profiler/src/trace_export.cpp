@@ -84,6 +84,16 @@ void write_track_names(std::string& o, const Trace& trace) {
   for (const Track& t : trace.tracks()) {
     if (t.kind() == TrackKind::CpuThread) {
       write_meta_event(o, "thread_name", t.pid(), t.tid(), "name", t.name());
+      // A row placed apart (the step lane first) keeps its place when read back.
+      if (t.sort_index() != 0) {
+        o += "{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":";
+        JsonWriter::append_int(o, t.pid());
+        o += ",\"tid\":";
+        JsonWriter::append_int(o, t.tid());
+        o += ",\"args\":{\"sort_index\":";
+        JsonWriter::append_int(o, t.sort_index());
+        o += "}},\n";
+      }
     } else if (t.kind() == TrackKind::GpuStream) {
       gpu_pids[t.pid()] = true;
       write_meta_event(o, "thread_name", t.pid(), t.tid(), "name", "stream " + std::to_string(t.tid()));

@@ -345,7 +345,9 @@ std::unique_ptr<Trace> ChunkMerger::take() {
   return std::move(merged_);
 }
 
-Result<std::unique_ptr<Trace>> merge_script_chunks(const std::vector<std::string>& chunks) {
+Result<std::unique_ptr<Trace>> merge_script_chunks(const std::vector<std::string>& chunks,
+                                                   std::span<const LaneStep> steps,
+                                                   std::span<const LaneOutside> outside) {
   if (chunks.empty()) return Error{"the script wrote no trace chunk (no step was traced)"};
   ChunkMerger merger;
   for (const auto& c : chunks) {
@@ -356,6 +358,9 @@ Result<std::unique_ptr<Trace>> merge_script_chunks(const std::vector<std::string
   auto merged = merger.take();
   merged->meta().extra.erase("tunebench_clock_offset_us");
   merged->meta().extra["tunebench_run"] = "script";
+  // After the merge: the lane's pseudo-process is no chunk's, and its times need the offset the chunks state.
+  if (const auto offset = merger.offset_ns(); offset && (!steps.empty() || !outside.empty()))
+    add_step_lane(*merged, steps, outside, *offset);
   merged->finalize();
   return merged;
 }

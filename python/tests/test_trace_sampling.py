@@ -7,14 +7,19 @@ What holds on any machine is tested here, with a share of 10% (gaps of tens of s
 chunks): untraced steps between the chunks, marked in the chunk after them; each step says whether it was traced,
 exactly the chunks' steps; a pause is between two steps, never inside one; a chunk holds MIN_CHUNK to
 --trace-every steps. What it costs (the share met, how long the chunks grow, the first start's time) depends on
-the machine: bench/bench_watch_tax.py prints it."""
+the machine: bench/bench_watch_tax.py prints it.
+
+A detail quota (--trace-steps K) is a count, which holds on any machine: at least K traced steps where the run
+makes that many, spread over a run of known length, at least every other step until held where the length is not
+known; K 0 is the share alone (the tests above)."""
 
 import os
+import random
 import textwrap
 import unittest
 
 from tests.launch_util import Child, ScriptTest, step_ranges, tunebench_events
-from tunebench.trace.tracer import MIN_CHUNK
+from tunebench.trace.tracer import MIN_CHUNK, quota_gap
 
 EVERY = 20
 SHARE = 0.1
@@ -56,18 +61,19 @@ LOADER_STEPS = textwrap.dedent('''
 class Sampled(ScriptTest):
     """Runs self.script under the launcher, sampled: chunks of up to EVERY steps under SHARE."""
 
-    def run_traced(self, steps):
+    def run_sampled(self, steps=0, launcher_args=(), args=(), share=SHARE):
+        """The step and trace messages of a sampled run of `steps` (0: to the script's end), checked for what
+        every sampled trace holds: (steps, chunks, [(first, last) of each chunk])."""
         tdir = os.path.join(self.dir.name, "trace")
-        c = Child(self.script, launcher_args=["--steps", str(steps), "--trace-dir", tdir, "--trace-every", str(EVERY),
-                                              "--trace-share", str(SHARE)])
+        run_args = ["--steps", str(steps)] if steps else []
+        c = Child(self.script, args, run_args + ["--trace-dir", tdir, "--trace-every", str(EVERY),
+                                                 "--trace-share", str(share)] + list(launcher_args))
         code, _, err = c.finish(timeout=300)
         self.assertEqual(code, 0, err)
         steps = [m for m in c.messages if m["type"] == "step"]
         chunks = [m for m in c.messages if m["type"] == "trace"]
         spans = [(m["first_step"], m["last_step"]) for m in chunks]
         self.assertGreaterEqual(len(spans), 2, spans)
-        for a, b in zip(spans, spans[1:]):
-            self.assertGreater(b[0], a[1] + 1, spans)  # untraced steps between them
         # Each chunk as long as its rule says (the last one perhaps cut by the run's end); the first, planned
         # before anything was measured, is the shortest a chunk gets.
         lengths = [b - a + 1 for a, b in spans]
@@ -80,9 +86,18 @@ class Sampled(ScriptTest):
         # between two steps and never inside one: the steps' figures do not hold it.
         for a, b in zip(steps, steps[1:]):
             self.assertGreaterEqual(b["t_ns"] - (a["t_ns"] + a["wall_ns"]), b["profiler_ns"], (a, b))
-        # A pause before each chunk's first step (its start) and the step after its last one (its stop).
+        # A pause before each chunk's first step (its start) and the step after its last one (its stop): one
+        # step's where two chunks follow one another.
         self.assertEqual([s["i"] for s in steps[1:] if s["profiler_ns"]],
-                         sorted([a for a, _ in spans[1:]] + [b + 1 for _, b in spans if b + 1 < len(steps)]))
+                         sorted({a for a, _ in spans if a > 0} | {b + 1 for _, b in spans if b + 1 < len(steps)}))
+        return steps, chunks, spans
+
+    def run_traced(self, steps):
+        """A run of the share alone (no quota: --trace-steps 0, the launcher's default): untraced steps after
+        every chunk."""
+        steps, chunks, spans = self.run_sampled(steps, ["--trace-steps", "0"])
+        for a, b in zip(spans, spans[1:]):
+            self.assertGreater(b[0], a[1] + 1, spans)  # untraced steps between them
         return steps, chunks
 
 
@@ -118,6 +133,108 @@ class TraceSamplingLoader(Sampled):
         self.assertEqual(len(steps), 300)
         self.assertTrue(all(s["samples"] == 32 for s in steps))
         # share 0 traces every step, one chunk after another: test_launch_trace.py
+
+
+# FAST_STEPS for argv[1] steps, then its own end (a run whose length the launcher is not told).
+COUNTED_STEPS = FAST_STEPS.replace("for step in range(100000):", "for step in range(int(sys.argv[1])):").replace(
+    "import torch\n", "import sys\nimport torch\n", 1)
+
+QUOTA = 20
+# A share so small that its gap is always the longer one (a chunk's stop and start would have to cost under a
+# hundredth of a step): where the quota's gap falls is then the quota's rule alone, on any machine.
+SHARE_TINY = 0.0001
+
+
+def simulate_chunks(n, quota, lengths, share_gaps, first=0):
+    """The chunks (each its steps) of a sampled trace of an n-step run (n 0: not told; it runs 60 steps) from step
+    `first` on, with the quota's gap over the share's (`share_gaps`, one a chunk) and chunks of `lengths` (one a
+    chunk, the first MIN_CHUNK): what Tracer plans, without torch."""
+    end = n or 60
+    chunks, held, step, k = [], 0, first, 0
+    length = MIN_CHUNK
+    while step < end:
+        chunk = list(range(step, min(end, step + length)))
+        chunks.append(chunk)
+        held += len(chunk)
+        last = chunk[-1]
+        length = lengths[k % len(lengths)]
+        most = quota_gap(quota - held, end - 1 - last if n else None, length, len(chunk))
+        gap = share_gaps[k % len(share_gaps)] if most is None else min(share_gaps[k % len(share_gaps)], most)
+        step, k = last + 1 + gap, k + 1
+    return chunks
+
+
+def simulate(n, quota, lengths, share_gaps, first=0):
+    """The traced steps of simulate_chunks."""
+    return [i for chunk in simulate_chunks(n, quota, lengths, share_gaps, first) for i in chunk]
+
+
+class TraceQuotaRule(unittest.TestCase):
+    """The quota's rule as Tracer plans it, over chunk lengths and share gaps a machine may give."""
+
+    def test_a_known_length_holds_the_quota_spread_to_the_runs_end(self):
+        rnd = random.Random(84)
+        for _ in range(2000):
+            n, first = rnd.choice([60, 61, 75, 100, 400]), rnd.choice([0, 0, 14, 40])
+            lengths = [rnd.randint(MIN_CHUNK, EVERY) for _ in range(8)]
+            traced = simulate(n, QUOTA, lengths, [10 ** 6], first)
+            self.assertGreaterEqual(len(traced), min(QUOTA, n - first), (n, first, lengths, traced))
+            self.assertEqual(traced[-1], n - 1, (n, first, lengths, traced))  # the last chunk ends with the run
+            # A share that pays for shorter gaps may take the quota sooner: it is never held later, nor by fewer.
+            fast = simulate(n, QUOTA, lengths, [rnd.randint(1, 40)], first)
+            self.assertGreaterEqual(len(fast), min(QUOTA, n - first), (n, first, lengths, fast))
+            # Placed evenly: chunks of one length have gaps that differ by a step at most, none where there is
+            # room for one before each chunk.
+            even = simulate_chunks(n, QUOTA, lengths[:1], [10 ** 6], first)
+            gaps = [b[0] - a[-1] - 1 for a, b in zip(even, even[1:])]
+            owed = min(QUOTA, n - first) - MIN_CHUNK
+            if n - first - MIN_CHUNK - owed >= -(-owed // lengths[0]):
+                self.assertGreaterEqual(min(gaps, default=1), 1, (n, first, lengths[:1], even))
+            self.assertLessEqual(max(gaps, default=0) - min(gaps, default=0), 1, (n, first, lengths[:1], even))
+
+    def test_an_unknown_length_traces_every_other_step_until_held(self):
+        rnd = random.Random(84)
+        for _ in range(2000):
+            lengths = [rnd.randint(MIN_CHUNK, EVERY) for _ in range(8)]
+            traced = simulate(0, QUOTA, lengths, [rnd.choice([1, 5, 10 ** 6])])
+            # However the run ends: at least half of its steps so far traced until the quota is held.
+            for end in range(1, 61):
+                held = len([i for i in traced if i < end])
+                self.assertTrue(held >= QUOTA or held >= (end + 1) // 2, (end, lengths, traced))
+
+    def test_no_quota_leaves_the_share_alone(self):
+        self.assertIsNone(quota_gap(0, 57, MIN_CHUNK, MIN_CHUNK))
+        self.assertIsNone(quota_gap(0, None, MIN_CHUNK, MIN_CHUNK))
+        self.assertEqual(simulate(60, 0, [EVERY], [10 ** 6]), list(range(MIN_CHUNK)))
+
+
+class TraceQuota(Sampled):
+    """--trace-steps 20 on a fast script whose share alone traces one chunk of MIN_CHUNK steps in 60."""
+    SCRIPT_TEXT = COUNTED_STEPS
+
+    def test_a_60_step_run_holds_the_quota_over_the_whole_run(self):
+        steps, _, spans = self.run_sampled(60, ["--trace-steps", str(QUOTA)], ["100000"], share=SHARE_TINY)
+        self.assertEqual(len(steps), 60)
+        traced = [s["i"] for s in steps if s["traced"]]
+        self.assertGreaterEqual(len(traced), QUOTA, spans)
+        self.assertTrue(any(i >= 40 for i in traced), spans)  # spread: not all in the run's first part
+
+    def test_a_run_of_unknown_length_traces_every_other_step_until_the_quota_is_held(self):
+        steps, _, spans = self.run_sampled(0, ["--trace-steps", str(QUOTA)], ["60"], share=SHARE_TINY)
+        self.assertEqual(len(steps), 60)
+        traced = [s["i"] for s in steps if s["traced"]]
+        self.assertGreaterEqual(len(traced), QUOTA, spans)
+        # Until the quota is held, no gap is longer than the chunk before it: half the steps so far, at least.
+        before = [(a, b) for a, b in spans if a <= traced[QUOTA - 1]]
+        for (a, b), (c, _) in zip(before, before[1:]):
+            self.assertLessEqual(c - b - 1, b - a + 1, spans)
+        self.assertGreater(traced[QUOTA - 1], QUOTA - 1, spans)  # spread: untraced steps among them
+
+    def test_a_waiting_trace_starts_itself_when_the_rest_of_the_run_is_the_quota(self):
+        # run --trace's untraced reference: `trace start` comes late (here never), the quota still holds.
+        steps, _, spans = self.run_sampled(30, ["--trace-steps", str(QUOTA), "--trace-wait"], ["100000"],
+                                           share=SHARE_TINY)
+        self.assertEqual([s["i"] for s in steps if s["traced"]], list(range(30 - QUOTA, 30)), spans)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """python -m tunebench.launch [--out-fd N] [--in-fd N] [--set k=v,...] [--steps N] [--trace-dir DIR]
-                              [--trace-every N] [--trace-share S] [--trace-detail shapes,stack] [--trace-wait] [--stall-warn S]
+                              [--trace-every N] [--trace-share S] [--trace-steps K] [--trace-detail shapes,stack]
+                              [--trace-wait] [--stall-warn S]
                               [--source FILE COPY]... SCRIPT [ARGS...]
 
 Runs SCRIPT unmodified as __main__ under TuneBench's hooks and speaks the run protocol (docs/protocol.md)
@@ -68,6 +69,16 @@ def _trace_share(text):
     return v
 
 
+def _trace_steps(text):
+    try:
+        v = int(text)
+    except ValueError:
+        v = -1
+    if v < 0:
+        raise argparse.ArgumentTypeError("needs a number of traced steps, 0 or more (0: no quota), got '%s'" % text)
+    return v
+
+
 def _parse(argv):
     p = argparse.ArgumentParser(prog="python -m tunebench.launch", add_help=True)
     p.add_argument("--out-fd", type=int, default=1)
@@ -80,11 +91,16 @@ def _parse(argv):
                    help="sample the trace: chunks of 3 to --trace-every steps (each as long as keeps its stop within "
                         "a step) with untraced steps between them, as many as keep watching under this share of the "
                         "run's time (0: trace every step, in chunks of --trace-every)")
+    p.add_argument("--trace-steps", type=_trace_steps, default=0,
+                   help="a sampled trace holds at least this many traced steps when the run makes that many after "
+                        "tracing starts: spread over the rest of a run of known --steps, at least every other step "
+                        "until held when the run's length is unknown (0: no quota, the share alone)")
     p.add_argument("--trace-detail", default="", type=_trace_detail,
                    help="what the profiler also records: shapes (record_shapes), stack (with_stack)")
     p.add_argument("--trace-wait", action="store_true",
                    help="with --trace-dir: trace from the first `trace start` message on, not from the start "
-                        "(run --trace measures untraced steps first: the reference for tracing's own cost)")
+                        "(run --trace measures untraced steps first: the reference for tracing's own cost), or "
+                        "from where the rest of a run of --steps N is what --trace-steps asks, if that is sooner")
     p.add_argument("--stall-warn", type=float, default=120.0,
                    help="warn once when no training step came for this many seconds (0: never)")
     p.add_argument("--source", nargs=2, action="append", default=[], metavar=("FILE", "COPY"),
@@ -297,6 +313,8 @@ class Launcher(iterations.Sink):
             for msg in self.pending + self.inbox.drain():
                 self.handle(msg)
             self.pending = []
+        if self.quota_cannot_wait():
+            self.start_tracing(run.step_i)
         if self.tracer is not None and self.tracer.pause_ns:
             self.boundary_faults = None  # the profiler's page faults are not the next step's
         if run.steps_limit and run.step_i >= run.steps_limit:
@@ -356,12 +374,26 @@ class Launcher(iterations.Sink):
             if not self.opts.trace_dir:
                 self.ch.send("error", recoverable=True, message="tracing needs --trace-dir")
             elif msg.get("action") == "start":
-                if self.tracer is None:
-                    self.tracer = Tracer(run, self.opts.trace_dir, self.opts.trace_every, self.opts.trace_detail,
-                                         self.opts.trace_share)
-                self.tracer.start(run.step_i)
+                self.start_tracing(run.step_i)
             elif msg.get("action") == "stop" and self.tracer is not None:
                 self.tracer.stop()
+
+    # --- tracing -----------------------------------------------------------------------------------------
+    def start_tracing(self, at_step):
+        """Traces from step `at_step` on: the run's start, a `trace start`, or a quota that cannot wait longer."""
+        if self.tracer is None:
+            o = self.opts
+            self.tracer = Tracer(self.run, o.trace_dir, o.trace_every, o.trace_detail, o.trace_share, o.trace_steps)
+        self.tracer.start(at_step)
+
+    def quota_cannot_wait(self):
+        """--trace-wait on a run of --steps N with a quota, not traced yet, and the steps left no more than the
+        quota asks: the trace starts now, `trace start` or not. The parent's start comes after its reference steps
+        (run --script: 10 measured ones, after a warm-up of up to half the run), and reaches the script a step or
+        more after it is sent: a 60-step run whose warm-up took 30 held 19 traced steps of its 20."""
+        o, run = self.opts, self.run
+        return (self.tracer is None and bool(o.trace_dir) and o.trace_wait and o.trace_steps > 0
+                and run.steps_limit > 0 and 0 < run.steps_limit - run.step_i <= o.trace_steps)
 
     # --- main --------------------------------------------------------------------------------------------
     def install(self):
@@ -410,8 +442,7 @@ class Launcher(iterations.Sink):
         if opts.trace_dir and os.environ.get("TUNEBENCH_LOADER_PARTS", "on") != "off":
             loader_parts.enable(tempfile.mkdtemp(prefix="tunebench-loader-"), opts.script)
         if opts.trace_dir and not opts.trace_wait:
-            self.tracer = Tracer(run, opts.trace_dir, opts.trace_every, opts.trace_detail, opts.trace_share)
-            self.tracer.start(0)
+            self.start_tracing(0)
         watchdog = Watchdog(self.tracker, lambda msg, **f: self.ch.send("warning", message=msg, kind="stalled", **f),
                             opts.stall_warn, quiet=lambda: hooks_children.training and not self.tracker.steps)
         watchdog.start()

@@ -64,14 +64,26 @@ TEST_F(CliScript, BadInputIsOneClearLine) {
   Out nt = cli("run --script " + not_training + " --steps 2");
   EXPECT_NE(nt.code, 0);
   EXPECT_NE(nt.err.find("without a training step"), std::string::npos) << nt.err;
+  Out quota = cli("run --script " + example() + " --trace " + tmp("t.json") + " --trace-steps -1");
+  EXPECT_EQ(quota.code, 2);
+  EXPECT_EQ(quota.err, "tunebench-cli: error: run: --trace-steps needs a number of traced steps, 0 or more (0: no "
+                       "quota)\n");
 }
 
 // --trace's bad input: a detail it does not know is a usage error; a path it cannot write is one line, and the
-// run's own line is still printed (3 steps are all warm-up: it says so).
+// run's own line is still printed (3 steps are all warm-up: it says so). The launcher is asked for the trace's
+// default quota, min(--steps N, 20) traced steps (an interpreter that notes its command line says so).
 TEST_F(CliScript, ATraceItCannotWriteIsOneLineAndTheRunsLineStays) {
   EXPECT_EQ(cli("run --script " + example() + " --trace " + tmp("t.json") + " --trace-detail shape").code, 2);
-  Out bad = cli("run --script " + example() + " --steps 3 --trace /nonexistent/dir/t.json -- --data " + data() +
-                " --epochs 20 --batch-size 8");
+  const std::string python = tmp("noting_python.sh"), noted = tmp("noted_argv.txt");
+  std::ofstream(python) << "#!/bin/sh\necho \"$*\" >> " << noted << "\nexec " << TB_TEST_PYTHON << " \"$@\"\n";
+  std::filesystem::permissions(python, std::filesystem::perms::owner_all);
+  Out bad = cli("run --script " + example() + " --python " + python + " --steps 3 --trace /nonexistent/dir/t.json -- "
+                "--data " + data() + " --epochs 20 --batch-size 8");
+  std::ifstream in(noted);
+  const std::string argv{std::istreambuf_iterator<char>(in), {}};
+  EXPECT_NE(argv.find("tunebench.launch"), std::string::npos) << argv;
+  EXPECT_NE(argv.find(" --trace-steps 3 "), std::string::npos) << argv;
   EXPECT_EQ(bad.code, 1);
   const size_t said = bad.err.find("tunebench-cli: error: --trace:");
   EXPECT_NE(said, std::string::npos) << bad.err;

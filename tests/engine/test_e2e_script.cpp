@@ -40,6 +40,8 @@
 
 #include "cli_runner.h"
 #include "engine/make_dataset.h"
+#include "profiler/range_names.h"
+#include "profiler/step_lane.h"
 #include "profiler/trace_io.h"
 #include "script_lines.h"
 
@@ -252,7 +254,9 @@ TEST_F(E2eScript, TheExampleRunsUnmodifiedAndReadsItsWorkersAndItsDataLoadersLin
 // --trace: the launcher's chunks become one trace that `analyze` reads as one run, its steps in order.
 TEST_F(E2eScript, TheTracesChunksAreOneRunThatAnalyzeReadsInOrder) {
   ASSERT_EQ(example_.code, 0) << example_.err;
-  EXPECT_NE(example_.err.find("(3 chunks of up to 4 steps)"), std::string::npos) << example_.err;
+  EXPECT_NE(example_.err.find("(12 traced steps in 3 chunks of up to 4 steps, every step on the step lane)"),
+            std::string::npos)
+      << example_.err;
   ASSERT_EQ(example_analyze_.code, 0) << example_analyze_.err;
   const auto a = read_json(path("example.analysis.json"));
   ASSERT_TRUE(a.is_object()) << example_analyze_.out;
@@ -459,8 +463,13 @@ TEST_F(E2eScript, AskedForTheOpsShapesAndTheirStacksComeThroughTheMerge) {
 // are the untraced steps', and the trace begins after them.
 TEST_F(E2eScript, ATracedRunKeepsItsReferenceStepsUntracedAndStatesTheCostItMeasured) {
   ASSERT_EQ(patched_.code, 0) << patched_.err;
-  EXPECT_NE(patched_.err.find("chunks of up to 20 steps, from after 10 untraced measured steps"), std::string::npos)
+  EXPECT_NE(patched_.err.find("chunks of up to 20 steps, every step on the step lane, from after 10 untraced measured "
+                              "steps"),
+            std::string::npos)
       << patched_.err;
+  // The quota: at least min(N, 20) steps of detail, not one 3-step chunk.
+  EXPECT_NE(patched_.err.find("trace: "), std::string::npos) << patched_.err;
+  EXPECT_EQ(patched_.err.find(" asked: the run ended first"), std::string::npos) << patched_.err;
   const auto j = read_json(path("patched.json"));
   ASSERT_TRUE(j.contains("tracing_cost")) << j.dump();
   const auto& c = j["tracing_cost"];
@@ -476,6 +485,43 @@ TEST_F(E2eScript, ATracedRunKeepsItsReferenceStepsUntracedAndStatesTheCostItMeas
   ASSERT_TRUE(a.is_object()) << patched_analyze_.out;
   ASSERT_FALSE(a["steps"]["items"].empty()) << patched_analyze_.out;
   EXPECT_GE(a["steps"]["items"][0]["index"].get<int64_t>(), 10) << patched_analyze_.out;
+}
+
+// The step lane (profiler/step_lane.h): the patched run's trace holds a box for every step the run sent, the 10
+// untraced reference steps and the steps between the chunks too, each numbered as its step; exactly the steps a
+// chunk recorded are marked detailed, and the boxes lie inside the trace's time (the chunks' clock).
+TEST_F(E2eScript, TheTraceHasAStepLaneBoxForEveryStepTheUntracedOnesToo) {
+  ASSERT_EQ(patched_.code, 0) << patched_.err;
+  const auto j = read_json(path("patched.json"));
+  auto trace = tb::prof::load_trace(path("patched.trace.json"));
+  ASSERT_TRUE(trace.ok()) << trace.error().to_string();
+  const tb::prof::Trace& t = *trace.value();
+  std::vector<const tb::prof::Event*> boxes;
+  for (const auto& track : t.tracks())
+    if (track.kind() == tb::prof::TrackKind::CpuThread && tb::prof::is_step_lane(track))
+      for (const auto& e : track.events())
+        if (t.name(e.name) == tb::prof::names::kLaneStep) boxes.push_back(&e);
+  ASSERT_EQ(boxes.size(), j["steps"].size()) << j["steps"].dump();
+  size_t detailed = 0;
+  for (size_t i = 0; i < boxes.size(); ++i) {
+    EXPECT_EQ(boxes[i]->arg, j["steps"][i]["i"].get<int64_t>());
+    detailed += boxes[i]->detail != tb::prof::kNoName && t.name(boxes[i]->detail) == tb::prof::names::kLaneDetailed;
+  }
+  EXPECT_EQ(detailed, size_t(j["tracing_cost"]["traced_steps"].get<int>()));
+  EXPECT_EQ(boxes.front()->detail, tb::prof::kNoName);  // an untraced reference step
+  // On the chunks' clock: the traced steps' boxes overlap the recorded ones, not an epoch apart.
+  EXPECT_LT(boxes.back()->start_ns - boxes.front()->start_ns, int64_t(3600) * 1'000'000'000);
+  // The recorded step (a chunk's ProfilerStep) and the box of the same index are the same iteration: they overlap.
+  const auto a = read_json(path("patched.analysis.json"));
+  ASSERT_FALSE(a["steps"]["items"].empty()) << patched_analyze_.out;
+  const auto& item = a["steps"]["items"][0];
+  const auto box = std::find_if(boxes.begin(), boxes.end(), [&](const tb::prof::Event* e) {
+    return e->arg == item["index"].get<int64_t>();
+  });
+  ASSERT_NE(box, boxes.end()) << item.dump();
+  const double b0 = (*box)->start_ns / 1000.0, b1 = (*box)->end_ns / 1000.0;
+  const double s0 = item["start_us"].get<double>(), s1 = s0 + item["duration_us"].get<double>();
+  EXPECT_TRUE(b0 < s1 && s0 < b1) << "box [" << b0 << ", " << b1 << "] us, recorded step [" << s0 << ", " << s1 << "] us";
 }
 
 // A run that measures nothing says why in one line and in its JSON, never "0.0 samples/s": here a first step

@@ -42,6 +42,10 @@ struct ScriptOptions {
   // A sampled trace: untraced steps between chunks, as many as keep watching under this share of the run's
   // time (python/tunebench/trace/tracer.py); 0 traces every step; < 0 the launcher's default (3%).
   double trace_share = -1;
+  // A sampled trace's detail quota: at least this many traced steps where the run makes them (the launcher's
+  // --trace-steps: spread over a run of known `steps`, every other step until held otherwise); 0 none, the
+  // share alone; < 0 not asked (run and serve --script then ask theirs: app/engine/script_common.h).
+  int64_t trace_steps = -1;
   std::string trace_detail;       // "shapes", "stack" or both, comma-separated: what torch.profiler also records
   bool trace_wait = false;        // trace from a `trace start` message on (run --trace's untraced reference steps)
   int warmup_steps = 3, max_warmup_steps = 30;  // the warm-up rule (measure/warmup.h), as for the engine

@@ -181,12 +181,15 @@ enum class FindingKind {
   Straggler,       // across ranks (profiler/ranks.h): the others wait for one rank at the collectives
   MemoryFragmentation,  // the caching allocator holds far more than the tensors need, or retried cudaMalloc
   MemoryGrowth,         // the step's peak memory rises window after window (a tensor kept across steps)
+  OutsideTraining,      // the step lane: much of the run passed between the steps (validation, checkpoints)
+  StepTimeDrift,        // the step lane: the late steps take longer than the early ones
 };
 const char* to_string(FindingKind k);
 
 struct Finding {
   FindingKind kind = FindingKind::LoaderStall;
-  std::string id;          // stable machine id: "loader_stall", "launch_gap", "sync_points", "low_tensor_core", ...
+  std::string id;          // stable machine id: "loader_stall", "launch_gap", "sync_points", "low_tensor_core", ...;
+                           // a finding from the step lane's timings alone ends "_steps" ("loader_stall_steps")
   std::string message;     // one readable line with the numbers
   std::string knob;        // the knob that addresses it (knob catalog id), "" if none
   std::string value;       // the value to set it to ("4", "on", "fp16", ...)

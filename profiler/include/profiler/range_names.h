@@ -30,4 +30,13 @@ inline constexpr const char* kDeviceReserved = "memory: device reserved";
 inline constexpr const char* kDevicePeak = "memory: device peak";
 inline constexpr const char* kDeviceRetries = "memory: cudaMalloc retries";  // the allocator's count so far
 inline constexpr const char* kHostAllocated = "memory: host allocated";  // torch's CPU allocator (Kineto's [memory])
+// The step lane (profiler/step_lane.h): every step of a script from its step stream, on a pseudo-process's row.
+// Names of their own, so that no analysis of the job's threads takes them for its ranges.
+inline constexpr const char* kLaneStep = "training step";      // arg: the step's index; detail "detailed" if traced
+inline constexpr const char* kLaneDataWait = "waiting for data";
+inline constexpr const char* kLaneForward = "forward pass";
+inline constexpr const char* kLaneBackward = "backward pass";
+inline constexpr const char* kLaneOptimizer = "optimizer update";
+inline constexpr const char* kLaneOutside = "outside training";  // detail: "evaluation", "checkpoint" or "other"
+inline constexpr const char* kLaneDetailed = "detailed";          // a lane step's detail when it was traced
 }  // namespace tb::prof::names

@@ -21,13 +21,17 @@
 // (cat "tunebench_finding", skipped when read back: they are re-derived by analyze()).
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "profiler/analysis.h"
 #include "profiler/result.h"
+#include "profiler/step_lane.h"
 #include "profiler/trace.h"
 
 namespace tb::prof {
@@ -72,6 +76,9 @@ class ChunkMerger {
   // The merged trace (finalize() it); the waiting monotonic files are then left out.
   std::unique_ptr<Trace> take();
   size_t unplaced() const { return unplaced_; }
+  // The chunks' clock less the monotonic clock, as the first chunk that states it said (what moves the loader's
+  // lanes and the step lane onto the chunks' clock); nullopt until one does. Still known after take().
+  std::optional<int64_t> offset_ns() const { return have_offset_ ? std::optional<int64_t>(offset_ns_) : std::nullopt; }
 
  private:
   std::unique_ptr<Trace> merged_ = std::make_unique<Trace>();
@@ -82,8 +89,12 @@ class ChunkMerger {
 };
 
 // A script's torch.profiler chunks (the launcher's, in order; its loader lanes among them) as one finalized
-// trace of the run, marked as a script's (the analysis then proposes the launcher's knobs).
-Result<std::unique_ptr<Trace>> merge_script_chunks(const std::vector<std::string>& chunks);
+// trace of the run, marked as a script's (the analysis then proposes the launcher's knobs). With `steps` or
+// `outside` (the run's step stream), the step lane (profiler/step_lane.h) is added on the chunks' clock; when
+// no chunk states its clock's offset the lane could not be placed and is left out.
+Result<std::unique_ptr<Trace>> merge_script_chunks(const std::vector<std::string>& chunks,
+                                                   std::span<const LaneStep> steps = {},
+                                                   std::span<const LaneOutside> outside = {});
 
 // Writes Chrome trace JSON (gzip when the path ends in .gz). Findings become instant events.
 Status write_chrome_trace(const Trace& trace, const std::string& path, const std::vector<Finding>& findings = {});

@@ -30,7 +30,16 @@ Kineto's stop runs on the training thread and grows with the chunk's events (her
 Linear layers whose step takes 0.25 ms: a 20-step chunk stopped in 16 ms, 64 steps, a 3-step one in 2 ms), so
 a fast script gets several short chunks where it got one long pause, and the share buys the same traced time
 either way. The first chunk, measured before anything else, is MIN_CHUNK steps: it is also the one a short run
-pays without the untraced steps that pay for it."""
+pays without the untraced steps that pay for it.
+
+A detail quota (`quota` K > 0, the launcher's --trace-steps) is what a sampled trace must hold at least: the share
+alone gave a 60-step run one 3-step chunk. While traced steps are owed, the untraced gap after a chunk is the
+share's or, when smaller, the quota's: with the run's length known (--steps N), the owed steps spread over the
+steps it has left, in chunks of the next chunk's length placed evenly (the gap leaves room for all of them, so the
+last one ends with the run), and where the owed steps fill what is left, chunks follow one another without a gap;
+with the length unknown (a script run to its end, a live run), the gap is at most the chunk's own length (the
+owed steps come at least every other step). Once the quota is held, the share alone rules. A chunk's length is
+never the quota's to set: the owed steps change where chunks fall, not what a chunk holds."""
 
 import math
 import os
@@ -51,6 +60,24 @@ FLUSH_TIMEOUT_S = 60.0
 # The fewest steps a sampled chunk holds: torch.profiler's documented schedule records `active=3` steps, the
 # fewest that show a step beside the steps around it (the gap between steps, a stall every other step).
 MIN_CHUNK = 3
+
+
+def quota_gap(owed, left, length, held):
+    """The most untraced steps a detail quota allows after a chunk (None: nothing is owed, the share alone rules).
+    owed: traced steps the quota still asks for; left: the steps the run makes after the chunk (None: not known);
+    length: the next chunk's; held: the steps the chunk held. A known length: 0 when the owed steps fill what is
+    left (or more: the run holds what it can), else the room beyond the owed steps shared evenly among the chunks
+    they take, at least 1 (the room holds it), so that the last of them ends with the run whatever the lengths of
+    the chunks before it: each chunk plans again with what is left. Unknown: the chunk's own length (at least every
+    other step traced until the quota is held: a run that stops at any time has half its steps so far)."""
+    if owed <= 0:
+        return None
+    if left is None:
+        return max(1, held)
+    if left <= owed:
+        return 0
+    chunks = -(-owed // max(1, length))
+    return max(1, (left - owed) // chunks)
 
 
 class Session(torch.profiler.profile):
@@ -86,9 +113,11 @@ def clock_mark():
 
 
 class Tracer:
-    def __init__(self, run, directory, every, detail=(), share=0.0):
+    def __init__(self, run, directory, every, detail=(), share=0.0, quota=0):
         self.run = run
         self.share = max(0.0, float(share))
+        self.quota = max(0, int(quota))  # traced steps the trace must hold at least (0: none asked)
+        self.traced = 0        # traced steps so far, every chunk
         self.resume_at = None  # a sampled trace between chunks: the step at which the next chunk starts
         self.gap_t0 = 0        # ... and when its untraced time began (monotonic ns)
         self.chunk_walls = []  # the traced steps' wall times, this chunk
@@ -192,11 +221,12 @@ class Tracer:
         if step is None:
             return
         self.steps[serial] = step
+        self.traced += 1
         self.chunk_walls.append(wall_ns)
         if memory is not None:
             self.memory.append(memory)
         if step + 1 - self.first >= self.length and not last:
-            if self.share > 0:
+            if self.share > 0 and not self._owed_fill_the_rest(step):
                 self._sample(step)
             else:
                 self._boundary(step)
@@ -215,8 +245,11 @@ class Tracer:
             self.pause_ns += forked
             self.total_pause_ns += forked
         t1 = time.monotonic_ns()
-        self.resume_at = step + 1 + self.untraced_steps(t1 - t0)
-        self.length = self.chunk_length(t1 - t0, len(chunk.steps) if chunk is not None else 0)
+        gap = self.untraced_steps(t1 - t0)
+        held = len(chunk.steps) if chunk is not None else 0
+        self.length = self.chunk_length(t1 - t0, held)
+        most = quota_gap(self.owed(), self._steps_left(step), self.length, held)  # planned with the next length
+        self.resume_at = step + 1 + (gap if most is None else min(gap, most))
         self.gap_t0 = t1
         self.chunk_walls = []
 
@@ -227,6 +260,19 @@ class Tracer:
         if steps <= 0 or stop_ns <= 0 or step_ns <= 0:
             return self.length
         return max(min(self.every, MIN_CHUNK), min(self.every, int(step_ns * steps // stop_ns)))
+
+    def owed(self):
+        """Traced steps the quota still asks for."""
+        return max(0, self.quota - self.traced)
+
+    def _steps_left(self, step):
+        """Steps the run makes after `step` (None: its length is not known: it runs to the script's end)."""
+        n = self.run.steps_limit
+        return max(0, n - 1 - step) if n else None
+
+    def _owed_fill_the_rest(self, step):
+        """The owed steps need every step the run has left after `step`: the next chunk follows without a gap."""
+        return quota_gap(self.owed(), self._steps_left(step), self.length, 0) == 0
 
     def untraced_steps(self, stop_ns):
         """How many untraced steps keep this chunk's cost under `share`: its stop `stop_ns`, the next start
@@ -261,6 +307,7 @@ class Tracer:
 
     def _boundary(self, step):
         t0 = time.monotonic_ns()
+        self.chunk_walls = []  # a sampled trace's chunk costs are taken per chunk
         chunk = self._stop()
         waited, room = self._room(chunk)
         saved = self.writer.save_here(chunk) if room else 0
