@@ -1,6 +1,6 @@
 // A user's script in the main window (offscreen), with the real CLI and the project's Python: opened, run and
 // watched live (its profiler chunks on the timeline, what watching costs it, its loader's verdict), stopped, and
-// started again with other arguments.
+// started again with other arguments; every step of it on the step lane, the detailed ones where their chunks are.
 #include <QComboBox>
 #include <QFile>
 #include <QFileInfo>
@@ -26,6 +26,38 @@ class TestScriptWindow : public QObject {
   QTemporaryDir tmp_;
 
   static bool waitFor(const std::function<bool()>& cond, int ms) { return tbtest::waitFor(cond, ms); }
+
+  // The step lane's boxes on the timeline: each step's index, and whether it is drawn as a detailed one.
+  struct LaneBox {
+    qint64 index;
+    bool detailed;
+    qint64 start, end;
+  };
+  static std::vector<LaneBox> laneBoxes(const TimelineWidget& tw) {
+    std::vector<LaneBox> out;
+    const auto d = tw.data();
+    if (!d) return out;
+    for (uint32_t t = 0; t < d->tracks.size(); ++t) {
+      if (d->tracks[t].lanes.empty()) continue;
+      const Lane& L = d->tracks[t].lanes[0];
+      for (uint32_t i = 0; i < L.size(); ++i) {
+        if (d->names[L.name[i]] != "training step") continue;
+        const QString label = tw.eventLabel(t, 0, i);  // "training step N"
+        out.push_back({label.section(' ', -1).toLongLong(), L.cat[i] == EventCat::StepDetailed, L.start[i], L.end[i]});
+      }
+    }
+    return out;
+  }
+  // The chunks' own step ranges (ProfilerStep#N on the training thread) by index: where their detail lies.
+  static QHash<qint64, std::pair<qint64, qint64>> chunkSteps(const TimelineData& d) {
+    QHash<qint64, std::pair<qint64, qint64>> out;
+    for (const Track& tr : d.tracks)
+      for (const Lane& L : tr.lanes)
+        for (uint32_t i = 0; i < L.size(); ++i)
+          if (const std::string& n = d.names[L.name[i]]; n.rfind("ProfilerStep#", 0) == 0)
+            out.insert(QString::fromStdString(n.substr(13)).toLongLong(), {L.start[i], L.end[i]});
+    return out;
+  }
 
  private slots:
   void initTestCase() {
@@ -99,6 +131,31 @@ class TestScriptWindow : public QObject {
     QVERIFY(waitFor([&] { return fin.count() == 2; }, 60000));
     QVERIFY2(w.lastError().isEmpty(), qPrintable(w.lastError()));
     QCOMPARE(int(w.run()->record().steps.size()), 16);  // one epoch of 256 / 16
+    // Every step on the timeline (the step lane, drawn from the step stream once the run ends), each where its
+    // steps' detail lies: a detailed box holds its chunk's ProfilerStep of the same index, and no other box does.
+    QVERIFY2(waitFor([&] { return laneBoxes(*w.timeline()).size() == 16; }, 30000),
+             qPrintable(QString::number(laneBoxes(*w.timeline()).size())));
+    const auto boxes = laneBoxes(*w.timeline());
+    const auto detail = chunkSteps(*w.timeline()->data());
+    int detailed = 0;
+    for (size_t k = 0; k < boxes.size(); ++k) {
+      const LaneBox& b = boxes[k];
+      QCOMPARE(b.index, w.run()->record().steps[k].i);
+      QCOMPARE(b.detailed, w.run()->record().steps[k].traced);
+      detailed += b.detailed;
+      if (!b.detailed) continue;
+      QVERIFY2(detail.contains(b.index), qPrintable(QString("step %1 has no ProfilerStep").arg(b.index)));
+      const qint64 mid = (detail[b.index].first + detail[b.index].second) / 2;
+      QVERIFY2(mid >= b.start && mid <= b.end, qPrintable(QString("step %1's detail is not in its box").arg(b.index)));
+    }
+    QVERIFY(detailed > 0);
+    QVERIFY(detailed < 16);  // sampled: the lane gives the other steps their boxes
+    for (const std::string& n : w.timeline()->data()->names)
+      if (n == "TuneBench: untraced steps")
+        for (const Track& tr : w.timeline()->data()->tracks)
+          for (const Lane& L : tr.lanes)
+            for (uint32_t i = 0; i < L.size(); ++i)
+              QVERIFY2(w.timeline()->data()->names[L.name[i]] != n, "an untraced-steps bar is drawn beside the lane");
   }
 };
 

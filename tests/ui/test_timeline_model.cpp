@@ -122,6 +122,35 @@ class TestTimelineModel : public QObject {
     QCOMPARE(l.items.size(), size_t(2));
     QCOMPARE(l.items[0].count + l.items[1].count, 2000u);
   }
+  // The step lane zoomed out: steps folded together are drawn as steps (not the grey of a mixed fold), and a fold
+  // that holds a detailed step as a detailed one; a fold of mixed ranges stays "other".
+  void foldedStepsStaySteps() {
+    TimelineData d;
+    Track t;
+    t.lanes.resize(1);
+    const uint32_t step = d.intern("training step");
+    // 2000 touching 10-ns steps, every 50th detailed, then 1000 ranges of two names after a gap.
+    for (int i = 0; i < 2000; ++i)
+      t.lanes[0].push(i * 10, i * 10 + 10, step, i % 50 == 0 ? EventCat::StepDetailed : EventCat::Step);
+    for (int i = 0; i < 1000; ++i)
+      t.lanes[0].push(1'000'000 + i * 10, 1'000'000 + i * 10 + 10, 1 + i % 2, i % 2 ? EventCat::Range : EventCat::DataWait);
+    d.tracks.push_back(std::move(t));
+    d.finalize();
+    TimeMapper m;
+    m.setWidth(100);
+    m.fit(d.t_min, d.t_max, 0.0);  // ~10 µs a pixel: every event folds
+    const DrawList l = buildDrawList(d, layoutRows(d), m, 0, 1);
+    bool detailed = false;
+    for (const auto& it : l.items) {
+      if (it.start < 1'000'000) {
+        QVERIFY2(it.cat == EventCat::Step || it.cat == EventCat::StepDetailed, eventCatName(it.cat));
+        detailed |= it.cat == EventCat::StepDetailed;
+      } else if (it.count > 1) {
+        QCOMPARE(it.cat, EventCat::Other);
+      }
+    }
+    QVERIFY(detailed);
+  }
   void wideEventsAfterTinyOnesAreNotSwallowed() {
     // A training step seen from far away: a tiny data wait, then long forward/backward ranges back to back.
     TimelineData d;

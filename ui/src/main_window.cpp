@@ -194,6 +194,11 @@ void MainWindow::connectRunMessages() {
     scheduleRefresh();  // the tune's band on the chart
   });
   connect(run_, &RunController::tuneDone, this, [this](const QJsonObject& m) {
+    // The live loop waited for the tune: its steps and chunks start over after it (as the chart's line does).
+    if (live_script_ && !run_->record().tunes.empty()) {
+      lane_after_step_ = run_->record().tunes.back().before_step;
+      live_chunks_.clear();
+    }
     showTuneDone(m);
     scheduleRefresh();  // the chart's tune label and the Compare row take the tuner's figures now
   });
@@ -211,6 +216,7 @@ void MainWindow::connectRunMessages() {
   connect(run_, &RunController::failed, this, [this](const QString& msg) { showError(tr("Cannot start the run"), msg); });
   connect(run_, &RunController::finished, this, [this](bool ok, const QString& msg) {
     scheduleRefresh();
+    if (live_script_) loadLiveChunks();  // its last steps, past the lane's wait
     toggles_->setLive(false);
     run_label_->setText(ok ? tr("run finished") : tr("run failed"));
     if (!ok) {
@@ -238,7 +244,7 @@ void MainWindow::connectPanels() {
     const auto [before, after] = chunksForComparison(run_->record(), segmentRun(run_->record()), cmp[size_t(row)]);
     if (before.isEmpty()) {
       showError(tr("No traces to compare"),
-                tr("No trace chunk lies wholly before and after %1: the run traces every %2 steps; let it run longer "
+                tr("No trace chunk lies wholly before and after %1: the run traces chunks of up to %2 steps; let it run longer "
                    "after the change").arg(cmp[size_t(row)].change).arg(trace_every_->value()));
       return;
     }
@@ -343,6 +349,11 @@ void MainWindow::buildUi() {
   trace_every_->setValue(20);
   trace_every_->setSpecialValueText(tr("off"));
   trace_every_->setSuffix(tr(" steps"));
+  // It was labelled "Trace every", which a sampled script's trace does not do: it is each chunk's length.
+  trace_every_->setToolTip(tr("The longest chunk of full detail (ops, kernels, the loader's lanes) the trace records. "
+                              "The engine's runs are traced chunk after chunk; a script's chunks are sampled to keep "
+                              "tracing near 1% of its run. Every step is on the timeline either way (the step lane). "
+                              "Off: no trace."));
   start_btn_ = new QPushButton(QIcon::fromTheme("media-playback-start"), tr("Start"), md);
   start_btn_->setObjectName("start_button");
   stop_btn_ = new QPushButton(QIcon::fromTheme("media-playback-stop"), tr("Stop"), md);
@@ -371,7 +382,7 @@ void MainWindow::buildUi() {
   connect(model_, &QComboBox::currentTextChanged, this, show_model);
   show_model(model_->currentText());
   form->addRow(tr("Steps"), steps_);
-  form->addRow(tr("Trace every"), trace_every_);
+  form->addRow(tr("Detail chunks of"), trace_every_);
   form->addRow(brow);
   connect(model_browse, &QPushButton::clicked, this, [this] {
     const bool script = model_->currentText() == "script";

@@ -73,6 +73,9 @@ bool MainWindow::startRun(const RunOptions& opt, const QString& program) {
     log(tr("ranks=%1: a live data-parallel group of %1 processes (DDP over Gloo); a toggle changes every rank at "
            "the same step, and the trace has a row group per rank").arg(n));
   const QString cli = program.isEmpty() ? findCli() : program;
+  live_script_ = !opt.script.isEmpty();
+  lane_after_step_ = lane_drawn_step_ = -1;
+  lane_clock_.invalidate();
   QStringList args{"serve"};
   if (opt.script.isEmpty()) args << "--model" << opt.model << "--data" << opt.data;
   else args << "--script" << opt.script;
@@ -187,6 +190,7 @@ void MainWindow::refreshLive() {
     if (perf_label_->text() != text) perf_label_->setText(text);
     if (perf_label_->toolTip() != cost) perf_label_->setToolTip(cost);
   }
+  refreshLane();
   auto cmp = compareSegments(segs);
   chart_->refresh(segs, cmp);
   compare_->refresh(std::move(cmp));

@@ -1,11 +1,14 @@
 // MainWindow (main_window.h): opening files (traces, models, scripts, reports), loading traces and live
 // chunks on a worker thread, and the exports (comparisons, timeline PNG, Chrome trace).
 #include "ui/main_window.h"
+#include "ui/live_lane.h"
 
 #include "client/loader_findings.h"
 #include "client/loader_verdict.h"
 #include "profiler/recording_cost.h"
 #include "ui/watch_cost.h"
+
+#include <optional>
 
 #include <QComboBox>
 #include <QDesktopServices>
@@ -36,6 +39,22 @@
 #include "ui/timeline_widget.h"
 
 namespace tb::ui {
+
+namespace {
+
+// Where the detailed chunks on screen begin: the earliest event of a row that is not the step lane.
+std::optional<int64_t> detailStart(const TimelineData& d) {
+  std::optional<int64_t> t0;
+  for (const Track& t : d.tracks) {
+    if (t.name == tb::prof::kStepLaneTrackName || t.name == tb::prof::kStepLaneOutsideTrackName || t.lanes.empty() ||
+        t.lanes[0].start.empty())
+      continue;
+    t0 = std::min(t0.value_or(t.lanes[0].start.front()), t.lanes[0].start.front());
+  }
+  return t0;
+}
+
+}  // namespace
 
 bool MainWindow::openPath(const QString& path) {
   const QString lower = path.toLower();
@@ -83,14 +102,26 @@ void MainWindow::openTrace(const QString& path) {
 }
 
 void MainWindow::loadLiveChunks() {
-  if (live_chunks_.isEmpty()) return;
+  // A script's steps are drawn whether or not a chunk came yet: every step has its box on the step lane.
+  const RunRecord& rec = run_->record();
+  if (live_chunks_.isEmpty() && (!live_script_ || rec.steps.empty())) return;
   if (loader_->isRunning()) {
     live_pending_ = true;
     return;
   }
   loader_live_ = true;
   const QStringList paths = live_chunks_;
-  loader_->setFuture(QtConcurrent::run([paths] { return loadTraceChunks(paths); }));
+  auto lane = live_script_ ? liveLane(rec, lane_after_step_) : nullptr;
+  lane_clock_.start();
+  lane_drawn_step_ = rec.steps.empty() ? -1 : rec.steps.back().i;
+  loader_->setFuture(QtConcurrent::run([paths, lane] { return loadTraceChunks(paths, lane); }));
+}
+
+void MainWindow::refreshLane() {
+  const RunRecord& rec = run_->record();
+  if (!live_script_ || rec.steps.empty() || rec.steps.back().i == lane_drawn_step_) return;
+  if (lane_clock_.isValid() && lane_clock_.elapsed() < kLaneRefreshMs) return;
+  loadLiveChunks();
 }
 
 void MainWindow::onTraceLoaded(LoadedTrace t, bool live) {
@@ -101,6 +132,7 @@ void MainWindow::onTraceLoaded(LoadedTrace t, bool live) {
     return;
   }
   if (!t.error.isEmpty()) log(tr("some trace chunks were skipped: %1").arg(t.error));
+  if (live && !t.lane_note.isEmpty() && t.lane_note != trace_.lane_note) log(tr("step lane: %1").arg(t.lane_note));
   // Live: follow the newest chunks until the user zooms or pans, then keep their view.
   const bool keep_view = live && !first_live_trace_ && timeline_->userInteracted();
   trace_ = std::move(t);
@@ -109,6 +141,13 @@ void MainWindow::onTraceLoaded(LoadedTrace t, bool live) {
     first_live_trace_ = false;
   }
   timeline_->setData(trace_.timeline, keep_view);
+  // A live script's lane reaches back to its first step: the view opens on the chunks on screen and the steps
+  // since (the whole run is a zoom out away).
+  if (live && !keep_view && trace_.lane)
+    if (const auto t0 = detailStart(*trace_.timeline); t0 && *t0 < trace_.timeline->t_max) {
+      const double pad = double(trace_.timeline->t_max - *t0) * 0.02;
+      timeline_->setView(double(*t0) - pad, double(trace_.timeline->t_max) + pad);
+    }
   trace_live_ = live;
   // A script's trace whose loader was timed carries the verdict its run printed (the "loader" document); a live
   // script's chunks do not: its verdict comes from the run's loader_parts messages.

@@ -338,6 +338,12 @@ void RunController::handleLine(const QByteArray& line) {
     s.warmup = m.value("warmup").toBool(false);
     s.skipped = m.value("skipped").toBool(false);
     s.traced = m.value("traced").toBool(false);
+    s.forward_ns = toInt(m.value("forward_ns"));
+    s.backward_ns = toInt(m.value("backward_ns"));
+    s.optim_ns = toInt(m.value("optim_ns"));
+    const QJsonObject mem = m.value("memory").toObject();
+    if (mem.value("host_rss").isDouble()) s.host_rss = toInt(mem.value("host_rss"));
+    if (mem.value("device_allocated").isDouble()) s.device_allocated = toInt(mem.value("device_allocated"));
     s.observer_cpu_ns = processCpuNs();
     s.observer_wall_ns = monotonicNs();
     for (auto& c : rec_.configs)
@@ -363,6 +369,13 @@ void RunController::handleLine(const QByteArray& line) {
     // trace_lanes: the loader's lanes beside the chunk of these steps, drawn with it, not a chunk of steps itself.
     if (type == msg::trace) rec_.chunks.push_back({path, toInt(m.value("first_step")), toInt(m.value("last_step"))});
     emit traceChunk(path, toInt(m.value("first_step")), toInt(m.value("last_step")));
+  } else if (type == msg::outside) {
+    OutsideInterval o;
+    o.t_ns = toInt(m.value("t_ns"));
+    o.wall_ns = toInt(m.value("wall_ns"));
+    o.after_step = m.value("after_step").isDouble() ? toInt(m.value("after_step")) : -1;
+    o.kind = m.value("kind").toString();
+    rec_.outside.push_back(o);
   } else if (type == msg::loader_parts) {
     rec_.loader_parts = m;
     emit loaderParts(m);

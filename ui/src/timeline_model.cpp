@@ -23,6 +23,7 @@ const char* eventCatName(EventCat c) {
     case EventCat::Memset: return "memset";
     case EventCat::GpuAnnotation: return "GPU annotation";
     case EventCat::Other: return "other";
+    case EventCat::StepDetailed: return "step (detailed)";
     case EventCat::Count: break;
   }
   return "other";
@@ -223,6 +224,7 @@ std::vector<RowInfo> layoutRows(const TimelineData& data) {
 }
 
 static bool isGpuWork(EventCat c) { return c == EventCat::Kernel || c == EventCat::Memcpy || c == EventCat::Memset; }
+static bool isStep(EventCat c) { return c == EventCat::Step || c == EventCat::StepDetailed; }
 
 DrawList buildDrawList(const TimelineData& data, const std::vector<RowInfo>& rows, const TimeMapper& view,
                        size_t first_row, size_t last_row) {
@@ -253,6 +255,8 @@ DrawList buildDrawList(const TimelineData& data, const std::vector<RowInfo>& row
       // bounded by the pixels the run covers, not by the events in it.
       DrawItem run{s, e, uint32_t(r), 0, 1, L.cat[i], ri.track, ri.lane, uint32_t(i)};
       bool mixed = false, gpu_work = isGpuWork(L.cat[i]);
+      // Steps folded together stay steps (the step lane zoomed out), detailed when any of them is.
+      bool steps_only = isStep(L.cat[i]), detailed = L.cat[i] == EventCat::StepDetailed;
       ++i;
       while (i < n && L.start[i] <= v1) {  // a run never extends past the view
         const double next_px_boundary = view.toNs(std::floor(view.toPx(double(run.end))) + 1.0);
@@ -266,6 +270,8 @@ DrawList buildDrawList(const TimelineData& data, const std::vector<RowInfo>& row
             run.end = std::max(run.end, L.max_end[k - 1]);
             if (L.cat[k - 1] != run.cat) mixed = true;
             gpu_work |= isGpuWork(L.cat[k - 1]);
+            steps_only &= isStep(L.cat[k - 1]);
+            detailed |= L.cat[k - 1] == EventCat::StepDetailed;
             i = k;
           }
           if (k < j) break;
@@ -276,12 +282,16 @@ DrawList buildDrawList(const TimelineData& data, const std::vector<RowInfo>& row
         run.end = std::max(run.end, L.end[i]);
         if (L.cat[i] != run.cat) mixed = true;
         gpu_work |= isGpuWork(L.cat[i]);
+        steps_only &= isStep(L.cat[i]);
+        detailed |= L.cat[i] == EventCat::StepDetailed;
         ++run.count;
         ++i;
       }
       if (run.count > 1) out.folded_events += run.count;
       // A mixed run on a GPU row is still GPU work (kernels interleaved with memsets / sync markers).
-      if (mixed) run.cat = gpu_work ? EventCat::Kernel : EventCat::Other;
+      if (mixed) run.cat = steps_only ? (detailed ? EventCat::StepDetailed : EventCat::Step)
+                         : gpu_work   ? EventCat::Kernel
+                                      : EventCat::Other;
       out.items.push_back(run);
     }
   }
@@ -396,7 +406,8 @@ std::vector<NameSummary> summarizeRange(const TimelineData& d, int64_t t0, int64
     for (const Lane& L : tr.lanes) {
       for (size_t i = L.firstStartingAtOrAfter(t0, 0); i < L.size() && L.start[i] <= t1; ++i) {
         const EventCat c = L.cat[i];
-        if (c == EventCat::Step || c == EventCat::GpuAnnotation || c == EventCat::Other) continue;
+        if (c == EventCat::Step || c == EventCat::StepDetailed || c == EventCat::GpuAnnotation || c == EventCat::Other)
+          continue;
         const bool gpu = c == EventCat::Kernel || c == EventCat::Memcpy || c == EventCat::Memset;
         NameSummary& s = agg[(uint64_t(L.name[i]) << 1) | uint64_t(gpu)];
         s.name = L.name[i];

@@ -46,6 +46,7 @@ QColor colorFor(EventCat c, uint32_t name) {
   switch (c) {
     case EventCat::Range: return QColor::fromHsl(195 + v % 50, 120, 105 + v % 40);
     case EventCat::Step: return QColor(0x5c, 0x6b, 0xc0);
+    case EventCat::StepDetailed: return QColor(0x8c, 0x9e, 0xff);  // brighter: the steps a chunk holds in full
     case EventCat::DataWait: return QColor(0xff, 0x70, 0x43);
     case EventCat::Runtime: return QColor::fromHsl(215, 25, 120 + v % 30);
     case EventCat::Sync: return QColor(0xe5, 0x39, 0x35);

@@ -265,9 +265,15 @@ QString TimelineWidget::eventLabel(uint32_t track, uint32_t lane, uint32_t index
   const Lane& L = data_->tracks[track].lanes[lane];
   if (index >= L.size() || L.name[index] >= data_->names.size()) return {};
   QString name = QString::fromStdString(data_->names[L.name[index]]);
-  if (L.cat[index] == EventCat::Step && L.args[index] != 0 && L.args[index] < data_->args.size()) {
+  const bool step = L.cat[index] == EventCat::Step || L.cat[index] == EventCat::StepDetailed;
+  if (step && L.args[index] != 0 && L.args[index] < data_->args.size()) {
+    // The step's index is its "arg: N" line (a lane step's detail, when it has one, comes first).
     const std::string& a = data_->args[L.args[index]];
-    if (a.rfind("arg: ", 0) == 0) name += QStringLiteral(" %1").arg(QString::fromStdString(a.substr(5)));
+    const size_t at = a.rfind("arg: ", 0) == 0 ? 0 : a.find("\narg: ");
+    if (at != std::string::npos) {
+      const size_t from = at == 0 ? 5 : at + 6;
+      name += QStringLiteral(" %1").arg(QString::fromStdString(a.substr(from, a.find('\n', from) - from)));
+    }
   }
   return name;
 }

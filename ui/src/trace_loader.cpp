@@ -14,7 +14,7 @@ namespace tb::ui {
 
 namespace {
 
-EventCat categorize(const tb::prof::Event& e, std::string_view name, tb::prof::TrackKind tk) {
+EventCat categorize(const tb::prof::Event& e, std::string_view name, tb::prof::TrackKind tk, bool lane) {
   using K = tb::prof::EventKind;
   switch (e.kind) {
     case K::Kernel: return EventCat::Kernel;
@@ -25,6 +25,13 @@ EventCat categorize(const tb::prof::Event& e, std::string_view name, tb::prof::T
     case K::Sync: return EventCat::Sync;
     case K::Range:
       if (tk == tb::prof::TrackKind::GpuStream) return EventCat::GpuAnnotation;
+      if (lane) {  // the step lane: every step from the step stream, the detailed ones brighter
+        namespace n = tb::prof::names;
+        if (name == n::kLaneStep) return e.detail != tb::prof::kNoName ? EventCat::StepDetailed : EventCat::Step;
+        if (name == n::kLaneDataWait) return EventCat::DataWait;
+        if (name == n::kLaneOutside) return EventCat::Other;
+        return EventCat::Range;
+      }
       if (name == "step" || name.rfind("ProfilerStep#", 0) == 0) return EventCat::Step;
       if (name == "data_wait" || (name.rfind("enumerate(DataLoader)", 0) == 0 && name.size() >= 8 &&
                                   name.substr(name.size() - 8) == "__next__"))
@@ -62,11 +69,23 @@ std::shared_ptr<TimelineData> toTimeline(const tb::prof::Trace& trace, const tb:
         std::find(cpu_pids.begin(), cpu_pids.end(), pt.pid()) == cpu_pids.end())
       cpu_pids.push_back(pt.pid());
   tb::prof::sort_processes(trace.meta(), cpu_pids);
+  // With every step on the step lane, the chunks' "untraced steps" markers say nothing more: a gap has its steps.
+  const bool has_lane = std::any_of(trace.tracks().begin(), trace.tracks().end(), [](const tb::prof::Track& t) {
+    return tb::prof::is_step_lane(t) && t.kind() == tb::prof::TrackKind::CpuThread && !t.empty();
+  });
+  // The lane's memory after every step holds the chunks' own (the same readings of their steps): drawn once.
+  std::vector<std::string> lane_counters;
+  for (const tb::prof::Track& pt : trace.tracks())
+    if (pt.kind() == tb::prof::TrackKind::Counter && !pt.empty() && tb::prof::is_step_lane(pt))
+      lane_counters.emplace_back(trace.name(pt.events().front().name));
   for (const tb::prof::Track& pt : trace.tracks()) {
     if (pt.kind() == tb::prof::TrackKind::Counter && !pt.empty()) {
       // The memory counters (the engine's after every step, torch.profiler's profile_memory totals) and a
       // script's loader queue: strips under the rows. A counter track holds one name.
       const std::string cname(trace.name(pt.events().front().name));
+      if (!tb::prof::is_step_lane(pt) &&
+          std::find(lane_counters.begin(), lane_counters.end(), cname) != lane_counters.end())
+        continue;
       auto series = [&] {
         MemorySeries s;
         s.name = cname;
@@ -101,8 +120,10 @@ std::shared_ptr<TimelineData> toTimeline(const tb::prof::Trace& trace, const tb:
     copies.sort_key = t.sort_key + 1;
     copies.lanes.resize(1);
     const bool marker_track = pt.name() == tb::prof::kGlobalMarkersTrack;
+    const bool lane_track = tb::prof::is_step_lane(pt);
     for (const tb::prof::Event& e : pt.events()) {
       const std::string_view name = trace.name(e.name);
+      if (has_lane && name == "TuneBench: untraced steps") continue;
       if (e.kind == tb::prof::EventKind::Instant && (marker_track || name == tb::prof::names::kConfigChange))
         d->markers.push_back({e.start_ns, e.name, e.arg == tb::prof::kNoArg ? 0 : e.arg});
       if (e.kind == tb::prof::EventKind::Instant || e.kind == tb::prof::EventKind::Counter) continue;
@@ -122,7 +143,7 @@ std::shared_ptr<TimelineData> toTimeline(const tb::prof::Trace& trace, const tb:
       const bool copy = pt.kind() == tb::prof::TrackKind::GpuStream &&
                         (e.kind == tb::prof::EventKind::Memcpy || e.kind == tb::prof::EventKind::Memset);
       Lane& lane = copy ? copies.lanes[0] : t.lanes[std::min<size_t>(e.depth, t.lanes.size() - 1)];
-      lane.push(e.start_ns, e.end_ns, e.name, categorize(e, name, pt.kind()), int64_t(e.correlation), ai);
+      lane.push(e.start_ns, e.end_ns, e.name, categorize(e, name, pt.kind(), lane_track), int64_t(e.correlation), ai);
     }
     d->tracks.push_back(std::move(t));
     if (!copies.lanes[0].start.empty()) d->tracks.push_back(std::move(copies));
@@ -181,9 +202,11 @@ void releaseFreedMemory() {
 #endif
 }
 
-// One file, or several chunks merged into one finalized trace; per-file errors are collected.
-std::unique_ptr<tb::prof::Trace> loadMerged(const QStringList& paths, QStringList& errors) {
-  if (paths.size() == 1) {
+// One file, or several chunks merged into one finalized trace, with a live script's step lane when one is
+// given; per-file errors are collected, and why a lane is not drawn goes to `lane_note`.
+std::unique_ptr<tb::prof::Trace> loadMerged(const QStringList& paths, QStringList& errors,
+                                            const StepLaneInput* lane = nullptr, QString* lane_note = nullptr) {
+  if (paths.size() == 1 && !lane) {
     auto r = tb::prof::load_trace(paths.front().toStdString());
     if (!r.ok()) {
       errors << QStringLiteral("cannot open %1: %2").arg(paths.front(), QString::fromStdString(r.error().to_string()));
@@ -193,16 +216,29 @@ std::unique_ptr<tb::prof::Trace> loadMerged(const QStringList& paths, QStringLis
   }
   // A live script's chunks, its loader's lanes among them (on the monotonic clock until a chunk places them).
   tb::prof::ChunkMerger merger;
+  size_t chunks = 0;
   for (const QString& p : paths) {
     auto r = tb::prof::load_trace(p.toStdString());
     if (!r.ok()) {
       errors << QStringLiteral("%1: %2").arg(p, QString::fromStdString(r.error().to_string()));
       continue;
     }
+    ++chunks;
     merger.add(std::move(r.value()));
   }
+  const std::optional<int64_t> offset = merger.offset_ns();
   auto merged = merger.take();
   merged->meta().extra.erase("tunebench_clock_offset_us");
+  if (lane && !lane->steps.empty()) {
+    // The steps are on the monotonic clock; chunks state theirs against it. Before the first chunk the lane is
+    // the whole trace, on its own clock; chunks that state no offset cannot be lined up with it.
+    if (offset || chunks == 0) {
+      tb::prof::add_step_lane(*merged, lane->steps, lane->outside, offset.value_or(0));
+      merged->meta().extra["tunebench_run"] = "script";
+    } else if (lane_note) {
+      *lane_note = QStringLiteral("the trace chunks state no clock offset: every step cannot be drawn beside them");
+    }
+  }
   merged->finalize();
   return merged;
 }
@@ -227,15 +263,19 @@ LoadedTrace loadTraceFile(const QString& path) {
   return out;
 }
 
-LoadedTrace loadTraceChunks(const QStringList& paths) {
+LoadedTrace loadTraceChunks(const QStringList& paths, std::shared_ptr<const StepLaneInput> lane) {
   QStringList errors;
-  auto merged = paths.isEmpty() ? nullptr : loadMerged(paths, errors);
+  QString lane_note;
+  const bool any = !paths.isEmpty() || (lane && !lane->steps.empty());
+  auto merged = any ? loadMerged(paths, errors, lane.get(), &lane_note) : nullptr;
   if (!merged || merged->event_count() == 0) {
     LoadedTrace out;
     out.error = errors.isEmpty() ? QStringLiteral("no events in the trace chunks") : errors.join("; ");
     return out;
   }
   LoadedTrace out = analyzeAndConvert(*merged, paths);
+  if (lane_note.isEmpty()) out.lane = std::move(lane);
+  out.lane_note = lane_note;
   merged.reset();
   releaseFreedMemory();
   if (!errors.isEmpty()) out.error = errors.join("; ");  // partial: ok stays true
@@ -243,9 +283,9 @@ LoadedTrace loadTraceChunks(const QStringList& paths) {
 }
 
 QString exportChromeTrace(const LoadedTrace& t, const QString& path) {
-  if (!t.ok || t.sources.isEmpty()) return QStringLiteral("no trace to export");
+  if (!t.ok || (t.sources.isEmpty() && !t.lane)) return QStringLiteral("no trace to export");
   QStringList errors;
-  auto trace = loadMerged(t.sources, errors);
+  auto trace = loadMerged(t.sources, errors, t.lane.get());
   if (!trace || !errors.isEmpty()) return QStringLiteral("cannot re-read the trace for export: %1").arg(errors.join("; "));
   // The view was built from these files; if they changed since, the export would not be what is shown.
   if (trace->event_count() != t.source_events)

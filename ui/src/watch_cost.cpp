@@ -21,7 +21,7 @@ WatchCost watchCost(const tb::prof::AnalysisResult& a) {
       "the longest of them against the median step. They are the profiler's stop "
       "of each trace chunk (Kineto hands over the chunk's events there, and the script stands still for it) and "
       "its next start. A script's trace is sampled to keep them under 1% of the run, in chunks sized so that "
-      "their stop stays within a step (3 to Trace every steps); a pause longer than a step is Kineto's stop of "
+      "their stop stays within a step (3 to \"Detail chunks of\" steps); a pause longer than a step is Kineto's stop of "
       "the shortest chunk, which grows with the ops a step holds. Throughput figures leave the traced steps out.")
               .arg(a.untraced_ns > 0 ? QObject::tr(" and the untraced steps between them") : QString());
   return w;

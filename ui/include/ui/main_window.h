@@ -190,6 +190,7 @@ class MainWindow : public QMainWindow {
   void showTraceFindings(const tb::client::LoaderVerdict& verdict, bool live);
   void scheduleRefresh();
   void refreshLive();  // the status bar's step, the chart and the compare panel, from the record
+  void refreshLane();  // a live script's step lane, redrawn as steps arrive (at most every kLaneRefreshMs)
   void updateRunActions();
   RunOptions optionsFromPanel() const;
   void exportDialog(const QString& kind);
@@ -244,6 +245,12 @@ class MainWindow : public QMainWindow {
   std::unique_ptr<QTemporaryDir> ranks_tune_tmp_;  // the report of the last data-parallel auto-tune
   bool quiet_ = false;
   bool first_live_trace_ = true;
+  // A live script's step lane: every step it sent after lane_after_step_ (the last tune's start), redrawn with the
+  // chunks on screen as steps arrive; each redraw reads those chunks again, so it waits kLaneRefreshMs.
+  bool live_script_ = false;
+  qint64 lane_after_step_ = -1, lane_drawn_step_ = -1;
+  QElapsedTimer lane_clock_;
+  static constexpr int kLaneRefreshMs = 2000;
 };
 
 }  // namespace tb::ui

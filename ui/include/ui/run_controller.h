@@ -39,6 +39,10 @@ struct StepSample {
   int config_rev = 0;
   bool warmup = false, skipped = false;
   bool traced = false;  // ran inside a trace chunk (a script's step.traced): stretched by the recording
+  // A script's phases (summed over the step; 0 when not sent) and memory after it (-1: not measured): the step
+  // lane draws every step from them (profiler/step_lane.h).
+  qint64 forward_ns = 0, backward_ns = 0, optim_ns = 0;
+  qint64 host_rss = -1, device_allocated = -1;
   // This process's CPU time and the monotonic clock when the step arrived (observer_cost.h); -1: not stamped.
   qint64 observer_cpu_ns = -1, observer_wall_ns = -1;
   double samplesPerSec() const { return wall_ns > 0 ? samples * 1e9 / double(wall_ns) : 0.0; }
@@ -49,6 +53,13 @@ struct ConfigChange {
   qint64 at_step = 0;          // first step index measured under this revision (known once it arrives)
   QJsonObject knobs, changed;  // full config and the delta
   QString source;              // who changed it: "" (a toggle, a set) or "auto-tune" (the tuner's result)
+};
+
+// Time a script spent between steps on other things than training (its `outside` message).
+struct OutsideInterval {
+  qint64 t_ns = 0, wall_ns = 0;
+  qint64 after_step = -1;
+  QString kind;  // evaluation, checkpoint, other
 };
 
 // Everything a run sent, in arrival order.
@@ -75,6 +86,7 @@ struct RunRecord {
   QJsonObject hello, started, done;
   std::vector<KnobSpec> knobs;
   std::vector<StepSample> steps;
+  std::vector<OutsideInterval> outside;
   std::vector<ConfigChange> configs;
   QStringList trace_paths;
   std::vector<TraceChunk> chunks;  // the same files with their steps

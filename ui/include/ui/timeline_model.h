@@ -32,6 +32,7 @@ enum class EventCat : uint8_t {
   Memset,
   GpuAnnotation,  // gpu_user_annotation: shown, not counted as GPU activity
   Other,
+  StepDetailed,   // a step of the step lane that ran inside a trace chunk: its detail is drawn below
   Count
 };
 

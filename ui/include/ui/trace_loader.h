@@ -13,10 +13,17 @@
 
 #include "profiler/analysis.h"
 #include "profiler/ranks.h"
+#include "profiler/step_lane.h"
 #include "profiler/trace.h"
 #include "ui/timeline_model.h"
 
 namespace tb::ui {
+
+// A live script's step lane (profiler/step_lane.h): every step its run sent, drawn beside the sampled chunks.
+struct StepLaneInput {
+  std::vector<tb::prof::LaneStep> steps;
+  std::vector<tb::prof::LaneOutside> outside;
+};
 
 struct LoadedTrace {
   bool ok = false;
@@ -27,11 +34,14 @@ struct LoadedTrace {
   std::shared_ptr<tb::prof::AnalysisResult> analysis;
   std::shared_ptr<tb::prof::RankAnalysis> ranks;  // several processes with steps: the ranks compared
   std::shared_ptr<TimelineData> timeline;
+  std::shared_ptr<const StepLaneInput> lane;      // drawn into it (the export draws it again); null: none
+  QString lane_note;                              // why a lane it was given is not drawn ("" when it is)
 };
 
 LoadedTrace loadTraceFile(const QString& path);
-// Loads several chunks (a live run's latest trace files) and merges them into one trace.
-LoadedTrace loadTraceChunks(const QStringList& paths);
+// Loads several chunks (a live run's latest trace files) and merges them into one trace, with a live script's
+// step lane when one is given (then `paths` may be empty: the steps before the first chunk).
+LoadedTrace loadTraceChunks(const QStringList& paths, std::shared_ptr<const StepLaneInput> lane = nullptr);
 // Analyses and converts an already loaded, finalized trace read from `sources`.
 LoadedTrace analyzeAndConvert(const tb::prof::Trace& trace, const QStringList& sources);
 std::shared_ptr<TimelineData> toTimeline(const tb::prof::Trace& trace, const tb::prof::AnalysisResult* analysis);
