@@ -25,7 +25,7 @@ actor-critic, a scaler, accumulation, a hand-written update, ...), each with the
 long enough (the launcher's --steps ends it).
 
 usage: bench_watch_tax.py [--shapes vae,lstm_rows,...|corpus|all] [--seconds 20] [--rounds 2] [--every 20]
-                          [--share S] [--python P]
+                          [--share S] [--trace-steps K] [--python P]
 """
 
 import argparse
@@ -147,12 +147,14 @@ CORPUS = {
 }
 
 
-def run(python, script, steps, traced, every, tdir, script_args=(), cwd=None, share=None):
+def run(python, script, steps, traced, every, tdir, script_args=(), cwd=None, share=None, quota=0):
     """The launcher's messages for one run of `script` (`steps` steps), traced (the default way, or sampled
     under `share`) or not."""
     args = ["--steps", str(steps)] + (["--trace-dir", tdir, "--trace-every", str(every)] if traced else [])
     if traced and share is not None:
         args += ["--trace-share", str(share)]
+    if traced and quota:
+        args += ["--trace-steps", str(quota)]
     return launch(python, args, script, "bench_watch_tax", script_args=script_args, cwd=cwd)
 
 
@@ -183,6 +185,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--every", type=int, default=20)
     ap.add_argument("--share", type=float, default=None, help="the launcher's --trace-share (its default: 0.03)")
+    ap.add_argument("--trace-steps", type=int, default=20,
+                    help="the launcher's detail quota (run --script's and serve --script's default: 20; 0: none)")
     ap.add_argument("--python", default=sys.executable)
     a = ap.parse_args()
     names = {"corpus": list(CORPUS), "all": list(SHAPES) + list(CORPUS)}.get(a.shapes, a.shapes.split(","))
@@ -207,7 +211,8 @@ def main():
             for k in range(a.rounds):
                 for traced in ((False, True) if k % 2 == 0 else (True, False)):
                     tdir = os.path.join(tmp, "chunks-%s-%d" % (name, k))
-                    messages = run(a.python, path, steps, traced, a.every, tdir, script_args, cwd, a.share)
+                    messages = run(a.python, path, steps, traced, a.every, tdir, script_args, cwd, a.share,
+                                   a.trace_steps)
                     span, med, p, speed = measure(messages)
                     spans[traced].append(span)
                     if traced and chunks is None:
