@@ -418,12 +418,15 @@ void Trace::shift_time(int64_t at_a, int64_t delta_a, int64_t at_b, int64_t delt
 void Trace::move_pids(int64_t offset) {
   if (offset == 0) return;
   track_index_.clear();
+  // A pseudo-process (negative: Kineto's rows, the step lane) moves down, so it stays one: moved up, a rank's
+  // lane became a positive pid, a process of the job to every analysis.
+  const auto moved = [offset](int64_t pid) { return pid < 0 ? pid - offset : pid + offset; };
   for (uint32_t i = 0; i < tracks_.size(); ++i) {
-    tracks_[i].pid_ += offset;
+    tracks_[i].pid_ = moved(tracks_[i].pid_);
     track_index_.emplace(std::make_tuple(static_cast<int>(tracks_[i].kind_), tracks_[i].pid_, tracks_[i].tid_), i);
   }
   std::map<int64_t, std::string> names;
-  for (auto& [pid, name] : meta_.process_names) names.emplace(pid + offset, std::move(name));
+  for (auto& [pid, name] : meta_.process_names) names.emplace(moved(pid), std::move(name));
   meta_.process_names = std::move(names);
   dirty_ = true;
   finalize();

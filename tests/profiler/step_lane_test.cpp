@@ -10,6 +10,7 @@
 #include "analysis_test_util.h"
 #include "profiler/analysis.h"
 #include "profiler/range_names.h"
+#include "profiler/ranks.h"
 #include "profiler/step_lane.h"
 #include "profiler/time_classes.h"
 #include "profiler/trace_io.h"
@@ -337,6 +338,32 @@ TEST(StepLane, SurvivesTheExportRoundTrip) {
   for (const Finding& f : after.findings) c.push_back(f.id);
   EXPECT_EQ(a, c);
   EXPECT_NE(by_id(after, "step_time_drift_steps"), nullptr);
+}
+
+// Two ranks' traces, each with its lane, merged as a group is (the second's pids moved a rank apart): each lane
+// stays a lane (a pseudo-process, below zero), the job's processes are the two ranks', not four.
+TEST(StepLane, EachRanksLaneStaysALaneInAMergedGroup) {
+  Builder a, b;
+  job(a);
+  job(b);
+  add_step_lane(a.t, steady(20), {}, 0);
+  add_step_lane(b.t, steady(20), {}, 0);
+  a.t.finalize();
+  b.t.finalize();
+  ASSERT_TRUE(a.t.shares_pids_with(b.t));
+  b.t.move_pids(kPidSpace);
+  EXPECT_FALSE(a.t.shares_pids_with(b.t));
+  a.t.merge(b.t);
+  a.t.finalize();
+  size_t lanes = 0;
+  for (const Track& t : a.t.tracks()) {
+    if (t.kind() != TrackKind::CpuThread || !is_step_lane(t)) continue;
+    ++lanes;
+    EXPECT_LT(t.pid(), 0);
+  }
+  EXPECT_EQ(lanes, 2u);
+  EXPECT_EQ(processes_with_steps(a.t).size(), 2u);
+  for (int64_t pid : processes_with_steps(a.t)) EXPECT_GE(pid, 0);
 }
 
 TEST(StepLane, TheChunkMergerSaysItsClockOffsetOnceAChunkStatesIt) {

@@ -65,6 +65,8 @@ void add_step_lane(Trace& trace, std::span<const LaneStep> steps, std::span<cons
                    int64_t offset_ns);
 
 // Whether a track is the step lane's (its row or one of its counters).
-inline bool is_step_lane(const Track& t) { return t.pid() == kStepLanePid; }
+// A rank's lane in a merged group trace sits kPidSpace apart per rank (Trace::move_pids moves a pseudo-process
+// down): the same lane.
+inline bool is_step_lane(const Track& t) { return t.pid() < 0 && t.pid() % kPidSpace == kStepLanePid; }
 
 }  // namespace tb::prof

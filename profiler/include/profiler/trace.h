@@ -239,7 +239,8 @@ class Trace {
   // (two measurements of the offset to rank 0's clock; clocks of two hosts run at slightly different rates),
   // interpolated between them and extended beyond. at_a == at_b: delta_b everywhere.
   void shift_time(int64_t at_a, int64_t delta_a, int64_t at_b, int64_t delta_b);
-  // Adds `offset` to every track's pid (CPU processes, GPU devices, counters) and to process_names' keys.
+  // Adds `offset` to every track's pid (CPU processes, GPU devices, counters) and to process_names' keys; a
+  // pseudo-process (a negative pid: Kineto's rows, the step lane) goes down by it instead, and stays one.
   void move_pids(int64_t offset);
   // Whether a process or GPU of this trace has the same pid as one of `other`'s: merging them would mix two
   // processes' rows.
