@@ -150,6 +150,11 @@ class TestScriptWindow : public QObject {
     }
     QVERIFY(detailed > 0);
     QVERIFY(detailed < 16);  // sampled: the lane gives the other steps their boxes
+    // Nothing found is said over what was looked at, not "not yet" (the text is set whether or not it shows).
+    auto* empty = w.findChild<QLabel*>("findings_empty");
+    QVERIFY(empty);
+    QVERIFY2(empty->text().startsWith(QStringLiteral("No findings in 16 steps (%1 in detail)").arg(detailed)),
+             qPrintable(empty->text()));
     for (const std::string& n : w.timeline()->data()->names)
       if (n == "TuneBench: untraced steps")
         for (const Track& tr : w.timeline()->data()->tracks)

@@ -14,6 +14,7 @@ FindingsPanel::FindingsPanel(QWidget* parent) : QWidget(parent) {
   auto* lay = new QVBoxLayout(this);
   lay->setContentsMargins(2, 2, 2, 2);
   empty_ = new QLabel(tr("No findings yet: open a trace or start a run."), this);
+  empty_->setObjectName("findings_empty");
   lay->addWidget(empty_);
   tree_ = new QTreeWidget(this);
   tree_->setColumnCount(4);
@@ -84,6 +85,11 @@ void FindingsPanel::applyKnobValues(const QHash<QString, QString>& values) {
 QString FindingsPanel::tryBlockedReason(int row) const {
   if (row < 0 || row >= static_cast<int>(entries_.size()) || entries_[size_t(row)].knob.isEmpty()) return tr("no knob");
   return gate_ ? gate_(entries_[size_t(row)]) : QString();
+}
+
+void FindingsPanel::setEmptyText(const QString& text) {
+  empty_->setText(text.isEmpty() ? tr("No findings yet: open a trace or start a run.") : text);
+  empty_->setWordWrap(true);
 }
 
 void FindingsPanel::clearRunFindings() {

@@ -383,6 +383,17 @@ void MainWindow::showTraceFindings(const tb::client::LoaderVerdict& verdict, boo
   std::vector<tb::prof::Finding> found = trace_.analysis ? trace_.analysis->findings : std::vector<tb::prof::Finding>{};
   if (trace_.ranks) found.insert(found.begin(), trace_.ranks->findings.begin(), trace_.ranks->findings.end());
   findings_->setTraceFindings(found);
+  // Nothing found is a result too: say over what, so that 500 steps with nothing wrong do not read "not yet".
+  size_t lane_steps = 0;
+  if (trace_.timeline)
+    for (const Track& t : trace_.timeline->tracks)
+      if (t.name == tb::prof::kStepLaneTrackName && !t.lanes.empty()) lane_steps = t.lanes[0].size();
+  const size_t detailed = trace_.analysis ? trace_.analysis->steps.size() : 0;
+  findings_->setEmptyText(
+      lane_steps > 0 ? tr("No findings in %1 steps (%2 in detail): no loader stall, time outside training, memory "
+                          "climb or slowdown past the thresholds of docs/analysis.md.").arg(lane_steps).arg(detailed)
+      : detailed > 0 ? tr("No findings in the %1 steps of the trace.").arg(detailed)
+                     : QString());
   if (live) findings_->applyKnobValues(current_knobs_);  // chunks from before a fix do not bring it back
 }
 

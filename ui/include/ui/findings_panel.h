@@ -27,6 +27,8 @@ class FindingsPanel : public QWidget {
  public:
   explicit FindingsPanel(QWidget* parent = nullptr);
   void setTraceFindings(const std::vector<tb::prof::Finding>& findings);
+  // What the panel says while it lists nothing: what was looked at ("" puts back the text it starts with).
+  void setEmptyText(const QString& text);
   void addRunFinding(const QJsonObject& msg);
   void clearRunFindings();
   // Decides whether a finding's "Try" may run here: returns "" when it may, else the reason (the button is
