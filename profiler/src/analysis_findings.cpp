@@ -10,17 +10,14 @@
 #include "knobs/table.h"
 
 namespace tb::prof::detail {
-namespace {
 
 std::string fmt(const char* f, double v) {
   char b[64];
   std::snprintf(b, sizeof b, f, v);
   return b;
 }
-std::string fmt_ms(int64_t ns) { return fmt("%.3f ms", static_cast<double>(ns) / 1e6); }
+std::string fmt_ms(double ns) { return fmt("%.3f ms", ns / 1e6); }
 std::string fmt_pct(double s) { return fmt("%.1f%%", s * 100.0); }
-
-}  // namespace
 
 // XProf's input-pipeline grades, by the share of the step spent waiting for input (client/loader_verdict.cpp
 // grades a script's loader verdict the same way), and the other half of XProf's input time: the batches'

@@ -19,6 +19,12 @@ struct Evidence {
 // GPU not recorded) and the host findings, then orders them; applies the trust caveat to every bound.
 void add_findings(const Trace& trace, const AnalysisOptions& opt, const Evidence& ev, AnalysisResult& r);
 
+// The findings' figures as their messages write them: printf's `f` of one value, nanoseconds as "12.345 ms", a
+// share as "12.3%".
+std::string fmt(const char* f, double v);
+std::string fmt_ms(double ns);
+std::string fmt_pct(double s);
+
 // XProf's input-pipeline grades of a data-wait share, with the host-to-device copies' share beside it: the
 // clause the loader-stall findings (the trace's and the step lane's) put after their figures.
 std::string input_grade(double wait_share, int64_t h2d_ns, double window_ns);

@@ -95,21 +95,9 @@ T median(std::vector<T> v) {
   return v.empty() ? T{} : v[v.size() / 2];
 }
 
-std::string ms(double ns) {
-  char b[48];
-  std::snprintf(b, sizeof b, "%.3f ms", ns / 1e6);
-  return b;
-}
-std::string pct(double s) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.1f%%", s * 100.0);
-  return b;
-}
-std::string times(double x) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.2fx", x);
-  return b;
-}
+std::string ms(double ns) { return fmt_ms(ns); }
+std::string pct(double s) { return fmt_pct(s); }
+std::string times(double x) { return fmt("%.2fx", x); }
 
 Finding plain(FindingKind kind, double share, Interval evidence) {
   Finding f;

@@ -52,6 +52,18 @@ const Track* lane_row(const Trace& t) {
   return nullptr;
 }
 
+// The lane's row, checked to be where add_step_lane puts it: its pseudo-process, named, drawn first.
+const Track* placed_row(const Trace& t) {
+  const Track* row = lane_row(t);
+  if (!row) return nullptr;
+  EXPECT_EQ(row->pid(), kStepLanePid);
+  EXPECT_EQ(row->name(), kStepLaneTrackName);
+  EXPECT_LT(row->sort_index(), 0);
+  const auto name = t.meta().process_names.find(kStepLanePid);
+  EXPECT_TRUE(name != t.meta().process_names.end() && name->second == kStepLaneProcessName);
+  return row;
+}
+
 std::vector<const Event*> named(const Trace& t, const Track& tr, const char* name) {
   std::vector<const Event*> out;
   for (const Event& e : tr.events())
@@ -83,12 +95,8 @@ TEST(StepLane, DrawsOneBoxPerStepWithItsPhasesLaidEndToEndInside) {
   const int64_t offset = 5'000'000;
   add_step_lane(t, steps, {}, offset);
   t.finalize();
-  const Track* row = lane_row(t);
+  const Track* row = placed_row(t);
   ASSERT_NE(row, nullptr);
-  EXPECT_EQ(row->pid(), kStepLanePid);
-  EXPECT_EQ(row->name(), kStepLaneTrackName);
-  EXPECT_LT(row->sort_index(), 0);
-  EXPECT_EQ(t.meta().process_names.at(kStepLanePid), kStepLaneProcessName);
   const auto boxes = named(t, *row, names::kLaneStep);
   ASSERT_EQ(boxes.size(), 12u);
   for (size_t i = 0; i < boxes.size(); ++i) {
@@ -312,12 +320,8 @@ TEST(StepLane, SurvivesTheExportRoundTrip) {
   auto back = parse_trace(to_chrome_trace_json(b.t));
   ASSERT_TRUE(back.ok()) << back.error().to_string();
   const Trace& t = **back;
-  const Track* row = lane_row(t);
+  const Track* row = placed_row(t);
   ASSERT_NE(row, nullptr);
-  EXPECT_EQ(row->pid(), kStepLanePid);
-  EXPECT_EQ(row->name(), kStepLaneTrackName);
-  EXPECT_LT(row->sort_index(), 0);
-  EXPECT_EQ(t.meta().process_names.at(kStepLanePid), kStepLaneProcessName);
   EXPECT_EQ(t.meta().extra.at(kStepLaneMeasuredFrom), "1");  // step 0 was warm-up
   const auto boxes = named(t, *row, names::kLaneStep);
   ASSERT_EQ(boxes.size(), steps.size());
