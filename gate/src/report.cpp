@@ -3,27 +3,13 @@
 #include <cmath>
 #include <cstdio>
 
+#include "base/xml.h"
 #include "gate_util.h"
 
 namespace tb::gate {
 namespace {
 
 std::string pct(double ratio) { return fmt("%.1f%%", 100 * std::fabs(ratio - 1)); }
-
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default:
-        if (static_cast<unsigned char>(c) >= 0x20 || c == '\n' || c == '\t') out += c;
-    }
-  }
-  return out;
-}
 
 int counted_pairs(const GateResult& r) { return r.look.pairs; }
 

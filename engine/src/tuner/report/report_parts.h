@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/xml.h"
 #include "engine/tuner.h"
 
 namespace tb::engine::report_detail {
@@ -44,25 +45,8 @@ inline std::string fmt(double v, int prec = 2) {
   return s.str();
 }
 
-// Escaped for XML text and attribute values.
-inline std::string esc(const std::string& s) {
-  std::string o;
-  o.reserve(s.size() + 8);
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      case '\'': o += "&#39;"; break;
-      default:
-        // Control characters are not allowed in XML 1.0 text.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') o += ' ';
-        else o += c;
-    }
-  }
-  return o;
-}
+// Escaped for XML text and attribute values (base/xml.h).
+inline std::string esc(const std::string& s) { return xml_escape(s); }
 
 inline std::string trial_label(const Trial& t) {
   if (t.phase == "noise floor") return "A/A (baseline vs baseline)";
