@@ -65,10 +65,12 @@ std::optional<Status> tune_option(const std::string& a, ReadValue&& value, TuneA
   std::string v;
   int64_t n = 0;
   if (a == "--budget") {
-    if (!value(v)) return Status(Error{"--budget needs a number of seconds"});
-    const auto b = client::inputs::parse_tune_budget(v);
+    if (!value(v)) return Status(Error{"--budget needs a number of seconds or auto"});
+    const auto b = client::inputs::parse_tune_budget_or_auto(v);
     if (!b) return Status(Error{"--" + b.error().message});
-    t.to.budget_s = *b;
+    // auto: the default plans the calibration; the tuner then sets the budget to one pass's cost.
+    t.to.budget_auto = !b->has_value();
+    t.to.budget_s = b->value_or(client::inputs::kBudgetDefaultS);
   } else if (a == "--report") {
     if (!value(t.report) || t.report.empty()) return Status(Error{"--report needs a file name (R.html)"});
   } else if (a == "--json") {

@@ -9,16 +9,18 @@ namespace tb::cli {
 
 void print_tune_usage(FILE* out) {
   std::fputs(
-      "usage: tunebench-cli tune --model M --data D [--budget S] [--report R.html] [--json OUT.json] [--set k=v,...]\n"
+      "usage: tunebench-cli tune --model M --data D [--budget S|auto] [--report R.html] [--json OUT.json] [--set k=v,...]\n"
       "       [--knobs k1,k2,...] [--rounds N] [--warmup N] [--seed N] [--device auto|cpu|cuda] [--input C,H,W]\n"
       "       [--classes K] [--ranks N [--dist-timeout S] [--fresh-groups]] [--quiet] [--simulate [--profile P]]\n"
-      "       tunebench-cli tune --script train.py [--python PY] [--budget S] [--report R.html] [--json OUT.json]\n"
+      "       tunebench-cli tune --script train.py [--python PY] [--budget S|auto] [--report R.html] [--json OUT.json]\n"
       "       [--set k=v,...] [--knobs ...] [--patch P.diff] [--no-patch-check] [-- SCRIPT ARGS]   (a user's PyTorch script, run unmodified;\n"
       "       the kept changes as a patch of it: P.diff, or R.diff next to --report R.html, written when the patched\n"
       "       script run plainly beats the original in fresh processes; --no-patch-check writes it unchecked)\n"
       "  Measures the noise floor (A/A), process knobs (cpu_allocator) in fresh processes, then every applicable\n"
       "  knob on top of the winners so far (paired windows AB, BA, ..., t interval), revisits the rest, re-measures\n"
       "  every kept knob in a final alternation and reports the speedup. --report R.html also writes R.md.\n"
+      "  After the noise floor it says what trying each applicable knob once costs, finals included, and how many\n"
+      "  of them the budget pays for; --budget auto (10-86400 s) makes that the budget.\n"
       "  --set pins knobs (the baseline uses them and the tuner leaves them alone); --knobs tunes only these.\n"
       "  --ranks N tunes a data-parallel run of N ranks: a live group whose rank 0 orders every step and change to\n"
       "  all ranks, so they change together; the throughput is the group's; loss probes and process knobs run in\n"
@@ -79,7 +81,9 @@ void print_tune_summary(const engine::TuneResult& r, const TuneSummaryContext& c
   std::printf("budget    %.0f s of %.0f s", r.elapsed_s, r.budget_s);
   for (const auto& [phase, s] : r.budget_phases)
     if (s >= 0.5) std::printf("%s %s %.0f s", &phase == &r.budget_phases.front().first ? ":" : ",", phase.c_str(), s);
-  std::printf("\nended     %s\n", r.ended.c_str());
+  std::printf("\n");
+  if (r.plan) std::printf("plan      %s\n", r.plan->line.c_str());
+  std::printf("ended     %s\n", r.ended.c_str());
   if (r.environment.contains("simulation")) {
     const auto& sim = r.environment["simulation"];
     if (sim.contains("hand_speedup")) {

@@ -62,6 +62,13 @@ Result<double> parse_tune_budget(const std::string& text) {
   return tune_budget(v);
 }
 
+Result<std::optional<double>> parse_tune_budget_or_auto(const std::string& text) {
+  if (text == "auto") return std::optional<double>();
+  const auto b = parse_tune_budget(text);
+  if (!b) return b.error();
+  return std::optional<double>(*b);
+}
+
 Result<Settings> parse_settings(const std::string& text) {
   auto trim = [](const std::string& x) {
     const auto a = x.find_first_not_of(" \t"), b = x.find_last_not_of(" \t");

@@ -26,6 +26,9 @@ inline constexpr double kBudgetDefaultS = 120;
 Result<double> tune_budget(double seconds);
 // The same from text ("120", "90.5"); "budget needs seconds, got 'abc'" for anything else.
 Result<double> parse_tune_budget(const std::string& text);
+// The same, or "auto" (nullopt): the tuner sets the budget to one pass over every applicable knob, finals
+// included, once its noise floor has measured what a trial costs (engine/tuner.h PassPlan).
+Result<std::optional<double>> parse_tune_budget_or_auto(const std::string& text);
 
 // The CI gate's time limit in seconds (no pair starts that would end after it): the CLI's --max-time and the
 // GUI's gate dialog. Once the CLI took anything over 0 (default 1200) and the GUI 30-7200 (default 600).

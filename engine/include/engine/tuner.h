@@ -189,6 +189,9 @@ struct TuneProgress {
 struct TuneOptions {
   // The whole tune, calibration and final measurement included: every surface's default (client/inputs.h).
   double budget_s = client::inputs::kBudgetDefaultS;
+  // --budget auto: `budget_s` only plans the calibration; after the noise floor the budget becomes what one pass
+  // over every applicable knob costs (TuneResult::plan), within the input rule's range.
+  bool budget_auto = false;
   // The final's minimum (its first rounds, a fresh-process headline's first pairs) may run past the budget by
   // this share of it and no further; everything optional stays within the budget (tuner/search/budget.h).
   double overrun = 0.10;
@@ -262,6 +265,21 @@ struct SkippedTrial {
   double need_s = std::numeric_limits<double>::quiet_NaN();  // budget: seconds its measurement needed
 };
 
+// What one pass over every applicable knob costs at this noise, said after the noise floor: the knobs in the
+// order the search ranks them then, each one's first trial, the finals' reserve were they all kept, and how many
+// of them (the first `fit`) the budget pays for.
+struct PassPlan {
+  std::vector<std::string> knobs;  // in priority order
+  std::vector<double> trial_s;     // each knob's first trial, estimated
+  double spent_s = 0;              // the calibration and the noise floor, already spent
+  double reserve_s = 0;            // the finals, every knob of the pass kept
+  double pass_s = 0;               // spent_s + the trials + reserve_s
+  int fit = 0;                     // the first `fit` knobs fit the budget with their finals
+  bool auto_budget = false;        // --budget auto set the budget to pass_s
+  bool clamped = false;            // ... which the input rule's range changed
+  std::string line;                // as said on the progress line
+};
+
 struct TuneResult {
   nlohmann::json environment;      // Workload::describe()
   std::vector<KnobState> knobs;    // the catalog as the workload saw it (for snippets and titles)
@@ -316,6 +334,7 @@ struct TuneResult {
   std::string ended;
   int window = 0;                  // measured steps per window, every phase
   std::vector<std::string> notes;  // plan, warnings from the workload
+  std::optional<PassPlan> plan;    // one pass's cost (none when the budget held no trial)
   // Each kept change of the training recipe (a bigger batch, gradient accumulation), one line: what it changes,
   // and the speed-up with and without it (also in `notes`).
   std::vector<std::string> recipe_changes;

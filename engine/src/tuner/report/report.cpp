@@ -169,6 +169,16 @@ json report_json(const TuneResult& r) {
   json phases = json::array();
   for (const auto& [phase, s] : r.budget_phases) phases.push_back({{"phase", phase}, {"seconds", s}});
   j["budget_phases"] = phases;
+  // What one pass over every applicable knob costs, said after the noise floor (--budget auto buys it).
+  if (r.plan) {
+    const PassPlan& p = *r.plan;
+    json each = json::array();
+    for (size_t i = 0; i < p.knobs.size(); ++i) each.push_back({{"knob", p.knobs[i]}, {"trial_s", p.trial_s[i]}});
+    j["plan"] = {{"pass_s", p.pass_s}, {"spent_s", p.spent_s}, {"reserve_s", p.reserve_s},
+                 {"knobs", p.knobs.size()}, {"fit", p.fit},
+                 {"fit_knobs", std::vector<std::string>(p.knobs.begin(), p.knobs.begin() + p.fit)},
+                 {"trials", each}, {"auto", p.auto_budget}, {"clamped", p.clamped}, {"line", p.line}};
+  }
   j["ended"] = r.ended;
   // A simulated tune names what a person reaches by hand on the simulated machine, beside the tuner's figure.
   if (r.environment.is_object() && r.environment.contains("simulation")) j["simulation"] = r.environment["simulation"];

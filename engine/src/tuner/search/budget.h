@@ -70,6 +70,8 @@ class Budget {
   explicit Budget(double budget_s, double overrun = 0.10) : total_(budget_s), overrun_(overrun) {}
 
   double total() const { return total_; }
+  // --budget auto: the budget becomes one pass's cost once calibration and the noise floor have measured it.
+  void set_total(double budget_s) { total_ = budget_s; }
   double overrun() const { return overrun_; }
   // No work starts past this, the final's minimum included.
   double hard_end() const { return total_ * (1.0 + overrun_); }

@@ -224,6 +224,11 @@ class Tuner {
   // "; the largest batch that ran: 64 (peak 9.81 GiB of 79.10 GiB)" for an out-of-memory trial's reason.
   std::string largest_fit() const;
 
+  // ----- one pass's cost (search_plan.cpp) -----------------------------------------------------------
+  // What trying each applicable knob once costs from here, finals included, and how many fit the budget; with
+  // --budget auto it sets the budget to that. Said on a progress line and kept in the result.
+  void plan_pass();
+
   // ----- phases ------------------------------------------------------------------------------------
   // search.cpp
   void calibrate();
@@ -269,7 +274,7 @@ class Tuner {
   void why_ended();
 
   Workload& w_;
-  const TuneOptions& o_;
+  TuneOptions o_;  // a copy: --budget auto sets its budget once the pass is known (plan_pass)
   Budget budget_;
   TuneResult res_;
   measure::LoadProbe load_;

@@ -2,6 +2,7 @@
 // values worth screening, the order (priority.h) and what a trial costs and the end reserves (budget.h).
 #include <cmath>
 
+#include "client/inputs.h"
 #include "measure/stats.h"
 #include "tuner/search/priority.h"
 #include "tuner/search/search.h"
@@ -337,6 +338,84 @@ bool Tuner::fits(const std::string& knob, const std::string& value, bool fresh) 
   }
   defer(knob, value, need, in_process);  // the binding reserve: what the message says the end needed
   return false;
+}
+
+}  // namespace tb::engine::search
+
+namespace tb::engine::search {
+
+// One pass: every knob the search has a trial for now, in the order it ranks them, each tried once, with the
+// finals as if every one of them were kept (the most the end can need for them). A tune that knows this after
+// its noise floor can say up front what its budget buys, and --budget auto can buy exactly that.
+void Tuner::plan_pass() {
+  PassPlan p;
+  std::vector<std::string> ready;
+  for (const auto& id : order_)
+    if ((!knobs_[id].info.process_scope || all_fresh()) && eligible(knobs_[id], false) && !next_changes(id).empty())
+      ready.push_back(id);
+  p.knobs = by_priority(ready);
+  for (const auto& id : p.knobs)
+    p.trial_s.push_back(trial_cost_s(id) * static_cast<double>(next_changes(id).size()));
+  p.spent_s = elapsed();
+  // The finals' reserve with `kept` more knobs kept: one more arm each (with one kept, "final without it" is the
+  // baseline arm), on top of what the end needs now; the first kept change brings the fresh-process headline
+  // (its minimum, `rounds` pairs) when the windows run under another allocator than the user's: a GPU tune held
+  // ~150 s back for it from its first kept knob, and a pass planned without it tried half its knobs.
+  const double now = reserve_s();
+  const bool fresh_needed =
+      current_ == baseline_ && measured_under_other_allocator() && !all_fresh() && !no_fresh_processes_;
+  double fresh = fresh_needed ? kReserveMargin * budget_.alternation_s(planned_fresh_arms(), o_.rounds, true) : 0.0;
+  auto reserve = [&](int kept) {
+    const int arms = kept == 0 ? 1 : kept == 1 ? 2 : 2 + kept;
+    return now + (kept > 0 ? fresh : 0.0) +
+           kReserveMargin * budget_.alternation_s(arms - final_arms(), o_.rounds, false);
+  };
+  double trials = 0;
+  for (double s : p.trial_s) trials += s;
+  const int k = static_cast<int>(p.knobs.size());
+  p.reserve_s = reserve(k);
+  p.pass_s = p.spent_s + trials + p.reserve_s;
+  // A headline that would take more than its share of the budget is measured in this process (fresh_final_planned).
+  if (fresh > 0 && fresh > o_.max_fresh_share * (o_.budget_auto ? p.pass_s : budget_.total())) {
+    fresh = 0;
+    p.reserve_s = reserve(k);
+    p.pass_s = p.spent_s + trials + p.reserve_s;
+  }
+  if (o_.budget_auto) {
+    const double want = std::ceil(p.pass_s);
+    const double b = std::clamp(want, client::inputs::kBudgetMinS, client::inputs::kBudgetMaxS);
+    p.auto_budget = true;
+    p.clamped = b != want;
+    o_.budget_s = b;
+    budget_.set_total(b);
+    res_.budget_s = b;
+  }
+  double cum = p.spent_s;
+  while (p.fit < k && cum + p.trial_s[p.fit] + reserve(p.fit + 1) <= budget_.total()) cum += p.trial_s[p.fit++];
+  const std::string knobs = std::to_string(k) + (k == 1 ? " knob" : " knobs");
+  if (p.auto_budget) {
+    p.line = "budget auto: " + fmt(o_.budget_s, 0) + " s (one pass over " + knobs +
+             ", finals included; ladder climbs and extra pairs come on top)";
+    if (p.clamped)
+      p.line += "; clamped to " + fmt(client::inputs::kBudgetMinS, 0) + ".." + fmt(client::inputs::kBudgetMaxS, 0) +
+                " s from ~" + fmt(p.pass_s, 0) + " s";
+  } else {
+    p.line = "~" + fmt(p.pass_s, 0) + " s to try each of the " + knobs + " once, finals included";
+  }
+  p.line += " (calibration and noise floor " + fmt(p.spent_s, 0) + " s, trials " + fmt(trials, 0) + " s, finals " +
+            fmt(p.reserve_s, 0) + " s)";
+  if (!p.auto_budget || p.fit < k) {
+    std::string first;
+    for (int i = 0; i < p.fit; ++i) first += (i ? ", " : "") + p.knobs[i];
+    // One trial each: a ladder's next rungs, revisits and extra pairs spend from the same budget (a GPU profile's
+    // tune at 300 s, planned whole, still deferred 2 of 15), so a budget that covers the pass says only that.
+    p.line += p.fit == k   ? "; " + fmt(o_.budget_s, 0) + " s covers that pass (ladder climbs and extra pairs come on top)"
+              : p.fit == 0 ? "; with " + fmt(o_.budget_s, 0) + " s none of them"
+                           : "; with " + fmt(o_.budget_s, 0) + " s the " + std::to_string(p.fit) +
+                                 " with the highest expected gain (" + first + ")";
+  }
+  progress(phase_, p.line);
+  res_.plan = std::move(p);
 }
 
 }  // namespace tb::engine::search

@@ -86,6 +86,8 @@ void Tuner::search() {
     for (const auto& v : k.applicability.unavailable_values)
       res_.skipped.push_back({id, v, k.applicability.reason.empty() ? "unavailable here" : k.applicability.reason});
   }
+  // Here, not after the noise floor: its look at each knob's next trial is the loop's first, side effects and all.
+  plan_pass();
   for (;;) {
     std::vector<std::string> ready;
     for (const auto& id : order_) {

@@ -1,0 +1,85 @@
+// What one pass over every applicable knob costs (TuneResult::plan, issue 88) and --budget auto, on the
+// simulated toy world: deterministic per seed, no timing asserted.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+#include "client/inputs.h"
+#include "engine/tuner.h"
+#include "tuner/workloads/sim_workload.h"
+
+using tb::engine::TuneOptions;
+using tb::engine::TuneResult;
+
+namespace {
+TuneResult tune(double budget_s, bool automatic = false, uint64_t seed = 1) {
+  tb::engine::SimulatedWorkload w(seed);
+  TuneOptions o;
+  o.budget_s = budget_s;
+  o.budget_auto = automatic;
+  return tb::engine::run_tune(w, o);
+}
+}  // namespace
+
+TEST(TunerPass, ThePassIsItsTrialsTheReserveAndWhatWasSpent) {
+  const TuneResult r = tune(300);
+  ASSERT_TRUE(r.plan);
+  const auto& p = *r.plan;
+  ASSERT_FALSE(p.knobs.empty());
+  ASSERT_EQ(p.knobs.size(), p.trial_s.size());
+  const double trials = std::accumulate(p.trial_s.begin(), p.trial_s.end(), 0.0);
+  EXPECT_NEAR(p.pass_s, p.spent_s + trials + p.reserve_s, 1e-9);
+  EXPECT_GT(p.spent_s, 0);  // the calibration and the noise floor ran first
+  EXPECT_GT(p.reserve_s, 0);
+  EXPECT_NE(p.line.find("to try each of the " + std::to_string(p.knobs.size()) + " knobs once"), std::string::npos)
+      << p.line;
+  EXPECT_FALSE(p.auto_budget);
+  EXPECT_DOUBLE_EQ(r.budget_s, 300);
+}
+
+TEST(TunerPass, ATighterBudgetFitsTheFirstKnobsInPriorityOrder) {
+  const TuneResult wide = tune(300);
+  ASSERT_TRUE(wide.plan);
+  // Below the pass (the same seed calibrates alike): fewer fit, and they are the first of the pass's order.
+  const TuneResult tight = tune(std::floor(wide.plan->pass_s * 0.7));
+  ASSERT_TRUE(tight.plan);
+  const auto& p = *tight.plan;
+  EXPECT_LT(p.fit, static_cast<int>(p.knobs.size())) << p.line;
+  EXPECT_GT(p.fit, 0) << p.line;
+  // The fitted ones fit and one more would not: the budget's sum, in the pass's order.
+  const double reserve_all = p.reserve_s;  // with every knob kept: at least the reserve of the first `fit`
+  double first = p.spent_s;
+  for (int i = 0; i < p.fit; ++i) first += p.trial_s[i];
+  EXPECT_LE(first, tight.budget_s);
+  EXPECT_GT(first + p.trial_s[p.fit], tight.budget_s - reserve_all);
+  EXPECT_NE(p.line.find("the " + std::to_string(p.fit) + " with the highest expected gain (" + p.knobs[0]),
+            std::string::npos)
+      << p.line;
+}
+
+TEST(TunerPass, BudgetAutoBuysOnePassAndTriesEveryKnobOfIt) {
+  const TuneResult r = tune(tb::client::inputs::kBudgetDefaultS, true);
+  ASSERT_TRUE(r.plan);
+  const auto& p = *r.plan;
+  EXPECT_TRUE(p.auto_budget);
+  EXPECT_FALSE(p.clamped);
+  EXPECT_DOUBLE_EQ(r.budget_s, std::ceil(p.pass_s));
+  EXPECT_EQ(p.fit, static_cast<int>(p.knobs.size()));
+  EXPECT_EQ(p.line.rfind("budget auto: ", 0), 0u) << p.line;
+  std::set<std::string> tried;
+  for (const auto& t : r.trials) tried.insert(t.knob);
+  for (const auto& k : p.knobs) EXPECT_TRUE(tried.count(k)) << k << " was not tried: " << r.ended;
+}
+
+TEST(TunerPass, BudgetAutoIsParsedBesideSeconds) {
+  const auto a = tb::client::inputs::parse_tune_budget_or_auto("auto");
+  ASSERT_TRUE(a);
+  EXPECT_FALSE(a->has_value());
+  const auto n = tb::client::inputs::parse_tune_budget_or_auto("90");
+  ASSERT_TRUE(n);
+  EXPECT_DOUBLE_EQ(n->value(), 90);
+  EXPECT_FALSE(tb::client::inputs::parse_tune_budget_or_auto("5"));
+  EXPECT_FALSE(tb::client::inputs::parse_tune_budget_or_auto("Auto"));
+}
