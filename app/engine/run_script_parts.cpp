@@ -46,8 +46,7 @@ std::vector<prof::LaneStep> lane_steps(const std::vector<engine::StepRecord>& re
       s.backward_ns = ns("backward_ns");
       s.optim_ns = ns("optim_ns");
     }
-    s.traced = std::any_of(traced.begin(), traced.end(),
-                           [&](const auto& t) { return r.index >= t.first && r.index <= t.second; });
+    s.traced = engine::in_traced(r.index, traced);
     s.warmup = r.warmup;
     s.skipped = r.skipped;
     s.host_rss = r.memory.host_rss_bytes;
@@ -95,9 +94,7 @@ std::vector<engine::StepRecord> untraced_figures(const std::vector<engine::StepR
   if (traced.empty()) return records;
   std::vector<engine::StepRecord> untraced;
   for (const auto& r : records)
-    if (std::none_of(traced.begin(), traced.end(),
-                     [&](const auto& t) { return r.index >= t.first && r.index <= t.second; }))
-      untraced.push_back(r);
+    if (!engine::in_traced(r.index, traced)) untraced.push_back(r);
   if (measured_steps_of(untraced) < 10) return records;
   left_out = records.size() - untraced.size();
   return untraced;

@@ -149,9 +149,7 @@ nlohmann::json tracing_cost_json(const std::vector<StepRecord>& steps,
   std::vector<double> ms[2];
   for (const auto& r : steps) {
     if (r.warmup || r.wall_ns <= 0) continue;
-    const bool in = std::any_of(traced.begin(), traced.end(),
-                                [&](const auto& t) { return r.index >= t.first && r.index <= t.second; });
-    ms[in].push_back(double(r.wall_ns) * 1e-6);
+    ms[in_traced(r.index, traced)].push_back(double(r.wall_ns) * 1e-6);
   }
   if (ms[0].size() < 5 || ms[1].size() < 5) return nullptr;
   // Each side's typical step, per step, not per sample (a script whose batch cannot be told counts no

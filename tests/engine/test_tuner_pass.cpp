@@ -1,5 +1,5 @@
-// What one pass over every applicable knob costs (TuneResult::plan, issue 88) and --budget auto, on the
-// simulated toy world: deterministic per seed, no timing asserted.
+// What one pass over every applicable knob costs (TuneResult::plan; docs/tuning.md "The budget") and
+// --budget auto, on the simulated toy world: deterministic per seed, no timing asserted.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -3,6 +3,8 @@
 // and done messages and the tuner, so a figure is computed one way wherever it appears.
 #pragma once
 
+#include <algorithm>
+
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -45,7 +47,14 @@ inline constexpr int kVerdictWindow = 10;
 // over the windows. `load` may be unreadable.
 nlohmann::json throughput_json(const std::vector<StepRecord>& steps, const measure::SystemLoad& load = {});
 
-// Tracing's own cost, where a run's first measured steps ran untraced (run --script --trace): the measured
+// Whether step `index` ran inside one of a script's trace chunks (`traced`: each chunk's first and last step).
+inline bool in_traced(int64_t index, const std::vector<std::pair<int64_t, int64_t>>& traced) {
+  return std::any_of(traced.begin(), traced.end(),
+                     [&](const auto& t) { return index >= t.first && index <= t.second; });
+}
+
+// Tracing's own cost, where some measured steps ran untraced (run --script --trace: a run's first ones, or
+// those between sampled chunks): the measured
 // steps inside the traced step ranges `traced` (first, last) against those outside them, each side's typical
 // step time (the mean without its slowest tenth). `traced_speed` is the untraced step time over the traced one (0.52: tracing halved the speed).
 // Null when either side has fewer than 5 measured steps.
