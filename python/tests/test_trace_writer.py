@@ -34,12 +34,12 @@ class ChunkWriterTest(unittest.TestCase):
         x = torch.ones(4)
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
             base_us = time.monotonic_ns() // 1000
-            mark_ns = tracing.clock_mark()
+            clock = tracing.clock_mark()
             for k in range(3):
                 with torch.autograd.profiler.record_function("tunebench.span#%d" % (k + 1)):
                     for _ in range(400):
                         x = x + 1
-        return trace_writer.Chunk(prof, os.path.join(self.dir.name, name), {1: 0, 2: 1, 3: 2}, base_us, mark_ns)
+        return trace_writer.Chunk(prof, os.path.join(self.dir.name, name), {1: 0, 2: 1, 3: 2}, base_us, clock)
 
     def writer(self, mode):
         from tunebench.trace import writer as trace_writer
@@ -105,7 +105,7 @@ class TraceChunkTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         # Kineto saves a session once: its two exports are kept, and each test makes its chunk from a copy.
-        prof, cls.base_us, cls.mark_ns, cls.probes = cls.session()
+        prof, cls.base_us, cls.clock, cls.probes = cls.session()
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "chunk.json")
             prof.export_chrome_trace(path)
@@ -130,7 +130,7 @@ class TraceChunkTest(unittest.TestCase):
 
     @staticmethod
     def session():
-        """(profile, base_us, mark_ns, probes): probes are Pause records of monotonic brackets around the
+        """(profile, base_us, clock, probes): probes are Pause records of monotonic brackets around the
         start of a `probe#k` range, spread over a second of the session (the TSC conversion could drift)."""
         import torch
         from tunebench.trace import tracer as tracing
@@ -138,7 +138,7 @@ class TraceChunkTest(unittest.TestCase):
         probes = []
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
             base_us = time.monotonic_ns() // 1000
-            mark_ns = tracing.clock_mark()
+            clock = tracing.clock_mark()
             for k in range(4):
                 with torch.autograd.profiler.record_function("tunebench.span#%d" % (k + 1)):
                     torch.randn(64, 64) @ torch.randn(64, 64)
@@ -147,12 +147,12 @@ class TraceChunkTest(unittest.TestCase):
                 with torch.autograd.profiler.record_function("probe#%d" % k):
                     b = time.monotonic_ns()
                 probes.append(Pause(a, b, "probe#%d" % k, 0))
-        return prof, base_us, mark_ns, probes
+        return prof, base_us, clock, probes
 
-    def finished(self, path, base_us, mark_ns, probes):
+    def finished(self, path, base_us, clock, probes):
         """The chunk made final with the probes drawn as pauses, and a step's memory at each probe's start."""
         from tunebench.trace.chunk import finish_chunk
-        drawn = finish_chunk(path, {1: 0, 2: 1, 4: 2}, base_us, mark_ns, probes, 2, self.memory(probes))
+        drawn = finish_chunk(path, {1: 0, 2: 1, 4: 2}, base_us, clock, probes, 2, self.memory(probes))
         self.assertEqual(drawn, len(probes))
         with open(path) as f:
             return json.load(f)
@@ -193,22 +193,51 @@ class TraceChunkTest(unittest.TestCase):
         self.assertEqual(doc["tunebench_run"], "script")
 
     def test_pauses_are_drawn_on_the_chunks_clock(self):
-        base_us, mark_ns, probes = self.base_us, self.mark_ns, self.probes
+        base_us, clock, probes = self.base_us, self.clock, self.probes
         kineto = self.export("kineto.json")
-        self.check_clock(self.finished(kineto, base_us, mark_ns, probes), probes)
+        self.check_clock(self.finished(kineto, base_us, clock, probes), probes)
         legacy = self.export("legacy.json", legacy=True)
         with open(legacy) as f:
             self.assertIsInstance(json.load(f), list)
-        doc = self.finished(legacy, base_us, mark_ns, probes)
+        doc = self.finished(legacy, base_us, clock, probes)
         self.check_clock(doc, probes)
         # The legacy events moved onto the monotonic clock (they counted from the session's start).
         first = min(e["ts"] for e in doc["traceEvents"] if e.get("cat") != "tunebench")
         self.assertLess(abs(first - base_us), 5e5)
 
+    def test_a_marker_taken_again_is_the_one_read(self):
+        """Every marker's bracket counted too wide: the tracer enters it CLOCK_TRIES times under numbered names
+        and keeps the narrowest; the chunk's clock is that one's, whichever of the two passes reads it."""
+        from tunebench.trace import chunk as trace_chunk, tracer as tracing
+        wide = tracing.CLOCK_BRACKET_NS
+        tracing.CLOCK_BRACKET_NS = -1
+        try:
+            prof, base_us, clock, probes = self.session()
+        finally:
+            tracing.CLOCK_BRACKET_NS = wide
+        path = os.path.join(self.dir.name, "kineto.json")
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            names = [e.get("name") for e in json.load(f)["traceEvents"]]
+        tries = [trace_chunk.clock_mark_name(k) for k in range(tracing.CLOCK_TRIES)]
+        self.assertEqual([n for n in names if str(n).startswith(trace_chunk.CLOCK_MARK)], tries)
+        self.assertIn(clock.name, tries)
+        with open(path) as f:
+            legacy_text = f.read()
+        for doc in (self.finished(path, base_us, clock, probes), None):
+            if doc is None:  # the same chunk through json (a layout the text pass does not take)
+                with open(path, "w") as f:
+                    f.write(" " * 5000 + legacy_text)
+                doc = self.finished(path, base_us, clock, probes)
+            mark = next(e for e in doc["traceEvents"] if e.get("name") == clock.name)
+            self.assertAlmostEqual(float(doc["tunebench_clock_offset_us"]), mark["ts"] - clock.ns / 1000.0,
+                                   delta=0.01)
+            self.check_clock(doc, probes)
+
     def test_a_python_frame_named_with_bare_quotes_is_escaped(self):
         """Kineto writes a Python frame's name unescaped; a module imported inside a chunk recorded with stacks
         is named by its first line, a docstring's three quotes, and the chunk stopped parsing."""
-        base_us, mark_ns, probes = self.base_us, self.mark_ns, self.probes
+        base_us, clock, probes = self.base_us, self.clock, self.probes
         path = self.export("kineto.json")
         with open(path) as f:
             text = f.read()
@@ -220,14 +249,14 @@ class TraceChunkTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             with open(path) as f:
                 json.load(f)
-        doc = self.finished(path, base_us, mark_ns, probes)
+        doc = self.finished(path, base_us, clock, probes)
         names = [e["name"] for e in doc["traceEvents"] if e.get("cat") == "python_function"]
         self.assertEqual(names, ['PIL/ImageFile.py(0): """'])
         self.check_clock(doc, probes)
 
     def test_the_text_rewrite_keeps_every_other_event_whatever_its_blocks(self):
         from tunebench.trace import chunk as trace_chunk
-        base_us, mark_ns, probes = self.base_us, self.mark_ns, self.probes
+        base_us, clock, probes = self.base_us, self.clock, self.probes
         path = self.export("kineto.json")
         original = self.kineto
         expected = json.loads(original)
@@ -236,17 +265,19 @@ class TraceChunkTest(unittest.TestCase):
             if isinstance(n, str) and n.startswith("tunebench.span#"):
                 step = {1: 0, 2: 1, 4: 2}.get(int(n.split("#")[1]))
                 e["name"] = "## outside training ##" if step is None else "ProfilerStep#%d" % step
-        doc = self.finished(path, base_us, mark_ns, probes)
+        doc = self.finished(path, base_us, clock, probes)
         ours = [e for e in doc["traceEvents"] if e.get("cat") == "tunebench" or e.get("ph") == "C"]
         self.assertEqual(len(ours), 5 * len(probes))
         self.assertEqual([e for e in doc["traceEvents"] if e.get("cat") != "tunebench" and e.get("ph") != "C"],
                          expected["traceEvents"])
         self.assertEqual({k: v for k, v in doc.items()
-                          if k not in ("traceEvents", "cpu_cores", "tunebench_run", "tunebench_clock_offset_us")},
+                          if k not in ("traceEvents", "cpu_cores", "tunebench_run", "tunebench_clock_offset_us",
+                                       "tunebench_clock_bracket_us")},
                          {k: v for k, v in expected.items() if k != "traceEvents"})
         # The monotonic clock's offset to the chunk's (the loader's lanes are placed by it): the marker's own.
-        mark = next(e for e in doc["traceEvents"] if e.get("name") == trace_chunk.CLOCK_MARK)
-        self.assertAlmostEqual(float(doc["tunebench_clock_offset_us"]), mark["ts"] - mark_ns / 1000.0, delta=0.01)
+        mark = next(e for e in doc["traceEvents"] if e.get("name") == clock.name)
+        self.assertAlmostEqual(float(doc["tunebench_clock_offset_us"]), mark["ts"] - clock.ns / 1000.0, delta=0.01)
+        self.assertAlmostEqual(float(doc["tunebench_clock_bracket_us"]), clock.bracket_ns / 1000.0, delta=0.01)
         with open(path, "rb") as f:
             whole = f.read()
         block = trace_chunk._BLOCK
@@ -254,7 +285,7 @@ class TraceChunkTest(unittest.TestCase):
             trace_chunk._BLOCK = 61  # names, the marker and the header cut across blocks
             with open(path, "wb") as f:
                 f.write(original)
-            self.finished(path, base_us, mark_ns, probes)
+            self.finished(path, base_us, clock, probes)
         finally:
             trace_chunk._BLOCK = block
         with open(path, "rb") as f:

@@ -12,8 +12,10 @@ layout the text pass does not recognise go through json.load.
 Kineto's `ts` is not time.monotonic_ns(): on torch 2.11 it is CLOCK_REALTIME in µs less the document's
 baseTimeNanoseconds (converted from the TSC), and the legacy export counts from the profiler's start. So no
 clock is assumed: each session enters a `TuneBench: clock` range right after it starts, with monotonic time
-read just before (tracing.clock_mark), and the marker's `ts` in the exported chunk gives the offset between
-the two clocks (and the pid and tid under which Kineto writes the training thread)."""
+read just before (tracer.clock_mark), and the marker's `ts` in the exported chunk gives the offset between
+the two clocks (and the pid and tid under which Kineto writes the training thread). A marker whose reading was
+far from its stamp (the thread descheduled between them) is entered again as `TuneBench: clock #2`, `#3`, ...:
+the ClockMark names the one to read."""
 
 import collections
 import json
@@ -42,11 +44,18 @@ MEMORY_COUNTERS = (("host_rss", "memory: host RSS"), ("device_allocated", "memor
 # A pause TuneBench made on the training thread (monotonic ns). Inside t0..t1: writer_wait_ns waiting for the
 # writer to have room, save_ns saving the chunk in place, fork_ns forking its writer (writer.py).
 Pause = collections.namedtuple("Pause", "t0_ns t1_ns what writer_wait_ns save_ns fork_ns", defaults=(0, 0))
+# A session's clock marker: monotonic ns read just before it was entered, its name, and how long from that
+# reading to the enter call's return (the marker's stamp lies in between: the mapping's uncertainty).
+ClockMark = collections.namedtuple("ClockMark", "ns name bracket_ns", defaults=(CLOCK_MARK, 0))
+
+
+def clock_mark_name(attempt):
+    """The clock marker's name at its `attempt`-th entry in a session (0: the first)."""
+    return CLOCK_MARK if attempt == 0 else "%s #%d" % (CLOCK_MARK, attempt + 1)
 
 _BLOCK = 1 << 18       # a regular expression over 256 KB holds the GIL well under a millisecond
 _HEAD_MAX = 16 << 20   # the object form's header (device properties, distributed info) is a few KB
 _SPAN_RE = re.compile(rb'"' + re.escape(SPAN.encode()) + rb'(\d+)"')
-_MARK_RE = re.compile(rb'"name"\s*:\s*"' + re.escape(CLOCK_MARK.encode()) + rb'"')
 _FIELD_RE = re.compile(rb'"(pid|tid|ts)"\s*:\s*("(?:[^"\\]|\\.)*"|-?[0-9][0-9.eE+-]*)')
 _EVENTS_RE = re.compile(rb'"traceEvents"\s*:\s*\[')
 # A Python frame's name as Kineto writes it, unescaped: a module imported inside a chunk recorded with stacks
@@ -60,20 +69,20 @@ def _escape_name(m):
     return m.group(1) + _BARE_QUOTE_RE.sub(rb'\\"', m.group(2)) + m.group(3)
 
 
-def finish_chunk(path, steps, base_us, mark_ns, pauses, cores, memory=()):
+def finish_chunk(path, steps, base_us, clock, pauses, cores, memory=()):
     """Rewrites the chunk at `path` in place (a new file moved over it: a reader never sees half of it).
     steps: span serial -> step number (the other spans are outside training); base_us: monotonic µs at the
-    session's start (the legacy export counts from there); mark_ns: monotonic ns of the clock marker (None:
-    none was entered); pauses: Pause records to draw; memory: (a step's end, monotonic ns; its `memory`
+    session's start (the legacy export counts from there); clock: the session's ClockMark (None: none was
+    entered); pauses: Pause records to draw; memory: (a step's end, monotonic ns; its `memory`
     object) for each step, drawn as counters. Returns the number of pauses drawn (0 when the chunk holds no
     marker to place them, or the counters, by)."""
     with open(path, "rb") as f:
         first = f.read(4096).lstrip()[:1]
     if first == b"{":
-        drawn = _finish_object_text(path, steps, mark_ns, pauses, cores, memory)
+        drawn = _finish_object_text(path, steps, clock, pauses, cores, memory)
         if drawn is not None:
             return drawn
-    return _finish_json(path, steps, base_us, mark_ns, pauses, cores, memory)
+    return _finish_json(path, steps, base_us, clock, pauses, cores, memory)
 
 
 def _to_chunk_us(mark, mark_ns):
@@ -102,20 +111,22 @@ def memory_events(memory, mark, mark_ns):
             for end_ns, m in memory for key, name in MEMORY_COUNTERS if key in m]
 
 
-def _drawn(mark, mark_ns, pauses, memory):
+def _drawn(mark, clock, pauses, memory):
     """Our events for the chunk: its pauses, then its memory counters ([] without a marker to place them)."""
-    if mark is None or mark_ns is None:
+    if mark is None or clock is None:
         return []
-    return pause_events(pauses, mark, mark_ns) + memory_events(memory, mark, mark_ns)
+    return pause_events(pauses, mark, clock.ns) + memory_events(memory, mark, clock.ns)
 
 
-def _top_fields(cores, mark=None, mark_ns=None):
+def _top_fields(cores, mark=None, clock=None):
     """The chunk's own fields. With its clock marker: the monotonic clock's offset to the chunk's (µs, a text
     as the trace reader keeps top fields), which puts the loader's lanes, recorded on the monotonic clock
-    (hooks/loader_lanes.py), on the chunks' when the trace is merged (it is the same for every chunk)."""
+    (hooks/loader_lanes.py), on the chunks' when the trace is merged (it is the same for every chunk), and
+    how far that offset may be off (the marker's bracket: a stamp late by up to as much)."""
     fields = {"cpu_cores": str(cores), "tunebench_run": RUN_KIND}
-    if mark is not None and mark_ns is not None:
-        fields["tunebench_clock_offset_us"] = "%.3f" % (mark[2] - mark_ns / 1000.0)
+    if mark is not None and clock is not None:
+        fields["tunebench_clock_offset_us"] = "%.3f" % (mark[2] - clock.ns / 1000.0)
+        fields["tunebench_clock_bracket_us"] = "%.3f" % (clock.bracket_ns / 1000.0)
     return fields
 
 
@@ -128,15 +139,16 @@ def _step_name(steps, serial):
 
 
 # --- Kineto's object form, as text ---------------------------------------------------------------------------
-def _find_mark(path):
-    """(pid, tid, ts) of the clock marker's event, or None. Kineto writes an event's fields before its args,
+def _find_mark(path, name):
+    """(pid, tid, ts) of the clock marker named `name`, or None. Kineto writes an event's fields before its args,
     so the marker's own fields lie between the `{` before its name and the next brace after it."""
+    mark_re = re.compile(rb'"name"\s*:\s*"' + re.escape(name.encode()) + rb'"')
     with open(path, "rb") as f:
         buf = b""
         while True:
             block = f.read(_BLOCK)
             buf += block
-            m = _MARK_RE.search(buf)
+            m = mark_re.search(buf)
             if m is None:
                 if not block:
                     return None
@@ -157,10 +169,10 @@ def _find_mark(path):
             return fields["pid"], fields["tid"], float(fields["ts"])
 
 
-def _finish_object_text(path, steps, mark_ns, pauses, cores, memory):
+def _finish_object_text(path, steps, clock, pauses, cores, memory):
     """The text pass; None when the layout is not Kineto's (no `"traceEvents": [` in the header)."""
-    mark = _find_mark(path) if mark_ns is not None and (pauses or memory) else None
-    events = _drawn(mark, mark_ns, pauses, memory)
+    mark = _find_mark(path, clock.name) if clock is not None and (pauses or memory) else None
+    events = _drawn(mark, clock, pauses, memory)
 
     def rename(m):
         return b'"' + _step_name(steps, int(m.group(1))).encode() + b'"'
@@ -183,7 +195,7 @@ def _finish_object_text(path, steps, mark_ns, pauses, cores, memory):
             inserted = inserted[:-2]  # an empty event array: no comma after ours
         with open(tmp, "wb") as dst:
             dst.write(head[:brace + 1] + b"".join(json.dumps(k).encode() + b": " + json.dumps(v).encode() + b", "
-                                                  for k, v in _top_fields(cores, mark, mark_ns).items()))
+                                                  for k, v in _top_fields(cores, mark, clock).items()))
             dst.write(head[brace + 1:m.end()] + b"\n" + inserted)
             carry = head[m.end():]
             while True:
@@ -203,7 +215,7 @@ def _finish_object_text(path, steps, mark_ns, pauses, cores, memory):
 
 
 # --- the legacy array, and anything else, through json ------------------------------------------------------
-def _finish_json(path, steps, base_us, mark_ns, pauses, cores, memory):
+def _finish_json(path, steps, base_us, clock, pauses, cores, memory):
     """Also moves the legacy export's events onto the monotonic clock (they count from the session's start),
     so that chunks merged into one trace follow each other instead of all starting at 0. Kineto's object
     form keeps its own absolute times."""
@@ -224,13 +236,13 @@ def _finish_json(path, steps, base_us, mark_ns, pauses, cores, memory):
                 e["name"] = _step_name(steps, int(name[len(SPAN):]))
             except ValueError:
                 pass
-        elif name == CLOCK_MARK and isinstance(e.get("ts"), (int, float)) and mark is None:
+        elif clock is not None and name == clock.name and isinstance(e.get("ts"), (int, float)) and mark is None:
             mark = (e.get("pid"), e.get("tid"), float(e["ts"]))
     if isinstance(doc, list):
         doc = {"traceEvents": events}
-    added = _drawn(mark, mark_ns, pauses, memory)
+    added = _drawn(mark, clock, pauses, memory)
     events.extend(added)
-    doc.update(_top_fields(cores, mark, mark_ns))
+    doc.update(_top_fields(cores, mark, clock))
     tmp = path + TMP_SUFFIX
     with open(tmp, "w") as f:
         json.dump(doc, f)

@@ -49,13 +49,13 @@ LANES_AFTER_NS = 2 * loader_lanes.WRITE_EVERY_NS
 class Chunk:
     """A stopped session on its way to its file."""
 
-    def __init__(self, prof, path, steps, base_us, mark_ns, memory=()):
+    def __init__(self, prof, path, steps, base_us, clock, memory=()):
         self.prof = prof
         self.path = path
         self.steps = steps          # span serial -> step number
         self.stop_ns = 0            # how long its session took to stop: its save takes a part of that
         self.base_us = base_us
-        self.mark_ns = mark_ns
+        self.clock = clock          # trace_chunk.ClockMark of its session (None: none entered)
         self.memory = memory        # (end ns, memory object) of its steps: drawn as counters
         self.first_step = min(steps.values())
         self.last_step = max(steps.values())
@@ -192,7 +192,7 @@ class ChunkWriter:
 
     def _export(self, chunk, pauses):
         self._save(chunk)
-        trace_chunk.finish_chunk(chunk.path, chunk.steps, chunk.base_us, chunk.mark_ns, pauses,
+        trace_chunk.finish_chunk(chunk.path, chunk.steps, chunk.base_us, chunk.clock, pauses,
                                  os.cpu_count() or 1, chunk.memory)
 
     def _save(self, chunk):
@@ -252,7 +252,7 @@ class ChunkWriter:
                 self._save(chunk)
                 chunk.prof = None
             pauses = self._seal(chunk)
-            trace_chunk.finish_chunk(chunk.path, chunk.steps, chunk.base_us, chunk.mark_ns, pauses,
+            trace_chunk.finish_chunk(chunk.path, chunk.steps, chunk.base_us, chunk.clock, pauses,
                                      os.cpu_count() or 1, chunk.memory)
         except Exception as e:  # a failed save or rewrite loses a chunk, not the run
             self._remove(chunk)
