@@ -36,6 +36,9 @@ const char* to_string(FindingKind k) {
     case FindingKind::MemoryGrowth: return "memory_growth";
     case FindingKind::OutsideTraining: return "outside_training";
     case FindingKind::StepTimeDrift: return "step_time_drift";
+    case FindingKind::CompileTime: return "compile_time";
+    case FindingKind::Recompiles: return "recompiles";
+    case FindingKind::GraphBreak: return "graph_break";
   }
   return "?";
 }
@@ -396,7 +399,10 @@ void pass_findings(State& s) {
 
 // What the step lane's timings show (a script's every step; a sampled trace records few): after the detailed
 // findings, whose kinds it does not repeat.
-void pass_lane(State& s) { detail::add_lane_findings(s.trace, s.opt, s.r); }
+void pass_lane(State& s) {
+  detail::add_lane_findings(s.trace, s.opt, s.r);
+  detail::add_compile_findings(s.trace, s.r);
+}
 
 // What the trace could not say, and the highlighted intervals capped.
 void pass_notes(State& s) {

@@ -40,7 +40,14 @@ void fit_to_run(const Trace& trace, std::vector<Finding>& findings);
 // The findings from the step lane's timings (analysis_lane.cpp): a loader stall, time outside training, memory
 // climbing, step-time drift, each id ending "_steps"; none of a kind the detailed analysis already found, none
 // from a lane of under 10 measured steps.
+// Steps that compiled (a compile of the compile lane inside them) are left out of those: a one-time cost.
 void add_lane_findings(const Trace& trace, const AnalysisOptions& opt, AnalysisResult& r);
+
+// The findings from the compile lane (analysis_compile.cpp): torch.compile's share of the run, frames compiled
+// again and again with the guard that failed, graph breaks with the user's file:line, failed compiles.
+void add_compile_findings(const Trace& trace, AnalysisResult& r);
+// The compile lane's compiles (its depth-0 ranges), in time order.
+std::vector<Interval> compile_intervals(const Trace& trace);
 
 // Notes on the idle split: cross-stream waits and the launch gaps with no host time recorded (said here so
 // every report shows them), how much idle time has no named cause, and a trace that holds only part of the

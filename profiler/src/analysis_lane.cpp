@@ -49,8 +49,17 @@ int64_t measured_from(const Trace& trace) {
   return end == it->second.c_str() ? INT64_MIN : v;
 }
 
+// Whether [a, b] overlaps one of the compiles (in time order).
+bool compiled_in(const std::vector<Interval>& compiles, int64_t a, int64_t b) {
+  auto it = std::lower_bound(compiles.begin(), compiles.end(), a,
+                             [](const Interval& c, int64_t t) { return c.t1 <= t; });
+  return it != compiles.end() && it->t0 < b;
+}
+
 void read_row(const Trace& trace, const Track& t, LaneView& v) {
   const int64_t from = measured_from(trace);
+  std::vector<Interval> compiles = compile_intervals(trace);
+  std::sort(compiles.begin(), compiles.end(), [](const Interval& a, const Interval& b) { return a.t1 < b.t1; });
   LaneStepView* cur = nullptr;
   for (const Event& e : t.events()) {
     if (e.kind != EventKind::Range) continue;
@@ -58,6 +67,7 @@ void read_row(const Trace& trace, const Track& t, LaneView& v) {
     if (n == names::kLaneStep) {
       cur = nullptr;
       if (e.arg != kNoArg && e.arg < from) continue;  // warm-up
+      if (compiled_in(compiles, e.start_ns, e.end_ns)) continue;  // compiled: a one-time cost, not the step's
       v.steps.push_back({e.arg, e.start_ns, e.end_ns, 0, {}, e.detail != kNoName && trace.name(e.detail) == names::kLaneDetailed});
       cur = &v.steps.back();
     } else if (n == names::kLaneDataWait && cur && e.start_ns >= cur->start && e.end_ns <= cur->end) {

@@ -347,7 +347,8 @@ std::unique_ptr<Trace> ChunkMerger::take() {
 
 Result<std::unique_ptr<Trace>> merge_script_chunks(const std::vector<std::string>& chunks,
                                                    std::span<const LaneStep> steps,
-                                                   std::span<const LaneOutside> outside) {
+                                                   std::span<const LaneOutside> outside,
+                                                   std::span<const LaneCompile> compiles) {
   if (chunks.empty()) return Error{"the script wrote no trace chunk (no step was traced)"};
   ChunkMerger merger;
   for (const auto& c : chunks) {
@@ -359,8 +360,10 @@ Result<std::unique_ptr<Trace>> merge_script_chunks(const std::vector<std::string
   merged->meta().extra.erase("tunebench_clock_offset_us");
   merged->meta().extra["tunebench_run"] = "script";
   // After the merge: the lane's pseudo-process is no chunk's, and its times need the offset the chunks state.
-  if (const auto offset = merger.offset_ns(); offset && (!steps.empty() || !outside.empty()))
+  if (const auto offset = merger.offset_ns(); offset && (!steps.empty() || !outside.empty() || !compiles.empty())) {
     add_step_lane(*merged, steps, outside, *offset);
+    add_compile_lane(*merged, compiles, *offset);
+  }
   merged->finalize();
   return merged;
 }

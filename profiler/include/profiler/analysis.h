@@ -183,6 +183,9 @@ enum class FindingKind {
   MemoryGrowth,         // the step's peak memory rises window after window (a tensor kept across steps)
   OutsideTraining,      // the step lane: much of the run passed between the steps (validation, checkpoints)
   StepTimeDrift,        // the step lane: the late steps take longer than the early ones
+  CompileTime,          // the compile lane: torch.compile took a large share of the run (or a compile failed)
+  Recompiles,           // the compile lane: a frame compiled again and again (a guard failing)
+  GraphBreak,           // the compile lane: the compiled code stops at a line of the user's and Python runs on
 };
 const char* to_string(FindingKind k);
 

@@ -39,4 +39,9 @@ inline constexpr const char* kLaneBackward = "backward pass";
 inline constexpr const char* kLaneOptimizer = "optimizer update";
 inline constexpr const char* kLaneOutside = "outside training";  // detail: "evaluation", "checkpoint" or "other"
 inline constexpr const char* kLaneDetailed = "detailed";          // a lane step's detail when it was traced
+// The compile lane (profiler/compile_lane.h), on the same pseudo-process.
+inline constexpr const char* kLaneCompile = "torch.compile";      // arg: the frame's compile index; detail: frame
+inline constexpr const char* kLaneRecompile = "recompile";        // detail: the guard that failed
+inline constexpr const char* kLaneGraphBreak = "graph break";     // arg: line; detail: file, newline, reason
+inline constexpr const char* kLaneCompileFailed = "compile failed";  // detail: why
 }  // namespace tb::prof::names

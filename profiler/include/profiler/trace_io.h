@@ -31,6 +31,7 @@
 
 #include "profiler/analysis.h"
 #include "profiler/result.h"
+#include "profiler/compile_lane.h"
 #include "profiler/step_lane.h"
 #include "profiler/trace.h"
 
@@ -90,11 +91,13 @@ class ChunkMerger {
 
 // A script's torch.profiler chunks (the launcher's, in order; its loader lanes among them) as one finalized
 // trace of the run, marked as a script's (the analysis then proposes the launcher's knobs). With `steps` or
-// `outside` (the run's step stream), the step lane (profiler/step_lane.h) is added on the chunks' clock; when
-// no chunk states its clock's offset the lane could not be placed and is left out.
+// `outside` (the run's step stream), the step lane (profiler/step_lane.h) is added on the chunks' clock, and with
+// `compiles` the compile lane (profiler/compile_lane.h); when no chunk states its clock's offset the lanes could
+// not be placed and are left out.
 Result<std::unique_ptr<Trace>> merge_script_chunks(const std::vector<std::string>& chunks,
                                                    std::span<const LaneStep> steps = {},
-                                                   std::span<const LaneOutside> outside = {});
+                                                   std::span<const LaneOutside> outside = {},
+                                                   std::span<const LaneCompile> compiles = {});
 
 // Writes Chrome trace JSON (gzip when the path ends in .gz). Findings become instant events.
 Status write_chrome_trace(const Trace& trace, const std::string& path, const std::vector<Finding>& findings = {});

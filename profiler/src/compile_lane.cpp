@@ -1,0 +1,74 @@
+// The compile lane (profiler/compile_lane.h): torch.compile's compiles of a script's run on a row of the step
+// lane's pseudo-process.
+#include "profiler/compile_lane.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "profiler/range_names.h"
+#include "profiler/step_lane.h"
+
+namespace tb::prof {
+namespace {
+
+Event range(NameId name, int64_t a, int64_t b, int64_t arg, uint32_t detail) {
+  Event e;
+  e.kind = EventKind::Range;
+  e.name = name;
+  e.start_ns = a;
+  e.end_ns = std::max(a, b);
+  e.arg = arg;
+  e.detail = detail;
+  return e;
+}
+
+}  // namespace
+
+int64_t LaneCompile::frame_compile_index() const {
+  const size_t slash = id.find('/');
+  if (slash == std::string::npos) return 0;
+  return std::strtoll(id.c_str() + slash + 1, nullptr, 10);
+}
+
+std::string LaneCompile::frame_label() const {
+  std::string s = frame.empty() ? "a frame" : frame;
+  if (backward) s += " (backward)";
+  if (!file.empty()) s += " at " + file + ":" + std::to_string(line);
+  return s;
+}
+
+std::string compile_phase_title(const std::string& phase) {
+  if (phase == "dynamo") return "Dynamo: bytecode tracing";
+  if (phase == "aot") return "AOT autograd";
+  if (phase == "inductor") return "Inductor";
+  if (phase == "codegen") return "code generation";
+  if (phase == "guards") return "guards";
+  return phase;
+}
+
+void add_compile_lane(Trace& trace, std::span<const LaneCompile> compiles, int64_t offset_ns) {
+  if (compiles.empty()) return;
+  const uint32_t row = trace.track_for(TrackKind::CpuThread, kStepLanePid, kCompileLaneTid, kCompileLaneTrackName);
+  trace.set_track_name(row, kCompileLaneTrackName);
+  trace.set_track_sort_index(row, kStepLaneSortIndex + 2);
+  trace.meta().process_names[kStepLanePid] = kStepLaneProcessName;
+  const NameId box = trace.intern(names::kLaneCompile), recompile = trace.intern(names::kLaneRecompile),
+               broke = trace.intern(names::kLaneGraphBreak), failed = trace.intern(names::kLaneCompileFailed);
+  for (const LaneCompile& c : compiles) {
+    const int64_t start = c.t_ns + offset_ns;
+    const int64_t end = start + std::max<int64_t>(0, c.dur_ns);
+    // The box before what it holds: a phase as long as the compile still nests inside it.
+    trace.add_event(row, range(box, start, end, c.frame_compile_index(), trace.intern(c.frame_label())));
+    for (const LaneCompilePhase& p : c.phases) {
+      const int64_t a = std::clamp(p.t_ns + offset_ns, start, end);
+      const int64_t b = std::clamp(p.t_ns + offset_ns + std::max<int64_t>(0, p.dur_ns), a, end);
+      trace.add_event(row, range(trace.intern(compile_phase_title(p.name)), a, b, kNoArg, kNoName));
+    }
+    if (!c.recompile.empty()) trace.add_event(row, range(recompile, start, start, kNoArg, trace.intern(c.recompile)));
+    for (const LaneGraphBreak& g : c.breaks)
+      trace.add_event(row, range(broke, start, start, g.line, trace.intern(g.file + "\n" + g.reason)));
+    if (!c.failed.empty()) trace.add_event(row, range(failed, start, start, kNoArg, trace.intern(c.failed)));
+  }
+}
+
+}  // namespace tb::prof
