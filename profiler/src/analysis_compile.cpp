@@ -48,7 +48,7 @@ std::string guard_kind(const std::string& reason) {
   std::string s = reason.substr(0, reason.find('\n'));
   if (const size_t at = s.find(". expected "); at != std::string::npos) s.resize(at);
   if (const size_t at = s.find(" == "); at != std::string::npos && s.find("size mismatch") == std::string::npos)
-    s.resize(at + 3), s += "(a value)";
+    s = "the value of " + s.substr(0, at) + " changed";
   while (!s.empty() && s.back() == ' ') s.pop_back();
   return s;
 }
@@ -130,7 +130,7 @@ std::string recompile_advice(const std::string& kind) {
     return "mark that dimension dynamic (torch._dynamo.mark_dynamic(" + tensor + ", " + dim +
            ") before the call) or compile with dynamic=True; or pad to a few fixed lengths";
   }
-  if (kind.find("(a value)") != std::string::npos)
+  if (kind.rfind("the value of ", 0) == 0)
     return "the frame reads a Python number that changes between calls: pass it as a tensor, or keep it out of "
            "the compiled code";
   return "torch._dynamo.explain() and TORCH_LOGS=recompiles show each guard; make what it checks stay the same";
@@ -162,9 +162,10 @@ void compile_time(const CompileView& v, Interval span, std::vector<Finding>& out
               std::to_string(v.order.size()) + " frame" + (v.order.size() == 1 ? "" : "s") + " (" +
               std::to_string(recompiles) + " recompile" + (recompiles == 1 ? "" : "s") +
               (v.backward ? ", " + std::to_string(v.backward) + " backward" : "") + "), " + fmt_pct(share) +
-              " of the run's " + seconds(double(span.length())) +
-              " -> it is paid once per compile, not per step: a longer run pays it back; fewer recompiles (see "
-              "them) cost less; the run at most " + fmt("%.2fx", f.max_speedup) + " shorter";
+              " of the run's " + seconds(double(span.length())) + " (the rest: " +
+              seconds(double(span.length() - std::min(total, span.length()))) +
+              ") -> it is paid once per compile, not per step: a longer run pays it back; fewer recompiles (see "
+              "them) cost less";
   out.push_back(std::move(f));
 }
 

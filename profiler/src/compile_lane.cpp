@@ -31,7 +31,14 @@ int64_t LaneCompile::frame_compile_index() const {
 }
 
 std::string LaneCompile::frame_label() const {
+  // Dynamo names the code after a graph break torch_dynamo_resume_in_<function>_at_<line>.
+  constexpr std::string_view kResume = "torch_dynamo_resume_in_";
   std::string s = frame.empty() ? "a frame" : frame;
+  if (s.rfind(kResume, 0) == 0) {
+    const size_t at = s.rfind("_at_");
+    if (at != std::string::npos && at > kResume.size())
+      s = s.substr(kResume.size(), at - kResume.size()) + " after its graph break";
+  }
   if (backward) s += " (backward)";
   if (!file.empty()) s += " at " + file + ":" + std::to_string(line);
   return s;

@@ -160,6 +160,26 @@ TEST(CompileLaneFindings, NameTheTimeTheFrameCompiledAgainAndTheBreakWithItsLine
   EXPECT_NE(breaks[0]->message.find("capture_scalar_outputs = True"), std::string::npos);
 }
 
+// The code Dynamo resumes after a graph break, recompiled for the Python value it was specialized on (the
+// .item() that broke the graph): named for the user's function, the value's guard without its values.
+TEST(CompileLaneFindings, AResumedFrameIsNamedForItsFunctionAndAValueGuardSaysWhatChanged) {
+  LaneRun r = run(40, {0, 10, 20}, 300'000);
+  for (size_t k = 0; k < r.compiles.size(); ++k) {
+    r.compiles[k].frame = "torch_dynamo_resume_in_forward_at_18";
+    r.compiles[k].line = 18;
+    if (k > 0) r.compiles[k].recompile = "___stack0 == " + std::to_string(2.5 + k) + "  # if h.mean().item() > 10.0:";
+  }
+  EXPECT_EQ(r.compiles[0].frame_label(), "forward after its graph break at /work/train.py:18");
+  const AnalysisResult a = analyze(lane_trace(r));
+  const auto again = of_kind(a, FindingKind::Recompiles);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_NE(again[0]->message.find("forward after its graph break at /work/train.py:18 was compiled 3 times (2 "
+                                   "recompiles, 900.000 ms): the value of ___stack0 changed (2 times) -> the frame reads "
+                                   "a Python number"),
+            std::string::npos)
+      << again[0]->message;
+}
+
 // A frame recompiled at every step of the last quarter: its steps hold the compiles. They are a one-time cost
 // each, which the recompile finding names; the step timings' drift finding does not take them for slow steps.
 TEST(CompileLaneFindings, TheStepsThatCompiledAreNoStepTimingFinding) {
