@@ -219,7 +219,7 @@ class TestMainWindow : public QObject {
     QVERIFY(w.chart()->showsNoData());  // an empty chart says so instead of drawing a made-up axis
     QVERIFY(w.startProcess(tbtest::python(), {tbtest::fakeChild(), "--step-ms", "5"}));
     QVERIFY(waitFor([&] { return w.toggles()->editorFor("workers") && w.run()->record().steps.size() >= 15; }, 15000));
-    QVERIFY(waitFor([&] { return !w.chart()->showsNoData(); }, 3000));
+    QVERIFY(waitFor([&] { return !w.chart()->showsNoData(); }, 30000));
     QVERIFY(!w.toggles()->editorFor("pin_memory")->isEnabled());
     // Findings are safe to click: "Try workers=4" runs here, "Try pin_memory=on" cannot (no CUDA device).
     auto row_of = [&](const QString& knob) {
@@ -265,7 +265,7 @@ class TestMainWindow : public QObject {
     QVERIFY(!cell->findChild<QToolButton*>("revert_0")->isEnabled());
     QSignalSpy fin(w.run(), &RunController::finished);
     w.stopRun();
-    QVERIFY(waitFor([&] { return fin.count() == 1; }, 3000));
+    QVERIFY(waitFor([&] { return fin.count() == 1; }, 30000));
   }
 
   // Auto-tune in the GUI: the dialog's text carries the interval, what to keep, the
@@ -285,7 +285,7 @@ class TestMainWindow : public QObject {
     QVERIFY2(t.detail.contains("Keep: workers=4"), qPrintable(t.detail));
     QVERIFY2(t.detail.contains("Used 17 of 60 s, 9 trials: every applicable knob was tried"), qPrintable(t.detail));
     QVERIFY(waitFor([&] { return measuredSteps(w, 1) >= 15; }, 15000));
-    QVERIFY(waitFor([&] { return w.compare()->comparisons().size() == 1; }, 5000));  // the coalesced refresh
+    QVERIFY(waitFor([&] { return w.compare()->comparisons().size() == 1; }, 30000));  // the coalesced refresh
     const auto& cmp = w.compare()->comparisons();
     QCOMPARE(int(cmp.size()), 1);
     QCOMPARE(cmp[0].change, QString("auto-tune: workers 0 → 4"));
@@ -320,7 +320,7 @@ class TestMainWindow : public QObject {
              qPrintable(in_process.detail));
     QSignalSpy fin(w.run(), &RunController::finished);
     w.stopRun();
-    QVERIFY(waitFor([&] { return fin.count() == 1; }, 3000));
+    QVERIFY(waitFor([&] { return fin.count() == 1; }, 30000));
   }
 
   // Two ranks of a data-parallel job in one trace: a row group per process on the timeline, and the Ranks tab

@@ -79,7 +79,7 @@ class TestMainWindowLive : public QObject {
     QVERIFY(w.lastComparisonHtml().contains("median step"));
     QSignalSpy fin(w.run(), &RunController::finished);
     w.stopRun();
-    QVERIFY(waitFor([&] { return fin.count() == 1; }, 3000));
+    QVERIFY(waitFor([&] { return fin.count() == 1; }, 30000));
   }
 
   // Demo ▸ the dataset: made once by a real make-dataset child (its progress on the bar), then found again.

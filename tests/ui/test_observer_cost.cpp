@@ -107,12 +107,12 @@ class TestObserverCost : public QObject {
     QVERIFY(perf);
     w.run()->record() = stampedRun(0.02, 0.30);
     emit w.run()->step(w.run()->record().steps.back());  // the coalesced refresh reads the record
-    QVERIFY(tbtest::waitFor([&] { return perf->text().contains("step 39"); }, 5000));
+    QVERIFY(tbtest::waitFor([&] { return perf->text().contains("step 39"); }, 30000));
     QVERIFY2(perf->text().contains("window 30% of a core"), qPrintable(perf->text()));
     QVERIFY(perf->toolTip().startsWith("window: 30% of a core"));
     w.run()->record() = stampedRun(0.30, 0.04);  // the current configuration's share counts
     emit w.run()->step(w.run()->record().steps.back());
-    QVERIFY(tbtest::waitFor([&] { return !perf->text().contains("window"); }, 5000));
+    QVERIFY(tbtest::waitFor([&] { return !perf->text().contains("window"); }, 30000));
     QVERIFY(perf->toolTip().isEmpty());
   }
 

@@ -104,7 +104,7 @@ class TestRemoteWindow : public QObject {
     QVERIFY2(w.run()->record().failure.contains("steps received and kept"), qPrintable(w.run()->record().failure));
     QVERIFY2(w.run()->record().failure.startsWith("the connection to tbtest ended"), qPrintable(w.run()->record().failure));
     QVERIFY2(waitFor([&] { return remoteServes().empty(); }, 20000), "the remote serve outlived its connection");
-    QVERIFY(waitFor([&] { return std::filesystem::is_empty(sshd_.remote_tmp()); }, 5000));
+    QVERIFY(waitFor([&] { return std::filesystem::is_empty(sshd_.remote_tmp()); }, 30000));
   }
 
   // Connected to two hosts (this machine twice): Start runs one live group across them, started by
@@ -166,7 +166,7 @@ class TestRemoteWindow : public QObject {
     const QString msg = fin.at(0).at(1).toString();
     QVERIFY2(msg.contains("steps received and kept") && msg.contains("137"), qPrintable(msg));
     QVERIFY(rc.record().steps.size() >= 3);
-    QVERIFY(waitFor([&] { return std::filesystem::is_empty(sshd_.remote_tmp()); }, 5000));
+    QVERIFY(waitFor([&] { return std::filesystem::is_empty(sshd_.remote_tmp()); }, 30000));
   }
 
   void eachConnectionFailureIsOneClearLine() {
