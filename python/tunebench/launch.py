@@ -31,7 +31,8 @@ import traceback
 import torch
 
 from . import __version__, iterations, knobs, machine, memory, patched, script_errors
-from .hooks import children as hooks_children, dataloader as hooks_dataloader, forward as hooks_forward
+from .hooks import children as hooks_children, compile_events, dataloader as hooks_dataloader
+from .hooks import forward as hooks_forward
 from .hooks import loader_parts, loader_receive, optimizer as hooks_optimizer, save as hooks_save, update as hooks_update
 from .protocol import Channel, Inbox, step_line
 from .state import Run, minor_faults
@@ -39,7 +40,7 @@ from .trace.tracer import Tracer
 from .watchdog import Watchdog
 
 _MODEL_KNOBS = ("amp", "channels_last", "compile")
-_HOOKS = (hooks_dataloader, hooks_forward, hooks_optimizer, hooks_save, hooks_update, hooks_children)
+_HOOKS = (hooks_dataloader, hooks_forward, hooks_optimizer, hooks_save, hooks_update, hooks_children, compile_events)
 
 
 def _processes(n):
@@ -259,6 +260,7 @@ class Launcher(iterations.Sink):
         # At a step boundary the faults were just read for the step that ended: the same count starts this one.
         faults, self.boundary_faults = self.boundary_faults, None
         span.mark = (faults if faults is not None else minor_faults(), hooks_optimizer.scaler_marks())
+        compile_events.reset()  # a compile before this span (start-up, validation) is no step's
         if self.tracer is not None:
             self.tracer.span_opened(span.serial)
 
@@ -291,6 +293,7 @@ class Launcher(iterations.Sink):
         faults0, scalers0 = span.mark
         # TuneBench's trace pauses since the last step: between the two steps, in neither one's wall_ns.
         profiler_ns = self.tracer.take_pause_ns() if self.tracer is not None else 0
+        compile_ns = compile_events.take_ns()  # torch.compile's top-level ranges that ended in this step
         faults = minor_faults()
         mem = self.step_memory.read()
         skipped = span.optimizer_steps == 0 and hooks_optimizer.scaler_updated(scalers0)
@@ -300,7 +303,7 @@ class Launcher(iterations.Sink):
                                     config_rev=run.rev, skipped=skipped, t_ns=span.t0, forward_ns=span.forward_ns,
                                     backward_ns=span.backward_ns, optim_ns=span.optim_ns,
                                     optimizer_steps=span.optimizer_steps, update=update, unit=span.unit,
-                                    tokens=span.tokens, profiler_ns=profiler_ns,
+                                    tokens=span.tokens, profiler_ns=profiler_ns, compile_ns=compile_ns,
                                     traced=self.tracer is not None and self.tracer.recording(),
                                     memory_json=memory.to_json(mem)))
         self.boundary_faults = faults
@@ -404,6 +407,11 @@ class Launcher(iterations.Sink):
         hooks_save.install(tr, err)
         hooks_update.install(run, tr, err)
         hooks_children.install(self.child_started)
+        # What torch.compile did: a `compile` message per compile, and each step's compile_ns. A failure of
+        # ours turns only that off (the steps' timing is not its).
+        compile_events.install(run, lambda e: run.warn_once(
+            "compile_events", "TuneBench's reading of torch.compile's events failed and is off for the rest of "
+                              "the run: %s: %s" % (type(e).__name__, e), kind="internal"))
 
         def in_child():  # a forked DataLoader worker inherits the hooks and our fds: it reports nothing
             self.ch.closed = True

@@ -45,6 +45,7 @@ inline constexpr char source[] = "source";
 inline constexpr char loader[] = "loader";
 inline constexpr char outside[] = "outside";
 inline constexpr char training[] = "training";
+inline constexpr char compile[] = "compile";
 // The parent to a serve.
 inline constexpr char start[] = "start";
 inline constexpr char set[] = "set";
@@ -56,7 +57,7 @@ inline constexpr const char* kToParent[] = {msg::hello,   msg::started,     msg:
                                             msg::trace,   msg::trace_lanes, msg::loader_parts, msg::finding,
                                             msg::warning, msg::tune_progress, msg::tune_done, msg::error,
                                             msg::done,    msg::source,      msg::loader,    msg::outside,
-                                            msg::training};
+                                            msg::training, msg::compile};
 inline constexpr const char* kFromParent[] = {msg::start, msg::set, msg::trace, msg::tune, msg::stop};
 
 // A serve's stdout. Thread-safe (the trainer and a stop watchdog both write); `done` is sent once and

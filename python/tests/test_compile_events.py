@@ -1,0 +1,274 @@
+"""What torch.compile did, as the launcher reports it (hooks/compile_events.py): scripts that compile their model
+as people write them, run under the launcher as the C++ parent runs it (tests/launch_util.Child). A graph break
+(a data-dependent `if` on `.item()`) named with the script's line; a recompile when the sequence length grows,
+naming the size mismatch and its dimension, and a validation pass's recompile that no step counts; a clean compile
+and its lazily compiled backward, counted in the step that made them; Inductor's phases inside its compile.
+The first three use backend="aot_eager" (no Inductor: a compile in well under a second here); the last one
+compiles a tiny model with Inductor (~10 s of CPU here, most of it torch's check of the CPU's vector ISA, cache or
+not). No assertion reads the clock beyond the messages' own consistency: each compile lies inside the step whose
+`compile_ns` counts it, or inside none and counted by none. The texts of torch's records: CompileText."""
+
+import os
+import re
+import textwrap
+import unittest
+
+from tests.launch_util import Child, ScriptTest
+from tunebench.hooks import compile_text
+
+PHASES = {"dynamo", "aot", "inductor", "codegen", "guards"}
+
+GRAPH_BREAK = '''
+    import torch
+    from torch import nn
+    from torch.utils.data import DataLoader, TensorDataset
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = nn.Linear(16, 32)
+            self.fc2 = nn.Linear(32, 4)
+
+        def forward(self, x):
+            h = torch.relu(self.fc1(x))
+            if h.abs().mean().item() > 10.0:  # data-dependent: Dynamo breaks the graph here
+                h = h / 2
+            return self.fc2(h)
+
+
+    torch.manual_seed(0)
+    model = torch.compile(Net(), backend="aot_eager")
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    loader = DataLoader(TensorDataset(torch.randn(48, 16), torch.randint(0, 4, (48,))), batch_size=8)
+    for x, y in loader:
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+'''
+
+# Batches that grow longer every epoch, and a validation pass after each (no_grad: a recompile outside the steps,
+# before the next epoch's steps).
+RECOMPILE = '''
+    import torch
+    from torch import nn
+
+    VOCAB = 50
+
+
+    class TinyLM(nn.Module):
+        def __init__(self, dim=16):
+            super().__init__()
+            self.emb = nn.Embedding(VOCAB, dim)
+            self.out = nn.Linear(dim, VOCAB)
+
+        def forward(self, tokens):
+            return self.out(torch.tanh(self.emb(tokens)))
+
+
+    torch.manual_seed(0)
+    model = torch.compile(TinyLM(), backend="aot_eager")
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    for epoch in range(3):
+        seq = 8 + 4 * epoch
+        model.train()
+        for step in range(3):
+            tokens = torch.randint(0, VOCAB, (4, seq + 1))
+            logits = model(tokens[:, :-1])
+            loss = nn.functional.cross_entropy(logits.reshape(-1, VOCAB), tokens[:, 1:].reshape(-1))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        model.eval()
+        with torch.no_grad():
+            val = model(torch.randint(0, VOCAB, (4, seq)))
+        print("epoch", epoch, "val", float(val.mean()))
+'''
+
+CLEAN = '''
+    import torch
+    from torch import nn
+    from torch.utils.data import DataLoader, TensorDataset
+
+
+    class MLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.Linear(64, 3))
+
+        def forward(self, x):
+            return self.net(x)
+
+
+    torch.manual_seed(0)
+    model = torch.compile(MLP(), backend=BACKEND)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    loader = DataLoader(TensorDataset(torch.randn(48, 20), torch.randint(0, 3, (48,))), batch_size=12)
+    for epoch in range(EPOCHS):
+        for x, y in loader:
+            loss = nn.functional.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+'''
+
+
+def line_of(text, snippet):
+    lines = textwrap.dedent(text).splitlines()
+    return next(n for n, s in enumerate(lines, 1) if snippet in s)
+
+
+class CompileEvents(ScriptTest):
+    def run_script(self, name, text, relative=False):
+        """relative: started as `train.py` from its folder, as a user types it; the messages name it absolutely."""
+        path = os.path.join(self.dir.name, name)
+        with open(path, "w") as f:
+            f.write(textwrap.dedent(text))
+        c = Child(name, cwd=self.dir.name) if relative else Child(path)
+        code, _, err = c.finish(timeout=300)
+        self.assertEqual(code, 0, err)
+        steps = [m for m in c.messages if m["type"] == "step"]
+        compiles = [m for m in c.messages if m["type"] == "compile"]
+        self.assertTrue(steps)
+        for m in compiles:
+            self.assertEqual(set(m) - {"v", "type"}, {"id", "frame", "file", "line", "t_ns", "dur_ns", "backward",
+                                                       "phases", "recompile", "graph_breaks", "failed"}, m)
+            self.assertRegex(m["id"], r"^\d+/\d+$")
+            self.assertIsNone(m["failed"], m)
+            for p in m["phases"]:
+                self.assertIn(p["name"], PHASES, m)
+                self.assertTrue(m["t_ns"] <= p["t_ns"] and p["t_ns"] + p["dur_ns"] <= m["t_ns"] + m["dur_ns"], m)
+            self.assertEqual(m["phases"], sorted(m["phases"], key=lambda p: p["t_ns"]))
+        # The script's own frames (the launcher's global forward hooks are compiled too, as frames of its own).
+        return path, steps, compiles, [m for m in compiles if m["file"] == path]
+
+    def assert_counted_by_their_steps(self, steps, compiles):
+        """Each compile lies inside one step, which counts it in compile_ns, or overlaps none and is counted by
+        none; a step's compile_ns is the sum of the compiles inside it. Returns the compiles inside no step."""
+        counted, outside = [0] * len(steps), []
+        for m in compiles:
+            t0, t1 = m["t_ns"], m["t_ns"] + m["dur_ns"]
+            inside = [i for i, s in enumerate(steps) if s["t_ns"] <= t0 and t1 <= s["t_ns"] + s["wall_ns"]]
+            overlap = [i for i, s in enumerate(steps) if t0 < s["t_ns"] + s["wall_ns"] and s["t_ns"] < t1]
+            self.assertEqual(overlap, inside, m)
+            for i in inside:
+                counted[i] += m["dur_ns"]
+            if not inside:
+                outside.append(m)
+        self.assertEqual([s["compile_ns"] for s in steps], counted)
+        return outside
+
+    def test_a_graph_break_names_its_reason_and_the_scripts_line(self):
+        path, steps, compiles, mine = self.run_script("graph_break.py", GRAPH_BREAK, relative=True)
+        forward = [m for m in mine if m["frame"] == "forward" and not m["backward"]]
+        self.assertTrue(forward, compiles)
+        first = forward[0]
+        self.assertEqual(first["line"], line_of(GRAPH_BREAK, "def forward"))
+        self.assertEqual(len(first["graph_breaks"]), 1, first)
+        brk = first["graph_breaks"][0]
+        self.assertRegex(brk["reason"], r"^[^:\n]*Tensor\.item\(\)")  # the exception's words, not a preamble
+        self.assertEqual((brk["file"], brk["line"]), (path, line_of(GRAPH_BREAK, "if h.abs().mean().item()")))
+        self.assertIsNone(first["recompile"])
+        # The rest of forward after the break is a frame of its own, compiled without a break; both have a backward.
+        resumed = [m for m in mine if m["frame"].startswith("torch_dynamo_resume_in_forward") and not m["backward"]]
+        self.assertTrue(resumed, compiles)
+        self.assertEqual(resumed[0]["graph_breaks"], [])
+        self.assertTrue({m["id"] for m in mine if m["backward"]} >= {first["id"], resumed[0]["id"]}, mine)
+        self.assert_counted_by_their_steps(steps, compiles)
+
+    def test_a_recompile_names_the_size_that_changed(self):
+        path, steps, compiles, mine = self.run_script("recompile.py", RECOMPILE)
+        forward = [m for m in mine if m["frame"] == "forward" and not m["backward"]]
+        frame = forward[0]["id"].split("/")[0]
+        self.assertEqual(forward[0]["id"], frame + "/0")
+        self.assertIsNone(forward[0]["recompile"])
+        self.assertEqual([m["id"].split("/")[0] for m in forward], [frame] * len(forward))
+        # The length grew at the second epoch: a recompile of the same frame, naming dimension 1 of its input.
+        grew = [m for m in forward[1:] if m["recompile"] and "size mismatch" in m["recompile"]]
+        self.assertTrue(grew, forward)
+        self.assertRegex(grew[0]["recompile"], r"^tensor 'tokens' size mismatch at index 1\. expected 8, actual 12$")
+        self.assertTrue(all(m["recompile"] for m in forward[1:]), forward)
+        self.assertTrue(all(int(m["id"].split("/")[1]) > 0 for m in forward[1:]), forward)
+        # The first validation pass recompiles outside the steps (grad mode changed): said, and no step counts it,
+        # not even the next epoch's first step.
+        outside = self.assert_counted_by_their_steps(steps, compiles)
+        self.assertTrue([m for m in outside if m["file"] == path and "grad_mode" in (m["recompile"] or "")], compiles)
+        self.assertTrue(any(m["t_ns"] < steps[-1]["t_ns"] for m in outside), (outside, steps))
+
+    def test_a_clean_compile_and_its_backward_are_the_first_steps_compile_time(self):
+        path, steps, compiles, mine = self.run_script(
+            "clean.py", CLEAN.replace("BACKEND", '"aot_eager"').replace("EPOCHS", "2"))
+        self.assertEqual([(m["frame"], m["backward"]) for m in mine], [("forward", False), ("forward", True)], mine)
+        fwd, bwd = mine
+        self.assertEqual((fwd["id"], bwd["id"]), (fwd["id"], fwd["id"]))
+        self.assertEqual((fwd["file"], fwd["line"]), (path, line_of(CLEAN, "def forward")))
+        self.assertEqual((bwd["file"], bwd["line"]), (fwd["file"], fwd["line"]))
+        for m in mine:
+            self.assertIsNone(m["recompile"])
+            self.assertEqual(m["graph_breaks"], [])
+            self.assertGreater(m["dur_ns"], 0)
+        self.assertTrue({"dynamo", "aot", "guards"} <= {p["name"] for p in fwd["phases"]}, fwd)
+        self.assertLess(fwd["t_ns"] + fwd["dur_ns"], bwd["t_ns"])
+        self.assertEqual(self.assert_counted_by_their_steps(steps, compiles), [])
+        self.assertEqual([i for i, s in enumerate(steps) if s["compile_ns"]], [0])
+        self.assertEqual(sum(s["compile_ns"] for s in steps), sum(m["dur_ns"] for m in compiles))
+
+    def test_inductors_phases_lie_inside_its_compile(self):
+        # Inductor's cache (/tmp/torchinductor_<user>) may hold this graph or not: a hit loads what a miss builds
+        # (AOTAutogradCache.inductor_load instead of create_aot_dispatcher_function and inductor_compile), and its
+        # backward comes with it; a miss compiles the backward at the first backward. Either way dynamo, inductor,
+        # codegen and guards ran inside the forward's compile.
+        path, steps, compiles, mine = self.run_script(
+            "inductor.py", CLEAN.replace("BACKEND", '"inductor"').replace("EPOCHS", "1"))
+        fwd = [m for m in mine if not m["backward"]]
+        self.assertEqual(len(fwd), 1, mine)
+        self.assertTrue({"dynamo", "inductor", "codegen", "guards"} <= {p["name"] for p in fwd[0]["phases"]}, fwd)
+        self.assertTrue(all(m["id"] == fwd[0]["id"] for m in mine), mine)
+        self.assertEqual(self.assert_counted_by_their_steps(steps, compiles), [])
+        self.assertEqual([i for i, s in enumerate(steps) if s["compile_ns"]], [0])
+
+
+class CompileText(unittest.TestCase):
+    """torch 2.11's texts, as its records carried them here."""
+
+    def test_a_recompile_reason_is_the_first_guard_failure_without_its_compile_id(self):
+        reason = compile_text.recompile_reason
+        x4 = "tensor 'x' size mismatch at index 0. expected 4, actual 6"
+        self.assertEqual(reason("0/0: " + x4), x4)
+        h4 = "tensor 'h' size mismatch at index 0. expected 4, actual 6"
+        self.assertEqual(reason('[\n"1/1: %s",\n"1/0: ___stack0 == 0.37"\n]' % h4), h4)
+        self.assertIsNone(reason(None))
+        # A no_grad validation's entry fails on grad mode, first: the training entry's failure says what changed.
+        grew = "tensor 'tokens' size mismatch at index 1. expected 8, actual 12"
+        self.assertEqual(reason('[\n"1/1: GLOBAL_STATE changed: grad_mode",\n"1/0: %s"\n]' % grew), grew)
+        self.assertEqual(reason("1/0: GLOBAL_STATE changed: grad_mode"), "GLOBAL_STATE changed: grad_mode")
+
+    def test_a_graph_break_is_placed_at_the_innermost_frame_outside_torch(self):
+        torch_dir = os.path.dirname(compile_text._NOT_USER[0].rstrip(os.sep))
+        mod = os.path.join(torch_dir, "torch", "nn", "modules", "module.py")
+        payload = ("Graph break in user code at /w/helpers.py:7\nGraph Break Reason: Encountered graph break when "
+                   "attempting to trace CALL: a function call, e.g. f(x, y):\n\nUnsupported Tensor.item() call\n\n"
+                   "User code traceback:\n"
+                   '  File "/w/train.py", line 30, in <module>\n    loss = model(x).sum()\n'
+                   '  File "%s", line 1790, in _call_impl\n    return forward_call(*args, **kwargs)\n'
+                   '  File "/w/train.py", line 18, in forward\n    h = helpers.gate(h)\n'
+                   '  File "/w/helpers.py", line 7, in gate\n    if h.mean().item() > 0:\n\n'
+                   "Traceback (most recent call last):\n"
+                   '  File "%s", line 1001, in wrapper\n    return inner_fn(self, inst)\n           ^^^^^^^\n'
+                   "torch._dynamo.exc.Unsupported: Unsupported Tensor.item() call with capture_scalar_outputs=False\n"
+                   "  Explanation: Dynamo does not support tracing `Tensor.item()`.\n" % (mod, mod))
+        self.assertEqual(compile_text.graph_break(payload), {
+            "reason": "Unsupported Tensor.item() call with capture_scalar_outputs=False", "file": "/w/helpers.py",
+            "line": 7})
+
+    def test_a_failure_is_one_line_that_says_what_failed(self):
+        self.assertEqual(compile_text.one_line("backend='bad' raised:\nRuntimeError: backend exploded\nmore"),
+                         "backend='bad' raised: RuntimeError: backend exploded")
+        self.assertEqual(compile_text.one_line("\n  a   b\nc"), "a b")
+        self.assertTrue(len(compile_text.one_line("x" * 1000)) <= 400)
+        self.assertIsNotNone(re.match(r"^x+\.\.\.$", compile_text.one_line("x" * 1000)))
+
+
+if __name__ == "__main__":
+    unittest.main()
