@@ -21,6 +21,7 @@
 #include "engine_cli_common.h"
 #include "run_script_parts.h"
 #include "script_common.h"
+#include "client/compile_events.h"
 #include "client/protocol.h"
 
 namespace msg = tb::client::protocol::msg;
@@ -138,6 +139,7 @@ struct Collected {
   std::string unit = "samples";
   nlohmann::json warnings = nlohmann::json::array(), sources = nlohmann::json::array(), done, config;
   nlohmann::json outside = nlohmann::json::array();
+  nlohmann::json compiles = nlohmann::json::array();  // the launcher's `compile` messages: what torch.compile did
   std::string failure, traceback;
   std::string stalled_at;  // where the launcher last saw the script stuck (its "stalled" warning)
   int64_t measured = 0;
@@ -151,7 +153,7 @@ void take_step(Collected& c, client::ScriptRunner& runner, const RunScriptArgs& 
   c.records.push_back(step_record_of(m));
   nlohmann::json extra = nlohmann::json::object();
   for (const char* k : {"forward_ns", "backward_ns", "optim_ns", "optimizer_steps", "update", "unit", "tokens",
-                        "profiler_ns"})
+                        "profiler_ns", "compile_ns"})
     if (m.contains(k)) extra[k] = m[k];
   c.step_extras.push_back(std::move(extra));
   c.unit = m.value("unit", std::string("samples"));
@@ -191,6 +193,8 @@ void take_message(Collected& c, client::ScriptRunner& runner, const RunScriptArg
   } else if (type == msg::trace || type == msg::trace_lanes) {  // a chunk, or the loader's lanes beside one
     c.chunks.push_back(m.value("path", std::string()));
     if (type == msg::trace) c.traced.push_back({m.value("first_step", int64_t(-1)), m.value("last_step", int64_t(-2))});
+  } else if (type == msg::compile) {
+    c.compiles.push_back(m);
   } else if (type == msg::outside) {
     // Time between training iterations (validation, checkpoints, logging): its own class, outside every
     // step and every throughput window.
@@ -239,8 +243,7 @@ Collected collect(client::ScriptRunner& runner, const RunScriptArgs& args, const
 // The run's document and what its lines are made of.
 struct Outcome {
   nlohmann::json out;
-  std::vector<engine::StepRecord> figures;  // the steps its throughput is of
-  size_t traced_out = 0;                    // traced steps left out of them
+  Figures figures;                          // the steps its throughput is of, and what was left out
   std::string not_measured;                 // why nothing was measured, or ""
   nlohmann::json tracing;                   // what tracing cost, or null
   client::LoaderVerdict loader;
@@ -258,9 +261,13 @@ Outcome document(const RunScriptArgs& args, const client::ScriptRunner& runner, 
   out["device"] = hello.value("device", nlohmann::json::object());
   out["versions"] = hello.value("versions", nlohmann::json::object());
   out["config"] = c.config;
-  o.figures = untraced_figures(c.records, c.traced, o.traced_out);
-  out["throughput"] = throughput_json(o.figures, during);
-  if (o.traced_out > 0) out["throughput"]["traced_steps_left_out"] = o.traced_out;
+  std::vector<bool> compiling;
+  for (const nlohmann::json& x : c.step_extras) compiling.push_back(x.value("compile_ns", int64_t(0)) > 0);
+  o.figures = steady_figures(c.records, compiling, c.traced);
+  out["throughput"] = throughput_json(o.figures.steps, during);
+  if (o.figures.traced_out > 0) out["throughput"]["traced_steps_left_out"] = o.figures.traced_out;
+  if (o.figures.compiling_out > 0) out["throughput"]["compiling_steps_left_out"] = o.figures.compiling_out;
+  if (!c.compiles.empty()) out["compiles"] = c.compiles;
   out["memory"] = engine::memory_summary_json(c.records);
   out["steps"] = nlohmann::json::array();
   for (size_t k = 0; k < c.records.size(); ++k) {
@@ -276,15 +283,25 @@ Outcome document(const RunScriptArgs& args, const client::ScriptRunner& runner, 
   out["exit_code"] = code;
   if (!c.done.is_null()) out["done"] = c.done.value("summary", nlohmann::json::object());
   if (!c.traceback.empty()) out["traceback"] = c.traceback;
-  if (c.measured > 0) out["window"] = window_json(o.figures);
+  if (c.measured > 0) {
+    out["window"] = window_json(o.figures.steps);
+    int64_t compile_ns = 0;  // a tuner's fresh window states its one-time cost (measure::Window::one_time_s)
+    for (const nlohmann::json& x : c.step_extras) compile_ns += x.value("compile_ns", int64_t(0));
+    if (compile_ns > 0) out["window"]["one_time_s"] = compile_ns * 1e-9;
+  }
   // Nothing measured: why, in one line (the JSON's and stdout's), never "0.0 samples/s".
   if (c.measured == 0) o.not_measured = nothing_measured_text(c.done, c.failure, c.records.size(), so.warmup_steps);
   if (!o.not_measured.empty()) out["not_measured"] = o.not_measured;
-  if (!so.trace_dir.empty()) o.tracing = engine::tracing_cost_json(c.records, c.traced);  // null: too few of a side
+  if (!so.trace_dir.empty()) {  // null: too few of a side; a step that compiled is neither side's
+    std::vector<engine::StepRecord> compared;
+    for (size_t k = 0; k < c.records.size(); ++k)
+      if (!compiling[k]) compared.push_back(c.records[k]);
+    o.tracing = engine::tracing_cost_json(compared, c.traced);
+  }
   if (!o.tracing.is_null()) out["tracing_cost"] = o.tracing;
   int64_t run_wall_ns = 0;
   for (const auto& r : c.records) run_wall_ns += r.wall_ns;
-  o.loader = script_loader_verdict(out, o.figures, during, own_cores, run_wall_ns);
+  o.loader = script_loader_verdict(out, o.figures.steps, during, own_cores, run_wall_ns);
   return o;
 }
 
@@ -312,7 +329,7 @@ Status write_trace(const RunScriptArgs& args, const Collected& c, Outcome& o) {
                  " measured steps, before tracing began (after " + std::to_string(kUntracedSteps) +
                  " untraced ones, the reference for its cost): pass --steps N under 60 to trace it whole"};
   if (std::string err = merge_chunks(c.chunks, args.trace_path, o.loader, lane_steps(c.records, c.step_extras, c.traced),
-                                     lane_outside(c.outside));
+                                     lane_outside(c.outside), client::lane_compiles(c.compiles));
       !err.empty())
     return Error{err};
   std::fprintf(stderr, "trace: %s (%s)\n", args.trace_path.c_str(), trace_line(so, c.traced).c_str());
@@ -327,8 +344,10 @@ int finish(const RunScriptArgs& args, const Collected& c, Outcome& o) {
   if (o.loader.valid) out["loader"] = o.loader.to_json();
   if (!c.failure.empty()) out["error"] = c.failure;
   if (!args.json_path.empty() && !write_json_file(args.json_path, out)) return 1;
-  print_script_throughput(args.so.script, out["throughput"], c.unit, c.records.size(), o.figures, o.traced_out,
-                          o.not_measured);
+  print_script_throughput(args.so.script, out["throughput"], c.unit, c.records.size(), o.figures, o.not_measured);
+  for (const std::string& line :
+       client::compile_lines(lane_steps(c.records, c.step_extras, c.traced), client::lane_compiles(c.compiles), o.figures.compiling_out))
+    std::printf("%s\n", line.c_str());
   if (const std::string mem = engine::memory_summary_text(out["memory"]); !mem.empty()) std::printf("%s\n", mem.c_str());
   for (const std::string& line : o.loader.lines()) std::printf("%s\n", line.c_str());
   if (c.unit == "time steps")

@@ -12,8 +12,9 @@ namespace tb::cli {
 
 std::string merge_chunks(const std::vector<std::string>& chunks, const std::string& path,
                          client::LoaderVerdict& loader, const std::vector<prof::LaneStep>& steps,
-                         const std::vector<prof::LaneOutside>& outside) {
-  auto merged = prof::merge_script_chunks(chunks, steps, outside);
+                         const std::vector<prof::LaneOutside>& outside,
+                         const std::vector<prof::LaneCompile>& compiles) {
+  auto merged = prof::merge_script_chunks(chunks, steps, outside, compiles);
   if (!merged) return merged.error().to_string();
   const auto& tracks = (*merged)->tracks();
   const bool gpu = std::any_of(tracks.begin(), tracks.end(),
@@ -87,17 +88,26 @@ nlohmann::json window_json(const std::vector<engine::StepRecord>& figures) {
           {"samples_per_s", wall > 0 ? samples / wall : 0.0}};
 }
 
-std::vector<engine::StepRecord> untraced_figures(const std::vector<engine::StepRecord>& records,
-                                                 const std::vector<std::pair<int64_t, int64_t>>& traced,
-                                                 size_t& left_out) {
-  left_out = 0;
-  if (traced.empty()) return records;
-  std::vector<engine::StepRecord> untraced;
-  for (const auto& r : records)
-    if (!engine::in_traced(r.index, traced)) untraced.push_back(r);
-  if (measured_steps_of(untraced) < 10) return records;
-  left_out = records.size() - untraced.size();
-  return untraced;
+Figures steady_figures(const std::vector<engine::StepRecord>& records, const std::vector<bool>& compiling,
+                       const std::vector<std::pair<int64_t, int64_t>>& traced) {
+  Figures f;
+  f.steps = records;
+  auto leave_out = [&](auto&& out_of_figures, size_t& left_out) {
+    std::vector<engine::StepRecord> kept;
+    for (size_t k = 0; k < f.steps.size(); ++k)
+      if (!out_of_figures(f.steps[k])) kept.push_back(f.steps[k]);
+    if (kept.size() == f.steps.size() || measured_steps_of(kept) < 10) return;
+    left_out = f.steps.size() - kept.size();
+    f.steps = std::move(kept);
+  };
+  std::vector<int64_t> compiled;
+  for (size_t k = 0; k < records.size() && k < compiling.size(); ++k)
+    if (compiling[k]) compiled.push_back(records[k].index);
+  leave_out([&](const engine::StepRecord& r) { return std::find(compiled.begin(), compiled.end(), r.index) != compiled.end(); },
+            f.compiling_out);
+  if (!traced.empty())
+    leave_out([&](const engine::StepRecord& r) { return engine::in_traced(r.index, traced); }, f.traced_out);
+  return f;
 }
 
 std::string nothing_measured_text(const nlohmann::json& done, const std::string& failure, size_t steps,
@@ -113,14 +123,18 @@ std::string nothing_measured_text(const nlohmann::json& done, const std::string&
 }
 
 void print_script_throughput(const std::string& script, const nlohmann::json& tp, const std::string& unit,
-                             size_t all_steps, const std::vector<engine::StepRecord>& figures, size_t traced_out,
-                             const std::string& not_measured) {
+                             size_t all_steps, const Figures& fig, const std::string& not_measured) {
+  const std::vector<engine::StepRecord>& figures = fig.steps;
   int64_t samples = 0;
   double wall = 0;
   for (const auto& r : figures)
     if (!r.warmup) samples += r.samples, wall += r.wall_ns * 1e-9;
-  const std::string left_out = traced_out ? "; " + std::to_string(traced_out) + " traced steps left out: the figures "
-                                                "are the untraced steps'" : "";
+  std::string left_out;
+  if (fig.compiling_out) left_out = std::to_string(fig.compiling_out) + " that compiled";
+  if (fig.traced_out) left_out += (left_out.empty() ? "" : " and ") + std::to_string(fig.traced_out) + " traced";
+  if (!left_out.empty())
+    left_out = "; " + left_out + " step" + (fig.compiling_out + fig.traced_out == 1 ? "" : "s") +
+               " left out: the figures are the other steps'";
   if (!not_measured.empty())
     std::printf("%s: nothing measured: %s\n", script.c_str(), not_measured.c_str());
   else if (samples == 0)  // no model forward told the batch (raw tensors, a hand-written model): steps, said so

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "client/loader_verdict.h"
+#include "profiler/compile_lane.h"
 #include "profiler/step_lane.h"
 #include "measure/noise.h"
 #include "engine/run_json.h"
@@ -33,7 +34,8 @@ struct RemoveDir {
 // the step lane (profiler/step_lane.h): every step, the untraced ones too. "" or the error.
 std::string merge_chunks(const std::vector<std::string>& chunks, const std::string& path,
                          client::LoaderVerdict& loader, const std::vector<prof::LaneStep>& steps = {},
-                         const std::vector<prof::LaneOutside>& outside = {});
+                         const std::vector<prof::LaneOutside>& outside = {},
+                         const std::vector<prof::LaneCompile>& compiles = {});
 
 // The step lane's steps from the run's step records, what the launcher's steps added to each (`extras`:
 // forward_ns, backward_ns, optim_ns) and the steps each trace chunk covers (`traced`: a step inside one ran
@@ -51,11 +53,16 @@ int64_t measured_steps_of(const std::vector<engine::StepRecord>& records);
 // outside the script: the launcher's step times).
 nlohmann::json window_json(const std::vector<engine::StepRecord>& figures);
 
-// A traced run's figures are its untraced steps' (recording slows the traced ones; tracing_cost says how much)
-// when at least 10 were measured; else every step's. `left_out`: the traced steps left out.
-std::vector<engine::StepRecord> untraced_figures(const std::vector<engine::StepRecord>& records,
-                                                 const std::vector<std::pair<int64_t, int64_t>>& traced,
-                                                 size_t& left_out);
+// The steps a run's figures are of, and what was left out of them: the steps that compiled (torch.compile's
+// time inside them is paid once, not every step: `compiling`, one flag per record) and, in a traced run, the
+// traced steps (recording slows them; tracing_cost says how much), each only while at least 10 measured steps
+// remain.
+struct Figures {
+  std::vector<engine::StepRecord> steps;
+  size_t traced_out = 0, compiling_out = 0;
+};
+Figures steady_figures(const std::vector<engine::StepRecord>& records, const std::vector<bool>& compiling,
+                       const std::vector<std::pair<int64_t, int64_t>>& traced);
 
 // Why a run measured nothing, in one line (never "0.0 samples/s"): the launcher's word, the failure, a warm-up
 // that never settled, or no step at all.
@@ -64,8 +71,7 @@ std::string nothing_measured_text(const nlohmann::json& done, const std::string&
 
 // The run's one line on stdout: its throughput over the steps `figures` (steps/s when no batch was told).
 void print_script_throughput(const std::string& script, const nlohmann::json& throughput, const std::string& unit,
-                             size_t all_steps, const std::vector<engine::StepRecord>& figures, size_t traced_out,
-                             const std::string& not_measured);
+                             size_t all_steps, const Figures& figures, const std::string& not_measured);
 
 // Why the loader is slow (client/loader_verdict.h): a traced run's loader parts (`out["done"]["loader_parts"]`)
 // against its measured steps `figures`, on the cores of this machine that other work left free over the run: its

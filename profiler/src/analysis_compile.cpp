@@ -47,8 +47,13 @@ std::string seconds(double ns) { return ns >= 1e9 ? fmt("%.1f s", ns / 1e9) : fm
 std::string guard_kind(const std::string& reason) {
   std::string s = reason.substr(0, reason.find('\n'));
   if (const size_t at = s.find(". expected "); at != std::string::npos) s.resize(at);
-  if (const size_t at = s.find(" == "); at != std::string::npos && s.find("size mismatch") == std::string::npos)
-    s = "the value of " + s.substr(0, at) + " changed";
+  if (const size_t at = s.find(" == "); at != std::string::npos && s.find("size mismatch") == std::string::npos) {
+    // Dynamo's name for what was on the stack at a graph break: the value the unsupported call returned (an
+    // .item()), which the code after the break was specialized on.
+    const std::string what = s.substr(0, at);
+    s = what.rfind("___stack", 0) == 0 ? "the value returned at its graph break changed"
+                                       : "the value of " + what + " changed";
+  }
   while (!s.empty() && s.back() == ' ') s.pop_back();
   return s;
 }
@@ -130,6 +135,9 @@ std::string recompile_advice(const std::string& kind) {
     return "mark that dimension dynamic (torch._dynamo.mark_dynamic(" + tensor + ", " + dim +
            ") before the call) or compile with dynamic=True; or pad to a few fixed lengths";
   }
+  if (kind == "the value returned at its graph break changed")
+    return "each new value compiles that code again, until torch's recompile limit (8) makes it run eagerly: keep "
+           "the value a tensor (no .item() in the compiled code), or mark the function torch.compiler.disable";
   if (kind.rfind("the value of ", 0) == 0)
     return "the frame reads a Python number that changes between calls: pass it as a tensor, or keep it out of "
            "the compiled code";

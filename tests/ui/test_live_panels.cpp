@@ -10,6 +10,7 @@
 #include <QtTest>
 
 #include "ui/compare_panel.h"
+#include "ui/live_lane.h"
 #include "ui/throughput_chart.h"
 
 using namespace tb::ui;
@@ -130,6 +131,46 @@ class TestLivePanels : public QObject {
     QCOMPARE(few[1].traced_left_out, 0);
     QCOMPARE(few[1].traced_in_figures, 18);
     QVERIFY(compareSegments(few)[0].trustText().contains("includes 18 traced steps"));
+  }
+
+  // A step that compiled (torch.compile's one-time cost inside it) is in no figure: the comparison is the
+  // steady steps', the trust line says how many were left out, and the live lane draws the compile.
+  void compilingStepsAreLeftOutOfTheFigures() {
+    auto run = [](bool compiled) {
+      RunRecord rec;
+      rec.configs = {config(0, "0"), config(1, "4")};
+      addSteps(rec, 0, 60, 0, 2);
+      addSteps(rec, 60, 100, 1, 2);
+      if (compiled) {
+        for (auto& s : rec.steps)
+          if (s.i == 63 || s.i == 80) {  // the compile, then a recompile
+            s.compile_ns = 4'000'000'000;
+            s.wall_ns += s.compile_ns;
+          }
+        tb::prof::LaneCompile c;
+        c.id = "0/0";
+        c.frame = "forward";
+        c.t_ns = qint64(63) * 100'000'000 + 1000;
+        c.dur_ns = 4'000'000'000;
+        rec.compiles.push_back(c);
+      }
+      return rec;
+    };
+    const RunRecord plain = run(false), compiled = run(true);
+    const auto segs = segmentRun(compiled);
+    QCOMPARE(segs[1].compiling_left_out, 2);
+    QCOMPARE(segs[0].compiling_left_out, 0);
+    QCOMPARE(int(segs[1].timings.size()), int(segmentRun(plain)[1].timings.size()) - 2);
+    QVERIFY(std::abs(segs[1].throughput() / segmentRun(plain)[1].throughput() - 1) < 0.01);
+    const auto c = compareSegments(segs);
+    QVERIFY2(std::abs(c[0].stats.ratio / compareSegments(segmentRun(plain))[0].stats.ratio - 1) < 0.02,
+             qPrintable(QString::number(c[0].stats.ratio)));
+    QVERIFY2(c[0].trustText().contains("2 steps that compiled left out"), qPrintable(c[0].trustText()));
+    const auto lane = liveLane(compiled, -1);
+    QVERIFY(lane);
+    QCOMPARE(int(lane->compiles.size()), 1);
+    QCOMPARE(lane->compiles[0].frame, std::string("forward"));
+    QVERIFY(liveLane(plain, -1)->compiles.empty());
   }
 
   // Labels never print over each other: markers of changes a few steps apart share two lines, and what fits

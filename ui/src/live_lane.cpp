@@ -34,6 +34,8 @@ std::shared_ptr<const StepLaneInput> liveLane(const RunRecord& record, qint64 af
     if (o.t_ns < from) continue;
     lane->outside.push_back({o.t_ns, o.wall_ns, o.kind.toStdString(), o.after_step});
   }
+  for (const tb::prof::LaneCompile& c : record.compiles)
+    if (c.t_ns + c.dur_ns >= from) lane->compiles.push_back(c);
   return lane;
 }
 

@@ -1,5 +1,9 @@
 #include "ui/run_controller.h"
 
+#include <QJsonDocument>
+
+#include "client/compile_events.h"
+
 #include <QCoreApplication>
 #include <QDir>
 #include <QFileInfo>
@@ -339,6 +343,7 @@ void RunController::handleLine(const QByteArray& line) {
     s.skipped = m.value("skipped").toBool(false);
     s.traced = m.value("traced").toBool(false);
     s.forward_ns = toInt(m.value("forward_ns"));
+    s.compile_ns = toInt(m.value("compile_ns"));
     s.backward_ns = toInt(m.value("backward_ns"));
     s.optim_ns = toInt(m.value("optim_ns"));
     const QJsonObject mem = m.value("memory").toObject();
@@ -376,6 +381,10 @@ void RunController::handleLine(const QByteArray& line) {
     o.after_step = m.value("after_step").isDouble() ? toInt(m.value("after_step")) : -1;
     o.kind = m.value("kind").toString();
     rec_.outside.push_back(o);
+  } else if (type == msg::compile) {
+    // One reader of the message for the CLI and the GUI (client/compile_events.h); a compile is rare.
+    rec_.compiles.push_back(tb::client::lane_compile_of(
+        nlohmann::json::parse(QJsonDocument(m).toJson(QJsonDocument::Compact).toStdString(), nullptr, false)));
   } else if (type == msg::loader_parts) {
     rec_.loader_parts = m;
     emit loaderParts(m);

@@ -89,6 +89,7 @@ std::vector<Segment> segmentRun(const RunRecord& rec) {
     Segment& seg = segs.back();
     seg.last_step = s.i;
     if (s.warmup) ++seg.warmup_steps;
+    else if (s.compile_ns > 0) ++seg.compiling_left_out;
     else if (s.wall_ns > 0) {
       seg.sps.push_back(s.samplesPerSec());
       seg.timings.push_back({static_cast<int64_t>(s.samples), s.t_ns, s.wall_ns, s.data_wait_ns, s.minor_faults});
@@ -130,6 +131,10 @@ QString Comparison::trustText() const {
   QString t = QString::fromStdString(stats.noise_text());
   if (traced_left_out > 0)
     t += QStringLiteral("\nfrom untraced steps: %1 traced steps left out (the recording stretches them)").arg(traced_left_out);
+  if (compiling_left_out > 0)
+    t += (compiling_left_out == 1 ? QStringLiteral("\n1 step that compiled left out (torch.compile's one-time cost)")
+                                  : QStringLiteral("\n%1 steps that compiled left out (torch.compile's one-time cost)")
+                                        .arg(compiling_left_out));
   if (traced_in_figures > 0)
     t += QStringLiteral("\nincludes %1 traced steps (too few untraced ones): the recording's cost is in the figures")
              .arg(traced_in_figures);
@@ -180,6 +185,7 @@ std::vector<Comparison> compareSegments(const std::vector<Segment>& segs) {
     c.wait_before = segs[k - 1].wait_share.empty() ? 0.0 : median(segs[k - 1].wait_share);
     c.wait_after = segs[k].wait_share.empty() ? 0.0 : median(segs[k].wait_share);
     c.traced_left_out = segs[k - 1].traced_left_out + segs[k].traced_left_out;
+    c.compiling_left_out = segs[k - 1].compiling_left_out + segs[k].compiling_left_out;
     c.traced_in_figures = segs[k - 1].traced_in_figures + segs[k].traced_in_figures;
     c.observer_share = cpuShare(segs[k - 1].observer_cpu0, segs[k - 1].observer_wall0, segs[k].observer_cpu1, segs[k].observer_wall1);
     out.push_back(c);
@@ -222,6 +228,7 @@ QJsonObject sessionDocument(const RunRecord& rec, const std::vector<Comparison>&
                                 {"warmup_steps", s.warmup_steps},
                                 {"measured_steps", qint64(s.timings.size())},
                                 {"traced_steps_left_out", s.traced_left_out},
+                                {"compiling_steps_left_out", s.compiling_left_out},
                                 {"traced_steps_in_figures", s.traced_in_figures},
                                 {"samples_per_s", s.timings.empty() ? QJsonValue() : QJsonValue(s.throughput())},
                                 {"observer_cpu_share", finite(s.observerShare())}});

@@ -30,6 +30,9 @@ EventCat categorize(const tb::prof::Event& e, std::string_view name, tb::prof::T
         if (name == n::kLaneStep) return e.detail != tb::prof::kNoName ? EventCat::StepDetailed : EventCat::Step;
         if (name == n::kLaneDataWait) return EventCat::DataWait;
         if (name == n::kLaneOutside) return EventCat::Other;
+        // A recompile, a graph break, a failed compile: marks to find, in the colour of what stands out.
+        if (name == n::kLaneRecompile || name == n::kLaneGraphBreak || name == n::kLaneCompileFailed)
+          return EventCat::Sync;
         return EventCat::Range;
       }
       if (name == "step" || name.rfind("ProfilerStep#", 0) == 0) return EventCat::Step;
@@ -234,6 +237,7 @@ std::unique_ptr<tb::prof::Trace> loadMerged(const QStringList& paths, QStringLis
     // the whole trace, on its own clock; chunks that state no offset cannot be lined up with it.
     if (offset || chunks == 0) {
       tb::prof::add_step_lane(*merged, lane->steps, lane->outside, offset.value_or(0));
+      tb::prof::add_compile_lane(*merged, lane->compiles, offset.value_or(0));
       merged->meta().extra["tunebench_run"] = "script";
     } else if (lane_note) {
       *lane_note = QStringLiteral("the trace chunks state no clock offset: every step cannot be drawn beside them");

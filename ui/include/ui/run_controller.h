@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "client/remote.h"
+#include "profiler/compile_lane.h"
 
 #include "ui/knob_spec.h"
 
@@ -42,6 +43,7 @@ struct StepSample {
   // A script's phases (summed over the step; 0 when not sent) and memory after it (-1: not measured): the step
   // lane draws every step from them (profiler/step_lane.h).
   qint64 forward_ns = 0, backward_ns = 0, optim_ns = 0;
+  qint64 compile_ns = 0;  // torch.compile's time inside the step (a one-time cost: no figure counts the step)
   qint64 host_rss = -1, device_allocated = -1;
   // This process's CPU time and the monotonic clock when the step arrived (observer_cost.h); -1: not stamped.
   qint64 observer_cpu_ns = -1, observer_wall_ns = -1;
@@ -87,6 +89,7 @@ struct RunRecord {
   std::vector<KnobSpec> knobs;
   std::vector<StepSample> steps;
   std::vector<OutsideInterval> outside;
+  std::vector<tb::prof::LaneCompile> compiles;  // a script's `compile` messages: what torch.compile did
   std::vector<ConfigChange> configs;
   QStringList trace_paths;
   std::vector<TraceChunk> chunks;  // the same files with their steps

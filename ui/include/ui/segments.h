@@ -22,6 +22,7 @@ struct Segment {
   double throughput() const;      // samples over wall time of the measured steps; NaN when none
   std::vector<double> wait_share; // data_wait_ns / wall_ns of the same steps (the loader stall, per step)
   int warmup_steps = 0;
+  int compiling_left_out = 0;     // steps that compiled (torch.compile's one-time cost): in no figure above
   // Measured steps that ran inside a trace chunk: left out of the figures above when the segment has two
   // windows (kWindowSteps) of untraced ones, counted in them otherwise (a run traced whole has nothing else to show).
   int traced_left_out = 0, traced_in_figures = 0;
@@ -48,6 +49,7 @@ struct Comparison {
   RatioCI stats;
   double wait_before = 0, wait_after = 0;  // median share of the step spent waiting for data (0..1)
   int traced_left_out = 0, traced_in_figures = 0;  // both sides' (Segment)
+  int compiling_left_out = 0;                      // both sides' (Segment)
   double observer_share = 0;  // the window's CPU share from the first measured step before to the last after (NaN: not stamped)
   // The trust line: each side's noise verdict and the method, and the window's share when above the
   // threshold (observer_cost.h), one line each.

@@ -13,6 +13,7 @@
 
 #include "profiler/analysis.h"
 #include "profiler/ranks.h"
+#include "profiler/compile_lane.h"
 #include "profiler/step_lane.h"
 #include "profiler/trace.h"
 #include "ui/timeline_model.h"
@@ -23,6 +24,7 @@ namespace tb::ui {
 struct StepLaneInput {
   std::vector<tb::prof::LaneStep> steps;
   std::vector<tb::prof::LaneOutside> outside;
+  std::vector<tb::prof::LaneCompile> compiles;  // the compile lane (profiler/compile_lane.h), on the same clock
 };
 
 struct LoadedTrace {

@@ -1,0 +1,27 @@
+// What torch.compile did in a script's run, from the launcher's `compile` messages (docs/protocol.md): the
+// compile lane's records (profiler/compile_lane.h) and the run's lines about them. One reader for the CLI and
+// the GUI.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "profiler/compile_lane.h"
+#include "profiler/step_lane.h"
+
+namespace tb::client {
+
+// One `compile` message as the compile lane's record (fields it lacks stay empty or 0).
+prof::LaneCompile lane_compile_of(const nlohmann::json& m);
+// The records of an array of them (other entries skipped).
+std::vector<prof::LaneCompile> lane_compiles(const nlohmann::json& compiles);
+
+// What torch.compile did over the run, in lines: its time and the steps it was paid in (`compiling_out` of them
+// left out of the figures), then the compile lane's findings as `analyze` gives them (its share of the run,
+// recompiles, graph breaks), indented. None when nothing compiled.
+std::vector<std::string> compile_lines(const std::vector<prof::LaneStep>& steps,
+                                       const std::vector<prof::LaneCompile>& compiles, size_t compiling_out);
+
+}  // namespace tb::client

@@ -1,0 +1,174 @@
+// E2eCompile: a script that compiles its model with torch.compile, run as a user runs it (`run --script --trace`,
+// then `analyze` of its trace), once for the suite. The script is written as people write one: a model whose
+// forward branches on a tensor's value (a graph break), compiled with dynamic=False (static shapes: faster
+// kernels) while its sequence length grows twice over the run (a recompile each time), AdamW, a scheduler, a
+// print of the loss now and then.
+//
+// What holds on any machine: the run leaves the steps that compiled out of its figures and says so, its JSON
+// holds the compiles the launcher read from PyTorch (the break's line of the script, the recompiles' guard), the
+// trace carries the compile lane, and the run's compile lines are `analyze`'s findings word for word. How long a
+// compile takes is the machine's.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.h"
+#include "profiler/compile_lane.h"
+#include "profiler/range_names.h"
+#include "profiler/step_lane.h"
+#include "profiler/trace_io.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using tb::test_util::CliOut;
+
+constexpr int kBreakLine = 18;  // the `if` on .item() below
+constexpr const char* kScript = R"(import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+torch.set_num_threads(1)
+
+
+class Model(nn.Module):
+    """A token classifier: embedding, a small MLP, a scale decided on the batch's values."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(100, 32)
+        self.mlp = nn.Sequential(nn.Linear(32, 64), nn.GELU(), nn.Linear(64, 100))
+
+    def forward(self, x):
+        h = self.emb(x)
+        if h.abs().mean().item() > 10.0:  # a Python branch on a tensor's value
+            h = h / 10
+        return self.mlp(h)
+
+
+model = Model()
+compiled = torch.compile(model, dynamic=False)
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+sched = torch.optim.lr_scheduler.StepLR(opt, 20)
+for step in range(60):
+    seq = 8 + 4 * (step // 20)
+    x = torch.randint(0, 100, (16, seq))
+    y = torch.randint(0, 100, (16, seq))
+    loss = nn.functional.cross_entropy(compiled(x).reshape(-1, 100), y.reshape(-1))
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    sched.step()
+    if step % 20 == 0:
+        print("step", step, "loss", round(loss.item(), 3))
+)";
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path);
+  return {std::istreambuf_iterator<char>(f), {}};
+}
+
+// The lines of `text` that begin with `prefix` after optional spaces, the spaces dropped, in order.
+std::vector<std::string> lines_with(const std::string& text, const std::string& prefix) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) {
+    const size_t at = l.find_first_not_of(' ');
+    if (at != std::string::npos && l.compare(at, prefix.size(), prefix) == 0) out.push_back(l.substr(at));
+  }
+  return out;
+}
+
+class E2eCompile : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = (fs::temp_directory_path() / ("tb_e2e_compile_" + std::to_string(::getpid()))).string();
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    std::ofstream(dir_ + "/train.py") << kScript;
+    // Run in the script's folder, as a user does: the lines name train.py as they were given.
+    run_ = tb::test_util::run_cli_shell("cd " + dir_ + " &&",
+                                        "run --script train.py --trace T.json --json run.json", 600);
+    analyze_ = tb::test_util::run_cli_shell("", "analyze " + dir_ + "/T.json", 120);
+    doc_ = nlohmann::json::parse(read_file(dir_ + "/run.json"), nullptr, false);
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+
+  static std::string dir_;
+  static CliOut run_, analyze_;
+  static nlohmann::json doc_;
+};
+std::string E2eCompile::dir_;
+CliOut E2eCompile::run_, E2eCompile::analyze_;
+nlohmann::json E2eCompile::doc_;
+
+TEST_F(E2eCompile, TheStepsThatCompiledAreLeftOutOfTheFiguresAndSaid) {
+  ASSERT_EQ(run_.code, 0) << run_.out;
+  ASSERT_TRUE(doc_.is_object()) << run_.out;
+  const auto& tp = doc_["throughput"];
+  ASSERT_TRUE(tp.contains("compiling_steps_left_out")) << tp.dump();
+  const int64_t left_out = tp["compiling_steps_left_out"].get<int64_t>();
+  int64_t compiling = 0;
+  for (const auto& s : doc_["steps"]) compiling += s.value("compile_ns", int64_t(0)) > 0;
+  EXPECT_EQ(left_out, compiling);
+  EXPECT_GE(compiling, 3);  // the first compile and the two recompiles, each in its step
+  EXPECT_NE(run_.out.find(std::to_string(left_out) + " that compiled"), std::string::npos) << run_.out;
+  const auto head = lines_with(run_.out, "compile: torch.compile took ");
+  ASSERT_EQ(head.size(), 1u) << run_.out;
+  EXPECT_NE(head[0].find("the " + std::to_string(left_out) + " steps that compiled are left out of the figures"),
+            std::string::npos)
+      << head[0];
+}
+
+TEST_F(E2eCompile, TheJsonHoldsTheCompilesWithTheBreaksLineAndTheRecompilesGuard) {
+  ASSERT_TRUE(doc_.is_object() && doc_.contains("compiles")) << run_.out;
+  auto text = [](const nlohmann::json& o, const char* k) {  // a field the launcher may send as null
+    return o.contains(k) && o[k].is_string() ? o[k].get<std::string>() : std::string();
+  };
+  bool break_seen = false;
+  int recompiles = 0;
+  for (const auto& c : doc_["compiles"]) {
+    for (const auto& g : c.value("graph_breaks", nlohmann::json::array()))
+      if (g.value("line", 0) == kBreakLine && text(g, "file").find("train.py") != std::string::npos &&
+          text(g, "reason").find("item()") != std::string::npos)
+        break_seen = true;
+    if (text(c, "frame") == "forward" && c["recompile"].is_string()) {
+      ++recompiles;
+      EXPECT_NE(c["recompile"].get<std::string>().find("size mismatch at index 1"), std::string::npos) << c.dump();
+    }
+  }
+  EXPECT_TRUE(break_seen) << doc_["compiles"].dump();
+  EXPECT_EQ(recompiles, 2) << doc_["compiles"].dump();
+}
+
+TEST_F(E2eCompile, TheTraceCarriesTheCompileLaneAndAnalyzeSaysWhatTheRunSaid) {
+  ASSERT_EQ(analyze_.code, 0) << analyze_.out;
+  auto t = tb::prof::load_trace(dir_ + "/T.json");
+  ASSERT_TRUE(t.ok()) << t.error().to_string();
+  size_t boxes = 0;
+  for (const auto& tr : (*t)->tracks())
+    if (tb::prof::is_step_lane(tr) && tr.tid() == tb::prof::kCompileLaneTid)
+      for (const auto& e : tr.events()) boxes += (*t)->name(e.name) == tb::prof::names::kLaneCompile;
+  EXPECT_EQ(boxes, doc_["compiles"].size());
+  // One voice: each finding the run printed under its compile line, analyze prints word for word.
+  const auto said = lines_with(run_.out, "(from the compile lane) ");
+  ASSERT_GE(said.size(), 2u) << run_.out;  // the recompiles and the graph break at least
+  bool names_break = false;
+  for (const std::string& l : said) {
+    EXPECT_NE(analyze_.out.find(l), std::string::npos) << l << "\n---\n" << analyze_.out;
+    names_break |= l.rfind("(from the compile lane) graph break at ", 0) == 0 &&
+                   l.find("train.py:" + std::to_string(kBreakLine) + ": ") != std::string::npos;
+  }
+  EXPECT_TRUE(names_break) << run_.out;
+}
+
+}  // namespace
