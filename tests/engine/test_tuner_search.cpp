@@ -863,3 +863,33 @@ TEST(TunerSearch, TheAnalysesSwitchesAreMeasuredFirst) {
     EXPECT_EQ(screened(run_tune(idle, o)).front(), order.front()) << "seed " << seed;
   }
 }
+
+// A compile's one-time cost (the simulated compile of a profile that states one: measured there) is said beside
+// the compile trial's rate, with the steps after which it pays for itself; the other trials say none.
+TEST(TunerSearch, ACompileTrialSaysItsOneTimeCostAndWhenItPaysBack) {
+  SimulatedWorkload w(3, sim_options_for("script-gpu"));
+  TuneOptions o;
+  o.budget_s = 600;
+  o.only_knobs = {"compile"};
+  const TuneResult r = run_tune(w, o);
+  int compile_trials = 0;
+  for (const auto& t : r.trials) {
+    if (t.knob != "compile") {
+      EXPECT_EQ(t.one_time_after_s, 0) << t.phase << " " << t.knob;
+      continue;
+    }
+    ++compile_trials;
+    EXPECT_GT(t.one_time_after_s, 0.05) << t.reason;
+    EXPECT_EQ(t.one_time_before_s, 0) << t.reason;
+    EXPECT_NE(t.reason.find("its one-time cost: "), std::string::npos) << t.reason;
+    if (t.outcome == "gain") {
+      ASSERT_TRUE(std::isfinite(t.break_even_steps)) << t.reason;
+      EXPECT_GT(t.break_even_steps, 0);
+      EXPECT_NE(t.reason.find("paid back after ~"), std::string::npos) << t.reason;
+    } else {
+      EXPECT_TRUE(std::isnan(t.break_even_steps)) << t.reason;
+      EXPECT_NE(t.reason.find("never paid back"), std::string::npos) << t.reason;
+    }
+  }
+  EXPECT_GT(compile_trials, 0);
+}

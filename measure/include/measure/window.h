@@ -17,6 +17,9 @@ struct Window {
   int warmup_steps = 0;     // unmeasured steps run before it, after the configuration took effect
   int64_t minor_faults = 0; // page faults of the process during the window (getrusage)
   double data_wait_s = 0;   // time the training thread waited for data in the window
+  // One-time costs paid while it ran, in its warm-up or its steps (torch.compile's compiles of a script): in no
+  // measured step's time above (a step that compiled is not measured), said beside the rate they do not change.
+  double one_time_s = 0;
   // The most memory a step of the window held (bytes): the device's peak allocation on CUDA, else the host's
   // resident set; -1 when not measured. held_memory_bytes: what stays allocated between steps on the device
   // (weights, gradients, optimizer state: the part a bigger batch does not grow), -1 unknown.

@@ -184,6 +184,8 @@ class Tuner {
   // `cap_s` > 0: an in-process window's measured steps end past that many seconds (Workload::measure_capped).
   measure::Window window_of(const Config& config, bool fresh, double cap_s = 0);
   void classify(Trial& t, bool use_floor);
+  // The candidate's one-time cost (its windows' one_time_s beyond the reference's) and its break-even, into `t`.
+  void one_time_cost(Trial& t);
   Trial trial(const std::string& phase, const Config& ref, const std::string& ref_label, const Change& change,
               const Config& cand, bool fresh = false);
   // A side of the trial that threw: the trial's outcome (an out-of-memory floor remembered, the reference put back).

@@ -8,6 +8,14 @@ namespace tb::engine::search {
 
 namespace {
 
+// A count to two significant figures, its thousands grouped: "14,000", "2,900", "85".
+std::string about(double n) {
+  const double step = n >= 1000 ? std::pow(10.0, std::floor(std::log10(n)) - 1) : n >= 100 ? 10 : 1;
+  std::string digits = std::to_string(static_cast<long long>(std::ceil(n / step) * step));
+  for (int at = int(digits.size()) - 3; at > 0; at -= 3) digits.insert(size_t(at), ",");
+  return digits;
+}
+
 double mean_of(const std::vector<double>& v) {
   double s = 0;
   size_t n = 0;
@@ -110,6 +118,32 @@ void Tuner::classify(Trial& t, bool use_floor) {
       t.reason = "no effect: " + ci + " is inside the noise floor (±" + pct(band) + " for one trial here)";
     else t.reason = "no effect: " + ci + " is below the " + fmt(o_.min_gain * 100, 0) + "% threshold";
   }
+  one_time_cost(t);
+}
+
+// A candidate that paid a one-time cost (torch.compile's compiles) says it beside its rate, with the steps after
+// which it pays for itself at the step times its windows measured: a compile that gains 1.12x after 38 s is
+// worth it for a long run and not for a short one, which the rate alone does not say.
+void Tuner::one_time_cost(Trial& t) {
+  for (const auto& w : t.a) t.one_time_before_s += w.one_time_s;
+  for (const auto& w : t.b) t.one_time_after_s += w.one_time_s;
+  const double extra = t.one_time_after_s - t.one_time_before_s;
+  if (!(extra >= 0.05)) return;
+  auto step_s = [](const std::vector<measure::Window>& ws) {
+    double wall = 0;
+    int steps = 0;
+    for (const auto& w : ws) wall += w.wall_s, steps += w.steps;
+    return steps > 0 ? wall / steps : std::nan("");
+  };
+  const double saved = step_s(t.a) - step_s(t.b);
+  std::string s = "; its one-time cost: " + fmt(extra, 1) + " s of compiling";
+  if (t.outcome == "gain" && saved > 0) {
+    t.break_even_steps = extra / saved;
+    s += ", paid back after ~" + about(t.break_even_steps) + " steps (" + fmt(saved * 1e3, 2) + " ms saved a step)";
+  } else {
+    s += ", never paid back by a step no faster";
+  }
+  t.reason += s;
 }
 
 Trial Tuner::trial(const std::string& phase, const Config& ref, const std::string& ref_label, const Change& change,

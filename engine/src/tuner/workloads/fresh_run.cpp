@@ -99,6 +99,7 @@ measure::Window window_of_run(const nlohmann::json& doc) {
   w.wall_s = jw.value("wall_s", 0.0);
   w.warmup_steps = jw.value("warmup_steps", 0);
   w.minor_faults = jw.value("minor_faults", int64_t(0));
+  w.one_time_s = jw.value("one_time_s", 0.0);
   if (doc.contains("memory") && doc["memory"].is_object()) {
     const auto& m = doc["memory"];
     w.peak_memory_bytes = m.value("device_step_peak", m.value("host_rss_peak", int64_t(-1)));
