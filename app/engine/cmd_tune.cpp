@@ -86,6 +86,9 @@ std::optional<Status> tune_option(const std::string& a, ReadValue&& value, TuneA
         return Status(Error{"unknown knob '" + k + "' in --knobs (see tunebench-cli knobs)"});
       t.to.only_knobs.push_back(k);
     }
+  } else if (a == "--run-steps") {
+    if (!value(v) || !parse_int(v, n, 1)) return Status(Error{"--run-steps needs the run's number of steps"});
+    t.to.run_steps = n;
   } else if (a == "--rounds") {
     if (!value(v) || !parse_int(v, n, 1) || n > 20) return Status(Error{"--rounds needs an integer in [1, 20]"});
     t.to.rounds = static_cast<int>(n);

@@ -10,7 +10,8 @@ namespace tb::cli {
 void print_tune_usage(FILE* out) {
   std::fputs(
       "usage: tunebench-cli tune --model M --data D [--budget S|auto] [--report R.html] [--json OUT.json] [--set k=v,...]\n"
-      "       [--knobs k1,k2,...] [--rounds N] [--warmup N] [--seed N] [--device auto|cpu|cuda] [--input C,H,W]\n"
+      "       [--knobs k1,k2,...] [--rounds N] [--run-steps N] [--warmup N] [--seed N] [--device auto|cpu|cuda]\n"
+      "       [--input C,H,W]\n"
       "       [--classes K] [--ranks N [--dist-timeout S] [--fresh-groups]] [--quiet] [--simulate [--profile P]]\n"
       "       tunebench-cli tune --script train.py [--python PY] [--budget S|auto] [--report R.html] [--json OUT.json]\n"
       "       [--set k=v,...] [--knobs ...] [--patch P.diff] [--no-patch-check] [-- SCRIPT ARGS]   (a user's PyTorch script, run unmodified;\n"
@@ -22,6 +23,8 @@ void print_tune_usage(FILE* out) {
       "  After the noise floor it says what trying each applicable knob once costs, finals included, and how many\n"
       "  of them the budget pays for; --budget auto (10-86400 s) makes that the budget.\n"
       "  --set pins knobs (the baseline uses them and the tuner leaves them alone); --knobs tunes only these.\n"
+      "  A change with a one-time cost (a compile) is reported with the steps after which it pays for itself;\n"
+      "  --run-steps N (your run's length) keeps none that pays back only after more steps than that.\n"
       "  --ranks N tunes a data-parallel run of N ranks: a live group whose rank 0 orders every step and change to\n"
       "  all ranks, so they change together; the throughput is the group's; loss probes and process knobs run in\n"
       "  fresh groups. --fresh-groups measures every window in a fresh group (run --ranks N) instead\n"

@@ -221,6 +221,9 @@ struct TuneOptions {
   // The final alternation likewise adds rounds while a kept change is still undecided, up to this many.
   int max_final_rounds = 8;
   double min_gain = 0.02;     // a significant gain below this ratio-1 still counts as "no effect"
+  // How many steps the user's run will take (tune --run-steps; 0: not said): a change with a one-time cost (a
+  // compile) that pays itself back only after more steps than that is not kept ("not paid back").
+  int64_t run_steps = 0;
   double drift_tolerance = 0.10;  // loss-drift guard: relative worsening allowed
   int probe_steps = 8;        // steps of each loss probe
   int snapshot_steps = 6;     // steps of each analysed trace (0 = no snapshots)

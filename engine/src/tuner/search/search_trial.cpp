@@ -140,6 +140,12 @@ void Tuner::one_time_cost(Trial& t) {
   if (t.outcome == "gain" && saved > 0) {
     t.break_even_steps = extra / saved;
     s += ", paid back after ~" + about(t.break_even_steps) + " steps (" + fmt(saved * 1e3, 2) + " ms saved a step)";
+    if (o_.run_steps > 0 && t.break_even_steps > double(o_.run_steps)) {
+      // Faster per step, but the run the user named ends before the compile has paid for itself.
+      t.accepted = false;
+      t.outcome = "not paid back";
+      s += ": more than the run's " + about(double(o_.run_steps)) + " (--run-steps), not kept";
+    }
   } else {
     s += ", never paid back by a step no faster";
   }
