@@ -158,6 +158,8 @@ TEST(CompileLaneFindings, NameTheTimeTheFrameCompiledAgainAndTheBreakWithItsLine
       << breaks[0]->message;
   EXPECT_EQ(breaks[0]->message.find("Explanation"), std::string::npos);  // the reason's first line only
   EXPECT_NE(breaks[0]->message.find("capture_scalar_outputs = True"), std::string::npos);
+  // Paid once: no finding of the compile lane bounds a step's speed ("up to" is for per-step time).
+  for (const Finding* f : {time[0], again[0], breaks[0]}) EXPECT_EQ(f->max_speedup, 1.0) << f->id;
 }
 
 // The code Dynamo resumes after a graph break, recompiled for the Python value it was specialized on (the
