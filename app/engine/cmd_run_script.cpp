@@ -247,6 +247,7 @@ struct Outcome {
   std::string not_measured;                 // why nothing was measured, or ""
   nlohmann::json tracing;                   // what tracing cost, or null
   client::LoaderVerdict loader;
+  std::vector<std::string> compile_lines;   // what torch.compile did, from the written trace when there is one
 };
 
 // The run's JSON document: an engine run's fields (config, throughput, steps, warnings) and the script's.
@@ -328,10 +329,14 @@ Status write_trace(const RunScriptArgs& args, const Collected& c, Outcome& o) {
     return Error{"the script ended after " + std::to_string(c.measured) +
                  " measured steps, before tracing began (after " + std::to_string(kUntracedSteps) +
                  " untraced ones, the reference for its cost): pass --steps N under 60 to trace it whole"};
+  std::unique_ptr<prof::Trace> merged;
+  const auto compiles = client::lane_compiles(c.compiles);
   if (std::string err = merge_chunks(c.chunks, args.trace_path, o.loader, lane_steps(c.records, c.step_extras, c.traced),
-                                     lane_outside(c.outside), client::lane_compiles(c.compiles));
+                                     lane_outside(c.outside), compiles, &merged);
       !err.empty())
     return Error{err};
+  // The run's compile lines are `analyze`'s of this file: what a graph break cost the traced steps included.
+  o.compile_lines = client::compile_lines(*merged, compiles, o.figures.compiling_out);
   std::fprintf(stderr, "trace: %s (%s)\n", args.trace_path.c_str(), trace_line(so, c.traced).c_str());
   if (const std::string cost = engine::tracing_cost_text(o.tracing); !cost.empty()) std::printf("%s\n", cost.c_str());
   return Status::Ok();
@@ -345,9 +350,12 @@ int finish(const RunScriptArgs& args, const Collected& c, Outcome& o) {
   if (!c.failure.empty()) out["error"] = c.failure;
   if (!args.json_path.empty() && !write_json_file(args.json_path, out)) return 1;
   print_script_throughput(args.so.script, out["throughput"], c.unit, c.records.size(), o.figures, o.not_measured);
-  for (const std::string& line :
-       client::compile_lines(lane_steps(c.records, c.step_extras, c.traced), client::lane_compiles(c.compiles), o.figures.compiling_out))
-    std::printf("%s\n", line.c_str());
+  if (o.compile_lines.empty() && !c.compiles.empty()) {
+    const auto compiles = client::lane_compiles(c.compiles);
+    o.compile_lines = client::compile_lines(*client::lanes_trace(lane_steps(c.records, c.step_extras, c.traced), compiles),
+                                            compiles, o.figures.compiling_out);
+  }
+  for (const std::string& line : o.compile_lines) std::printf("%s\n", line.c_str());
   if (const std::string mem = engine::memory_summary_text(out["memory"]); !mem.empty()) std::printf("%s\n", mem.c_str());
   for (const std::string& line : o.loader.lines()) std::printf("%s\n", line.c_str());
   if (c.unit == "time steps")

@@ -13,7 +13,7 @@ namespace tb::cli {
 std::string merge_chunks(const std::vector<std::string>& chunks, const std::string& path,
                          client::LoaderVerdict& loader, const std::vector<prof::LaneStep>& steps,
                          const std::vector<prof::LaneOutside>& outside,
-                         const std::vector<prof::LaneCompile>& compiles) {
+                         const std::vector<prof::LaneCompile>& compiles, std::unique_ptr<prof::Trace>* merged_out) {
   auto merged = prof::merge_script_chunks(chunks, steps, outside, compiles);
   if (!merged) return merged.error().to_string();
   const auto& tracks = (*merged)->tracks();
@@ -25,6 +25,7 @@ std::string merge_chunks(const std::vector<std::string>& chunks, const std::stri
   }
   if (loader.valid) (*merged)->meta().documents["loader"] = loader.to_json().dump();
   if (auto st = prof::write_chrome_trace(**merged, path); !st) return st.error().to_string();
+  if (merged_out) *merged_out = std::move(*merged);
   return "";
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,7 +36,8 @@ struct RemoveDir {
 std::string merge_chunks(const std::vector<std::string>& chunks, const std::string& path,
                          client::LoaderVerdict& loader, const std::vector<prof::LaneStep>& steps = {},
                          const std::vector<prof::LaneOutside>& outside = {},
-                         const std::vector<prof::LaneCompile>& compiles = {});
+                         const std::vector<prof::LaneCompile>& compiles = {},
+                         std::unique_ptr<prof::Trace>* merged_out = nullptr);
 
 // The step lane's steps from the run's step records, what the launcher's steps added to each (`extras`:
 // forward_ns, backward_ns, optim_ns) and the steps each trace chunk covers (`traced`: a step inside one ran

@@ -47,8 +47,18 @@ std::vector<prof::LaneCompile> lane_compiles(const nlohmann::json& compiles) {
   return out;
 }
 
-std::vector<std::string> compile_lines(const std::vector<prof::LaneStep>& steps,
-                                       const std::vector<prof::LaneCompile>& compiles, size_t compiling_out) {
+std::unique_ptr<prof::Trace> lanes_trace(const std::vector<prof::LaneStep>& steps,
+                                         const std::vector<prof::LaneCompile>& compiles) {
+  auto lanes = std::make_unique<prof::Trace>();
+  lanes->meta().extra["tunebench_run"] = "script";
+  prof::add_step_lane(*lanes, steps, {}, 0);
+  prof::add_compile_lane(*lanes, compiles, 0);
+  lanes->finalize();
+  return lanes;
+}
+
+std::vector<std::string> compile_lines(const prof::Trace& trace, const std::vector<prof::LaneCompile>& compiles,
+                                       size_t compiling_out) {
   if (compiles.empty()) return {};
   int64_t total = 0;
   std::vector<std::string> frames;
@@ -64,13 +74,8 @@ std::vector<std::string> compile_lines(const std::vector<prof::LaneStep>& steps,
     lines.back() += "; the " + std::to_string(compiling_out) + " step" + (compiling_out == 1 ? "" : "s") +
                     " that compiled " + (compiling_out == 1 ? "is" : "are") +
                     " left out of the figures (a one-time cost)";
-  // The compile lane's findings, as `analyze` of the run's trace gives them: the lanes alone, analysed.
-  prof::Trace lanes;
-  lanes.meta().extra["tunebench_run"] = "script";
-  prof::add_step_lane(lanes, steps, {}, 0);
-  prof::add_compile_lane(lanes, compiles, 0);
-  lanes.finalize();
-  for (const prof::Finding& f : prof::analyze(lanes).findings)
+  // The compile lane's findings, as `analyze` of the run's trace gives them.
+  for (const prof::Finding& f : prof::analyze(trace).findings)
     if (f.kind == prof::FindingKind::CompileTime || f.kind == prof::FindingKind::Recompiles ||
         f.kind == prof::FindingKind::GraphBreak)
       lines.push_back("  " + f.message);

@@ -197,11 +197,59 @@ void recompile_findings(const CompileView& v, Interval span, std::vector<Finding
   }
 }
 
-void break_findings(const CompileView& v, std::vector<Finding>& out) {
+// The forward's time outside its compiled graphs over the traced steps that compiled nothing: Dynamo's guard
+// checks and cache lookups, the glue between graphs, and the eager code at a graph break. torch.profiler draws a
+// compiled graph's run as `CompiledFunction` (training) around `## Call CompiledFxGraph <key> ##`; the model's
+// forward is the launcher's `## forward ##` range.
+struct OutsideGraphs {
+  int64_t forward = 0, outside = 0, step = 0;
+  size_t steps = 0;
+};
+
+bool is_graph_run(std::string_view n) { return n == "CompiledFunction" || n.rfind("## Call CompiledFxGraph", 0) == 0; }
+
+OutsideGraphs outside_graphs(const Trace& trace, const AnalysisResult& r, const std::vector<Interval>& compiles) {
+  OutsideGraphs o;
+  if (r.training_track < 0 || size_t(r.training_track) >= trace.tracks().size()) return o;
+  const auto& ev = trace.tracks()[size_t(r.training_track)].events();
+  for (const StepBreakdown& s : r.steps) {
+    if (std::any_of(compiles.begin(), compiles.end(), [&](const Interval& c) { return c.t0 < s.end_ns && c.t1 > s.start_ns; }))
+      continue;  // a step that compiled: its forward is the compile's
+    auto it = std::lower_bound(ev.begin(), ev.end(), s.start_ns, [](const Event& e, int64_t t) { return e.start_ns < t; });
+    int64_t forward = 0, graphs = 0;
+    for (; it != ev.end() && it->start_ns < s.end_ns; ++it) {
+      if (it->kind != EventKind::Range || trace.name(it->name) != "## forward ##") continue;
+      const Interval fw{it->start_ns, std::min(it->end_ns, s.end_ns)};
+      forward += fw.length();
+      int64_t covered_to = fw.t0;  // graph runs nest (CompiledFunction around its call): counted once
+      for (auto g = it + 1; g != ev.end() && g->start_ns < fw.t1; ++g) {
+        if (g->kind != EventKind::Range || !is_graph_run(trace.name(g->name))) continue;
+        const int64_t a = std::max(g->start_ns, covered_to), b = std::min(g->end_ns, fw.t1);
+        if (b > a) graphs += b - a, covered_to = b;
+      }
+    }
+    if (forward <= 0 || graphs <= 0) continue;  // no compiled graph ran in it: not a compiled step
+    o.forward += forward;
+    o.outside += forward - graphs;
+    o.step += s.duration_ns();
+    ++o.steps;
+  }
+  return o;
+}
+
+void break_findings(const CompileView& v, const OutsideGraphs& og, std::vector<Finding>& out) {
   for (const Break& b : v.breaks) {
-    Finding f = finding(FindingKind::GraphBreak, "graph_break", 0, {});
+    const double share = og.step > 0 ? double(og.outside) / double(og.step) : 0;
+    Finding f = finding(FindingKind::GraphBreak, "graph_break", share, {});
     f.message = std::string(kFromCompiles) + "graph break at " + b.file + ":" + std::to_string(b.line) + ": " +
-                (b.reason.empty() ? "no reason given" : b.reason) + " -> " + break_advice(b.reason);
+                (b.reason.empty() ? "no reason given" : b.reason);
+    if (og.steps > 0)
+      f.message += "; over " + std::to_string(og.steps) + " traced step" + (og.steps == 1 ? "" : "s") +
+                   " the forward ran " + fmt_ms(double(og.outside) / double(og.steps)) +
+                   " a step outside its compiled graphs (guards, cache lookups, the eager code at the break: " +
+                   fmt_pct(double(og.outside) / double(og.forward)) + " of the forward, " + fmt_pct(share) +
+                   " of the step)";
+    f.message += " -> " + break_advice(b.reason);
     out.push_back(std::move(f));
   }
 }
@@ -215,7 +263,7 @@ void add_compile_findings(const Trace& trace, AnalysisResult& r) {
   std::vector<Finding> found;
   compile_time(v, span, found);
   recompile_findings(v, span, found);
-  break_findings(v, found);
+  break_findings(v, v.breaks.empty() ? OutsideGraphs{} : outside_graphs(trace, r, v.boxes), found);
   if (v.failed > 0) {
     Finding f = finding(FindingKind::CompileTime, "compile_failed", 0, {});
     f.message = std::string(kFromCompiles) + std::to_string(v.failed) + " compile" + (v.failed == 1 ? "" : "s") +

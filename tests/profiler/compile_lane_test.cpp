@@ -182,6 +182,42 @@ TEST(CompileLaneFindings, AResumedFrameIsNamedForItsFunctionAndAValueGuardSaysWh
       << again[0]->message;
 }
 
+// The traced steps that compiled nothing say what the break costs: the forward's time outside its compiled
+// graphs (CompiledFunction around `## Call CompiledFxGraph`, counted once), a step that compiled left out.
+TEST(CompileLaneFindings, AGraphBreakSaysTheForwardsTimeOutsideItsCompiledGraphs) {
+  test_util::Builder b;
+  b.t.meta().extra["tunebench_run"] = "script";
+  for (int i = 0; i < 6; ++i) {
+    const int64_t t0 = i * 2'000;  // steps of 2 ms (us), the first one compiling for 1.5 ms of it
+    b.range(("ProfilerStep#" + std::to_string(i)).c_str(), t0, t0 + 2'000);
+    b.range("## forward ##", t0 + 100, t0 + 900);                     // 800 us
+    b.range("CompiledFunction", t0 + 200, t0 + 400);                  // graph 1: 200 us
+    b.range("## Call CompiledFxGraph fabc ##", t0 + 220, t0 + 380);   // inside it: not counted again
+    b.range("aten::item", t0 + 450, t0 + 460);                        // the eager code at the break
+    b.range("## Call CompiledFxGraph fdef ##", t0 + 500, t0 + 800);   // graph 2 (inference): 300 us
+  }
+  LaneCompile c;
+  c.id = "0/0";
+  c.frame = "forward";
+  c.file = kFile;
+  c.line = 16;
+  c.t_ns = 100 * us;
+  c.dur_ns = 1'500 * us;
+  c.breaks.push_back({kItem, kFile, 18});
+  const std::vector<LaneCompile> compiles{c};
+  add_compile_lane(b.t, compiles, 0);
+  const AnalysisResult a = b.run();
+  const auto breaks = of_kind(a, FindingKind::GraphBreak);
+  ASSERT_EQ(breaks.size(), 1u);
+  // Steps 1-5: 800 us of forward, 500 in graphs: 300 us outside, 37.5% of the forward, 15% of the 2 ms step.
+  EXPECT_NE(breaks[0]->message.find("over 5 traced steps the forward ran 0.300 ms a step outside its compiled "
+                                    "graphs (guards, cache lookups, the eager code at the break: 37.5% of the "
+                                    "forward, 15.0% of the step)"),
+            std::string::npos)
+      << breaks[0]->message;
+  EXPECT_NEAR(breaks[0]->share, 0.15, 1e-9);
+}
+
 // A frame recompiled at every step of the last quarter: its steps hold the compiles. They are a one-time cost
 // each, which the recompile finding names; the step timings' drift finding does not take them for slow steps.
 TEST(CompileLaneFindings, TheStepsThatCompiledAreNoStepTimingFinding) {

@@ -3,6 +3,7 @@
 // the GUI.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,9 +20,13 @@ prof::LaneCompile lane_compile_of(const nlohmann::json& m);
 std::vector<prof::LaneCompile> lane_compiles(const nlohmann::json& compiles);
 
 // What torch.compile did over the run, in lines: its time and the steps it was paid in (`compiling_out` of them
-// left out of the figures), then the compile lane's findings as `analyze` gives them (its share of the run,
-// recompiles, graph breaks), indented. None when nothing compiled.
-std::vector<std::string> compile_lines(const std::vector<prof::LaneStep>& steps,
-                                       const std::vector<prof::LaneCompile>& compiles, size_t compiling_out);
+// left out of the figures), then the compile lane's findings as `analyze` of `trace` gives them (its share of
+// the run, recompiles, graph breaks with what they cost the traced steps), indented. `trace`: the run's merged
+// trace when it wrote one, else the lanes alone (lanes_trace). None when nothing compiled.
+std::vector<std::string> compile_lines(const prof::Trace& trace, const std::vector<prof::LaneCompile>& compiles,
+                                       size_t compiling_out);
+// The step lane and the compile lane alone, finalized: what a run without a trace analyses.
+std::unique_ptr<prof::Trace> lanes_trace(const std::vector<prof::LaneStep>& steps,
+                                         const std::vector<prof::LaneCompile>& compiles);
 
 }  // namespace tb::client
