@@ -352,8 +352,8 @@ int finish(const RunScriptArgs& args, const Collected& c, Outcome& o) {
   print_script_throughput(args.so.script, out["throughput"], c.unit, c.records.size(), o.figures, o.not_measured);
   if (o.compile_lines.empty() && !c.compiles.empty()) {
     const auto compiles = client::lane_compiles(c.compiles);
-    o.compile_lines = client::compile_lines(*client::lanes_trace(lane_steps(c.records, c.step_extras, c.traced), compiles),
-                                            compiles, o.figures.compiling_out);
+    const auto lanes = client::lanes_trace(lane_steps(c.records, c.step_extras, c.traced), compiles);
+    o.compile_lines = client::compile_lines(*lanes, compiles, o.figures.compiling_out);
   }
   for (const std::string& line : o.compile_lines) std::printf("%s\n", line.c_str());
   if (const std::string mem = engine::memory_summary_text(out["memory"]); !mem.empty()) std::printf("%s\n", mem.c_str());

@@ -213,9 +213,10 @@ OutsideGraphs outside_graphs(const Trace& trace, const AnalysisResult& r, const 
   if (r.training_track < 0 || size_t(r.training_track) >= trace.tracks().size()) return o;
   const auto& ev = trace.tracks()[size_t(r.training_track)].events();
   for (const StepBreakdown& s : r.steps) {
-    if (std::any_of(compiles.begin(), compiles.end(), [&](const Interval& c) { return c.t0 < s.end_ns && c.t1 > s.start_ns; }))
-      continue;  // a step that compiled: its forward is the compile's
-    auto it = std::lower_bound(ev.begin(), ev.end(), s.start_ns, [](const Event& e, int64_t t) { return e.start_ns < t; });
+    auto compiled = [&](const Interval& c) { return c.t0 < s.end_ns && c.t1 > s.start_ns; };
+    if (std::any_of(compiles.begin(), compiles.end(), compiled)) continue;  // its forward is the compile's
+    auto it = std::lower_bound(ev.begin(), ev.end(), s.start_ns,
+                               [](const Event& e, int64_t t) { return e.start_ns < t; });
     int64_t forward = 0, graphs = 0;
     for (; it != ev.end() && it->start_ns < s.end_ns; ++it) {
       if (it->kind != EventKind::Range || trace.name(it->name) != "## forward ##") continue;

@@ -5,24 +5,13 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "lane_range.h"
 #include "profiler/range_names.h"
 #include "profiler/step_lane.h"
 
 namespace tb::prof {
-namespace {
 
-Event range(NameId name, int64_t a, int64_t b, int64_t arg, uint32_t detail) {
-  Event e;
-  e.kind = EventKind::Range;
-  e.name = name;
-  e.start_ns = a;
-  e.end_ns = std::max(a, b);
-  e.arg = arg;
-  e.detail = detail;
-  return e;
-}
-
-}  // namespace
+using detail::lane_range;
 
 int64_t LaneCompile::frame_compile_index() const {
   const size_t slash = id.find('/');
@@ -68,16 +57,17 @@ void add_compile_lane(Trace& trace, std::span<const LaneCompile> compiles, int64
     const int64_t start = c.t_ns + offset_ns;
     const int64_t end = start + std::max<int64_t>(0, c.dur_ns);
     // The box before what it holds: a phase as long as the compile still nests inside it.
-    trace.add_event(row, range(box, start, end, c.frame_compile_index(), trace.intern(c.frame_label())));
+    trace.add_event(row, lane_range(box, start, end, c.frame_compile_index(), trace.intern(c.frame_label())));
     for (const LaneCompilePhase& p : c.phases) {
       const int64_t a = std::clamp(p.t_ns + offset_ns, start, end);
       const int64_t b = std::clamp(p.t_ns + offset_ns + std::max<int64_t>(0, p.dur_ns), a, end);
-      trace.add_event(row, range(trace.intern(compile_phase_title(p.name)), a, b, kNoArg, kNoName));
+      trace.add_event(row, lane_range(trace.intern(compile_phase_title(p.name)), a, b, kNoArg, kNoName));
     }
-    if (!c.recompile.empty()) trace.add_event(row, range(recompile, start, start, kNoArg, trace.intern(c.recompile)));
+    if (!c.recompile.empty())
+      trace.add_event(row, lane_range(recompile, start, start, kNoArg, trace.intern(c.recompile)));
     for (const LaneGraphBreak& g : c.breaks)
-      trace.add_event(row, range(broke, start, start, g.line, trace.intern(g.file + "\n" + g.reason)));
-    if (!c.failed.empty()) trace.add_event(row, range(failed, start, start, kNoArg, trace.intern(c.failed)));
+      trace.add_event(row, lane_range(broke, start, start, g.line, trace.intern(g.file + "\n" + g.reason)));
+    if (!c.failed.empty()) trace.add_event(row, lane_range(failed, start, start, kNoArg, trace.intern(c.failed)));
   }
 }
 

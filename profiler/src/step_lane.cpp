@@ -6,21 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "lane_range.h"
 #include "profiler/range_names.h"
 
 namespace tb::prof {
 namespace {
 
-Event range(NameId name, int64_t a, int64_t b, int64_t arg = kNoArg, uint32_t detail = kNoName) {
-  Event e;
-  e.kind = EventKind::Range;
-  e.name = name;
-  e.start_ns = a;
-  e.end_ns = std::max(a, b);
-  e.arg = arg;
-  e.detail = detail;
-  return e;
-}
 
 // One step's box and its phases, laid end to end from its start in the order a step runs them. The launcher
 // measures each phase as a sum over the step, so they are drawn as one piece each; the rest of the step (the
@@ -31,13 +22,13 @@ void add_step(Trace& trace, uint32_t row, const LaneStep& s, int64_t offset_ns, 
   const int64_t end = start + std::max<int64_t>(0, s.wall_ns);
   // The step goes in before its phases: the trace's sort is stable, so a phase as long as its step still
   // nests inside it (depth 1) rather than the other way round.
-  trace.add_event(row, range(step_name, start, end, s.index, s.traced ? detailed : kNoName));
+  trace.add_event(row, detail::lane_range(step_name, start, end, s.index, s.traced ? detailed : kNoName));
   const int64_t phases[4] = {s.data_wait_ns, s.forward_ns, s.backward_ns, s.optim_ns};
   int64_t at = start;
   for (int k = 0; k < 4; ++k) {
     if (phases[k] <= 0 || at >= end) continue;
     const int64_t to = std::min(end, at + phases[k]);
-    trace.add_event(row, range(phase_names[k], at, to));
+    trace.add_event(row, detail::lane_range(phase_names[k], at, to));
     at = to;
   }
 }
@@ -95,7 +86,7 @@ void add_step_lane(Trace& trace, std::span<const LaneStep> steps, std::span<cons
       trace.set_track_sort_index(between, kStepLaneSortIndex + 1);
     }
     const int64_t start = o.t_ns + offset_ns;
-    trace.add_event(between, range(outside_name, start, start + std::max<int64_t>(0, o.wall_ns),
+    trace.add_event(between, detail::lane_range(outside_name, start, start + std::max<int64_t>(0, o.wall_ns),
                                o.after_step >= 0 ? o.after_step : kNoArg,
                                trace.intern(o.kind.empty() ? "other" : o.kind)));
   }
