@@ -166,6 +166,13 @@ class TestLivePanels : public QObject {
     QVERIFY2(std::abs(c[0].stats.ratio / compareSegments(segmentRun(plain))[0].stats.ratio - 1) < 0.02,
              qPrintable(QString::number(c[0].stats.ratio)));
     QVERIFY2(c[0].trustText().contains("2 steps that compiled left out"), qPrintable(c[0].trustText()));
+    // 8 s compiled once; workers=4 halved the step (about 102 ms to 52 ms): paid back after about 160 steps,
+    // said rounded up to two figures.
+    QCOMPARE(c[0].one_time_s, 8.0);
+    QVERIFY2(c[0].break_even_steps > 155 && c[0].break_even_steps < 165, qPrintable(QString::number(c[0].break_even_steps)));
+    QVERIFY2(c[0].trustText().contains("torch.compile took 8.0 s once: paid back after ~170 steps"),
+             qPrintable(c[0].trustText()));
+    QVERIFY(std::isnan(compareSegments(segmentRun(plain))[0].break_even_steps));
     const auto lane = liveLane(compiled, -1);
     QVERIFY(lane);
     QCOMPARE(int(lane->compiles.size()), 1);

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/count_text.h"
+
 namespace tb::ui {
 
 QString Segment::label() const {
@@ -89,7 +91,7 @@ std::vector<Segment> segmentRun(const RunRecord& rec) {
     Segment& seg = segs.back();
     seg.last_step = s.i;
     if (s.warmup) ++seg.warmup_steps;
-    else if (s.compile_ns > 0) ++seg.compiling_left_out;
+    else if (s.compile_ns > 0) ++seg.compiling_left_out, seg.compile_ns += s.compile_ns;
     else if (s.wall_ns > 0) {
       seg.sps.push_back(s.samplesPerSec());
       seg.timings.push_back({static_cast<int64_t>(s.samples), s.t_ns, s.wall_ns, s.data_wait_ns, s.minor_faults});
@@ -131,6 +133,12 @@ QString Comparison::trustText() const {
   QString t = QString::fromStdString(stats.noise_text());
   if (traced_left_out > 0)
     t += QStringLiteral("\nfrom untraced steps: %1 traced steps left out (the recording stretches them)").arg(traced_left_out);
+  if (one_time_s >= 0.05)
+    t += std::isfinite(break_even_steps)
+             ? QStringLiteral("\ntorch.compile took %1 s once: paid back after ~%2 steps at the time it saves a step")
+                   .arg(one_time_s, 0, 'f', 1)
+                   .arg(QString::fromStdString(tb::about_count(break_even_steps)))
+             : QStringLiteral("\ntorch.compile took %1 s once: never paid back by a step no faster").arg(one_time_s, 0, 'f', 1);
   if (compiling_left_out > 0)
     t += (compiling_left_out == 1 ? QStringLiteral("\n1 step that compiled left out (torch.compile's one-time cost)")
                                   : QStringLiteral("\n%1 steps that compiled left out (torch.compile's one-time cost)")
@@ -165,6 +173,24 @@ RatioCI tunerStats(const QJsonObject& done) {
   return r;
 }
 
+namespace {
+
+// Seconds a measured step of `s` takes on average (NaN: none measured).
+double stepSeconds(const Segment& s) {
+  double wall = 0;
+  for (const auto& t : s.timings) wall += t.wall_ns * 1e-9;
+  return s.timings.empty() ? std::nan("") : wall / double(s.timings.size());
+}
+
+}  // namespace
+
+void breakEven(const Segment& before, const Segment& after, Comparison& c) {
+  c.one_time_s = after.compile_ns * 1e-9;
+  if (c.one_time_s < 0.05) return;
+  const double saved = stepSeconds(before) - stepSeconds(after);
+  if (c.stats.ratio > 1 && saved > 0) c.break_even_steps = c.one_time_s / saved;
+}
+
 std::vector<Comparison> compareSegments(const std::vector<Segment>& segs) {
   std::vector<Comparison> out;
   for (size_t k = 1; k < segs.size(); ++k) {
@@ -186,6 +212,7 @@ std::vector<Comparison> compareSegments(const std::vector<Segment>& segs) {
     c.wait_after = segs[k].wait_share.empty() ? 0.0 : median(segs[k].wait_share);
     c.traced_left_out = segs[k - 1].traced_left_out + segs[k].traced_left_out;
     c.compiling_left_out = segs[k - 1].compiling_left_out + segs[k].compiling_left_out;
+    breakEven(segs[k - 1], segs[k], c);
     c.traced_in_figures = segs[k - 1].traced_in_figures + segs[k].traced_in_figures;
     c.observer_share = cpuShare(segs[k - 1].observer_cpu0, segs[k - 1].observer_wall0, segs[k].observer_cpu1, segs[k].observer_wall1);
     out.push_back(c);
@@ -216,6 +243,8 @@ QJsonObject sessionDocument(const RunRecord& rec, const std::vector<Comparison>&
                            {"decision", decisions.value(c.change)},
                            {"report_html", c.report_html},
                            {"data_wait_share_before", c.wait_before},
+                           {"one_time_s", c.one_time_s},
+                           {"break_even_steps", finite(c.break_even_steps)},
                            {"data_wait_share_after", c.wait_after},
                            {"observer_cpu_share", finite(c.observer_share)}});
   }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <QHash>
+#include <limits>
 #include <QJsonObject>
 #include <QString>
 #include <vector>
@@ -23,6 +24,7 @@ struct Segment {
   std::vector<double> wait_share; // data_wait_ns / wall_ns of the same steps (the loader stall, per step)
   int warmup_steps = 0;
   int compiling_left_out = 0;     // steps that compiled (torch.compile's one-time cost): in no figure above
+  qint64 compile_ns = 0;          // ... and the time they compiled (StepSample::compile_ns summed)
   // Measured steps that ran inside a trace chunk: left out of the figures above when the segment has two
   // windows (kWindowSteps) of untraced ones, counted in them otherwise (a run traced whole has nothing else to show).
   int traced_left_out = 0, traced_in_figures = 0;
@@ -50,6 +52,10 @@ struct Comparison {
   double wait_before = 0, wait_after = 0;  // median share of the step spent waiting for data (0..1)
   int traced_left_out = 0, traced_in_figures = 0;  // both sides' (Segment)
   int compiling_left_out = 0;                      // both sides' (Segment)
+  // What the change paid once (the after side's compiles, seconds) and the steps after which the time it saves a
+  // step pays that back (NaN: nothing paid, or no step faster): the tuner's trials say the same (docs/tuning.md).
+  double one_time_s = 0;
+  double break_even_steps = std::numeric_limits<double>::quiet_NaN();
   double observer_share = 0;  // the window's CPU share from the first measured step before to the last after (NaN: not stamped)
   // The trust line: each side's noise verdict and the method, and the window's share when above the
   // threshold (observer_cost.h), one line each.
@@ -58,6 +64,8 @@ struct Comparison {
 
 std::vector<Segment> segmentRun(const RunRecord& rec);
 std::vector<Comparison> compareSegments(const std::vector<Segment>& segs);
+// The change's one-time cost (the compiles of `after`) and its break-even into `c` (its stats already set).
+void breakEven(const Segment& before, const Segment& after, Comparison& c);
 // An Auto-tune's headline (tune_done) as a RatioCI: before/after the tuner's baseline and final throughput, the
 // ratio and interval its final alternation measured; not valid when it kept nothing.
 RatioCI tunerStats(const QJsonObject& tune_done);

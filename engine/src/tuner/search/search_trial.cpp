@@ -2,19 +2,12 @@
 // against the noise floor, the loss-drift guard, the record of the result.
 #include <cmath>
 
+#include "base/count_text.h"
 #include "tuner/search/search.h"
 
 namespace tb::engine::search {
 
 namespace {
-
-// A count to two significant figures, its thousands grouped: "14,000", "2,900", "85".
-std::string about(double n) {
-  const double step = n >= 1000 ? std::pow(10.0, std::floor(std::log10(n)) - 1) : n >= 100 ? 10 : 1;
-  std::string digits = std::to_string(static_cast<long long>(std::ceil(n / step) * step));
-  for (int at = int(digits.size()) - 3; at > 0; at -= 3) digits.insert(size_t(at), ",");
-  return digits;
-}
 
 double mean_of(const std::vector<double>& v) {
   double s = 0;
@@ -139,12 +132,12 @@ void Tuner::one_time_cost(Trial& t) {
   std::string s = "; its one-time cost: " + fmt(extra, 1) + " s of compiling";
   if (t.outcome == "gain" && saved > 0) {
     t.break_even_steps = extra / saved;
-    s += ", paid back after ~" + about(t.break_even_steps) + " steps (" + fmt(saved * 1e3, 2) + " ms saved a step)";
+    s += ", paid back after ~" + about_count(t.break_even_steps) + " steps (" + fmt(saved * 1e3, 2) + " ms saved a step)";
     if (o_.run_steps > 0 && t.break_even_steps > double(o_.run_steps)) {
       // Faster per step, but the run the user named ends before the compile has paid for itself.
       t.accepted = false;
       t.outcome = "not paid back";
-      s += ": more than the run's " + about(double(o_.run_steps)) + " (--run-steps), not kept";
+      s += ": more than the run's " + about_count(double(o_.run_steps)) + " (--run-steps), not kept";
     }
   } else {
     s += ", never paid back by a step no faster";
