@@ -4,6 +4,8 @@
 // an optimizer built from model.parameters(), a training function.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -204,6 +206,22 @@ TEST_F(ScriptPatchTest, ThePatchCarriesTheFreshProcessFigure) {
   p = script_patch(r, dir_.string());
   EXPECT_NE(p.diff.find("amp=bf16: with the other kept changes, 1.31x [1.12, 1.52] in fresh processes"),
             std::string::npos) << p.diff;
+}
+
+// A kept compile carries its one-time cost and break-even beside its gain, from the trial that paid it (the
+// final's re-measure found the variant compiled already and paid none).
+TEST_F(ScriptPatchTest, AKeptCompileCarriesItsOneTimeCostAndBreakEven) {
+  auto r = tune({{"compile", "on"}});
+  Trial screen = held("compile", 1.1);
+  screen.phase = "screen";
+  screen.one_time_after_s = 55.0;
+  screen.break_even_steps = 11'400;
+  r.trials.insert(r.trials.begin(), screen);
+  const ScriptPatch p = script_patch(r, dir_.string());
+  EXPECT_NE(p.diff.find("# tunebench: compile=on: 1.25x [1.12, 1.38]; 55.0 s once, paid back after ~12,000 steps"),
+            std::string::npos) << p.diff;
+  r.trials.front().break_even_steps = std::nan("");  // nothing paid back: nothing said
+  EXPECT_EQ(script_patch(r, dir_.string()).diff.find(" s once"), std::string::npos);
 }
 
 // Kept changes the script gives no place for are listed, not guessed; nothing kept, no patch.

@@ -1,6 +1,7 @@
 #include "engine/script_patch.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -8,6 +9,7 @@
 #include <regex>
 #include <sstream>
 
+#include "base/count_text.h"
 #include "knobs/table.h"
 #include "tuner/report/report_parts.h"
 #include "tuner/report/report_script.h"
@@ -325,7 +327,18 @@ class Patcher {
   }
 
  private:
-  std::string gain(const std::string& knob) const { return engine::gain_of(r_, knob, checked_); }
+  // The measured gain, and a one-time cost the knob paid (a compile) with the steps after which it pays back:
+  // what a user deciding to keep the line needs beside it.
+  std::string gain(const std::string& knob) const {
+    std::string g = engine::gain_of(r_, knob, checked_);
+    for (auto t = r_.trials.rbegin(); t != r_.trials.rend(); ++t)
+      if (t->knob == knob && t->accepted && std::isfinite(t->break_even_steps)) {
+        g += (g.empty() ? "" : "; ") + report_detail::fmt(t->one_time_after_s - t->one_time_before_s, 1) +
+             " s once, paid back after ~" + about_count(t->break_even_steps) + " steps";
+        break;
+      }
+    return g;
+  }
   bool has(const char* k) const { return std::find(changed_.begin(), changed_.end(), k) != changed_.end(); }
   const nlohmann::json* first_source(const std::string& kind) const {
     for (const auto& s : sources_)
