@@ -93,6 +93,17 @@ class LaunchTrace(ScriptTest):
         done = c.messages[-1]
         self.assertEqual(done["type"], "done")
         self.assertGreater(done["summary"]["profiler_ns"], sum(s["profiler_ns"] for s in steps))
+        # Each step's range ends with the step, on the chunk's clock (to its marker's bracket): TuneBench's own
+        # work at a step's end (the first step's `hello`, the step's message) is in none; it once held step 0's
+        # range 3-6 ms past the step.
+        for m in chunks:
+            with open(m["path"]) as f:
+                doc = json.load(f)
+            offset_us = float(doc["tunebench_clock_offset_us"])
+            late = 200 + float(doc["tunebench_clock_bracket_us"])
+            for i, (_, end) in step_ranges(m["path"]).items():
+                step_end = (steps[i]["t_ns"] + steps[i]["wall_ns"]) / 1000.0 + offset_us
+                self.assertLessEqual(end, step_end + late, (i, end - step_end))
 
     def test_a_slow_save_is_named_as_the_profilers_then_forked(self):
         """Every chunk's save made DELAY_S slower (the writer's test hook). The first, in place (its session

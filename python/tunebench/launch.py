@@ -276,6 +276,8 @@ class Launcher(iterations.Sink):
 
     def step(self, i, span, end_ns):
         run = self.run
+        if self.tracer is not None:
+            self.tracer.range_ended(span.serial)  # the step's range is the step's: what follows here is ours
         if not run.hello_sent:
             # Model knobs asked at start apply now that the model is known (step 0 ran without them: it is
             # inside the warm-up anyway).

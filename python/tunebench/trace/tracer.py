@@ -147,6 +147,7 @@ class Tracer:
         self.first = 0
         self.chunk = 0
         self.range = None      # (serial, record_function) of the span being recorded
+        self.ended = None      # the serial of the last span whose range range_ended() closed
         self.steps = {}        # serial -> step number, for the spans of this chunk that became steps
         self.memory = []       # (end ns, memory object) of this chunk's steps
         self.writer = ChunkWriter(run.ch)
@@ -219,6 +220,14 @@ class Tracer:
         rf.__enter__()
         self.range = (serial, rf)
 
+    def range_ended(self, serial):
+        """The span's step ended: its range ends here, before TuneBench's own work at the step's end (the first
+        step's `hello`, a step's memory read and message), which is no step's time: the first step's range held
+        3-6 ms of it past the step's end, and its ProfilerStep#0 lay outside the step lane's box."""
+        if self.range is not None and self.range[0] == serial:
+            self._close_range()
+            self.ended = serial
+
     def span_closed(self, serial, step=None, last=False, memory=None, wall_ns=0):
         """The span ended: a step (its number), or not one (None). last: the run ends after it (no new
         session then: the run's end stops this one). memory: (the step's end, monotonic ns; its `memory`
@@ -229,7 +238,7 @@ class Tracer:
                 if step + 1 >= self.resume_at and not last:
                     self._resume(step + 1)
             return
-        if self.range is None or self.range[0] != serial:
+        if (self.range is None or self.range[0] != serial) and self.ended != serial:
             return
         self._close_range()
         if step is None:
