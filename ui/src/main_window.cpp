@@ -203,10 +203,23 @@ void MainWindow::connectRunMessages() {
     scheduleRefresh();  // the chart's tune label and the Compare row take the tuner's figures now
   });
   connect(run_, &RunController::done, this, [this](const QJsonObject& s) {
-    log(tr("done: %1 steps, median %2 %3 (%4)")
-            .arg(s.value("steps").toInt())
-            .arg(s.value("throughput_median").toDouble(), 0, 'f', 1)
-            .arg(s.value("unit").toString("samples/s"), s.value("reason").toString()));
+    if (s.contains("throughput_median")) {  // the engine's serve states its median
+      log(tr("done: %1 steps, median %2 %3 (%4)")
+              .arg(s.value("steps").toInt())
+              .arg(s.value("throughput_median").toDouble(), 0, 'f', 1)
+              .arg(s.value("unit").toString("samples/s"), s.value("reason").toString()));
+    } else {
+      // A script's launcher states none (it logged "median 0.0 samples/s" for every script): the figure the
+      // status bar and the chart give, the last configuration's measured steps.
+      const auto segs = segmentRun(run_->record());
+      const bool measured = !segs.empty() && !segs.back().timings.empty();
+      log(measured ? tr("done: %1 steps, %2 samples/s over the last configuration's %3 measured steps (%4)")
+                         .arg(s.value("steps").toInt())
+                         .arg(segs.back().throughput(), 0, 'f', 1)
+                         .arg(segs.back().timings.size())
+                         .arg(s.value("reason").toString())
+                   : tr("done: %1 steps, none measured (%2)").arg(s.value("steps").toInt()).arg(s.value("reason").toString()));
+    }
     if (s.value("ranks").isArray()) logGroupEnd(s);
     if (auto v = loaderVerdictAtEnd(run_->record(), s); v.valid) {
       live_loader_ = v;
