@@ -229,6 +229,43 @@ class CompileEvents(ScriptTest):
         self.assertEqual([i for i, s in enumerate(steps) if s["compile_ns"]], [0])
 
 
+# A model that is torch's own container, compiled by the `compile` knob (--set compile=on), not by the script.
+SEQUENTIAL = '''
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(8, 16), torch.randint(0, 4, (8,))
+    for step in range(6):
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+'''
+
+
+class CompileKnob(ScriptTest):
+    def test_the_knob_compiles_a_model_whose_forward_is_torchs(self):
+        """Module.compile() compiles nothing for an nn.Sequential (torch 2.11: Dynamo does not compile torch's own
+        _call_impl as a top frame there), so compile=on measured an eager model. The knob's frame is compiled, and
+        the compile lane names it for the model's class and the script's line that calls it."""
+        path = os.path.join(self.dir.name, "seq.py")
+        with open(path, "w") as f:
+            f.write(textwrap.dedent(SEQUENTIAL))
+        c = Child(path, launcher_args=["--set", "compile=on"])
+        code, _, err = c.finish(timeout=300)
+        self.assertEqual(code, 0, err)
+        compiles = [m for m in c.messages if m["type"] == "compile"]
+        knob = [m for m in compiles if m["frame"] == "Sequential (compile=on)" and not m["backward"]]
+        self.assertEqual(len(knob), 1, compiles)
+        self.assertEqual((knob[0]["file"], knob[0]["line"]), (path, line_of(SEQUENTIAL, "model(x)")))
+        self.assertIsNone(knob[0]["failed"], knob[0])
+        self.assertTrue({"dynamo", "inductor"} <= {p["name"] for p in knob[0]["phases"]}, knob[0])
+        steps = [m for m in c.messages if m["type"] == "step"]
+        self.assertTrue(any(s["compile_ns"] >= knob[0]["dur_ns"] for s in steps), steps)
+
+
 class CompileText(unittest.TestCase):
     """torch 2.11's texts, as its records carried them here."""
 

@@ -30,6 +30,7 @@ class Run:
         self.trained_modules = weakref.WeakSet()  # modules seen running a forward with grad enabled
         self.tracer = None
         self.warned = set()
+        self.forward_site = None  # (class, file, line) of the trained model's first call in the script
 
     def now_ns(self):
         return time.monotonic_ns()
@@ -39,6 +40,7 @@ class Run:
         tuning report (and its patch) wraps in autocast or feeds channels_last inputs."""
         self.trained_modules.add(module)
         site = source.caller_site()
+        self.forward_site = (type(module).__name__, site["file"], site["line"])  # the compile knob's frame is named so
         self.ch.send("source", kind="forward", file=site["file"], line=site["line"], code=site["code"],
                      **{"class": type(module).__name__})
 

@@ -103,6 +103,14 @@ class E2eCompile : public testing::Test {
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }
 
+  // What a failure needs to be read: the run's warnings (the launcher's, its compile hook's among them) and the
+  // end of its stderr (the script's output, the launcher's lines).
+  static std::string context() {
+    const std::string tail = run_.err.size() > 3000 ? run_.err.substr(run_.err.size() - 3000) : run_.err;
+    return "\nwarnings: " + (doc_.is_object() ? doc_.value("warnings", nlohmann::json::array()).dump() : "?") +
+           "\nstderr (end):\n" + tail;
+  }
+
   static std::string dir_;
   static CliOut run_, analyze_;
   static nlohmann::json doc_;
@@ -120,10 +128,10 @@ TEST_F(E2eCompile, TheStepsThatCompiledAreLeftOutOfTheFiguresAndSaid) {
   int64_t compiling = 0;
   for (const auto& s : doc_["steps"]) compiling += s.value("compile_ns", int64_t(0)) > 0;
   EXPECT_EQ(left_out, compiling);
-  EXPECT_GE(compiling, 3);  // the first compile and the two recompiles, each in its step
+  EXPECT_GE(compiling, 3) << context();  // the first compile and the two recompiles, each in its step
   EXPECT_NE(run_.out.find(std::to_string(left_out) + " that compiled"), std::string::npos) << run_.out;
   const auto head = lines_with(run_.out, "compile: torch.compile took ");
-  ASSERT_EQ(head.size(), 1u) << run_.out;
+  ASSERT_EQ(head.size(), 1u) << run_.out << context();
   EXPECT_NE(head[0].find("the " + std::to_string(left_out) + " steps that compiled are left out of the figures"),
             std::string::npos)
       << head[0];

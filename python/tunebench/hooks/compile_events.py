@@ -39,6 +39,7 @@ import threading
 import time
 
 from . import compile_text
+from . import model as hooks_model
 
 _PHASE = {
     "bytecode_tracing": "dynamo",
@@ -175,6 +176,8 @@ def _finished(md, backward):
         frame, file, line = _frames.get(cid, (None, None, None))
     else:
         frame, file, line = m.get("co_name"), _abs(m.get("co_filename")), m.get("co_firstlineno")
+        if frame == hooks_model.MODEL_CALL:  # the compile knob's frame: the model's call, named for its class
+            frame, file, line = _model_site()
         if len(_frames) >= _MAX_FRAMES:
             _frames.pop(next(iter(_frames)))
         _frames[cid] = (frame, file, line)
@@ -192,6 +195,15 @@ def _finished(md, backward):
         _run.ch.send("compile", id=cid, frame=frame, file=file, line=line, t_ns=t0, dur_ns=dur, backward=backward,
                      phases=[{"name": n, "t_ns": t, "dur_ns": d} for n, t, d in phases],
                      recompile=rec.recompile, graph_breaks=rec.breaks, failed=failed)
+
+
+def _model_site():
+    """(frame, file, line) for the compile knob's frame: the model's class and where the script calls it."""
+    site = getattr(_run, "forward_site", None) if _run is not None else None
+    if not site:
+        return "the model (compile=on)", None, None
+    cls, file, line = site
+    return "%s (compile=on)" % cls, _abs(file), line
 
 
 def _artifact(md, payload):

@@ -246,6 +246,23 @@ def _uncompile(m):
         m._compiled_call_impl = None
 
 
+# The name of the frame compile=on compiles (the compile lane names it after the model: compile_events.py).
+MODEL_CALL = "_tunebench_model_call"
+
+
+def _model_call(m):
+    """The module's whole call (its hooks, ours included, and its forward) as a frame of ours for torch.compile.
+    Module.compile() compiles the module's own _call_impl, a frame of torch's, which Dynamo does not compile as a
+    top frame when the module's forward is torch's too: on an nn.Sequential, torch 2.11 compiled no graph at all
+    and compile=on measured nothing. A frame of ours calling it is compiled, as torch.compile(module) does with a
+    wrapper of its own."""
+    def call(*args, **kwargs):
+        return m._call_impl(*args, **kwargs)
+    call.__code__ = call.__code__.replace(co_name=MODEL_CALL)
+    call.__name__ = call.__qualname__ = MODEL_CALL
+    return call
+
+
 def set_compile(run, on):
     models = find_models(run)
     if not models:
@@ -261,7 +278,7 @@ def set_compile(run, on):
             if m in _compiled:  # compiled before and switched off: TorchInductor's code is still cached
                 m._compiled_call_impl = _compiled[m]
             else:
-                m.compile()
+                m._compiled_call_impl = torch.compile(_model_call(m))
                 # The compiled call holds the module's hooks, ours included: time it from outside.
                 if getattr(m, "_compiled_call_impl", None) is not None:
                     m._compiled_call_impl = hooks_forward.timed_call(m, m._compiled_call_impl)
