@@ -21,6 +21,13 @@ Result<TuneOptions> tune_request(const nlohmann::json& msg, const std::function<
       return Error{"tune: unknown knob " + k.dump() + " in knobs (see tunebench-cli knobs)"};
     o.only_knobs.push_back(k.get<std::string>());
   }
+  // The user's run length (tune --run-steps): a change whose one-time cost pays back only after more steps is kept
+  // by no tune of it.
+  if (msg.contains("run_steps") && !msg["run_steps"].is_null()) {
+    if (!msg["run_steps"].is_number_integer() || msg["run_steps"].get<int64_t>() < 1)
+      return Error{"tune: run_steps is the run's number of steps, a positive integer (got " + msg["run_steps"].dump() + ")"};
+    o.run_steps = msg["run_steps"].get<int64_t>();
+  }
   return o;
 }
 

@@ -24,12 +24,22 @@ TEST(TuneRequest, TheBudgetAndTheKnobsOfTheMessage) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->budget_s, tb::client::inputs::kBudgetDefaultS);
   EXPECT_TRUE(r->only_knobs.empty());
+  EXPECT_EQ(r->run_steps, 0);  // the run's length not said
+  // The run's length, as tune --run-steps: a one-time cost that pays back only after more steps is kept by none.
+  r = tune_request({{"type", "tune"}, {"run_steps", 5000}}, engine_knob);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->run_steps, 5000);
 }
 
 TEST(TuneRequest, WhatIsWrongIsOneLine) {
   auto r = tune_request({{"type", "tune"}, {"budget_s", 1}}, engine_knob);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().message.rfind("tune: ", 0), 0u) << r.error().message;
+  for (const nlohmann::json& bad : {nlohmann::json(0), nlohmann::json(2.5), nlohmann::json("5000")}) {
+    r = tune_request({{"type", "tune"}, {"run_steps", bad}}, engine_knob);
+    ASSERT_FALSE(r) << bad.dump();
+    EXPECT_EQ(r.error().message.rfind("tune: run_steps is the run's number of steps", 0), 0u) << r.error().message;
+  }
   r = tune_request({{"type", "tune"}, {"knobs", {"workers", "warp_speed"}}}, engine_knob);
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("unknown knob \"warp_speed\""), std::string::npos) << r.error().message;

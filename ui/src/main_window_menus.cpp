@@ -159,6 +159,19 @@ void MainWindow::buildRunMenu() {
     log(tr("auto-tune started (budget %1 s)").arg(tune_budget_->value()));
   });
   act_tune_->setShortcut(QKeySequence(tr("Ctrl+T")));
+  runm->addAction(tr("Auto-tune for a run of N &steps…"), this, [this] {
+    // tune --run-steps: a change whose one-time cost (a compile) pays back only after more steps is not kept.
+    bool ok = false;
+    const int n = QInputDialog::getInt(this, tr("Auto-tune for a run of N steps"),
+                                       tr("Steps your run will take (a change whose one-time cost, a compile, pays "
+                                          "back only after more steps is not kept; budget from the Auto-tune box):"),
+                                       10000, 1, 2000000000, 1000, &ok);
+    if (!ok) return;
+    run_->sendTune(tune_budget_->value(), {}, n);
+    progress_->show();
+    progress_->setRange(0, 0);
+    log(tr("auto-tune started (budget %1 s, a run of %2 steps)").arg(tune_budget_->value()).arg(n));
+  });
 }
 
 // Find on the timeline: the toolbar's find box (made here) and its shortcuts.

@@ -13,8 +13,8 @@
 namespace tb::engine {
 
 // TuneOptions of a `tune` message: its budget under every surface's rule (client/inputs.h; the default without
-// one) and its knobs[] as only_knobs (as `tune --knobs`), each one that `is_knob` knows. One line saying what is
-// wrong otherwise, "tune: ..." as the protocol's error says it.
+// one), its knobs[] as only_knobs (as `tune --knobs`), each one that `is_knob` knows, and its run_steps (as
+// `tune --run-steps`). One line saying what is wrong otherwise, "tune: ..." as the protocol's error says it.
 Result<TuneOptions> tune_request(const nlohmann::json& msg, const std::function<bool(const std::string&)>& is_knob);
 
 }  // namespace tb::engine

@@ -151,7 +151,8 @@ class RunController : public QObject {
   void stopAndWait(int ms = kStopKillMs);
   void sendSet(const QString& knob, const QString& value);
   void sendTrace(bool start);
-  void sendTune(double budget_s, const QStringList& knobs = {});  // knobs: tune only these (protocol `tune`)
+  // knobs: tune only these; run_steps: the user's run length, 0 unsaid (protocol `tune`).
+  void sendTune(double budget_s, const QStringList& knobs = {}, qint64 run_steps = 0);
   void sendStart(const QJsonObject& startMsg);  // for a serve started without --model
   void send(const QJsonObject& msg);            // adds the protocol's version "v"
 
