@@ -9,9 +9,9 @@
 #include <regex>
 #include <sstream>
 
-#include "base/count_text.h"
 #include "knobs/table.h"
 #include "tuner/report/report_parts.h"
+#include "tuner/report/patch_gain.h"
 #include "tuner/report/report_script.h"
 
 namespace tb::engine {
@@ -95,52 +95,6 @@ std::string note_line(const std::string& indent, const std::string& what, const 
 
 std::string py_bool(const std::string& v) { return v == "on" ? "True" : "False"; }
 
-
-// The measured gain of a kept knob: the confirmed figure. A headline measured in fresh processes is what a
-// plain start of the patched script gets, so that is the figure (a script's tune once wrote its in-process
-// 12.82x here while fresh processes measured 1.07x); else the final alternation's when the knob held there,
-// else the trial that kept it.
-std::string gain_of(const TuneResult& r, const std::string& knob, const measure::RatioInterval& checked) {
-  using report_detail::fmt;
-  if (checked.valid()) {
-    const bool others = changed_knobs(r.baseline, r.final_config).size() > 1;
-    return std::string(others ? "with the other changes of this patch, " : "") + fmt(checked.ratio) + "x [" +
-           fmt(checked.lo) + ", " + fmt(checked.hi) + "]: the patched script against the original, in fresh processes";
-  }
-  if (r.verdict == "faster" && r.speedup_fresh_processes && r.speedup.valid()) {
-    const bool others = changed_knobs(r.baseline, r.final_config).size() > 1;
-    return std::string(others ? "with the other kept changes, " : "") + fmt(r.speedup.ratio) + "x [" +
-           fmt(r.speedup.lo) + ", " + fmt(r.speedup.hi) + "] in fresh processes";
-  }
-  std::string with;
-  const Trial* kept = nullptr;
-  for (const Trial& t : r.trials)
-    if (t.knob == knob && t.accepted) kept = &t;
-  // Re-measured in the final alternation against the final configuration without it: that figure.
-  for (const Trial& t : r.trials)
-    if (t.knob == knob && t.phase == "final" && t.outcome == "held") kept = &t;
-  // The allocator kept by the fresh-process headline (the kept changes need it): that headline's figure.
-  if (!kept)
-    for (const Trial& t : r.trials)
-      if (t.knob.empty() && t.accepted && t.fresh_processes && t.value.find(knob + "=") != std::string::npos) {
-        kept = &t;
-        with = "with the kept changes, in fresh processes, ";
-      }
-  // A knob set together with another (the thread count a workers rung leaves the main process) has no trial
-  // of its own: it carries the gain of the change it came with.
-  if (!kept)
-    for (const Trial& t : r.trials)
-      if ((t.accepted || t.outcome == "held") && !t.knob.empty() && t.also.find(knob + "=") != std::string::npos) {
-        kept = &t;
-        with = "with " + t.knob + "=" + t.value + ", ";
-      }
-  if (!kept) return "";
-  const auto& e = kept->estimate;
-  if (!e.valid()) return "";
-  // Held in the tune's final alternation, or (when it was not re-measured there) the trial that kept it.
-  return with + fmt(e.ratio) + "x [" + fmt(e.lo) + ", " + fmt(e.hi) + "]" +
-         (kept->phase == "final" ? "" : " (" + kept->phase + ")");
-}
 
 // A call over several lines whose `)` stands on its own line, its arguments one per line ending with a
 // comma (the style formatters write): the new keyword arguments go in as lines of their own, in that style.
@@ -327,18 +281,7 @@ class Patcher {
   }
 
  private:
-  // The measured gain, and a one-time cost the knob paid (a compile) with the steps after which it pays back:
-  // what a user deciding to keep the line needs beside it.
-  std::string gain(const std::string& knob) const {
-    std::string g = engine::gain_of(r_, knob, checked_);
-    for (auto t = r_.trials.rbegin(); t != r_.trials.rend(); ++t)
-      if (t->knob == knob && t->accepted && std::isfinite(t->break_even_steps)) {
-        g += (g.empty() ? "" : "; ") + report_detail::fmt(t->one_time_after_s - t->one_time_before_s, 1) +
-             " s once, paid back after ~" + about_count(t->break_even_steps) + " steps";
-        break;
-      }
-    return g;
-  }
+  std::string gain(const std::string& knob) const { return patch_gain(r_, knob, checked_); }
   bool has(const char* k) const { return std::find(changed_.begin(), changed_.end(), k) != changed_.end(); }
   const nlohmann::json* first_source(const std::string& kind) const {
     for (const auto& s : sources_)
