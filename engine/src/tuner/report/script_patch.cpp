@@ -1,7 +1,6 @@
 #include "engine/script_patch.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
