@@ -864,6 +864,54 @@ TEST(TunerSearch, TheAnalysesSwitchesAreMeasuredFirst) {
   }
 }
 
+// The loader verdict bounds every worker count (its model counts the cores a worker takes): a snapshot whose
+// verdict says no worker count helps (at most 1.0x) makes the tuner's prior for workers, and the knobs that mean
+// nothing without it, nothing - whatever share of the step the data wait takes - so they are screened after every
+// knob with a prior; a loose cap (3x) changes nothing.
+class CappingWorkload : public SimulatedWorkload {
+ public:
+  CappingWorkload(uint64_t seed, double at_most) : SimulatedWorkload(seed), at_most_(at_most) {}
+  std::optional<Snapshot> snapshot(int steps) override {
+    auto s = SimulatedWorkload::snapshot(steps);
+    if (s) s->caps.push_back({"workers", at_most_});
+    return s;
+  }
+
+ private:
+  double at_most_;
+};
+
+TEST(TunerSearch, TheLoaderVerdictsBoundIsTheWorkersPrior) {
+  auto screened = [](const TuneResult& r) {
+    std::vector<std::string> out;
+    for (const auto& t : r.trials)
+      if (t.phase == "screen" && std::find(out.begin(), out.end(), t.knob) == out.end()) out.push_back(t.knob);
+    return out;
+  };
+  int moved = 0;
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    TuneOptions o;
+    o.budget_s = 240;
+    SimulatedWorkload plain(seed);
+    const auto order = screened(run_tune(plain, o));
+    auto at = [](const std::vector<std::string>& v, const std::string& k) {
+      return size_t(std::find(v.begin(), v.end(), k) - v.begin());
+    };
+    ASSERT_LT(at(order, "workers"), order.size()) << "seed " << seed;
+    CappingWorkload loose(seed, 3.0);
+    EXPECT_EQ(screened(run_tune(loose, o)), order) << "seed " << seed;
+    CappingWorkload capped(seed, 1.0);
+    const auto after = screened(run_tune(capped, o));
+    // Every knob screened after workers now is one the search could not rank above it: none with a prior.
+    const size_t w = at(after, "workers");
+    for (size_t i = w + 1; i < after.size(); ++i)
+      EXPECT_TRUE(after[i] == "prefetch" || after[i] == "persistent_workers")
+          << "seed " << seed << ": " << after[i] << " after workers";
+    moved += w > at(order, "workers");
+  }
+  EXPECT_GT(moved, 0) << "in no seed did the cap move workers back";
+}
+
 // A compile's one-time cost (the simulated compile of a profile that states one: measured there) is said beside
 // the compile trial's rate, with the steps after which it pays for itself; the other trials say none.
 TEST(TunerSearch, ACompileTrialSaysItsOneTimeCostAndWhenItPaysBack) {

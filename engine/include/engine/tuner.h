@@ -98,6 +98,10 @@ struct Snapshot {
     double at_most = 1;
   };
   std::vector<Switch> switches;
+  // The most a knob can give at any value, by the analyses' own models (the loader verdict's: no worker count
+  // feeds the model past what the cores allow, each worker taking a core from the training): the tuner's prior
+  // for the knob never promises more, as the stall finding never does (a finding's switch bounds its knob too).
+  std::vector<std::pair<std::string, double>> caps;
 };
 
 class Workload {

@@ -91,6 +91,21 @@ double extra_cost_s(const std::string& knob, bool cuda, bool compiled) {
   return 0.0;
 }
 
+std::map<std::string, double> caps_of(const Snapshot& s) {
+  std::map<std::string, double> out;
+  auto cap = [&](const std::string& knob, double at_most) {
+    if (!(at_most > 0)) return;
+    auto [it, fresh] = out.emplace(knob, at_most);
+    if (!fresh) it->second = std::min(it->second, at_most);
+  };
+  for (const auto& sw : s.switches) cap(sw.knob, sw.at_most);
+  for (const auto& [knob, at_most] : s.caps) {
+    cap(knob, at_most);
+    for (const auto& d : dependents(knob)) cap(d, at_most);
+  }
+  return out;
+}
+
 std::vector<std::string> dependents(const std::string& knob) {
   std::vector<std::string> out;
   for (const auto& f : table())

@@ -12,9 +12,12 @@
 // torch.compile its compile).
 #pragma once
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "engine/tuner.h"
 
 namespace tb::engine::search {
 
@@ -54,6 +57,11 @@ struct StepShares {
 // "data wait", "h2d", "forward", "backward", "optimizer", "comm wait", "other") over `step_ms`. An empty
 // breakdown gives the even default.
 StepShares shares_of(const std::vector<std::pair<std::string, double>>& breakdown_ms, double step_ms);
+
+// The most each knob can give by a snapshot's analyses: its caps, and each switch's bound for its knob (the
+// smallest where several speak). A cap holds for the knobs that mean nothing without it too (prefetch and
+// persistent_workers under workers: they rearrange the same workers' supply).
+std::map<std::string, double> caps_of(const Snapshot& s);
 
 // The speed-up `knob` may give on a step split as `s`, on a `cuda` device or a CPU. >= 1.
 double expected_gain(const std::string& knob, const StepShares& s, bool cuda);

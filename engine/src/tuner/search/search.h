@@ -314,6 +314,7 @@ class Tuner {
   std::string last_bottleneck_;
   StepShares shares_;  // where the step's time went, from the last snapshot (priority.h)
   std::vector<std::string> named_;  // the knobs the last snapshot's analyses name, likeliest first
+  std::map<std::string, double> caps_;  // the most each knob can give by the last snapshot's analyses (Snapshot::caps)
   measure::NoiseFloor residuals_;  // pooled spread of the trials' pairs around their means
   // What each search trial compared, for extend().
   struct Plan {

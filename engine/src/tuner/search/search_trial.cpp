@@ -38,6 +38,7 @@ void Tuner::take_snapshot(const std::string& lbl) {
     for (const auto& sw : s->switches)
       if (sw.at_most > 1 + o_.min_gain && std::find(named_.begin(), named_.end(), sw.knob) == named_.end())
         named_.push_back(sw.knob);
+    caps_ = caps_of(*s);
     res_.snapshots.push_back(std::move(*s));
   } catch (const TrialFailure& f) {
     res_.notes.push_back("snapshot '" + lbl + "' failed: " + std::string(f.what()));
