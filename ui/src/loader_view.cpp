@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "client/loader_picture.h"
 #include "ui/loader_view.h"
 
 namespace tb::ui {
@@ -18,7 +19,7 @@ constexpr int kBarHeight = 14;    // a part's or a rate's bar
 constexpr int kStackHeight = 18;  // the time bar, as tall as the analysis panel's
 constexpr int kGap = 12;          // between sections
 constexpr int kTextGap = 6;       // between a bar and its words
-const QColor kPart(0xd9, 0x53, 0x4f);  // the timeline's loader-stall red
+const QColor kPart(tb::client::kLoaderPartColour);  // the timeline's loader-stall red, as the reports draw it
 
 int rowHeight(const QFontMetrics& fm) { return std::max(fm.height(), kBarHeight) + 4; }
 

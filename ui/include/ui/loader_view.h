@@ -1,9 +1,7 @@
-// The Loader tab's verdict as a picture, for a user who would rather look than read eight sentences: where a
-// sample's time goes (a bar a part, costliest first), what the loading processes do with their time (one stacked
-// bar: on the CPU, waiting for a CPU, on reads or sleeps, idle), and what the loaders supply now and with the
-// advised workers against what the model takes and what the run measured. Above it, one line: the switch
-// (LoaderVerdict::advice, the same one every voice gives) and its bound. The picture is made widget-free
-// (loaderPicture) so that what it shows is tested apart from its pixels.
+// The Loader tab's verdict as a picture (client/loader_picture.h says what it shows: a bar a part, the loading
+// processes' time split, supply against demand, and one line of advice above them). The model is the client's,
+// which the reports draw too; here it is in Qt's types (loaderPicture) so that what the tab shows is tested apart
+// from its pixels.
 #pragma once
 
 #include <QColor>
@@ -48,7 +46,7 @@ struct LoaderPicture {
   bool empty() const { return parts.empty() && time.empty() && rates.empty(); }
 };
 
-// The picture of a verdict; empty for an invalid one.
+// The picture of a verdict (client::loader_picture in Qt's types); empty for an invalid one.
 LoaderPicture loaderPicture(const tb::client::LoaderVerdict& v);
 // What to change, in one line: "workers=2: <why>; at most 1.23x this run's throughput", or "no loader switch:
 // <why>; ...". Empty for an invalid verdict.
