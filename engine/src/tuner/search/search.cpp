@@ -75,7 +75,7 @@ TuneResult Tuner::run() {
   baseline_ = w_.baseline();
   res_.baseline = baseline_;
   calibrate();
-  if (cannot_fit_.empty()) {
+  if (pace_.cannot_fit.empty()) {
     noise_floor_phase();
     search();
     final_phase();
@@ -98,7 +98,7 @@ void Tuner::progress(const std::string& phase, const std::string& msg, double fr
   if (!o_.progress) return;
   if (frac < 0) {
     double by_time = o_.budget_s > 0 ? elapsed() / o_.budget_s : 0;
-    double by_plan = planned_trials_ > 0 ? static_cast<double>(res_.trials.size()) / planned_trials_ : 0;
+    double by_plan = pace_.planned_trials > 0 ? static_cast<double>(res_.trials.size()) / pace_.planned_trials : 0;
     frac = std::min(0.99, std::max(by_time, by_plan));
   }
   o_.progress(TuneProgress{phase, msg, frac});
@@ -108,7 +108,7 @@ std::string Tuner::summary_line() {
   std::string s;
   const Config f = final_config();
   auto ch = changed_knobs(baseline_, f);
-  if (!cannot_fit_.empty()) return "nothing tried: the budget holds no trial";
+  if (!pace_.cannot_fit.empty()) return "nothing tried: the budget holds no trial";
   if (ch.empty()) return headline_line(res_);  // the report's words: too noisy, undecided or nothing beat it
   for (const auto& k : ch) s += (s.empty() ? "" : ", ") + k + "=" + f.at(k);
   if (res_.speedup.valid())
@@ -139,18 +139,18 @@ void Tuner::calibrate() {
   current_ = baseline_;
   double t = w_.now_s();
   w_.apply(baseline_);  // a failure here is fatal: nothing to tune against
-  apply_s_ = w_.now_s() - t;
+  pace_.apply_s = w_.now_s() - t;
   t = w_.now_s();
   const bool fresh_each = !w_.fresh_windows().empty();
-  window_ = std::max(2, o_.min_window);
-  measure::Window m = w_.measure(window_);
+  pace_.window = std::max(2, o_.min_window);
+  measure::Window m = w_.measure(pace_.window);
   const double spent = w_.now_s() - t;
-  sec_per_step_ = m.steps > 0 && m.wall_s > 0 ? m.wall_s / m.steps : spent / std::max(1, m.steps + m.warmup_steps);
-  warmup_est_ = m.warmup_steps;
-  if (const double s = w_.start_s(); s > 0) process_start_s_ = s;
+  pace_.sec_per_step = m.steps > 0 && m.wall_s > 0 ? m.wall_s / m.steps : spent / std::max(1, m.steps + m.warmup_steps);
+  pace_.warmup_est = m.warmup_steps;
+  if (const double s = w_.start_s(); s > 0) pace_.process_start_s = s;
   // Fresh windows: each also pays the start-up of its processes, which is not in its steps.
   if (fresh_each)
-    apply_s_ = std::max(apply_s_, spent - m.wall_s - m.warmup_steps * sec_per_step_);
+    pace_.apply_s = std::max(pace_.apply_s, spent - m.wall_s - m.warmup_steps * pace_.sec_per_step);
 
   // Plan: screening candidates + about as many again for accumulation and revisits, the A/A pairs, the
   // process knobs and the final alternation.
@@ -161,26 +161,26 @@ void Tuner::calibrate() {
     Ladder l = ladder_of(k.info);
     n += l == Ladder::None ? static_cast<int>(plain_values(k, baseline_[id]).size()) : 2;
   }
-  planned_trials_ = 2 * n + 3;
-  const double windows = 2.0 * o_.rounds * planned_trials_ + 2.0 * o_.aa_rounds;
-  const double per_window = (o_.budget_s * kPlanShare - elapsed()) / windows - apply_s_;
-  const int win = static_cast<int>(std::floor(per_window / std::max(sec_per_step_, 1e-9) - warmup_est_));
+  pace_.planned_trials = 2 * n + 3;
+  const double windows = 2.0 * o_.rounds * pace_.planned_trials + 2.0 * o_.aa_rounds;
+  const double per_window = (o_.budget_s * kPlanShare - elapsed()) / windows - pace_.apply_s;
+  const int win = static_cast<int>(std::floor(per_window / std::max(pace_.sec_per_step, 1e-9) - pace_.warmup_est));
   // At least min_window steps, or kLongWindowS of them when steps are long (never fewer than 2), and at least
   // min_window_s; capped by max_window.
-  const double sps = std::max(sec_per_step_, 1e-9);
+  const double sps = std::max(pace_.sec_per_step, 1e-9);
   const int fewest = std::min(o_.min_window, std::max(2, static_cast<int>(std::ceil(kLongWindowS / sps))));
   const int shortest = std::min(o_.max_window, std::max(fewest, static_cast<int>(std::ceil(o_.min_window_s / sps))));
-  window_ = std::clamp(win, shortest, std::max(shortest, o_.max_window));
-  res_.window = window_;
+  pace_.window = std::clamp(win, shortest, std::max(shortest, o_.max_window));
+  res_.window = pace_.window;
   // The budget's priors until windows and processes have been measured here: this window, and a process's
   // start-up as the workload saw its own (2 s when it cannot tell).
-  const double start = process_start_s_ > 0 ? process_start_s_ : 2.0;
-  budget_.prime(apply_s_ + (warmup_est_ + window_) * sec_per_step_,
-                start + (warmup_est_ + fresh_window()) * sec_per_step_);
-  res_.notes.push_back("plan: " + std::to_string(n) + " screening trials, ~" + std::to_string(planned_trials_) +
+  const double start = pace_.process_start_s > 0 ? pace_.process_start_s : 2.0;
+  budget_.prime(pace_.apply_s + (pace_.warmup_est + pace_.window) * pace_.sec_per_step,
+                start + (pace_.warmup_est + fresh_window()) * pace_.sec_per_step);
+  res_.notes.push_back("plan: " + std::to_string(n) + " screening trials, ~" + std::to_string(pace_.planned_trials) +
                        " trials in all, each " + std::to_string(o_.rounds) + " pairs of windows (AB, BA, ...) of " +
-                       std::to_string(window_) + " measured steps after a warm-up until stable (" +
-                       std::to_string(m.warmup_steps) + " steps at the start); " + fmt(sec_per_step_ * 1000, 1) +
+                       std::to_string(pace_.window) + " measured steps after a warm-up until stable (" +
+                       std::to_string(m.warmup_steps) + " steps at the start); " + fmt(pace_.sec_per_step * 1000, 1) +
                        " ms/step at the baseline");
   if (win < shortest)
     res_.notes.push_back("the budget is tight for this many knobs: trials use the shortest window (" +
@@ -189,17 +189,17 @@ void Tuner::calibrate() {
   // The smallest tune (the A/A's pairs, one trial, the final's rounds) must fit, its end included: else say so
   // now, with the budget that would, rather than measure a noise floor the budget cannot use.
   // The A/A's windows change nothing (no warm-up); a trial's and the final's switch configuration each time.
-  const double window_s = apply_s_ + (warmup_est_ + window_) * sec_per_step_;
-  const double smallest = kSmallestTuneAAWindows * window_ * sec_per_step_ + 4 * o_.rounds * window_s;
+  const double window_s = pace_.apply_s + (pace_.warmup_est + pace_.window) * pace_.sec_per_step;
+  const double smallest = kSmallestTuneAAWindows * pace_.window * pace_.sec_per_step + 4 * o_.rounds * window_s;
   if (elapsed() + smallest > budget_.hard_end()) {
     const double need = std::ceil((elapsed() + smallest) / (1.0 + o_.overrun) / 10) * 10;
-    cannot_fit_ = "the budget (" + fmt(o_.budget_s, 0) + " s) holds no trial here: a step takes " +
-                  fmt(sec_per_step_, sec_per_step_ >= 1 ? 1 : 3) + " s, a window of " + std::to_string(window_) +
+    pace_.cannot_fit = "the budget (" + fmt(o_.budget_s, 0) + " s) holds no trial here: a step takes " +
+                  fmt(pace_.sec_per_step, pace_.sec_per_step >= 1 ? 1 : 3) + " s, a window of " + std::to_string(pace_.window) +
                   " steps ~" + fmt(window_s, 0) + " s, and the smallest tune (2 A/A pairs, one trial and the final, " +
                   std::to_string(o_.rounds) + " pairs each) needs ~" + fmt(elapsed() + smallest, 0) +
                   " s with the calibration's " + fmt(elapsed(), 0) + " s: nothing was tried; rerun with --budget " +
                   fmt(need, 0) + " or more";
-    res_.notes.push_back(cannot_fit_);
+    res_.notes.push_back(pace_.cannot_fit);
   }
   progress(phase_, res_.notes.back());
 }
@@ -214,7 +214,7 @@ void Tuner::noise_floor_phase() {
   t.phase = phase_;
   t.value = "baseline vs baseline (A/A)";
   t.reference = "baseline";
-  t.window = window_;
+  t.window = pace_.window;
   t.rounds = aa;
   const double start = w_.now_s();
   for (int r = 0; r < aa; ++r) {

@@ -134,11 +134,11 @@ class Tuner {
   // `ids` by priority, the workload's first knobs first, then a climbing ladder, ties in catalog order.
   std::vector<std::string> by_priority(const std::vector<std::string>& ids);
 
-  double step_cost_s() { return sec_per_step_ > 0 ? sec_per_step_ : 0.05; }
+  double step_cost_s() { return pace_.sec_per_step > 0 ? pace_.sec_per_step : 0.05; }
   // Measured steps of a fresh-process window: the trials' window, at least min_fresh_window_s long.
   int fresh_window() {
     const int by_time = static_cast<int>(std::ceil(o_.min_fresh_window_s / step_cost_s()));
-    return std::clamp(by_time, window_, std::max(window_, 4 * o_.max_window));
+    return std::clamp(by_time, pace_.window, std::max(pace_.window, 4 * o_.max_window));
   }
   double trial_cost_s(const std::string& knob, bool fresh = false);
   // The in-process final alternation's arms: final, baseline and one without each kept knob.
@@ -288,12 +288,16 @@ class Tuner {
   Config baseline_, current_;
   std::map<std::string, std::string> process_choice_;  // process knobs kept (measured in fresh processes)
   bool no_fresh_processes_ = false;
-  double sec_per_step_ = 0, apply_s_ = 0, warmup_est_ = 3;
-  // Set by calibrate when the budget cannot hold the smallest tune at this step time: why, and what would.
-  std::string cannot_fit_;
-  double process_start_s_ = -1;  // a fresh process's cost before its first measured step, when known
-  int window_ = 8;
-  int planned_trials_ = 0;
+  // What the calibration planned from the step time (search_plan.cpp calibrate): a window's steps and costs.
+  struct Pace {
+    double sec_per_step = 0, apply_s = 0, warmup_est = 3;
+    double process_start_s = -1;  // a fresh process's cost before its first measured step, when known
+    int window = 8;
+    int planned_trials = 0;
+    // Set when the budget cannot hold the smallest tune at this step time: why, and what would.
+    std::string cannot_fit;
+  };
+  Pace pace_;
   std::optional<double> baseline_loss_;
   std::vector<Kept> kept_;  // in the order they were kept
   std::map<std::string, std::vector<measure::Window>> baseline_phase_;
@@ -311,10 +315,14 @@ class Tuner {
   };
   MemoryLedger memory_;
   std::vector<Deferred> deferred_;
-  std::string last_bottleneck_;
-  StepShares shares_;  // where the step's time went, from the last snapshot (priority.h)
-  std::vector<std::string> named_;  // the knobs the last snapshot's analyses name, likeliest first
-  std::map<std::string, double> caps_;  // the most each knob can give by the last snapshot's analyses (Snapshot::caps)
+  // What the last snapshot said (search_trial.cpp take_snapshot), which the priors read (priority.h).
+  struct Evidence {
+    std::string bottleneck;
+    StepShares shares;               // where the step's time went
+    std::vector<std::string> named;  // the knobs its analyses name, likeliest first
+    std::map<std::string, double> caps;  // the most each knob can give by its analyses (Snapshot::caps)
+  };
+  Evidence evidence_;
   measure::NoiseFloor residuals_;  // pooled spread of the trials' pairs around their means
   // What each search trial compared, for extend().
   struct Plan {
@@ -329,9 +337,13 @@ class Tuner {
   };
   std::map<std::string, Level> level_;
   std::set<std::string> compiled_variants_;  // compile_variant()s this process has run
-  bool in_process_gain_ = false;  // the in-process final's headline was a gain beyond the floor
-  double fresh_sd_measured_ = std::nan("");  // the fresh final's pairs' spread, once it has run 3 rounds
-  bool fresh_unreserved_ = false;  // trials ran in the fresh-process headline's reserve (search_plan.cpp fits)
+  // What the finals leave for each other and for the plan (search_final.cpp, search_fresh.cpp, search_plan.cpp).
+  struct FinalsState {
+    bool in_process_gain = false;  // the in-process final's headline was a gain beyond the floor
+    double fresh_sd_measured = std::nan("");  // the fresh final's pairs' spread, once it has run 3 rounds
+    bool fresh_unreserved = false;  // trials ran in the fresh-process headline's reserve (fits)
+  };
+  FinalsState finals_;
   std::optional<size_t> left_slower_at_;  // the trial after which this process ran slower: no more in-process trials
 };
 

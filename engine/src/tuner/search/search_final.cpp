@@ -36,7 +36,7 @@ void InProcessFinal::run() {
   Trial head;
   head.phase = t.phase_;
   head.reference = "baseline";
-  head.window = t.window_;
+  head.window = t.pace_.window;
   paired(arms_[1], arms_[0], head.a, head.b);
   if (!dropped_.empty()) settle_dropped(head);
   headline(std::move(head));
@@ -168,7 +168,7 @@ void InProcessFinal::check_each() {
       for (const auto& d : dependent_of_[j]) deps += (deps.empty() ? "" : ", ") + d;
       row.reference += " (and " + deps + ", which need it)";
     }
-    row.window = t.window_;
+    row.window = t.pace_.window;
     row.seconds = spent_ / double(inproc_.size());
     if (!without(j).failed.empty()) {
       // Its evidence stays the trial that kept it.
@@ -271,7 +271,7 @@ void InProcessFinal::settle_dropped(Trial& head) {
     Trial together;
     together.phase = t.phase_;
     together.reference = "final without all of them";
-    together.window = t.window_;
+    together.window = t.pace_.window;
     together.value = names_of_dropped() + " together";
     measure_pair(together, without_all, check[1], &nf_, t.o_.confidence);
     t.classify(together, true);
@@ -331,7 +331,7 @@ void InProcessFinal::headline(Trial head) {
   t.res_.baseline_throughput = head.before;
   t.res_.final_throughput = head.after;
   t.res_.speedup = head.estimate;
-  t.in_process_gain_ = head.outcome == "gain";
+  t.finals_.in_process_gain = head.outcome == "gain";
   t.res_.confirmation = af_ ? "each window " + t.w_.fresh_windows() + " (the final alternation)"
                             : "in this process: the final alternation, against the A/A floor";
   t.record(std::move(head));

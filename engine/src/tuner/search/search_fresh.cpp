@@ -115,7 +115,7 @@ bool FreshFinal::plan() {
   if (headline && planned == 0) {
     in_process_headline("fresh processes cannot decide " + fmt(gain_, 2) + "x here: a fresh pair varies by ±" +
                         pct(t.fresh_sd(), 0) +
-                        (std::isfinite(t.fresh_sd_measured_) ? "" : " (this process's floor x1.8)") +
+                        (std::isfinite(t.finals_.fresh_sd_measured) ? "" : " (this process's floor x1.8)") +
                         ", more than " + std::to_string(t.o_.max_fresh_rounds) + " pairs would be needed");
     return false;
   }
@@ -206,7 +206,7 @@ bool FreshFinal::gives_up(int r) {
   // The spread these processes show, pooled with the prior (worth two pairs): three pairs alone misjudge it.
   const auto nf = measure::noise_floor(arms_[0].windows, arms_[ref_].windows);
   if (nf.valid())
-    t.fresh_sd_measured_ = std::sqrt((2 * prior_sd_ * prior_sd_ + nf.df * nf.sd_log * nf.sd_log) / (2 + nf.df));
+    t.finals_.fresh_sd_measured = std::sqrt((2 * prior_sd_ * prior_sd_ + nf.df * nf.sd_log * nf.sd_log) / (2 + nf.df));
   const int n = t.fresh_pairs_for(gain_, t.fresh_sd());
   if (n != 0 && !(n > r && !t.budget_.may_finish(t.elapsed(), cost(live_arms(arms_), n - r)))) return false;
   gave_up_ = "after " + std::to_string(r) + " rounds a fresh pair varied by ±" + pct(t.fresh_sd(), 0) + ": " +
@@ -361,7 +361,7 @@ void FreshFinal::conclude() {
   // says so. One that measured slower, or rules the in-process gain out (a script's 12.82x in process, 1.07x
   // [0.79, 1.46] fresh), leaves it undecided: a wide interval holds almost anything.
   const auto& ip = t.res_.speedup_in_process;
-  if (!chosen_arm && has_final_ && t.in_process_gain_ && ip.valid() && h.estimate.valid() && h.estimate.no_effect() &&
+  if (!chosen_arm && has_final_ && t.finals_.in_process_gain && ip.valid() && h.estimate.valid() && h.estimate.no_effect() &&
       h.estimate.ratio > 1 + t.o_.min_gain && h.estimate.lo <= ip.ratio && ip.ratio <= h.estimate.hi) {
     const std::string fresh = fmt(h.estimate.ratio, 2) + "x [" + fmt(h.estimate.lo, 2) + ", " +
                               fmt(h.estimate.hi, 2) + "] in " + std::to_string(h.rounds) + " pairs";

@@ -142,10 +142,10 @@ std::optional<std::string> Tuner::not_worth(const KnobInfo& info, const Config& 
 double Tuner::priority(const std::string& id) {
   // A knob measured without paying comes back at half its expected gain each time (once the configuration
   // changed: two knobs may pay only together); one never tried keeps its full prior.
-  double gain = 1.0 + (expected_gain(id, shares_, cuda_) - 1.0) * std::pow(0.5, misses(id));
+  double gain = 1.0 + (expected_gain(id, evidence_.shares, cuda_) - 1.0) * std::pow(0.5, misses(id));
   // The shares' prior never promises more than the analyses' own models allow: a 64% data wait is worth 2.8x
   // to workers by the shares, nothing by the loader verdict when the cores already bound the run.
-  if (auto c = caps_.find(id); c != caps_.end()) gain = std::min(gain, std::max(1.0, c->second));
+  if (auto c = evidence_.caps.find(id); c != evidence_.caps.end()) gain = std::min(gain, std::max(1.0, c->second));
   // Nothing new to try, but a trial from here measured faster without deciding: what it measured is its
   // prior (discounted: a chance high ratio is likelier among the undecided ones).
   if (next_changes(id).empty())
@@ -162,9 +162,9 @@ std::vector<std::string> Tuner::by_priority(const std::vector<std::string>& ids)
     auto f = std::find(first.begin(), first.end(), id);
     if (f != first.end()) return size_t(f - first.begin());
     // A named knob that has since been measured without paying ranks with the rest again.
-    auto n = std::find(named_.begin(), named_.end(), id);
-    if (n == named_.end() || misses(id) > 0) return first.size() + named_.size();
-    return first.size() + size_t(n - named_.begin());
+    auto n = std::find(evidence_.named.begin(), evidence_.named.end(), id);
+    if (n == evidence_.named.end() || misses(id) > 0) return first.size() + evidence_.named.size();
+    return first.size() + size_t(n - evidence_.named.begin());
   };
   std::vector<std::pair<std::string, double>> scored;
   for (const auto& id : ids) scored.push_back({id, priority(id)});
@@ -220,7 +220,7 @@ constexpr double kDecideShare = 0.75;
 }  // namespace
 
 double Tuner::fresh_sd() {
-  if (std::isfinite(fresh_sd_measured_)) return fresh_sd_measured_;
+  if (std::isfinite(finals_.fresh_sd_measured)) return finals_.fresh_sd_measured;
   const measure::NoiseFloor nf = floor();
   return std::max(0.02, kFreshNoise * (nf.valid() ? nf.sd_log : 0.05));
 }
@@ -263,21 +263,21 @@ double Tuner::fresh_reserve_s() {
 // window cost made 21, and the tune ended at 143 s.
 double Tuner::final_s(int rounds) {
   const double by_average = budget_.alternation_s(final_arms(), rounds, false);
-  if (!(sec_per_step_ > 0)) return by_average;
-  const double steps = warmup_est_ + window_;
-  const double overhead = std::max(0.0, budget_.window_s() - steps * sec_per_step_);  // apply, switching
+  if (!(pace_.sec_per_step > 0)) return by_average;
+  const double steps = pace_.warmup_est + pace_.window;
+  const double overhead = std::max(0.0, budget_.window_s() - steps * pace_.sec_per_step);  // apply, switching
   auto window = [&](double step_s) { return overhead + steps * step_s; };
   double base_step = 0;
   int n = 0;
   for (const auto& w : baseline_phase_["start"])
     if (w.steps > 0 && w.wall_s > 0) base_step += w.wall_s / w.steps, ++n;
-  base_step = n ? base_step / n : sec_per_step_;
+  base_step = n ? base_step / n : pace_.sec_per_step;
   double per_round = window(base_step);  // the baseline arm
-  if (final_arms() > 1) per_round += window(sec_per_step_);  // the final arm
+  if (final_arms() > 1) per_round += window(pace_.sec_per_step);  // the final arm
   if (final_arms() > 2)
     for (const auto& k : kept_)
       if (all_fresh() || !process_knob(k.change.knob))
-        per_round += window(sec_per_step_ * (std::isfinite(k.ratio) && k.ratio > 0 ? k.ratio : 1.0));
+        per_round += window(pace_.sec_per_step * (std::isfinite(k.ratio) && k.ratio > 0 ? k.ratio : 1.0));
   return std::max(by_average, rounds * per_round);
 }
 
@@ -332,11 +332,11 @@ bool Tuner::fits(const std::string& knob, const std::string& value, bool fresh) 
   // budget no longer pays for is this process's final, said.
   const double in_process = reserve_if_kept_s(false);
   if (current_ == baseline_ && budget_.fits_trial(elapsed(), need, in_process)) {
-    if (!fresh_unreserved_)
+    if (!finals_.fresh_unreserved)
       res_.notes.push_back("from " + label(knob, value) + " on, trials use the time a fresh-process headline (~" +
                            fmt(reserve - in_process, 0) + " s) would need: a result is checked in fresh processes "
                            "only if the budget still pays for it at the end");
-    fresh_unreserved_ = true;
+    finals_.fresh_unreserved = true;
     return true;
   }
   defer(knob, value, need, in_process);  // the binding reserve: what the message says the end needed

@@ -12,9 +12,9 @@ void Tuner::summarize() {
   // The sources a script reported while it ran (its DataLoader and forward lines, for the patch) arrive after
   // the description taken at the start.
   res_.environment = w_.describe();
-  if (!cannot_fit_.empty()) {  // nothing was measured but the calibration, which is for the plan only
+  if (!pace_.cannot_fit.empty()) {  // nothing was measured but the calibration, which is for the plan only
     res_.verdict = "none";
-    res_.ended = cannot_fit_;
+    res_.ended = pace_.cannot_fit;
     return;
   }
   verdict();

@@ -32,13 +32,13 @@ void Tuner::take_snapshot(const std::string& lbl) {
     if (!s) return;
     s->label = lbl;
     s->config = current_;
-    last_bottleneck_ = s->bottleneck;
-    shares_ = shares_of(s->breakdown_ms, s->step_ms);
-    named_.clear();  // what the latest analysis names, likeliest first
+    evidence_.bottleneck = s->bottleneck;
+    evidence_.shares = shares_of(s->breakdown_ms, s->step_ms);
+    evidence_.named.clear();  // what the latest analysis names, likeliest first
     for (const auto& sw : s->switches)
-      if (sw.at_most > 1 + o_.min_gain && std::find(named_.begin(), named_.end(), sw.knob) == named_.end())
-        named_.push_back(sw.knob);
-    caps_ = caps_of(*s);
+      if (sw.at_most > 1 + o_.min_gain && std::find(evidence_.named.begin(), evidence_.named.end(), sw.knob) == evidence_.named.end())
+        evidence_.named.push_back(sw.knob);
+    evidence_.caps = caps_of(*s);
     res_.snapshots.push_back(std::move(*s));
   } catch (const TrialFailure& f) {
     res_.notes.push_back("snapshot '" + lbl + "' failed: " + std::string(f.what()));
@@ -71,17 +71,17 @@ measure::Window Tuner::window_of(const Config& config, bool fresh, double cap_s)
     auto m = w_.measure_fresh(config, fresh_window());
     if (!m) throw TrialFailure("this workload cannot start fresh processes", false);
     const double spent = w_.now_s() - t;
-    process_start_s_ = std::max(0.0, spent - m->wall_s);
+    pace_.process_start_s = std::max(0.0, spent - m->wall_s);
     budget_.observe_fresh_window(spent);
     note_memory(config, *m);
     return *m;
   }
   w_.apply(config);
   if (const std::string v = compile_variant(config); !v.empty()) compiled_variants_.insert(v);
-  apply_s_ = 0.7 * apply_s_ + 0.3 * (w_.now_s() - t);
-  measure::Window m = cap_s > 0 ? w_.measure_capped(window_, cap_s) : w_.measure(window_);
-  if (m.steps > 0 && m.wall_s > 0 && m.steps == window_) sec_per_step_ = 0.8 * sec_per_step_ + 0.2 * (m.wall_s / m.steps);
-  warmup_est_ = 0.7 * warmup_est_ + 0.3 * m.warmup_steps;
+  pace_.apply_s = 0.7 * pace_.apply_s + 0.3 * (w_.now_s() - t);
+  measure::Window m = cap_s > 0 ? w_.measure_capped(pace_.window, cap_s) : w_.measure(pace_.window);
+  if (m.steps > 0 && m.wall_s > 0 && m.steps == pace_.window) pace_.sec_per_step = 0.8 * pace_.sec_per_step + 0.2 * (m.wall_s / m.steps);
+  pace_.warmup_est = 0.7 * pace_.warmup_est + 0.3 * m.warmup_steps;
   budget_.observe_window(w_.now_s() - t);
   note_memory(config, m);
   return m;
@@ -155,7 +155,7 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
   t.also = change.also;
   t.from = value_in(ref, change.knob);
   t.reference = ref_label;
-  t.window = fresh ? fresh_window() : window_;
+  t.window = fresh ? fresh_window() : pace_.window;
   t.rounds = o_.rounds;
   t.fresh_processes = fresh;
   const double start = w_.now_s();
@@ -181,7 +181,7 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
   // workers=2 trials at 0.49x and ended at 48 s). Past the two pairs an interval needs, a pair the budget no
   // longer pays for beside the end's reserve is not run; the trial is decided on the pairs it has, said.
   bool cut = false;
-  const double reserve = fresh_unreserved_ ? reserve_s(false) : reserve_s();
+  const double reserve = finals_.fresh_unreserved ? reserve_s(false) : reserve_s();
   for (int r = 0; r < o_.rounds || promising(); ++r) {
     if (r >= 2 && !budget_.fits_trial(elapsed(), (w_.now_s() - start) / r, reserve)) {
       cut = true;
