@@ -33,7 +33,6 @@ MODEL_KNOBS = {"amp", "channels_last", "compile"}
 OPTIMIZER_KNOBS = {"zero_grad_none"}
 PROCESS_KNOBS = {"intra_op_threads", "cudnn_benchmark", "tf32", "anomaly_detection"}
 LOADER_KNOBS = {"workers", "pin_memory", "prefetch", "persistent_workers", "in_order"}  # DataLoaders only, never a model
-HAS_CXX = bool(shutil.which("g++") or shutil.which("c++"))
 
 # A fresh interpreter without tunebench (not on its path, and refused if something asks for it) loads each
 # saved file and runs the model: what it prints is compared with the model's output here.
@@ -75,9 +74,6 @@ def knob_values():
         ok, why = k.applicable()
         if not ok:
             skipped[k.id] = why
-            continue
-        if k.id == "compile" and not HAS_CXX:
-            skipped[k.id] = "TorchInductor on the CPU needs a C++ compiler"
             continue
         bad, _ = k.unavailable()
         values = [v for v in k.choices if v not in bad] if k.type != "int" else [k.recommended, str(k.lo + 1)]
