@@ -7,6 +7,7 @@
 #include <ctime>
 #include <fstream>
 #include <iterator>
+#include <optional>
 
 #include "gate_util.h"
 
@@ -121,19 +122,31 @@ Result<StoredBaseline> load_stored_baseline(const std::string& path) {
   return b;
 }
 
+namespace {
+
+// One process of `side` (index i, warm-up ones below 1 counted as 0) kept in `res` and said; nullopt when it
+// failed, its message in `res.failure`.
+std::optional<ProcessRun> run_and_record(const GateOptions& o, const Side& side, int i, GateResult& res) {
+  auto p = run_one(o, side, std::max(0, i), res);
+  if (!p) {
+    res.failure = p.error().message;
+    return std::nullopt;
+  }
+  res.runs.push_back(*p);
+  if (o.progress) o.progress(progress_line(*p, res.unit));
+  return *p;
+}
+
+}  // namespace
+
 GateResult run_baseline_only(const GateOptions& o, int runs) {
   GateResult res;
   const double t0 = now_s();
   const measure::LoadProbe probe;
   std::vector<measure::Window> windows;
   for (int i = 1 - o.warmup_pairs; i <= runs; ++i) {
-    auto p = run_one(o, o.baseline, std::max(0, i), res);
-    if (!p) {
-      res.failure = p.error().message;
-      break;
-    }
-    res.runs.push_back(*p);
-    if (o.progress) o.progress(progress_line(*p, res.unit));
+    const auto p = run_and_record(o, o.baseline, i, res);
+    if (!p) break;
     if (i > 0) windows.push_back(p->window);
   }
   res.ran = res.failure.empty();
@@ -160,13 +173,8 @@ GateResult run_against(const GateOptions& o, const StoredBaseline& stored) {
                     fmt("%.0f s)", per_s);
       break;
     }
-    auto p = run_one(o, o.candidate, std::max(0, i), res);
-    if (!p) {
-      res.failure = p.error().message;
-      break;
-    }
-    res.runs.push_back(*p);
-    if (o.progress) o.progress(progress_line(*p, res.unit));
+    const auto p = run_and_record(o, o.candidate, i, res);
+    if (!p) break;
     if (i <= 0) continue;
     windows.push_back(p->window);
     if (std::find(looks.begin(), looks.end(), int(windows.size())) != looks.end()) {

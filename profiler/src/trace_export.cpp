@@ -162,6 +162,19 @@ void write_event(std::string& o, const Trace& trace, const Track& t, const Event
   o += "}},\n";
 }
 
+// One end of a flow: `head` (its phase and names, up to the id), then where it stands.
+void write_flow_end(std::string& o, const char* head, int64_t id, const Track& t, int64_t ts_ns) {
+  o += head;
+  JsonWriter::append_int(o, id);
+  o += ",\"pid\":";
+  JsonWriter::append_int(o, t.pid());
+  o += ",\"tid\":";
+  JsonWriter::append_int(o, t.tid());
+  o += ",\"ts\":";
+  JsonWriter::append_us(o, ts_ns);
+  o += "},\n";
+}
+
 // Flows: launch -> GPU work (ids are correlation ids, as Kineto writes them).
 void write_flows(std::string& o, const Trace& trace) {
   for (const Flow& f : trace.flows()) {
@@ -169,23 +182,10 @@ void write_flows(std::string& o, const Trace& trace) {
     const Track& dt = trace.track(f.dst_track);
     const Event& se = st.events()[f.src_event];
     const Event& de = dt.events()[f.dst_event];
-    o += "{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":";
-    JsonWriter::append_int(o, static_cast<int64_t>(f.correlation & 0x7fffffffffffffffULL));
-    o += ",\"pid\":";
-    JsonWriter::append_int(o, st.pid());
-    o += ",\"tid\":";
-    JsonWriter::append_int(o, st.tid());
-    o += ",\"ts\":";
-    JsonWriter::append_us(o, se.start_ns);
-    o += "},\n{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":";
-    JsonWriter::append_int(o, static_cast<int64_t>(f.correlation & 0x7fffffffffffffffULL));
-    o += ",\"pid\":";
-    JsonWriter::append_int(o, dt.pid());
-    o += ",\"tid\":";
-    JsonWriter::append_int(o, dt.tid());
-    o += ",\"ts\":";
-    JsonWriter::append_us(o, de.start_ns);
-    o += "},\n";
+    const auto id = static_cast<int64_t>(f.correlation & 0x7fffffffffffffffULL);
+    write_flow_end(o, "{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":", id, st, se.start_ns);
+    write_flow_end(o, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":", id, dt,
+                   de.start_ns);
   }
 }
 
