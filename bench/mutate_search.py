@@ -16,9 +16,16 @@ The mutations (issue: "tests that fail when the search is lazy, shown by mutatio
   recompile-past-end   the final runs every arm's recompile under torch.compile, past the budget's hard end
   pair-chains          a pair that had no effect is paired again with a third change, and so on
   fresh-compile-free   the fresh-process final costs a compiled arm's processes without their compile
+  named-not-first      the switches the analyses name are ranked with the rest, not first
+  caps-ignored         the analyses' bounds (the loader verdict's for workers) do not cap a knob's prior
+  run-steps-ignored    a compile that pays back only after more steps than --run-steps is kept
+  one-time-in-rate     a compile's one-time cost is said of no trial (its break-even never computed)
 
 Each source file is restored after its mutation (also on Ctrl-C); the build directory is left rebuilt from
 the restored sources at the end.
+
+Each mutation is checked against the tuner's test binary (tunebench_tuner_tests), which rebuilds in about a
+minute here.
 
 usage: /usr/bin/python3 bench/mutate_search.py [--build build] [--only NAME,...] [--filter 'Tuner*']
 """
@@ -39,8 +46,8 @@ MUTATIONS = [
      "  for (;;) {\n    std::vector<std::string> ready;",
      "  for (;;) {\n    if (elapsed() > 0.3 * o_.budget_s) return;\n    std::vector<std::string> ready;"),
     ("ignore-budget", SEARCH + "budget.h",
-     "bool fits(double elapsed, double cost, double reserve) const { return elapsed + cost + reserve <= total_; }",
-     "bool fits(double, double, double) const { return true; }"),
+     "bool fits_trial(double elapsed, double cost, double reserve) const { return elapsed + cost + reserve <= total_; }",
+     "bool fits_trial(double, double, double) const { return true; }"),
     ("keep-covering-1", SEARCH + "search_trial.cpp",
      "} else if (e.faster() && e.ratio - 1.0 >= threshold) {",
      "} else if (e.ratio > 1.0) {"),
@@ -54,14 +61,26 @@ MUTATIONS = [
      "res_.trials.back().outcome == \"no effect\")\n      try_pair(",
      "res_.trials.back().outcome == \"never\")\n      try_pair("),
     ("recompile-past-end", SEARCH + "search_final.cpp",
-     "if (budget_.may_finish(elapsed(), final_cost + recompiles + compile_s)) recompiles += compile_s;",
+     "if (t.budget_.may_finish(t.elapsed(), final_cost + recompiles + compile_s)) recompiles += compile_s;",
      "if (true) recompiles += compile_s;"),
     ("pair-chains", SEARCH + "search_screen.cpp",
      "    if (p->second.change.paired) continue;\n",
      "\n"),
-    ("fresh-compile-free", SEARCH + "search_fresh.cpp",
-     "auto compiles_s = [&](int n_arms, int rounds) { return compile_s * std::max(0, n_arms - 1) * rounds; };",
-     "auto compiles_s = [&](int n_arms, int rounds) { return 0.0 * compile_s * n_arms * rounds; };"),
+    ("fresh-compile-free", SEARCH + "finals.h",
+     "return compile_s_ * std::max(0, n_arms - 1) * rounds; }",
+     "return 0.0 * compile_s_ * n_arms * rounds; }"),
+    ("named-not-first", SEARCH + "search_plan.cpp",
+     "if (n == evidence_.named.end() || misses(id) > 0) return first.size() + evidence_.named.size();",
+     "return first.size() + evidence_.named.size();"),
+    ("caps-ignored", SEARCH + "search_plan.cpp",
+     "if (auto c = evidence_.caps.find(id); c != evidence_.caps.end())",
+     "if (auto c = evidence_.caps.find(id); false && c != evidence_.caps.end())"),
+    ("run-steps-ignored", SEARCH + "search_trial.cpp",
+     "if (o_.run_steps > 0 && t.break_even_steps > double(o_.run_steps)) {",
+     "if (false) {"),
+    ("one-time-in-rate", SEARCH + "search_trial.cpp",
+     "  if (!(extra >= 0.05)) return;\n",
+     "  return;\n"),
     ("claim-every-knob", SEARCH + "search_summary.cpp",
      "if (s.reason.rfind(\"budget\", 0) == 0) (process_knob(s.knob) && !all_fresh() ? process_skips : budget_skips)++;",
      "(void)s;"),
@@ -79,7 +98,7 @@ def run(cmd, timeout):
 
 
 def build(build_dir):
-    r = run(["ninja", "-C", build_dir, "-j2", "tunebench_engine_tests"], 3600)
+    r = run(["ninja", "-C", build_dir, "-j2", "tunebench_tuner_tests"], 3600)
     return r.returncode == 0, r.stdout[-3000:]
 
 
@@ -94,7 +113,7 @@ def main():
     for n in only:
         if n not in names:
             sys.exit("mutate_search: no mutation '%s' (there are: %s)" % (n, ", ".join(names)))
-    tests = os.path.join(ROOT, a.build, "tests", "engine", "tunebench_engine_tests")
+    tests = os.path.join(ROOT, a.build, "tests", "engine", "tunebench_tuner_tests")
     holes = []
     print("%-20s %-9s %6s  %s" % ("mutation", "caught", "s", "by"))
     for name, rel, find, repl in MUTATIONS:
