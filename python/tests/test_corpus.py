@@ -116,6 +116,14 @@ class CorpusTest(unittest.TestCase):
                 self.assertEqual(s["optimizer_steps"], want, s)
         for a, b in zip(r.steps, r.steps[1:]):  # steps and outside intervals never overlap
             self.assertGreaterEqual(b["t_ns"], a["t_ns"] + a["wall_ns"])
+        # The training loader's passes: counted up one at a time, and an interval after a pass's end (its `epoch`)
+        # comes before the first step of the next pass.
+        passes = [s["loader_pass"] for s in r.steps]
+        self.assertEqual(passes[0], 0, passes)
+        self.assertTrue(all(b - a in (0, 1) for a, b in zip(passes, passes[1:])), passes)
+        for o in r.outside:
+            if o.get("epoch") is not None and o["after_step"] is not None and o["after_step"] + 1 < len(r.steps):
+                self.assertEqual(r.steps[o["after_step"] + 1]["loader_pass"], o["epoch"], (o, passes))
         self.assertIsNotNone(r.done)
         self.assertEqual(r.done["summary"]["steps"], iterations)
         self.assertEqual(r.done["summary"]["reason"], "completed" if code == 0 else "error")
@@ -129,6 +137,7 @@ class CorpusTest(unittest.TestCase):
         # One outside interval per epoch, right after its last step: validation and checkpoint, not in a step.
         self.assertEqual([(o["after_step"], o["epoch"], o["until"]) for o in r.outside],
                          [(7, 1, "step"), (15, 2, "exit")])
+        self.assertEqual([s["loader_pass"] for s in r.steps], [0] * 8 + [1] * 8)  # two passes of 8 steps
         for o in r.outside:
             self.assertGreater(o["evaluation_ns"], 0)
             self.assertGreater(o["checkpoint_ns"], 0)

@@ -128,6 +128,7 @@ class Iterations:
         i = self.steps
         self.steps += 1
         self.last_progress_ns = t
+        sp.loader_pass = self.passes
         self.sink.step(i, sp, t)
         t = self.clock()
         if self.stack:

@@ -10,7 +10,7 @@ class Span:
 
     __slots__ = ("serial", "t0", "loader", "samples", "data_wait_ns", "forward_ns", "backward_ns", "optim_ns",
                  "save_ns", "trained", "forwards", "train_forwards", "stepped", "optimizer_steps", "mark",
-                 "fresh", "unit", "tokens", "updates", "held", "__weakref__")
+                 "fresh", "unit", "tokens", "updates", "held", "loader_pass", "__weakref__")
 
     def __init__(self, serial, t0, loader):
         self.serial = serial
@@ -33,6 +33,7 @@ class Span:
         self.tokens = None            # a sequence model's batch x sequence length
         self.updates = None           # a hand-written update's intervals: [[t0, t1], ...], disjoint, in order
         self.held = None              # () -> the iterator that gave its batch, None once the script dropped it
+        self.loader_pass = 0          # the training loader's passes that had ended when it was emitted
 
     def add_update(self, t0, t1):
         """One sign of a hand-written update, [t0, t1]. Signs nest (a no_grad block around the parameters'
