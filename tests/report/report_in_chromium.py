@@ -6,7 +6,9 @@ and the phone rendering is no wider than the phone. Then the report of a tune to
 file whose pairs vary by 60%): its headline says so in a neutral colour, and its layout as the browser computed it
 (a copy with a measuring script, read back with --dump-dom) has tables that fit a 1000 px page, axis labels that
 do not overlap and no table row taller than a few lines (a trials row once stood in a screen-high white gap).
-Skips (exit 77) without Chromium.
+Then a session report whose script's loader was timed (loader_verdict.json: sixteen workers crowding two cores, a
+transform with a long name): its loader picture fits a 1000 px page, and no label in it overlaps another label or
+a bar, or runs out of its picture. Skips (exit 77) without Chromium.
 
 usage: report_in_chromium.py CLI OUTDIR
 """
@@ -46,6 +48,8 @@ def ink(img, box):
 # Measures the page as laid out and writes the figures into the DOM, which --dump-dom prints.
 MEASURE = """<script>
 window.addEventListener("load", () => {
+  // What a reader opens is measured too: the loader's sentences and parts table under Details.
+  for (const d of document.querySelectorAll("details")) d.open = true;
   const out = {overflow: [], ticks: [], tallest_row: 0, headline_colour: ""};
   for (const el of document.querySelectorAll(".scroll"))
     if (el.scrollWidth > el.clientWidth + 1) out.overflow.push(el.scrollWidth - el.clientWidth);
@@ -54,6 +58,25 @@ window.addEventListener("load", () => {
   for (let i = 1; i < ticks.length; ++i)
     if (ticks[i].left < ticks[i - 1].right) out.ticks.push([ticks[i - 1].right, ticks[i].left]);
   for (const tr of document.querySelectorAll("tr")) out.tallest_row = Math.max(out.tallest_row, tr.getBoundingClientRect().height);
+  // The loader picture: every label clear of the others and of the bars, and inside its picture.
+  out.loader = {pictures: 0, texts: 0, overlaps: [], on_bars: [], outside: [],
+                page: document.documentElement.scrollWidth, window: window.innerWidth};
+  const hit = (a, b) => a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5;
+  for (const svg of document.querySelectorAll(".loader-picture svg")) {
+    out.loader.pictures += 1;
+    const box = svg.getBoundingClientRect();
+    const texts = Array.from(svg.querySelectorAll("text")).map(t => [t.textContent, t.getBoundingClientRect(), t.parentNode]);
+    const bars = Array.from(svg.querySelectorAll("rect.loader-part, rect.loader-rate")).map(r => r.getBoundingClientRect());
+    // A mark's line down to its own label crossing another's label (it seems to point at it).
+    const lines = Array.from(svg.querySelectorAll("g.loader-mark line")).map(l => [l.parentNode, l.getBoundingClientRect()]);
+    out.loader.texts += texts.length;
+    texts.forEach(([t, r, g], i) => {
+      for (let j = i + 1; j < texts.length; ++j) if (hit(r, texts[j][1])) out.loader.overlaps.push([t, texts[j][0]]);
+      if (bars.some(b => hit(r, b))) out.loader.on_bars.push(t);
+      if (lines.some(([lg, l]) => lg !== g && hit(r, l))) out.loader.on_bars.push(t + " (a mark's line)");
+      if (r.left < box.left - 0.5 || r.right > box.right + 0.5) out.loader.outside.push(t);
+    });
+  }
   const h = document.querySelector(".headline");
   out.headline_colour = h ? getComputedStyle(h).color : "";
   out.headline = h ? h.textContent : "";
@@ -113,6 +136,45 @@ def check_noisy(cli, browser, out, problems):
         problems.append("a table row is %.0f px tall" % got["tallest_row"])
 
 
+def check_loader(cli, browser, out, problems):
+    """A session report with the loader's verdict and no tune (the tune's report is checked above)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "loader_verdict.json")) as f:
+        verdict = json.load(f)
+    doc = {"format": "tunebench-session-input", "model": "resnet18", "data": "imagefolder (train.py)",
+           "device": {"kind": "cpu", "name": "test cpu"}, "first_config": {"workers": "16"},
+           "current_config": {"workers": "16"}, "comparisons": [], "loader": verdict, "tunes": []}
+    session = os.path.join(out, "session-loader.json")
+    with open(session, "w") as f:
+        json.dump(doc, f)
+    html = os.path.join(out, "session-loader.html")
+    subprocess.run([cli, "report", "--session", session, "--html", html], check=True, stdout=subprocess.DEVNULL,
+                   timeout=120)
+    shoot(browser, html, os.path.join(out, "session-loader-1000.png"), 1000, 2400)
+    phone = shoot(browser, html, os.path.join(out, "session-loader-390.png"), 390, 2400)
+    edge = ink(phone, (phone.width - 4, 0, phone.width, phone.height))
+    if edge > 0.001:
+        problems.append("the session report runs past a 390 px phone screen (%.2f%% of the edge inked)" % (100 * edge))
+    got = layout(browser, html, 1000)
+    if got is None:
+        problems.append("the layout of %s could not be measured" % html)
+        return
+    lo = got["loader"]
+    if lo["pictures"] != 3 or lo["texts"] < 10:
+        problems.append("the loader picture has %d pictures and %d labels (3 pictures expected)" % (lo["pictures"], lo["texts"]))
+    if lo["page"] > lo["window"]:
+        problems.append("the session report is %d px wide in a %d px window" % (lo["page"], lo["window"]))
+    if lo["overlaps"]:
+        problems.append("loader picture labels overlap: %s" % lo["overlaps"])
+    if lo["on_bars"]:
+        problems.append("loader picture labels lie on bars or lines: %s" % lo["on_bars"])
+    if lo["outside"]:
+        problems.append("loader picture labels run out of their picture: %s" % lo["outside"])
+    if got["overflow"]:
+        problems.append("%d table(s) of the session report wider than a 1000 px page (by %s px)"
+                        % (len(got["overflow"]), got["overflow"]))
+
+
 def main():
     cli, out = sys.argv[1], sys.argv[2]
     browser = chromium()
@@ -136,10 +198,12 @@ def main():
     if edge > 0.001:
         problems.append("content runs past a 390 px phone screen (%.2f%% of the edge inked)" % (100 * edge))
     check_noisy(cli, browser, out, problems)
+    check_loader(cli, browser, out, problems)
     for p in problems:
         print("FAIL: " + p)
     if not problems:
-        print("ok: %s and a too-noisy tune's report rendered at 1000 and 390 px (screenshots in %s)" % (html, out))
+        print("ok: %s, a too-noisy tune's report and a session report with a loader picture rendered at 1000 and "
+              "390 px (screenshots in %s)" % (html, out))
     return 1 if problems else 0
 
 

@@ -102,6 +102,9 @@ struct Snapshot {
   // feeds the model past what the cores allow, each worker taking a core from the training): the tuner's prior
   // for the knob never promises more, as the stall finding never does (a finding's switch bounds its knob too).
   std::vector<std::pair<std::string, double>> caps;
+  // The loader verdict of the snapshot's steps (client::LoaderVerdict::to_json()) where the loader timed its parts;
+  // null where it did not. The tune report draws the baseline's (report_loader.h).
+  nlohmann::json loader;
 };
 
 class Workload {

@@ -87,6 +87,18 @@ std::string config_text_of(const Config& base, const Config& c);
 // Writes `content` to `path` ("" : nothing); throws std::runtime_error with a one-line message.
 void write_report_file(const std::string& path, const std::string& content);
 
+// The charts' SVG pieces (report_svg.cpp), for every picture a report draws. A label shortened to `room_px` at
+// about 0.55 em a character, with "..." (a table or a tooltip has it whole).
+std::string fit_label(std::string lbl, double room_px, double font_size);
+std::string svg_open(int w, int h, const std::string& label);
+std::string svg_text(double x, double y, const std::string& s, const std::string& anchor = "start",
+                     const std::string& extra = "");
+// A filled rectangle; with a `title`, the browser's tooltip over it; `extra`: more attributes (" class=\"...\"").
+std::string svg_rect(double x, double y, double w, double h, const std::string& fill, const std::string& title = "",
+                     const std::string& extra = "");
+std::string svg_line(double x1, double y1, double x2, double y2, const std::string& stroke, double width = 1,
+                     const std::string& extra = "");
+
 // The report's charts, each one self-contained <svg> (or a one-line <p> when there is nothing to draw).
 std::string svg_waterfall(const TuneResult& r);  // baseline, each kept knob (estimated), final (measured)
 std::string svg_forest(const TuneResult& r);     // every trial's ratio with its interval, log axis

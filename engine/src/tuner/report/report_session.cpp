@@ -4,6 +4,7 @@
 
 #include "client/loader_verdict.h"
 #include "engine/report.h"
+#include "tuner/report/report_loader.h"
 #include "tuner/report/report_parts.h"
 
 #include <fstream>
@@ -118,33 +119,10 @@ std::string tune_title(size_t i, const json& t) {
 }
 
 // Why the loader is slow, when the session's script was traced with its loader timed (the "loader" object: the
-// verdict `run`, `analyze` and the window's Loader tab show, client/loader_verdict.h): its lines, then its parts.
+// verdict `run`, `analyze` and the window's Loader tab show, client/loader_verdict.h): drawn as the tab draws it
+// (report_loader.h).
 client::LoaderVerdict loader_of(const json& in) {
   return in.contains("loader") ? client::LoaderVerdict::from_json(in["loader"]) : client::LoaderVerdict{};
-}
-
-std::string loader_html(const client::LoaderVerdict& v) {
-  if (!v.valid) return {};
-  std::string h = "<h2>Why the loader is slow</h2>\n<ul>\n";
-  for (const auto& l : v.lines()) h += "<li>" + esc(l.rfind("loader: ", 0) == 0 ? l.substr(8) : l) + "</li>\n";
-  h += "</ul>\n<div class=\"scroll\"><table>\n<thead><tr><th>part</th><th>ms</th><th>per</th><th>% of the loading</th>"
-       "<th>where</th></tr></thead>\n<tbody>\n";
-  for (const auto& p : v.parts)
-    h += "<tr><td>" + esc(p.name) + "</td><td class=\"n\">" + esc(fmt(p.ms, 2)) + "</td><td>" +
-         (p.per_batch ? "batch" : "sample") + "</td><td class=\"n\">" + esc(fmt(100 * p.share, 1)) + "</td><td>" +
-         esc(p.where) + "</td></tr>\n";
-  return h + "</tbody></table></div>\n";
-}
-
-std::string loader_markdown(const client::LoaderVerdict& v) {
-  if (!v.valid) return {};
-  std::string m = "\n## Why the loader is slow\n\n";
-  for (const auto& l : v.lines()) m += "- " + (l.rfind("loader: ", 0) == 0 ? l.substr(8) : l) + "\n";
-  m += "\n| part | ms | per | % of the loading | where |\n|---|---:|---|---:|---|\n";
-  for (const auto& p : v.parts)
-    m += "| " + p.name + " | " + fmt(p.ms, 2) + " | " + (p.per_batch ? "batch" : "sample") + " | " +
-         fmt(100 * p.share, 1) + " | " + p.where + " |\n";
-  return m;
 }
 
 }  // namespace
@@ -198,7 +176,7 @@ std::string session_report_html(const json& in) {
          std::regex_replace(esc(str_of(cmps[i], "trust")), std::regex("\n"), "<br/>") + "</td></tr>\n";
   if (cmps.empty()) h += "<tr><td>Nothing measured.</td></tr>\n";
   h += "</tbody></table></div>\n";
-  h += loader_html(loader_of(in));
+  h += loader_section_html(loader_of(in));
   h += "<h2>The code that keeps it</h2>\n<p>What runs now, against the configuration the session started with.</p>\n"
        "<h3>PyTorch (Python)</h3>\n<pre><code>" + esc(final_code_pytorch(r)) +
        "</code></pre>\n<h3>LibTorch (C++)</h3>\n<pre><code>" + esc(final_code_libtorch(r)) + "</code></pre>\n";
@@ -247,7 +225,7 @@ std::string session_report_markdown(const json& in) {
   for (size_t i = 0; i < cmps.size(); ++i)
     m << "- " << i + 1 << ". " << str_of(cmps[i], "change") << ": "
       << std::regex_replace(str_of(cmps[i], "trust"), std::regex("\n"), "; ") << "\n";
-  m << loader_markdown(loader_of(in));
+  m << loader_section_markdown(loader_of(in));
   m << "\n## The code that keeps it\n\n```python\n" << final_code_pytorch(r) << "```\n\n```cpp\n"
     << final_code_libtorch(r) << "```\n";
   for (size_t i = 0; i < tunes.size(); ++i) {

@@ -28,10 +28,12 @@ std::string color_of_outcome(const Trial& t) {
   return "#757575";
 }
 
+}  // namespace
+
 // A label right-aligned at the chart's left edge, shortened to the room there (about 0.55 em a character) so
 // that it does not run out of the picture: long ones ("all kept knobs + cpu_allocator=... (fresh processes)",
 // a pair of knobs kept together) did. The tables have them whole.
-std::string fit(std::string lbl, double room_px, double font_size) {
+std::string fit_label(std::string lbl, double room_px, double font_size) {
   const size_t room = static_cast<size_t>(room_px / (0.55 * font_size));
   if (lbl.size() <= room || room < 4) return lbl;
   size_t cut = room - 3;
@@ -44,26 +46,24 @@ std::string svg_open(int w, int h, const std::string& label) {
          "\" width=\"100%\" role=\"img\" aria-label=\"" + esc(label) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
 }
 
-std::string text(double x, double y, const std::string& s, const std::string& anchor = "start",
-                 const std::string& extra = "") {
+std::string svg_text(double x, double y, const std::string& s, const std::string& anchor, const std::string& extra) {
   return "<text x=\"" + fmt(x, 1) + "\" y=\"" + fmt(y, 1) + "\" text-anchor=\"" + anchor + "\"" + extra + ">" + esc(s) +
          "</text>\n";
 }
 
-std::string rect(double x, double y, double w, double h, const std::string& fill, const std::string& title = "") {
+std::string svg_rect(double x, double y, double w, double h, const std::string& fill, const std::string& title,
+                     const std::string& extra) {
   std::string s = "<rect x=\"" + fmt(x, 1) + "\" y=\"" + fmt(y, 1) + "\" width=\"" + fmt(std::max(0.0, w), 1) +
-                  "\" height=\"" + fmt(h, 1) + "\" fill=\"" + fill + "\"";
+                  "\" height=\"" + fmt(h, 1) + "\" fill=\"" + fill + "\"" + extra;
   if (title.empty()) return s + "/>\n";
   return s + "><title>" + esc(title) + "</title></rect>\n";
 }
 
-std::string line(double x1, double y1, double x2, double y2, const std::string& stroke, double width = 1,
-                 const std::string& extra = "") {
+std::string svg_line(double x1, double y1, double x2, double y2, const std::string& stroke, double width,
+                     const std::string& extra) {
   return "<line x1=\"" + fmt(x1, 1) + "\" y1=\"" + fmt(y1, 1) + "\" x2=\"" + fmt(x2, 1) + "\" y2=\"" + fmt(y2, 1) +
          "\" stroke=\"" + stroke + "\" stroke-width=\"" + fmt(width, 1) + "\"" + extra + "/>\n";
 }
-
-}  // namespace
 
 // Waterfall: baseline, each accepted change (cumulative estimate), final measured.
 std::string svg_waterfall(const TuneResult& r) {
@@ -91,16 +91,16 @@ std::string svg_waterfall(const TuneResult& r) {
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto& row = rows[i];
     const double y = top + rh * static_cast<double>(i);
-    s += text(left - 6, y + 17, fit(row.label, left - 8, 12), "end");
+    s += svg_text(left - 6, y + 17, fit_label(row.label, left - 8, 12), "end");
     const double a = std::min(row.from, row.to), b = std::max(row.from, row.to);
     const std::string fill = row.total ? "#4e79a7" : (row.to >= row.from ? "#59a14f" : "#e15759");
-    s += rect(left + a * sx, y + 4, (b - a) * sx, rh - 8, fill, row.label + ": " + fmt(row.to, 1) + " samples/s");
-    s += text(left + b * sx + 4, y + 17, fmt(row.to, 1));
+    s += svg_rect(left + a * sx, y + 4, (b - a) * sx, rh - 8, fill, row.label + ": " + fmt(row.to, 1) + " samples/s");
+    s += svg_text(left + b * sx + 4, y + 17, fmt(row.to, 1));
     if (!row.total && i + 1 < rows.size())
-      s += line(left + row.to * sx, y + rh - 4, left + row.to * sx, y + rh + 4, "#999999", 1, " stroke-dasharray=\"2,2\"");
+      s += svg_line(left + row.to * sx, y + rh - 4, left + row.to * sx, y + rh + 4, "#999999", 1, " stroke-dasharray=\"2,2\"");
   }
   // From the left edge: at the bars' start the caption ran past the picture and was cut.
-  s += text(6, H - 6, "samples/s; middle rows: the measured baseline x each kept knob's ratio (estimates); final: measured",
+  s += svg_text(6, H - 6, "samples/s; middle rows: the measured baseline x each kept knob's ratio (estimates); final: measured",
             "start", " fill=\"#555555\" font-size=\"11\"");
   s += "</svg>\n";
   return s;
@@ -132,15 +132,15 @@ std::string svg_forest(const TuneResult& r) {
     if (tick < lo || tick > hi) continue;
     if (std::any_of(drawn.begin(), drawn.end(), [&](double d) { return std::fabs(X(d) - X(tick)) < kTickGap; })) continue;
     drawn.push_back(tick);
-    s += line(X(tick), top, X(tick), H - 26, tick == 1.0 ? "#333333" : "#dddddd", tick == 1.0 ? 1.5 : 1);
-    s += text(X(tick), H - 12, fmt(tick, 2) + "x", "middle", " class=\"tick\" font-size=\"10\"");
+    s += svg_line(X(tick), top, X(tick), H - 26, tick == 1.0 ? "#333333" : "#dddddd", tick == 1.0 ? 1.5 : 1);
+    s += svg_text(X(tick), H - 12, fmt(tick, 2) + "x", "middle", " class=\"tick\" font-size=\"10\"");
   }
   for (size_t i = 0; i < ts.size(); ++i) {
     const Trial& t = *ts[i];
     const double y = top + rh * static_cast<double>(i) + rh / 2.0;
     const std::string c = color_of_outcome(t);
-    s += text(left - 6, y + 4, fit(trial_label(t) + " (" + t.phase + ")", left - 8, 11), "end", " font-size=\"11\"");
-    s += line(X(t.estimate.lo), y, X(t.estimate.hi), y, c, 2);
+    s += svg_text(left - 6, y + 4, fit_label(trial_label(t) + " (" + t.phase + ")", left - 8, 11), "end", " font-size=\"11\"");
+    s += svg_line(X(t.estimate.lo), y, X(t.estimate.hi), y, c, 2);
     s += "<circle cx=\"" + fmt(X(t.estimate.ratio), 1) + "\" cy=\"" + fmt(y, 1) + "\" r=\"4\" fill=\"" + c +
          "\"><title>" + esc(trial_label(t) + ": " + interval_text(t.estimate) + ", " + t.outcome) + "</title></circle>\n";
   }
@@ -169,22 +169,22 @@ std::string svg_breakdown(const TuneResult& r) {
   for (size_t i = 0; i < r.snapshots.size(); ++i) {
     const auto& sn = r.snapshots[i];
     const double y = top + rh * static_cast<double>(i);
-    s += text(left - 6, y + 17, fit(sn.label, left - 8, 12), "end");
+    s += svg_text(left - 6, y + 17, fit_label(sn.label, left - 8, 12), "end");
     double x = left;
     for (const auto& [p, v] : sn.breakdown_ms) {
       size_t ci = std::find(parts.begin(), parts.end(), p) - parts.begin();
       const double w = std::max(0.0, v) * sx;
-      s += rect(x, y + 4, w, rh - 8, color_of_part(p, ci), sn.label + ": " + p + " " + fmt(v, 2) + " ms");
+      s += svg_rect(x, y + 4, w, rh - 8, color_of_part(p, ci), sn.label + ": " + p + " " + fmt(v, 2) + " ms");
       x += w;
     }
-    s += text(x + 4, y + 17, fmt(sn.step_ms, 1) + " ms");
+    s += svg_text(x + 4, y + 17, fmt(sn.step_ms, 1) + " ms");
   }
   const double ly = top + rh * static_cast<double>(r.snapshots.size()) + 8;
   for (size_t i = 0; i < parts.size(); ++i) {
     const double x = left + 110.0 * static_cast<double>(i % 4);
     const double y = ly + 18.0 * static_cast<double>(i / 4);
-    s += rect(x, y, 10, 10, color_of_part(parts[i], i));
-    s += text(x + 14, y + 9, parts[i], "start", " font-size=\"11\"");
+    s += svg_rect(x, y, 10, 10, color_of_part(parts[i], i));
+    s += svg_text(x + 14, y + 9, parts[i], "start", " font-size=\"11\"");
   }
   s += "</svg>\n";
   return s;
@@ -204,10 +204,10 @@ std::string svg_stall(const TuneResult& r) {
   int i = 0;
   for (const Snapshot* sn : {&a, &b}) {
     const double y = top + rh * i++;
-    s += text(left - 6, y + 18, fit(i == 1 ? "baseline" : "final (" + sn->label + ")", left - 8, 12), "end");
+    s += svg_text(left - 6, y + 18, fit_label(i == 1 ? "baseline" : "final (" + sn->label + ")", left - 8, 12), "end");
     const double w = sn->worst_stall_ms / maxv * (W - left - right);
-    s += rect(left, y + 4, w, rh - 8, i == 1 ? "#e15759" : "#59a14f");
-    s += text(left + w + 4, y + 18, fmt(sn->worst_stall_ms, 1) + " ms " + sn->worst_stall_kind);
+    s += svg_rect(left, y + 4, w, rh - 8, i == 1 ? "#e15759" : "#59a14f");
+    s += svg_text(left + w + 4, y + 18, fmt(sn->worst_stall_ms, 1) + " ms " + sn->worst_stall_kind);
   }
   s += "</svg>\n";
   return s;
