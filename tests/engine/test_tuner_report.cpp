@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "client/loader_verdict.h"
 #include "engine/report.h"
 #include "engine/tuner.h"
 #include "tuner/workloads/sim_workload.h"
@@ -445,4 +446,30 @@ TEST(TunerReport, TheHeadlineIsWhatTheTuneCanClaimInEveryOutput) {
   r.final_config = r.baseline;
   r.speedup = {};
   EXPECT_EQ(tune_headline(r).kind, "nothing_measured");
+}
+
+// A tune whose baseline snapshot had the loader's verdict (Snapshot::loader) draws it as the session report does,
+// in well-formed XHTML, and keeps it in the JSON where the snapshots are; a tune without one has no such section.
+TEST(TunerReport, TheBaselinesLoaderVerdictIsDrawn) {
+  TuneResult r = simulated_result();
+  ASSERT_GE(r.snapshots.size(), 1u);
+  EXPECT_EQ(report_html(r).find("Why the loader is slow"), std::string::npos);
+  EXPECT_FALSE(report_json(r)["snapshots"][0].contains("loader"));
+  nlohmann::json parts = nlohmann::json::array();
+  for (const char* who : {"worker 0", "worker 1"})
+    parts.push_back({{"who", who}, {"samples", 32}, {"batches", 4}, {"busy_ns", 160'000'000}, {"cpu_ns", 150'000'000},
+                     {"run_delay_ns", 5'000'000}, {"life_ns", 400'000'000},
+                     {"parts", {{"SlowBlur", {{"ns", 134'400'000}}}, {"read + decode (PIL)", {{"ns", 25'600'000}}}}}});
+  const tb::client::LoaderVerdict v = tb::client::loader_verdict(parts, 64, 1'000'000'000, 600'000'000, 2);
+  ASSERT_TRUE(v.valid);
+  r.snapshots.front().loader = v.to_json();
+  const std::string html = report_html(r), md = report_markdown(r);
+  EXPECT_EQ(xml_problem(html), "");
+  EXPECT_EQ(count_of(html, "<h2>Why the loader is slow</h2>"), 1u);
+  EXPECT_EQ(count_of(html, "class=\"loader-part\""), v.parts.size());
+  EXPECT_EQ(count_of(html, "<details><summary>Details</summary>"), 1u);
+  EXPECT_NE(md.find("## Why the loader is slow"), std::string::npos);
+  const nlohmann::json j = report_json(r);
+  EXPECT_EQ(j["snapshots"][0]["loader"], v.to_json());
+  for (size_t i = 1; i < j["snapshots"].size(); ++i) EXPECT_FALSE(j["snapshots"][i].contains("loader"));
 }

@@ -18,7 +18,8 @@
 //                 "accepted","outcome","reason","loss_drift","window","rounds","seconds"}],
 //      "skipped":[{"knob","value","reason"}], "waterfall":[{"label","throughput"}],
 //      "snapshots":[{"label","throughput","step_ms","bottleneck","worst_stall_ms","worst_stall_kind",
-//                    "breakdown_ms":{part:ms}, "findings":[...]}],
+//                    "breakdown_ms":{part:ms}, "findings":[...], "loader":{...} where the loader timed its parts
+//                    (client::LoaderVerdict::to_json(); the HTML and Markdown draw the baseline's)}],
 //      "code":{"pytorch":"...","libtorch":"..."}, "notes":[...]}
 // Torch-free; pure functions of the result except write_report().
 #pragma once

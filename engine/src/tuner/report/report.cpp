@@ -1,6 +1,7 @@
 // The report writer of engine/report.h: HTML (its SVG charts in report_svg.cpp), Markdown, JSON.
 #include "engine/report.h"
 
+#include "tuner/report/report_loader.h"
 #include "tuner/report/report_parts.h"
 #include "tuner/report/report_script.h"
 #include "client/protocol.h"
@@ -244,6 +245,7 @@ json report_json(const TuneResult& r) {
                      {"breakdown_ms", b},
                      {"findings", s.findings},
                      {"ranks", s.ranks}});
+    if (s.loader.is_object()) snaps.back()["loader"] = s.loader;
   }
   j["snapshots"] = snaps;
   j["code"] = {{"pytorch", final_code_pytorch(r)}, {"libtorch", final_code_libtorch(r)}};
@@ -443,8 +445,8 @@ std::string report_html(const TuneResult& r) {
   h += "<style>" + std::string(kCss) + "</style>\n</head>\n<body>\n";
   h += "<h1>Tuning report: " + esc(model) + "</h1>\n";
   h += "<p class=\"sub\">" + esc(data) + " on " + esc(device) + " &#183; " + esc(now_utc()) + "</p>\n";
-  h += html_summary(r, changed) + html_trust(r, changed) + html_steps(r) + html_trials(r) + html_final(r) +
-       html_environment(r);
+  h += html_summary(r, changed) + html_trust(r, changed) + html_steps(r) + tune_loader_html(r) + html_trials(r) +
+       html_final(r) + html_environment(r);
   if (!r.notes.empty()) {
     h += "<h2>Notes</h2>\n<ul>\n";
     for (const auto& n : r.notes) h += "<li>" + esc(n) + "</li>\n";
@@ -492,7 +494,7 @@ std::string report_markdown(const TuneResult& r) {
         << md(s.bottleneck) << " | " << fmt(s.worst_stall_ms, 1) << " ms " << md(s.worst_stall_kind) << " | " << md(f)
         << " |\n";
     }
-    m << "\n";
+    m << tune_loader_markdown(r) << "\n";
   }
   m << "## Trials\n\n| # | phase | knob | change | before | after | ratio [95% CI] | peak memory | loss drift | result |\n"
        "|---:|---|---|---|---:|---:|---|---:|---:|---|\n";

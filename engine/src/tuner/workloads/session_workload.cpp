@@ -229,6 +229,7 @@ std::optional<Snapshot> SessionWorkload::snapshot(int steps) {
       if (!f.knob.empty()) s.switches.push_back({f.knob, f.value, f.at_most});
     // What any worker count can give, by the same model: the tuner's prior for workers says no more.
     if (const client::LoaderAdvice a = v.advice(); a.known) s.caps.push_back({"workers", a.at_most});
+    if (v.valid) s.loader = v.to_json();
   }
   if (s.breakdown_ms.empty()) {
     // No analysed steps: the step records still split data wait, copy and the rest.
