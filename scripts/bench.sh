@@ -21,6 +21,7 @@ benches=(
   "gate_cli|the real gate's verdicts on a widened MLP, a comment, a launcher knob, the engine's knob (power, false alarms)|$py bench/bench_gate_cli.py --cli $cli --rounds 2"
   "gate_power|the gate's rule: false alarms and power over simulated noise, alternated and against a stored baseline|$build/bench/bench_gate_power && $build/bench/bench_gate_power --stored 10"
   "loader_verdict|the loader verdict's grade, slow part and predicted workers, checked by a run with that count|$py bench/bench_loader_verdict.py --cli $cli --rounds 1"
+  "epoch_rhythm|a short-epoch ImageFolder trainer's A/A spread in windows as asked and of whole passes; a tune's noise floor|$py bench/bench_epoch_rhythm.py --cli $cli --steps 400 --tunes 1 --budget 90"
   "advice|the loader-stall advice on four trainer-shaped scripts against plain runs of its switch (predicted vs measured)|$py bench/bench_advice.py --cli $cli --rounds 3"
   "patch_check|a script's patch checked in fresh processes where workers pay and where they lose|$build/bench/bench_engine_patch_check"
   "tracing_cost|what tracing costs a fast script, and whether the run states it|$py bench/bench_script.py --cli $cli --tracing-cost --rounds 5"

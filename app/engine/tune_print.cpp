@@ -81,6 +81,9 @@ void print_tune_summary(const engine::TuneResult& r, const TuneSummaryContext& c
     std::printf("confirmed %s\n", r.confirmation.c_str());
   for (const auto& line : r.recipe_changes) std::printf("recipe    %s\n", line.c_str());
   if (!r.noise.text.empty()) std::printf("noise     %s\n", r.noise.text.c_str());
+  // A script's epochs in its windows (measure/pass_rhythm.h): how they were kept from being noise.
+  if (r.environment.is_object() && r.environment.contains("windows") && r.environment["windows"].is_string())
+    std::printf("windows   %s\n", r.environment["windows"].get<std::string>().c_str());
   std::printf("budget    %.0f s of %.0f s", r.elapsed_s, r.budget_s);
   for (const auto& [phase, s] : r.budget_phases)
     if (s >= 0.5) std::printf("%s %s %.0f s", &phase == &r.budget_phases.front().first ? ":" : ",", phase.c_str(), s);

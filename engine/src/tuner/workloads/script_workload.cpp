@@ -10,6 +10,7 @@
 #include "engine/run_json.h"
 #include "engine/tuner.h"
 #include "client/protocol.h"
+#include "measure/pass_rhythm.h"
 
 namespace msg = tb::client::protocol::msg;
 
@@ -100,6 +101,7 @@ class ScriptWorkload : public Workload {
     for (const auto& [k, v] : config) {
       auto it = current_.find(k);
       if (it == current_.end() || it->second == v) continue;
+      if (k == "batch_size") rhythm_.reset();  // another batch size, another pass length
       // The live child keeps its measurement allocator; cpu_allocator is measured in fresh processes. Any
       // other process knob here would be a trial measuring a configuration it does not run: refuse it
       // (persistent_workers, once process-scope, was dropped from the workers rung without a word).
@@ -127,7 +129,7 @@ class ScriptWorkload : public Workload {
           break;
         }
         if (type == msg::error) throw TrialFailure(m->value("message", std::string("the script refused ") + k), false);
-        if (type == msg::step) ++process_steps_;
+        if (type == msg::step) live_step(*m);
         note(*m);
       }
     }
@@ -137,8 +139,13 @@ class ScriptWorkload : public Workload {
     measure::Window w;
     int64_t measured = 0;
     double last = -1;
-    window_steps_ = steps;
-    while (measured < steps) {
+    // The script's epochs are no noise (measure/pass_rhythm.h): short passes make windows of whole passes, the
+    // first step of a long one is left out.
+    const int want = rhythm_.window_steps(steps);
+    const bool leave_out_starts = rhythm_.leaves_out_pass_starts(steps);
+    if (const std::string said = rhythm_.said(steps); !said.empty()) rhythm_said_ = said;
+    window_steps_ = want;
+    while (measured < want) {
       ensure_running();
       auto m = runner_->next(std::min(600.0, 1.0));
       if (!m) {
@@ -152,15 +159,15 @@ class ScriptWorkload : public Workload {
         note(*m);
         continue;
       }
+      const bool pass_start = live_step(*m);
       // torch.compile's time in a step is paid once: said as the window's one-time cost, the step unmeasured.
       const int64_t compile_ns = m->value("compile_ns", int64_t(0));
       w.one_time_s += compile_ns * 1e-9;
       if (m->value("warmup", false) || compile_ns > 0) {
         ++w.warmup_steps;
-        ++process_steps_;
         continue;
       }
-      ++process_steps_;
+      if (leave_out_starts && pass_start) continue;
       // A step that began before the script was last let go on spanned a fresh process's window (or was
       // sent before it): it belongs to no window here.
       if (m->value("t_ns", int64_t(0)) < runner_->resumed_ns()) continue;
@@ -184,7 +191,7 @@ class ScriptWorkload : public Workload {
     const Paused paused(*runner_);
     auto it = config.find("cpu_allocator");
     auto r = start(pairs_of(config), it == config.end() ? std::string("glibc") : it->second);
-    return window_of(*r, steps);
+    return window_of(*r, steps, config);
   }
 
   std::optional<measure::Window> measure_patched(const std::vector<std::pair<std::string, std::string>>& sources,
@@ -192,7 +199,7 @@ class ScriptWorkload : public Workload {
     const Paused paused(*runner_);
     auto it = baseline_.find("cpu_allocator");
     auto r = start(pairs_of(baseline_), it == baseline_.end() ? std::string("glibc") : it->second, sources);
-    return window_of(*r, steps);
+    return window_of(*r, steps, baseline_);
   }
 
   void release() override {
@@ -230,6 +237,7 @@ class ScriptWorkload : public Workload {
                                                         : "");
     if (!sources_.empty()) j["source"] = sources_;
     if (!notes_.empty()) j["script_warnings"] = notes_;
+    if (!rhythm_said_.empty()) j["windows"] = rhythm_said_;
     return j;
   }
 
@@ -242,10 +250,16 @@ class ScriptWorkload : public Workload {
   };
 
   // `steps` measured steps of a fresh process, which then stops.
-  measure::Window window_of(client::ScriptRunner& r, int steps) {
+  // A fresh process's window: whole passes, or without the passes' first steps, as the live process's rhythm
+  // says for the same batch size (a fresh process starts at its first pass).
+  measure::Window window_of(client::ScriptRunner& r, int steps, const Config& config) {
     measure::Window w;
     int64_t measured = 0;
-    while (measured < steps) {
+    const bool same_passes = value_of(config, "batch_size") == value_of(current_, "batch_size");
+    const int want = same_passes ? rhythm_.window_steps(steps) : steps;
+    const bool leave_out_starts = same_passes && rhythm_.leaves_out_pass_starts(steps);
+    measure::PassRhythm passes;
+    while (measured < want) {
       auto m = r.next(1.0);
       if (!m) {
         if (r.finished()) throw TrialFailure("the script ended before " + std::to_string(steps) + " measured steps", false);
@@ -254,9 +268,11 @@ class ScriptWorkload : public Workload {
       }
       if (m->value("type", std::string()) == msg::error) throw TrialFailure(m->value("message", std::string("failed")), false);
       if (m->value("type", std::string()) != msg::step) continue;
+      const bool pass_start = passes.step(m->value("loader_pass", int64_t(0)));
       const int64_t compile_ns = m->value("compile_ns", int64_t(0));  // paid once: unmeasured, said apart
       w.one_time_s += compile_ns * 1e-9;
       if (m->value("warmup", false) || compile_ns > 0) continue;
+      if (leave_out_starts && pass_start) continue;
       if (measured == 0) w.start_s = now_s();
       ++measured;
       ++w.steps;
@@ -316,6 +332,7 @@ class ScriptWorkload : public Workload {
                          false);
     if (restarts_ > 50) throw TrialFailure("the script ended 50 times during the tune: give it more epochs", false);
     process_steps_ = process_measured_ = 0;
+    rhythm_.restart();  // the new process begins at its first pass; the passes' length stays known
     runner_ = start(pairs_of(current_), live_allocator_);
   }
 
@@ -323,6 +340,17 @@ class ScriptWorkload : public Workload {
     for (const auto& k : knobs_)
       if (k.info.id == id) return k.info.process_scope;
     return false;
+  }
+
+  // A step of the live process: counted, and its pass read (returns whether it began a pass).
+  bool live_step(const nlohmann::json& m) {
+    ++process_steps_;
+    return rhythm_.step(m.value("loader_pass", int64_t(0)));
+  }
+
+  static std::string value_of(const Config& c, const std::string& k) {
+    auto it = c.find(k);
+    return it == c.end() ? std::string() : it->second;
   }
 
   void note(const nlohmann::json& m) {
@@ -345,6 +373,8 @@ class ScriptWorkload : public Workload {
   double started_s_ = 0, first_measured_s_ = -1;  // the live child's start, its first measured step
   std::string pinned_allocator_, live_allocator_;
   std::chrono::steady_clock::time_point t0_;
+  measure::PassRhythm rhythm_;  // the live process's passes of its training loader
+  std::string rhythm_said_;     // what the windows did with them, once they did something
 };
 
 }  // namespace
