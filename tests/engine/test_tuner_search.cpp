@@ -821,6 +821,16 @@ TEST(TunerSearch, ALeftSlowerTuneWithoutTimeForItsHeadlineStillSaysItsBaseline) 
 // for a step 97% JPEG decode, and its tune measured amp, threads and channels_last first and skipped fast_decode
 // for budget. Here the knob an unnamed tune screens last is named by the snapshots: it is screened first; named
 // with a bound that promises nothing, it keeps its place.
+namespace {
+// The knobs a tune screened, in the order it first screened each.
+std::vector<std::string> screened(const TuneResult& r) {
+  std::vector<std::string> out;
+  for (const auto& t : r.trials)
+    if (t.phase == "screen" && std::find(out.begin(), out.end(), t.knob) == out.end()) out.push_back(t.knob);
+  return out;
+}
+}  // namespace
+
 class NamingWorkload : public SimulatedWorkload {
  public:
   NamingWorkload(uint64_t seed, std::string knob, std::string value, double at_most)
@@ -837,12 +847,6 @@ class NamingWorkload : public SimulatedWorkload {
 };
 
 TEST(TunerSearch, TheAnalysesSwitchesAreMeasuredFirst) {
-  auto screened = [](const TuneResult& r) {
-    std::vector<std::string> out;
-    for (const auto& t : r.trials)
-      if (t.phase == "screen" && std::find(out.begin(), out.end(), t.knob) == out.end()) out.push_back(t.knob);
-    return out;
-  };
   for (uint64_t seed = 1; seed <= 3; ++seed) {
     TuneOptions o;
     o.budget_s = 240;
@@ -882,12 +886,6 @@ class CappingWorkload : public SimulatedWorkload {
 };
 
 TEST(TunerSearch, TheLoaderVerdictsBoundIsTheWorkersPrior) {
-  auto screened = [](const TuneResult& r) {
-    std::vector<std::string> out;
-    for (const auto& t : r.trials)
-      if (t.phase == "screen" && std::find(out.begin(), out.end(), t.knob) == out.end()) out.push_back(t.knob);
-    return out;
-  };
   int moved = 0;
   for (uint64_t seed = 1; seed <= 3; ++seed) {
     TuneOptions o;
