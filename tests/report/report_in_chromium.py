@@ -197,6 +197,16 @@ def main():
     edge = ink(phone, (phone.width - 4, 0, phone.width, phone.height))
     if edge > 0.001:
         problems.append("content runs past a 390 px phone screen (%.2f%% of the edge inked)" % (100 * edge))
+    got = layout(browser, html, 1000)
+    if got is None:
+        problems.append("the layout of %s could not be measured" % html)
+    else:
+        # A tune that kept several changes: its trials' configurations are long, and their table still fits.
+        if got["overflow"]:
+            problems.append("%d table(s) of a simulated GPU tune's report wider than a 1000 px page (by %s px)"
+                            % (len(got["overflow"]), got["overflow"]))
+        if got["ticks"]:
+            problems.append("axis labels of a simulated GPU tune's report overlap at %s" % got["ticks"])
     check_noisy(cli, browser, out, problems)
     check_loader(cli, browser, out, problems)
     for p in problems:

@@ -94,7 +94,7 @@ th, td { border-bottom: 1px solid #e5e5e5; padding: .3rem .45rem; text-align: le
 th { background: #f5f5f5; } td.n { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 tr.accepted td { background: #edf7ee; } tr.drift td, tr.oom td, tr.failed td { background: #fff4e5; }
 tr.slower td { background: #fdecea; }
-td.n.ci { white-space: normal; min-width: 8rem; } table.env td { overflow-wrap: anywhere; } tr.has-why td { border-bottom: none; } tr.why td { padding-top: 0; font-size: .82rem; color: #555; }
+td.n.ci { white-space: normal; min-width: 8rem; } td.n.wrap { white-space: normal; } table.env td { overflow-wrap: anywhere; } tr.has-why td { border-bottom: none; } tr.why td { padding-top: 0; font-size: .82rem; color: #555; }
 pre { background: #f6f8fa; padding: .7rem; overflow-x: auto; font-size: .85rem; border-radius: 4px; }
 code { font-family: ui-monospace, Menlo, Consolas, monospace; }
 svg { max-width: 100%; height: auto; display: block; margin: .4rem 0; }
@@ -356,9 +356,11 @@ std::string html_trials(const TuneResult& r) {
        "(or held in the final alternation); grey: no effect or not the best value; red: slower; orange: rejected by the "
        "loss-drift guard; purple: kept earlier but dropped in the final alternation.</p>\n" +
        svg_forest(r);
+  // A tune that kept several changes compares against long configurations: they break after a knob's `=` and its
+  // `_` (<wbr>), the samples/s and the memory after their arrow, so the table fits a 1000 px page (it was 1197 px).
   h += "<div class=\"scroll\"><table>\n<thead><tr><th>#</th><th>phase</th><th>knob</th><th>change</th><th>vs</th>"
-       "<th>before</th><th>after</th><th>ratio [95% CI]</th><th>peak memory</th><th>loss drift</th><th>result</th></tr>"
-       "</thead>\n<tbody>\n";
+       "<th>samples/s before → after</th><th>ratio [95% CI]</th><th>peak memory</th><th>loss drift</th><th>result</th>"
+       "</tr></thead>\n<tbody>\n";
   for (size_t i = 0; i < r.trials.size(); ++i) {
     const Trial& t = r.trials[i];
     const std::string cls = t.accepted ? "accepted" : t.outcome == "no effect" ? "" : t.outcome;
@@ -368,13 +370,13 @@ std::string html_trials(const TuneResult& r) {
     const std::string row_cls = cls + (why.empty() ? "" : std::string(cls.empty() ? "" : " ") + "has-why");
     h += "<tr" + (row_cls.empty() ? std::string() : " class=\"" + esc(row_cls) + "\"") + "><td class=\"n\">" +
          std::to_string(i + 1) + "</td><td>" + esc(t.phase) + "</td><td>" + esc(t.knob.empty() ? "all" : t.knob) +
-         "</td><td>" + esc(change_text(t)) + "</td><td>" + esc(t.reference) +
-         "</td><td class=\"n\">" + esc(fmt(t.before, 1)) + "</td><td class=\"n\">" + esc(fmt(t.after, 1)) +
-         "</td><td class=\"n ci\">" + esc(interval_text(t.estimate)) + "</td><td class=\"n\">" + esc(memory_text(t)) +
+         "</td><td>" + breakable(change_text(t)) + "</td><td>" + breakable(t.reference) +
+         "</td><td class=\"n wrap\">" + esc(fmt(t.before, 1)) + " →<wbr/> " + esc(fmt(t.after, 1)) +
+         "</td><td class=\"n ci\">" + esc(interval_text(t.estimate)) + "</td><td class=\"n wrap\">" + esc(memory_text(t)) +
          "</td><td class=\"n\">" + esc(std::isfinite(t.loss_drift) ? fmt(t.loss_drift * 100, 1) + "%" : "") + "</td><td><strong>" +
          esc(result_text(t)) + "</strong></td></tr>\n";
     if (!why.empty())
-      h += "<tr class=\"why" + (cls.empty() ? std::string() : " " + esc(cls)) + "\"><td></td><td colspan=\"10\">" +
+      h += "<tr class=\"why" + (cls.empty() ? std::string() : " " + esc(cls)) + "\"><td></td><td colspan=\"9\">" +
            esc(why) + "</td></tr>\n";
   }
   h += "</tbody></table></div>\n";

@@ -47,6 +47,16 @@ inline std::string fmt(double v, int prec = 2) {
 
 // Escaped for XML text and attribute values (base/xml.h).
 inline std::string esc(const std::string& s) { return xml_escape(s); }
+// Escaped, with a break opportunity (<wbr/>) after each `=`, `_` and `,`: a configuration's knob names are long
+// words ("anomaly_detection=off,") that would hold a table column wide.
+inline std::string breakable(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    out += esc(std::string(1, c));
+    if (c == '=' || c == '_' || c == ',') out += "<wbr/>";
+  }
+  return out;
+}
 
 inline std::string trial_label(const Trial& t) {
   if (t.phase == "noise floor") return "A/A (baseline vs baseline)";
