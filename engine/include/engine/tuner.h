@@ -343,6 +343,10 @@ struct TuneResult {
   // Seconds each phase took, in order ("calibrate", "noise floor", "screen", "revisit", "deferred", "final",
   // "fresh final"): snapshots and loss probes count in the phase that asked for them.
   std::vector<std::pair<std::string, double>> budget_phases;
+  // What the search held back for the finals (the final and the fresh-process final) when it ended: their
+  // estimate without the reserve's margin (budget.h kReserveMargin), to set beside what they then took. NaN when
+  // no search ran.
+  double finals_reserved_s = std::numeric_limits<double>::quiet_NaN();
   // Why the search ended, one sentence: every knob tried, or the budget ran out with N knobs not tried, and
   // what the final did.
   std::string ended;

@@ -78,6 +78,7 @@ TuneResult Tuner::run() {
   if (pace_.cannot_fit.empty()) {
     noise_floor_phase();
     search();
+    res_.finals_reserved_s = reserve_s() / kReserveMargin;
     final_phase();
     fresh_final();
   }
