@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "engine/report.h"
 #include "engine/tuner.h"
 #include "tuner/workloads/sim_workload.h"
 
