@@ -11,17 +11,11 @@
 #include "engine/report.h"
 #include "engine/tuner.h"
 #include "tuner/workloads/sim_workload.h"
+#include "tune_story.h"
 
 using namespace tb::engine;
 
-namespace {
-const Trial* find_trial(const TuneResult& r, const std::string& phase, const std::string& knob,
-                        const std::string& value) {
-  for (const auto& t : r.trials)
-    if (t.phase == phase && t.knob == knob && t.value == value) return &t;
-  return nullptr;
-}
-}  // namespace
+using tb::engine::test::find_trial;
 
 // A workload whose every window is a fresh process (a data-parallel group's tune): the process knob the tuner
 // keeps runs in the final arm, is checked there like the others, and is in the headline. Before, the final

@@ -15,14 +15,7 @@
 
 using namespace tb::engine;
 
-namespace {
-const Trial* find_trial(const TuneResult& r, const std::string& phase, const std::string& knob,
-                        const std::string& value) {
-  for (const auto& t : r.trials)
-    if (t.phase == phase && t.knob == knob && t.value == value) return &t;
-  return nullptr;
-}
-}  // namespace
+using tb::engine::test::find_trial;
 
 TEST(TunerSearch, SimulationHasTheAdvertisedInteractions) {
   SimulatedWorkload w;

@@ -16,4 +16,12 @@ inline std::string tune_story(const TuneResult& r, bool reasons = true) {
   return story;
 }
 
+// The trial of `knob`=`value` in `phase`, nullptr when the tune made none.
+inline const Trial* find_trial(const TuneResult& r, const std::string& phase, const std::string& knob,
+                               const std::string& value) {
+  for (const auto& t : r.trials)
+    if (t.phase == phase && t.knob == knob && t.value == value) return &t;
+  return nullptr;
+}
+
 }  // namespace tb::engine::test
