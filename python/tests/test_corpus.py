@@ -45,13 +45,19 @@ def _run_of_tiny_mlp(hidden):
 
 
 def _aot_eager():
-    """Module.compile() with the aot_eager backend while the context lasts: TorchDynamo's tracing and AOTAutograd's
-    backward as TorchInductor gets them, without its C++ build."""
+    """The compile knob (TUNEBENCH_COMPILE_BACKEND) and Module.compile() with the aot_eager backend while the
+    context lasts: TorchDynamo's tracing and AOTAutograd's backward as TorchInductor gets them, without its C++
+    build (a cold Inductor cache made a share of two such tests take 30 s)."""
+    import contextlib
     from unittest import mock
     import torch
     compile_ = torch.nn.Module.compile
-    return mock.patch.object(torch.nn.Module, "compile",
-                             lambda self, *a, **k: compile_(self, *a, **dict(k, backend=k.get("backend", "aot_eager"))))
+    stack = contextlib.ExitStack()
+    stack.enter_context(mock.patch.dict(os.environ, {"TUNEBENCH_COMPILE_BACKEND": "aot_eager"}))
+    stack.enter_context(mock.patch.object(
+        torch.nn.Module, "compile",
+        lambda self, *a, **k: compile_(self, *a, **dict(k, backend=k.get("backend", "aot_eager")))))
+    return stack
 
 
 class CorpusRun:

@@ -13,6 +13,7 @@ timing hooks): its compiled call is wrapped instead - the one attribute Module._
 every copy, pickle and save."""
 
 import gc
+import os
 import warnings
 import weakref
 
@@ -250,6 +251,13 @@ def _uncompile(m):
 MODEL_CALL = "_tunebench_model_call"
 
 
+def compile_backend():
+    """The backend the compile knob compiles with: TUNEBENCH_COMPILE_BACKEND, else torch.compile's own default
+    (inductor). aot_eager traces the same frames and graphs without Inductor's code generation, which a cold cache
+    pays in tens of seconds: the tests of what the knob does use it."""
+    return os.environ.get("TUNEBENCH_COMPILE_BACKEND") or "inductor"
+
+
 def _model_call(m):
     """The module's whole call (its hooks, ours included, and its forward) as a frame of ours for torch.compile.
     Module.compile() compiles the module's own _call_impl, a frame of torch's, which Dynamo does not compile as a
@@ -278,7 +286,7 @@ def set_compile(run, on):
             if m in _compiled:  # compiled before and switched off: TorchInductor's code is still cached
                 m._compiled_call_impl = _compiled[m]
             else:
-                m._compiled_call_impl = torch.compile(_model_call(m))
+                m._compiled_call_impl = torch.compile(_model_call(m), backend=compile_backend())
                 # The compiled call holds the module's hooks, ours included: time it from outside.
                 if getattr(m, "_compiled_call_impl", None) is not None:
                     m._compiled_call_impl = hooks_forward.timed_call(m, m._compiled_call_impl)
