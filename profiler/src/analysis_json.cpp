@@ -232,10 +232,7 @@ std::string to_json(const AnalysisResult& r, const TraceMetadata* meta) {
   write_causes(w, r, wl);
   write_steps(w, r);
   write_kernels_and_ops(w, r);
-  w.key("findings").begin_array();
-  for (const auto& f : r.findings) write_finding(w, f);
-  w.end_array();
-  w.key("notes").strings(r.notes);
+  write_findings_and_notes(w, r.findings, r.notes);
   w.end_object();
   return w.take();
 }

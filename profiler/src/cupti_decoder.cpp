@@ -80,45 +80,46 @@ void CuptiDecoder::decode(const void* record) {
   auto gpu_track = [&](uint32_t device, uint32_t stream) {
     return trace_->track_for(TrackKind::GpuStream, device, stream);
   };
+  // Kernels, copies and memsets share their record's layout where it matters here (start, end, correlationId,
+  // deviceId, streamId): one event over it on its (device, stream) track, `fill` adding what its kind has.
+  auto gpu_activity = [&](const auto* r, EventKind kind, uint64_t& count, auto&& fill) {
+    if (!valid(r->start, r->end)) return;
+    Event e = span(kind, r->start, r->end);
+    e.correlation = r->correlationId;
+    fill(e);
+    trace_->add_event(gpu_track(r->deviceId, r->streamId), e);
+    ++count;
+  };
   switch (base->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const auto* k = static_cast<const CUpti_ActivityKernel10*>(record);
-      if (!valid(k->start, k->end)) return;
-      Event e = span(EventKind::Kernel, k->start, k->end);
-      e.correlation = k->correlationId;
-      e.name = trace_->intern(k->name ? k->name : "kernel");
-      char buf[128];
-      std::snprintf(buf, sizeof buf, "grid [%d,%d,%d] block [%d,%d,%d] regs %u smem %d", k->gridX, k->gridY, k->gridZ,
-                    k->blockX, k->blockY, k->blockZ, static_cast<unsigned>(k->registersPerThread),
-                    k->staticSharedMemory + k->dynamicSharedMemory);
-      e.detail = trace_->intern(buf);
-      trace_->add_event(gpu_track(k->deviceId, k->streamId), e);
-      ++stats_.kernels;
+      gpu_activity(k, EventKind::Kernel, stats_.kernels, [&](Event& e) {
+        e.name = trace_->intern(k->name ? k->name : "kernel");
+        char buf[128];
+        std::snprintf(buf, sizeof buf, "grid [%d,%d,%d] block [%d,%d,%d] regs %u smem %d", k->gridX, k->gridY,
+                      k->gridZ, k->blockX, k->blockY, k->blockZ, static_cast<unsigned>(k->registersPerThread),
+                      k->staticSharedMemory + k->dynamicSharedMemory);
+        e.detail = trace_->intern(buf);
+      });
       return;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto* m = static_cast<const CUpti_ActivityMemcpy6*>(record);
-      if (!valid(m->start, m->end)) return;
-      Event e = span(EventKind::Memcpy, m->start, m->end);
-      e.correlation = m->correlationId;
-      const MemcpyKind mk = memcpy_kind(m->copyKind);
-      e.flags = static_cast<uint16_t>(mk);
-      e.arg = static_cast<int64_t>(std::min<uint64_t>(m->bytes, INT64_MAX));
-      e.name = trace_->intern(memcpy_name(mk));
-      trace_->add_event(gpu_track(m->deviceId, m->streamId), e);
-      ++stats_.memcpys;
+      gpu_activity(m, EventKind::Memcpy, stats_.memcpys, [&](Event& e) {
+        const MemcpyKind mk = memcpy_kind(m->copyKind);
+        e.flags = static_cast<uint16_t>(mk);
+        e.arg = static_cast<int64_t>(std::min<uint64_t>(m->bytes, INT64_MAX));
+        e.name = trace_->intern(memcpy_name(mk));
+      });
       return;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const auto* m = static_cast<const CUpti_ActivityMemset4*>(record);
-      if (!valid(m->start, m->end)) return;
-      Event e = span(EventKind::Memset, m->start, m->end);
-      e.correlation = m->correlationId;
-      e.arg = static_cast<int64_t>(std::min<uint64_t>(m->bytes, INT64_MAX));
-      e.name = trace_->intern("Memset");
-      trace_->add_event(gpu_track(m->deviceId, m->streamId), e);
-      ++stats_.memsets;
+      gpu_activity(m, EventKind::Memset, stats_.memsets, [&](Event& e) {
+        e.arg = static_cast<int64_t>(std::min<uint64_t>(m->bytes, INT64_MAX));
+        e.name = trace_->intern("Memset");
+      });
       return;
     }
     case CUPTI_ACTIVITY_KIND_RUNTIME:

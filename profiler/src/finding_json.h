@@ -2,6 +2,9 @@
 // of `analyze --json` handles every finding one way.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "json_writer.h"
 #include "profiler/analysis.h"
 
@@ -18,6 +21,15 @@ inline void write_finding(JsonWriter& w, const Finding& f) {
   w.key("bounded").value(f.bounded);
   w.key("evidence_us").begin_array().value(us(f.evidence.t0)).value(us(f.evidence.t1)).end_array();
   w.end_object();
+}
+
+// The findings and notes, the last two fields of the analysis report and of the ranks comparison alike.
+inline void write_findings_and_notes(JsonWriter& w, const std::vector<Finding>& findings,
+                                     const std::vector<std::string>& notes) {
+  w.key("findings").begin_array();
+  for (const Finding& f : findings) write_finding(w, f);
+  w.end_array();
+  w.key("notes").strings(notes);
 }
 
 }  // namespace tb::prof

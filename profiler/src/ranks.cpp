@@ -182,10 +182,7 @@ std::string to_json(const RankAnalysis& ra) {
     w.end_object();
   }
   w.end_array();
-  w.key("findings").begin_array();
-  for (const Finding& f : ra.findings) write_finding(w, f);
-  w.end_array();
-  w.key("notes").strings(ra.notes);
+  write_findings_and_notes(w, ra.findings, ra.notes);
   w.end_object();
   return w.take();
 }

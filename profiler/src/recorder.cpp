@@ -412,15 +412,22 @@ inline nvtxEventAttributes_t nvtx_attributes(const char* name, int64_t arg) noex
   }
   return a;
 }
+
+// A range's start or a mark, handed to NVTX while a domain is open: `emit` is nvtxDomainRangePushEx or
+// nvtxDomainMarkEx, which take the same attributes.
+template <class Emit>
+inline void nvtx_event(Emit emit, const char* name, int64_t arg) noexcept {
+  if (nvtxDomainHandle_t d = g_domain.load(std::memory_order_relaxed)) {
+    const nvtxEventAttributes_t a = nvtx_attributes(name, arg);
+    emit(d, &a);
+  }
+}
 #endif
 
 void Recorder::begin(const char* name, int64_t arg) noexcept {
   if (!g_enabled.load(std::memory_order_relaxed)) return;
 #if defined(TUNEBENCH_HAVE_NVTX)
-  if (nvtxDomainHandle_t d = g_domain.load(std::memory_order_relaxed)) {
-    nvtxEventAttributes_t a = nvtx_attributes(name, arg);
-    nvtxDomainRangePushEx(d, &a);
-  }
+  nvtx_event(nvtxDomainRangePushEx, name, arg);
 #endif
   push(RecType::Begin, name, arg);
 }
@@ -445,10 +452,7 @@ void Recorder::range_since(const char* name, int64_t start, int64_t arg) noexcep
 void Recorder::instant(const char* name, int64_t arg) noexcept {
   if (!g_enabled.load(std::memory_order_relaxed)) return;
 #if defined(TUNEBENCH_HAVE_NVTX)
-  if (nvtxDomainHandle_t d = g_domain.load(std::memory_order_relaxed)) {
-    nvtxEventAttributes_t a = nvtx_attributes(name, kNoArg);
-    nvtxDomainMarkEx(d, &a);
-  }
+  nvtx_event(nvtxDomainMarkEx, name, kNoArg);
 #endif
   push(RecType::Instant, name, arg);
 }
@@ -496,6 +500,18 @@ std::unique_ptr<Trace> Recorder::collect() {
       if (track == UINT32_MAX) track = trace->track_for(TrackKind::CpuThread, pid, b->tid, tname);
       return track;
     };
+    // One of the thread's ranges or instants, on its track (span in ns, name interned).
+    auto add_event = [&](EventKind kind, int64_t start_ns, int64_t end_ns, const char* name, int64_t arg,
+                         uint16_t flags) {
+      Event e;
+      e.start_ns = start_ns;
+      e.end_ns = end_ns;
+      e.arg = arg;
+      e.name = trace->intern(name ? name : "");
+      e.kind = kind;
+      e.flags = flags;
+      trace->add_event(cpu_track(), e);
+    };
     bool younger_left = false;  // records after the sample remain: this buffer is not drained
     while (b->head) {
       Chunk* c = b->head;
@@ -515,22 +531,12 @@ std::unique_ptr<Trace> Recorder::collect() {
             if (b->open.empty()) break;  // its begin happened before start(): dropped
             OpenRange o = b->open.back();
             b->open.pop_back();
-            Event e;
-            e.start_ns = to_ns(o.start);
-            e.end_ns = to_ns(rec.ts);
-            e.arg = o.arg;
-            e.name = trace->intern(o.name ? o.name : "");
-            e.kind = EventKind::Range;
-            trace->add_event(cpu_track(), e);
+            add_event(EventKind::Range, to_ns(o.start), to_ns(rec.ts), o.name, o.arg, 0);
             break;
           }
           case RecType::Instant: {
-            Event e;
-            e.start_ns = e.end_ns = to_ns(rec.ts);
-            e.arg = rec.arg;
-            e.name = trace->intern(rec.name ? rec.name : "");
-            e.kind = EventKind::Instant;
-            trace->add_event(cpu_track(), e);
+            const int64_t at = to_ns(rec.ts);
+            add_event(EventKind::Instant, at, at, rec.name, rec.arg, 0);
             break;
           }
           case RecType::Counter: {
@@ -559,14 +565,8 @@ std::unique_ptr<Trace> Recorder::collect() {
       while (!b->open.empty()) {
         OpenRange o = b->open.back();
         b->open.pop_back();
-        Event e;
-        e.start_ns = to_ns(o.start);
-        e.end_ns = std::max(e.start_ns, to_ns(t_close));
-        e.arg = o.arg;
-        e.name = trace->intern(o.name ? o.name : "");
-        e.kind = EventKind::Range;
-        e.flags = kFlagUnclosed;
-        trace->add_event(cpu_track(), e);
+        const int64_t start_ns = to_ns(o.start);
+        add_event(EventKind::Range, start_ns, std::max(start_ns, to_ns(t_close)), o.name, o.arg, kFlagUnclosed);
       }
     }
     if (track == UINT32_MAX && !b->name.empty() && recording) cpu_track();  // named threads show even if idle

@@ -28,13 +28,25 @@ const char* kineto_cat(EventKind k, TrackKind tk) {
   }
 }
 
-void write_meta_event(std::string& o, const char* what, int64_t pid, int64_t tid, const char* argk, std::string_view name) {
-  o += "{\"ph\":\"M\",\"name\":\"";
-  o += what;
-  o += "\",\"pid\":";
+// ,"pid":P,"tid":T: the process and thread (for GPU work, the device and stream) every event stands on.
+void write_pid_tid(std::string& o, int64_t pid, int64_t tid) {
+  o += ",\"pid\":";
   JsonWriter::append_int(o, pid);
   o += ",\"tid\":";
   JsonWriter::append_int(o, tid);
+}
+
+// ,"ts":T, in microseconds.
+void write_ts(std::string& o, int64_t ns) {
+  o += ",\"ts\":";
+  JsonWriter::append_us(o, ns);
+}
+
+void write_meta_event(std::string& o, const char* what, int64_t pid, int64_t tid, const char* argk, std::string_view name) {
+  o += "{\"ph\":\"M\",\"name\":\"";
+  o += what;
+  o += '"';
+  write_pid_tid(o, pid, tid);
   o += ",\"args\":{\"";
   o += argk;
   o += "\":";
@@ -86,10 +98,8 @@ void write_track_names(std::string& o, const Trace& trace) {
       write_meta_event(o, "thread_name", t.pid(), t.tid(), "name", t.name());
       // A row placed apart (the step lane first) keeps its place when read back.
       if (t.sort_index() != 0) {
-        o += "{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":";
-        JsonWriter::append_int(o, t.pid());
-        o += ",\"tid\":";
-        JsonWriter::append_int(o, t.tid());
+        o += "{\"ph\":\"M\",\"name\":\"thread_sort_index\"";
+        write_pid_tid(o, t.pid(), t.tid());
         o += ",\"args\":{\"sort_index\":";
         JsonWriter::append_int(o, t.sort_index());
         o += "}},\n";
@@ -111,10 +121,8 @@ void write_track_names(std::string& o, const Trace& trace) {
 void write_counter(std::string& o, const Track& t, const Event& e) {
   o += "{\"ph\":\"C\",\"name\":";
   JsonWriter::append_string(o, t.name());
-  o += ",\"pid\":";
-  JsonWriter::append_int(o, t.pid());
-  o += ",\"tid\":0,\"ts\":";
-  JsonWriter::append_us(o, e.start_ns);
+  write_pid_tid(o, t.pid(), 0);
+  write_ts(o, e.start_ns);
   o += ",\"args\":{\"value\":";
   JsonWriter::append_double(o, e.value);
   o += "}},\n";
@@ -127,12 +135,8 @@ void write_event(std::string& o, const Trace& trace, const Track& t, const Event
   o += kineto_cat(e.kind, t.kind());
   o += "\",\"name\":";
   JsonWriter::append_string(o, trace.name(e.name));
-  o += ",\"pid\":";
-  JsonWriter::append_int(o, t.pid());
-  o += ",\"tid\":";
-  JsonWriter::append_int(o, t.tid());
-  o += ",\"ts\":";
-  JsonWriter::append_us(o, e.start_ns);
+  write_pid_tid(o, t.pid(), t.tid());
+  write_ts(o, e.start_ns);
   if (!instant) {
     o += ",\"dur\":";
     JsonWriter::append_us(o, e.end_ns - e.start_ns);
@@ -166,12 +170,8 @@ void write_event(std::string& o, const Trace& trace, const Track& t, const Event
 void write_flow_end(std::string& o, const char* head, int64_t id, const Track& t, int64_t ts_ns) {
   o += head;
   JsonWriter::append_int(o, id);
-  o += ",\"pid\":";
-  JsonWriter::append_int(o, t.pid());
-  o += ",\"tid\":";
-  JsonWriter::append_int(o, t.tid());
-  o += ",\"ts\":";
-  JsonWriter::append_us(o, ts_ns);
+  write_pid_tid(o, t.pid(), t.tid());
+  write_ts(o, ts_ns);
   o += "},\n";
 }
 
