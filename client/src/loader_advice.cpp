@@ -40,6 +40,39 @@ bool to_tensor(const std::string& n) {
   return n == "ToTensor" || n == "PILToTensor" || n == "ToImage" || n == "ToDtype" || n == "ConvertImageDtype";
 }
 
+// The change for each part the launcher and the engine's own loader (engine/src/session.cpp) name, whatever
+// the run: its name, then the change in words.
+struct KnownPart {
+  const char* name;
+  const char* change;
+};
+constexpr KnownPart kKnownParts[] = {
+    {"read + decode (PIL)",
+     "decode at the size it is used at (for JPEG, Image.draft(\"RGB\", size) before the resize decodes at 1/2 to 1/8 "
+     "scale), store the images at that size, or cache the decoded samples"},
+    {"open (PIL)",
+     "opening the files is slow (a network or slow disk, many small files): copy the data to a local disk or pack "
+     "the samples into fewer, larger files"},
+    {"collate",
+     "a cheaper collate_fn: stack tensors (torch.stack) rather than building Python lists, pad once per batch, or "
+     "let the workers return tensors ready to stack"},
+    // The engine's own loader's parts.
+    {"decode (JPEG, PNG)",
+     "decode JPEGs at the size they are used at (the fast_decode knob: --set fast_decode=on decodes at 1/2 to 1/8 "
+     "scale), or store the images at that size"},
+    {"read (file)",
+     "reading the files is slow (a network or slow disk, many small files): copy the data to a local disk or pack "
+     "the samples into fewer, larger files"},
+    {"crop + flip + normalize",
+     "store the images nearer the model's input size (the resample reads the whole crop box), or keep them decoded"},
+    {"staging",
+     "the batch's staging copy: the layout the model wants (channels_last interleaves every sample) costs a copy "
+     "here"},
+    {"dataset code",
+     "the dataset's own __getitem__: cache what it computes for a sample (it runs again every epoch) or compute it "
+     "once ahead of training"},
+};
+
 // The change in words for a part, by what it is. A user's own transform is told by its line being in the
 // script's files (not a library's).
 std::string change_for(const LoaderPart& p, const LoaderVerdict& v) {
@@ -48,31 +81,8 @@ std::string change_for(const LoaderPart& p, const LoaderVerdict& v) {
   if (v.crowded() && (p.name == "open (PIL)" || p.name == "read (file)"))
     return "its time is mostly a wait for a CPU (" + std::to_string(v.workers) + " workers on " +
            std::to_string(v.cores) + " cores), not for the disk: fewer workers";
-  if (p.name == "read + decode (PIL)")
-    return "decode at the size it is used at (for JPEG, Image.draft(\"RGB\", size) before the resize decodes at "
-           "1/2 to 1/8 scale), store the images at that size, or cache the decoded samples";
-  if (p.name == "open (PIL)")
-    return "opening the files is slow (a network or slow disk, many small files): copy the data to a local disk "
-           "or pack the samples into fewer, larger files";
-  if (p.name == "collate")
-    return "a cheaper collate_fn: stack tensors (torch.stack) rather than building Python lists, pad once per "
-           "batch, or let the workers return tensors ready to stack";
-  // The engine's own loader's parts (engine/src/session.cpp).
-  if (p.name == "decode (JPEG, PNG)")
-    return "decode JPEGs at the size they are used at (the fast_decode knob: --set fast_decode=on decodes at 1/2 "
-           "to 1/8 scale), or store the images at that size";
-  if (p.name == "read (file)")
-    return "reading the files is slow (a network or slow disk, many small files): copy the data to a local disk or "
-           "pack the samples into fewer, larger files";
-  if (p.name == "crop + flip + normalize")
-    return "store the images nearer the model's input size (the resample reads the whole crop box), or keep them "
-           "decoded";
-  if (p.name == "staging")
-    return "the batch's staging copy: the layout the model wants (channels_last interleaves every sample) costs "
-           "a copy here";
-  if (p.name == "dataset code")
-    return "the dataset's own __getitem__: cache what it computes for a sample (it runs again every epoch) or "
-           "compute it once ahead of training";
+  for (const KnownPart& k : kKnownParts)
+    if (p.name == k.name) return k.change;
   if (to_tensor(p.name))
     return "convert to a uint8 tensor in the loader (transforms.v2.PILToTensor) and to float, scaled, on the GPU "
            "after the copy";
