@@ -11,6 +11,7 @@
 //        a stored baseline, for a machine where the baseline cannot run beside the candidate
 // Exit: 0 pass (no change or improvement), 1 regression, 2 undecided, 3 could not run (a bad option or revision,
 // a script that fails or hangs at either side: one line says which and why).
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "client/inputs.h"
 #include "commands.h"
@@ -84,6 +86,13 @@ struct GateArgs {
 
 // Reads argv into `a`; an exit code when the command ends here (--help, a bad option).
 std::optional<int> parse_gate_args(int argc, char** argv, GateArgs& a) {
+  // The options whose value is kept as it is given.
+  const std::pair<const char*, std::string*> text_options[] = {
+      {"--script", &a.script}, {"--baseline", &a.baseline_rev}, {"--candidate", &a.candidate_rev},
+      {"--baseline-script", &a.baseline_script}, {"--candidate-script", &a.candidate_script}, {"--json", &a.json_out},
+      {"--markdown", &a.md_out}, {"--junit", &a.junit_out}, {"--python", &a.o.python}, {"--traces", &a.o.keep_traces},
+      {"--model", &a.model}, {"--data", &a.data}, {"--set", &a.common_set}, {"--baseline-set", &a.baseline_set},
+      {"--candidate-set", &a.candidate_set}, {"--save-baseline", &a.save_path}, {"--against", &a.against_path}};
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--") {
@@ -101,24 +110,10 @@ std::optional<int> parse_gate_args(int argc, char** argv, GateArgs& a) {
       out = std::strtod(v.c_str(), &end);
       return end && *end == '\0' && !v.empty();
     };
+    const auto text = std::find_if(std::begin(text_options), std::end(text_options),
+                                   [&](const auto& t) { return arg == t.first; });
     double x = 0;
-    if (arg == "--script") a.script = v;
-    else if (arg == "--baseline") a.baseline_rev = v;
-    else if (arg == "--candidate") a.candidate_rev = v;
-    else if (arg == "--baseline-script") a.baseline_script = v;
-    else if (arg == "--candidate-script") a.candidate_script = v;
-    else if (arg == "--json") a.json_out = v;
-    else if (arg == "--markdown") a.md_out = v;
-    else if (arg == "--junit") a.junit_out = v;
-    else if (arg == "--python") a.o.python = v;
-    else if (arg == "--traces") a.o.keep_traces = v;
-    else if (arg == "--model") a.model = v;
-    else if (arg == "--data") a.data = v;
-    else if (arg == "--set") a.common_set = v;
-    else if (arg == "--baseline-set") a.baseline_set = v;
-    else if (arg == "--candidate-set") a.candidate_set = v;
-    else if (arg == "--save-baseline") a.save_path = v;
-    else if (arg == "--against") a.against_path = v;
+    if (text != std::end(text_options)) *text->second = v;
     else if (arg == "--runs" && number(x) && x >= 3) a.store_runs = int(x);
     else if (arg == "--why" && (v == "on" || v == "off")) a.o.why = v == "on";
     else if (arg == "--steps") {
