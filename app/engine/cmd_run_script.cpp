@@ -67,15 +67,11 @@ Status allocator_to_env(client::ScriptOptions& so) {
 Result<RunScriptArgs> parse_args(int argc, char** argv) {
   RunScriptArgs r;
   client::ScriptOptions& so = r.so;
-  const int end = script_args_split(argc, argv, so.args);
-  for (int i = 1; i < end; ++i) {
-    const std::string a = argv[i];
-    auto value = [&](std::string& out) { return next_arg(end, argv, i, out); };
+  const Status read = read_script_command_line(argc, argv, so.args, [&](const std::string& a, auto& value) -> Status {
     std::string v;
     int64_t n = 0;
-    if (const auto s = script_option(a, value, so, {.steps_min = client::inputs::kRunStepsMin})) {
-      if (!*s) return s->error();
-    } else if (a == "--measured-steps") {
+    if (const auto s = script_option(a, value, so, {.steps_min = client::inputs::kRunStepsMin})) return *s;
+    if (a == "--measured-steps") {
       if (!value(v) || !parse_int(v, n, 1)) return Error{"--measured-steps needs a positive integer"};
       r.measured_steps = n;
     } else if (a == "--json") {
@@ -93,7 +89,9 @@ Result<RunScriptArgs> parse_args(int argc, char** argv) {
     } else {
       return Error{"unknown option '" + a + "' for run --script (script arguments go after --)"};
     }
-  }
+    return Status::Ok();
+  });
+  if (!read) return read.error();
   if (so.script.empty()) return Error{"--script needs a file"};
   so.trace_steps = trace_steps_or_default(so);
   // --steps N is N steps in all: warm-up until stable may take at most half of them, so a short run on a

@@ -94,20 +94,17 @@ struct ServeScriptArgs {
 Result<ServeScriptArgs> parse_args(int argc, char** argv) {
   ServeScriptArgs r;
   client::ScriptOptions& so = r.so;
-  const int end = script_args_split(argc, argv, so.args);
-  for (int i = 1; i < end; ++i) {
-    const std::string a = argv[i];
-    auto value = [&](std::string& out) { return next_arg(end, argv, i, out); };
-    if (const auto s = script_option(a, value, so, {.steps_min = client::inputs::kServeStepsMin})) {
-      if (!*s) return s->error();
-    } else if (a == "--trace-dir" && value(so.trace_dir)) {
-    } else if (a == "--report-dir" && value(r.report_dir)) {
-    } else if (a == "--inline-files") {
+  const Status read = read_script_command_line(argc, argv, so.args, [&](const std::string& a, auto& value) -> Status {
+    if (const auto s = script_option(a, value, so, {.steps_min = client::inputs::kServeStepsMin})) return *s;
+    if (a == "--trace-dir" && value(so.trace_dir)) return Status::Ok();
+    if (a == "--report-dir" && value(r.report_dir)) return Status::Ok();
+    if (a == "--inline-files") {
       r.inline_files = true;
-    } else {
-      return Error{"bad option '" + a + "' for serve --script"};
+      return Status::Ok();
     }
-  }
+    return Error{"bad option '" + a + "' for serve --script"};
+  });
+  if (!read) return read.error();
   so.trace_steps = trace_steps_or_default(so);  // a live run's length is rarely given: 20 traced steps, every other
   return r;
 }

@@ -74,6 +74,26 @@ inline bool next_arg(int end, char** argv, int& i, std::string& out) {
   return true;
 }
 
+// The session's integer options: each a least value, what its error says it needs, and the field it sets.
+struct SessionIntOption {
+  const char* name;
+  int64_t min;
+  const char* needs;
+  void (*set)(engine::SessionOptions&, int64_t);
+};
+inline constexpr SessionIntOption kSessionIntOptions[] = {
+    {"--warmup", 0, "a non-negative integer",
+     [](engine::SessionOptions& o, int64_t n) { o.warmup_steps = static_cast<int>(n); }},
+    {"--seed", 0, "a non-negative integer",
+     [](engine::SessionOptions& o, int64_t n) { o.seed = static_cast<uint64_t>(n); }},
+    {"--classes", 1, "a positive integer", [](engine::SessionOptions& o, int64_t n) { o.num_classes = n; }},
+    // Kept for scripts: the same as --set intra_op_threads=N.
+    {"--threads", 0, "a non-negative integer",
+     [](engine::SessionOptions& o, int64_t n) { o.threads = static_cast<int>(n); }},
+    {"--drift-steps", 0, "a non-negative integer",
+     [](engine::SessionOptions& o, int64_t n) { o.drift_guard_steps = static_cast<int>(n); }},
+};
+
 // Session options shared by run/serve/tune: Ok, or the one line saying what is wrong; `matched` says whether
 // argv[i] was one of them. `i` is advanced past a value.
 inline Status parse_session_option(int argc, char** argv, int& i, engine::SessionOptions& o, bool& matched) {
@@ -81,7 +101,13 @@ inline Status parse_session_option(int argc, char** argv, int& i, engine::Sessio
   const std::string a = argv[i];
   auto value = [&](std::string& out) { return next_arg(argc, argv, i, out); };
   std::string v;
-  int64_t n = 0;
+  for (const SessionIntOption& io : kSessionIntOptions) {
+    if (a != io.name) continue;
+    int64_t n = 0;
+    if (!value(v) || !parse_int(v, n, io.min)) return Error{std::string(io.name) + " needs " + io.needs};
+    io.set(o, n);
+    return Status::Ok();
+  }
   if (a == "--model") {
     if (!value(o.model)) return Error{"--model needs a value"};
   } else if (a == "--data") {
@@ -93,26 +119,10 @@ inline Status parse_session_option(int argc, char** argv, int& i, engine::Sessio
     } catch (const std::exception& e) {
       return Error{e.what()};
     }
-  } else if (a == "--warmup") {
-    if (!value(v) || !parse_int(v, n)) return Error{"--warmup needs a non-negative integer"};
-    o.warmup_steps = static_cast<int>(n);
-  } else if (a == "--seed") {
-    if (!value(v) || !parse_int(v, n)) return Error{"--seed needs a non-negative integer"};
-    o.seed = static_cast<uint64_t>(n);
   } else if (a == "--device") {
     if (!value(o.device)) return Error{"--device needs auto, cpu or cuda"};
   } else if (a == "--input") {
     if (!value(v) || !parse_input_shape(v, o)) return Error{"--input needs C,H,W (e.g. 3,224,224)"};
-  } else if (a == "--classes") {
-    if (!value(v) || !parse_int(v, n, 1)) return Error{"--classes needs a positive integer"};
-    o.num_classes = n;
-  } else if (a == "--threads") {
-    // Kept for scripts: the same as --set intra_op_threads=N.
-    if (!value(v) || !parse_int(v, n)) return Error{"--threads needs a non-negative integer"};
-    o.threads = static_cast<int>(n);
-  } else if (a == "--drift-steps") {
-    if (!value(v) || !parse_int(v, n)) return Error{"--drift-steps needs a non-negative integer"};
-    o.drift_guard_steps = static_cast<int>(n);
   } else {
     matched = false;
   }

@@ -17,6 +17,7 @@
 #include "client/script_runner.h"
 #include "engine/run_json.h"
 #include "engine/session.h"
+#include "engine_cli_common.h"
 
 namespace tb::cli {
 
@@ -87,6 +88,20 @@ inline int script_args_split(int argc, char** argv, std::vector<std::string>& sc
       return i;
     }
   return argc;
+}
+
+// Reads a script command's argv (argv[0] the command; what follows "--" is the script's own, into
+// `script_args`): `option(a, value)` reads option `a`, its value through `value(out)` (false past the last
+// option), and returns Ok or the one line saying what is wrong; the first such line ends the reading.
+template <class ReadOption>
+Status read_script_command_line(int argc, char** argv, std::vector<std::string>& script_args, ReadOption&& option) {
+  const int end = script_args_split(argc, argv, script_args);
+  for (int i = 1; i < end; ++i) {
+    const std::string a = argv[i];
+    auto value = [&](std::string& out) { return next_arg(end, argv, i, out); };
+    if (Status s = option(a, value); !s) return s;
+  }
+  return Status::Ok();
 }
 
 // --script FILE and --python P, read the same way by every command that runs a script (run, serve, tune):
