@@ -105,9 +105,18 @@ QVariant num(double v, int decimals = 3) {
   return std::round(v * p) / p;
 }
 
+// What sets one table of the panel apart.
+struct TableSetup {
+  const char* name;               // its object name (the tests find it by it)
+  QString tip;                    // its tooltip; none when empty
+  int sort_column = -1;           // sorted by it until the user sorts by a column; -1: not sorted
+  Qt::SortOrder order = Qt::DescendingOrder;
+  bool stretch_first = false;     // the first column (a name) takes the width the others leave
+};
+
 // A sortable view of a keyed model. Columns keep the width they were given (Interactive; a double-click on a
 // divider fits one): ResizeToContents measured the text of every cell each time a cell was set.
-QTableView* table(KeyedTableModel* model) {
+QTableView* table(KeyedTableModel* model, const TableSetup& setup) {
   auto* proxy = new QSortFilterProxyModel(model);
   proxy->setSourceModel(model);
   auto* t = new QTableView;
@@ -117,6 +126,10 @@ QTableView* table(KeyedTableModel* model) {
   t->verticalHeader()->setVisible(false);
   t->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
   t->setSortingEnabled(true);
+  t->setObjectName(setup.name);
+  if (!setup.tip.isEmpty()) t->setToolTip(setup.tip);
+  if (setup.sort_column >= 0) t->sortByColumn(setup.sort_column, setup.order);
+  if (setup.stretch_first) t->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
   return t;
 }
 
@@ -140,31 +153,31 @@ AnalysisPanel::AnalysisPanel(QWidget* parent) : QWidget(parent) {
                                       tr("optim"), tr("GPU busy"), tr("comm exposed"), tr("stall"), tr("sync"),
                                       tr("launch gap"), tr("other"), tr("kernels"), tr("outside after"),
                                       tr("profiler"), tr("mem peak MiB")}, this);
-  steps_ = table(steps_model_);
-  steps_->setObjectName("analysis_steps");
-  steps_->setToolTip(tr("Host phases on the step's CPU time; GPU columns on the GPU work the step launched.\n"
-                        "Outside after: time outside training that followed the step (a script's validation or "
-                        "checkpoint), in no step and no throughput window.\n"
-                        "Profiler: TuneBench's own time in the step (a trace chunk boundary), in no class of the "
-                        "program's.\n"
-                        "Double-click: show the step on the timeline."));
-  steps_->sortByColumn(0, Qt::AscendingOrder);  // in step order until the user sorts by a column
+  steps_ = table(steps_model_,
+                 {.name = "analysis_steps",
+                  .tip = tr("Host phases on the step's CPU time; GPU columns on the GPU work the step launched.\n"
+                            "Outside after: time outside training that followed the step (a script's validation or "
+                            "checkpoint), in no step and no throughput window.\n"
+                            "Profiler: TuneBench's own time in the step (a trace chunk boundary), in no class of the "
+                            "program's.\n"
+                            "Double-click: show the step on the timeline."),
+                  .sort_column = 0,  // in step order
+                  .order = Qt::AscendingOrder});
   kernels_model_ = new KeyedTableModel({tr("kernel"), tr("count"), tr("total ms"), tr("avg µs"), tr("% kernel time"),
                                         tr("launch µs"), tr("delay µs")}, this);
-  kernels_ = table(kernels_model_);
-  kernels_->setObjectName("analysis_kernels");
-  kernels_->setToolTip(tr("launch: mean host time in the launch call; delay: mean launch start → kernel start.\n"
-                          "Double-click: find the kernel on the timeline."));
-  kernels_->sortByColumn(2, Qt::DescendingOrder);  // by total time
-  kernels_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+  kernels_ = table(kernels_model_,
+                   {.name = "analysis_kernels",
+                    .tip = tr("launch: mean host time in the launch call; delay: mean launch start → kernel start.\n"
+                              "Double-click: find the kernel on the timeline."),
+                    .sort_column = 2,  // by total time
+                    .stretch_first = true});
   ops_model_ = new KeyedTableModel({tr("op / runtime call"), tr("count"), tr("self ms"), tr("total ms"),
                                     tr("avg self µs")}, this);
-  ops_ = table(ops_model_);
-  ops_->setObjectName("analysis_ops");
-  ops_->setToolTip(tr("Host ops and CUDA runtime calls of the analysed process in the window; self = without the ops "
-                      "they contain.\nDouble-click: find it on the timeline."));
-  ops_->sortByColumn(2, Qt::DescendingOrder);  // by self time
-  ops_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+  ops_ = table(ops_model_, {.name = "analysis_ops",
+                            .tip = tr("Host ops and CUDA runtime calls of the analysed process in the window; self = "
+                                      "without the ops they contain.\nDouble-click: find it on the timeline."),
+                            .sort_column = 2,  // by self time
+                            .stretch_first = true});
   tabs_->addTab(steps_, tr("Steps"));
   tabs_->addTab(kernels_, tr("Top kernels"));
   tabs_->addTab(ops_, tr("Top ops"));
@@ -175,10 +188,7 @@ AnalysisPanel::AnalysisPanel(QWidget* parent) : QWidget(parent) {
   selection_label_->setWordWrap(true);
   selection_model_ = new KeyedTableModel({tr("kernel / op"), tr("kind"), tr("count"), tr("total ms"), tr("mean µs"),
                                           tr("% of range")}, this);
-  selection_ = table(selection_model_);
-  selection_->setObjectName("analysis_selection");
-  selection_->sortByColumn(3, Qt::DescendingOrder);
-  selection_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+  selection_ = table(selection_model_, {.name = "analysis_selection", .sort_column = 3, .stretch_first = true});
   sv->addWidget(selection_label_);
   sv->addWidget(selection_, 1);
   tabs_->addTab(sel, tr("Selection"));
@@ -190,10 +200,10 @@ AnalysisPanel::AnalysisPanel(QWidget* parent) : QWidget(parent) {
   ranks_label_->setObjectName("analysis_ranks_label");
   ranks_model_ = new KeyedTableModel({tr("rank"), tr("steps"), tr("step ms"), tr("work ms"), tr("comm wait ms"),
                                       tr("data wait ms"), tr("late in")}, this);
-  ranks_ = table(ranks_model_);
-  ranks_->setObjectName("analysis_ranks");
-  ranks_->setToolTip(tr("Medians over the step numbers every rank has. work = step − communication wait.\n"
-                        "late in: steps in which the other ranks waited for this one at the all-reduce."));
+  ranks_ = table(ranks_model_,
+                 {.name = "analysis_ranks",
+                  .tip = tr("Medians over the step numbers every rank has. work = step − communication wait.\n"
+                            "late in: steps in which the other ranks waited for this one at the all-reduce.")});
   rv->addWidget(ranks_label_);
   rv->addWidget(ranks_, 1);
   buildLoaderPage();
@@ -327,12 +337,13 @@ void AnalysisPanel::buildLoaderPage() {
     loader_label_->setVisible(open);
   });
   loader_model_ = new KeyedTableModel({tr("part"), tr("ms"), tr("per"), tr("% of loading")}, this);
-  loader_ = table(loader_model_);
-  loader_->setObjectName("analysis_loader");
-  loader_->setToolTip(tr("Where a loaded sample's time goes, in the processes that load (the workers, or the training "
-                         "process with num_workers=0): exclusive times, costliest first; collate per batch."));
-  loader_->sortByColumn(3, Qt::DescendingOrder);
-  loader_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+  loader_ = table(loader_model_,
+                  {.name = "analysis_loader",
+                   .tip = tr("Where a loaded sample's time goes, in the processes that load (the workers, or the "
+                             "training process with num_workers=0): exclusive times, costliest first; collate per "
+                             "batch."),
+                   .sort_column = 3,
+                   .stretch_first = true});
   lv->addWidget(loader_advice_);
   lv->addWidget(loader_view_);
   lv->addWidget(loader_details_, 0, Qt::AlignLeft);

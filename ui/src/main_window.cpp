@@ -325,6 +325,20 @@ void MainWindow::buildUi() {
   // Model & data.
   auto* md = new QWidget;
   auto* form = new QFormLayout(md);
+  // A path's line and its "…" button, one row; the remote mode finds the button by its object name.
+  struct PathRow {
+    QHBoxLayout* row;
+    QPushButton* browse;
+  };
+  auto path_row = [&](QLineEdit* path, const char* browse_name) {
+    auto* browse = new QPushButton(tr("…"), md);
+    browse->setObjectName(browse_name);
+    browse->setMaximumWidth(32);
+    auto* row = new QHBoxLayout;
+    row->addWidget(path);
+    row->addWidget(browse);
+    return PathRow{row, browse};
+  };
   model_ = new QComboBox(md);
   model_->setObjectName("model");
   model_->addItems({"mnist_cnn", "resnet18", "resnet50", "vit_tiny", "torchscript", "script"});
@@ -332,23 +346,15 @@ void MainWindow::buildUi() {
   model_path_ = new QLineEdit(md);
   model_path_->setObjectName("model_path");
   model_path_->setPlaceholderText(tr("TorchScript file (.pt)"));
-  auto* model_browse = new QPushButton(tr("…"), md);
-  model_browse->setObjectName("model_browse");
-  model_browse->setMaximumWidth(32);
-  auto* mrow = new QHBoxLayout;
-  mrow->addWidget(model_path_);
-  mrow->addWidget(model_browse);
+  const PathRow model_row = path_row(model_path_, "model_browse");
+  QHBoxLayout* mrow = model_row.row;
   data_ = new QComboBox(md);
   data_->setObjectName("data");
   data_->addItems({"synthetic", "imagefolder", "mnist"});
   data_path_ = new QLineEdit(md);
   data_path_->setPlaceholderText(tr("folder (image folder / MNIST IDX files)"));
-  auto* data_browse = new QPushButton(tr("…"), md);
-  data_browse->setObjectName("data_browse");
-  data_browse->setMaximumWidth(32);
-  auto* drow = new QHBoxLayout;
-  drow->addWidget(data_path_);
-  drow->addWidget(data_browse);
+  const PathRow data_row = path_row(data_path_, "data_browse");
+  QHBoxLayout* drow = data_row.row;
   auto* make_demo = new QPushButton(tr("Make demo dataset"), md);
   make_demo->setToolTip(tr("512 JPEGs, 160×160, 10 classes, in the cache directory (made once)"));
   steps_ = new QSpinBox(md);
@@ -397,7 +403,7 @@ void MainWindow::buildUi() {
   form->addRow(tr("Steps"), steps_);
   form->addRow(tr("Detail chunks of"), trace_every_);
   form->addRow(brow);
-  connect(model_browse, &QPushButton::clicked, this, [this] {
+  connect(model_row.browse, &QPushButton::clicked, this, [this] {
     const bool script = model_->currentText() == "script";
     const QString f = script ? QFileDialog::getOpenFileName(this, tr("Training script"), {}, tr("Python (*.py);;All files (*)"))
                              : QFileDialog::getOpenFileName(this, tr("TorchScript model"), {}, tr("TorchScript (*.pt *.pth *.ts *.zip);;All files (*)"));
@@ -406,7 +412,7 @@ void MainWindow::buildUi() {
       model_path_->setText(f);
     }
   });
-  connect(data_browse, &QPushButton::clicked, this, [this] {
+  connect(data_row.browse, &QPushButton::clicked, this, [this] {
     const QString d = QFileDialog::getExistingDirectory(this, tr("Dataset folder"));
     if (!d.isEmpty()) {
       if (data_->currentText() == "synthetic") data_->setCurrentText("imagefolder");

@@ -131,47 +131,45 @@ void MainWindow::buildRunMenu() {
   act_start_->setShortcut(QKeySequence(tr("F5")));
   act_stop_ = runm->addAction(QIcon::fromTheme("media-playback-stop"), tr("S&top"), this, &MainWindow::stopRun);
   act_stop_->setShortcut(QKeySequence(tr("Shift+F5")));
-  runm->addAction(tr("&Data-parallel run…"), this, [this] {
-    // DDP over c10d (docs/distributed.md): a live group of N processes of the panel's model and data.
-    bool ok = false;
-    const int n = QInputDialog::getInt(this, tr("Data-parallel run"),
-                                       tr("Ranks (processes, one model replica each; Gloo on the CPU):"), 2, 2, 64, 1, &ok);
-    if (ok) startRanksRun(n);
-  });
-  runm->addAction(tr("Data-parallel auto-&tune…"), this, [this] {
-    // The tuner on a group of N ranks (tune --ranks N): the DDP knobs, every rank changing together.
-    bool ok = false;
-    const int n = QInputDialog::getInt(this, tr("Data-parallel auto-tune"),
-                                       tr("Ranks (one group, every rank changing at the same step; budget from the "
-                                          "Auto-tune box):"),
-                                       2, 2, 64, 1, &ok);
-    if (ok) startRanksTune(n);
-  });
+  // An action that asks for a whole number (its default, range and step) and then does `act` with it; a
+  // cancelled dialog does nothing.
+  auto asking = [this](const QString& title, const QString& label, int value, int min, int max, int step, auto act) {
+    return [this, title, label, value, min, max, step, act] {
+      bool ok = false;
+      const int n = QInputDialog::getInt(this, title, label, value, min, max, step, &ok);
+      if (ok) act(n);
+    };
+  };
+  // The live run's auto-tune, for a run of `run_steps` steps (0: not said); its progress bar runs until the result.
+  auto start_tune = [this](int run_steps) {
+    run_->sendTune(tune_budget_->value(), {}, run_steps);
+    progress_->show();
+    progress_->setRange(0, 0);
+    log(run_steps > 0 ? tr("auto-tune started (budget %1 s, a run of %2 steps)").arg(tune_budget_->value()).arg(run_steps)
+                      : tr("auto-tune started (budget %1 s)").arg(tune_budget_->value()));
+  };
+  // DDP over c10d (docs/distributed.md): a live group of N processes of the panel's model and data.
+  runm->addAction(tr("&Data-parallel run…"), this,
+                  asking(tr("Data-parallel run"), tr("Ranks (processes, one model replica each; Gloo on the CPU):"), 2,
+                         2, 64, 1, [this](int n) { startRanksRun(n); }));
+  // The tuner on a group of N ranks (tune --ranks N): the DDP knobs, every rank changing together.
+  runm->addAction(tr("Data-parallel auto-&tune…"), this,
+                  asking(tr("Data-parallel auto-tune"),
+                         tr("Ranks (one group, every rank changing at the same step; budget from the Auto-tune box):"),
+                         2, 2, 64, 1, [this](int n) { startRanksTune(n); }));
   runm->addAction(tr("Start the &demo"), this, [this] { startDemo(); })->setShortcut(QKeySequence(tr("Ctrl+D")));
   runm->addSeparator();
   act_trace_ = runm->addAction(tr("Record &trace"), this, [this](bool on) { run_->sendTrace(on); });
   act_trace_->setCheckable(true);
   act_trace_->setChecked(true);
-  act_tune_ = runm->addAction(tr("&Auto-tune"), this, [this] {
-    run_->sendTune(tune_budget_->value());
-    progress_->show();
-    progress_->setRange(0, 0);
-    log(tr("auto-tune started (budget %1 s)").arg(tune_budget_->value()));
-  });
+  act_tune_ = runm->addAction(tr("&Auto-tune"), this, [start_tune] { start_tune(0); });
   act_tune_->setShortcut(QKeySequence(tr("Ctrl+T")));
-  runm->addAction(tr("Auto-tune for a run of N &steps…"), this, [this] {
-    // tune --run-steps: a change whose one-time cost (a compile) pays back only after more steps is not kept.
-    bool ok = false;
-    const int n = QInputDialog::getInt(this, tr("Auto-tune for a run of N steps"),
-                                       tr("Steps your run will take (a change whose one-time cost, a compile, pays "
-                                          "back only after more steps is not kept; budget from the Auto-tune box):"),
-                                       10000, 1, 2000000000, 1000, &ok);
-    if (!ok) return;
-    run_->sendTune(tune_budget_->value(), {}, n);
-    progress_->show();
-    progress_->setRange(0, 0);
-    log(tr("auto-tune started (budget %1 s, a run of %2 steps)").arg(tune_budget_->value()).arg(n));
-  });
+  // tune --run-steps: a change whose one-time cost (a compile) pays back only after more steps is not kept.
+  runm->addAction(tr("Auto-tune for a run of N &steps…"), this,
+                  asking(tr("Auto-tune for a run of N steps"),
+                         tr("Steps your run will take (a change whose one-time cost, a compile, pays back only after "
+                            "more steps is not kept; budget from the Auto-tune box):"),
+                         10000, 1, 2000000000, 1000, start_tune));
 }
 
 // Find on the timeline: the toolbar's find box (made here) and its shortcuts.
