@@ -106,6 +106,14 @@ class Knob:
         is what the machine and torch allow, asked before the script runs."""
         return self.applicable()
 
+    def applicable_where(self, has, why):
+        """applicable_to() for a knob that acts on one kind of the script's objects: applicable(), and then
+        (False, why) while `has()` finds none of them in its steps."""
+        ok, reason = self.applicable()
+        if ok and not has():
+            return False, why
+        return ok, reason
+
     def describe(self, run):
         ok, why = self.applicable_to(run)
         bad, bad_why = self.unavailable()
@@ -126,10 +134,9 @@ class LoaderKnob(Knob):
         # Described after the first step: a script that never made a DataLoader makes its batches itself, and a
         # loader knob would change nothing but the tuner's time (a regression script's tune tried workers four
         # times, and the first trial left its process ten times slower).
-        ok, why = self.applicable()
-        if ok and not list(run.loaders):
-            return False, "no DataLoader in the script's steps (it makes its batches itself): nothing to change"
-        return ok, why
+        return self.applicable_where(
+            lambda: list(run.loaders),
+            "no DataLoader in the script's steps (it makes its batches itself): nothing to change")
 
     def apply(self, run, value, live):
         return hooks_dataloader.set_loader_option(run, self, value, live)
@@ -229,10 +236,9 @@ class ZeroGradNone(Knob):
         return "on" if _torch_major() >= 2 else "off"
 
     def applicable_to(self, run):
-        ok, why = self.applicable()
-        if ok and not list(run.optimizers):
-            return False, "no torch.optim optimizer in the script's steps (its update is hand-written): nothing to change"
-        return ok, why
+        return self.applicable_where(
+            lambda: list(run.optimizers),
+            "no torch.optim optimizer in the script's steps (its update is hand-written): nothing to change")
 
     def apply(self, run, value, live):
         run.requested[self.id] = value
@@ -258,10 +264,9 @@ class ModelKnob(Knob):
     model of raw tensors and a hand-written update)."""
 
     def applicable_to(self, run):
-        ok, why = self.applicable()
-        if ok and not run.models and not list(run.trained_modules):
-            return False, "no torch.nn.Module forward in the script's steps (its model is raw tensors): nothing to change"
-        return ok, why
+        return self.applicable_where(
+            lambda: run.models or list(run.trained_modules),
+            "no torch.nn.Module forward in the script's steps (its model is raw tensors): nothing to change")
 
 
 class Amp(ModelKnob):

@@ -139,34 +139,51 @@ def _step_name(steps, serial):
 
 
 # --- Kineto's object form, as text ---------------------------------------------------------------------------
+class _More:
+    """A look at the buffer that needs the next block: the buffer keeps buf[keep:], what that block may complete."""
+
+    def __init__(self, keep=0):
+        self.keep = keep
+
+
+def _read_until(f, look, most=None):
+    """Reads `f` block by block onto one buffer (a trace is too large to read whole), asking `look(buf)` after
+    each: (its answer, the buffer) once it answers anything but _More; (None, the buffer) when the file ends
+    first or the buffer outgrows `most`."""
+    buf = b""
+    while True:
+        block = f.read(_BLOCK)
+        buf += block
+        answer = look(buf)
+        if not isinstance(answer, _More):
+            return answer, buf
+        if not block or (most is not None and len(buf) > most):
+            return None, buf
+        buf = buf[answer.keep:]
+
+
 def _find_mark(path, name):
     """(pid, tid, ts) of the clock marker named `name`, or None. Kineto writes an event's fields before its args,
     so the marker's own fields lie between the `{` before its name and the next brace after it."""
     mark_re = re.compile(rb'"name"\s*:\s*"' + re.escape(name.encode()) + rb'"')
+
+    def look(buf):
+        m = mark_re.search(buf)
+        if m is None:
+            return _More(-256)  # a name cut by the block's end is found with the next block
+        start = buf.rfind(b"{", 0, m.start())
+        ends = [i for i in (buf.find(b"{", m.end()), buf.find(b"}", m.end())) if i >= 0]
+        if start < 0:
+            return None
+        if not ends:
+            return _More(start)  # the event goes on in the next block
+        fields = {k.decode(): json.loads(v) for k, v in _FIELD_RE.findall(buf[start:min(ends)])}
+        if not isinstance(fields.get("ts"), (int, float)) or "pid" not in fields or "tid" not in fields:
+            return None
+        return fields["pid"], fields["tid"], float(fields["ts"])
+
     with open(path, "rb") as f:
-        buf = b""
-        while True:
-            block = f.read(_BLOCK)
-            buf += block
-            m = mark_re.search(buf)
-            if m is None:
-                if not block:
-                    return None
-                buf = buf[-256:]  # a name cut by the block's end is found with the next block
-                continue
-            start = buf.rfind(b"{", 0, m.start())
-            ends = [i for i in (buf.find(b"{", m.end()), buf.find(b"}", m.end())) if i >= 0]
-            if start < 0:
-                return None
-            if not ends:
-                if not block:
-                    return None
-                buf = buf[start:]  # the event goes on in the next block
-                continue
-            fields = {k.decode(): json.loads(v) for k, v in _FIELD_RE.findall(buf[start:min(ends)])}
-            if not isinstance(fields.get("ts"), (int, float)) or "pid" not in fields or "tid" not in fields:
-                return None
-            return fields["pid"], fields["tid"], float(fields["ts"])
+        return _read_until(f, look)[0]
 
 
 def _finish_object_text(path, steps, clock, pauses, cores, memory):
@@ -177,18 +194,16 @@ def _finish_object_text(path, steps, clock, pauses, cores, memory):
     def rename(m):
         return b'"' + _step_name(steps, int(m.group(1))).encode() + b'"'
 
+    def events_start(buf):  # the event array's opening, once something follows it
+        m = _EVENTS_RE.search(buf)
+        return m if m and buf[m.end():].lstrip() else _More()
+
     tmp = path + TMP_SUFFIX
     with open(path, "rb") as src:
-        head = b""
-        while True:
-            block = src.read(_BLOCK)
-            head += block
-            m = _EVENTS_RE.search(head)
-            rest = head[m.end():].lstrip() if m else b""
-            if m and rest:
-                break
-            if not block or len(head) > _HEAD_MAX:
-                return None
+        m, head = _read_until(src, events_start, most=_HEAD_MAX)
+        if m is None:
+            return None
+        rest = head[m.end():].lstrip()
         brace = head.index(b"{")
         inserted = b"".join(json.dumps(e).encode() + b",\n" for e in events)
         if events and rest[:1] == b"]":
