@@ -36,6 +36,17 @@ void check_spec(const InputSpec& in, const std::string& what) {
     throw DataError(what + ": unsupported input size " + std::to_string(in.height) + "x" + std::to_string(in.width));
 }
 
+// A dataset read from a directory (`kind`:DIR): the name its errors go by ("mnist:/data"), once the model's input
+// suits it and the path given exists.
+std::string directory_dataset(const char* kind, const std::string& dir, const InputSpec& in) {
+  const std::string what = std::string(kind) + ":" + dir;
+  check_spec(in, what);
+  if (dir.empty()) throw DataError(std::string(kind) + ": no directory given (use " + kind + ":DIR)");
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) throw DataError(what + ": directory does not exist");
+  return what;
+}
+
 // ---------------------------------------------------------------------------------------------- synthetic
 // Gaussian noise whose per-channel mean depends on the label, so a model can actually learn it. The loader
 // builds one batch of these once and reuses it (is_synthetic), so its cost is irrelevant.
@@ -75,11 +86,8 @@ bool has_image_extension(const fs::path& p) {
 class ImageFolderDataset final : public Dataset {
  public:
   ImageFolderDataset(const std::string& dir, const InputSpec& in) : dir_(dir), in_(in) {
-    const std::string what = "imagefolder:" + dir;
-    check_spec(in, what);
+    const std::string what = directory_dataset("imagefolder", dir, in);
     std::error_code ec;
-    if (dir.empty()) throw DataError("imagefolder: no directory given (use imagefolder:DIR)");
-    if (!fs::exists(dir, ec)) throw DataError(what + ": directory does not exist");
     if (!fs::is_directory(dir, ec)) throw DataError(what + ": not a directory");
     std::vector<fs::path> class_dirs;
     fs::directory_iterator it(dir, ec);
@@ -240,10 +248,8 @@ std::string find_idx(const fs::path& dir, const std::vector<std::string>& names)
 class MnistDataset final : public Dataset {
  public:
   MnistDataset(const std::string& dir, const InputSpec& in) : dir_(dir), in_(in) {
-    const std::string what = "mnist:" + dir;
-    check_spec(in, what);
+    const std::string what = directory_dataset("mnist", dir, in);
     std::error_code ec;
-    if (dir.empty()) throw DataError("mnist: no directory given (use mnist:DIR)");
     if (!fs::is_directory(dir, ec)) throw DataError(what + ": directory does not exist");
     const std::string img_path = find_idx(dir, {"train-images-idx3-ubyte", "train-images.idx3-ubyte"});
     const std::string lbl_path = find_idx(dir, {"train-labels-idx1-ubyte", "train-labels.idx1-ubyte"});
