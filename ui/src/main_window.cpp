@@ -82,6 +82,21 @@ QDockWidget* makeDock(QMainWindow* w, const QString& title, const QString& name,
   w->addDockWidget(area, d);
   return d;
 }
+
+// A path's line and its "…" button, one row; the remote mode finds the button by its object name.
+struct PathRow {
+  QHBoxLayout* row;
+  QPushButton* browse;
+};
+PathRow pathRow(QLineEdit* path, const char* browse_name, QWidget* parent) {
+  auto* browse = new QPushButton(MainWindow::tr("…"), parent);
+  browse->setObjectName(browse_name);
+  browse->setMaximumWidth(32);
+  auto* row = new QHBoxLayout;
+  row->addWidget(path);
+  row->addWidget(browse);
+  return {row, browse};
+}
 }  // namespace
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
@@ -325,20 +340,6 @@ void MainWindow::buildUi() {
   // Model & data.
   auto* md = new QWidget;
   auto* form = new QFormLayout(md);
-  // A path's line and its "…" button, one row; the remote mode finds the button by its object name.
-  struct PathRow {
-    QHBoxLayout* row;
-    QPushButton* browse;
-  };
-  auto path_row = [&](QLineEdit* path, const char* browse_name) {
-    auto* browse = new QPushButton(tr("…"), md);
-    browse->setObjectName(browse_name);
-    browse->setMaximumWidth(32);
-    auto* row = new QHBoxLayout;
-    row->addWidget(path);
-    row->addWidget(browse);
-    return PathRow{row, browse};
-  };
   model_ = new QComboBox(md);
   model_->setObjectName("model");
   model_->addItems({"mnist_cnn", "resnet18", "resnet50", "vit_tiny", "torchscript", "script"});
@@ -346,14 +347,14 @@ void MainWindow::buildUi() {
   model_path_ = new QLineEdit(md);
   model_path_->setObjectName("model_path");
   model_path_->setPlaceholderText(tr("TorchScript file (.pt)"));
-  const PathRow model_row = path_row(model_path_, "model_browse");
+  const PathRow model_row = pathRow(model_path_, "model_browse", md);
   QHBoxLayout* mrow = model_row.row;
   data_ = new QComboBox(md);
   data_->setObjectName("data");
   data_->addItems({"synthetic", "imagefolder", "mnist"});
   data_path_ = new QLineEdit(md);
   data_path_->setPlaceholderText(tr("folder (image folder / MNIST IDX files)"));
-  const PathRow data_row = path_row(data_path_, "data_browse");
+  const PathRow data_row = pathRow(data_path_, "data_browse", md);
   QHBoxLayout* drow = data_row.row;
   auto* make_demo = new QPushButton(tr("Make demo dataset"), md);
   make_demo->setToolTip(tr("512 JPEGs, 160×160, 10 classes, in the cache directory (made once)"));
