@@ -427,12 +427,13 @@ TEST(TunerSearch, TheFinalIsReservedAtEachArmsOwnSpeed) {
 
 // What was not tried is listed, a ladder's next rung too: a demo kept workers=1, never tried workers=2 (the
 // analysis's own advice) for budget, and workers=2 appeared nowhere in its result.
+// At 55 s: at 45 s the toy's finals, counted with what each arm's switch costs, leave room for one kept knob only.
 TEST(TunerSearch, ANextRungNotTriedIsListedAsSkipped) {
   int checked = 0;
   for (uint64_t seed = 1; seed <= 6; ++seed) {
     SimulatedWorkload w(seed);
     TuneOptions o;
-    o.budget_s = 45;
+    o.budget_s = 55;
     TuneResult r = run_tune(w, o);
     const std::string kept = r.final_config.at("workers");
     if (kept == "0" || kept == "4") continue;  // no next rung below the toy's 4 cores

@@ -201,7 +201,7 @@ struct TuneOptions {
   bool budget_auto = false;
   // The final's minimum (its first rounds, a fresh-process headline's first pairs) may run past the budget by
   // this share of it and no further; everything optional stays within the budget (tuner/search/budget.h).
-  double overrun = 0.10;
+  double overrun = 0.05;
   // An in-process trial stops after two pairs when its answer is already clear (a gain far beyond the
   // threshold, or a loss); the final alternation checks every kept knob again.
   bool early_decision = true;
@@ -347,6 +347,12 @@ struct TuneResult {
   // estimate without the reserve's margin (budget.h kReserveMargin), to set beside what they then took. NaN when
   // no search ran.
   double finals_reserved_s = std::numeric_limits<double>::quiet_NaN();
+  // Of what the finals took, what was not reserved: the optional part (rounds past an alternation's minimum,
+  // process-knob arms beyond the headline's, a recompiling arm, a fresh-process final the search had not
+  // reserved, run in time it left) and the conditional one (the knobs that did not hold alone measured together,
+  // which only such a final asks for; paid from the reserve's margin and the hard end). What they took less this
+  // is what the reserve was for.
+  double finals_extra_s = 0;
   // Why the search ended, one sentence: every knob tried, or the budget ran out with N knobs not tried, and
   // what the final did.
   std::string ended;

@@ -171,6 +171,7 @@ json report_json(const TuneResult& r) {
   for (const auto& [phase, s] : r.budget_phases) phases.push_back({{"phase", phase}, {"seconds", s}});
   j["budget_phases"] = phases;
   j["finals_reserved_s"] = num(r.finals_reserved_s);
+  j["finals_extra_s"] = num(r.finals_extra_s);
   // What one pass over every applicable knob costs, said after the noise floor (--budget auto buys it).
   if (r.plan) {
     const PassPlan& p = *r.plan;

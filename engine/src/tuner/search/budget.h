@@ -10,7 +10,7 @@
 //    dropped: deferred knobs are tried again, cheapest first, whenever something was not spent as planned; a
 //    knob is reported "skipped (budget)" only when it is still deferred as the final starts.
 //  * The end: extra final rounds and extra fresh pairs only within the budget; the final's minimum may run past
-//    it by `overrun` (10%) and no further: a tune that cannot afford its fresh-process headline within that
+//    it by `overrun` (5%) and no further: a tune that cannot afford its fresh-process headline within that
 //    measures its headline in this process and says so.
 //  * A tune that ends early says why: every applicable knob was tried.
 // The tuner asks; this class answers and keeps the accounts (seconds by phase, for the report).
@@ -67,7 +67,7 @@ inline bool runs(Round r) { return r == Round::run || r == Round::extra; }
 
 class Budget {
  public:
-  explicit Budget(double budget_s, double overrun = 0.10) : total_(budget_s), overrun_(overrun) {}
+  explicit Budget(double budget_s, double overrun = 0.05) : total_(budget_s), overrun_(overrun) {}
 
   double total() const { return total_; }
   // --budget auto: the budget becomes one pass's cost once calibration and the noise floor have measured it.

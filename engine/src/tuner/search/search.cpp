@@ -78,7 +78,9 @@ TuneResult Tuner::run() {
   if (pace_.cannot_fit.empty()) {
     noise_floor_phase();
     search();
-    res_.finals_reserved_s = reserve_s() / kReserveMargin;
+    const Reserve held = reserve_parts();
+    res_.finals_reserved_s = held.total();
+    finals_.fresh_arms_reserved = held.fresh_arms;
     final_phase();
     fresh_final();
   }

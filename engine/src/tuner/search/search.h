@@ -18,6 +18,7 @@
 
 #include "engine/tuner.h"
 #include "tuner/search/budget.h"
+#include "tuner/search/switch_cost.h"
 #include "tuner/search/priority.h"
 
 namespace tb::engine::search {
@@ -161,14 +162,33 @@ class Tuner {
   int fresh_rounds();
   // Its headline's two arms over those rounds (0 when it is not planned).
   double fresh_reserve_s();
-  // What the end of the tune needs (budget.h): the in-process final and the planned fresh final.
+  // What the end of the tune needs (budget.h): the in-process final and the planned fresh final (its arms: 0
+  // when it is not planned), without the margin; reserve_s() with it.
+  struct Reserve {
+    double in_process = 0, fresh = 0;
+    int fresh_arms = 0;
+    double total() const { return in_process + fresh; }
+  };
+  Reserve reserve_parts(bool with_fresh = true);
   double reserve_s(bool with_fresh = true);
   // The reserve once a trial's change is kept: one more arm in the in-process final.
   double reserve_if_kept_s(bool with_fresh = true) {
     return reserve_s(with_fresh) + budget_.alternation_s(1, o_.rounds, false);
   }
-  // The in-process final alternation of `rounds` rounds, each arm at its own measured speed.
+  // The in-process final alternation of `rounds` rounds, each arm at its own measured speed, each window with
+  // what switching to it from the arm before costs (switch_cost.h).
   double final_s(int rounds);
+  // An alternation of `arms` (each a configuration and its step time) over `rounds` rounds, each window with
+  // what switching to it costs.
+  double alternation_estimate_s(const std::vector<std::pair<Config, double>>& arms, int rounds);
+  // The baseline's step time as the calibration measured it.
+  double baseline_step_s();
+  // The final without kept change `kc`: its knobs back at the baseline's, with every kept knob that only means
+  // something while they are set (`dependents`, when given, says which were taken along).
+  Config without_kept(const Change& kc, std::vector<std::string>* dependents = nullptr);
+  // How much longer a step (and so a window) of the configuration with `knob`=`value` is than one of the
+  // current configuration: a larger batch's new size over the current one, else 1.
+  double step_scale(const std::string& knob, const std::string& value);
   // Whether a trial of `knob`=`value` may start now; if not, it is deferred (and said).
   bool fits(const std::string& knob, const std::string& value, bool fresh = false);
 
@@ -298,6 +318,10 @@ class Tuner {
     std::string cannot_fit;
   };
   Pace pace_;
+  // What each in-process window paid before its first measured step, by what it changed (the finals' estimate),
+  // and the configuration the last one ran.
+  SwitchCosts switches_;
+  Config last_window_;
   std::optional<double> baseline_loss_;
   std::vector<Kept> kept_;  // in the order they were kept
   std::map<std::string, std::vector<measure::Window>> baseline_phase_;
@@ -342,6 +366,7 @@ class Tuner {
     bool in_process_gain = false;  // the in-process final's headline was a gain beyond the floor
     double fresh_sd_measured = std::nan("");  // the fresh final's pairs' spread, once it has run 3 rounds
     bool fresh_unreserved = false;  // trials ran in the fresh-process headline's reserve (fits)
+    int fresh_arms_reserved = 0;    // the fresh final's arms the search held time for as it ended (0: none)
   };
   FinalsState finals_;
   std::optional<size_t> left_slower_at_;  // the trial after which this process ran slower: no more in-process trials

@@ -74,15 +74,9 @@ void InProcessFinal::build_arms() {
   if (inproc_.size() > 1)  // with one kept knob, "final without it" is the baseline arm
     for (size_t j = 0; j < inproc_.size(); ++j) {
       const Change& kc = t.kept_[inproc_[j]].change;
-      Config c = t.current_;
-      for (const auto& [k, v] : kc.delta) c[k] = t.baseline_.at(k);
+      const Config c = t.without_kept(kc, &dependent_of_[j]);
       std::string with_them;
-      for (const auto& dep : dependents(kc.knob))
-        if (c.count(dep) && c[dep] != t.baseline_.at(dep)) {
-          c[dep] = t.baseline_.at(dep);
-          dependent_of_[j].push_back(dep);
-          with_them += (with_them.empty() ? "" : ", ") + dep;
-        }
+      for (const auto& dep : dependent_of_[j]) with_them += (with_them.empty() ? "" : ", ") + dep;
       std::string skip;
       if (compile_s > 0 && (kc.knob == "amp" || kc.knob == "channels_last") &&
           !t.compiled_variants_.count(Tuner::compile_variant(c))) {
@@ -92,6 +86,7 @@ void InProcessFinal::build_arms() {
       arms_.push_back(
           {"without " + Tuner::label(kc) + (with_them.empty() ? "" : " (and " + with_them + ")"), c, kc, {}, skip});
     }
+  t.res_.finals_extra_s += recompiles;  // optional: paid only because the hard end could (not reserved)
   t.progress(t.phase_, "final alternation: " + std::to_string(arms_.size()) + " configurations, " +
                            std::to_string(t.o_.rounds) + " rounds");
 }
@@ -120,13 +115,20 @@ bool InProcessFinal::alternate() {
   // change can be slower than the search measured that change (amp held 7.0x in a final where its trial had
   // measured 5.0x), where the budget's window cost is the recent, fast windows'.
   double last_round_s = 0, round_started = t.w_.now_s();
+  // An extra round leaves room for what may still come: the fresh final with its margin, and the knobs that do
+  // not hold alone measured together (settle_dropped: three arms).
+  const double after_extra =
+      kReserveMargin * fresh_reserve_ + (inproc_.size() > 1 ? t.budget_.alternation_s(3, t.o_.rounds, false) : 0.0);
+  std::optional<double> extra_from;
   auto another_round = [&](int r) {
     if (r > 0) {
       last_round_s = t.w_.now_s() - round_started;
       round_started = t.w_.now_s();
     }
+    if (r == t.o_.rounds) extra_from = t.w_.now_s();
     const double round_s = std::max(t.budget_.alternation_s(live_arms(arms_), 1, false), last_round_s);
-    const RoundAsk ask{r, t.o_.rounds, t.o_.rounds, t.o_.max_final_rounds, t.elapsed(), round_s, fresh_reserve_};
+    const double after = r < t.o_.rounds ? fresh_reserve_ : after_extra;
+    const RoundAsk ask{r, t.o_.rounds, t.o_.rounds, t.o_.max_final_rounds, t.elapsed(), round_s, after};
     const Round next = t.budget_.another_round(ask, [&] { return undecided(); });
     if (next == Round::hard_end)
       t.res_.notes.push_back("the final alternation stopped after " + std::to_string(r) +
@@ -142,6 +144,7 @@ bool InProcessFinal::alternate() {
                                if (arm.name == "baseline") t.note_baseline("final", arm.windows.back());
                              }).fatal;
   spent_ = t.w_.now_s() - start;
+  if (extra_from) t.res_.finals_extra_s += t.w_.now_s() - *extra_from;
   if (whole_failed.empty()) return true;
   t.res_.notes.push_back("the final alternation failed (" + whole_failed + "); falling back to the baseline");
   t.current_ = t.baseline_;
@@ -240,8 +243,12 @@ void InProcessFinal::settle_dropped(Trial& head) {
     t.current_ = reduced;
     return drop();
   }
-  if (dropped_.size() > 1 &&
-      !t.budget_.may_finish(t.elapsed(), t.budget_.alternation_s(3, t.o_.rounds, false) + fresh_reserve_)) {
+  const double check_s = std::max(
+      t.budget_.alternation_s(3, t.o_.rounds, false),
+      t.alternation_estimate_s({{t.baseline_, t.baseline_step_s()}, {t.current_, t.pace_.sec_per_step},
+                                {reduced, t.pace_.sec_per_step}},
+                               t.o_.rounds));
+  if (dropped_.size() > 1 && !t.budget_.may_finish(t.elapsed(), check_s + fresh_reserve_)) {
     // No budget to measure them together: kept on the search's evidence rather than dropped unmeasured.
     t.res_.notes.push_back(names_of_dropped() +
                            " did not hold alone in the final alternation; the budget's end left no time to "
@@ -263,8 +270,11 @@ void InProcessFinal::settle_dropped(Trial& head) {
   if (reduced == t.baseline_) check.pop_back();
   t.progress(t.phase_, "the final without every knob that did not hold (" + std::to_string(dropped_.size()) + "), " +
                            std::to_string(t.o_.rounds) + " rounds");
+  const double settle_from = t.w_.now_s();
   for (int r = 0; r < t.o_.rounds; ++r)
     (void)run_round(check, r, 0, [&](const Config& c) { return t.window_of(c, false); });
+  // Conditional, not reserved: only a final in which two knobs fail alone asks for it (TuneResult).
+  t.res_.finals_extra_s += t.w_.now_s() - settle_from;
   const Arm& without_all = check.size() > 2 ? check[2] : check[0];
   bool keep_them = false;
   if (check[1].failed.empty() && without_all.failed.empty() && dropped_.size() > 1) {

@@ -227,7 +227,11 @@ bool FreshFinal::alternate() {
   const double start = t.w_.now_s();
   prior_sd_ = t.fresh_sd();
   std::string fatal;
+  // What the search held time for: this final's first rounds of the arms it reserved; the rest is extra.
+  const int reserved = t.finals_.fresh_arms_reserved;
+  std::optional<double> extra_from;
   for (int r = 0; fatal.empty(); ++r) {
+    if (r == rounds_min_) extra_from = t.w_.now_s();
     // The planned rounds are a plan, not a quota: from the tune's minimum on, a decided final stops.
     const RoundAsk ask{r, rounds_min_, t.o_.rounds, t.o_.max_fresh_rounds, t.elapsed(), cost(live_arms(arms_), 1), 0};
     const Round next = t.budget_.another_round(ask, [&] { return open(); }, [&] { return gives_up(r); });
@@ -252,6 +256,9 @@ bool FreshFinal::alternate() {
     return false;
   }
   spent_ = t.w_.now_s() - start;
+  const double minimum_s = (extra_from ? *extra_from : t.w_.now_s()) - start;
+  const int n = int(arms_.size());
+  t.res_.finals_extra_s += (spent_ - minimum_s) + minimum_s * double(std::max(0, n - reserved)) / std::max(1, n);
   if (fatal.empty()) return true;
   t.res_.notes.push_back("the final configuration failed in a fresh process (" + fatal + "); the headline is this process's");
   return false;

@@ -260,29 +260,73 @@ double Tuner::fresh_reserve_s() {
 // The in-process final alternation, arm by arm. Its arms run at their own speeds: the baseline and an arm
 // without a kept 7x amp are as slow as they ever were, while the budget's window cost follows the windows run
 // lately (the fast configuration's). A simulated 120 s tune's final took 45 s where its 7 arms at the recent
-// window cost made 21, and the tune ended at 143 s.
-double Tuner::final_s(int rounds) {
-  const double by_average = budget_.alternation_s(final_arms(), rounds, false);
-  if (!(pace_.sec_per_step > 0)) return by_average;
-  const double steps = pace_.warmup_est + pace_.window;
-  const double overhead = std::max(0.0, budget_.window_s() - steps * pace_.sec_per_step);  // apply, switching
-  auto window = [&](double step_s) { return overhead + steps * step_s; };
+// window cost made 21, and the tune ended at 143 s. Each window also pays for what changed since the arm before
+// it (switch_cost.h): from the final to the baseline every kept knob switches, workers spawn again.
+double Tuner::baseline_step_s() {
   double base_step = 0;
   int n = 0;
   for (const auto& w : baseline_phase_["start"])
     if (w.steps > 0 && w.wall_s > 0) base_step += w.wall_s / w.steps, ++n;
-  base_step = n ? base_step / n : pace_.sec_per_step;
-  double per_round = window(base_step);  // the baseline arm
-  if (final_arms() > 1) per_round += window(pace_.sec_per_step);  // the final arm
+  return n ? base_step / n : pace_.sec_per_step;
+}
+
+double Tuner::final_s(int rounds) {
+  const double by_average = budget_.alternation_s(final_arms(), rounds, false);
+  if (!(pace_.sec_per_step > 0)) return by_average;
+  // The arms in build_arms' order (search_final.cpp), each with its step time.
+  std::vector<std::pair<Config, double>> arms;
+  if (final_arms() > 1) arms.emplace_back(current_, pace_.sec_per_step);
+  arms.emplace_back(baseline_, baseline_step_s());
+  const bool compiled = value_in(current_, "compile") == "on";
   if (final_arms() > 2)
-    for (const auto& k : kept_)
-      if (all_fresh() || !process_knob(k.change.knob))
-        per_round += window(pace_.sec_per_step * (std::isfinite(k.ratio) && k.ratio > 0 ? k.ratio : 1.0));
+    for (const auto& k : kept_) {
+      if (!all_fresh() && process_knob(k.change.knob)) continue;
+      Config without = without_kept(k.change);
+      // An arm that would compile again runs only if the hard end pays for it (build_arms): not planned.
+      if (compiled && (k.change.knob == "amp" || k.change.knob == "channels_last") &&
+          !compiled_variants_.count(compile_variant(without)))
+        continue;
+      arms.emplace_back(std::move(without),
+                        pace_.sec_per_step * (std::isfinite(k.ratio) && k.ratio > 0 ? k.ratio : 1.0));
+    }
+  if (switches_.any_switch()) return alternation_estimate_s(arms, rounds);
+  // No switch measured yet: every window pays what the recent ones paid beside their steps.
+  const double steps = pace_.warmup_est + pace_.window;
+  const double overhead = std::max(0.0, budget_.window_s() - steps * pace_.sec_per_step);  // apply, switching
+  double per_round = 0;
+  for (const auto& a : arms) per_round += overhead + steps * a.second;
   return std::max(by_average, rounds * per_round);
 }
 
-double Tuner::reserve_s(bool with_fresh) {
+double Tuner::alternation_estimate_s(const std::vector<std::pair<Config, double>>& arms, int rounds) {
+  // The rounds' order (alternation.h run_round): round r runs the arms from arm r mod n on, so each window
+  // follows another arm, or the same one where a round ends with the arm the next begins with (two arms).
+  const size_t n_arms = arms.size();
+  double total = 0;
+  const Config* prev = last_window_.empty() ? nullptr : &last_window_;
+  for (int r = 0; r < rounds; ++r)
+    for (size_t i = 0; i < n_arms; ++i) {
+      const auto& [config, step_s] = arms[(r + i) % n_arms];
+      total += (prev ? switches_.estimate(*prev, config, step_s) : 0.0) + pace_.window * step_s;
+      prev = &config;
+    }
+  return total;
+}
+
+Config Tuner::without_kept(const Change& kc, std::vector<std::string>* taken) {
+  Config c = current_;
+  for (const auto& [k, v] : kc.delta) c[k] = baseline_.at(k);
+  for (const auto& dep : dependents(kc.knob))
+    if (c.count(dep) && c[dep] != baseline_.at(dep)) {
+      c[dep] = baseline_.at(dep);
+      if (taken) taken->push_back(dep);
+    }
+  return c;
+}
+
+Tuner::Reserve Tuner::reserve_parts(bool with_fresh) {
   double r = final_s(o_.rounds), f = 0;
+  int fresh_arms = 0;
   const bool fresh = with_fresh && fresh_final_planned();
   if (fresh) {
     // As many rounds as the fresh processes' noise needs to decide the kept gain (a small gain needs more).
@@ -291,33 +335,44 @@ double Tuner::reserve_s(bool with_fresh) {
                          ? planned_fresh_arms()
                          : 2;
     f += budget_.alternation_s(arms, n, true);
+    fresh_arms = arms;
   }
-  // Under torch.compile every arm that changes amp or channels_last compiles once more in this process, and
-  // every fresh process of the final arm compiles.
-  if (value_in(current_, "compile") == "on") {
-    const double compile = extra_cost_s("compile", cuda_, false);
-    // Only for a variant this process has not compiled yet: Inductor keeps the ones it built (the final arm
-    // without amp is the configuration amp's trial was measured against).
-    for (const auto& kept : kept_)
-      if (kept.change.knob == "amp" || kept.change.knob == "channels_last") {
-        Config without = current_;
-        for (const auto& [k, v] : kept.change.delta) without[k] = value_in(baseline_, k);
-        if (!compiled_variants_.count(compile_variant(without))) r += compile;
-      }
-    if (fresh) f += fresh_rounds() * compile;
-  }
+  // Under torch.compile every fresh process of the final arm compiles. An arm without a kept amp or
+  // channels_last would compile once more in this process: that arm runs only when the budget's hard end pays
+  // for it (build_arms), else its knob keeps the trial's evidence, so it is not held back here. A simulated
+  // script tune that held those recompiles skipped compile "for budget" and ended at 53% of its budget.
+  if (fresh && value_in(current_, "compile") == "on") f += fresh_rounds() * extra_cost_s("compile", cuda_, false);
   // A fresh final that no longer fits beside the in-process one even if nothing more ran will not run (the
   // headline is then this process's, and says so): it holds nothing back. A simulated script tune reserved a
   // 152 s fresh final it could never afford, skipped prefetch "for budget" and ended with 32 s unused.
   if (f > 0 && !budget_.may_finish(elapsed(), kReserveMargin * (r + f))) f = 0;
-  // The final's windows switch configuration every time (a warm-up each), and a drop may need one more check.
-  return kReserveMargin * (r + f);
+  return {r, f, f > 0 ? fresh_arms : 0};
+}
+
+// The final's windows switch configuration every time (a warm-up each), and a drop may need one more check.
+double Tuner::reserve_s(bool with_fresh) { return kReserveMargin * reserve_parts(with_fresh).total(); }
+
+// A window is a number of steps: a batch twice as large makes each of its steps, and so every window of a
+// configuration that has it, about twice as long. A simulated 120 s tune kept batch 256 from 128 at 61% of its
+// budget, its final's nine arms then needed 57 s where 29 had been held, and it ended at 128 s.
+double Tuner::step_scale(const std::string& knob, const std::string& value) {
+  if (knob != "batch_size") return 1.0;
+  try {
+    const double from = std::stod(value_in(current_, knob)), to = std::stod(value);
+    return from > 0 && to > from ? to / from : 1.0;
+  } catch (const std::exception&) {
+    return 1.0;
+  }
 }
 
 bool Tuner::fits(const std::string& knob, const std::string& value, bool fresh) {
+  const double longer = step_scale(knob, value);
+  // The trial's candidate windows take `longer` as long as its reference's.
   const double need = trial_cost_s(knob, fresh);
-  // As if it were kept: one more arm in the final, and the first kept change brings the fresh final with it.
-  double reserve = reserve_if_kept_s();
+  // As if it were kept: one more arm in the final, and the first kept change brings the fresh final with it;
+  // every arm but the baseline then runs the longer steps (its in-process final: a fresh final's windows are
+  // mostly the process's start).
+  double reserve = reserve_if_kept_s() + (longer - 1) * reserve_parts(false).in_process * kReserveMargin;
   if (current_ == baseline_ && measured_under_other_allocator() && !all_fresh() && !no_fresh_processes_) {
     const double fresh_cost = budget_.alternation_s(2, o_.rounds, true);
     const double with_alloc = budget_.alternation_s(planned_fresh_arms(), o_.rounds, true);
@@ -330,7 +385,7 @@ bool Tuner::fits(const std::string& knob, const std::string& value, bool fresh) 
   // 5-20 s each) once held back every knob of a 120 s tune, which then ended at 57 s having tried none. Once a
   // change is kept, its confirmation is reserved again and later trials must fit beside it; a confirmation the
   // budget no longer pays for is this process's final, said.
-  const double in_process = reserve_if_kept_s(false);
+  const double in_process = reserve_if_kept_s(false) + (longer - 1) * reserve_parts(false).in_process * kReserveMargin;
   if (current_ == baseline_ && budget_.fits_trial(elapsed(), need, in_process)) {
     if (!finals_.fresh_unreserved)
       res_.notes.push_back("from " + label(knob, value) + " on, trials use the time a fresh-process headline (~" +

@@ -73,6 +73,7 @@ measure::Window Tuner::window_of(const Config& config, bool fresh, double cap_s)
     const double spent = w_.now_s() - t;
     pace_.process_start_s = std::max(0.0, spent - m->wall_s);
     budget_.observe_fresh_window(spent);
+    last_window_.clear();  // this process's next window starts after a pause: not a switch from the last one
     note_memory(config, *m);
     return *m;
   }
@@ -83,6 +84,11 @@ measure::Window Tuner::window_of(const Config& config, bool fresh, double cap_s)
   if (m.steps > 0 && m.wall_s > 0 && m.steps == pace_.window) pace_.sec_per_step = 0.8 * pace_.sec_per_step + 0.2 * (m.wall_s / m.steps);
   pace_.warmup_est = 0.7 * pace_.warmup_est + 0.3 * m.warmup_steps;
   budget_.observe_window(w_.now_s() - t);
+  // A compile paid once is not what switching to this configuration costs the next time.
+  if (m.steps > 0)
+    switches_.observe(last_window_, config, w_.now_s() - t - m.wall_s - std::max(0.0, m.one_time_s), m.warmup_steps,
+                      m.wall_s / m.steps);
+  last_window_ = config;
   note_memory(config, m);
   return m;
 }
