@@ -52,7 +52,8 @@ void add_compile_lane(Trace& trace, std::span<const LaneCompile> compiles, int64
   trace.set_track_sort_index(row, kStepLaneSortIndex + 2);
   trace.meta().process_names[kStepLanePid] = kStepLaneProcessName;
   const NameId box = trace.intern(names::kLaneCompile), recompile = trace.intern(names::kLaneRecompile),
-               broke = trace.intern(names::kLaneGraphBreak), failed = trace.intern(names::kLaneCompileFailed);
+               broke = trace.intern(names::kLaneGraphBreak), failed = trace.intern(names::kLaneCompileFailed),
+               id = trace.intern(names::kLaneCompileId);
   for (const LaneCompile& c : compiles) {
     const int64_t start = c.t_ns + offset_ns;
     const int64_t end = start + std::max<int64_t>(0, c.dur_ns);
@@ -68,6 +69,7 @@ void add_compile_lane(Trace& trace, std::span<const LaneCompile> compiles, int64
     for (const LaneGraphBreak& g : c.breaks)
       trace.add_event(row, lane_range(broke, start, start, g.line, trace.intern(g.file + "\n" + g.reason)));
     if (!c.failed.empty()) trace.add_event(row, lane_range(failed, start, start, kNoArg, trace.intern(c.failed)));
+    if (!c.id.empty()) trace.add_event(row, lane_range(id, start, start, kNoArg, trace.intern(c.id)));
   }
 }
 

@@ -122,6 +122,13 @@ TEST(CompileLane, DrawsEachCompileWithItsPhasesAndWhatItMet) {
   ASSERT_EQ(recompiles.size(), 2u);
   EXPECT_EQ(recompiles[0]->start_ns, boxes[1]->start_ns);
   EXPECT_EQ(t.name(recompiles[0]->detail), "tensor 'x' size mismatch at index 1. expected 12, actual 16");
+  // Each compile's id at its start: what torch.profiler's "Torch-Compiled Region: F/C" names its runs by.
+  const auto compile_ids = named(t, *row, names::kLaneCompileId);
+  ASSERT_EQ(compile_ids.size(), 3u);
+  for (size_t k = 0; k < compile_ids.size(); ++k) {
+    EXPECT_EQ(compile_ids[k]->start_ns, boxes[k]->start_ns);
+    EXPECT_EQ(t.name(compile_ids[k]->detail), "0/" + std::to_string(k));
+  }
   const auto breaks = named(t, *row, names::kLaneGraphBreak);
   ASSERT_EQ(breaks.size(), 1u);
   EXPECT_EQ(breaks[0]->arg, 18);

@@ -9,8 +9,11 @@
 // phases (Dynamo's bytecode tracing, AOT autograd, Inductor, code generation, guards: they may nest), and at its
 // start zero-length markers the lane's findings read: `names::kLaneRecompile` (detail: the guard that failed),
 // `names::kLaneGraphBreak` (arg: the user's line; detail: the file, a newline, the reason) and
-// `names::kLaneCompileFailed` (detail: why). Times are the monotonic clock's, moved by the chunks' offset as
-// the step lane's.
+// `names::kLaneCompileFailed` (detail: why), and `names::kLaneCompileId` (detail: the compile's id "F/C",
+// Dynamo's frame F and its C-th compile). torch.profiler names each run of that compile's code
+// "Torch-Compiled Region: F/C", so the id marker is what lets a reader of a written trace put the frame's label
+// on its runs (analysis_regions.cpp). Times are the monotonic clock's, moved by the chunks' offset as the step
+// lane's.
 #pragma once
 
 #include <cstdint>

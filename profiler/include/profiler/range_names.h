@@ -44,4 +44,5 @@ inline constexpr const char* kLaneCompile = "torch.compile";      // arg: the fr
 inline constexpr const char* kLaneRecompile = "recompile";        // detail: the guard that failed
 inline constexpr const char* kLaneGraphBreak = "graph break";     // arg: line; detail: file, newline, reason
 inline constexpr const char* kLaneCompileFailed = "compile failed";  // detail: why
+inline constexpr const char* kLaneCompileId = "compile id";  // detail: "F/C", as in "Torch-Compiled Region: F/C"
 }  // namespace tb::prof::names
