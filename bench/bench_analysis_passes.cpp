@@ -5,7 +5,7 @@
 // Prints, per trace, its events and size, then one row per step:
 //   load_trace            read, gunzip, parse and finalize (the import);
 //   scope .. notes        each pass of analyze() (scope, gpu, steps, window, host, outside, idle, per_step, stats,
-//                         memory, findings, notes);
+//                         regions, memory, findings, lane, notes);
 //   passes (sum)          the passes of one round added up;
 //   analyze()             the public call, for comparison with the sum;
 // each with its median and min wall time (ms), its median CPU time of the process (ms: on a shared machine the

@@ -10,8 +10,8 @@ each and prints the median and min wall time and the max RSS. Also times `--help
 
 Then where the time goes, on the 0.1 M and 1 M event traces: bench_analysis_passes (built beside the other
 benches) loads each --rounds times and runs analyze()'s passes one by one, and prints per step (load_trace,
-then scope, gpu, steps, window, host, outside, idle, per_step, stats, memory, findings, notes, their sum and
-analyze() itself) the median and min wall ms, the median CPU ms and the share of the passes' sum (load_trace:
+then scope, gpu, steps, window, host, outside, idle, per_step, stats, regions, memory, findings, lane, notes,
+their sum and analyze() itself) the median and min wall ms, the median CPU ms and the share of the passes' sum (load_trace:
 its ratio to the sum), and whether the passes gave analyze()'s result. Printed, never asserted.
 Never run by CI: the machine is shared, so read the figures with the noise in mind.
 

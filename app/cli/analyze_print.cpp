@@ -186,6 +186,48 @@ void print_kernels(const prof::AnalysisResult& r, FILE* out) {
   }
 }
 
+void print_region_row(FILE* out, const std::string& id, uint64_t runs, double per_step, int64_t total_ns,
+                      int64_t median_ns, double share, const std::string& label, bool steps) {
+  std::fprintf(out, "  %-10s %7llu ", shorten(id, 10).c_str(), static_cast<unsigned long long>(runs));
+  if (steps) std::fprintf(out, "%6.2f", per_step);
+  else std::fprintf(out, "%6s", "-");
+  std::fprintf(out, " %10.3f %9.3f", ms(total_ns), runs ? ms(total_ns) / static_cast<double>(runs) : 0.0);
+  if (median_ns >= 0) std::fprintf(out, " %9.3f", ms(median_ns));
+  else std::fprintf(out, " %9s", "-");
+  std::fprintf(out, " %6.1f%%  %s\n", share * 100, shorten(label, 90).c_str());
+}
+
+// torch.compile's code as it ran: a row per region (frame F's C-th compile), a frame's total under its
+// compiles when it has several, the compiled backward last.
+void print_compiled_regions(const prof::CompiledRegions& c, FILE* out) {
+  const bool steps = c.steps > 0;
+  if (steps) std::fprintf(out, "\ncompiled regions over %zu traced steps", c.steps);
+  else std::fprintf(out, "\ncompiled regions over the window (no steps)");
+  std::fprintf(out, " (torch.compile's code as it ran; a region's time holds the regions it calls)\n");
+  std::fprintf(out, "  %-10s %7s %6s %10s %9s %9s %7s  %s\n", "region", "runs", "/step", "total ms", "mean ms",
+               "median ms", steps ? "of step" : "of time", "frame");
+  uint64_t elsewhere = 0;
+  for (size_t i = 0; i < c.rows.size(); ++i) {
+    const auto& x = c.rows[i];
+    print_region_row(out, x.id, x.runs, x.runs_per_step, x.total_ns, x.median_ns, x.share, x.label, steps);
+    elsewhere += x.runs_elsewhere;
+    const bool last_of_frame = x.frame >= 0 && (i + 1 == c.rows.size() || c.rows[i + 1].frame != x.frame);
+    if (!last_of_frame) continue;
+    uint64_t runs = 0, compiles = 0;
+    int64_t total = 0;
+    double per_step = 0, share = 0;
+    for (const auto& y : c.rows)
+      if (y.frame == x.frame) runs += y.runs, total += y.total_ns, per_step += y.runs_per_step, share += y.share, ++compiles;
+    if (compiles > 1)
+      print_region_row(out, "frame " + std::to_string(x.frame), runs, per_step, total, -1, share,
+                       "(its " + std::to_string(compiles) + " compiles together)", steps);
+  }
+  if (elsewhere > 0)
+    std::fprintf(out, "  %llu more run%s outside the %s (warm-up, between steps) not counted\n",
+                 static_cast<unsigned long long>(elsewhere), elsewhere == 1 ? "" : "s",
+                 steps ? "measured steps" : "window");
+}
+
 }  // namespace
 
 void print_summary(const prof::Trace& trace, const prof::AnalysisResult& r, FILE* out) {
@@ -249,6 +291,7 @@ void print_summary(const prof::Trace& trace, const prof::AnalysisResult& r, FILE
   }
   if (!r.steps.empty()) print_steps(r, out);
   if (!r.top_kernels.empty()) print_kernels(r, out);
+  if (!r.compiled_regions.rows.empty()) print_compiled_regions(r.compiled_regions, out);
   if (!r.launch_outliers.empty()) {
     std::fprintf(out, "\nlaunch outliers (median launch call %.1f us, median launch->start %.1f us)\n",
                  r.launch_median_ns / 1000.0, r.delay_median_ns / 1000.0);

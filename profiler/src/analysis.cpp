@@ -374,6 +374,9 @@ void pass_stats(State& s) {
   launch_outliers(s.trace, s.g, s.r);
 }
 
+// Each compiled region's runs, named by the compile lane (a script's trace; nothing when none ran).
+void pass_regions(State& s) { detail::add_compiled_regions(s.trace, s.sc, s.r); }
+
 void pass_memory(State& s) { detail::analyze_memory(s.trace, s.sc.pid, s.opt, s.r); }
 
 // The findings, each with the largest interval of its class as evidence.
@@ -429,8 +432,8 @@ void pass_notes(State& s) {
 constexpr detail::AnalysisPass kPasses[] = {
     {"scope", pass_scope},     {"gpu", pass_gpu},           {"steps", pass_steps},     {"window", pass_window},
     {"host", pass_host},       {"outside", pass_outside},   {"idle", pass_idle},       {"per_step", pass_per_step},
-    {"stats", pass_stats},     {"memory", pass_memory},     {"findings", pass_findings}, {"lane", pass_lane},
-    {"notes", pass_notes}};
+    {"stats", pass_stats},     {"regions", pass_regions},   {"memory", pass_memory},   {"findings", pass_findings},
+    {"lane", pass_lane},       {"notes", pass_notes}};
 
 }  // namespace
 

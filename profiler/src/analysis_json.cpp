@@ -220,6 +220,23 @@ void write_kernels_and_ops(JsonWriter& w, const AnalysisResult& r) {
   w.end_array().end_object();
 }
 
+// torch.compile's regions as they ran: left out when none ran.
+void write_compiled_regions(JsonWriter& w, const CompiledRegions& c) {
+  if (c.rows.empty()) return;
+  w.key("compiled_regions").begin_object();
+  w.key("steps").value(static_cast<int64_t>(c.steps)).key("steps_us").value(us(c.base_ns));
+  w.key("regions").begin_array();
+  for (const auto& x : c.rows) {
+    w.begin_object().key("id").value(x.id).key("frame").value(x.frame).key("compile").value(x.compile);
+    w.key("label").value(x.label).key("backward").value(x.backward);
+    w.key("runs").value(static_cast<int64_t>(x.runs)).key("runs_elsewhere").value(static_cast<int64_t>(x.runs_elsewhere));
+    w.key("runs_per_step").value(x.runs_per_step).key("total_us").value(us(x.total_ns));
+    w.key("mean_us").value(us(x.mean_ns())).key("median_us").value(us(x.median_ns)).key("share").value(x.share);
+    w.end_object();
+  }
+  w.end_array().end_object();
+}
+
 }  // namespace
 
 std::string to_json(const AnalysisResult& r, const TraceMetadata* meta) {
@@ -232,6 +249,7 @@ std::string to_json(const AnalysisResult& r, const TraceMetadata* meta) {
   write_causes(w, r, wl);
   write_steps(w, r);
   write_kernels_and_ops(w, r);
+  write_compiled_regions(w, r.compiled_regions);
   write_findings_and_notes(w, r.findings, r.notes);
   w.end_object();
   return w.take();

@@ -39,4 +39,8 @@ std::span<const AnalysisPass> analysis_passes();
 // `r`, the launch count and the sync points of the window (analysis_host.cpp).
 HostSide collect_host(const Trace& trace, const Scope& sc, const AnalysisOptions& opt, AnalysisResult& r);
 
+// torch.compile's regions as they ran (analysis_regions.cpp): each region's runs over the measured steps, named
+// by the compile lane, in `r.compiled_regions` (left empty when none ran).
+void add_compiled_regions(const Trace& trace, const Scope& sc, AnalysisResult& r);
+
 }  // namespace tb::prof::detail

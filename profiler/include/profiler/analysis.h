@@ -216,6 +216,31 @@ struct MemorySummary {
   int64_t peak_step = -1;        // the step whose peak is the largest
 };
 
+// torch.compile's compiled code as it ran (docs/analysis.md, "Compiled regions"): torch.profiler's
+// `Torch-Compiled Region: F/C` ranges (each run of frame F's C-th compile) and `CompiledFunctionBackward` (each
+// run of a compiled backward), counted over the measured steps. A run's time is its range's, so a region that
+// calls another (the code Dynamo resumes after a graph break) holds that one's time too: shares do not add up.
+struct CompiledRegionStat {
+  std::string id;         // "F/C"; "backward" for the compiled backward's row
+  int64_t frame = -1;     // F (-1: the backward's row, or an id not of the form F/C)
+  int64_t compile = -1;   // C
+  std::string label;      // the compile lane's frame label ("forward at /abs/train.py:14"), else "region F/C"
+  bool backward = false;  // the compiled backward (CompiledFunctionBackward of every frame together)
+  uint64_t runs = 0;      // runs that started in the measured steps (no steps: in the window)
+  uint64_t runs_elsewhere = 0;  // runs outside them: warm-up steps, between steps, outside the window
+  double runs_per_step = 0;     // runs / the steps (0 without steps)
+  int64_t total_ns = 0;         // the runs' time
+  int64_t median_ns = 0;        // the median run: the first run (cold, autotuning under Inductor) moves the mean
+  double share = 0;             // total_ns / the steps' time (no steps: the window's traced time)
+  int64_t mean_ns() const { return runs ? total_ns / int64_t(runs) : 0; }
+};
+
+struct CompiledRegions {
+  size_t steps = 0;      // the measured steps the runs are counted over (0: none, the window instead)
+  int64_t base_ns = 0;   // their time (or the window's traced time): what `share` is of
+  std::vector<CompiledRegionStat> rows;  // by frame, then compile; the backward last. Empty: none ran
+};
+
 struct AnalysisResult {
   Interval window;           // analysed window
   // A sampled trace (a script's chunks with untraced steps between them): the time between chunks that
@@ -300,6 +325,7 @@ struct AnalysisResult {
   double matmul_share = 0;         // share of compute kernel time in GEMM/conv kernels
   int32_t training_track = -1;     // index into Trace::tracks(), -1 none
   MemorySummary memory;
+  CompiledRegions compiled_regions;
   std::vector<Finding> findings;   // most important first
   std::vector<std::string> notes;  // caveats ("no correlation ids: launch gaps cannot be attributed", ...)
   bool trusted = false;            // enough steps to bound a knob's gain (AnalysisOptions::min_trusted_steps)
