@@ -269,6 +269,12 @@ struct Trial {
   // in no window's rate; with them, the steps after which the candidate's pays for itself (NaN: never, or none).
   double one_time_before_s = 0, one_time_after_s = 0;
   double break_even_steps = std::numeric_limits<double>::quiet_NaN();
+  // A start-up of the candidate's own (workers spawned, graphs captured, cuDNN's search): what switching to it
+  // took before its first measured step against what switching back took (measure::Window::startup_s), in no
+  // window's rate; NaN where the windows did not time it. Said beside the rate when it is more than an apply's jitter.
+  double startup_before_s = std::numeric_limits<double>::quiet_NaN();
+  double startup_after_s = std::numeric_limits<double>::quiet_NaN();
+  double startup_s = 0;  // the start-up said (after - before), 0 when none was
 };
 
 struct SkippedTrial {

@@ -20,6 +20,10 @@ struct Window {
   // One-time costs paid while it ran, in its warm-up or its steps (torch.compile's compiles of a script): in no
   // measured step's time above (a step that compiled is not measured), said beside the rate they do not change.
   double one_time_s = 0;
+  // What it paid before its first measured step, one-time costs above left out: the change's apply, its warm-up
+  // steps, a start-up of its own (loader workers spawned, CUDA graphs captured, cuDNN's algorithm search). In no
+  // step's time; -1 where the measurer did not time it (the tuner times its in-process windows).
+  double startup_s = -1;
   // The most memory a step of the window held (bytes): the device's peak allocation on CUDA, else the host's
   // resident set; -1 when not measured. held_memory_bytes: what stays allocated between steps on the device
   // (weights, gradients, optimizer state: the part a bigger batch does not grow), -1 unknown.

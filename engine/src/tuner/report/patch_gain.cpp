@@ -1,6 +1,8 @@
 // The figure a tune's patch writes beside a kept knob's edit (patch_gain.h).
 #include "tuner/report/patch_gain.h"
 
+#include <algorithm>
+
 #include <cmath>
 
 #include "base/count_text.h"
@@ -59,12 +61,13 @@ std::string confirmed_gain(const TuneResult& r, const std::string& knob, const m
 
 std::string patch_gain(const TuneResult& r, const std::string& knob, const measure::RatioInterval& checked) {
   std::string g = confirmed_gain(r, knob, checked);
-  // A one-time cost the knob paid (a compile) with the steps after which it pays back: what a user deciding to
-  // keep the line needs beside it, from the trial that paid it.
+  // A one-time cost the knob paid (a compile, its own start-up: graphs captured, workers spawned) with the steps
+  // after which it pays back: what a user deciding to keep the line needs beside it, from the trial that paid it.
   for (auto t = r.trials.rbegin(); t != r.trials.rend(); ++t)
     if (t->knob == knob && t->accepted && std::isfinite(t->break_even_steps)) {
-      g += (g.empty() ? "" : "; ") + report_detail::fmt(t->one_time_after_s - t->one_time_before_s, 1) +
-           " s once, paid back after ~" + about_count(t->break_even_steps) + " steps";
+      const double once = std::max(0.0, t->one_time_after_s - t->one_time_before_s) + t->startup_s;
+      g += (g.empty() ? "" : "; ") + report_detail::fmt(once, 1) + " s once, paid back after ~" +
+           about_count(t->break_even_steps) + " steps";
       break;
     }
   return g;

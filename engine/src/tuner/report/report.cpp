@@ -218,7 +218,12 @@ json report_json(const TuneResult& r) {
                       {"window", t.window},
                       {"rounds", t.rounds},
                       {"seconds", t.seconds}});
-    // A one-time cost (torch.compile's compiles) only where one was paid: the other trials' records stay as they were.
+    // A start-up of the candidate's own only where one was said, a one-time cost (torch.compile's compiles) only
+    // where one was paid: the other trials' records stay as they were.
+    if (t.startup_s > 0) {
+      trials.back()["startup_s"] = t.startup_s;
+      trials.back()["break_even_steps"] = num(t.break_even_steps);
+    }
     if (t.one_time_before_s > 0 || t.one_time_after_s > 0) {
       trials.back()["one_time_s_before"] = t.one_time_before_s;
       trials.back()["one_time_s_after"] = t.one_time_after_s;

@@ -85,9 +85,8 @@ measure::Window Tuner::window_of(const Config& config, bool fresh, double cap_s)
   pace_.warmup_est = 0.7 * pace_.warmup_est + 0.3 * m.warmup_steps;
   budget_.observe_window(w_.now_s() - t);
   // A compile paid once is not what switching to this configuration costs the next time.
-  if (m.steps > 0)
-    switches_.observe(last_window_, config, w_.now_s() - t - m.wall_s - std::max(0.0, m.one_time_s), m.warmup_steps,
-                      m.wall_s / m.steps);
+  m.startup_s = std::max(0.0, w_.now_s() - t - m.wall_s - std::max(0.0, m.one_time_s));
+  if (m.steps > 0) switches_.observe(last_window_, config, m.startup_s, m.warmup_steps, m.wall_s / m.steps);
   last_window_ = config;
   note_memory(config, m);
   return m;
@@ -127,8 +126,6 @@ void Tuner::classify(Trial& t, bool use_floor) {
 void Tuner::one_time_cost(Trial& t) {
   for (const auto& w : t.a) t.one_time_before_s += w.one_time_s;
   for (const auto& w : t.b) t.one_time_after_s += w.one_time_s;
-  const double extra = t.one_time_after_s - t.one_time_before_s;
-  if (!(extra >= 0.05)) return;
   auto step_s = [](const std::vector<measure::Window>& ws) {
     double wall = 0;
     int steps = 0;
@@ -136,18 +133,53 @@ void Tuner::one_time_cost(Trial& t) {
     return steps > 0 ? wall / steps : std::nan("");
   };
   const double saved = step_s(t.a) - step_s(t.b);
-  std::string s = "; its one-time cost: " + fmt(extra, 1) + " s of compiling";
+  const double extra = t.one_time_after_s - t.one_time_before_s;
+  if (extra >= 0.05) {
+    std::string s = "; its one-time cost: " + fmt(extra, 1) + " s of compiling";
+    if (t.outcome == "gain" && saved > 0) {
+      t.break_even_steps = extra / saved;
+      s += ", paid back after ~" + about_count(t.break_even_steps) + " steps (" + fmt(saved * 1e3, 2) + " ms saved a step)";
+      if (o_.run_steps > 0 && t.break_even_steps > double(o_.run_steps)) {
+        // Faster per step, but the run the user named ends before the compile has paid for itself.
+        t.accepted = false;
+        t.outcome = "not paid back";
+        s += ": more than the run's " + about_count(double(o_.run_steps)) + " (--run-steps), not kept";
+      }
+    } else {
+      s += ", never paid back by a step no faster";
+    }
+    t.reason += s;
+  }
+  startup_cost(t, saved);
+}
+
+// Measured from the trial's own windows: the longest wait before a candidate's first measured step (a window
+// after the reference's) against the reference's (its first window left out: it follows whatever ran before
+// the trial). A change whose turning on costs what turning it off does (an apply) shows nothing; CUDA graphs'
+// capture or a worker pool's spawn shows as seconds the rate leaves out, said with when they pay back.
+void Tuner::startup_cost(Trial& t, double saved) {
+  // Only a trial's pairs switch between its two sides alone; a final's arms follow other arms.
+  if (t.phase.find("final") != std::string::npos || t.a.size() < 2 || t.b.empty()) return;
+  double before = -1, after = -1, wall = 0;
+  for (size_t i = 1; i < t.a.size(); ++i) before = std::max(before, t.a[i].startup_s);
+  for (const auto& w : t.b) after = std::max(after, w.startup_s), wall += w.wall_s;
+  if (before < 0 || after < 0) return;
+  t.startup_before_s = before;
+  t.startup_after_s = after;
+  const double extra = after - before;
+  // Under half a second, or under a quarter of a window: an apply's jitter, not a start-up of its own.
+  if (!(extra >= 0.5 && extra >= 0.25 * wall / double(t.b.size()))) return;
+  t.startup_s = extra;
+  std::string s = "; its start-up: ~" + fmt(extra, 1) + " s each time it is switched on, left out of the rate";
   if (t.outcome == "gain" && saved > 0) {
-    t.break_even_steps = extra / saved;
-    s += ", paid back after ~" + about_count(t.break_even_steps) + " steps (" + fmt(saved * 1e3, 2) + " ms saved a step)";
+    const double once = extra + std::max(0.0, t.one_time_after_s - t.one_time_before_s);
+    t.break_even_steps = once / saved;
+    s += ", paid back after ~" + about_count(t.break_even_steps) + " steps";
     if (o_.run_steps > 0 && t.break_even_steps > double(o_.run_steps)) {
-      // Faster per step, but the run the user named ends before the compile has paid for itself.
       t.accepted = false;
       t.outcome = "not paid back";
       s += ": more than the run's " + about_count(double(o_.run_steps)) + " (--run-steps), not kept";
     }
-  } else {
-    s += ", never paid back by a step no faster";
   }
   t.reason += s;
 }

@@ -12,6 +12,7 @@
 // process costs; SimulatedWorkload adds time, noise, drift, warm-up and fresh processes on top.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,6 +42,8 @@ struct SimCosts {
   double workers_apply_s = 0.5;  // ... that restarts the loader's workers
   double first_step_factor = 3.0;  // the first step after a change (autotune, allocator growth)
   double compile_s = 0;          // the first steps under torch.compile (0: no such knob)
+  // A knob's own start-up when a live change sets it ("cuda_graphs=on": the capture), in seconds.
+  std::map<std::string, double> startup_s;
 };
 
 class SimModel {

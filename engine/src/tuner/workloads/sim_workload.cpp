@@ -126,6 +126,11 @@ void SimulatedWorkload::apply(const Config& config) {
   const SimCosts costs = model_->costs();
   const bool new_workers = c.count("workers") && current_.count("workers") && c.at("workers") != current_.at("workers");
   now_s_ += costs.apply_s + (new_workers ? costs.workers_apply_s : 0.0);
+  for (const auto& [kv, s] : costs.startup_s) {  // a knob's own start-up as a change sets it
+    const size_t eq = kv.find('=');
+    const std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
+    if (c.count(k) && c.at(k) == v && (!current_.count(k) || current_.at(k) != v)) now_s_ += s;
+  }
   if (auto oom = model_->out_of_memory(c)) {
     now_s_ += 1.0;  // the allocation that failed
     throw TrialFailure(*oom, true);

@@ -122,6 +122,18 @@ void read_tail(const nlohmann::json& j, Common& w) {
   w.costs.workers_apply_s = number(costs, "workers_apply_s", "costs", 0.5, 0, 600);
   w.costs.first_step_factor = number(costs, "first_step_factor", "costs", 3, 1, 1000);
   w.costs.compile_s = number(costs, "compile_s", "costs", 0, 0, 3600);
+  if (costs.contains("startup_s")) {
+    const auto& s = costs.at("startup_s");
+    if (!s.is_object()) throw Bad{"world.costs.startup_s: an object of \"knob=value\": seconds"};
+    for (const auto& [k, v] : s.items()) {
+      const size_t eq = k.find('=');
+      if (eq == std::string::npos || !w.baseline.count(k.substr(0, eq)))
+        throw Bad{"world.costs.startup_s: '" + k + "' is not knob=value of one of the world's knobs"};
+      if (!v.is_number() || v.get<double>() < 0 || v.get<double>() > 3600)
+        throw Bad{"world.costs.startup_s." + k + ": a number of seconds in [0, 3600]"};
+      w.costs.startup_s[k] = v.get<double>();
+    }
+  }
   if (j.contains("noise")) {
     const auto& n = j.at("noise");
     sourced(n, "noise");
