@@ -20,6 +20,9 @@ The mutations (issue: "tests that fail when the search is lazy, shown by mutatio
   caps-ignored         the analyses' bounds (the loader verdict's for workers) do not cap a knob's prior
   run-steps-ignored    a compile that pays back only after more steps than --run-steps is kept
   one-time-in-rate     a compile's one-time cost is said of no trial (its break-even never computed)
+  startup-in-rate      a knob's own start-up (a capture, a spawn) is said of no trial
+  startup-run-steps-ignored  a change whose start-up pays back only after more steps than --run-steps is kept
+  finals-by-average    the finals' estimate ignores what each arm's switch costs (the recent windows' average)
 
 Each source file is restored after its mutation (also on Ctrl-C); the build directory is left rebuilt from
 the restored sources at the end.
@@ -76,11 +79,20 @@ MUTATIONS = [
      "if (auto c = evidence_.caps.find(id); c != evidence_.caps.end())",
      "if (auto c = evidence_.caps.find(id); false && c != evidence_.caps.end())"),
     ("run-steps-ignored", SEARCH + "search_trial.cpp",
-     "if (o_.run_steps > 0 && t.break_even_steps > double(o_.run_steps)) {",
-     "if (false) {"),
+     "if (o_.run_steps > 0 && t.break_even_steps > double(o_.run_steps)) {\n        // Faster per step",
+     "if (false) {\n        // Faster per step"),
     ("one-time-in-rate", SEARCH + "search_trial.cpp",
-     "  if (!(extra >= 0.05)) return;\n",
+     "  if (extra >= 0.05) {\n",
+     "  if (false) {\n"),
+    ("startup-in-rate", SEARCH + "search_trial.cpp",
+     "  if (!(extra >= 0.5 && extra >= 0.25 * wall / double(t.b.size()))) return;\n",
      "  return;\n"),
+    ("startup-run-steps-ignored", SEARCH + "search_trial.cpp",
+     "    if (o_.run_steps > 0 && t.break_even_steps > double(o_.run_steps)) {\n      t.accepted = false;",
+     "    if (false) {\n      t.accepted = false;"),
+    ("finals-by-average", SEARCH + "search_plan.cpp",
+     "  if (switches_.any_switch()) return alternation_estimate_s(arms, rounds);",
+     "  if (false) return alternation_estimate_s(arms, rounds);"),
     ("claim-every-knob", SEARCH + "search_summary.cpp",
      "if (s.reason.rfind(\"budget\", 0) == 0) (process_knob(s.knob) && !all_fresh() ? process_skips : budget_skips)++;",
      "(void)s;"),
