@@ -203,7 +203,7 @@ void print_compiled_regions(const prof::CompiledRegions& c, FILE* out) {
   const bool steps = c.steps > 0;
   if (steps) std::fprintf(out, "\ncompiled regions over %zu traced steps", c.steps);
   else std::fprintf(out, "\ncompiled regions over the window (no steps)");
-  std::fprintf(out, " (torch.compile's code as it ran; a region's time holds the regions it calls)\n");
+  std::fprintf(out, " (torch.compile's code as it ran: a run's time holds the regions it calls, not compiles)\n");
   std::fprintf(out, "  %-10s %7s %6s %10s %9s %9s %7s  %s\n", "region", "runs", "/step", "total ms", "mean ms",
                "median ms", steps ? "of step" : "of time", "frame");
   uint64_t elsewhere = 0;

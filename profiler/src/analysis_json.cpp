@@ -231,6 +231,7 @@ void write_compiled_regions(JsonWriter& w, const CompiledRegions& c) {
     w.key("label").value(x.label).key("backward").value(x.backward);
     w.key("runs").value(static_cast<int64_t>(x.runs)).key("runs_elsewhere").value(static_cast<int64_t>(x.runs_elsewhere));
     w.key("runs_per_step").value(x.runs_per_step).key("total_us").value(us(x.total_ns));
+    w.key("compile_us").value(us(x.compile_ns));
     w.key("mean_us").value(us(x.mean_ns())).key("median_us").value(us(x.median_ns)).key("share").value(x.share);
     w.end_object();
   }

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "analysis_findings.h"
+#include "analysis_intervals.h"
 #include "analysis_passes.h"
 #include "profiler/compile_lane.h"
 #include "profiler/range_names.h"
@@ -57,7 +59,8 @@ LaneLabels read_lane_labels(const Trace& trace) {
 
 struct Runs {
   std::string id;
-  std::vector<int64_t> durations;  // of the runs in the steps
+  std::vector<int64_t> durations;  // of the runs in the steps, less the compiles inside them
+  int64_t compiling = 0;           // those compiles' time
   uint64_t elsewhere = 0;
 };
 
@@ -87,8 +90,12 @@ struct StepSpans {
 };
 
 // Every run on the analysed process's threads (a compiled backward runs on autograd's device threads on a GPU),
-// by region. A name is looked at once: a trace repeats a few names a million times.
-std::vector<Runs> collect_runs(const Trace& trace, const Scope& sc, const StepSpans& steps) {
+// by region. A name is looked at once: a trace repeats a few names a million times. The code after a graph
+// break compiles inside the run that first reaches it (its frame is called from the region's code), so the
+// compile lane's compiles are taken out of a run's time: a run is the compiled code's speed, the compile the
+// findings' (analysis_compile.cpp).
+std::vector<Runs> collect_runs(const Trace& trace, const Scope& sc, const StepSpans& steps,
+                               const iv::Intervals& compiling) {
   constexpr int32_t kUnseen = -2, kOther = -1;
   std::vector<int32_t> slot_of(trace.name_count(), kUnseen);
   std::vector<Runs> runs;
@@ -102,7 +109,7 @@ std::vector<Runs> collect_runs(const Trace& trace, const Scope& sc, const StepSp
     else if (n.substr(0, kRegionPrefix.size()) == kRegionPrefix) id = std::string(n.substr(kRegionPrefix.size()));
     else return s = kOther;
     auto [it, fresh] = slot_by_id.try_emplace(id, int32_t(runs.size()));
-    if (fresh) runs.push_back({id, {}, 0});
+    if (fresh) runs.push_back({id, {}, 0, 0});
     return s = it->second;
   };
   for (const Track& t : trace.tracks()) {
@@ -111,8 +118,14 @@ std::vector<Runs> collect_runs(const Trace& trace, const Scope& sc, const StepSp
       if (e.kind != EventKind::Range || e.name >= slot_of.size()) continue;
       const int32_t s = slot(e.name);
       if (s < 0) continue;
-      if (steps.holds(e.start_ns)) runs[size_t(s)].durations.push_back(e.duration_ns());
-      else ++runs[size_t(s)].elsewhere;
+      Runs& r = runs[size_t(s)];
+      if (!steps.holds(e.start_ns)) {
+        ++r.elsewhere;
+        continue;
+      }
+      const int64_t compile = iv::measure(compiling, e.start_ns, e.end_ns);
+      r.durations.push_back(e.duration_ns() - compile);
+      r.compiling += compile;
     }
   }
   return runs;
@@ -150,6 +163,7 @@ CompiledRegionStat row_of(Runs& r, const LaneLabels& lane, const StepSpans& step
   }
   row.runs = r.durations.size();
   row.runs_elsewhere = r.elsewhere;
+  row.compile_ns = r.compiling;
   for (int64_t d : r.durations) row.total_ns += d;
   if (!r.durations.empty()) {
     auto mid = r.durations.begin() + std::ptrdiff_t(r.durations.size() / 2);
@@ -165,7 +179,7 @@ CompiledRegionStat row_of(Runs& r, const LaneLabels& lane, const StepSpans& step
 
 void add_compiled_regions(const Trace& trace, const Scope& sc, AnalysisResult& r) {
   const StepSpans steps(r);
-  std::vector<Runs> runs = collect_runs(trace, sc, steps);
+  std::vector<Runs> runs = collect_runs(trace, sc, steps, iv::merge(compile_intervals(trace)));
   if (runs.empty()) return;
   const LaneLabels lane = read_lane_labels(trace);
   CompiledRegions& out = r.compiled_regions;

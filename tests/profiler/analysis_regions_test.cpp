@@ -56,14 +56,17 @@ LaneCompile compile(const char* id, const char* frame, const char* file, int64_t
 }
 
 // The lane of that run, in its own order (the recompile's compile drawn first, so that a label taken by position
-// rather than by id is wrong). Frame 3 is not on it.
+// rather than by id is wrong). Frame 3 is not on it. The code after the forward's graph break (frame 4, which
+// never runs compiled) compiles for 100 us inside the forward's first run, at 150-250 us.
 std::vector<LaneCompile> lane() {
   LaneCompile recompiled = compile("1/1", "forward", "/work/train.py", 14, 4'030);
   recompiled.recompile = "tensor 'x' size mismatch at index 1. expected 8, actual 12";
   LaneCompile backward = compile("1/0", "forward", "/work/train.py", 14, 60);
   backward.backward = true;
+  LaneCompile resumed = compile("4/0", "torch_dynamo_resume_in_forward_at_18", "/work/train.py", 18, 150);
+  resumed.dur_ns = 100 * us;
   return {recompiled, compile("0/0", "_pre_hook", "/venv/site-packages/tunebench/hooks/forward.py", 40, 30),
-          compile("1/0", "forward", "/work/train.py", 14, 40), backward};
+          compile("1/0", "forward", "/work/train.py", 14, 40), backward, resumed};
 }
 
 const CompiledRegionStat* row(const AnalysisResult& r, const std::string& id) {
@@ -96,16 +99,17 @@ TEST(CompiledRegions, CountEachRegionsRunsOverTheStepsWithTheirRateAndTime) {
   EXPECT_EQ(hook->frame, 0);
   EXPECT_EQ(hook->compile, 0);
 
-  // Frame 1's first compile: 4 runs (500 + 3 x 200 = 1100 us), mean 275 us, median 200 us (the cold run moves
-  // the mean only), 1100 of the steps' 6000 us.
+  // Frame 1's first compile: 4 runs, the first 500 us less frame 4's compile inside it (100 us), then 3 x 200:
+  // 1000 us, mean 250 us, median 200 us (the cold run moves the mean only), 1000 of the steps' 6000 us.
   const CompiledRegionStat* first = row(a, "1/0");
   ASSERT_NE(first, nullptr);
   EXPECT_EQ(first->runs, 4u);
   EXPECT_DOUBLE_EQ(first->runs_per_step, 4.0 / 6.0);
-  EXPECT_EQ(first->total_ns, 1'100 * us);
-  EXPECT_EQ(first->mean_ns(), 275 * us);
+  EXPECT_EQ(first->total_ns, 1'000 * us);
+  EXPECT_EQ(first->compile_ns, 100 * us);
+  EXPECT_EQ(first->mean_ns(), 250 * us);
   EXPECT_EQ(first->median_ns, 200 * us);
-  EXPECT_DOUBLE_EQ(first->share, 1'100.0 / 6'000.0);
+  EXPECT_DOUBLE_EQ(first->share, 1'000.0 / 6'000.0);
   EXPECT_EQ(first->runs_elsewhere, 0u);
 
   // The recompile: 2 runs in the steps, the validation's run after them counted apart and in no figure.
@@ -152,6 +156,7 @@ TEST(CompiledRegions, WithoutTheLaneEachIsNamedByItsId) {
   for (const CompiledRegionStat& x : a.compiled_regions.rows)
     EXPECT_EQ(x.label, x.backward ? "compiled backward" : "region " + x.id);
   EXPECT_EQ(row(a, "1/0")->runs, 4u);  // the counts need no lane
+  EXPECT_EQ(row(a, "1/0")->total_ns, 1'100 * us);  // nor the time: no compile to take out of it
 }
 
 // A written trace (run --script --trace) is read back with the lane's id markers: the same names.

@@ -218,8 +218,9 @@ struct MemorySummary {
 
 // torch.compile's compiled code as it ran (docs/analysis.md, "Compiled regions"): torch.profiler's
 // `Torch-Compiled Region: F/C` ranges (each run of frame F's C-th compile) and `CompiledFunctionBackward` (each
-// run of a compiled backward), counted over the measured steps. A run's time is its range's, so a region that
-// calls another (the code Dynamo resumes after a graph break) holds that one's time too: shares do not add up.
+// run of a compiled backward), counted over the measured steps. A run's time is its range's less the compiles
+// inside it, so a region that calls another (the code Dynamo resumes after a graph break) holds that one's time
+// too: shares do not add up.
 struct CompiledRegionStat {
   std::string id;         // "F/C"; "backward" for the compiled backward's row
   int64_t frame = -1;     // F (-1: the backward's row, or an id not of the form F/C)
@@ -229,7 +230,8 @@ struct CompiledRegionStat {
   uint64_t runs = 0;      // runs that started in the measured steps (no steps: in the window)
   uint64_t runs_elsewhere = 0;  // runs outside them: warm-up steps, between steps, outside the window
   double runs_per_step = 0;     // runs / the steps (0 without steps)
-  int64_t total_ns = 0;         // the runs' time
+  int64_t total_ns = 0;         // the runs' time, less the compiles inside them (compile_ns)
+  int64_t compile_ns = 0;       // the compile lane's compiles inside the runs: a frame the region called compiling
   int64_t median_ns = 0;        // the median run: the first run (cold, autotuning under Inductor) moves the mean
   double share = 0;             // total_ns / the steps' time (no steps: the window's traced time)
   int64_t mean_ns() const { return runs ? total_ns / int64_t(runs) : 0; }
