@@ -100,8 +100,9 @@ class E2eCompile : public testing::Test {
     // Run in the script's folder, as a user does: the lines name train.py as they were given.
     run_ = tb::test_util::run_cli_shell("cd " + dir_ + " &&",
                                         "run --script train.py --trace T.json --json run.json", 600);
-    analyze_ = tb::test_util::run_cli_shell("", "analyze " + dir_ + "/T.json", 120);
+    analyze_ = tb::test_util::run_cli_shell("", "analyze " + dir_ + "/T.json --json " + dir_ + "/A.json", 120);
     doc_ = nlohmann::json::parse(read_file(dir_ + "/run.json"), nullptr, false);
+    analysis_ = nlohmann::json::parse(read_file(dir_ + "/A.json"), nullptr, false);
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }
 
@@ -115,11 +116,11 @@ class E2eCompile : public testing::Test {
 
   static std::string dir_;
   static CliOut run_, analyze_;
-  static nlohmann::json doc_;
+  static nlohmann::json doc_, analysis_;
 };
 std::string E2eCompile::dir_;
 CliOut E2eCompile::run_, E2eCompile::analyze_;
-nlohmann::json E2eCompile::doc_;
+nlohmann::json E2eCompile::doc_, E2eCompile::analysis_;
 
 TEST_F(E2eCompile, TheStepsThatCompiledAreLeftOutOfTheFiguresAndSaid) {
   ASSERT_EQ(run_.code, 0) << run_.out;
@@ -179,6 +180,29 @@ TEST_F(E2eCompile, TheTraceCarriesTheCompileLaneAndAnalyzeSaysWhatTheRunSaid) {
                    l.find("train.py:" + std::to_string(kBreakLine) + ": ") != std::string::npos;
   }
   EXPECT_TRUE(names_break) << run_.out;
+}
+
+// The compiled forward's runs, named by the compile lane: its compiles' regions (the first and the two recompiles,
+// each a region id of its own) ran once in each traced step. Counts only: a run's time is the machine's.
+TEST_F(E2eCompile, AnalyzeCountsTheForwardsCompiledRegionsOnceATracedStep) {
+  ASSERT_EQ(analyze_.code, 0) << analyze_.out;
+  ASSERT_TRUE(analysis_.is_object() && analysis_.contains("compiled_regions")) << analyze_.out;
+  const auto& regions = analysis_["compiled_regions"];
+  const int64_t steps = analysis_["steps"]["count"].get<int64_t>() - analysis_["steps"]["warmup"].get<int64_t>();
+  EXPECT_EQ(regions["steps"].get<int64_t>(), steps);
+  ASSERT_GT(steps, 0);
+  int64_t runs = 0, ids = 0;
+  for (const auto& r : regions["regions"]) {
+    const std::string label = r["label"].get<std::string>();
+    if (r["backward"].get<bool>() || label.rfind("forward at ", 0) != 0 || label.find("train.py:") == std::string::npos)
+      continue;
+    runs += r["runs"].get<int64_t>();
+    ++ids;
+  }
+  EXPECT_EQ(runs, steps) << regions.dump(1);
+  EXPECT_GE(ids, 1) << regions.dump(1);
+  EXPECT_NE(analyze_.out.find("compiled regions over " + std::to_string(steps) + " traced steps"), std::string::npos)
+      << analyze_.out;
 }
 
 }  // namespace
