@@ -366,13 +366,13 @@ double Tuner::step_scale(const std::string& knob, const std::string& value) {
 }
 
 bool Tuner::fits(const std::string& knob, const std::string& value, bool fresh) {
-  const double longer = step_scale(knob, value);
-  // The trial's candidate windows take `longer` as long as its reference's.
   const double need = trial_cost_s(knob, fresh);
   // As if it were kept: one more arm in the final, and the first kept change brings the fresh final with it;
-  // every arm but the baseline then runs the longer steps (its in-process final: a fresh final's windows are
-  // mostly the process's start).
-  double reserve = reserve_if_kept_s() + (longer - 1) * reserve_parts(false).in_process * kReserveMargin;
+  // a larger batch's arms then run longer steps (its in-process final: a fresh final's windows are mostly the
+  // process's start). Estimated once, and only for such a change: the finals' estimate walks every arm's switch.
+  const double longer = step_scale(knob, value);
+  const double longer_s = longer > 1 ? (longer - 1) * reserve_parts(false).in_process * kReserveMargin : 0.0;
+  double reserve = reserve_if_kept_s() + longer_s;
   if (current_ == baseline_ && measured_under_other_allocator() && !all_fresh() && !no_fresh_processes_) {
     const double fresh_cost = budget_.alternation_s(2, o_.rounds, true);
     const double with_alloc = budget_.alternation_s(planned_fresh_arms(), o_.rounds, true);
@@ -385,7 +385,7 @@ bool Tuner::fits(const std::string& knob, const std::string& value, bool fresh) 
   // 5-20 s each) once held back every knob of a 120 s tune, which then ended at 57 s having tried none. Once a
   // change is kept, its confirmation is reserved again and later trials must fit beside it; a confirmation the
   // budget no longer pays for is this process's final, said.
-  const double in_process = reserve_if_kept_s(false) + (longer - 1) * reserve_parts(false).in_process * kReserveMargin;
+  const double in_process = reserve_if_kept_s(false) + longer_s;
   if (current_ == baseline_ && budget_.fits_trial(elapsed(), need, in_process)) {
     if (!finals_.fresh_unreserved)
       res_.notes.push_back("from " + label(knob, value) + " on, trials use the time a fresh-process headline (~" +
