@@ -120,7 +120,18 @@ const std::vector<uint32_t>& ApiCallLog::runtime_ids() {
       CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000,
       CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020,
       CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,
-      CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020};
+      CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020,
+      // A graph's capture and instantiation: made once, a graph costs them once; made again every step, every
+      // step pays them (the analysis counts them).
+      CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000, CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_v12030,
+      CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_ptsz_v12030,
+      CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000, CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_ptsz_v10000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v10000, CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithFlags_v11040,
+      CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_v12000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_ptsz_v12000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecUpdate_v10020};
 #else
   static const std::vector<uint32_t> ids;
 #endif

@@ -101,6 +101,11 @@ void CuptiDecoder::decode(const void* record) {
                       k->gridZ, k->blockX, k->blockY, k->blockZ, static_cast<unsigned>(k->registersPerThread),
                       k->staticSharedMemory + k->dynamicSharedMemory);
         e.detail = trace_->intern(buf);
+        // A graph's kernels share their launch's correlation id; the graph and its node tell them apart.
+        if (k->graphId) {
+          e.graph = k->graphId;
+          e.arg = static_cast<int64_t>(std::min<uint64_t>(k->graphNodeId, INT64_MAX));
+        }
       });
       return;
     }
@@ -110,6 +115,7 @@ void CuptiDecoder::decode(const void* record) {
         const MemcpyKind mk = memcpy_kind(m->copyKind);
         e.flags = static_cast<uint16_t>(mk);
         e.arg = static_cast<int64_t>(std::min<uint64_t>(m->bytes, INT64_MAX));
+        e.graph = m->graphId;
         e.name = trace_->intern(memcpy_name(mk));
       });
       return;
@@ -118,6 +124,7 @@ void CuptiDecoder::decode(const void* record) {
       const auto* m = static_cast<const CUpti_ActivityMemset4*>(record);
       gpu_activity(m, EventKind::Memset, stats_.memsets, [&](Event& e) {
         e.arg = static_cast<int64_t>(std::min<uint64_t>(m->bytes, INT64_MAX));
+        e.graph = m->graphId;
         e.name = trace_->intern("Memset");
       });
       return;

@@ -154,7 +154,16 @@ void write_event(std::string& o, const Trace& trace, const Track& t, const Event
     o += ",\"stream\":";
     JsonWriter::append_int(o, t.tid());
   }
-  if (e.arg != kNoArg) {
+  if (e.graph && is_gpu_activity(e.kind)) {
+    // Kineto's names, so that other tools read a graph's work from our traces as from theirs.
+    o += ",\"graph id\":";
+    JsonWriter::append_int(o, e.graph);
+    if (const uint64_t node = e.graph_node()) {
+      o += ",\"graph node id\":";
+      JsonWriter::append_int(o, static_cast<int64_t>(node));
+    }
+  }
+  if (e.arg != kNoArg && !e.graph_node()) {
     o += (e.kind == EventKind::Memcpy || e.kind == EventKind::Memset) ? ",\"bytes\":" : ",\"arg\":";
     JsonWriter::append_int(o, e.arg);
   }

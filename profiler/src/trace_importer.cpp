@@ -380,6 +380,10 @@ Status Importer::read_args(od::value v, Fields& f) {
       if (!as_int(f.wait_record)) f.wait_record = -1;
     } else if (ak == "wait_on_stream") {
       if (!as_int(f.wait_stream)) f.wait_stream = -1;
+    } else if (ak == "graph id") {
+      if (!as_int(f.graph) || f.graph < 0 || f.graph > UINT32_MAX) f.graph = 0;
+    } else if (ak == "graph node id") {
+      if (!as_int(f.graph_node) || f.graph_node < 0) f.graph_node = 0;
     } else if (at == od::json_type::number) {
       double d;
       if (!av.get_double().get(d)) counter_scratch_.emplace_back(ak, d);  // views into the parser: no copy

@@ -42,6 +42,7 @@ struct Fields {
   int64_t pid = 0, tid = 0, ts = 0, dur = 0, correlation = 0, arg = kNoArg, bytes = kNoArg, sort_index = 0;
   int64_t stream = INT64_MIN, device = INT64_MIN;
   int64_t ev_idx = -1, wait_record = -1, wait_stream = -1;  // Kineto: event number; cuda_sync's wait target
+  int64_t graph = 0, graph_node = 0;  // Kineto's "graph id" and "graph node id" of a CUDA graph's work (0: none)
   bool has_ts = false, has_dur = false, has_sort = false;
   std::string grid, block, shapes;  // a kernel's launch dimensions, an op's input shapes ("[64,1,28,28], [32]")
 };

@@ -138,6 +138,11 @@ Status Importer::complete(const Fields& f, Cat c, Event& e) {
   if ((e.kind == EventKind::Runtime || e.kind == EventKind::Driver) && is_blocking_sync_api(f.name))
     e.flags |= kFlagBlockingSync;
   if (e.kind == EventKind::Instant || e.kind == EventKind::Counter) e.end_ns = e.start_ns;
+  // A CUDA graph's work (Kineto writes "graph id": 0 for the rest): the graph, and a kernel's node in its arg.
+  if (is_gpu_activity(e.kind) && f.graph > 0) {
+    e.graph = static_cast<uint32_t>(f.graph);
+    if (e.kind == EventKind::Kernel) e.arg = f.graph_node > 0 ? f.graph_node : kNoArg;
+  }
   place(f, e, gpu);
   return Status::Ok();
 }

@@ -57,7 +57,7 @@ enum class TrackKind : uint8_t {
 
 enum class EventKind : uint8_t {
   Range = 0,    // ours (recorder), NVTX, Kineto cpu_op / user_annotation / gpu_user_annotation / python_function
-  Kernel = 1,   // GPU activity
+  Kernel = 1,   // GPU activity; Event::arg = its CUDA graph node id when Event::graph is set
   Memcpy = 2,   // GPU activity; Event::arg = bytes, Event::flags = MemcpyKind
   Memset = 3,   // GPU activity; Event::arg = bytes
   Runtime = 4,  // CUDA runtime API call on a host thread (cudaLaunchKernel, cudaStreamSynchronize, ...)
@@ -96,10 +96,15 @@ struct Event {
   uint8_t depth = 0;                 // nesting depth within its track, set by finalize() (saturates at 255)
   uint16_t flags = 0;
   uint32_t detail = kNoName;         // optional second string (kernel grid/block, args summary); kNoName none
-  uint32_t reserved = 0;
+  // GPU work a CUDA graph's launch ran: the graph's id (CUPTI graphId, Kineto's "graph id"); 0 = none. Its node
+  // (CUPTI graphNodeId) is a kernel's `arg`: a kernel has no other arg, and the event stays 56 bytes. A graph's
+  // copies and memsets keep their bytes there and no node.
+  uint32_t graph = 0;
 
   int64_t duration_ns() const { return end_ns - start_ns; }
   MemcpyKind memcpy_kind() const { return static_cast<MemcpyKind>(flags & kFlagMemcpyKindMask); }
+  // The CUDA graph node that ran this kernel; 0 for none (not a graph's, or a copy or memset of one).
+  uint64_t graph_node() const { return kind == EventKind::Kernel && graph && arg > 0 ? static_cast<uint64_t>(arg) : 0; }
 };
 static_assert(sizeof(Event) <= 64, "trace events must stay <= 64 bytes");
 
