@@ -292,6 +292,7 @@ void print_summary(const prof::Trace& trace, const prof::AnalysisResult& r, FILE
   if (!r.steps.empty()) print_steps(r, out);
   if (!r.top_kernels.empty()) print_kernels(r, out);
   if (!r.compiled_regions.rows.empty()) print_compiled_regions(r.compiled_regions, out);
+  print_cuda_graphs(r.cuda_graphs, out);
   if (!r.launch_outliers.empty()) {
     std::fprintf(out, "\nlaunch outliers (median launch call %.1f us, median launch->start %.1f us)\n",
                  r.launch_median_ns / 1000.0, r.delay_median_ns / 1000.0);

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "analysis_findings.h"
+#include "analysis_graphs.h"
 #include "analysis_idle.h"
 #include "analysis_memory.h"
 #include "analysis_intervals.h"
@@ -39,6 +40,7 @@ const char* to_string(FindingKind k) {
     case FindingKind::CompileTime: return "compile_time";
     case FindingKind::Recompiles: return "recompiles";
     case FindingKind::GraphBreak: return "graph_break";
+    case FindingKind::GraphRecapture: return "cuda_graph_recapture";
   }
   return "?";
 }
@@ -377,6 +379,9 @@ void pass_stats(State& s) {
 // Each compiled region's runs, named by the compile lane (a script's trace; nothing when none ran).
 void pass_regions(State& s) { detail::add_compiled_regions(s.trace, s.sc, s.r); }
 
+// Each CUDA graph's replays and nodes, and the captures made in the steps (with their finding).
+void pass_cuda_graphs(State& s) { detail::add_cuda_graphs(s.trace, s.sc, s.opt, s.r); }
+
 void pass_memory(State& s) { detail::analyze_memory(s.trace, s.sc.pid, s.opt, s.r); }
 
 // The findings, each with the largest interval of its class as evidence.
@@ -432,8 +437,8 @@ void pass_notes(State& s) {
 constexpr detail::AnalysisPass kPasses[] = {
     {"scope", pass_scope},     {"gpu", pass_gpu},           {"steps", pass_steps},     {"window", pass_window},
     {"host", pass_host},       {"outside", pass_outside},   {"idle", pass_idle},       {"per_step", pass_per_step},
-    {"stats", pass_stats},     {"regions", pass_regions},   {"memory", pass_memory},   {"findings", pass_findings},
-    {"lane", pass_lane},       {"notes", pass_notes}};
+    {"stats", pass_stats},     {"regions", pass_regions},   {"cuda_graphs", pass_cuda_graphs},
+    {"memory", pass_memory},   {"findings", pass_findings}, {"lane", pass_lane},       {"notes", pass_notes}};
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "analysis_graphs.h"
 #include "analysis_names.h"
 
 namespace tb::prof::detail {
@@ -77,6 +78,19 @@ GpuSide collect_gpu(const Trace& trace, const Scope& sc, AnalysisResult& r) {
       last[g.acts[i].track] = i;
     }
   }
+  // A CUDA graph's work is queued by one launch call for the whole replay: once the replay's first piece has
+  // started, the rest was queued with it, whenever the launch call returns. Each piece is not a launch of its
+  // own, and a gap between two of them is not the host being late.
+  std::unordered_map<uint64_t, int64_t> replay_start;  // a graph launch's correlation -> its first work's start
+  std::unordered_map<NameId, bool> graph_launch;
+  auto queued_at = [&](const Activity& a, const Event& l) {
+    const Event& w = tracks[a.track].events()[a.event];
+    auto [it, fresh] = graph_launch.try_emplace(l.name, false);
+    if (fresh) it->second = is_graph_launch(trace.name(l.name));
+    if (!w.graph && !it->second) return l.end_ns;
+    auto [r0, first] = replay_start.try_emplace(w.correlation, a.start);
+    return first ? l.end_ns : std::min(l.end_ns, r0->second);
+  };
   for (size_t i = 0; i < g.acts.size();) {
     const int64_t s = g.acts[i].start;
     int64_t ready = INT64_MAX, e = g.acts[i].end;
@@ -84,9 +98,11 @@ GpuSide collect_gpu(const Trace& trace, const Scope& sc, AnalysisResult& r) {
     size_t j = i;
     for (; j < g.acts.size() && g.acts[j].start == s; ++j) {
       if (g.acts[j].end > e) e = g.acts[j].end, last = g.acts[j].track;
-      if (const Event* l = launch_of(trace, g.acts[j]); l && l->end_ns < ready) {
-        ready = l->end_ns;
-        open = static_cast<uint32_t>(j);
+      if (const Event* l = launch_of(trace, g.acts[j])) {
+        if (const int64_t q = queued_at(g.acts[j], *l); q < ready) {
+          ready = q;
+          open = static_cast<uint32_t>(j);
+        }
       }
     }
     if (!g.busy.empty() && s <= g.busy.back().t1) {

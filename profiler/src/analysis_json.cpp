@@ -1,5 +1,6 @@
 // to_json(AnalysisResult): the fields docs/analysis.md lists plus the classes, steps and kernels. One function per
 // part of the object, written in the object's order, so a part reads as the JSON it makes.
+#include "cuda_graphs_json.h"
 #include "finding_json.h"
 #include "json_writer.h"
 #include "profiler/analysis.h"
@@ -251,6 +252,7 @@ std::string to_json(const AnalysisResult& r, const TraceMetadata* meta) {
   write_steps(w, r);
   write_kernels_and_ops(w, r);
   write_compiled_regions(w, r.compiled_regions);
+  write_cuda_graphs(w, r.cuda_graphs);
   write_findings_and_notes(w, r.findings, r.notes);
   w.end_object();
   return w.take();

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "analysis_findings.h"
+#include "analysis_graphs.h"
 #include "analysis_names.h"
 #include "profiler/range_names.h"
 
@@ -21,6 +22,7 @@ void kernel_statistics(const Trace& trace, const GpuSide& g, const AnalysisOptio
     bool comm = false;
   };
   std::unordered_map<NameId, Agg> agg;
+  std::unordered_map<NameId, bool> graph_launch;
   int64_t all_kernels = 0;
   for (const Activity& a : g.acts) {
     const Event& e = trace.track(a.track).events()[a.event];
@@ -35,6 +37,10 @@ void kernel_statistics(const Trace& trace, const GpuSide& g, const AnalysisOptio
     all_kernels += d;
     if (const Flow* f = trace.flow_to(a.track, a.event)) {
       const Event& l = trace.track(f->src_track).events()[f->src_event];
+      // A CUDA graph's kernels have no launch of their own: their replay's launch call is the cuda_graphs pass's.
+      auto [gl, fresh] = graph_launch.try_emplace(l.name, false);
+      if (fresh) gl->second = is_graph_launch(trace.name(l.name));
+      if (e.graph || gl->second) continue;
       ++k.launched;
       k.launch_sum += l.duration_ns();
       const int64_t delay = std::max<int64_t>(0, e.start_ns - l.start_ns);
@@ -88,17 +94,20 @@ void launch_outliers(const Trace& trace, const GpuSide& g, AnalysisResult& r) {
     uint32_t track, event;
     uint64_t src;  // the launch call: its track << 32 | its event
     bool graph;    // a CUDA graph's launch: one call for all of the graph's kernels, slow by nature
+    bool inner;    // a graph's kernel after its replay's first: queued with the replay, no late start of its own
   };
   std::vector<L> all;
+  std::unordered_map<uint64_t, bool> replay_seen;  // a graph launch's correlation id
   for (const Activity& a : g.acts) {
     const Event& e = trace.track(a.track).events()[a.event];
     if (e.kind != EventKind::Kernel) continue;
     const Flow* f = trace.flow_to(a.track, a.event);
     if (!f) continue;
     const Event& l = trace.track(f->src_track).events()[f->src_event];
+    const bool graph = e.graph || is_graph_launch(trace.name(l.name));
+    const bool inner = graph && !replay_seen.try_emplace(e.correlation, true).second;
     all.push_back({l.start_ns, l.duration_ns(), std::max<int64_t>(0, e.start_ns - l.start_ns), a.track, a.event,
-                   uint64_t(f->src_track) << 32 | f->src_event,
-                   trace.name(l.name).find("GraphLaunch") != std::string_view::npos});
+                   uint64_t(f->src_track) << 32 | f->src_event, graph, inner});
   }
   if (all.size() < 20) return;  // too few launches for a "typical" one
   auto median = [&](auto key) {
@@ -138,7 +147,7 @@ void launch_outliers(const Trace& trace, const GpuSide& g, AnalysisResult& r) {
     auto it = std::upper_bound(g.busy.begin(), g.busy.end(), k.start_ns, [](int64_t t, const Interval& b) { return t < b.t0; });
     const bool opens = it != g.busy.begin() && std::prev(it)->t0 == k.start_ns;
     // The wait after the call returned: a slow call's own time is not a late start too.
-    if (x.delay - x.call >= delay_cut && opens) delays.push_back({std::string(trace.name(k.name)), x.launch, x.call, x.delay, false});
+    if (x.delay - x.call >= delay_cut && opens && !x.inner) delays.push_back({std::string(trace.name(k.name)), x.launch, x.call, x.delay, false});
   }
   for (auto* v : {&calls, &delays}) {
     std::sort(v->begin(), v->end(), [](const LaunchOutlier& a, const LaunchOutlier& b) {

@@ -21,7 +21,8 @@ TEST(AnalysisPasses, AreNamedAndInTheOrderAnalyzeRunsThem) {
     names.emplace_back(p.name);
   }
   EXPECT_EQ(names, (std::vector<std::string>{"scope", "gpu", "steps", "window", "host", "outside", "idle", "per_step",
-                                             "stats", "regions", "memory", "findings", "lane", "notes"}));
+                                             "stats", "regions", "cuda_graphs", "memory", "findings", "lane",
+                                             "notes"}));
 }
 
 // A new pass is a row of docs/analysis.md's table of passes too: what a reader of the analysis is told it does.

@@ -49,6 +49,7 @@
 #include <string>
 #include <vector>
 
+#include "profiler/cuda_graphs.h"
 #include "profiler/trace.h"
 
 namespace tb::prof {
@@ -128,7 +129,8 @@ struct KernelStat {
   double share_of_kernel_time = 0;  // total_ns / summed duration of all kernels (never > 1 with overlap)
   bool tensor_core = false;  // name suggests Tensor Core math (heuristic on cuDNN/cuBLAS kernel names)
   bool communication = false;  // NCCL/Gloo collective or send/recv
-  // Launch statistics over the kernels with a correlated launch (launched == 0: none).
+  // Launch statistics over the kernels with a correlated launch of their own (launched == 0: none); a CUDA
+  // graph's kernels have none: their replay's launch is in AnalysisResult::cuda_graphs.
   uint64_t launched = 0;
   int64_t launch_mean_ns = 0;  // host time in the launch call
   int64_t delay_mean_ns = 0;   // launch call start -> kernel start
@@ -186,6 +188,7 @@ enum class FindingKind {
   CompileTime,          // the compile lane: torch.compile took a large share of the run (or a compile failed)
   Recompiles,           // the compile lane: a frame compiled again and again (a guard failing)
   GraphBreak,           // the compile lane: the compiled code stops at a line of the user's and Python runs on
+  GraphRecapture,       // a CUDA graph captured and instantiated again in most steps, instead of replayed
 };
 const char* to_string(FindingKind k);
 
@@ -328,6 +331,7 @@ struct AnalysisResult {
   int32_t training_track = -1;     // index into Trace::tracks(), -1 none
   MemorySummary memory;
   CompiledRegions compiled_regions;
+  CudaGraphs cuda_graphs;          // CUDA graphs' replays, nodes and captures (profiler/cuda_graphs.h)
   std::vector<Finding> findings;   // most important first
   std::vector<std::string> notes;  // caveats ("no correlation ids: launch gaps cannot be attributed", ...)
   bool trusted = false;            // enough steps to bound a knob's gain (AnalysisOptions::min_trusted_steps)
