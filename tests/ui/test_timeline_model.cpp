@@ -2,6 +2,7 @@
 // before/after statistics. No window is created.
 #include <QtTest>
 
+#include "profiler/analysis.h"
 #include "profiler/trace.h"
 #include "profiler/trace_io.h"
 #include "ui/stats.h"
@@ -220,6 +221,50 @@ class TestTimelineModel : public QObject {
     QCOMPARE(d->markers[0].arg, int64_t(4));
     QCOMPARE(QString::fromStdString(d->names[d->markers[1].name]), QString("Record Window End"));
     QCOMPARE(d->eventCount(), size_t(1));
+  }
+
+  // A CUDA graph's kernel says its graph and node, and which of the graph's replays ran it (the analysis's).
+  void graphKernelDetailsSayGraphNodeAndReplay() {
+    tb::prof::Trace t;
+    const uint32_t cpu = t.track_for(tb::prof::TrackKind::CpuThread, 1, 1, "train");
+    const uint32_t gpu = t.track_for(tb::prof::TrackKind::GpuStream, 0, 7);
+    for (int replay = 0; replay < 2; ++replay) {
+      const int64_t t0 = replay * 100000;
+      tb::prof::Event launch;
+      launch.kind = tb::prof::EventKind::Runtime;
+      launch.name = t.intern("cudaGraphLaunch");
+      launch.start_ns = t0;
+      launch.end_ns = t0 + 5000;
+      launch.correlation = 50 + replay;
+      t.add_event(cpu, launch);
+      for (int node = 1; node <= 2; ++node) {
+        tb::prof::Event k;
+        k.kind = tb::prof::EventKind::Kernel;
+        k.name = t.intern(node == 1 ? "gemm" : "relu");
+        k.start_ns = t0 + 10000 * node;
+        k.end_ns = k.start_ns + 5000;
+        k.correlation = launch.correlation;
+        k.graph = 4;
+        k.arg = node;
+        t.add_event(gpu, k);
+      }
+    }
+    t.finalize();
+    const tb::prof::AnalysisResult a = tb::prof::analyze(t);
+    auto d = toTimeline(t, &a);
+    QStringList kernels;
+    for (const Track& tr : d->tracks)
+      for (const Lane& l : tr.lanes)
+        for (size_t i = 0; i < l.size(); ++i)
+          if (l.cat[i] == EventCat::Kernel) kernels << QString::fromStdString(d->args[l.args[i]]);
+    QCOMPARE(kernels.size(), 4);
+    QVERIFY2(kernels[0].contains("CUDA graph 4, node 1\nreplay 1 of 2"), qPrintable(kernels[0]));
+    QVERIFY2(kernels[3].contains("CUDA graph 4, node 2\nreplay 2 of 2"), qPrintable(kernels[3]));
+    // Without an analysis the graph and node are still said.
+    auto bare = toTimeline(t, nullptr);
+    bool said = false;
+    for (const auto& s : bare->args) said = said || (s.find("CUDA graph 4, node 1") != std::string::npos);
+    QVERIFY(said);
   }
 
   // The memory counters (the engine's after each step, a script's, torch.profiler's) become the strip's

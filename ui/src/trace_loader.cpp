@@ -1,6 +1,7 @@
 #include "ui/trace_loader.h"
 
 #include <algorithm>
+#include <map>
 #include <string_view>
 
 #if defined(__GLIBC__)
@@ -76,6 +77,16 @@ std::shared_ptr<TimelineData> toTimeline(const tb::prof::Trace& trace, const tb:
   const bool has_lane = std::any_of(trace.tracks().begin(), trace.tracks().end(), [](const tb::prof::Track& t) {
     return tb::prof::is_step_lane(t) && t.kind() == tb::prof::TrackKind::CpuThread && !t.empty();
   });
+  // A CUDA graph's replays by (graph, the launch's correlation id): a graph kernel's details say which replay of
+  // how many ran it, and in which step (the analysis's cuda_graphs; none without an analysis).
+  std::map<std::pair<uint32_t, uint64_t>, std::string> replay_of;
+  if (a)
+    for (const auto& g : a->cuda_graphs.graphs)
+      for (size_t i = 0; i < g.replay_list.size(); ++i) {
+        const auto& x = g.replay_list[i];
+        replay_of[{g.graph, x.correlation}] = "replay " + std::to_string(i + 1) + " of " + std::to_string(g.replay_list.size()) +
+                                              (x.step >= 0 ? ", step " + std::to_string(x.step) : std::string());
+      }
   // The lane's memory after every step holds the chunks' own (the same readings of their steps): drawn once.
   std::vector<std::string> lane_counters;
   for (const tb::prof::Track& pt : trace.tracks())
@@ -137,6 +148,12 @@ std::shared_ptr<TimelineData> toTimeline(const tb::prof::Trace& trace, const tb:
         if (e.kind == tb::prof::EventKind::Memcpy) args += (args.empty() ? "" : "\n") + std::string("kind: ") + memcpyKindName(e.memcpy_kind());
       } else if (e.arg != tb::prof::kNoArg && e.kind == tb::prof::EventKind::Range) {
         args += (args.empty() ? "" : "\n") + std::string("arg: ") + std::to_string(e.arg);
+      }
+      if (e.graph && tb::prof::is_gpu_activity(e.kind)) {
+        std::string g = "CUDA graph " + std::to_string(e.graph);
+        if (const uint64_t node = e.graph_node()) g += ", node " + std::to_string(node);
+        if (auto it = replay_of.find({e.graph, e.correlation}); it != replay_of.end()) g += "\n" + it->second;
+        args += (args.empty() ? "" : "\n") + g;
       }
       uint32_t ai = 0;
       if (!args.empty()) {
