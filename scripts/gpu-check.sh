@@ -5,6 +5,9 @@
 #              library resolves; else configure + build there (Release, no Qt, no benches): minutes
 #   links      the collector's default against the activity kinds of before, on one job: every kernel linked to
 #              its launch, none twice, graph launches, launch gaps and syncs (bench/check_cupti_links.py)
+#   graphs     CUDA graphs: a tiny script capturing once and replaying, and capturing again every step, each traced
+#              by torch.profiler (Kineto's graph ids); the engine's captured step (our collector's); the cuda_graphs
+#              pass's output for each (bench/gpu_cuda_graph_script.py)
 #   test       the GPU-capable tests (carried binaries: the GPU-named ones; a build there: ctest)
 #   memory     a script's per-step device peak against its own torch.cuda.max_memory_allocated(); a script's and
 #              the engine's out-of-memory, explained
@@ -193,6 +196,47 @@ print('samples/s %.1f launches %d launch_gap %.1f%% (%.0f us) sync %.1f%% syncs 
   lrun l2_all all "$lset"
   lrun l3_default_graphs default "$lset,cuda_graphs=on"
   pack links
+fi
+# CUDA graphs: the cuda_graphs pass on real graphs. A script's own torch.profiler trace (Kineto writes "graph id" /
+# "graph node id" when it records them) captured once, then captured again each step (the recapture finding and
+# the two speeds); the engine's captured step through our collector (its graphId/graphNodeId). Each prints the
+# pass's section of `analyze`, its finding lines and the JSON's figures.
+if has graphs; then
+  graphs_report() {  # NAME TRACE
+    local name=$1 trace=$2
+    timeout 60 $cli analyze "$trace" --json "$work/runs/$name.analysis.json" > "$work/logs/$name.analysis.txt" 2>&1
+    log "  $name analyze rc=$?"
+    awk '/^CUDA graphs over/{on=1} on&&/^$/{on=0} on' "$work/logs/$name.analysis.txt" | head -20 | while IFS= read -r l; do log "  | $l"; done
+    grep -E 'captured again|without graph ids|launch_gap|GPU idle waiting' "$work/logs/$name.analysis.txt" | head -4 | cut -c1-400 | while IFS= read -r l; do log "  > $l"; done
+    log "  $name json: $("$python" -c "
+import json;a=json.load(open('$work/runs/$name.analysis.json'));c=a.get('cuda_graphs') or {}
+g=c.get('graphs',[]);k=c.get('capture',{})
+print('graphs', len(g), 'node_ids', c.get('node_ids'), 'replays', sum(x['replays'] for x in g),
+  'kernels/replay', [x['kernels_per_replay'] for x in g][:4], 'nodes', [len(x['nodes']) for x in g][:4],
+  'captures', k.get('captures'), 'instantiations', k.get('instantiations'), 'steps_with', k.get('steps_with'),
+  'host_us/step', k.get('host_us_per_step'), 'launch_gap_us', a['launch_gap']['total_us'],
+  'findings', [f['kind'] for f in a['findings']])" 2>&1 | tail -1 | cut -c1-500)"
+  }
+  for mode in once recapture; do
+    t=$(cap 90 30); name="g_$mode"
+    (( t > 0 )) || { log "$name skipped: $(left) s left"; continue; }
+    timeout "$t" "$python" bench/gpu_cuda_graph_script.py --mode $mode --steps "${TB_GPU_GRAPH_STEPS:-30}" \
+      --trace "$work/runs/$name.trace.json" > "$work/logs/$name.txt" 2>&1
+    log "$name rc=$? $(grep -E 'samples/s|Error|error' "$work/logs/$name.txt" | tail -2 | tr '\n' ' ' | cut -c1-300)"
+    [[ -f $work/runs/$name.trace.json ]] && graphs_report "$name" "$work/runs/$name.trace.json"
+    gzip -f "$work/runs/$name.trace.json" 2>/dev/null
+  done
+  t=$(cap 120 40)
+  if (( t > 0 )); then
+    timeout "$t" $cli run --model "$model" --data synthetic --set "cuda_graphs=on,batch_size=32,workers=0" --steps 20 \
+      --trace "$work/runs/g_engine.trace.json" --json "$work/runs/g_engine.run.json" > "$work/logs/g_engine.txt" 2>&1
+    log "g_engine rc=$?"
+    [[ -f $work/runs/g_engine.trace.json ]] && graphs_report g_engine "$work/runs/g_engine.trace.json"
+    gzip -f "$work/runs/g_engine.trace.json" 2>/dev/null
+  else
+    log "g_engine skipped: $(left) s left"
+  fi
+  pack graphs
 fi
 if has test; then
   if [[ -n $carried ]]; then
