@@ -228,6 +228,42 @@ void print_compiled_regions(const prof::CompiledRegions& c, FILE* out) {
                  steps ? "measured steps" : "window");
 }
 
+// Inductor's kernels as they ran, the top ones by time, each with the ops it fuses and the user's lines it
+// computes (the compile lane's; a trace without it has the names' ops alone).
+void print_compiled_kernels(const prof::CompiledKernels& k, FILE* out) {
+  constexpr size_t kRows = 10, kLines = 4;
+  const bool steps = k.steps > 0;
+  if (steps) std::fprintf(out, "\ncompiled kernels over %zu traced steps", k.steps);
+  else std::fprintf(out, "\ncompiled kernels over the window (no steps)");
+  std::fprintf(out, " (Inductor's generated code: %zu kernel%s, %llu calls, %.3f ms, %.1f%% of the %s)\n", k.kernels,
+               k.kernels == 1 ? "" : "s", static_cast<unsigned long long>(k.calls), ms(k.total_ns), k.share * 100,
+               steps ? "steps" : "time");
+  std::fprintf(out, "  %-48s %7s %6s %9s %9s %7s  %s\n", "kernel", "calls", "/step", "total ms", "mean ms",
+               steps ? "of step" : "of time", "fuses");
+  bool any_line = false;
+  for (size_t i = 0; i < k.rows.size() && i < kRows; ++i) {
+    const prof::CompiledKernelStat& x = k.rows[i];
+    std::string ops;
+    for (const std::string& op : x.ops) ops += (ops.empty() ? "" : ", ") + op;
+    if (x.ops_from_name) ops += " (its name's)";
+    std::fprintf(out, "  %-48s %7llu %6.2f %9.3f %9.3f %6.1f%%  %s\n", shorten(x.kernel, 48).c_str(),
+                 static_cast<unsigned long long>(x.calls), x.calls_per_step, ms(x.total_ns), ms(x.mean_ns()),
+                 x.share * 100, ops.c_str());
+    for (size_t j = 0; j < x.lines.size() && j < kLines; ++j) {
+      const prof::SourceLine& l = x.lines[j];
+      std::fprintf(out, "      %s:%lld  %s\n", l.file.c_str(), static_cast<long long>(l.line), shorten(l.code, 80).c_str());
+    }
+    if (x.lines.size() > kLines) std::fprintf(out, "      and %zu more lines\n", x.lines.size() - kLines);
+    any_line = any_line || !x.lines.empty();
+  }
+  if (k.kernels > kRows)
+    std::fprintf(out, "  %zu more kernel%s (the JSON has the top %zu)\n", k.kernels - kRows,
+                 k.kernels - kRows == 1 ? "" : "s", prof::kTopCompiledKernels);
+  if (!any_line)
+    std::fprintf(out, "  no user lines: the trace has no compile lane with Inductor's provenance (run --script --trace "
+                      "writes one)\n");
+}
+
 }  // namespace
 
 void print_summary(const prof::Trace& trace, const prof::AnalysisResult& r, FILE* out) {
@@ -293,6 +329,7 @@ void print_summary(const prof::Trace& trace, const prof::AnalysisResult& r, FILE
   if (!r.top_kernels.empty()) print_kernels(r, out);
   if (!r.compiled_regions.rows.empty()) print_compiled_regions(r.compiled_regions, out);
   print_cuda_graphs(r.cuda_graphs, out);
+  if (!r.compiled_regions.kernels.rows.empty()) print_compiled_kernels(r.compiled_regions.kernels, out);
   if (!r.launch_outliers.empty()) {
     std::fprintf(out, "\nlaunch outliers (median launch call %.1f us, median launch->start %.1f us)\n",
                  r.launch_median_ns / 1000.0, r.delay_median_ns / 1000.0);

@@ -221,8 +221,34 @@ void write_kernels_and_ops(JsonWriter& w, const AnalysisResult& r) {
   w.end_array().end_object();
 }
 
+// Inductor's kernels as they ran, the top ones with their ops and user lines: left out when none ran.
+void write_compiled_kernels(JsonWriter& w, const CompiledKernels& k) {
+  if (k.rows.empty()) return;
+  w.key("compiled_kernels").begin_object();
+  w.key("steps").value(static_cast<int64_t>(k.steps)).key("steps_us").value(us(k.base_ns));
+  w.key("kernels").value(static_cast<int64_t>(k.kernels)).key("calls").value(static_cast<int64_t>(k.calls));
+  w.key("total_us").value(us(k.total_ns)).key("share").value(k.share);
+  w.key("top").begin_array();
+  for (const auto& x : k.rows) {
+    w.begin_object().key("name").value(x.name).key("kernel").value(x.kernel).key("gpu").value(x.gpu);
+    w.key("calls").value(static_cast<int64_t>(x.calls));
+    w.key("calls_elsewhere").value(static_cast<int64_t>(x.calls_elsewhere));
+    w.key("calls_per_step").value(x.calls_per_step).key("total_us").value(us(x.total_ns));
+    w.key("mean_us").value(us(x.mean_ns())).key("share").value(x.share);
+    w.key("ops").begin_array();
+    for (const auto& op : x.ops) w.value(op);
+    w.end_array().key("ops_from").value(x.ops_from_name ? "name" : x.ops.empty() ? "" : "code");
+    w.key("lines").begin_array();
+    for (const auto& l : x.lines)
+      w.begin_object().key("file").value(l.file).key("line").value(l.line).key("code").value(l.code).end_object();
+    w.end_array().end_object();
+  }
+  w.end_array().end_object();
+}
+
 // torch.compile's regions as they ran: left out when none ran.
 void write_compiled_regions(JsonWriter& w, const CompiledRegions& c) {
+  write_compiled_kernels(w, c.kernels);
   if (c.rows.empty()) return;
   w.key("compiled_regions").begin_object();
   w.key("steps").value(static_cast<int64_t>(c.steps)).key("steps_us").value(us(c.base_ns));

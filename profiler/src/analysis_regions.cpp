@@ -12,7 +12,9 @@
 
 #include "analysis_findings.h"
 #include "analysis_intervals.h"
+#include "analysis_kernels.h"
 #include "analysis_passes.h"
+#include "analysis_step_spans.h"
 #include "profiler/compile_lane.h"
 #include "profiler/range_names.h"
 #include "profiler/step_lane.h"
@@ -62,31 +64,6 @@ struct Runs {
   std::vector<int64_t> durations;  // of the runs in the steps, less the compiles inside them
   int64_t compiling = 0;           // those compiles' time
   uint64_t elsewhere = 0;
-};
-
-// The measured steps (the warm-up left out), by start: a run belongs to the step it starts in. Without steps,
-// the window stands for one.
-struct StepSpans {
-  std::vector<Interval> spans;
-  size_t steps = 0;
-  int64_t base_ns = 0;
-
-  explicit StepSpans(const AnalysisResult& r) {
-    for (size_t i = std::min(r.warmup_steps, r.steps.size()); i < r.steps.size(); ++i) {
-      spans.push_back({r.steps[i].start_ns, r.steps[i].end_ns});
-      base_ns += r.steps[i].duration_ns();
-    }
-    steps = spans.size();
-    std::sort(spans.begin(), spans.end(), [](const Interval& a, const Interval& b) { return a.t0 < b.t0; });
-    if (spans.empty()) {
-      spans.push_back(r.window);
-      base_ns = r.traced_ns();
-    }
-  }
-  bool holds(int64_t t) const {
-    auto it = std::upper_bound(spans.begin(), spans.end(), t, [](int64_t x, const Interval& s) { return x < s.t0; });
-    return it != spans.begin() && t < std::prev(it)->t1;
-  }
 };
 
 // Every run on the analysed process's threads (a compiled backward runs on autograd's device threads on a GPU),
@@ -179,6 +156,8 @@ CompiledRegionStat row_of(Runs& r, const LaneLabels& lane, const StepSpans& step
 
 void add_compiled_regions(const Trace& trace, const Scope& sc, AnalysisResult& r) {
   const StepSpans steps(r);
+  // The kernels inside the regions: on a GPU (CUDA graphs) they may run where no region range is drawn.
+  add_compiled_kernels(trace, sc, steps, r.compiled_regions.kernels);
   std::vector<Runs> runs = collect_runs(trace, sc, steps, iv::merge(compile_intervals(trace)));
   if (runs.empty()) return;
   const LaneLabels lane = read_lane_labels(trace);

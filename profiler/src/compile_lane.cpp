@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "lane_range.h"
+#include "profiler/compiled_kernels.h"
 #include "profiler/range_names.h"
 #include "profiler/step_lane.h"
 
@@ -53,7 +54,7 @@ void add_compile_lane(Trace& trace, std::span<const LaneCompile> compiles, int64
   trace.meta().process_names[kStepLanePid] = kStepLaneProcessName;
   const NameId box = trace.intern(names::kLaneCompile), recompile = trace.intern(names::kLaneRecompile),
                broke = trace.intern(names::kLaneGraphBreak), failed = trace.intern(names::kLaneCompileFailed),
-               id = trace.intern(names::kLaneCompileId);
+               id = trace.intern(names::kLaneCompileId), kernel = trace.intern(names::kLaneKernel);
   for (const LaneCompile& c : compiles) {
     const int64_t start = c.t_ns + offset_ns;
     const int64_t end = start + std::max<int64_t>(0, c.dur_ns);
@@ -69,6 +70,9 @@ void add_compile_lane(Trace& trace, std::span<const LaneCompile> compiles, int64
     for (const LaneGraphBreak& g : c.breaks)
       trace.add_event(row, lane_range(broke, start, start, g.line, trace.intern(g.file + "\n" + g.reason)));
     if (!c.failed.empty()) trace.add_event(row, lane_range(failed, start, start, kNoArg, trace.intern(c.failed)));
+    for (const LaneKernel& k : c.kernels)
+      if (!k.name.empty())
+        trace.add_event(row, lane_range(kernel, start, start, kNoArg, trace.intern(kernel_marker_detail(k))));
     if (!c.id.empty()) trace.add_event(row, lane_range(id, start, start, kNoArg, trace.intern(c.id)));
   }
 }

@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "profiler/cuda_graphs.h"
+#include "profiler/compile_lane.h"
 #include "profiler/trace.h"
 
 namespace tb::prof {
@@ -240,10 +241,41 @@ struct CompiledRegionStat {
   int64_t mean_ns() const { return runs ? total_ns / int64_t(runs) : 0; }
 };
 
+// Inductor's generated kernels as they ran (docs/analysis.md, "Compiled kernels"): a C++ kernel's range
+// `graph_G_cpp_fused_*` (Inductor's kernel profiling) on the analysed process's threads, a Triton kernel
+// `triton_*` on its device, by name, counted over the measured steps as the regions are; with the ops each fuses
+// and the user's lines the compile lane gives (profiler/compiled_kernels.h).
+struct CompiledKernelStat {
+  std::string name;        // as its runs are named ("graph_0_cpp_fused_add_relu_0", "triton_poi_fused_add_0")
+  std::string kernel;      // Inductor's ("cpp_fused_add_relu_0")
+  bool gpu = false;        // a kernel on the device; else a range on a CPU thread
+  uint64_t calls = 0;      // in the measured steps (no steps: the window)
+  uint64_t calls_elsewhere = 0;
+  double calls_per_step = 0;
+  int64_t total_ns = 0;
+  double share = 0;        // total_ns / the steps' time
+  std::vector<std::string> ops;  // the ATen ops it fuses
+  bool ops_from_name = false;    // read from its name (sorted by name): the lane said none
+  std::vector<SourceLine> lines; // the user's lines (empty: the lane has none, Inductor's provenance was off)
+  int64_t mean_ns() const { return calls ? total_ns / int64_t(calls) : 0; }
+};
+
+struct CompiledKernels {
+  size_t steps = 0;        // as CompiledRegions'
+  int64_t base_ns = 0;
+  size_t kernels = 0;      // distinct kernels that ran in the steps
+  uint64_t calls = 0;      // theirs together
+  int64_t total_ns = 0;
+  double share = 0;
+  std::vector<CompiledKernelStat> rows;  // the top kernels by total time (kTopCompiledKernels). Empty: none ran
+};
+inline constexpr size_t kTopCompiledKernels = 20;
+
 struct CompiledRegions {
   size_t steps = 0;      // the measured steps the runs are counted over (0: none, the window instead)
   int64_t base_ns = 0;   // their time (or the window's traced time): what `share` is of
   std::vector<CompiledRegionStat> rows;  // by frame, then compile; the backward last. Empty: none ran
+  CompiledKernels kernels;  // the kernels Inductor generated for them, as they ran
 };
 
 struct AnalysisResult {

@@ -9,7 +9,8 @@
 // phases (Dynamo's bytecode tracing, AOT autograd, Inductor, code generation, guards: they may nest), and at its
 // start zero-length markers the lane's findings read: `names::kLaneRecompile` (detail: the guard that failed),
 // `names::kLaneGraphBreak` (arg: the user's line; detail: the file, a newline, the reason) and
-// `names::kLaneCompileFailed` (detail: why), and `names::kLaneCompileId` (detail: the compile's id "F/C",
+// `names::kLaneCompileFailed` (detail: why), `names::kLaneKernel` (one per kernel Inductor generated; detail:
+// profiler/compiled_kernels.h's), and `names::kLaneCompileId` (detail: the compile's id "F/C",
 // Dynamo's frame F and its C-th compile). torch.profiler names each run of that compile's code
 // "Torch-Compiled Region: F/C", so the id marker is what lets a reader of a written trace put the frame's label
 // on its runs (analysis_regions.cpp). Times are the monotonic clock's, moved by the chunks' offset as the step
@@ -33,6 +34,22 @@ struct LaneGraphBreak {
   int64_t line = 0;
 };
 
+// A line of the user's code that a compiled kernel computes (Inductor's provenance: the graph nodes' stacks).
+struct SourceLine {
+  std::string file;
+  int64_t line = 0;
+  std::string code;  // the line's text, as the stack showed it ("" when it did not)
+  bool operator==(const SourceLine&) const = default;
+};
+
+// A kernel Inductor generated for a compile (profiler/compiled_kernels.h reads them back from a trace).
+struct LaneKernel {
+  std::string name;   // Inductor's: "cpp_fused_add_relu_0", "triton_poi_fused_addmm_gelu_2"
+  std::string range;  // what its runs are called in a trace ("graph_0_cpp_fused_add_relu_0"); "" for `name`
+  std::vector<std::string> ops;  // the ATen ops its code says it fuses; empty: its name says them
+  std::vector<SourceLine> lines;
+};
+
 struct LaneCompilePhase {
   std::string name;  // the launcher's: "dynamo", "aot", "inductor", "codegen", "guards" (others kept as they are)
   int64_t t_ns = 0, dur_ns = 0;
@@ -50,6 +67,7 @@ struct LaneCompile {
   std::string recompile;  // the guard that failed ("" for a frame's first compile)
   std::vector<LaneGraphBreak> breaks;
   std::string failed;     // why the compile failed ("": it did not)
+  std::vector<LaneKernel> kernels;  // the kernels Inductor generated (or loaded) for it
 
   int64_t frame_compile_index() const;  // C of "F/C" (0 when the id says none)
   std::string frame_label() const;      // "forward at /abs/train.py:16"

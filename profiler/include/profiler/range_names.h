@@ -44,5 +44,6 @@ inline constexpr const char* kLaneCompile = "torch.compile";      // arg: the fr
 inline constexpr const char* kLaneRecompile = "recompile";        // detail: the guard that failed
 inline constexpr const char* kLaneGraphBreak = "graph break";     // arg: line; detail: file, newline, reason
 inline constexpr const char* kLaneCompileFailed = "compile failed";  // detail: why
+inline constexpr const char* kLaneKernel = "compiled kernel";  // detail: the kernel (compiled_kernels.h)
 inline constexpr const char* kLaneCompileId = "compile id";  // detail: "F/C", as in "Torch-Compiled Region: F/C"
 }  // namespace tb::prof::names
