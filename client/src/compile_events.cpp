@@ -36,6 +36,19 @@ prof::LaneCompile lane_compile_of(const nlohmann::json& m) {
   if (m.contains("graph_breaks") && m["graph_breaks"].is_array())
     for (const nlohmann::json& g : m["graph_breaks"])
       if (g.is_object()) c.breaks.push_back({str(g, "reason"), str(g, "file"), num(g, "line")});
+  if (m.contains("kernels") && m["kernels"].is_array())
+    for (const nlohmann::json& k : m["kernels"]) {
+      if (!k.is_object() || str(k, "name").empty()) continue;
+      prof::LaneKernel& x = c.kernels.emplace_back();
+      x.name = str(k, "name");
+      x.range = str(k, "range");
+      if (k.contains("ops") && k["ops"].is_array())
+        for (const nlohmann::json& op : k["ops"])
+          if (op.is_string()) x.ops.push_back(op.get<std::string>());
+      if (k.contains("lines") && k["lines"].is_array())
+        for (const nlohmann::json& l : k["lines"])
+          if (l.is_object()) x.lines.push_back({str(l, "file"), num(l, "line"), str(l, "code")});
+    }
   return c;
 }
 

@@ -6,15 +6,19 @@ and its lazily compiled backward, counted in the step that made them; Inductor's
 The first three use backend="aot_eager" (no Inductor: a compile in well under a second here); the last one
 compiles a tiny model with Inductor (~10 s of CPU here, most of it torch's check of the CPU's vector ISA, cache or
 not). No assertion reads the clock beyond the messages' own consistency: each compile lies inside the step whose
-`compile_ns` counts it, or inside none and counted by none. The texts of torch's records: CompileText."""
+`compile_ns` counts it, or inside none and counted by none. The texts of torch's records: CompileText and
+InductorKernelText (Inductor's kernels, which a traced run's compiles carry: tests/engine/test_e2e_compile.cpp)."""
 
+import json
 import os
 import re
+import sys
 import textwrap
+import types
 import unittest
 
 from tests.launch_util import Child, ScriptTest
-from tunebench.hooks import compile_text
+from tunebench.hooks import compile_kernels, compile_text
 
 PHASES = {"dynamo", "aot", "inductor", "codegen", "guards"}
 
@@ -159,7 +163,8 @@ class CompileEvents(ScriptTest):
         self.assertTrue(steps)
         for m in compiles:
             self.assertEqual(set(m) - {"v", "type"}, {"id", "frame", "file", "line", "t_ns", "dur_ns", "backward",
-                                                       "phases", "recompile", "graph_breaks", "failed"}, m)
+                                                       "phases", "recompile", "graph_breaks", "failed",
+                                                       "kernels"}, m)
             self.assertRegex(m["id"], r"^\d+/\d+$")
             self.assertIsNone(m["failed"], m)
             for p in m["phases"]:
@@ -333,6 +338,110 @@ class CompileText(unittest.TestCase):
         self.assertEqual(compile_text.one_line("\n  a   b\nc"), "a b")
         self.assertTrue(len(compile_text.one_line("x" * 1000)) <= 400)
         self.assertIsNotNone(re.match(r"^x+\.\.\.$", compile_text.one_line("x" * 1000)))
+
+
+# torch 2.11's generated module for `y = relu(fc(x) + 1); return (y * 2).sum()` on a CPU with kernel profiling on,
+# cut to what is read (the kernel's C++ body elided), and a Triton kernel's definition as Inductor writes it on a
+# GPU; then the provenance artifact of that compile.
+OUTPUT_CODE = """
+# AOT ID: ['0_forward']
+from torch._inductor.async_compile import AsyncCompile
+async_compile = AsyncCompile()
+
+
+cpp_fused_add_mul_relu_sum_threshold_backward_0 = async_compile.cpp_pybinding(['const float*', 'float*'], r'''
+#include <torch/csrc/inductor/aoti_runtime/utils.h>
+extern "C"  void  kernel(const float* in_ptr0,
+                       float* out_ptr0)
+{
+    torch::aot_inductor::RAIIAtenRecordFunctionHandle record_graph_0_cpp_fused_add_mul_relu_sum_threshold_backward_0_("graph_0_cpp_fused_add_mul_relu_sum_threshold_backward_0", nullptr);
+}
+''')
+
+
+# kernel path: /tmp/torchinductor_root/ab/cabc.py
+# Topologically Sorted Source Nodes: [y, relu], Original ATen: [aten.addmm, aten.relu]
+# Source node to ATen node mapping:
+#   relu => relu
+triton_poi_fused_addmm_relu_1 = async_compile.triton('triton_poi_fused_addmm_relu_1', '''
+import triton
+''', device_str='cuda')
+
+
+async_compile.wait(globals())
+del async_compile
+
+class Runner:
+    def call(self, args):
+        # Topologically Sorted Source Nodes: [y], Original ATen: [aten.t, aten.addmm]
+        # [Provenance debug handles] extern_kernels.addmm:1
+        extern_kernels.addmm(primals_2, primals_3, reinterpret_tensor(primals_1, (8, 8), (1, 8), 0), out=buf0)
+        cpp_fused_add_mul_relu_sum_threshold_backward_0(buf0, buf1, buf2)
+"""
+PROVENANCE = json.dumps({
+    "extern_kernels.addmm:1": ['  File "/w/train.py", line 18, in forward\n    y = s.fc(x)\n'],
+    "cpp_fused_add_mul_relu_sum_threshold_backward_0:2": [
+        '  File "/w/train.py", line 20, in forward\n    return (y * 2).sum()\n',
+        '  File "/w/train.py", line 19, in forward\n    y = torch.relu(y + 1)\n'],
+    "triton_poi_fused_addmm_relu_1:3": [
+        '  File "/w/train.py", line 31, in <module>\n    loss = model(x)\n'
+        '  File "%s", line 1790, in _call_impl\n    return forward_call(*args, **kwargs)\n'
+        '  File "/w/model.py", line 7, in forward\n    return torch.relu(self.fc(x))\n' % os.path.join(
+            os.path.dirname(compile_text._NOT_USER[0].rstrip(os.sep)), "torch", "nn", "modules", "module.py")]})
+
+
+class InductorKernelText(unittest.TestCase):
+    """Inductor's kernels in torch 2.11's texts (hooks/compile_kernels.py)."""
+
+    def test_the_generated_code_names_each_kernel_its_range_and_the_ops_its_comment_says(self):
+        kernels = compile_kernels.output_code(OUTPUT_CODE)
+        self.assertEqual(list(kernels), ["cpp_fused_add_mul_relu_sum_threshold_backward_0",
+                                         "triton_poi_fused_addmm_relu_1"])
+        cpp = kernels["cpp_fused_add_mul_relu_sum_threshold_backward_0"]
+        self.assertEqual(cpp["range"], "graph_0_cpp_fused_add_mul_relu_sum_threshold_backward_0")
+        self.assertEqual(cpp["ops"], [])  # a C++ kernel's code says none: its name does (the analysis reads it)
+        triton = kernels["triton_poi_fused_addmm_relu_1"]
+        self.assertEqual((triton["range"], triton["ops"]), ("triton_poi_fused_addmm_relu_1", ["addmm", "relu"]))
+        self.assertEqual(compile_kernels.output_code(None), {})
+
+    def test_provenance_gives_each_kernel_the_users_lines_innermost_outside_torch_in_the_scripts_order(self):
+        kernels = compile_kernels.output_code(OUTPUT_CODE)
+        compile_kernels.provenance(PROVENANCE, kernels)
+        self.assertNotIn("extern_kernels.addmm", kernels)  # an ATen call, named as the op in a trace
+        self.assertEqual(kernels["cpp_fused_add_mul_relu_sum_threshold_backward_0"]["lines"], [
+            {"file": "/w/train.py", "line": 19, "code": "y = torch.relu(y + 1)"},
+            {"file": "/w/train.py", "line": 20, "code": "return (y * 2).sum()"}])
+        self.assertEqual(kernels["triton_poi_fused_addmm_relu_1"]["lines"], [
+            {"file": "/w/model.py", "line": 7, "code": "return torch.relu(self.fc(x))"}])
+        # A kernel the code did not show (a cache's other graph) still gets its lines; garbage changes nothing.
+        other = {}
+        compile_kernels.provenance(json.dumps({"cpp_fused_mul_0:9": ['  File "/w/t.py", line 3, in f\n    x\n']}),
+                                   other)
+        self.assertEqual(other["cpp_fused_mul_0"]["lines"], [{"file": "/w/t.py", "line": 3, "code": "x"}])
+        compile_kernels.provenance("not json", other)
+        compile_kernels.provenance(json.dumps([1, 2]), other)
+        self.assertEqual(list(other), ["cpp_fused_mul_0"])
+
+    def test_a_trace_switches_on_kernel_profiling_and_provenance_before_or_after_the_compiler_is_imported(self):
+        saved = {k: os.environ.pop(k, None) for k in compile_kernels._ENV}
+        config = sys.modules.pop("torch._inductor.config", None)
+        try:
+            compile_kernels.enable_for_trace()  # not imported: Inductor reads the environment when it is
+            self.assertEqual({k: os.environ.get(k) for k in compile_kernels._ENV},
+                             {"TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE": "1", "INDUCTOR_PROVENANCE": "1"})
+            fake = types.SimpleNamespace(cpp=types.SimpleNamespace(enable_kernel_profile=False),
+                                         trace=types.SimpleNamespace(provenance_tracking_level=0))
+            sys.modules["torch._inductor.config"] = fake
+            compile_kernels.enable_for_trace()  # imported: its settings
+            self.assertEqual((fake.cpp.enable_kernel_profile, fake.trace.provenance_tracking_level), (True, 1))
+        finally:
+            sys.modules.pop("torch._inductor.config", None)
+            if config is not None:
+                sys.modules["torch._inductor.config"] = config
+            for k, v in saved.items():
+                os.environ.pop(k, None)
+                if v is not None:
+                    os.environ[k] = v
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ import traceback
 import torch
 
 from . import __version__, iterations, knobs, machine, memory, patched, script_errors
-from .hooks import children as hooks_children, compile_events, dataloader as hooks_dataloader
+from .hooks import children as hooks_children, compile_events, compile_kernels, dataloader as hooks_dataloader
 from .hooks import forward as hooks_forward
 from .hooks import loader_parts, loader_receive, optimizer as hooks_optimizer, save as hooks_save, update as hooks_update
 from .protocol import Channel, Inbox, step_line
@@ -415,6 +415,10 @@ class Launcher(iterations.Sink):
         compile_events.install(run, lambda e: run.warn_once(
             "compile_events", "TuneBench's reading of torch.compile's events failed and is off for the rest of "
                               "the run: %s: %s" % (type(e).__name__, e), kind="internal"))
+        if self.opts.trace_dir:
+            # A traced compile's kernels as ranges (a CPU's C++ kernels have none otherwise) and with the user's
+            # lines: fixed when Inductor generates their code, so for the whole run (its cost: docs/analysis.md).
+            compile_kernels.enable_for_trace()
 
         def in_child():  # a forked DataLoader worker inherits the hooks and our fds: it reports nothing
             self.ch.closed = True

@@ -10,6 +10,11 @@
 // holds the compiles the launcher read from PyTorch (the break's line of the script, the recompiles' guard), the
 // trace carries the compile lane, and the run's compile lines are `analyze`'s findings word for word. How long a
 // compile takes is the machine's.
+//
+// A second script compiles a preprocessing function with Inductor (one C++ kernel for g++ to build, no backward:
+// ~20 s of this suite on a cold cache), so that the traced run's kernels are proved whole: the launcher switched
+// on Inductor's kernel profiling and provenance, the trace holds the kernel's runs, and `analyze` lists it with its
+// ops and the script's lines.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -74,6 +79,31 @@ for step in range(60):
         print("step", step, "loss", round(loss.item(), 3))
 )";
 
+// Lines 9 and 10 below: the function's body, what its one kernel computes.
+constexpr int kCenteredLine = 9, kReluLine = 10;
+constexpr const char* kKernelScript = R"(import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+
+
+@torch.compile
+def normalize(x):
+    centered = x - x.mean(dim=1, keepdim=True)
+    return torch.relu(centered * 2.0)
+
+
+model = nn.Linear(16, 4)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+for step in range(30):
+    x = torch.randn(8, 16)
+    y = torch.randint(0, 4, (8,))
+    loss = nn.functional.cross_entropy(model(normalize(x)), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+)";
+
 std::string read_file(const std::string& path) {
   std::ifstream f(path);
   return {std::istreambuf_iterator<char>(f), {}};
@@ -103,6 +133,12 @@ class E2eCompile : public testing::Test {
     analyze_ = tb::test_util::run_cli_shell("", "analyze " + dir_ + "/T.json --json " + dir_ + "/A.json", 120);
     doc_ = nlohmann::json::parse(read_file(dir_ + "/run.json"), nullptr, false);
     analysis_ = nlohmann::json::parse(read_file(dir_ + "/A.json"), nullptr, false);
+    std::ofstream(dir_ + "/kernels.py") << kKernelScript;
+    kernels_run_ = tb::test_util::run_cli_shell("cd " + dir_ + " &&",
+                                                "run --script kernels.py --trace K.json --json krun.json", 600);
+    kernels_analyze_ = tb::test_util::run_cli_shell("", "analyze " + dir_ + "/K.json --json " + dir_ + "/KA.json", 120);
+    kernels_doc_ = nlohmann::json::parse(read_file(dir_ + "/krun.json"), nullptr, false);
+    kernels_analysis_ = nlohmann::json::parse(read_file(dir_ + "/KA.json"), nullptr, false);
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }
 
@@ -115,12 +151,12 @@ class E2eCompile : public testing::Test {
   }
 
   static std::string dir_;
-  static CliOut run_, analyze_;
-  static nlohmann::json doc_, analysis_;
+  static CliOut run_, analyze_, kernels_run_, kernels_analyze_;
+  static nlohmann::json doc_, analysis_, kernels_doc_, kernels_analysis_;
 };
 std::string E2eCompile::dir_;
-CliOut E2eCompile::run_, E2eCompile::analyze_;
-nlohmann::json E2eCompile::doc_, E2eCompile::analysis_;
+CliOut E2eCompile::run_, E2eCompile::analyze_, E2eCompile::kernels_run_, E2eCompile::kernels_analyze_;
+nlohmann::json E2eCompile::doc_, E2eCompile::analysis_, E2eCompile::kernels_doc_, E2eCompile::kernels_analysis_;
 
 TEST_F(E2eCompile, TheStepsThatCompiledAreLeftOutOfTheFiguresAndSaid) {
   ASSERT_EQ(run_.code, 0) << run_.out;
@@ -203,6 +239,51 @@ TEST_F(E2eCompile, AnalyzeCountsTheForwardsCompiledRegionsOnceATracedStep) {
   EXPECT_GE(ids, 1) << regions.dump(1);
   EXPECT_NE(analyze_.out.find("compiled regions over " + std::to_string(steps) + " traced steps"), std::string::npos)
       << analyze_.out;
+}
+
+// Inductor's kernel as it ran, back to the script's lines: the launcher's compile message carries the kernel with
+// the lines Inductor's provenance gave, the trace its runs (kernel profiling on), and `analyze` counts them once a
+// traced step (the function runs once a step) with its ops and those lines, in its JSON and its print.
+TEST_F(E2eCompile, AnalyzeListsInductorsKernelWithItsOpsAndTheScriptsLines) {
+  ASSERT_EQ(kernels_run_.code, 0) << kernels_run_.out << kernels_run_.err;
+  ASSERT_TRUE(kernels_doc_.is_object() && kernels_doc_.contains("compiles")) << kernels_run_.out;
+  auto at_body = [](const nlohmann::json& lines) {  // the script's file, named absolutely as the lane does
+    for (const auto& l : lines)
+      if (l.value("file", "").find("/kernels.py") != std::string::npos &&
+          (l.value("line", 0) == kCenteredLine || l.value("line", 0) == kReluLine))
+        return true;
+    return false;
+  };
+  bool sent = false;
+  for (const auto& c : kernels_doc_["compiles"])
+    for (const auto& k : c.value("kernels", nlohmann::json::array()))
+      sent |= k.value("name", "").rfind("cpp_", 0) == 0 && at_body(k["lines"]);
+  EXPECT_TRUE(sent) << kernels_doc_["compiles"].dump(1);
+
+  ASSERT_EQ(kernels_analyze_.code, 0) << kernels_analyze_.out;
+  ASSERT_TRUE(kernels_analysis_.is_object() && kernels_analysis_.contains("compiled_kernels")) << kernels_analyze_.out;
+  const auto& k = kernels_analysis_["compiled_kernels"];
+  const int64_t steps =
+      kernels_analysis_["steps"]["count"].get<int64_t>() - kernels_analysis_["steps"]["warmup"].get<int64_t>();
+  ASSERT_GT(steps, 0);
+  EXPECT_EQ(k["steps"].get<int64_t>(), steps);
+  ASSERT_FALSE(k["top"].empty()) << k.dump(1);
+  int64_t calls = 0;
+  for (const auto& row : k["top"]) {
+    EXPECT_EQ(row["kernel"].get<std::string>().rfind("cpp_fused_", 0), 0u) << row.dump();
+    EXPECT_FALSE(row["ops"].empty()) << row.dump();
+    EXPECT_TRUE(at_body(row["lines"])) << row.dump();
+    calls += row["calls"].get<int64_t>();
+  }
+  // The function runs once a step, at its start: a step whose start a trace chunk's boundary cut off has no call.
+  EXPECT_GT(calls, 0) << k.dump(1);
+  EXPECT_LE(calls, steps * int64_t(k["top"].size())) << k.dump(1);
+  EXPECT_NE(kernels_analyze_.out.find("compiled kernels over " + std::to_string(steps) + " traced steps"),
+            std::string::npos)
+      << kernels_analyze_.out;
+  EXPECT_TRUE(kernels_analyze_.out.find("/kernels.py:" + std::to_string(kCenteredLine)) != std::string::npos ||
+              kernels_analyze_.out.find("/kernels.py:" + std::to_string(kReluLine)) != std::string::npos)
+      << kernels_analyze_.out;
 }
 
 }  // namespace

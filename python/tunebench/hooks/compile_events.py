@@ -12,6 +12,8 @@ plus frame_id / frame_compile_id / attempt) and a `payload` string. What is read
     is kept as its outermost range (codegen's names nest).
   * "compilation_metrics" / "bwd_compilation_metrics": the compile's end: its code object, its failure. The
     `compile` message (docs/protocol.md) is sent then, from the thread that compiled.
+  * "inductor_output_code" and the artifact "inductor_provenance_tracking_kernel_stack_traces": the compile's
+    kernels, their ops and the user's lines (compile_kernels.py reads them; a traced run switches them on).
   * "artifact" "recompile_reasons": the guard failures that made this compile (one a cached compile) and
     "dynamo_graph_break_reason": a graph break's user stack and traceback (compile_text.py reads both into a
     line: which failure is said, where a break is placed).
@@ -38,6 +40,7 @@ import os
 import threading
 import time
 
+from . import compile_kernels
 from . import compile_text
 from . import model as hooks_model
 
@@ -55,6 +58,7 @@ _PHASE = {
 _TOP = {"entire_frame_compile": False, "entire_backward_compile": True}
 _MAX_PHASES = 64     # ranges in one message (a pathological compile: many waits)
 _MAX_BREAKS = 16
+_PROVENANCE = "inductor_provenance_tracking_kernel_stack_traces"
 _MAX_FRAMES = 4096   # forward compiles remembered for their backward's frame
 
 _run = None
@@ -87,7 +91,7 @@ def _abs(path):
 
 
 class _Compile:
-    __slots__ = ("cid", "backward", "t0", "dur", "phases", "depth", "starts", "recompile", "breaks")
+    __slots__ = ("cid", "backward", "t0", "dur", "phases", "depth", "starts", "recompile", "breaks", "kernels")
 
     def __init__(self, cid, backward):
         self.cid, self.backward = cid, backward
@@ -97,6 +101,7 @@ class _Compile:
         self.starts = {}      # phase -> start of its outermost open range
         self.recompile = None
         self.breaks = []
+        self.kernels = {}     # name -> compile_kernels' record, in the order the code defines them
 
     def begin(self, phase, t):
         d = self.depth.get(phase, 0)
@@ -191,10 +196,14 @@ def _finished(md, backward):
     fail = m.get("fail_type")
     failed = compile_text.one_line("%s: %s" % (fail, m.get("fail_reason") or "")) if fail else None
     phases = sorted(rec.phases, key=lambda p: p[1])
+    for k in rec.kernels.values():  # a script started by a relative path: its stacks name it so
+        for line in k["lines"]:
+            line["file"] = _abs(line["file"])
     if _run is not None:
         _run.ch.send("compile", id=cid, frame=frame, file=file, line=line, t_ns=t0, dur_ns=dur, backward=backward,
                      phases=[{"name": n, "t_ns": t, "dur_ns": d} for n, t, d in phases],
-                     recompile=rec.recompile, graph_breaks=rec.breaks, failed=failed)
+                     recompile=rec.recompile, graph_breaks=rec.breaks, failed=failed,
+                     kernels=list(rec.kernels.values()))
 
 
 def _model_site():
@@ -206,8 +215,31 @@ def _model_site():
     return "%s (compile=on)" % cls, _abs(file), line
 
 
+def _open_compile(md):
+    """The compile a record of Inductor's belongs to: a lazy backward's while it is open, else the frame's."""
+    cid = _key(md)
+    if cid is None:
+        return None
+    rec = _open.get((cid, True)) or _open.get((cid, False))
+    return rec if rec is not None and rec.t0 is not None else None
+
+
+def _kernels(md, payload):
+    rec = _open_compile(md)
+    if rec is None:
+        return
+    if "inductor_output_code" in md:
+        for name, k in compile_kernels.output_code(payload).items():
+            rec.kernels.setdefault(name, k)
+    else:
+        compile_kernels.provenance(payload, rec.kernels)
+
+
 def _artifact(md, payload):
     name = md["artifact"].get("name") if isinstance(md.get("artifact"), dict) else None
+    if name == _PROVENANCE:
+        _kernels(md, payload)
+        return
     if name not in ("recompile_reasons", "dynamo_graph_break_reason"):
         return
     cid = _key(md)
@@ -233,6 +265,8 @@ def _record(md, payload):
             _event(md, payload)
     elif "artifact" in md:
         _artifact(md, payload)
+    elif "inductor_output_code" in md:
+        _kernels(md, payload)
     elif "compilation_metrics" in md:
         _finished(md, False)
     elif "bwd_compilation_metrics" in md:
