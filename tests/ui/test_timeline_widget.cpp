@@ -1,10 +1,13 @@
 // The timeline widget's interaction (offscreen): keyboard zoom/pan/fit, range selection with shift+drag and
-// zoom to it, evidence selection, and that the asynchronous draw-list build lands and paints.
+// zoom to it, evidence selection, that the asynchronous draw-list build lands and paints, and what a selected
+// compiled kernel's details say.
 #include <QSignalSpy>
 #include <QtTest>
 
 #include <QTemporaryDir>
 
+#include "profiler/compile_lane.h"
+#include "profiler/trace.h"
 #include "ui/trace_loader.h"
 #include "ui/timeline_widget.h"
 
@@ -72,6 +75,53 @@ class TestTimelineWidget : public QObject {
     QCOMPARE(w.eventLabel(0, 0, 0), QString("step 1234"));
     QCOMPARE(w.eventLabel(0, 0, 1), QString("forward"));
     QCOMPARE(w.eventLabel(0, 0, 7), QString());
+  }
+  // A compiled kernel selected (a click, or Ctrl+F as here: one description) says the ops it fuses and the
+  // user's lines it computes, from the compile lane; a kernel the lane does not know, its name's ops.
+  void aCompiledKernelsDetailsSayItsOpsAndTheUsersLines() {
+    namespace p = tb::prof;
+    p::Trace t;
+    const uint32_t train = t.track_for(p::TrackKind::CpuThread, 1, 1, "train");
+    auto range = [&](const char* name, int64_t a, int64_t b) {
+      p::Event e;
+      e.kind = p::EventKind::Range;
+      e.name = t.intern(name);
+      e.start_ns = a;
+      e.end_ns = b;
+      t.add_event(train, e);
+    };
+    range("ProfilerStep#0", 0, 100'000);
+    range("graph_0_cpp_fused_add_relu_0", 10'000, 30'000);
+    range("graph_0_cpp_fused_mul_sum_1", 40'000, 50'000);
+    p::LaneCompile c;
+    c.id = "0/0";
+    c.frame = "forward";
+    c.file = "/work/train.py";
+    c.line = 14;
+    c.t_ns = 0;
+    c.dur_ns = 5'000;
+    p::LaneKernel k;
+    k.name = "cpp_fused_add_relu_0";
+    k.range = "graph_0_cpp_fused_add_relu_0";
+    k.lines = {{"/work/train.py", 19, "y = torch.relu(y + 1)"}};
+    c.kernels = {k};
+    p::add_compile_lane(t, std::vector<p::LaneCompile>{c}, 0);
+    t.finalize();
+    TimelineWidget w;
+    w.resize(1000, 400);
+    w.show();
+    w.setData(toTimeline(t, nullptr));
+    QSignalSpy sel(&w, &TimelineWidget::eventSelected);
+    QVERIFY(w.findNext("graph_0_cpp_fused_add_relu"));
+    QCOMPARE(sel.count(), 1);
+    const QString d = sel.at(0).at(0).toString();
+    QVERIFY2(d.contains("fuses add, relu (its name&#x27;s ops)") || d.contains("fuses add, relu (its name's ops)"),
+             qPrintable(d));
+    QVERIFY2(d.contains("/work/train.py:19  y = torch.relu(y + 1)"), qPrintable(d));
+    QVERIFY(w.findNext("graph_0_cpp_fused_mul_sum"));
+    const QString other = sel.at(1).at(0).toString();
+    QVERIFY2(other.contains("fuses mul, sum"), qPrintable(other));
+    QVERIFY2(other.contains("no user line known"), qPrintable(other));
   }
   void asyncBuildLandsAndPaints() {
     TimelineWidget w;

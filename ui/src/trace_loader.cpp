@@ -8,6 +8,7 @@
 #include <malloc.h>
 #endif
 
+#include "profiler/compiled_kernels.h"
 #include "profiler/range_names.h"
 #include "profiler/trace_io.h"
 
@@ -92,6 +93,24 @@ std::shared_ptr<TimelineData> toTimeline(const tb::prof::Trace& trace, const tb:
   for (const tb::prof::Track& pt : trace.tracks())
     if (pt.kind() == tb::prof::TrackKind::Counter && !pt.empty() && tb::prof::is_step_lane(pt))
       lane_counters.emplace_back(trace.name(pt.events().front().name));
+  // Inductor's kernels: the details of one say the ops it fuses and the user's lines it computes (the compile
+  // lane's, else its name's ops). One text per kernel name, shared by its runs.
+  const auto compiled = tb::prof::lane_kernels(trace);
+  constexpr uint32_t kUnseen = UINT32_MAX;
+  std::vector<uint32_t> note_of(trace.name_count(), kUnseen);
+  auto kernelNote = [&](tb::prof::NameId n) -> uint32_t {
+    if (n >= note_of.size()) return 0;
+    uint32_t& at = note_of[n];
+    if (at != kUnseen) return at;
+    const std::string_view name = trace.name(n);
+    if (!tb::prof::is_inductor_kernel_name(name)) return at = 0;
+    tb::prof::LaneKernel k;
+    if (const auto it = compiled.find(name); it != compiled.end()) k = it->second;
+    else k.name = std::string(tb::prof::inductor_kernel_name(name));
+    at = uint32_t(d->args.size());
+    d->args.push_back(tb::prof::kernel_note(k));
+    return at;
+  };
   for (const tb::prof::Track& pt : trace.tracks()) {
     if (pt.kind() == tb::prof::TrackKind::Counter && !pt.empty()) {
       // The memory counters (the engine's after every step, torch.profiler's profile_memory totals) and a
@@ -156,6 +175,12 @@ std::shared_ptr<TimelineData> toTimeline(const tb::prof::Trace& trace, const tb:
         args += (args.empty() ? "" : "\n") + g;
       }
       uint32_t ai = 0;
+      const bool kernel_run = pt.kind() == tb::prof::TrackKind::GpuStream ? e.kind == tb::prof::EventKind::Kernel
+                                                                          : e.kind == tb::prof::EventKind::Range;
+      if (const uint32_t note = kernel_run && !lane_track ? kernelNote(e.name) : 0; note) {
+        if (args.empty()) ai = note;
+        else args = d->args[note] + "\n" + args;
+      }
       if (!args.empty()) {
         ai = uint32_t(d->args.size());
         d->args.push_back(std::move(args));
