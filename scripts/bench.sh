@@ -34,6 +34,7 @@ benches=(
   "loader_receive|what taking a batch from a worker costs the training process, small and 64 MB batches|$py bench/bench_loader_parts.py --receive"
   "step_accounting|a hand-written update's share of its bracket; a step's memory read|$py bench/bench_step_accounting.py"
   "compile_events|what listening to torch.compile's structured trace costs a compile (aot_eager, Inductor; fresh processes alternated)|$py bench/bench_compile_events.py --rounds 5"
+  "kernel_profile|what a traced run's Inductor kernel profiling and provenance cost a compile and a step (fresh processes alternated)|$py bench/bench_kernel_profile.py --rounds 5"
   "analyze|tunebench-cli analyze's wall time on 0.1 M and 1 M events and a real Kineto trace (goal: 1 M in 1 s)|$py bench/bench_analyze_cli.py"
 )
 
