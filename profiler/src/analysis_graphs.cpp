@@ -83,21 +83,18 @@ int64_t median(std::vector<int64_t> v) {
 std::vector<Building> collect_replays(const Trace& trace, const Scope& sc, bool& ids_missing) {
   std::vector<Building> out;
   std::map<std::pair<uint32_t, uint64_t>, size_t> slot;
-  std::unordered_map<NameId, bool> graph_launch;  // a launch's name looked at once
+  const std::vector<uint8_t> launches = graph_launch_names(trace);
   for (uint32_t ti = 0; ti < trace.tracks().size(); ++ti) {
     const Track& t = trace.track(ti);
     if (t.kind() != TrackKind::GpuStream || t.pid() != sc.device) continue;
     const auto& ev = t.events();
     for (uint32_t i = 0; i < ev.size(); ++i) {
       const Event& e = ev[i];
-      if (!is_gpu_activity(e.kind) || e.correlation == 0) continue;
+      if (!is_gpu_activity(e.kind) || e.correlation == 0 || (!e.graph && launches.empty())) continue;
       const Flow* f = trace.flow_to(ti, i);
       const Event* launch = f ? &trace.track(f->src_track).events()[f->src_event] : nullptr;
       if (!e.graph) {
-        if (!launch) continue;
-        auto [it, fresh] = graph_launch.try_emplace(launch->name, false);
-        if (fresh) it->second = is_graph_launch(trace.name(launch->name));
-        if (!it->second) continue;
+        if (!launch || !is_graph_launch(launches, launch->name)) continue;
         ids_missing = true;
       }
       auto [s, fresh] = slot.try_emplace(std::make_pair(e.graph, e.correlation), out.size());
@@ -207,17 +204,26 @@ struct CaptureMarks {
 
 CaptureMarks capture_calls(const Trace& trace, const Scope& sc) {
   CaptureMarks m;
-  std::vector<int8_t> call_of(trace.name_count(), -1);  // GraphCall per name, -1 not looked at yet
+  // What each name of the trace does to a graph, looked at once; most traces name no such call, nor a capture
+  // range: nothing to scan.
+  std::vector<int8_t> call_of(trace.name_count(), int8_t(GraphCall::None));
+  bool calls = false;
+  NameId range = kNoName;
+  for (NameId n = 0; n < call_of.size(); ++n) {
+    call_of[n] = int8_t(graph_call(trace.name(n)));
+    calls = calls || call_of[n] != int8_t(GraphCall::None);
+    if (trace.name(n) == names::kGraphCapture) range = n;
+  }
+  if (!calls && range == kNoName) return m;
   for (const Track& t : trace.tracks()) {
+    if (!calls) break;
     if (!in_scope(t, sc)) continue;
     int64_t begun = INT64_MIN;
     uint64_t runtime_corr = 0;  // a runtime call's own driver call carries its correlation id: one call
     for (const Event& e : t.events()) {
       if (e.kind != EventKind::Runtime && e.kind != EventKind::Driver) continue;
       if (e.name >= call_of.size()) continue;
-      int8_t& c = call_of[e.name];
-      if (c < 0) c = int8_t(graph_call(trace.name(e.name)));
-      const auto call = GraphCall(c);
+      const auto call = GraphCall(call_of[e.name]);
       if (call == GraphCall::None) continue;
       if (e.kind == EventKind::Driver && e.correlation && e.correlation == runtime_corr) continue;
       if (e.kind == EventKind::Runtime) runtime_corr = e.correlation;
@@ -237,13 +243,13 @@ CaptureMarks capture_calls(const Trace& trace, const Scope& sc) {
     }
     if (begun != INT64_MIN) m.at.push_back({begun, GraphCall::EndCapture});  // a capture the trace cut off
   }
-  if (!m.at.empty()) return m;
+  if (!m.at.empty() || range == kNoName) return m;
   // No such calls recorded: TuneBench's engine marks its captures itself.
   m.from_ranges = true;
   for (const Track& t : trace.tracks()) {
     if (!in_scope(t, sc)) continue;
     for (const Event& e : t.events())
-      if (e.kind == EventKind::Range && trace.name(e.name) == names::kGraphCapture) {
+      if (e.kind == EventKind::Range && e.name == range) {
         m.at.push_back({e.start_ns, GraphCall::BeginCapture});
         m.spans.push_back({e.start_ns, e.end_ns});
       }
@@ -323,6 +329,16 @@ void add_recapture_finding(const Trace& trace, const Steps& steps, const Analysi
 }  // namespace
 
 bool is_graph_launch(std::string_view n) { return starts_with(n, "cudaGraphLaunch") || starts_with(n, "cuGraphLaunch"); }
+
+std::vector<uint8_t> graph_launch_names(const Trace& trace) {
+  std::vector<uint8_t> v;
+  for (NameId n = 0; n < trace.name_count(); ++n)
+    if (is_graph_launch(trace.name(n))) {
+      v.resize(trace.name_count(), 0);
+      v[n] = 1;
+    }
+  return v;
+}
 
 GraphCall graph_call(std::string_view n) {
   if (starts_with(n, "cudaStreamBeginCapture") || starts_with(n, "cuStreamBeginCapture")) return GraphCall::BeginCapture;

@@ -82,12 +82,10 @@ GpuSide collect_gpu(const Trace& trace, const Scope& sc, AnalysisResult& r) {
   // started, the rest was queued with it, whenever the launch call returns. Each piece is not a launch of its
   // own, and a gap between two of them is not the host being late.
   std::unordered_map<uint64_t, int64_t> replay_start;  // a graph launch's correlation -> its first work's start
-  std::unordered_map<NameId, bool> graph_launch;
+  const std::vector<uint8_t> graph_launch = graph_launch_names(trace);
   auto queued_at = [&](const Activity& a, const Event& l) {
     const Event& w = tracks[a.track].events()[a.event];
-    auto [it, fresh] = graph_launch.try_emplace(l.name, false);
-    if (fresh) it->second = is_graph_launch(trace.name(l.name));
-    if (!w.graph && !it->second) return l.end_ns;
+    if (!w.graph && !is_graph_launch(graph_launch, l.name)) return l.end_ns;
     auto [r0, first] = replay_start.try_emplace(w.correlation, a.start);
     return first ? l.end_ns : std::min(l.end_ns, r0->second);
   };

@@ -22,7 +22,7 @@ void kernel_statistics(const Trace& trace, const GpuSide& g, const AnalysisOptio
     bool comm = false;
   };
   std::unordered_map<NameId, Agg> agg;
-  std::unordered_map<NameId, bool> graph_launch;
+  const std::vector<uint8_t> graph_launch = graph_launch_names(trace);
   int64_t all_kernels = 0;
   for (const Activity& a : g.acts) {
     const Event& e = trace.track(a.track).events()[a.event];
@@ -38,9 +38,7 @@ void kernel_statistics(const Trace& trace, const GpuSide& g, const AnalysisOptio
     if (const Flow* f = trace.flow_to(a.track, a.event)) {
       const Event& l = trace.track(f->src_track).events()[f->src_event];
       // A CUDA graph's kernels have no launch of their own: their replay's launch call is the cuda_graphs pass's.
-      auto [gl, fresh] = graph_launch.try_emplace(l.name, false);
-      if (fresh) gl->second = is_graph_launch(trace.name(l.name));
-      if (e.graph || gl->second) continue;
+      if (e.graph || is_graph_launch(graph_launch, l.name)) continue;
       ++k.launched;
       k.launch_sum += l.duration_ns();
       const int64_t delay = std::max<int64_t>(0, e.start_ns - l.start_ns);
@@ -98,13 +96,14 @@ void launch_outliers(const Trace& trace, const GpuSide& g, AnalysisResult& r) {
   };
   std::vector<L> all;
   std::unordered_map<uint64_t, bool> replay_seen;  // a graph launch's correlation id
+  const std::vector<uint8_t> graph_launch = graph_launch_names(trace);
   for (const Activity& a : g.acts) {
     const Event& e = trace.track(a.track).events()[a.event];
     if (e.kind != EventKind::Kernel) continue;
     const Flow* f = trace.flow_to(a.track, a.event);
     if (!f) continue;
     const Event& l = trace.track(f->src_track).events()[f->src_event];
-    const bool graph = e.graph || is_graph_launch(trace.name(l.name));
+    const bool graph = e.graph || is_graph_launch(graph_launch, l.name);
     const bool inner = graph && !replay_seen.try_emplace(e.correlation, true).second;
     all.push_back({l.start_ns, l.duration_ns(), std::max<int64_t>(0, e.start_ns - l.start_ns), a.track, a.event,
                    uint64_t(f->src_track) << 32 | f->src_event, graph, inner});
