@@ -222,10 +222,16 @@ void add_findings(const Trace& trace, const AnalysisOptions& opt, const Evidence
   }
   if (r.runtime_idle_ns > 0 && r.runtime_idle_ns / wl >= opt.finding_min_share) {
     const double share = r.runtime_idle_ns / wl;
+    // A graph instantiated in most steps is one of those calls every step: warming up does not remove it.
+    const CudaGraphCaptures& c = r.cuda_graphs.capture;
+    const bool instantiating =
+        r.cuda_graphs.steps >= 2 && c.instantiations + c.updates > 0 && c.steps_with * 2 > r.cuda_graphs.steps;
     push(make(FindingKind::RuntimeCalls, "", "", {}, share, ev.runtime),
          "GPU idle while the host sat in allocation/setup CUDA calls (cudaMalloc, cudaFree, stream creation, lazy "
-         "kernel loading) " + fmt_pct(share) + " of " + span + " (" + fmt_ms(r.runtime_idle_ns) +
-             ") -> warm up before measuring, keep memory cached (no empty_cache in the loop); not a launch gap; ");
+         "kernel loading" + std::string(instantiating ? ", CUDA graph instantiation" : "") + ") " + fmt_pct(share) +
+             " of " + span + " (" + fmt_ms(r.runtime_idle_ns) + ") -> " +
+             (instantiating ? "instantiate the CUDA graph once (cuda_graph_recapture), " : "") +
+             "warm up before measuring, keep memory cached (no empty_cache in the loop); not a launch gap; ");
   }
   if (r.event_wait_ns > 0 && r.event_wait_ns / wl >= opt.finding_min_share) {
     // Each wait costs the time from the other stream's work ending to the waiting work starting: fewer,
