@@ -225,7 +225,8 @@ void add_findings(const Trace& trace, const AnalysisOptions& opt, const Evidence
     // A graph instantiated in most steps is one of those calls every step: warming up does not remove it.
     const CudaGraphCaptures& c = r.cuda_graphs.capture;
     const bool instantiating =
-        r.cuda_graphs.steps >= 2 && c.instantiations + c.updates > 0 && c.steps_with * 2 > r.cuda_graphs.steps;
+        r.cuda_graphs.steps >= 2 && c.instantiations + c.updates > 0 && c.steps_with * 2 > r.cuda_graphs.steps &&
+        c.late_steps_with * 2 > r.cuda_graphs.steps - r.cuda_graphs.steps / 2;
     push(make(FindingKind::RuntimeCalls, "", "", {}, share, ev.runtime),
          "GPU idle while the host sat in allocation/setup CUDA calls (cudaMalloc, cudaFree, stream creation, lazy "
          "kernel loading" + std::string(instantiating ? ", CUDA graph instantiation" : "") + ") " + fmt_pct(share) +

@@ -276,20 +276,25 @@ void add_captures(const Trace& trace, const Scope& sc, const Steps& steps, Analy
   const iv::Intervals merged = iv::merge(std::move(m.spans));
   for (size_t i = 0; i < steps.spans.size(); ++i) {
     c.steps_with += with[i] ? 1 : 0;
+    c.late_steps_with += with[i] && i >= steps.spans.size() / 2 ? 1 : 0;
     c.host_ns += iv::measure(merged, steps.spans[i].t.t0, steps.spans[i].t.t1);
     iv::Intervals in;
     iv::clip(merged, steps.spans[i].t.t0, steps.spans[i].t.t1, in);
     const Interval big = iv::largest(in);
     if (big.length() > evidence.length()) evidence = big;
   }
-  if (steps.count == 0) c.steps_with = 0;  // the window is no step
+  if (steps.count == 0) c.steps_with = c.late_steps_with = 0;  // the window is no step
 }
 
-// Most measured steps captured or instantiated a graph: each step paid its whole host code once more.
+// Most measured steps captured or instantiated a graph, the later half too: each step paid its whole host code
+// once more. Captures that stop early are a warm-up settling (torch.compile's cudagraph trees record a graph on its
+// first calls), not a recapture.
 void add_recapture_finding(const Trace& trace, const Steps& steps, const AnalysisOptions& opt, Interval evidence,
                            AnalysisResult& r) {
   const CudaGraphCaptures& c = r.cuda_graphs.capture;
-  if (steps.count < 2 || c.steps_with * 2 <= steps.count || steps.base_ns <= 0) return;
+  const size_t late = steps.count - steps.count / 2;
+  if (steps.count < 2 || c.steps_with * 2 <= steps.count || c.late_steps_with * 2 <= late || steps.base_ns <= 0)
+    return;
   const double share = std::min(1.0, double(c.host_ns) / double(steps.base_ns));
   const double n = double(steps.count);
   std::string made = std::to_string(c.captures) + " capture" + (c.captures == 1 ? "" : "s");

@@ -17,6 +17,7 @@ inline void write_cuda_graphs(JsonWriter& w, const CudaGraphs& c) {
   w.key("capture").begin_object();
   w.key("captures").value(k.captures).key("instantiations").value(k.instantiations).key("updates").value(k.updates);
   w.key("elsewhere").value(k.elsewhere).key("steps_with").value(static_cast<int64_t>(k.steps_with));
+  w.key("late_steps_with").value(static_cast<int64_t>(k.late_steps_with));
   w.key("host_us").value(us(k.host_ns));
   w.key("host_us_per_step").value(c.steps ? us(k.host_ns) / static_cast<double>(c.steps) : 0.0);
   w.key("share").value(c.base_ns > 0 ? static_cast<double>(k.host_ns) / static_cast<double>(c.base_ns) : 0.0);

@@ -31,6 +31,7 @@ using test_util::us;
 struct Program {
   int steps = 5;
   bool recapture = false;  // captured and instantiated again in every step (a new graph id each time)
+  int recapture_steps = 1000;  // ... in the first ones only: then its last graph is replayed
   bool graph_ids = true;   // its kernels carry Kineto's graph fields
   bool graphs = true;      // false: an eager program, no graph at all
   bool compiled = false;   // each step runs a torch.compile region (its graphs are cudagraph trees')
@@ -69,9 +70,10 @@ std::string kineto_json(const Program& p) {
     x("kernel", "eager_kernel", 0, 7, t0 + 50, 40,
       "\"device\":0,\"stream\":7,\"correlation\":" + std::to_string(corr) + (p.graph_ids ? ",\"graph id\":0,\"graph node id\":0" : ""));
     if (!p.graphs) continue;
-    if (p.recapture) capture(t0);
-    const int graph = p.recapture ? 100 + i : 5;
-    const long node0 = p.recapture ? 1000L * i : 10;
+    if (p.recapture && i < p.recapture_steps) capture(t0);
+    const int made = std::min(i, p.recapture_steps - 1);  // the graph this step replays
+    const int graph = p.recapture ? 100 + made : 5;
+    const long node0 = p.recapture ? 1000L * made : 10;
     rt("cudaGraphLaunch", t0 + 600, 20);
     x("kernel", "gemm", 0, 7, t0 + 610, 100, graph_args(corr, graph, node0 + 1));
     x("kernel", "relu", 0, 7, t0 + 715, 20, graph_args(corr, graph, node0 + 2));
@@ -157,6 +159,7 @@ TEST(CudaGraphs, RecaptureInEveryStepIsAFinding) {
   EXPECT_EQ(c.capture.captures, 5u);
   EXPECT_EQ(c.capture.instantiations, 5u);
   EXPECT_EQ(c.capture.steps_with, 5u);
+  EXPECT_EQ(c.capture.late_steps_with, 3u);
   EXPECT_EQ(c.capture.host_ns, 5 * 500 * us);
   EXPECT_FALSE(c.capture.from_ranges);
   const Finding* f = find(r, FindingKind::GraphRecapture);
@@ -179,6 +182,24 @@ TEST(CudaGraphs, RecaptureInEveryStepIsAFinding) {
                              "once (cuda_graph_recapture), warm up"),
             std::string::npos)
       << rt->message;
+}
+
+// Captures in the first steps only (3 of 5), then replays: a warm-up settling, as torch.compile's cudagraph trees
+// record theirs on the first calls. Most steps captured, but not the later half: no finding.
+TEST(CudaGraphs, CapturesThatStopAreNoRecapture) {
+  Program p;
+  p.recapture = true;
+  p.recapture_steps = 3;
+  auto t = load_program(p, "settling.json");
+  ASSERT_TRUE(t);
+  const AnalysisResult r = analyze(*t);
+  EXPECT_EQ(r.cuda_graphs.capture.steps_with, 3u);
+  EXPECT_EQ(r.cuda_graphs.capture.late_steps_with, 1u);  // steps 2, 3, 4 are the later half
+  EXPECT_EQ(find(r, FindingKind::GraphRecapture), nullptr);
+  ASSERT_EQ(r.cuda_graphs.graphs.size(), 3u);
+  EXPECT_EQ(r.cuda_graphs.graphs[2].replays, 3u);  // the last graph made, replayed in steps 2-4
+  if (const Finding* rt = find(r, FindingKind::RuntimeCalls))
+    EXPECT_EQ(rt->message.find("cuda_graph_recapture"), std::string::npos) << rt->message;
 }
 
 // Under torch.compile the graphs are its cudagraph trees': the change is the shapes, not a capture by hand.

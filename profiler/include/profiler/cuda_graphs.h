@@ -56,6 +56,7 @@ struct CudaGraphCaptures {
   uint64_t elsewhere = 0;     // those outside the measured steps (the warm-up's first capture)
   int64_t host_ns = 0;        // host time in them inside the measured steps (the captures' spans, the calls)
   size_t steps_with = 0;      // measured steps holding at least one
+  size_t late_steps_with = 0; // of them, in the later half of the measured steps (the captures go on)
   bool from_ranges = false;   // counted from TuneBench's capture ranges, not the runtime calls
 };
 
