@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,19 @@ namespace {
 
 struct Finals {
   double reserved = 0, committed = 0, elapsed = 0;
+  std::vector<std::string> unfit;  // "skipped (budget)" reasons whose own figures say the trial fitted
 };
+
+// A knob skipped for budget says what its trial needed, what was left and what the end held; those figures must
+// add up to "did not fit". They had not: "a trial needs ~6 s; when its turn came 171 s were left and the final
+// needed ~40 s", where the fresh-process final held ~115 s more and was left unsaid.
+bool adds_up(const std::string& reason) {
+  static const std::regex r("a trial needs ~([0-9]+) s; when its turn came ([0-9]+) s were left and .* needed ~([0-9]+) s");
+  std::smatch m;
+  if (!std::regex_search(reason, m, r)) return true;  // another reason (a process knob's arm says its own)
+  // Each figure is rounded to a second.
+  return std::stod(m[1]) + std::stod(m[3]) + 1.5 >= std::stod(m[2]);
+}
 
 Finals tune(const std::string& profile, uint64_t seed, double budget) {
   SimulatedWorkload w(seed, sim_options_for(profile));
@@ -34,19 +47,23 @@ Finals tune(const std::string& profile, uint64_t seed, double budget) {
     if (phase == "final" || phase == "fresh final") f.committed += s;
   f.committed -= r.finals_extra_s;
   f.elapsed = r.elapsed_s;
+  for (const auto& s : r.skipped)
+    if (!adds_up(s.reason)) f.unfit.push_back(s.knob + "=" + s.value + ": " + s.reason);
   return f;
 }
 
-// The finals' estimate within 20% of what they took in all but 2 of 40 (a final cut at the hard end, or one
+// The finals' estimate within 20% of what they took in all but 1 of 20 (a final cut at the hard end, or one
 // whose kept knobs made every arm dearer after the last trial started); every tune within 105% of its budget but
-// one of 40, and that one within 107% (the final's first two rounds always run: 126.3, 127.8 and 317.1 s were
-// measured, in three of the eight profiles and budgets).
-void check(const std::string& profile, double budget) {
+// one of 20, and that one within 107% (the final's first two rounds always run: 126.3, 127.8 and 317.1 s were
+// measured, in three of the eight profiles and budgets). Twenty seeds a test: forty of the H100 profiles' tunes
+// took 19-24 s, near the 30 s a logic test may take on a busy machine.
+void check(const std::string& profile, double budget, uint64_t first_seed) {
   int outside = 0, over = 0;
   std::string which;
-  for (uint64_t seed = 1; seed <= 40; ++seed) {
+  for (uint64_t seed = first_seed; seed < first_seed + 20; ++seed) {
     const Finals f = tune(profile, seed, budget);
     EXPECT_LE(f.elapsed, 1.07 * budget) << profile << " seed " << seed;
+    for (const auto& u : f.unfit) ADD_FAILURE() << profile << " seed " << seed << ": skipped for budget, yet " << u;
     over += f.elapsed > 1.05 * budget;
     ASSERT_TRUE(std::isfinite(f.reserved)) << profile << " seed " << seed;
     const double ratio = f.reserved > 0 ? f.committed / f.reserved : 0;
@@ -56,17 +73,21 @@ void check(const std::string& profile, double budget) {
                std::to_string(f.reserved) + " s held;";
     }
   }
-  EXPECT_LE(outside, 2) << profile << " at " << budget << " s:" << which;
-  EXPECT_LE(over, 1) << profile << " at " << budget << " s: " << over << " of 40 tunes past 105% of the budget";
+  EXPECT_LE(outside, 1) << profile << " at " << budget << " s:" << which;
+  EXPECT_LE(over, 1) << profile << " at " << budget << " s: " << over << " of 20 tunes past 105% of the budget";
 }
 
 }  // namespace
 
-TEST(TunerFinalsEstimate, Toy120) { check("toy", 120); }
-TEST(TunerFinalsEstimate, Toy300) { check("toy", 300); }
-TEST(TunerFinalsEstimate, Gpu120) { check("gpu", 120); }
-TEST(TunerFinalsEstimate, Gpu300) { check("gpu", 300); }
-TEST(TunerFinalsEstimate, GpuSynthetic120) { check("gpu-synthetic", 120); }
-TEST(TunerFinalsEstimate, GpuSynthetic300) { check("gpu-synthetic", 300); }
-TEST(TunerFinalsEstimate, ScriptGpu120) { check("script-gpu", 120); }
-TEST(TunerFinalsEstimate, ScriptGpu300) { check("script-gpu", 300); }
+TEST(TunerFinalsEstimate, Toy120) { check("toy", 120, 1), check("toy", 120, 21); }
+TEST(TunerFinalsEstimate, Toy300) { check("toy", 300, 1), check("toy", 300, 21); }
+TEST(TunerFinalsEstimate, Gpu120Seeds1To20) { check("gpu", 120, 1); }
+TEST(TunerFinalsEstimate, Gpu120Seeds21To40) { check("gpu", 120, 21); }
+TEST(TunerFinalsEstimate, Gpu300Seeds1To20) { check("gpu", 300, 1); }
+TEST(TunerFinalsEstimate, Gpu300Seeds21To40) { check("gpu", 300, 21); }
+TEST(TunerFinalsEstimate, GpuSynthetic120Seeds1To20) { check("gpu-synthetic", 120, 1); }
+TEST(TunerFinalsEstimate, GpuSynthetic120Seeds21To40) { check("gpu-synthetic", 120, 21); }
+TEST(TunerFinalsEstimate, GpuSynthetic300Seeds1To20) { check("gpu-synthetic", 300, 1); }
+TEST(TunerFinalsEstimate, GpuSynthetic300Seeds21To40) { check("gpu-synthetic", 300, 21); }
+TEST(TunerFinalsEstimate, ScriptGpu120) { check("script-gpu", 120, 1), check("script-gpu", 120, 21); }
+TEST(TunerFinalsEstimate, ScriptGpu300) { check("script-gpu", 300, 1), check("script-gpu", 300, 21); }

@@ -62,6 +62,8 @@ class Tuner {
   struct Deferred {
     std::string knob, value;
     double need_s = 0, left_s = 0, reserve_s = 0;
+    double fresh_s = 0;  // of reserve_s, the fresh-process final's
+    std::string why() const;  // the skipped list's reason: what it needed, what was left, what the end held
   };
 
   // ----- helpers (search.cpp) ----------------------------------------------------------------------
@@ -281,7 +283,7 @@ class Tuner {
   void accept(size_t trial_index, const Change& c);
   std::string current_label();
   int misses(const std::string& id);
-  void defer(const std::string& knob, const std::string& value, double need, double reserve);
+  void defer(const std::string& knob, const std::string& value, double need, double reserve, double fresh = 0);
   void undefer(const std::string& knob);
   // Every eligible knob that never had a trial, in the skipped list with the reason (budget, a knob it
   // needs, nothing to try).

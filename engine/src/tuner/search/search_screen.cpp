@@ -382,13 +382,22 @@ int Tuner::misses(const std::string& id) {
   return n;
 }
 
-void Tuner::defer(const std::string& knob, const std::string& value, double need, double reserve) {
+void Tuner::defer(const std::string& knob, const std::string& value, double need, double reserve, double fresh) {
   for (auto& d : deferred_)
     if (d.knob == knob) {
-      d = {knob, value, need, left(), reserve};
+      d = {knob, value, need, left(), reserve, fresh};
       return;
     }
-  deferred_.push_back({knob, value, need, left(), reserve});
+  deferred_.push_back({knob, value, need, left(), reserve, fresh});
+}
+
+std::string Tuner::Deferred::why() const {
+  std::string end = "the final needed ~" + fmt(reserve_s, 0) + " s";
+  if (fresh_s > 0)
+    end = "the end of the tune needed ~" + fmt(reserve_s, 0) + " s (the final alternation ~" +
+          fmt(reserve_s - fresh_s, 0) + " s, the fresh-process final ~" + fmt(fresh_s, 0) + " s)";
+  return "budget: a trial needs ~" + fmt(need_s, 0) + " s; when its turn came " + fmt(std::max(0.0, left_s), 0) +
+         " s were left and " + end;
 }
 
 void Tuner::record_untried() {
@@ -401,11 +410,7 @@ void Tuner::record_untried() {
     if (!t.knob.empty()) tried_values.insert(label(t.knob, t.value));
   for (const auto& d : deferred_)
     if (tried.count(d.knob) && !tried_values.count(label(d.knob, d.value))) {
-      res_.skipped.push_back({d.knob, d.value,
-                              "budget: a trial needs ~" + fmt(d.need_s, 0) + " s; when its turn came " +
-                                  fmt(std::max(0.0, d.left_s), 0) + " s were left and the final needed ~" +
-                                  fmt(d.reserve_s, 0) + " s",
-                              std::max(0.0, d.left_s), d.need_s});
+      res_.skipped.push_back({d.knob, d.value, d.why(), std::max(0.0, d.left_s), d.need_s});
       progress(phase_, "skipped " + label(d.knob, d.value) + " (budget)");
     }
   for (const auto& id : order_) {
@@ -415,11 +420,7 @@ void Tuner::record_untried() {
       continue;  // already said why (memory)
     auto d = std::find_if(deferred_.begin(), deferred_.end(), [&](const Deferred& x) { return x.knob == id; });
     if (d != deferred_.end()) {
-      res_.skipped.push_back({id, d->value,
-                              "budget: a trial needs ~" + fmt(d->need_s, 0) + " s; when its turn came " +
-                                  fmt(std::max(0.0, d->left_s), 0) + " s were left and the final needed ~" +
-                                  fmt(d->reserve_s, 0) + " s",
-                              std::max(0.0, d->left_s), d->need_s});
+      res_.skipped.push_back({id, d->value, d->why(), std::max(0.0, d->left_s), d->need_s});
       progress(phase_, "skipped " + label(id, d->value) + " (budget)");
     } else if (auto why = not_worth(k.info, current_)) {
       res_.skipped.push_back({id, "", *why});
