@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -46,14 +47,23 @@ class E2eEngine : public testing::Test {
     made_ = tb::test_util::run_cli_shell(
         "", "make-dataset --out " + dir_ + "/images --images 96 --size 160x120 --classes 10", 120);
     if (made_.code != 0) return;
-    // 25 s: the noise floor and at least one knob on a quiet machine; on a busy one the tune may end with none,
-    // which it must then say. One intra-op thread (pinned, so the tuner leaves it alone): a tune measures for
-    // all of its budget, and with the wheel's default of one thread a core it took both cores from the test
-    // beside it for that long.
-    tune_ = tb::test_util::run_cli_shell("", "tune --model mnist_cnn --data imagefolder:" + dir_ +
-                                                 "/images --set intra_op_threads=1 --budget 25 --json " + dir_ +
-                                                 "/tune.json --report " + dir_ + "/report.html --quiet",
-                                         240);
+    // 25 s: the noise floor and at least one knob on a quiet machine. On a busy one the smallest tune may not
+    // fit (a step of 0.098 s beside another test: "holds no trial ... rerun with --budget 40"); the tune says so
+    // at once, and the test, as a user would, takes that advice once. One intra-op thread (pinned, so the tuner
+    // leaves it alone): a tune measures for all of its budget, and with the wheel's default of one thread a core
+    // it took both cores from the test beside it for that long.
+    for (int budget = 25, tries = 0; tries < 2; ++tries) {
+      budget_ = budget;
+      tune_ = tb::test_util::run_cli_shell("", "tune --model mnist_cnn --data imagefolder:" + dir_ +
+                                                   "/images --set intra_op_threads=1 --budget " +
+                                                   std::to_string(budget) + " --json " + dir_ + "/tune.json --report " +
+                                                   dir_ + "/report.html --quiet",
+                                           240);
+      std::smatch m;
+      static const std::regex advice("holds no trial.*rerun with --budget ([0-9]+) or more");
+      if (!std::regex_search(tune_.out, m, advice) || std::stoi(m[1]) > 90) break;
+      budget = std::stoi(m[1]);
+    }
     tune_json_ = nlohmann::json::parse(read_file(dir_ + "/tune.json"), nullptr, false);
     serve_tune();
   }
@@ -84,6 +94,7 @@ class E2eEngine : public testing::Test {
 
   static std::string dir_, serve_err_;
   static CliOut made_, tune_;
+  static int budget_;  // the tune's budget: 25 s, or what a busy machine's tune said the smallest tune needs
   static nlohmann::json tune_json_;
   static std::vector<nlohmann::json> serve_messages_;
   static bool serve_ended_;
@@ -91,6 +102,7 @@ class E2eEngine : public testing::Test {
 };
 std::string E2eEngine::dir_, E2eEngine::serve_err_;
 CliOut E2eEngine::made_, E2eEngine::tune_;
+int E2eEngine::budget_ = 25;
 nlohmann::json E2eEngine::tune_json_;
 std::vector<nlohmann::json> E2eEngine::serve_messages_;
 bool E2eEngine::serve_ended_ = false;
@@ -101,7 +113,7 @@ TEST_F(E2eEngine, TheDemoTuneEndsWellAndWritesItsDocumentAndReport) {
   ASSERT_EQ(tune_.code, 0) << tune_.err << tune_.out;
   ASSERT_TRUE(tune_json_.is_object()) << tune_.out;
   EXPECT_EQ(tune_json_["format"], "tunebench-tune");
-  EXPECT_EQ(tune_json_["budget_s"].get<double>(), 25.0);
+  EXPECT_EQ(tune_json_["budget_s"].get<double>(), double(budget_));
   EXPECT_FALSE(tune_json_["ended"].get<std::string>().empty());
   ASSERT_GE(tune_json_["trials"].size(), 1u) << tune_.out;
   EXPECT_EQ(tune_json_["trials"][0]["phase"], "noise floor");
@@ -114,7 +126,7 @@ TEST_F(E2eEngine, TheDemoTuneEndsWellAndWritesItsDocumentAndReport) {
 
 TEST_F(E2eEngine, EveryKnobNotMeasuredSaysWhy) {
   ASSERT_TRUE(tune_json_.is_object());
-  ASSERT_FALSE(tune_json_["skipped"].empty()) << "25 s leave knobs untried";
+  ASSERT_FALSE(tune_json_["skipped"].empty()) << budget_ << " s leave knobs untried";
   for (const auto& s : tune_json_["skipped"]) EXPECT_FALSE(s.value("reason", std::string()).empty()) << s.dump();
   // Each skipped knob is also said in the document's end line or listed by name: never dropped silently.
   for (const auto& t : tune_json_["trials"])
