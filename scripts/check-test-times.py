@@ -9,14 +9,6 @@ usage: check-test-times.py BUILD_DIR JUNIT_XML [--phase-seconds S] [--scale F] [
   JUNIT_XML        what `ctest --output-junit` wrote (each test's seconds)
   --phase-seconds  the test phase's wall time, measured by the caller
   --scale          multiplies every limit: scripts/test-under-load.sh runs beside two CPU burners (2)
-  --no-probe       no machine-speed probe (below): the limits as given
-The limits are the dev VM's on a usual day. The same 2-core VM is not always as fast: on 2026-12-07 the cold
-build of the same tree took 1265 s where it had taken 613 s the day before, and the tests 856 s where they had
-taken 498 s (python.corpus.7 32.1 s against 21.1 s). So a probe (a fixed single-thread Python loop, the fastest
-of five, run after the tests) says how fast the machine is against its fastest reading that day (0.32 s; it
-read 0.48-0.62 s within minutes of the slow run), and a machine measured slower stretches every limit by as much,
-never below 1: what the check holds is the suite's work, not the host's hour. A slow spell that ends before the
-probe runs is not seen; the stretch is printed with every run.
 Exit 0 within the times, 1 beyond them (one line per breach), 2 on unreadable input.
 """
 
@@ -24,21 +16,7 @@ import argparse
 import json
 import subprocess
 import sys
-import time
 import xml.etree.ElementTree as ET
-
-PROBE_REFERENCE_S = 0.32
-
-
-def probe_seconds():
-    best = None
-    for _ in range(5):
-        t = time.perf_counter()
-        s = 0
-        for i in range(5_000_000):
-            s += i * i % 7
-        best = min(best or 1e9, time.perf_counter() - t)
-    return best
 
 
 def labels_by_test(build_dir):
@@ -69,14 +47,7 @@ def main():
     p.add_argument("--e2e", type=float, default=90.0)
     p.add_argument("--max-e2e", type=int, default=8)
     p.add_argument("--phase", type=float, default=720.0)
-    p.add_argument("--no-probe", action="store_true")
     a = p.parse_args()
-    if not a.no_probe:
-        probe = probe_seconds()
-        stretch = max(1.0, probe / PROBE_REFERENCE_S)
-        print("machine speed: the probe took %.3f s against its %.3f s on a fast day: limits x%.2f"
-              % (probe, PROBE_REFERENCE_S, stretch))
-        a.scale *= stretch
     try:
         labels = labels_by_test(a.build_dir)
         times = times_of(a.junit)

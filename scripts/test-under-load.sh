@@ -52,7 +52,7 @@ for ((r = 1; r <= rounds; r++)); do
   # The suite's times (scripts/check-test-times.py), stretched by the load: two burners on two cores halve
   # what each test gets (TB_TIME_SCALE, 2 by default).
   phase=$(( $(date +%s) - start ))
-  if ! "$python" scripts/check-test-times.py "$build" "$junit" --phase-seconds "$phase" --scale "${TB_TIME_SCALE:-2}" --no-probe >>"$log" 2>&1; then
+  if ! "$python" scripts/check-test-times.py "$build" "$junit" --phase-seconds "$phase" --scale "${TB_TIME_SCALE:-2}" >>"$log" 2>&1; then
     verdict="$verdict, OVER TIME"
     failed=1
   fi
