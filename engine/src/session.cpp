@@ -297,6 +297,9 @@ Applicability SessionImpl::applicability(const std::string& id) const {
     no("not with data parallel here: the Reducer's hooks launch the all-reduce from the host during backward");
   } else if (id == "workers" || id == "prefetch" || id == "fp32_preprocess" || id == "fast_decode") {
     if (dataset_->is_synthetic()) no("synthetic data is made once and costs nothing to load");
+  } else if (id == "pin_memory" || id == "non_blocking") {
+    // The loader copies the one synthetic batch to the device once (make_synthetic) and reuses it.
+    if (dataset_->is_synthetic()) no("synthetic data is made once on the device: no batch is copied");
   }
   return a;
 }

@@ -223,7 +223,8 @@ TEST(Session, NonApplicableKnobsSayWhy) {
   auto s = Session::create(tiny());
   for (const auto& k : s->knobs()) {
     if (!k.applicability.applicable) EXPECT_FALSE(k.applicability.reason.empty()) << k.info.id;
-    if (k.info.id == "conv_bias_before_bn" || k.info.id == "fused_pointwise" || k.info.id == "workers")
+    if (k.info.id == "conv_bias_before_bn" || k.info.id == "fused_pointwise" || k.info.id == "workers" ||
+        k.info.id == "pin_memory" || k.info.id == "non_blocking")
       EXPECT_FALSE(k.applicability.applicable) << k.info.id;  // mnist_cnn has no BN/GELU; synthetic data
 #if !TUNEBENCH_TORCH_CUDA
     if (k.info.id == "pin_memory" || k.info.id == "cuda_graphs" || k.info.id == "tf32")
