@@ -23,6 +23,8 @@ The mutations (issue: "tests that fail when the search is lazy, shown by mutatio
   startup-in-rate      a knob's own start-up (a capture, a spawn) is said of no trial
   startup-run-steps-ignored  a change whose start-up pays back only after more steps than --run-steps is kept
   finals-by-average    the finals' estimate ignores what each arm's switch costs (the recent windows' average)
+  process-arms-unheld  a pass that covers the process knobs' arms does not hold their time (cudnn_benchmark)
+  waited-unprotected   a knob that waited for another (prefetch for workers) loses its turn to climbs and revisits
 
 Each source file is restored after its mutation (also on Ctrl-C); the build directory is left rebuilt from
 the restored sources at the end.
@@ -93,6 +95,12 @@ MUTATIONS = [
     ("finals-by-average", SEARCH + "search_plan.cpp",
      "  if (switches_.any_switch()) return alternation_estimate_s(arms, rounds);",
      "  if (false) return alternation_estimate_s(arms, rounds);"),
+    ("process-arms-unheld", SEARCH + "search_plan.cpp",
+     "  if (p.process_fit) process_planned_ = p.process_knobs;",
+     "  (void)0;"),
+    ("waited-unprotected", SEARCH + "search_screen.cpp",
+     "  if (!res_.plan || res_.plan->fit < static_cast<int>(res_.plan->knobs.size())) return ready;",
+     "  return ready;"),
     ("claim-every-knob", SEARCH + "search_summary.cpp",
      "if (s.reason.rfind(\"budget\", 0) == 0) (process_knob(s.knob) && !all_fresh() ? process_skips : budget_skips)++;",
      "(void)s;"),

@@ -295,6 +295,11 @@ struct PassPlan {
   double reserve_s = 0;            // the finals, every knob of the pass kept
   double pass_s = 0;               // spent_s + the trials + reserve_s
   int fit = 0;                     // the first `fit` knobs fit the budget with their finals
+  // The process knobs (a fresh process each, measured as arms of the fresh-process final on top of the winners):
+  // after the in-process knobs, their arms' cost in pass_s; held from the start when the budget covers them.
+  std::vector<std::string> process_knobs;
+  double process_s = 0;
+  bool process_fit = false;
   bool auto_budget = false;        // --budget auto set the budget to pass_s
   bool clamped = false;            // ... which the input rule's range changed
   std::string line;                // as said on the progress line

@@ -180,7 +180,8 @@ json report_json(const TuneResult& r) {
     j["plan"] = {{"pass_s", p.pass_s}, {"spent_s", p.spent_s}, {"reserve_s", p.reserve_s},
                  {"knobs", p.knobs.size()}, {"fit", p.fit},
                  {"fit_knobs", std::vector<std::string>(p.knobs.begin(), p.knobs.begin() + p.fit)},
-                 {"trials", each}, {"auto", p.auto_budget}, {"clamped", p.clamped}, {"line", p.line}};
+                 {"trials", each}, {"auto", p.auto_budget}, {"clamped", p.clamped}, {"line", p.line},
+                 {"process_knobs", p.process_knobs}, {"process_s", p.process_s}, {"process_fit", p.process_fit}};
   }
   j["ended"] = r.ended;
   // A simulated tune names what a person reaches by hand on the simulated machine, beside the tuner's figure.

@@ -1,6 +1,7 @@
 // The tuner's search state (private to the engine): run_tune's Tuner class, declared once here so that its
 // phases can live in separate files: search.cpp (the run, the start phases), search_trial.cpp (one A/B trial),
-// search_plan.cpp (ladders, candidates, the order, what a trial costs and what is reserved), search_screen.cpp
+// search_plan.cpp (ladders, candidates, the order, what a trial costs and what is reserved), search_pass.cpp (one
+// pass over the knobs, priced; --budget auto), search_screen.cpp
 // (the search loop: the likeliest win next, on top of what is kept), search_final.cpp (the final alternation in this process),
 // search_fresh.cpp (the fresh-process final: the headline and the process knobs), both finals running their arms through
 // alternation.h (one round loop, one arm, one pairing), search_summary.cpp (the
@@ -150,6 +151,15 @@ class Tuner {
   bool fresh_final_planned();
   // Arms reserved for it: the baseline, the final, and the measurement allocator's when it is the user's other.
   int planned_fresh_arms();
+  // The value a process knob's arm in the fresh-process final would measure, or empty with why it has none
+  // here (search_fresh.cpp FreshFinal::collect_candidates says it in the skipped list).
+  struct ProcessArm {
+    std::string value, why_not;
+  };
+  ProcessArm process_arm(const std::string& id);
+  // The arms of the process knobs the plan's pass covered (plan_pass, process_planned_), over `rounds`: beside
+  // a planned headline their own arms, else the baseline's and, with a change kept, the final's with them.
+  double process_arms_s(bool headline, int rounds);
   // ----- the confirmation's size (search_plan.cpp) ---------------------------------------------------
   // A fresh-process pair's spread (sd of its log ratio): as this tune's fresh pairs measured it, else the
   // in-process floor's times kFreshNoise (a new process adds its own placement, page faults and start-up).
@@ -162,7 +172,9 @@ class Tuner {
   double gain_to_confirm();
   // The fresh final's planned rounds for that gain; 0 when fresh processes cannot decide it here.
   int fresh_rounds();
-  // Its headline's two arms over those rounds (0 when it is not planned).
+  // Its headline's arms over those rounds (the baseline's, the final's, and the measurement allocator's when its
+  // share allows; 0 when it is not planned), and with fresh_reserve_s the planned process knobs' arms.
+  double headline_fresh_s(int* arms = nullptr);
   double fresh_reserve_s();
   // What the end of the tune needs (budget.h): the in-process final and the planned fresh final (its arms: 0
   // when it is not planned), without the margin; reserve_s() with it.
@@ -250,7 +262,7 @@ class Tuner {
   // "; the largest batch that ran: 64 (peak 9.81 GiB of 79.10 GiB)" for an out-of-memory trial's reason.
   std::string largest_fit() const;
 
-  // ----- one pass's cost (search_plan.cpp) -----------------------------------------------------------
+  // ----- one pass's cost (search_pass.cpp) -----------------------------------------------------------
   // What trying each applicable knob once costs from here, finals included, and how many fit the budget; with
   // --budget auto it sets the budget to that. Said on a progress line and kept in the result.
   void plan_pass();
@@ -268,6 +280,9 @@ class Tuner {
   // `ready` restricted to the model-level GPU knobs not yet measured when the first third's deadline for
   // them is near (search_screen.cpp); else `ready`.
   std::vector<std::string> due_first(const std::vector<std::string>& ready);
+  // Of `ready`, the pass's knobs that waited for another (prefetch for workers) and are not yet measured, once
+  // the time left only pays for them (a budget that covers the pass).
+  std::vector<std::string> pass_due(const std::vector<std::string>& ready);
   // Measures next_changes(id) and keeps a winner. False when it did not fit (deferred).
   bool step_knob(const std::string& id);
   // A trial of `id` from the current configuration that measured faster but could not decide (its interval
@@ -311,6 +326,9 @@ class Tuner {
   std::vector<std::string> order_;  // catalog order, the workload's first knobs first
   Config baseline_, current_;
   std::map<std::string, std::string> process_choice_;  // process knobs kept (measured in fresh processes)
+  // Process knobs whose arm in the fresh-process final the plan's pass covered: the search holds their time
+  // from the start, as it holds the headline's once a change is kept (reserve_parts).
+  std::vector<std::string> process_planned_;
   bool no_fresh_processes_ = false;
   // What the calibration planned from the step time (search_plan.cpp calibrate): a window's steps and costs.
   struct Pace {

@@ -43,6 +43,19 @@ void FreshFinal::run() {
   conclude();
 }
 
+Tuner::ProcessArm Tuner::process_arm(const std::string& id) {
+  const auto& k = knobs_[id];
+  if (no_fresh_processes_) return {"", "takes effect at process start and this workload cannot start processes"};
+  if (auto why = not_worth(k.info, current_)) return {"", *why};
+  // The allocator the in-process windows ran under is the one the kept knobs were measured with.
+  std::string v = k.info.recommended_value;
+  if (id == "cpu_allocator" && measured_under_other_allocator()) v = w_.measurement_allocator();
+  const auto& bad = k.applicability.unavailable_values;
+  if (v.empty() || v == value_in(baseline_, id) || std::find(bad.begin(), bad.end(), v) != bad.end())
+    return {"", "the recommended value is the baseline's"};
+  return {v, ""};
+}
+
 void FreshFinal::collect_candidates() {
   Tuner& t = t_;
   for (const auto& id : t.order_) {
@@ -50,23 +63,12 @@ void FreshFinal::collect_candidates() {
     if (!k.info.process_scope || !t.eligible(k, true)) continue;
     for (const auto& v : k.applicability.unavailable_values)
       t.res_.skipped.push_back({id, v, k.applicability.reason.empty() ? "unavailable here" : k.applicability.reason});
-    if (t.no_fresh_processes_) {
-      t.res_.skipped.push_back({id, "", "takes effect at process start and this workload cannot start processes"});
+    const Tuner::ProcessArm arm = t.process_arm(id);
+    if (arm.value.empty()) {
+      t.res_.skipped.push_back({id, "", arm.why_not});
       continue;
     }
-    if (auto why = t.not_worth(k.info, t.current_)) {
-      t.res_.skipped.push_back({id, "", *why});
-      continue;
-    }
-    // The allocator the in-process windows ran under is the one the kept knobs were measured with.
-    std::string v = k.info.recommended_value;
-    if (id == "cpu_allocator" && t.measured_under_other_allocator()) v = t.w_.measurement_allocator();
-    const auto& bad = k.applicability.unavailable_values;
-    if (v.empty() || v == Tuner::value_in(t.baseline_, id) || std::find(bad.begin(), bad.end(), v) != bad.end()) {
-      t.res_.skipped.push_back({id, "", "the recommended value is the baseline's"});
-      continue;
-    }
-    candidates_.push_back({{{id, v}}, id, v, ""});
+    candidates_.push_back({{{id, arm.value}}, id, arm.value, ""});
   }
 }
 
@@ -163,8 +165,11 @@ void FreshFinal::add_process_arms() {
     const Change& c =
         *std::find_if(candidates_.begin(), candidates_.end(), [&](const Change& x) { return x.knob == id; });
     const double need = guessed(int(arms_.size()) + 1, rounds_min_);
-    // Without a headline to measure, the two arms a process knob needs are its own cost.
-    if (t.budget_.may_extend(t.elapsed(), need) || (arms_.size() == 1 && t.budget_.may_finish(t.elapsed(), need))) {
+    // Without a headline to measure, the two arms a process knob needs are its own cost; an arm the plan's pass
+    // covered was held back by the search like the headline, and may use the budget's margin as it does.
+    const bool planned = std::find(t.process_planned_.begin(), t.process_planned_.end(), id) != t.process_planned_.end();
+    if (t.budget_.may_extend(t.elapsed(), need) ||
+        ((arms_.size() == 1 || planned) && t.budget_.may_finish(t.elapsed(), need))) {
       arms_.push_back({"+ " + Tuner::label(c), Tuner::with(arms_[ref_].config, c.delta), c, {}, ""});
       continue;
     }

@@ -253,8 +253,25 @@ bool Tuner::fresh_final_planned() {
   return n > 0 && budget_.affordable_share(budget_.alternation_s(2, n, true), o_.max_fresh_share);
 }
 
+double Tuner::headline_fresh_s(int* arms_out) {
+  if (!fresh_final_planned()) return 0.0;
+  // As many rounds as the fresh processes' noise needs to decide the kept gain (a small gain needs more).
+  const int n = fresh_rounds();
+  const int arms = budget_.affordable_share(budget_.alternation_s(planned_fresh_arms(), n, true), o_.max_fresh_share)
+                       ? planned_fresh_arms()
+                       : 2;
+  if (arms_out) *arms_out = arms;
+  // Under torch.compile every fresh process of the final arm compiles. An arm without a kept amp or
+  // channels_last would compile once more in this process: that arm runs only when the budget's hard end pays
+  // for it (build_arms), else its knob keeps the trial's evidence, so it is not held back here. A simulated
+  // script tune that held those recompiles skipped compile "for budget" and ended at 53% of its budget.
+  const double compiles = value_in(current_, "compile") == "on" ? n * extra_cost_s("compile", cuda_, false) : 0.0;
+  return budget_.alternation_s(arms, n, true) + compiles;
+}
+
 double Tuner::fresh_reserve_s() {
-  return fresh_final_planned() ? budget_.alternation_s(2, fresh_rounds(), true) : 0.0;
+  const bool headline = fresh_final_planned();
+  return headline_fresh_s() + process_arms_s(headline, headline ? fresh_rounds() : o_.rounds);
 }
 
 // The in-process final alternation, arm by arm. Its arms run at their own speeds: the baseline and an arm
@@ -325,28 +342,31 @@ Config Tuner::without_kept(const Change& kc, std::vector<std::string>* taken) {
 }
 
 Tuner::Reserve Tuner::reserve_parts(bool with_fresh) {
-  double r = final_s(o_.rounds), f = 0;
+  const double r = final_s(o_.rounds);
   int fresh_arms = 0;
   const bool fresh = with_fresh && fresh_final_planned();
-  if (fresh) {
-    // As many rounds as the fresh processes' noise needs to decide the kept gain (a small gain needs more).
-    const int n = fresh_rounds();
-    const int arms = budget_.affordable_share(budget_.alternation_s(planned_fresh_arms(), n, true), o_.max_fresh_share)
-                         ? planned_fresh_arms()
-                         : 2;
-    f += budget_.alternation_s(arms, n, true);
-    fresh_arms = arms;
-  }
-  // Under torch.compile every fresh process of the final arm compiles. An arm without a kept amp or
-  // channels_last would compile once more in this process: that arm runs only when the budget's hard end pays
-  // for it (build_arms), else its knob keeps the trial's evidence, so it is not held back here. A simulated
-  // script tune that held those recompiles skipped compile "for budget" and ended at 53% of its budget.
-  if (fresh && value_in(current_, "compile") == "on") f += fresh_rounds() * extra_cost_s("compile", cuda_, false);
+  double f = fresh ? headline_fresh_s(&fresh_arms) : 0.0;
+  // The arms of the process knobs the plan's pass covered, held like the headline (the share cap is the
+  // headline's: these arms are the search's trials of those knobs), and dropped first when they no longer fit.
+  double p = with_fresh ? process_arms_s(fresh, fresh ? fresh_rounds() : o_.rounds) : 0.0;
+  if (p > 0 && !budget_.may_finish(elapsed(), kReserveMargin * (r + f + p))) p = 0;
   // A fresh final that no longer fits beside the in-process one even if nothing more ran will not run (the
   // headline is then this process's, and says so): it holds nothing back. A simulated script tune reserved a
   // 152 s fresh final it could never afford, skipped prefetch "for budget" and ended with 32 s unused.
-  if (f > 0 && !budget_.may_finish(elapsed(), kReserveMargin * (r + f))) f = 0;
-  return {r, f, f > 0 ? fresh_arms : 0};
+  if (f > 0 && !budget_.may_finish(elapsed(), kReserveMargin * (r + f + p))) f = 0;
+  return {r, f + p, (f > 0 ? fresh_arms : 0) + (p > 0 ? static_cast<int>(process_planned_.size()) : 0)};
+}
+
+double Tuner::process_arms_s(bool headline, int rounds) {
+  int n = 0;
+  for (const auto& id : process_planned_)
+    if (!process_arm(id).value.empty()) ++n;
+  if (n == 0 || rounds <= 0) return 0.0;
+  // Without a planned headline the final's alternation is these arms and the baseline's (the final's too once
+  // a change is kept: a process knob is measured on top of the winners).
+  const int arms = headline ? n : n + (current_ != baseline_ ? 2 : 1);
+  const double compiles = value_in(current_, "compile") == "on" ? n * rounds * extra_cost_s("compile", cuda_, false) : 0.0;
+  return budget_.alternation_s(arms, rounds, true) + compiles;
 }
 
 // The final's windows switch configuration every time (a warm-up each), and a drop may need one more check.
@@ -376,8 +396,12 @@ bool Tuner::fits(const std::string& knob, const std::string& value, bool fresh) 
   if (current_ == baseline_ && measured_under_other_allocator() && !all_fresh() && !no_fresh_processes_) {
     const double fresh_cost = budget_.alternation_s(2, o_.rounds, true);
     const double with_alloc = budget_.alternation_s(planned_fresh_arms(), o_.rounds, true);
+    const double before = reserve;
     if (budget_.affordable_share(with_alloc, o_.max_fresh_share)) reserve += with_alloc;
     else if (budget_.affordable_share(fresh_cost, o_.max_fresh_share)) reserve += fresh_cost;
+    // The planned process arms were held beside a baseline arm of their own: with the headline they share its.
+    if (reserve > before)
+      reserve -= kReserveMargin * (process_arms_s(false, o_.rounds) - process_arms_s(true, o_.rounds));
   }
   if (budget_.fits_trial(elapsed(), need, reserve)) return true;
   // While nothing is kept, a trial that fits beside the in-process final runs, even where the fresh-process
@@ -400,84 +424,6 @@ bool Tuner::fits(const std::string& knob, const std::string& value, bool fresh) 
   const bool whole = current_ != baseline_;
   defer(knob, value, need, whole ? reserve : in_process, whole ? reserve - in_process : 0.0);
   return false;
-}
-
-}  // namespace tb::engine::search
-
-namespace tb::engine::search {
-
-// One pass: every knob the search has a trial for now, in the order it ranks them, each tried once, with the
-// finals as if every one of them were kept (the most the end can need for them). A tune that knows this after
-// its noise floor can say up front what its budget buys, and --budget auto can buy exactly that.
-void Tuner::plan_pass() {
-  PassPlan p;
-  std::vector<std::string> ready;
-  for (const auto& id : order_)
-    if ((!knobs_[id].info.process_scope || all_fresh()) && eligible(knobs_[id], false) && !next_changes(id).empty())
-      ready.push_back(id);
-  p.knobs = by_priority(ready);
-  for (const auto& id : p.knobs)
-    p.trial_s.push_back(trial_cost_s(id) * static_cast<double>(next_changes(id).size()));
-  p.spent_s = elapsed();
-  // The finals' reserve with `kept` more knobs kept: one more arm each (with one kept, "final without it" is the
-  // baseline arm), on top of what the end needs now; the first kept change brings the fresh-process headline
-  // (its minimum, `rounds` pairs) when the windows run under another allocator than the user's: a GPU tune held
-  // ~150 s back for it from its first kept knob, and a pass planned without it tried half its knobs.
-  const double now = reserve_s();
-  const bool fresh_needed =
-      current_ == baseline_ && measured_under_other_allocator() && !all_fresh() && !no_fresh_processes_;
-  double fresh = fresh_needed ? kReserveMargin * budget_.alternation_s(planned_fresh_arms(), o_.rounds, true) : 0.0;
-  auto reserve = [&](int kept) {
-    const int arms = kept == 0 ? 1 : kept == 1 ? 2 : 2 + kept;
-    return now + (kept > 0 ? fresh : 0.0) +
-           kReserveMargin * budget_.alternation_s(arms - final_arms(), o_.rounds, false);
-  };
-  double trials = 0;
-  for (double s : p.trial_s) trials += s;
-  const int k = static_cast<int>(p.knobs.size());
-  p.reserve_s = reserve(k);
-  p.pass_s = p.spent_s + trials + p.reserve_s;
-  // A headline that would take more than its share of the budget is measured in this process (fresh_final_planned).
-  if (fresh > 0 && fresh > o_.max_fresh_share * (o_.budget_auto ? p.pass_s : budget_.total())) {
-    fresh = 0;
-    p.reserve_s = reserve(k);
-    p.pass_s = p.spent_s + trials + p.reserve_s;
-  }
-  if (o_.budget_auto) {
-    const double want = std::ceil(p.pass_s);
-    const double b = std::clamp(want, client::inputs::kBudgetMinS, client::inputs::kBudgetMaxS);
-    p.auto_budget = true;
-    p.clamped = b != want;
-    o_.budget_s = b;
-    budget_.set_total(b);
-    res_.budget_s = b;
-  }
-  double cum = p.spent_s;
-  while (p.fit < k && cum + p.trial_s[p.fit] + reserve(p.fit + 1) <= budget_.total()) cum += p.trial_s[p.fit++];
-  const std::string knobs = std::to_string(k) + (k == 1 ? " knob" : " knobs");
-  if (p.auto_budget) {
-    p.line = "budget auto: " + fmt(o_.budget_s, 0) + " s (one pass over " + knobs +
-             ", finals included; ladder climbs and extra pairs come on top)";
-    if (p.clamped)
-      p.line += "; clamped to " + fmt(client::inputs::kBudgetMinS, 0) + ".." + fmt(client::inputs::kBudgetMaxS, 0) +
-                " s from ~" + fmt(p.pass_s, 0) + " s";
-  } else {
-    p.line = "~" + fmt(p.pass_s, 0) + " s to try each of the " + knobs + " once, finals included";
-  }
-  p.line += " (calibration and noise floor " + fmt(p.spent_s, 0) + " s, trials " + fmt(trials, 0) + " s, finals " +
-            fmt(p.reserve_s, 0) + " s)";
-  if (!p.auto_budget || p.fit < k) {
-    std::string first;
-    for (int i = 0; i < p.fit; ++i) first += (i ? ", " : "") + p.knobs[i];
-    // One trial each: a ladder's next rungs, revisits and extra pairs spend from the same budget (a GPU profile's
-    // tune at 300 s, planned whole, still deferred 2 of 15), so a budget that covers the pass says only that.
-    p.line += p.fit == k   ? "; " + fmt(o_.budget_s, 0) + " s covers that pass (ladder climbs and extra pairs come on top)"
-              : p.fit == 0 ? "; with " + fmt(o_.budget_s, 0) + " s none of them"
-                           : "; with " + fmt(o_.budget_s, 0) + " s the " + std::to_string(p.fit) +
-                                 " with the highest expected gain (" + first + ")";
-  }
-  progress(phase_, p.line);
-  res_.plan = std::move(p);
 }
 
 }  // namespace tb::engine::search
