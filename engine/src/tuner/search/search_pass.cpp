@@ -90,6 +90,8 @@ void Tuner::plan_pass() {
   }
   if (alloc_in_headline()) p.process_knobs.erase(std::find(p.process_knobs.begin(), p.process_knobs.end(), "cpu_allocator"));
   const int m = static_cast<int>(p.process_knobs.size());
+  const bool headline = fresh > 0;
+  const bool arms_priced = m > 0 && headline;  // else the line says no fresh-process final is planned for them
   if (o_.budget_auto) {
     const double want = std::ceil(p.pass_s);
     const double b = std::clamp(want, client::inputs::kBudgetMinS, client::inputs::kBudgetMaxS);
@@ -102,9 +104,9 @@ void Tuner::plan_pass() {
   double cum = p.spent_s;
   while (p.fit < k && cum + p.trial_s[p.fit] + reserve(p.fit + 1) <= budget_.total()) cum += p.trial_s[p.fit++];
   // A budget that covers the whole pass holds the process knobs' arms from the start (reserve_parts).
-  p.process_fit = m > 0 && fresh > 0 && p.fit == k && cum + reserve(k) + p.process_s <= budget_.total();
+  p.process_fit = arms_priced && p.fit == k && cum + reserve(k) + p.process_s <= budget_.total();
   if (p.process_fit) process_planned_ = p.process_knobs;
-  const int priced = k + (fresh > 0 ? m : 0);
+  const int priced = k + (headline ? m : 0);
   const std::string knobs = std::to_string(priced) + (priced == 1 ? " knob" : " knobs");
   std::string procs;
   for (const auto& id : p.process_knobs) procs += (procs.empty() ? "" : ", ") + id;
@@ -119,19 +121,18 @@ void Tuner::plan_pass() {
   }
   p.line += " (calibration and noise floor " + fmt(p.spent_s, 0) + " s, trials " + fmt(trials, 0) + " s, finals " +
             fmt(p.reserve_s, 0) + " s" +
-            (m > 0 && fresh > 0 ? ", the process knobs' arms in fresh processes " + fmt(p.process_s, 0) + " s: " + procs
-                                : "") +
+            (arms_priced ? ", the process knobs' arms in fresh processes " + fmt(p.process_s, 0) + " s: " + procs : "") +
             ")";
-  if (m > 0 && !(fresh > 0))
+  if (m > 0 && !headline)
     p.line += "; the process knobs (" + procs + ") are measured in a fresh-process final, which this budget does not plan";
-  if (!p.auto_budget || p.fit < k || (m > 0 && fresh > 0 && !p.process_fit)) {
+  if (!p.auto_budget || p.fit < k || (arms_priced && !p.process_fit)) {
     std::string first;
     for (int i = 0; i < p.fit; ++i) first += (i ? ", " : "") + p.knobs[i];
     // One trial each: a ladder's next rungs, revisits and extra pairs spend from the same budget (a GPU profile's
     // tune at 300 s, planned whole, still deferred 2 of 15), so a budget that covers the pass says only that.
     // The process knobs' arms are measured only if what is left at the end pays for them, unless covered.
     const std::string b = fmt(o_.budget_s, 0) + " s";
-    if (p.fit == k && (m == 0 || p.process_fit || !(fresh > 0)))
+    if (p.fit == k && (!arms_priced || p.process_fit))
       p.line += "; " + b + " covers that pass (ladder climbs and extra pairs come on top)";
     else if (p.fit == k)
       p.line += "; " + b + " covers the " + std::to_string(k) + " in-process knobs, not the process knobs' arms (" +
@@ -140,7 +141,7 @@ void Tuner::plan_pass() {
       p.line += (p.fit == 0 ? "; with " + b + " none of them"
                             : "; with " + b + " the " + std::to_string(p.fit) + " with the highest expected gain (" +
                                   first + ")") +
-                (m > 0 && fresh > 0 ? ", no process knob's arm" : "");
+                (arms_priced ? ", no process knob's arm" : "");
   }
   progress(phase_, p.line);
   res_.plan = std::move(p);
