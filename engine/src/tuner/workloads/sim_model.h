@@ -94,6 +94,9 @@ class SimModel {
   virtual Config hand_config() const { return {}; }
   // Values the exhaustive search of best_config() tries per knob (the others stay at the baseline).
   virtual std::vector<std::pair<std::string, std::vector<std::string>>> search_space() const = 0;
+  // What makes two models behave alike ("" when the model cannot say: a test's own model): a world's JSON.
+  // Models of equal identity share their exhaustive search's result (SimulatedWorkload::best_config).
+  virtual std::string identity() const { return {}; }
 
   // The catalog's defaults.
   Config defaults() const;

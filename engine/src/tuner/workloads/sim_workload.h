@@ -117,6 +117,7 @@ class SimulatedWorkload : public Workload {
  private:
   bool sticky_hit_ = false;  // the sticky change was applied in this process
   Config full(const Config& config) const;
+  double fresh_throughput_of_full(const Config& complete) const;
   // Whether `c` sets the knob=value named in `change` ("workers=1").
   static bool has_change(const Config& c, const std::string& change);
   double noisy(double ms);

@@ -222,7 +222,7 @@ class WorldModel : public CommonModel<World> {
     };
     for (const auto& [id, values] : w_.effects) {
       auto it = c.find(id);
-      const std::string v = it == c.end() ? w_.baseline.at(id) : it->second;
+      const std::string& v = it == c.end() ? w_.baseline.at(id) : it->second;
       if (auto e = values.find(v); e != values.end()) add(e->second);
     }
     for (const auto& x : w_.interactions)

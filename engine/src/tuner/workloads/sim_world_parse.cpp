@@ -85,6 +85,7 @@ void read_header(const nlohmann::json& j, Common& w) {
   w.cores = static_cast<int>(number(j, "cores", "world", 8, 1, 1024));
   w.batch = static_cast<int>(number(j, "batch", "world", 32, 1, 1 << 20));
   w.memory_total_mb = number(j, "memory_total_mb", "world", 80.0 * 1024, 1);
+  w.identity = j.dump();
 }
 
 void read_tail(const nlohmann::json& j, Common& w) {

@@ -56,6 +56,7 @@ struct Common {
   std::vector<Invalid> invalid;
   Config hand;
   SimCosts costs;
+  std::string identity;  // the world's JSON, as read (SimModel::identity)
 };
 
 // format, name, device, kind, cores, batch, memory_total_mb.
@@ -80,6 +81,7 @@ class CommonModel : public SimModel {
   SimCosts costs() const override { return w_.costs; }
   Config hand_config() const override { return w_.hand; }
   double memory_total_mb() const override { return w_.memory_total_mb; }
+  std::string identity() const override { return w_.identity; }
   std::vector<std::pair<std::string, std::vector<std::string>>> search_space() const override { return w_.space; }
   double window_noise_scale(const Config& c) const override {
     return sim_int(c, "workers", 0) > 0 ? w_.fed_noise_scale : 1.0;
