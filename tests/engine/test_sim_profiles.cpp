@@ -65,6 +65,27 @@ TEST(SimProfiles, TheBuiltInProfilesAreTheRepositorysFiles) {
   for (const auto& [name, file] : kProfiles) EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
 }
 
+// A world's best configuration (the exhaustive search the report's "best" comes from) is kept per world for the
+// process: a world that differs in one figure gets its own, and the same world read again gets the first answer.
+TEST(SimProfiles, EachWorldHasItsOwnBestConfiguration) {
+  SimulatedWorkload a(1, sim_options_for("gpu"));
+  const Config best = a.best_config();
+  // The same world with a little less memory than its best configuration's peak: that one no longer fits.
+  nlohmann::json less = engine_profile();
+  less["memory_total_mb"] = a.model().step(best).peak_mb * 0.99;
+  SimulatedWorkload b(1, world_options(less), make_world_model(less).value());
+  ASSERT_TRUE(b.model().out_of_memory(best));
+  const Config b_best = b.best_config();
+  EXPECT_NE(b_best, best);
+  EXPECT_EQ(b_best, b.best_config_where({}));
+  EXPECT_FALSE(b.model().out_of_memory(b_best));
+  auto again = read_world_file(profile_path("h100-resnet50-jpeg.json"));
+  ASSERT_TRUE(again) << again.error().message;
+  SimulatedWorkload c(2, world_options(*again), make_world_model(*again).value());
+  EXPECT_EQ(c.best_config(), best);
+  EXPECT_EQ(c.best_config(), c.best_config_where({}));
+}
+
 // Every figure names its source; a field the format does not know, a knob the engine does not have, a world
 // it extends that is nowhere: each one line naming where.
 TEST(SimProfiles, AnOpsWorldIsCheckedFieldByField) {
