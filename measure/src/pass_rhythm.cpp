@@ -5,7 +5,8 @@
 
 namespace tb::measure {
 
-bool PassRhythm::step(int64_t loader_pass) {
+bool PassRhythm::step(int64_t loader_pass, int64_t loader_len) {
+  if (loader_len > 1 && loader_len < (int64_t(1) << 30)) said_steps_ = static_cast<int>(loader_len);
   if (pass_ < 0) {  // the first step seen: its pass may have begun before
     pass_ = loader_pass;
     steps_in_ = 1;
@@ -26,6 +27,12 @@ bool PassRhythm::step(int64_t loader_pass) {
 void PassRhythm::reset() {
   restart();
   pass_steps_ = 0;
+  said_steps_ = 0;
+}
+
+int PassRhythm::pass_steps() const {
+  if (said_steps_ > 0 && (pass_steps_ <= 0 || pass_steps_ > said_steps_)) return said_steps_;
+  return pass_steps_;
 }
 
 void PassRhythm::restart() {
@@ -35,22 +42,23 @@ void PassRhythm::restart() {
 }
 
 int PassRhythm::window_steps(int steps) const {
-  if (pass_steps_ <= 1 || steps <= 0) return steps;
-  const int passes = (steps + pass_steps_ - 1) / pass_steps_;
-  const int whole = passes * pass_steps_;
+  const int pass = pass_steps();
+  if (pass <= 1 || steps <= 0) return steps;
+  const int passes = (steps + pass - 1) / pass;
+  const int whole = passes * pass;
   return whole <= 2 * steps ? whole : steps;
 }
 
 bool PassRhythm::leaves_out_pass_starts(int steps) const {
-  return pass_steps_ > 1 && steps > 0 && window_steps(steps) == steps && steps % pass_steps_ != 0;
+  return pass_steps() > 1 && steps > 0 && window_steps(steps) == steps && steps % pass_steps() != 0;
 }
 
 std::string PassRhythm::said(int steps) const {
-  if (pass_steps_ <= 1 || steps <= 0) return {};
-  const std::string pass = std::to_string(pass_steps_) + " steps a pass of the training loader";
+  if (pass_steps() <= 1 || steps <= 0) return {};
+  const std::string pass = std::to_string(pass_steps()) + " steps a pass of the training loader";
   if (leaves_out_pass_starts(steps))
     return "the first step of each pass is left out of the windows (" + pass + ", longer than two windows)";
-  const int passes = window_steps(steps) / pass_steps_;
+  const int passes = window_steps(steps) / pass_steps();
   return "windows of whole passes: " + std::to_string(window_steps(steps)) + " steps, " + std::to_string(passes) +
          (passes == 1 ? " pass" : " passes") + " (" + pass + "; each window holds as many pass starts)";
 }

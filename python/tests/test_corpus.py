@@ -126,6 +126,8 @@ class CorpusTest(unittest.TestCase):
         # comes before the first step of the next pass.
         passes = [s["loader_pass"] for s in r.steps]
         self.assertEqual(passes[0], 0, passes)
+        # What a pass of the step's loader holds, as len(DataLoader) says it (0: no loader, or no length).
+        self.assertTrue(all(isinstance(s["loader_len"], int) and s["loader_len"] >= 0 for s in r.steps))
         self.assertTrue(all(b - a in (0, 1) for a, b in zip(passes, passes[1:])), passes)
         for o in r.outside:
             if o.get("epoch") is not None and o["after_step"] is not None and o["after_step"] + 1 < len(r.steps):
@@ -144,6 +146,7 @@ class CorpusTest(unittest.TestCase):
         self.assertEqual([(o["after_step"], o["epoch"], o["until"]) for o in r.outside],
                          [(7, 1, "step"), (15, 2, "exit")])
         self.assertEqual([s["loader_pass"] for s in r.steps], [0] * 8 + [1] * 8)  # two passes of 8 steps
+        self.assertEqual([s["loader_len"] for s in r.steps], [8] * 16)  # ... and each says so from its first step
         for o in r.outside:
             self.assertGreater(o["evaluation_ns"], 0)
             self.assertGreater(o["checkpoint_ns"], 0)
@@ -176,7 +179,8 @@ class CorpusTest(unittest.TestCase):
 
     def test_gan_without_a_dataloader_runs_its_discriminator_on_the_generators_output(self):
         # D steps, then G's loss runs D again on G's output: still the same iteration (G's update is to come)
-        self.check("gan_1d", r"^Epoch \d+: D ", samples=32, optimizer_steps=2)
+        r = self.check("gan_1d", r"^Epoch \d+: D ", samples=32, optimizer_steps=2)
+        self.assertEqual({s["loader_len"] for s in r.steps}, {0})  # no loader: no length said
 
     def test_actor_critic_without_a_dataloader(self):
         self.check("actor_critic", r"^episode \d+ ", optimizer_steps=2)

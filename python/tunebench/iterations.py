@@ -57,6 +57,17 @@ import weakref
 from .spans import BACKWARD, FORWARD, OPTIM, SAVE, Outside, Sink, Span  # noqa: F401 (Sink: the interface)
 
 
+def pass_length(loader):
+    """Batches in a pass of `loader`, what len(DataLoader) says; 0 when it says nothing. Not asked of an
+    IterableDataset's loader: asking makes torch warn once the dataset yields more than its length said."""
+    if loader is None or any(c.__name__ == "IterableDataset" for c in type(getattr(loader, "dataset", None)).__mro__):
+        return 0
+    try:
+        return max(0, int(len(loader)))
+    except Exception:  # noqa: BLE001 - no length (a generator, a custom iterable): the pass is seen, not said
+        return 0
+
+
 class Iterations:
     def __init__(self, sink, clock, live_optimizers=lambda: ()):
         self.sink = sink
@@ -129,6 +140,7 @@ class Iterations:
         self.steps += 1
         self.last_progress_ns = t
         sp.loader_pass = self.passes
+        sp.loader_len = pass_length(sp.loader)
         self.sink.step(i, sp, t)
         t = self.clock()
         if self.stack:

@@ -306,7 +306,7 @@ class Launcher(iterations.Sink):
                                     backward_ns=span.backward_ns, optim_ns=span.optim_ns,
                                     optimizer_steps=span.optimizer_steps, update=update, unit=span.unit,
                                     tokens=span.tokens, profiler_ns=profiler_ns, compile_ns=compile_ns,
-                                    loader_pass=span.loader_pass,
+                                    loader_pass=span.loader_pass, loader_len=span.loader_len,
                                     traced=self.tracer is not None and self.tracer.recording(),
                                     memory_json=memory.to_json(mem)))
         self.boundary_faults = faults

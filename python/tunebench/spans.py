@@ -10,7 +10,8 @@ class Span:
 
     __slots__ = ("serial", "t0", "loader", "samples", "data_wait_ns", "forward_ns", "backward_ns", "optim_ns",
                  "save_ns", "trained", "forwards", "train_forwards", "stepped", "optimizer_steps", "mark",
-                 "fresh", "unit", "tokens", "updates", "held", "loader_pass", "__weakref__")
+                 "fresh", "unit", "tokens", "updates", "held", "loader_pass", "loader_len",
+                 "__weakref__")
 
     def __init__(self, serial, t0, loader):
         self.serial = serial
@@ -34,6 +35,7 @@ class Span:
         self.updates = None           # a hand-written update's intervals: [[t0, t1], ...], disjoint, in order
         self.held = None              # () -> the iterator that gave its batch, None once the script dropped it
         self.loader_pass = 0          # the training loader's passes that had ended when it was emitted
+        self.loader_len = 0           # batches in a pass of its loader (len(DataLoader)); 0 when it has no length
 
     def add_update(self, t0, t1):
         """One sign of a hand-written update, [t0, t1]. Signs nest (a no_grad block around the parameters'

@@ -2,6 +2,7 @@
 // the windows that hold whole passes or leave the passes' first steps out.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "measure/pass_rhythm.h"
@@ -88,4 +89,30 @@ TEST(PassRhythm, ALoopWithoutPassesChangesNothing) {
   for (int p = 0; p < 10; ++p) one.step(p);  // a pass of one step (a full-batch loader)
   EXPECT_EQ(one.window_steps(11), 11);
   EXPECT_EQ(one.said(11), "");
+}
+
+TEST(PassRhythm, APassLengthSaidIsKnownFromTheFirstStep) {
+  // A 500-step epoch whose iterator the tune re-creates every window: never seen whole, known from len().
+  PassRhythm r;
+  for (int i = 0; i < 40; ++i) r.step(0, 500);
+  EXPECT_EQ(r.pass_steps(), 500);
+  EXPECT_TRUE(r.leaves_out_pass_starts(30));
+  EXPECT_NE(r.said(30).find("500 steps a pass"), std::string::npos) << r.said(30);
+  // Seen whole and longer than said (the tune's re-created iterators started it again): the length said.
+  PassRhythm again;
+  for (int64_t p : passes_of(2, 620)) again.step(p, 500);
+  EXPECT_EQ(again.pass_steps(), 500);
+  // Seen whole and shorter (a loop that breaks after 100 steps): the steps' own.
+  PassRhythm early;
+  for (int64_t p : passes_of(3, 100)) early.step(p, 500);
+  EXPECT_EQ(early.pass_steps(), 100);
+  // Another batch size: the length said before is forgotten until the steps say the new one.
+  r.reset();
+  EXPECT_EQ(r.pass_steps(), 0);
+  r.step(0, 250);
+  EXPECT_EQ(r.pass_steps(), 250);
+  // Nothing said (an IterableDataset, no loader): as before.
+  PassRhythm none;
+  for (int i = 0; i < 40; ++i) none.step(0, 0);
+  EXPECT_EQ(none.pass_steps(), 0);
 }

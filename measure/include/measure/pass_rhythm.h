@@ -11,7 +11,11 @@
 //    the same share in every window (persistent_workers's gain among it);
 //  * long passes: a pass's first step is left out of the windows (its share of a pass is under 1 / (2 x the
 //    window)), said as such;
-//  * before a pass has been seen whole, windows are as asked.
+//  * before a pass has been seen whole, windows are as asked - unless the launcher said a pass's length (a
+//    DataLoader's len(), the steps' `loader_len`): then it is known from the first step. A tune's live changes
+//    re-create the loader's iterator, which starts the pass again, so a long pass of a script whose loader is
+//    being tuned was never seen whole (a 500-step epoch over a whole tune); a pass seen whole and shorter than
+//    the length said (a loop that breaks early) is the one the steps make.
 #pragma once
 
 #include <cstdint>
@@ -23,13 +27,14 @@ class PassRhythm {
  public:
   // One step, in the order they came (its `loader_pass`). Returns whether it began a new pass (its first step
   // after a pass ended), which a window of long passes leaves out.
-  bool step(int64_t loader_pass);
+  bool step(int64_t loader_pass, int64_t loader_len = 0);
   // Forget the passes seen: what makes a pass changed (another batch size).
   void reset();
   // A new process of the same script: its steps start again at its first pass; the length stays known.
   void restart();
-  // Steps in the last whole pass (0: none seen whole yet).
-  int pass_steps() const { return pass_steps_; }
+  // Steps in a pass: the last whole pass seen, or the length said when none was seen or the one seen was longer
+  // (0: neither).
+  int pass_steps() const;
   // The steps a window asked for `steps` measures: a whole number of short passes, or `steps`.
   int window_steps(int steps) const;
   // Whether a window of `steps` leaves out the first steps of passes (long passes).
@@ -42,6 +47,7 @@ class PassRhythm {
   int steps_in_ = 0;    // steps of that pass so far
   bool whole_ = false;  // that pass began after the first step seen (its count is whole when it ends)
   int pass_steps_ = 0;
+  int said_steps_ = 0;  // the pass's length as the launcher said it (0: not said)
 };
 
 }  // namespace tb::measure

@@ -268,7 +268,7 @@ class ScriptWorkload : public Workload {
       }
       if (m->value("type", std::string()) == msg::error) throw TrialFailure(m->value("message", std::string("failed")), false);
       if (m->value("type", std::string()) != msg::step) continue;
-      const bool pass_start = passes.step(m->value("loader_pass", int64_t(0)));
+      const bool pass_start = passes.step(m->value("loader_pass", int64_t(0)), m->value("loader_len", int64_t(0)));
       const int64_t compile_ns = m->value("compile_ns", int64_t(0));  // paid once: unmeasured, said apart
       w.one_time_s += compile_ns * 1e-9;
       if (m->value("warmup", false) || compile_ns > 0) continue;
@@ -345,7 +345,7 @@ class ScriptWorkload : public Workload {
   // A step of the live process: counted, and its pass read (returns whether it began a pass).
   bool live_step(const nlohmann::json& m) {
     ++process_steps_;
-    return rhythm_.step(m.value("loader_pass", int64_t(0)));
+    return rhythm_.step(m.value("loader_pass", int64_t(0)), m.value("loader_len", int64_t(0)));
   }
 
   static std::string value_of(const Config& c, const std::string& k) {
