@@ -22,6 +22,9 @@ The mutations (issue: "tests that fail when the search is lazy, shown by mutatio
   one-time-in-rate     a compile's one-time cost is said of no trial (its break-even never computed)
   startup-in-rate      a knob's own start-up (a capture, a spawn) is said of no trial
   startup-run-steps-ignored  a change whose start-up pays back only after more steps than --run-steps is kept
+  pass-rung-unpersistent  a workers rung over long passes leaves the workers to spawn again every pass
+  startup-pass-ignored a start-up paid at every pass of the loader (workers not persistent) that pays back only
+                       after more steps than a pass is kept
   finals-by-average    the finals' estimate ignores what each arm's switch costs (the recent windows' average)
   process-arms-unheld  a pass that covers the process knobs' arms does not hold their time (cudnn_benchmark)
   waited-unprotected   a knob that waited for another (prefetch for workers) loses its turn to climbs and revisits
@@ -90,8 +93,14 @@ MUTATIONS = [
      "  if (!(extra >= 0.5 && extra >= 0.25 * wall / double(t.b.size()))) return;\n",
      "  return;\n"),
     ("startup-run-steps-ignored", SEARCH + "search_trial.cpp",
-     "    if (o_.run_steps > 0 && t.break_even_steps > double(o_.run_steps)) {\n      t.accepted = false;",
-     "    if (false) {\n      t.accepted = false;"),
+     "    const int64_t limit = run_first ? o_.run_steps : pass;",
+     "    const int64_t limit = run_first ? 0 : pass;"),
+    ("pass-rung-unpersistent", SEARCH + "search_plan.cpp",
+     '(value_in(ref, "workers") == "0" || w_.pass_steps_outside_windows() > 0)',
+     '(value_in(ref, "workers") == "0")'),
+    ("startup-pass-ignored", SEARCH + "search_trial.cpp",
+     "    const int64_t limit = run_first ? o_.run_steps : pass;",
+     "    const int64_t limit = run_first ? o_.run_steps : 0;"),
     ("finals-by-average", SEARCH + "search_plan.cpp",
      "  if (switches_.any_switch()) return alternation_estimate_s(arms, rounds);",
      "  if (false) return alternation_estimate_s(arms, rounds);"),

@@ -84,3 +84,110 @@ TEST(TunerStartup, ARunShorterThanTheBreakEvenKeepsNoSuchChange) {
   const TuneResult long_run = tune(3.0, int64_t(be * 100));
   EXPECT_EQ(graphs_trial(long_run)->outcome, "gain") << graphs_trial(long_run)->reason;
 }
+
+// A loader whose workers are not persistent spawns them again at every pass of its loader (an epoch), not only
+// when a trial switches them on; where the windows leave the passes' first steps out (long passes), that
+// start-up is in no window's rate and must pay back within a pass. A loader-bound job whose four workers take
+// seconds to start, its passes of `pass_steps` steps (0: whole-pass windows, or passes unknown).
+namespace {
+
+nlohmann::json loader_world(int pass_steps, const std::string& persistent) {
+  nlohmann::json w = nlohmann::json::parse(R"({
+    "format": "tunebench-world 1", "name": "epochs", "kind": "cuda", "cores": 8, "batch": 32,
+    "parts": {
+      "gpu": {"ms": 4, "per_sample_ms": 0.1, "source": "test: a small model's step"},
+      "host": {"ms": 3, "source": "test"},
+      "loader": {"per_sample_ms": 1.0, "source": "test: a decode-bound loader"}
+    },
+    "knobs": {
+      "workers": {"values": ["2", "4"]},
+      "persistent_workers": {"values": ["off", "on"]},
+      "amp": {"values": ["off", "bf16"], "effects": {"bf16": {"gpu": 0.7, "loss": 0.01, "source": "test"}}}
+    },
+    "noise": {"per_pair": 0.02, "per_step": 0.01, "source": "test: a quiet device"},
+    "costs": {"process_start_s": 5, "startup_s": {"workers=4": 3}, "source": "test"}
+  })");
+  w["knobs"]["persistent_workers"]["default"] = persistent;
+  if (pass_steps > 0) w["costs"]["pass_steps"] = pass_steps;
+  return w;
+}
+
+// `pinned`: the user keeps persistent_workers as it is (--set), so no rung may turn it on.
+TuneResult loader_tune(int pass_steps, const std::string& persistent = "off", bool pinned = false) {
+  const nlohmann::json w = loader_world(pass_steps, persistent);
+  SimulatedWorkload s(1, world_options(w), make_world_model(w).value());
+  TuneOptions o;
+  o.budget_s = 120;
+  if (pinned) o.skip_knobs = {"persistent_workers"};
+  return run_tune(s, o);
+}
+
+// The first search trial of workers=4 (the rung from the baseline's 2), whatever else it carried.
+const Trial* workers_trial(const TuneResult& r) {
+  for (const auto& t : r.trials)
+    if (t.knob == "workers" && t.value == "4" && t.phase.find("final") == std::string::npos) return &t;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST(TunerStartup, AStartUpAtEveryPassIsHeldAgainstThePass) {
+  // Passes unknown (or held whole in each window): the start-up is a switch's, as before.
+  const TuneResult once = loader_tune(0, "off", true);
+  const Trial* o = workers_trial(once);
+  ASSERT_NE(o, nullptr);
+  ASSERT_EQ(o->outcome, "gain") << o->reason;
+  ASSERT_GT(o->startup_s, 0) << o->reason;
+  EXPECT_EQ(o->startup_each_pass_steps, 0) << o->reason;
+  EXPECT_EQ(o->reason.find("every pass"), std::string::npos) << o->reason;
+  const double be = o->break_even_steps;
+  ASSERT_TRUE(std::isfinite(be)) << o->reason;
+
+  // Long passes, many times the break-even: paid at every pass and paid back within each.
+  const int long_pass = int(be * 20);
+  const TuneResult paid = loader_tune(long_pass, "off", true);
+  const Trial* p = workers_trial(paid);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->outcome, "gain") << p->reason;
+  EXPECT_EQ(p->startup_each_pass_steps, long_pass) << p->reason;
+  EXPECT_NE(p->reason.find("again at every pass of the training loader"), std::string::npos) << p->reason;
+  EXPECT_NE(p->reason.find("steps of each pass"), std::string::npos) << p->reason;
+
+  // Passes shorter than the break-even: each pass would lose what its steps gain, so workers=4 without
+  // persistent workers is not kept.
+  const int short_pass = std::max(2, int(be / 4));
+  const TuneResult lost = loader_tune(short_pass, "off", true);
+  const Trial* l = workers_trial(lost);
+  ASSERT_NE(l, nullptr);
+  EXPECT_EQ(l->outcome, "not paid back") << l->reason;
+  EXPECT_FALSE(l->accepted);
+  EXPECT_NE(l->reason.find("more than a pass's"), std::string::npos) << l->reason;
+  EXPECT_EQ(lost.final_config.at("workers"), "2") << "kept workers=4 that re-spawn every " << short_pass << "-step pass";
+}
+
+TEST(TunerStartup, LongPassesKeepTheWorkersRungPersistent) {
+  // Where persistent_workers is the tuner's to set, a workers rung over long passes keeps them (as the first
+  // workers always do): then they start once, and the rung's rate is what every pass gets.
+  const TuneResult r = loader_tune(20, "off");
+  const Trial* t = workers_trial(r);
+  ASSERT_NE(t, nullptr);
+  EXPECT_NE(t->also.find("persistent_workers=on"), std::string::npos) << t->also;
+  EXPECT_EQ(t->outcome, "gain") << t->reason;
+  EXPECT_EQ(t->startup_each_pass_steps, 0) << t->reason;
+  EXPECT_EQ(r.final_config.at("workers"), "4");
+  EXPECT_EQ(r.final_config.at("persistent_workers"), "on");
+  // Passes unknown: the rung from the job's own workers changes only their number, as before.
+  const Trial* u = workers_trial(loader_tune(0, "off"));
+  ASSERT_NE(u, nullptr);
+  EXPECT_EQ(u->also.find("persistent_workers"), std::string::npos) << u->also;
+}
+
+TEST(TunerStartup, PersistentWorkersStartOnce) {
+  // The same short passes with the job's workers persistent: their start-up is a switch's, paid once.
+  const TuneResult r = loader_tune(20, "on");
+  const Trial* t = workers_trial(r);
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->startup_each_pass_steps, 0) << t->reason;
+  EXPECT_EQ(t->reason.find("every pass"), std::string::npos) << t->reason;
+  EXPECT_NE(t->outcome, "not paid back") << t->reason;
+}

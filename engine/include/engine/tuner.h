@@ -181,6 +181,10 @@ class Workload {
   // Knobs this workload exists for, screened before the others (in this order) so that a tight budget
   // spends itself on them: the DDP knobs of a data-parallel tune. Empty: catalog order.
   virtual std::vector<std::string> first_knobs() const { return {}; }
+  // Steps in one pass (an epoch) of the training loader when the windows leave each pass's first step out (long
+  // passes: measure/pass_rhythm.h), so that what a loader's start costs at every pass is in no window's rate; 0
+  // when the passes are unknown or the windows hold whole passes (each window then pays its pass starts).
+  virtual int pass_steps_outside_windows() const { return 0; }
 };
 
 // ---------------------------------------------------------------------------------------------------------
@@ -275,6 +279,10 @@ struct Trial {
   double startup_before_s = std::numeric_limits<double>::quiet_NaN();
   double startup_after_s = std::numeric_limits<double>::quiet_NaN();
   double startup_s = 0;  // the start-up said (after - before), 0 when none was
+  // When that start-up comes back at every pass of the training loader (workers that are not persistent spawn
+  // again each epoch) and the windows leave the passes' starts out: the steps of a pass, which the break-even is
+  // held against; 0 when it is paid once.
+  int startup_each_pass_steps = 0;
 };
 
 struct SkippedTrial {

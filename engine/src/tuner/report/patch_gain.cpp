@@ -66,8 +66,12 @@ std::string patch_gain(const TuneResult& r, const std::string& knob, const measu
   for (auto t = r.trials.rbegin(); t != r.trials.rend(); ++t)
     if (t->knob == knob && t->accepted && std::isfinite(t->break_even_steps)) {
       const double once = std::max(0.0, t->one_time_after_s - t->one_time_before_s) + t->startup_s;
-      g += (g.empty() ? "" : "; ") + report_detail::fmt(once, 1) + " s once, paid back after ~" +
-           about_count(t->break_even_steps) + " steps";
+      const bool each_pass = t->startup_each_pass_steps > 0;
+      g += (g.empty() ? "" : "; ") + report_detail::fmt(once, 1) +
+           (each_pass ? " s at the start of every pass (its workers are not persistent), paid back after ~"
+                      : " s once, paid back after ~") +
+           about_count(t->break_even_steps) + " steps" +
+           (each_pass ? " of each pass of " + about_count(double(t->startup_each_pass_steps)) : std::string());
       break;
     }
   return g;

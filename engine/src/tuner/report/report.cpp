@@ -224,6 +224,7 @@ json report_json(const TuneResult& r) {
     if (t.startup_s > 0) {
       trials.back()["startup_s"] = t.startup_s;
       trials.back()["break_even_steps"] = num(t.break_even_steps);
+      if (t.startup_each_pass_steps > 0) trials.back()["startup_each_pass_steps"] = t.startup_each_pass_steps;
     }
     if (t.one_time_before_s > 0 || t.one_time_after_s > 0) {
       trials.back()["one_time_s_before"] = t.one_time_before_s;

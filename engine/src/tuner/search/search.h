@@ -222,6 +222,7 @@ class Tuner {
   void one_time_cost(Trial& t);
   // The candidate's own start-up (Trial::startup_after_s), said with its break-even; called by one_time_cost.
   void startup_cost(Trial& t, double saved_per_step);
+  int respawn_pass_steps(const Config& ref, const Config& cand);
   Trial trial(const std::string& phase, const Config& ref, const std::string& ref_label, const Change& change,
               const Config& cand, bool fresh = false);
   // A side of the trial that threw: the trial's outcome (an out-of-memory floor remembered, the reference put back).

@@ -50,9 +50,11 @@ std::vector<Change> Tuner::rung(const Config& ref, const std::string& id, const 
   c.value = next;
   // The first workers also keep their processes between epochs: without it every epoch starts (forks) its
   // workers again, which on a short epoch costs more than the parallel decoding gains (measured on a script
-  // with 8 steps per epoch: workers=1 alone 0.55x). It costs nothing else (the workers' memory stays).
-  if (id == "workers" && value_in(ref, "workers") == "0" && has_knob("persistent_workers") &&
-      value_in(ref, "persistent_workers") != "on") {
+  // with 8 steps per epoch: workers=1 alone 0.55x). It costs nothing else (the workers' memory stays). So does
+  // every workers rung where the windows leave the passes' starts out (long passes): without it each pass would
+  // give back, in a start no window holds, what the rung's rate shows (Tuner::respawn_pass_steps).
+  if (id == "workers" && (value_in(ref, "workers") == "0" || w_.pass_steps_outside_windows() > 0) &&
+      has_knob("persistent_workers") && value_in(ref, "persistent_workers") != "on") {
     c.delta["persistent_workers"] = "on";
     c.also = "persistent_workers=on";
   }

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "base/count_text.h"
+#include "knobs/table.h"
 #include "tuner/search/search.h"
 
 namespace tb::engine::search {
@@ -158,6 +159,10 @@ void Tuner::one_time_cost(Trial& t) {
 // the trial). A change whose turning on costs what turning it off does (an apply) shows nothing; CUDA graphs'
 // capture or a worker pool's spawn shows as seconds the rate leaves out, said with when they pay back.
 void Tuner::startup_cost(Trial& t, double saved) {
+  // In: the steps of a pass when the candidate's workers start again at each (trial()); out: that, where a
+  // start-up is said.
+  const int pass = t.startup_each_pass_steps;
+  t.startup_each_pass_steps = 0;
   // Only a trial's pairs switch between its two sides alone; a final's arms follow other arms.
   if (t.phase.find("final") != std::string::npos || t.a.size() < 2 || t.b.empty()) return;
   double before = -1, after = -1, wall = 0;
@@ -170,18 +175,45 @@ void Tuner::startup_cost(Trial& t, double saved) {
   // Under half a second, or under a quarter of a window: an apply's jitter, not a start-up of its own.
   if (!(extra >= 0.5 && extra >= 0.25 * wall / double(t.b.size()))) return;
   t.startup_s = extra;
-  std::string s = "; its start-up: ~" + fmt(extra, 1) + " s each time it is switched on, left out of the rate";
+  t.startup_each_pass_steps = pass;
+  std::string s = "; its start-up: ~" + fmt(extra, 1) + " s each time it is switched on" +
+                  (pass > 0 ? " and again at every pass of the training loader (" + about_count(double(pass)) +
+                                  " steps; its workers are not persistent)"
+                            : std::string()) +
+                  ", left out of the rate";
   if (t.outcome == "gain" && saved > 0) {
     const double once = extra + std::max(0.0, t.one_time_after_s - t.one_time_before_s);
     t.break_even_steps = once / saved;
     s += ", paid back after ~" + about_count(t.break_even_steps) + " steps";
-    if (o_.run_steps > 0 && t.break_even_steps > double(o_.run_steps)) {
+    // A start-up paid at every pass must pay back within the pass (or within the run, when it is shorter): the
+    // gain the windows measured between pass starts is then lost at each of them.
+    const bool run_first = o_.run_steps > 0 && (pass <= 0 || o_.run_steps < pass);
+    const int64_t limit = run_first ? o_.run_steps : pass;
+    if (limit > 0 && t.break_even_steps > double(limit)) {
       t.accepted = false;
       t.outcome = "not paid back";
-      s += ": more than the run's " + about_count(double(o_.run_steps)) + " (--run-steps), not kept";
+      s += run_first ? ": more than the run's " + about_count(double(o_.run_steps)) + " (--run-steps), not kept"
+                     : ": more than a pass's " + about_count(double(pass)) + ", so each pass loses what it gains: not kept";
+    } else if (pass > 0) {
+      s += " of each pass";
     }
   }
   t.reason += s;
+}
+
+// The steps of a pass when `cand`'s loader starts its workers again at every pass and the windows leave those
+// starts out (long passes): a change of the DataLoader's arguments re-creates the iterator, which spawns
+// workers that are not persistent, and so does every new epoch. 0 otherwise (whole-pass windows pay it in
+// their rate; persistent workers or none start once).
+int Tuner::respawn_pass_steps(const Config& ref, const Config& cand) {
+  const int pass = w_.pass_steps_outside_windows();
+  const std::string workers = value_in(cand, "workers");
+  if (pass <= 0 || !knobs_.count("persistent_workers") || workers.empty() || workers == "0" ||
+      value_in(cand, "persistent_workers") == "on")
+    return 0;
+  for (const auto& k : changed_knobs(ref, cand))
+    if (const knobs::Row* row = knobs::find(k); row && !row->dataloader_arg.empty()) return pass;
+  return 0;
 }
 
 Trial Tuner::trial(const std::string& phase, const Config& ref, const std::string& ref_label, const Change& change,
@@ -266,6 +298,7 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
   t.after = measure::pooled_throughput(t.b);
   const measure::NoiseFloor nf = floor();
   t.estimate = measure::paired_ratio(t.a, t.b, fresh ? nullptr : &nf, o_.confidence);
+  if (!fresh) t.startup_each_pass_steps = respawn_pass_steps(ref, cand);
   classify(t, !fresh);
   if (early) t.reason += " (clear after 2 pairs)";
   if (cut) t.reason += " (" + std::to_string(t.a.size()) + " pairs: another did not fit the budget)";

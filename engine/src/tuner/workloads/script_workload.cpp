@@ -145,6 +145,7 @@ class ScriptWorkload : public Workload {
     const bool leave_out_starts = rhythm_.leaves_out_pass_starts(steps);
     if (const std::string said = rhythm_.said(steps); !said.empty()) rhythm_said_ = said;
     window_steps_ = want;
+    left_out_starts_ = leave_out_starts;
     while (measured < want) {
       ensure_running();
       auto m = runner_->next(std::min(600.0, 1.0));
@@ -216,6 +217,7 @@ class ScriptWorkload : public Workload {
   }
   std::string measurement_allocator() const override { return live_allocator_; }
   double start_s() const override { return first_measured_s_; }
+  int pass_steps_outside_windows() const override { return left_out_starts_ ? rhythm_.pass_steps() : 0; }
   int cpu_cores() override {
     return std::max(1, runner_->hello().value(nlohmann::json::json_pointer("/device/cores"), 1));
   }
@@ -375,6 +377,7 @@ class ScriptWorkload : public Workload {
   std::chrono::steady_clock::time_point t0_;
   measure::PassRhythm rhythm_;  // the live process's passes of its training loader
   std::string rhythm_said_;     // what the windows did with them, once they did something
+  bool left_out_starts_ = false;  // the last window left the passes' first steps out (long passes)
 };
 
 }  // namespace

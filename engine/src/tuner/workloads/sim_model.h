@@ -44,6 +44,9 @@ struct SimCosts {
   double compile_s = 0;          // the first steps under torch.compile (0: no such knob)
   // A knob's own start-up when a live change sets it ("cuda_graphs=on": the capture), in seconds.
   std::map<std::string, double> startup_s;
+  // Steps in a pass of the job's training loader whose first step the windows leave out (a script's long epochs):
+  // a start-up of a loader whose workers are not persistent comes back every pass. 0: no passes said.
+  int pass_steps = 0;
 };
 
 class SimModel {

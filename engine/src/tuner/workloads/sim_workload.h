@@ -95,6 +95,7 @@ class SimulatedWorkload : public Workload {
   std::string fresh_windows() const override { return opt_.every_window_fresh ? "a fresh simulated process" : ""; }
   // What a fresh process costs before its first step, as the real workloads know it from their own start.
   double start_s() const override { return opt_.process_start_s; }
+  int pass_steps_outside_windows() const override { return model_->costs().pass_steps; }
 
   // Noise-free milliseconds per step and samples/s of a configuration (missing knobs = baseline).
   double step_ms(const Config& config) const;

@@ -123,6 +123,7 @@ void read_tail(const nlohmann::json& j, Common& w) {
   w.costs.workers_apply_s = number(costs, "workers_apply_s", "costs", 0.5, 0, 600);
   w.costs.first_step_factor = number(costs, "first_step_factor", "costs", 3, 1, 1000);
   w.costs.compile_s = number(costs, "compile_s", "costs", 0, 0, 3600);
+  w.costs.pass_steps = static_cast<int>(number(costs, "pass_steps", "costs", 0, 0, 1e9));
   if (costs.contains("startup_s")) {
     const auto& s = costs.at("startup_s");
     if (!s.is_object()) throw Bad{"world.costs.startup_s: an object of \"knob=value\": seconds"};
