@@ -51,6 +51,7 @@ struct TuneArgs {
   engine::SessionOptions so;     // the engine's run: --model, --data, and a --set before any --script
   engine::TuneOptions to;
   client::ScriptOptions script;  // --script's: the script, its knobs, its arguments after "--"
+  engine::Config sim_set;        // --simulate's --set: the simulated job's own knobs (a world's script knobs too)
   std::string report, json_out, patch_out, profile;
   bool quiet = false, simulate = false, fresh_groups = false, patch_check = true;
   bool help = false;
@@ -118,6 +119,11 @@ Status check_target(const TuneArgs& t) {
   if (!t.profile.empty() && !t.simulate) return Error{"--profile names a simulation: use it with --simulate"};
   if (!t.profile.empty())
     if (Status ok = engine::check_simulation_profile(t.profile); !ok) return ok;
+  if (t.simulate && !t.sim_set.empty()) try {  // the knobs pinned are the simulated job's: checked before any output
+      (void)engine::make_simulated_workload(0, t.profile.empty() ? "toy" : t.profile, t.sim_set);
+    } catch (const std::invalid_argument& e) {
+      return Error{e.what()};
+    }
   if (!t.script.script.empty() && (t.simulate || !t.so.model.empty()))
     return Error{"--script replaces --model/--data/--simulate"};
   if (!t.simulate && t.script.script.empty() && t.so.model.empty())
@@ -137,9 +143,23 @@ Result<TuneArgs> parse_args(int argc, char** argv) {
   // A simulation's seed is the one given (0 included: it once became 7 silently), else 7, said on the terminal.
   t.seed_given = std::any_of(argv, argv + argc, [](const char* a) { return std::string(a) == "--seed"; });
   const int end = script_args_split(argc, argv, t.script.args);
+  // A simulation's --set names the simulated job's knobs, which a world may take from a script's catalog
+  // (persistent_workers, compile): the simulation checks them, not the engine's catalog.
+  const bool simulate = std::any_of(argv + 1, argv + end, [](const char* a) { return std::string(a) == "--simulate"; });
   for (int i = 1; i < end; ++i) {
     const std::string a = argv[i];
     auto value = [&](std::string& out) { return next_arg(end, argv, i, out); };
+    if (a == "--set" && simulate) {
+      std::string v;
+      if (!value(v)) return Error{"--set needs knob=value[,knob=value...]"};
+      const auto items = client::inputs::parse_settings(v);
+      if (!items) return items.error();
+      for (const auto& [k, x] : *items) {
+        const auto known = engine::normalize_knob_value(k, x);  // "true" -> "on" where the engine knows the knob
+        t.sim_set[k] = known ? *known : x;
+      }
+      continue;
+    }
     // A --set before --script is the engine's (parse_session_option below): a script's knobs follow its --script.
     const bool engine_set = a == "--set" && t.script.script.empty();
     if (const auto s = engine_set ? std::nullopt : script_option(a, value, t.script, {.run_options = false})) {
@@ -195,7 +215,7 @@ Result<Outputs> probe_outputs(const TuneArgs& t) {
 // fresh processes, or this process's session. Throws as the engine does.
 std::unique_ptr<engine::Workload> make_workload(TuneArgs& t, bool led_rank, uint64_t sim_seed,
                                                 std::unique_ptr<engine::GroupLeader>& leader) {
-  if (t.simulate) return engine::make_simulated_workload(sim_seed, t.profile.empty() ? "toy" : t.profile);
+  if (t.simulate) return engine::make_simulated_workload(sim_seed, t.profile.empty() ? "toy" : t.profile, t.sim_set);
   if (!t.script.script.empty()) {
     t.script.output = script_output_to_stderr(true);  // the script's prints would drown the progress lines
     return engine::make_script_workload(t.script);
@@ -365,6 +385,7 @@ int cmd_tune(int argc, char** argv) {
   }
   // Knobs pinned with --set are part of the baseline and are not tuned.
   for (const auto& [k, v] : t.so.knobs) t.to.skip_knobs.push_back(k);
+  for (const auto& [k, v] : t.sim_set) t.to.skip_knobs.push_back(k);
   auto outputs = probe_outputs(t);
   if (!outputs) return fail(outputs.error().message, 2);
   return tune_and_report(t, led_rank, *outputs);

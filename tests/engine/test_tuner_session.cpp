@@ -150,7 +150,9 @@ TEST(TunerCli, BadInputExitsTwoWithOneLine) {
                            "tune --model mnist_cnn --data synthetic --frobnicate",
                            "tune --model nope --data synthetic --budget 10",
                            "tune --simulate --report /no/such/dir/r.html",
-                           "tune --simulate --profile h100", "tune --model mnist_cnn --data synthetic --profile gpu"}) {
+                           "tune --simulate --profile h100", "tune --model mnist_cnn --data synthetic --profile gpu",
+                           "tune --simulate --set nope=1", "tune --simulate --profile gpu --set workers=99",
+                           "tune --set amp=fp64 --simulate --profile gpu"}) {
     CliRun r = run_cli(args);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
     EXPECT_EQ(r.err.rfind("tunebench-cli: error: ", 0), 0u) << args << "\n" << r.err;
@@ -197,6 +199,32 @@ TEST(TunerCli, ASimulatedTuneSaysSoAndKeepsItsSeed) {
   EXPECT_NE(b.out.find("seed 7:"), std::string::npos) << b.out;
   auto summary = [](const std::string& out) { return out.substr(out.find("\nbaseline")); };
   EXPECT_NE(summary(a.out), summary(b.out));
+}
+
+// A simulation's --set pins the simulated job's knobs at their values, a world's script knobs among them: a tune
+// with --set amp=bf16 had measured from amp=off and listed amp as "pinned by the user".
+TEST(TunerCli, ASimulationsSetIsItsBaseline) {
+  const auto dir = std::filesystem::temp_directory_path() / ("tb_tune_set_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string js = (dir / "r.json").string(), world = (dir / "w.json").string();
+  CliRun r = run_cli("tune --simulate --profile gpu --budget 60 --set amp=bf16,workers=2 --json " + js);
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(std::ifstream(js));
+  EXPECT_EQ(j["baseline_config"]["amp"], "bf16");
+  EXPECT_EQ(j["baseline_config"]["workers"], "2");
+  EXPECT_EQ(j["final_config"]["amp"], "bf16");
+  EXPECT_EQ(j["final_config"]["workers"], "2");
+  for (const auto& t : j["trials"]) EXPECT_TRUE(t["knob"] != "amp" && t["knob"] != "workers") << t.dump();
+  // A world's knob from a script's catalog, which the engine's own --set does not know.
+  std::ofstream(world) << R"({"format": "tunebench-world 1", "name": "loader", "kind": "cuda", "cores": 8, "batch": 32,
+    "parts": {"gpu": {"ms": 4, "source": "test"}, "loader": {"per_sample_ms": 1.0, "source": "test"}},
+    "knobs": {"workers": {"values": ["2", "4"]}, "persistent_workers": {"values": ["off", "on"]}},
+    "noise": {"per_pair": 0.02, "source": "test"}, "costs": {"source": "test"}})";
+  r = run_cli("tune --simulate --profile " + world + " --budget 60 --set persistent_workers=on --json " + js);
+  ASSERT_EQ(r.code, 0) << r.err;
+  j = nlohmann::json::parse(std::ifstream(js));
+  EXPECT_EQ(j["baseline_config"]["persistent_workers"], "on");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(TunerCli, SimulatedGpuProfileNamesTheHandConfiguration) {

@@ -436,9 +436,9 @@ std::unique_ptr<Workload> make_simulated_workload(uint64_t seed = 7, double nois
 // on an H100) or "script-gpu" (a public ImageNet training script there), with the noise, drift and process
 // start-up measured on the lent GPUs; its describe() names the profile's hand configuration and speed-up.
 // `profile` may also be a world file (docs/tuning.md "Simulated worlds") or "random:N", the seeded random world N
-// the tests tune. Throws std::invalid_argument with one
-// line for an unknown profile or a bad file.
-std::unique_ptr<Workload> make_simulated_workload(uint64_t seed, const std::string& profile);
+// the tests tune. `set`: knobs the user pinned (--set), the baseline's values and not tuned. Throws
+// std::invalid_argument with one line for an unknown profile, a bad file, or a knob or value the job does not have.
+std::unique_ptr<Workload> make_simulated_workload(uint64_t seed, const std::string& profile, const Config& set = {});
 // Whether make_simulated_workload would take `profile`, or the one line why not.
 Status check_simulation_profile(const std::string& profile);
 

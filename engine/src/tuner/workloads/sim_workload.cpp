@@ -114,7 +114,40 @@ std::vector<KnobState> SimulatedWorkload::knobs() {
 
 Config SimulatedWorkload::full(const Config& config) const { return model_->complete(config); }
 
-Config SimulatedWorkload::baseline() { return model_->baseline(); }
+Config SimulatedWorkload::baseline() { return full(pinned_); }
+
+// A knob the user pinned is the baseline's value, checked against the job's own knobs: a simulated tune with
+// `--set amp=bf16` had measured from amp=off and listed amp as "pinned by the user".
+Status SimulatedWorkload::pin(const Config& set) {
+  for (const auto& [k, v] : set) {
+    const auto& cat = model_->catalog();
+    const auto it = std::find_if(cat.begin(), cat.end(), [&](const KnobInfo& x) { return x.id == k; });
+    if (it == cat.end()) {
+      std::string names;
+      for (const auto& x : cat) names += (names.empty() ? "" : ", ") + x.id;
+      return Error{"--set " + k + ": not a knob of this simulation (" + names + ")"};
+    }
+    if (it->type == KnobType::Int) {
+      size_t used = 0;
+      int64_t n = -1;
+      try {
+        n = std::stoll(v, &used);
+      } catch (...) {
+        used = 0;
+      }
+      if (used == 0 || used != v.size() || n < it->min || (it->max > 0 && n > it->max))
+        return Error{"--set " + k + "=" + v + ": an integer in [" + std::to_string(it->min) + ", " +
+                     std::to_string(it->max) + "] here"};
+    } else if (std::find(it->choices.begin(), it->choices.end(), v) == it->choices.end()) {
+      std::string vs;
+      for (const auto& x : it->choices) vs += (vs.empty() ? "" : ", ") + x;
+      return Error{"--set " + k + "=" + v + ": not one of its values here (" + vs + ")"};
+    }
+  }
+  pinned_ = set;
+  current_ = full(pinned_);
+  return Status::Ok();
+}
 
 int64_t SimulatedWorkload::batch_of(const Config& c) const {
   auto it = c.find("batch_size");
@@ -323,7 +356,7 @@ nlohmann::json SimulatedWorkload::describe() {
   if (!opt_.measurement_allocator.empty()) j["measurement_allocator"] = opt_.measurement_allocator;
   // What a person reaches by hand and what exists at all, for the report beside the tuner's own figure.
   nlohmann::json sim = {{"profile", opt_.profile}, {"process_start_s", opt_.process_start_s}};
-  const Config base = model_->baseline();
+  const Config base = baseline();
   if (const Config hand = model_->hand_config(); !hand.empty()) {
     nlohmann::json changed = nlohmann::json::object();
     for (const auto& [k, v] : hand)
@@ -428,15 +461,20 @@ std::optional<uint64_t> random_world_seed(const std::string& profile) {
 }
 }  // namespace
 
-std::unique_ptr<Workload> make_simulated_workload(uint64_t seed, const std::string& profile) {
-  if (make_sim_model(profile)) return std::make_unique<SimulatedWorkload>(seed, sim_options_for(profile));
-  if (auto n = random_world_seed(profile)) {
+std::unique_ptr<Workload> make_simulated_workload(uint64_t seed, const std::string& profile, const Config& set) {
+  std::unique_ptr<SimulatedWorkload> w;
+  if (make_sim_model(profile)) {
+    w = std::make_unique<SimulatedWorkload>(seed, sim_options_for(profile));
+  } else if (auto n = random_world_seed(profile)) {
     const nlohmann::json world = random_world(*n);
-    return std::make_unique<SimulatedWorkload>(seed, world_options(world), make_world_model(world).value());
+    w = std::make_unique<SimulatedWorkload>(seed, world_options(world), make_world_model(world).value());
+  } else {
+    auto world = read_world_file(profile);
+    if (!world) throw std::invalid_argument(world.error().message);
+    w = std::make_unique<SimulatedWorkload>(seed, world_options(*world), make_world_model(*world).value());
   }
-  auto world = read_world_file(profile);
-  if (!world) throw std::invalid_argument(world.error().message);
-  return std::make_unique<SimulatedWorkload>(seed, world_options(*world), make_world_model(*world).value());
+  if (Status ok = w->pin(set); !ok) throw std::invalid_argument(ok.error().message);
+  return w;
 }
 
 Status check_simulation_profile(const std::string& profile) {

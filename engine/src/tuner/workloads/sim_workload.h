@@ -82,6 +82,8 @@ class SimulatedWorkload : public Workload {
 
   std::vector<KnobState> knobs() override;
   Config baseline() override;
+  // The knobs the user pinned (--set): the baseline's values. Says why not for a knob or value the job lacks.
+  Status pin(const Config& set);
   void apply(const Config& config) override;
   measure::Window measure(int steps) override;
   measure::Window measure_capped(int steps, double max_s) override;
@@ -143,6 +145,7 @@ class SimulatedWorkload : public Workload {
   double pending_compile_s_ = 0;
   std::set<std::string> compiled_;  // compiled variants this (simulated) process has built
   Config current_;
+  Config pinned_;  // --set: the baseline's values of these knobs
   double now_s_ = 0;
   int applies_ = 0;
   int steps_ = 0;
