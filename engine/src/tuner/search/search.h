@@ -182,6 +182,8 @@ class Tuner {
     double in_process = 0, fresh = 0;
     int fresh_arms = 0;
     double total() const { return in_process + fresh; }
+    // What is held back for it: each part with its own margin (budget.h).
+    double held() const { return kReserveMargin * in_process + kFreshMargin * fresh; }
   };
   Reserve reserve_parts(bool with_fresh = true);
   double reserve_s(bool with_fresh = true);

@@ -118,7 +118,7 @@ bool InProcessFinal::alternate() {
   // An extra round leaves room for what may still come: the fresh final with its margin, and the knobs that do
   // not hold alone measured together (settle_dropped: three arms).
   const double after_extra =
-      kReserveMargin * fresh_reserve_ + (inproc_.size() > 1 ? t.budget_.alternation_s(3, t.o_.rounds, false) : 0.0);
+      kFreshMargin * fresh_reserve_ + (inproc_.size() > 1 ? t.budget_.alternation_s(3, t.o_.rounds, false) : 0.0);
   std::optional<double> extra_from;
   auto another_round = [&](int r) {
     if (r > 0) {

@@ -44,7 +44,7 @@ void Tuner::plan_pass() {
   const bool fresh_needed =
       current_ == baseline_ && measured_under_other_allocator() && !all_fresh() && !no_fresh_processes_;
   int fresh_arms = fresh_needed ? planned_fresh_arms() : 0;
-  double fresh = fresh_arms ? kReserveMargin * budget_.alternation_s(fresh_arms, o_.rounds, true) : 0.0;
+  double fresh = fresh_arms ? kFreshMargin * budget_.alternation_s(fresh_arms, o_.rounds, true) : 0.0;
   auto reserve = [&](int kept) {
     const int arms = kept == 0 ? 1 : kept == 1 ? 2 : 2 + kept;
     return now + (kept > 0 ? fresh : 0.0) +
@@ -70,7 +70,7 @@ void Tuner::plan_pass() {
   // processes along (a script's 25 s processes: 3 arms of 3 rounds, 251 s, for one knob's expected 2-8%), so a
   // pass prices them only beside a planned headline.
   auto process_s = [&] {
-    return own_arms() == 0 || !(fresh > 0) ? 0.0 : kReserveMargin * budget_.alternation_s(own_arms(), o_.rounds, true);
+    return own_arms() == 0 || !(fresh > 0) ? 0.0 : kFreshMargin * budget_.alternation_s(own_arms(), o_.rounds, true);
   };
   auto price = [&] {
     p.process_s = process_s();
@@ -85,7 +85,7 @@ void Tuner::plan_pass() {
   // with its two arms a script profile's pass grew from ~220 s to ~470 s and its tunes measured worse (16 seeds:
   // 0.88 of the hand configuration's speed-up against 0.93, the worst 0.69).
   while (fresh > 0 && fresh > o_.max_fresh_share * (o_.budget_auto ? p.pass_s - p.process_s : budget_.total())) {
-    fresh = fresh_arms > 2 && !o_.budget_auto ? kReserveMargin * budget_.alternation_s(fresh_arms = 2, o_.rounds, true) : 0.0;
+    fresh = fresh_arms > 2 && !o_.budget_auto ? kFreshMargin * budget_.alternation_s(fresh_arms = 2, o_.rounds, true) : 0.0;
     price();
   }
   if (alloc_in_headline()) p.process_knobs.erase(std::find(p.process_knobs.begin(), p.process_knobs.end(), "cpu_allocator"));

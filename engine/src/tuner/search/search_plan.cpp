@@ -351,11 +351,11 @@ Tuner::Reserve Tuner::reserve_parts(bool with_fresh) {
   // The arms of the process knobs the plan's pass covered, held like the headline (the share cap is the
   // headline's: these arms are the search's trials of those knobs), and dropped first when they no longer fit.
   double p = with_fresh ? process_arms_s(fresh, fresh ? fresh_rounds() : o_.rounds) : 0.0;
-  if (p > 0 && !budget_.may_finish(elapsed(), kReserveMargin * (r + f + p))) p = 0;
+  if (p > 0 && !budget_.may_finish(elapsed(), Reserve{r, f + p}.held())) p = 0;
   // A fresh final that no longer fits beside the in-process one even if nothing more ran will not run (the
   // headline is then this process's, and says so): it holds nothing back. A simulated script tune reserved a
   // 152 s fresh final it could never afford, skipped prefetch "for budget" and ended with 32 s unused.
-  if (f > 0 && !budget_.may_finish(elapsed(), kReserveMargin * (r + f + p))) f = 0;
+  if (f > 0 && !budget_.may_finish(elapsed(), Reserve{r, f + p}.held())) f = 0;
   return {r, f + p, (f > 0 ? fresh_arms : 0) + (p > 0 ? static_cast<int>(process_planned_.size()) : 0)};
 }
 
@@ -372,7 +372,7 @@ double Tuner::process_arms_s(bool headline, int rounds) {
 }
 
 // The final's windows switch configuration every time (a warm-up each), and a drop may need one more check.
-double Tuner::reserve_s(bool with_fresh) { return kReserveMargin * reserve_parts(with_fresh).total(); }
+double Tuner::reserve_s(bool with_fresh) { return reserve_parts(with_fresh).held(); }
 
 // A window is a number of steps: a batch twice as large makes each of its steps, and so every window of a
 // configuration that has it, about twice as long. A simulated 120 s tune kept batch 256 from 128 at 61% of its
@@ -403,7 +403,7 @@ bool Tuner::fits(const std::string& knob, const std::string& value, bool fresh) 
     else if (budget_.affordable_share(fresh_cost, o_.max_fresh_share)) reserve += fresh_cost;
     // The planned process arms were held beside a baseline arm of their own: with the headline they share its.
     if (reserve > before)
-      reserve -= kReserveMargin * (process_arms_s(false, o_.rounds) - process_arms_s(true, o_.rounds));
+      reserve -= kFreshMargin * (process_arms_s(false, o_.rounds) - process_arms_s(true, o_.rounds));
   }
   if (budget_.fits_trial(elapsed(), need, reserve)) return true;
   // While nothing is kept, a trial that fits beside the in-process final runs, even where the fresh-process
