@@ -92,21 +92,15 @@ TEST(TunerStartup, ARunShorterThanTheBreakEvenKeepsNoSuchChange) {
 namespace {
 
 nlohmann::json loader_world(int pass_steps, const std::string& persistent) {
-  nlohmann::json w = nlohmann::json::parse(R"({
-    "format": "tunebench-world 1", "name": "epochs", "kind": "cuda", "cores": 8, "batch": 32,
-    "parts": {
-      "gpu": {"ms": 4, "per_sample_ms": 0.1, "source": "test: a small model's step"},
-      "host": {"ms": 3, "source": "test"},
-      "loader": {"per_sample_ms": 1.0, "source": "test: a decode-bound loader"}
-    },
-    "knobs": {
-      "workers": {"values": ["2", "4"]},
-      "persistent_workers": {"values": ["off", "on"]},
-      "amp": {"values": ["off", "bf16"], "effects": {"bf16": {"gpu": 0.7, "loss": 0.01, "source": "test"}}}
-    },
-    "noise": {"per_pair": 0.02, "per_step": 0.01, "source": "test: a quiet device"},
-    "costs": {"process_start_s": 5, "startup_s": {"workers=4": 3}, "source": "test"}
-  })");
+  // The graphs world above with a decode-bound loader fed by two workers, and their knobs instead of the graphs.
+  nlohmann::json w = world(0);
+  w["name"] = "epochs";
+  w["parts"]["host"] = {{"ms", 3}, {"source", "test"}};
+  w["parts"]["loader"] = {{"per_sample_ms", 1.0}, {"source", "test: a decode-bound loader"}};
+  w["knobs"].erase("cuda_graphs");
+  w["knobs"]["workers"] = {{"values", {"2", "4"}}};
+  w["knobs"]["persistent_workers"] = {{"values", {"off", "on"}}};
+  w["costs"]["startup_s"] = {{"workers=4", 3}};
   w["knobs"]["persistent_workers"]["default"] = persistent;
   if (pass_steps > 0) w["costs"]["pass_steps"] = pass_steps;
   return w;
