@@ -154,10 +154,7 @@ Result<TuneArgs> parse_args(int argc, char** argv) {
       if (!value(v)) return Error{"--set needs knob=value[,knob=value...]"};
       const auto items = client::inputs::parse_settings(v);
       if (!items) return items.error();
-      for (const auto& [k, x] : *items) {
-        const auto known = engine::normalize_knob_value(k, x);  // "true" -> "on" where the engine knows the knob
-        t.sim_set[k] = known ? *known : x;
-      }
+      for (const auto& [k, x] : *items) t.sim_set[k] = x;  // the simulation reads them (SimulatedWorkload::pin)
       continue;
     }
     // A --set before --script is the engine's (parse_session_option below): a script's knobs follow its --script.

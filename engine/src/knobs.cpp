@@ -67,6 +67,12 @@ const KnobInfo* find_knob(const std::string& id) {
 Result<std::string> normalize_knob_value(const std::string& id, const std::string& value) {
   const KnobInfo* k = find_knob(id);
   if (!k) return Error{"unknown knob '" + id + "' (see tunebench-cli knobs)"};
+  return normalize_knob_value(*k, value);
+}
+
+Result<std::string> normalize_knob_value(const KnobInfo& knob, const std::string& value) {
+  const KnobInfo* k = &knob;
+  const std::string& id = knob.id;
   std::string v = lower(trim(value));
   switch (k->type) {
     case KnobType::Bool:

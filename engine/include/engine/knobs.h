@@ -53,6 +53,8 @@ using Config = std::map<std::string, std::string>;
 
 // Validates and normalizes one value ("true"/"1"/"on" -> "on"), or says why it is not one.
 Result<std::string> normalize_knob_value(const std::string& id, const std::string& value);
+// The same against `knob` itself (a simulated world's, whose values and range are its own).
+Result<std::string> normalize_knob_value(const KnobInfo& knob, const std::string& value);
 // Parses "k=v,k=v" (CLI --set). Throws std::invalid_argument with a one-line message.
 Config parse_config_list(const std::string& text);
 // Every knob with its default, overridden by `overrides`.

@@ -119,6 +119,7 @@ Config SimulatedWorkload::baseline() { return full(pinned_); }
 // A knob the user pinned is the baseline's value, checked against the job's own knobs: a simulated tune with
 // `--set amp=bf16` had measured from amp=off and listed amp as "pinned by the user".
 Status SimulatedWorkload::pin(const Config& set) {
+  Config pinned;
   for (const auto& [k, v] : set) {
     const auto& cat = model_->catalog();
     const auto it = std::find_if(cat.begin(), cat.end(), [&](const KnobInfo& x) { return x.id == k; });
@@ -127,24 +128,11 @@ Status SimulatedWorkload::pin(const Config& set) {
       for (const auto& x : cat) names += (names.empty() ? "" : ", ") + x.id;
       return Error{"--set " + k + ": not a knob of this simulation (" + names + ")"};
     }
-    if (it->type == KnobType::Int) {
-      size_t used = 0;
-      int64_t n = -1;
-      try {
-        n = std::stoll(v, &used);
-      } catch (...) {
-        used = 0;
-      }
-      if (used == 0 || used != v.size() || n < it->min || (it->max > 0 && n > it->max))
-        return Error{"--set " + k + "=" + v + ": an integer in [" + std::to_string(it->min) + ", " +
-                     std::to_string(it->max) + "] here"};
-    } else if (std::find(it->choices.begin(), it->choices.end(), v) == it->choices.end()) {
-      std::string vs;
-      for (const auto& x : it->choices) vs += (vs.empty() ? "" : ", ") + x;
-      return Error{"--set " + k + "=" + v + ": not one of its values here (" + vs + ")"};
-    }
+    const auto value = normalize_knob_value(*it, v);
+    if (!value) return Error{"--set: " + value.error().message + " (in this simulation)"};
+    pinned[k] = *value;
   }
-  pinned_ = set;
+  pinned_ = pinned;
   current_ = full(pinned_);
   return Status::Ok();
 }
