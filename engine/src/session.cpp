@@ -157,10 +157,16 @@ int64_t SessionImpl::apply(const Config& changes) {
   if (auto it = changed.find("ranks"); it != changed.end())
     throw EngineError("ranks=" + it->second + " takes effect when a run starts: tunebench-cli run --ranks " +
                       it->second + " (in the GUI: Run > Data-parallel run)");
-  if (auto it = changed.find("cudnn_benchmark");
-      it != changed.end() && it->second == "off" && g_cudnn_benchmarked.load() && applicability("cudnn_benchmark").applicable)
-    throw EngineError("cudnn_benchmark=off after it was on changes nothing for the shapes already benchmarked "
-                      "(PyTorch keeps using the algorithms it chose): start a new run with it off");
+  // PyTorch caches the algorithm it chose for a convolution's shapes, by benchmark or by its heuristics, and
+  // answers from that cache whatever the flag says: either change leaves the shapes already seen as they were.
+  if (auto it = changed.find("cudnn_benchmark"); it != changed.end() && applicability("cudnn_benchmark").applicable) {
+    if (it->second == "off" && g_cudnn_benchmarked.load())
+      throw EngineError("cudnn_benchmark=off after it was on changes nothing for the shapes already benchmarked "
+                        "(PyTorch keeps using the algorithms it chose): start a new run with it off");
+    if (it->second == "on" && step_index_ > 0)
+      throw EngineError("cudnn_benchmark=on after steps ran with it off changes nothing for the shapes already seen "
+                        "(PyTorch keeps the algorithms its heuristics chose): start a new run with it on");
+  }
   const Config prev = config_;
   tb::prof::Recorder::instant(tb::prof::names::kConfigChange, rev_ + 1);
   try {

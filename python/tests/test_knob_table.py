@@ -39,6 +39,25 @@ class KnobTable(unittest.TestCase):
                     knobs.lookup(kid)
                 self.assertIn(why, str(e.exception))
 
+    def test_a_running_script_keeps_its_cudnn_benchmark(self):
+        # PyTorch answers a convolution from the algorithm it cached for its shapes, its heuristics' or the
+        # benchmark's, whatever the flag says: a live change either way would be measured as doing nothing.
+        import torch
+        k = knobs.BY_ID["cudnn_benchmark"]
+        was = torch.backends.cudnn.benchmark
+        try:
+            for start, to in (("off", "on"), ("on", "off")):
+                torch.backends.cudnn.benchmark = start == "on"
+                with self.assertRaises(KnobError) as e:
+                    k.apply(None, to, live=True)
+                self.assertIn("cudnn_benchmark=%s in a running script changes nothing" % to, str(e.exception))
+                self.assertEqual(torch.backends.cudnn.benchmark, start == "on")
+                k.apply(None, start, live=True)  # the value it has: nothing to refuse
+                k.apply(None, to, live=False)  # at the script's start
+                self.assertEqual(torch.backends.cudnn.benchmark, to == "on")
+        finally:
+            torch.backends.cudnn.benchmark = was
+
     def test_a_class_without_a_row_is_refused_at_once(self):
         with self.assertRaises(TypeError):
             type("Mistyped", (knobs.Knob,), {"id": "worker"})

@@ -197,19 +197,22 @@ class IntraOpThreads(Knob):
 
 
 class CudnnBenchmark(Knob):
-    # Process-scope, as the engine's: PyTorch's algorithm cache answers whatever the flag says once a shape was
-    # seen, so a running script cannot switch it off again; the tuner measures it in fresh processes (a live
-    # off after on is refused below), on top of every in-process winner.
+    # Process-scope, as the engine's: PyTorch caches the algorithm it chose for a convolution's shapes, by
+    # benchmark or by its heuristics alike, and answers from that cache whatever the flag says, so a running
+    # script cannot switch it either way for the shapes it has seen; the tuner measures it in fresh processes,
+    # on top of every in-process winner, and a live change is refused below.
     id = "cudnn_benchmark"
 
     def applicable(self):
         return (True, "") if _cuda() else (False, "needs CUDA")
 
     def apply(self, run, value, live):
-        if live and value == "off" and torch.backends.cudnn.benchmark:
-            raise KnobError("cudnn_benchmark=off after on changes nothing for shapes already benchmarked: start a "
-                            "new run with it off")
-        torch.backends.cudnn.benchmark = value == "on"
+        want = value == "on"
+        if live and want != torch.backends.cudnn.benchmark:
+            raise KnobError("cudnn_benchmark=%s in a running script changes nothing for the shapes already seen "
+                            "(PyTorch keeps the algorithms it chose, by benchmark or by its heuristics): start a new "
+                            "run with it %s" % (value, value))
+        torch.backends.cudnn.benchmark = want
         return False, ""
 
 

@@ -44,5 +44,32 @@ TEST(SessionCuda, ARecapturedGraphGivesItsMemoryBack) {
                                                                 << settled << " after the first two";
 }
 
+// PyTorch answers a convolution from the algorithm it cached for its shapes, its heuristics' or the benchmark's,
+// whatever the flag says: once steps ran, cudnn_benchmark changes nothing either way, and a live change would be
+// measured as doing nothing. The session refuses it and keeps what it had.
+TEST(SessionCuda, CudnnBenchmarkIsRefusedEitherWayOnceStepsRan) {
+  if (!compat::cuda_available()) GTEST_SKIP() << "needs a CUDA device: " << compat::cuda_unavailable_reason();
+  SessionOptions o;
+  o.model = "resnet18";
+  o.data = "synthetic";
+  o.device = "cuda";
+  o.input_height = o.input_width = 64;
+  o.num_classes = 10;
+  o.warmup_steps = 1;
+  o.max_warmup_steps = 1;
+  o.drift_guard_steps = 0;
+  o.seed = 1;
+  o.knobs = {{"cudnn_benchmark", "off"}, {"batch_size", "16"}};
+  auto s = Session::create(o);
+  s->step();
+  EXPECT_THROW(s->apply({{"cudnn_benchmark", "on"}}), EngineError);
+  EXPECT_EQ(s->config().at("cudnn_benchmark"), "off");
+  o.knobs = {{"cudnn_benchmark", "on"}, {"batch_size", "16"}};
+  auto t = Session::create(o);
+  t->step();
+  EXPECT_THROW(t->apply({{"cudnn_benchmark", "off"}}), EngineError);
+  EXPECT_EQ(t->config().at("cudnn_benchmark"), "on");
+}
+
 }  // namespace
 }  // namespace tb::engine
