@@ -27,6 +27,8 @@ The mutations (issue: "tests that fail when the search is lazy, shown by mutatio
                        after more steps than a pass is kept
   finals-by-average    the finals' estimate ignores what each arm's switch costs (the recent windows' average)
   process-arms-unheld  a pass that covers the process knobs' arms does not hold their time (cudnn_benchmark)
+  reach-ignored        a process knob's arm runs where its fresh pairs cannot resolve the most it may give
+  reach-by-prior-only  a process knob's arm is out of reach whatever the fresh pairs' spread
   waited-unprotected   a knob that waited for another (prefetch for workers) loses its turn to climbs and revisits
 
 Each source file is restored after its mutation (also on Ctrl-C); the build directory is left rebuilt from
@@ -104,7 +106,13 @@ MUTATIONS = [
     ("finals-by-average", SEARCH + "search_plan.cpp",
      "  if (switches_.any_switch()) return alternation_estimate_s(arms, rounds);",
      "  if (false) return alternation_estimate_s(arms, rounds);"),
-    ("process-arms-unheld", SEARCH + "search_plan.cpp",
+    ("reach-ignored", SEARCH + "search_plan.cpp",
+     "  if (kind_of(id, cuda_) != \"compute\") return std::nullopt;",
+     "  return std::nullopt;"),
+    ("reach-by-prior-only", SEARCH + "search_plan.cpp",
+     "  if (half_width(n) <= std::log(most)) return std::nullopt;",
+     "  if (false) return std::nullopt;"),
+    ("process-arms-unheld", SEARCH + "search_pass.cpp",
      "  if (p.process_fit) process_planned_ = p.process_knobs;",
      "  (void)0;"),
     ("waited-unprotected", SEARCH + "search_screen.cpp",

@@ -87,11 +87,16 @@ void FreshFinal::in_process_headline(const std::string& why) {
   t.res_.notes.push_back(why + ": the headline is this process's final alternation (against the A/A floor, under " +
                          meas_ + "); a fresh start under " + user_alloc_ + " was not measured");
   t.res_.confirmation = "in this process: the final alternation, against the A/A floor (" + why + ")";
-  for (const auto& c : candidates_)
+  for (const auto& c : candidates_) {
+    if (auto far = t.out_of_reach(c.knob, rounds_min_)) {
+      t.res_.skipped.push_back({c.knob, c.value, *far});
+      continue;
+    }
     t.res_.skipped.push_back({c.knob, c.value,
                               "budget: takes effect at process start, and the fresh-process final did not run (" +
                                   why + ")",
                               std::max(0.0, t.left()), base_cost_});
+  }
 }
 
 bool FreshFinal::plan() {
@@ -164,6 +169,11 @@ void FreshFinal::add_process_arms() {
   for (const auto& id : ids) {
     const Change& c =
         *std::find_if(candidates_.begin(), candidates_.end(), [&](const Change& x) { return x.knob == id; });
+    if (auto far = t.out_of_reach(id, rounds_min_)) {
+      t.res_.skipped.push_back({c.knob, c.value, *far});
+      t.progress(t.phase_, "skipped " + Tuner::label(c) + " (out of reach in fresh processes)");
+      continue;
+    }
     const double need = guessed(int(arms_.size()) + 1, rounds_min_);
     // Without a headline to measure, the two arms a process knob needs are its own cost; an arm the plan's pass
     // covered was held back by the search like the headline, and may use the budget's margin as it does.

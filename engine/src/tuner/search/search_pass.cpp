@@ -55,10 +55,14 @@ void Tuner::plan_pass() {
   const int k = static_cast<int>(p.knobs.size());
   // The process knobs come after the in-process ones: each is an arm of the fresh-process final, measured on
   // top of the winners (search_fresh.cpp). The measurement allocator's arm is the headline's already.
+  // One that fresh pairs cannot resolve here is not priced: it is out of reach (out_of_reach), said.
+  std::string far;
   if (!all_fresh() && !no_fresh_processes_)
     for (const auto& id : order_)
-      if (knobs_[id].info.process_scope && eligible(knobs_[id], false) && !process_arm(id).value.empty())
-        p.process_knobs.push_back(id);
+      if (knobs_[id].info.process_scope && eligible(knobs_[id], false) && !process_arm(id).value.empty()) {
+        if (out_of_reach(id, o_.rounds)) far += (far.empty() ? "" : ", ") + id;
+        else p.process_knobs.push_back(id);
+      }
   p.process_knobs = by_priority(p.process_knobs);
   // The measurement allocator's arm, when the headline plans it, is the headline's.
   auto alloc_in_headline = [&] {
@@ -125,6 +129,9 @@ void Tuner::plan_pass() {
             ")";
   if (m > 0 && !headline)
     p.line += "; the process knobs (" + procs + ") are measured in a fresh-process final, which this budget does not plan";
+  if (!far.empty())
+    p.line += "; out of reach in fresh processes here: " + far + " (a pair varies by ±" + pct(fresh_sd(), 0) +
+              ": " + std::to_string(o_.rounds) + " pairs resolve less than the most it may give)";
   if (!p.auto_budget || p.fit < k || (arms_priced && !p.process_fit)) {
     std::string first;
     for (int i = 0; i < p.fit; ++i) first += (i ? ", " : "") + p.knobs[i];

@@ -193,6 +193,11 @@ void Tuner::why_ended() {
   if (process_skips > 0)
     end += "; " + std::to_string(process_skips) + " process knob(s) not measured: they need fresh processes, which "
            "the budget left could not pay for (listed as skipped)";
+  const auto far = std::count_if(res_.skipped.begin(), res_.skipped.end(),
+                                 [](const SkippedTrial& s) { return s.reason.rfind("out of reach", 0) == 0; });
+  if (far > 0)
+    end += "; " + std::to_string(far) + " process knob(s) out of reach: fresh pairs here cannot resolve what they may "
+           "give (listed as skipped, with the pairs that would)";
   bool final_failed = false, dropped_all = false, not_kept = false;
   for (const auto& n : res_.notes) {
     final_failed |= n.find("the final alternation failed") != std::string::npos;
