@@ -24,6 +24,9 @@
 #   tune       the auto-tuner on ResNet-50 from naive defaults, beside the naive run and the hand sequence
 #   scripttune a public-ImageNet-shaped script (bench/gpu_imagenet_script.py) tuned, its patch checked plainly
 #   ab         each knob alone against the naive baseline, alternated in one process, with its interval
+#   reach      what the tuner's process-knob rule assumes: fresh processes of the hand sequence, cudnn_benchmark
+#              off and on alternated (TB_GPU_REACH_PAIRS, 4): a fresh pair's spread, cuDNN's autotuner with its
+#              interval, and what its search adds to a process's start
 #   dist       data parallel on the GPU(s): Gloo, auto, NCCL
 # TB_GPU_DEADLINE (seconds from the start, default 540) bounds the whole call: a step that would not finish
 # before it is skipped and says so, so one device call of at most 10 minutes always packs what it measured.
@@ -160,7 +163,7 @@ cli="$build/app/tunebench-cli"
 
 # The datasets are made on the CPU while the tests use the GPU; nothing is measured before both are done.
 data=/tmp/tb-imagenet-like sdata=/tmp/tb-script-data
-if has scenarios || has sequence || has knobs || has tune || has ab || has profile || has scripttune; then
+if has scenarios || has sequence || has knobs || has tune || has ab || has reach || has profile || has scripttune; then
   [[ -d $data ]] || { timeout 300 $cli make-dataset --out $data --images 2048 --size 320x240 --classes 100 \
     > "$work/logs/make-dataset.txt" 2>&1 & }
 fi
@@ -502,6 +505,43 @@ for t in j.get('trials',[]):
 " 2>/dev/null)"
   done
   pack ab
+fi
+# The simulation's process-knob rule (docs/tuning.md "out of reach") rests on a fresh pair's spread (the profile
+# assumes the floor x1.8, ~9.5%) and on what cuDNN's autotuner gives on the hand sequence (~10% of the GPU's time,
+# extrapolated). Pairs of fresh processes, off then on (the order flips each pair), each its own `run`: the log
+# ratio's mean and sd over the pairs, the t-interval, and each process's wall time (cuDNN's search is in it).
+if has reach; then
+  hand="workers=8,prefetch=4,pin_memory=on,non_blocking=on,amp=bf16,cuda_graphs=on,batch_size=32"
+  for i in $(seq 1 "${TB_GPU_REACH_PAIRS:-4}"); do
+    order="off on"; (( i % 2 == 0 )) && order="on off"
+    for v in $order; do
+      t=$(cap 90 40)
+      (( t > 0 )) || { log "reach_${i}_$v skipped: $(left) s left"; continue; }
+      s0=$(date +%s.%N)
+      timeout "$t" $cli run --model "$model" --data "imagefolder:$data" --set "$hand,cudnn_benchmark=$v" --steps 40 \
+        --json "$work/runs/reach_${i}_$v.run.json" > "$work/logs/reach_${i}_$v.txt" 2>&1
+      log "reach_${i}_$v rc=$? wall $(python3 -c "print('%.1f' % ($(date +%s.%N) - $s0))") s samples/s $(python3 -c "
+import json;print(round(json.load(open('$work/runs/reach_${i}_$v.run.json'))['throughput']['samples_per_s'],1))" 2>/dev/null)"
+    done
+  done
+  log "reach: $(python3 - "$work/runs" <<'PY' 2>&1 | tail -1
+import json, math, os, statistics, sys
+d = sys.argv[1]; r = []
+for i in range(1, 64):
+    try:
+        off, on = (json.load(open(os.path.join(d, 'reach_%d_%s.run.json' % (i, v))))['throughput']['samples_per_s'] for v in ('off', 'on'))
+    except (OSError, ValueError, KeyError):
+        continue
+    r.append(math.log(on / off))
+if len(r) < 2:
+    print('%d pair(s): too few for a spread' % len(r)); sys.exit()
+t = {2: 12.71, 3: 4.30, 4: 3.18, 5: 2.78, 6: 2.57, 7: 2.45, 8: 2.36}.get(len(r), 2.3)
+m, sd = statistics.mean(r), statistics.stdev(r); h = t * sd / math.sqrt(len(r))
+print('%d pairs: cudnn_benchmark=on %.3fx [%.3f, %.3f]; a pair (log ratio) varies by %.1f%% (sd)' % (
+    len(r), math.exp(m), math.exp(m - h), math.exp(m + h), 100 * sd))
+PY
+)"
+  pack reach
 fi
 # Data parallel on the box's GPU(s), resnet18 on synthetic data, two ranks each: Gloo with the ranks
 # sharing the GPU(s); the automatic choice (NCCL with a GPU per rank, else Gloo and a warning that says why);
