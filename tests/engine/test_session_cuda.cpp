@@ -5,6 +5,7 @@
 #include "engine/session.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace tb::engine {
 namespace {
@@ -12,20 +13,25 @@ namespace {
 // A tune switches configurations every window, and with cuda_graphs on every switch re-captures the step. On an
 // H200 each dropped graph's private pool stayed reserved: after ~10 captures 114.6 GiB sat in private pools and
 // every later capture and trial ran out of memory. What the device holds must not grow with the captures.
-TEST(SessionCuda, ARecapturedGraphGivesItsMemoryBack) {
-  if (!compat::cuda_available()) GTEST_SKIP() << "needs a CUDA device: " << compat::cuda_unavailable_reason();
+// A ResNet-18 on synthetic `size` x `size` images on the CUDA device, one warm-up step, no drift guard.
+SessionOptions cuda_resnet18(int size, Config knobs) {
   SessionOptions o;
   o.model = "resnet18";
   o.data = "synthetic";
   o.device = "cuda";
-  o.input_height = o.input_width = 96;
+  o.input_height = o.input_width = size;
   o.num_classes = 10;
   o.warmup_steps = 1;
   o.max_warmup_steps = 1;
   o.drift_guard_steps = 0;
   o.seed = 1;
-  o.knobs = {{"cuda_graphs", "on"}, {"amp", "bf16"}, {"batch_size", "64"}};
-  auto s = Session::create(o);
+  o.knobs = std::move(knobs);
+  return o;
+}
+
+TEST(SessionCuda, ARecapturedGraphGivesItsMemoryBack) {
+  if (!compat::cuda_available()) GTEST_SKIP() << "needs a CUDA device: " << compat::cuda_unavailable_reason();
+  auto s = Session::create(cuda_resnet18(96, {{"cuda_graphs", "on"}, {"amp", "bf16"}, {"batch_size", "64"}}));
   std::vector<int64_t> reserved;
   for (int round = 0; round < 16; ++round) {
     s->apply({{"batch_size", round % 2 ? "32" : "64"}});
@@ -49,23 +55,11 @@ TEST(SessionCuda, ARecapturedGraphGivesItsMemoryBack) {
 // measured as doing nothing. The session refuses it and keeps what it had.
 TEST(SessionCuda, CudnnBenchmarkIsRefusedEitherWayOnceStepsRan) {
   if (!compat::cuda_available()) GTEST_SKIP() << "needs a CUDA device: " << compat::cuda_unavailable_reason();
-  SessionOptions o;
-  o.model = "resnet18";
-  o.data = "synthetic";
-  o.device = "cuda";
-  o.input_height = o.input_width = 64;
-  o.num_classes = 10;
-  o.warmup_steps = 1;
-  o.max_warmup_steps = 1;
-  o.drift_guard_steps = 0;
-  o.seed = 1;
-  o.knobs = {{"cudnn_benchmark", "off"}, {"batch_size", "16"}};
-  auto s = Session::create(o);
+  auto s = Session::create(cuda_resnet18(64, {{"cudnn_benchmark", "off"}, {"batch_size", "16"}}));
   s->step();
   EXPECT_THROW(s->apply({{"cudnn_benchmark", "on"}}), EngineError);
   EXPECT_EQ(s->config().at("cudnn_benchmark"), "off");
-  o.knobs = {{"cudnn_benchmark", "on"}, {"batch_size", "16"}};
-  auto t = Session::create(o);
+  auto t = Session::create(cuda_resnet18(64, {{"cudnn_benchmark", "on"}, {"batch_size", "16"}}));
   t->step();
   EXPECT_THROW(t->apply({{"cudnn_benchmark", "off"}}), EngineError);
   EXPECT_EQ(t->config().at("cudnn_benchmark"), "on");
