@@ -157,12 +157,10 @@ class Tuner {
     std::string value, why_not;
   };
   ProcessArm process_arm(const std::string& id);
-  // Why a process knob's arm of `rounds` fresh pairs cannot resolve what the step's breakdown expects of it
-  // (search_plan.cpp; only a knob of the device's compute, which the breakdown bounds), or nullopt: then it is
-  // measured as the budget allows.
+  // Why a process knob's arm of `rounds` fresh pairs cannot resolve the most the knob may give (search_plan.cpp;
+  // only a knob of the device's compute, whose prior bounds it), or nullopt: then it is measured as the budget
+  // allows.
   std::optional<std::string> out_of_reach(const std::string& id, int rounds);
-  // What a knob may give on this step by the latest analysis: its prior on the shares, capped by the analyses.
-  double prior_gain(const std::string& id);
   // The arms of the process knobs the plan's pass covered (plan_pass, process_planned_), over `rounds`: beside
   // a planned headline their own arms, else the baseline's and, with a change kept, the final's with them.
   double process_arms_s(bool headline, int rounds);

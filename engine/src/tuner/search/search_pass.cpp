@@ -131,7 +131,8 @@ void Tuner::plan_pass() {
     p.line += "; the process knobs (" + procs + ") are measured in a fresh-process final, which this budget does not plan";
   if (!far.empty())
     p.line += "; out of reach in fresh processes here: " + far + " (a pair varies by ±" + pct(fresh_sd(), 0) +
-              ": " + std::to_string(o_.rounds) + " pairs resolve less than the most it may give)";
+              (std::isfinite(finals_.fresh_sd_measured) ? "" : ", this process's floor x1.8") + ": " +
+              std::to_string(o_.rounds) + " pairs resolve less than the most it may give)";
   if (!p.auto_budget || p.fit < k || (arms_priced && !p.process_fit)) {
     std::string first;
     for (int i = 0; i < p.fit; ++i) first += (i ? ", " : "") + p.knobs[i];

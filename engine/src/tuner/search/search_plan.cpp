@@ -141,18 +141,13 @@ std::optional<std::string> Tuner::not_worth(const KnobInfo& info, const Config& 
   return std::nullopt;
 }
 
-double Tuner::prior_gain(const std::string& id) {
-  const double gain = expected_gain(id, evidence_.shares, cuda_);
-  // The shares' prior never promises more than the analyses' own models allow: a 64% data wait is worth 2.8x
-  // to workers by the shares, nothing by the loader verdict when the cores already bound the run.
-  if (auto c = evidence_.caps.find(id); c != evidence_.caps.end()) return std::min(gain, std::max(1.0, c->second));
-  return gain;
-}
-
 double Tuner::priority(const std::string& id) {
   // A knob measured without paying comes back at half its expected gain each time (once the configuration
   // changed: two knobs may pay only together); one never tried keeps its full prior.
-  double gain = 1.0 + (prior_gain(id) - 1.0) * std::pow(0.5, misses(id));
+  double gain = 1.0 + (expected_gain(id, evidence_.shares, cuda_) - 1.0) * std::pow(0.5, misses(id));
+  // The shares' prior never promises more than the analyses' own models allow: a 64% data wait is worth 2.8x
+  // to workers by the shares, nothing by the loader verdict when the cores already bound the run.
+  if (auto c = evidence_.caps.find(id); c != evidence_.caps.end()) gain = std::min(gain, std::max(1.0, c->second));
   // Nothing new to try, but a trial from here measured faster without deciding: what it measured is its
   // prior (discounted: a chance high ratio is likelier among the undecided ones).
   if (next_changes(id).empty())
@@ -263,8 +258,9 @@ std::optional<std::string> Tuner::out_of_reach(const std::string& id, int rounds
     if (half_width(k) <= std::log(most)) need = k;
   return "out of reach: it takes effect at process start, and " + std::to_string(n) +
          " pairs of fresh processes resolve only changes beyond ±" + pct(std::exp(half_width(n)) - 1, 0) +
-         " here (a pair varies by ±" + pct(sd, 1) + "), where it may give at most ~" + pct(most - 1, 0) +
-         " (were the step all the GPU's compute); resolving that needs " +
+         " here (a pair varies by ±" + pct(sd, 1) + (std::isfinite(finals_.fresh_sd_measured) ? "" : ", this process's floor x1.8") +
+         "), where it may give at most ~" + pct(most - 1, 0) + " (were the step all the " + (cuda_ ? "GPU" : "CPU") +
+         "'s compute); resolving that needs " +
          (need == 0 ? "more than " + std::to_string(o_.max_fresh_rounds) + " pairs" : std::to_string(need) + " pairs");
 }
 
