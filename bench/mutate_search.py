@@ -107,7 +107,7 @@ MUTATIONS = [
      "  if (switches_.any_switch()) return alternation_estimate_s(arms, rounds);",
      "  if (false) return alternation_estimate_s(arms, rounds);"),
     ("reach-ignored", SEARCH + "search_plan.cpp",
-     "  if (kind_of(id, cuda_) != \"compute\") return std::nullopt;",
+     "  if (!cuda_ || kind_of(id, cuda_) != \"compute\") return std::nullopt;",
      "  return std::nullopt;"),
     ("reach-by-prior-only", SEARCH + "search_plan.cpp",
      "  if (half_width(n) <= std::log(most)) return std::nullopt;",

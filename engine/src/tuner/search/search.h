@@ -158,7 +158,7 @@ class Tuner {
   };
   ProcessArm process_arm(const std::string& id);
   // Why a process knob's arm of `rounds` fresh pairs cannot resolve the most the knob may give (search_plan.cpp;
-  // only a knob of the device's compute, whose prior bounds it), or nullopt: then it is measured as the budget
+  // only a knob of the GPU's compute, whose prior bounds it), or nullopt: then it is measured as the budget
   // allows.
   std::optional<std::string> out_of_reach(const std::string& id, int rounds);
   // The arms of the process knobs the plan's pass covered (plan_pass, process_planned_), over `rounds`: beside

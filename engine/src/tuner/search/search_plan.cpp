@@ -240,13 +240,14 @@ int Tuner::fresh_pairs_for(double gain, double sd) {
 // autotuner, which the profile gives ~10% of the GPU's time, ended "no effect" with intervals like [0.72, 1.43] in
 // 38 of 40 tunes under --budget auto, ~55 s each. An arm that cannot resolve the most the knob may give is not
 // run: it is said to be out of reach, with the pairs that would resolve it, and its time goes to knobs the
-// windows can decide. Only where that most is bounded: a knob of the device's compute (cuDNN's algorithms make
+// windows can decide. Only where that most is bounded: a knob of the GPU's compute (cuDNN's algorithms make
 // convolutions faster, nothing else), at most its prior's share of a step that were all compute (the arm is
 // measured on top of the winners, where compute is most of the step). The allocator reaches every part of the
-// host's work, the loader's workers included, and was the largest single effect measured on a CPU run: nothing
-// bounds it, so it is measured as the budget allows, as is the measurement allocator's arm, the headline's own.
+// host's work, the loader's workers included, and was the largest single effect measured on a CPU run; ranks
+// divide a CPU's work: neither has such a bound, so each is measured as the budget allows, as is the
+// measurement allocator's arm, the headline's own.
 std::optional<std::string> Tuner::out_of_reach(const std::string& id, int rounds) {
-  if (kind_of(id, cuda_) != "compute") return std::nullopt;
+  if (!cuda_ || kind_of(id, cuda_) != "compute") return std::nullopt;
   const double most = expected_gain(id, StepShares{0, 0, 0, 0, 1, 0}, cuda_), sd = fresh_sd();
   auto half_width = [&](int n) {
     return measure::student_t_quantile(0.5 + o_.confidence / 2, n - 1) * sd / std::sqrt(double(n));
@@ -259,8 +260,8 @@ std::optional<std::string> Tuner::out_of_reach(const std::string& id, int rounds
   return "out of reach: it takes effect at process start, and " + std::to_string(n) +
          " pairs of fresh processes resolve only changes beyond ±" + pct(std::exp(half_width(n)) - 1, 0) +
          " here (a pair varies by ±" + pct(sd, 1) + (std::isfinite(finals_.fresh_sd_measured) ? "" : ", this process's floor x1.8") +
-         "), where it may give at most ~" + pct(most - 1, 0) + " (were the step all the " + (cuda_ ? "GPU" : "CPU") +
-         "'s compute); resolving that needs " +
+         "), where it may give at most ~" + pct(most - 1, 0) +
+         " (were the step all the GPU's compute); resolving that needs " +
          (need == 0 ? "more than " + std::to_string(o_.max_fresh_rounds) + " pairs" : std::to_string(need) + " pairs");
 }
 
