@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "engine/tuner.h"
+#include "tuner/workloads/sim_workload.h"
 #include "tuner/workloads/sim_world.h"
 
 using namespace tb::engine;
@@ -84,6 +85,24 @@ TEST(SimProfiles, EachWorldHasItsOwnBestConfiguration) {
   SimulatedWorkload c(2, world_options(*again), make_world_model(*again).value());
   EXPECT_EQ(c.best_config(), best);
   EXPECT_EQ(c.best_config(), c.best_config_where({}));
+}
+
+// A process starts every knob it has: one that starts with cuDNN's autotuner pays its search (the H200's 13.9 s
+// first step, the gpu profile's costs.startup_s) on top of the start every process pays, and a running process
+// asked for it pays nothing (the knob waits for a process). Virtual seconds: the simulation's own accounts.
+TEST(SimProfiles, AFreshProcessPaysTheStartUpsOfItsKnobs) {
+  SimulatedWorkload w(1, sim_options_for("gpu"));
+  const Config base = w.baseline();
+  auto cost = [&](const Config& c) {
+    const double t0 = w.now_s();
+    EXPECT_TRUE(w.measure_fresh(c, 5));
+    return w.now_s() - t0;
+  };
+  const double off = cost(with(base, "cudnn_benchmark", "off")), on = cost(with(base, "cudnn_benchmark", "on"));
+  EXPECT_GE(on - off, 13.9 * 0.8) << off << " s against " << on << " s";
+  const double t0 = w.now_s();
+  w.apply(with(base, "cudnn_benchmark", "on"));
+  EXPECT_LT(w.now_s() - t0, 13.9 * 0.5);
 }
 
 // Every figure names its source; a field the format does not know, a knob the engine does not have, a world

@@ -150,11 +150,6 @@ void SimulatedWorkload::apply(const Config& config) {
   const SimCosts costs = model_->costs();
   const bool new_workers = c.count("workers") && current_.count("workers") && c.at("workers") != current_.at("workers");
   now_s_ += costs.apply_s + (new_workers ? costs.workers_apply_s : 0.0);
-  for (const auto& [kv, s] : costs.startup_s) {  // a knob's own start-up as a change sets it
-    const size_t eq = kv.find('=');
-    const std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
-    if (c.count(k) && c.at(k) == v && (!current_.count(k) || current_.at(k) != v)) now_s_ += s;
-  }
   if (auto oom = model_->out_of_memory(c)) {
     now_s_ += 1.0;  // the allocation that failed
     throw TrialFailure(*oom, true);
@@ -164,6 +159,7 @@ void SimulatedWorkload::apply(const Config& config) {
   if (!opt_.every_window_fresh)
     for (const auto& k : model_->catalog())
       if (k.process_scope) c[k.id] = current_.at(k.id);
+  now_s_ += startup_s(c, &current_);  // a knob's own start-up as a change sets it
   if (c != current_) {
     changed_ = true;
     pending_compile_s_ += compile_cost(c, compiled_);
@@ -253,10 +249,22 @@ measure::Window SimulatedWorkload::measure_capped(int steps, double max_s) {
                      p);
 }
 
+// The start-ups of the knob values `c` sets that `from` does not (every one of them for a process that starts).
+double SimulatedWorkload::startup_s(const Config& c, const Config* from) const {
+  double s = 0;
+  for (const auto& [kv, secs] : model_->costs().startup_s) {
+    const size_t eq = kv.find('=');
+    const std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
+    if (c.count(k) && c.at(k) == v && (!from || !from->count(k) || from->at(k) != v)) s += secs;
+  }
+  return s;
+}
+
 std::optional<measure::Window> SimulatedWorkload::measure_fresh(const Config& config, int steps) {
   if (!opt_.fresh_processes) return std::nullopt;
   Config c = full(config);
-  now_s_ += opt_.process_start_s;
+  // A process starts every knob it has: cuDNN's search, the workers' spawn, a capture, each paid again.
+  now_s_ += opt_.process_start_s + startup_s(c, nullptr);
   if (auto oom = model_->out_of_memory(c)) throw TrialFailure(*oom + " (fresh process)", true);
   if (auto no = model_->refuses(c)) throw TrialFailure(*no, false);
   changed_ = true;  // this process's state is untouched, but the next window here starts after a pause

@@ -134,6 +134,8 @@ class SimulatedWorkload : public Workload {
   measure::Window with_memory(measure::Window w, const SimStep& p) const;
   // Seconds the first step under `c` spends compiling, once per compiled variant in this process.
   double compile_cost(const Config& c, std::set<std::string>& compiled);
+  // The world's start-ups (costs.startup_s) of the knob values `c` sets and `from` has not (all: a new process).
+  double startup_s(const Config& c, const Config* from) const;
 
   std::unique_ptr<SimModel> model_;
   std::mt19937_64 rng_;
