@@ -30,6 +30,9 @@ The mutations (issue: "tests that fail when the search is lazy, shown by mutatio
   reach-ignored        a process knob's arm runs where its fresh pairs cannot resolve the most it may give
   reach-by-prior-only  a process knob's arm is out of reach whatever the fresh pairs' spread
   waited-unprotected   a knob that waited for another (prefetch for workers) loses its turn to climbs and revisits
+  needed-alone         non_blocking is tried alone from pageable memory (its trial does not set pinned memory)
+  needed-unpinnable    non_blocking is tried while the tune may not pin memory
+  recipe-pair-unsaid   a bigger batch kept in a pair (with a worker) is said "not measured" without it
 
 Each source file is restored after its mutation (also on Ctrl-C); the build directory is left rebuilt from
 the restored sources at the end.
@@ -118,6 +121,15 @@ MUTATIONS = [
     ("waited-unprotected", SEARCH + "search_screen.cpp",
      "  if (!res_.plan || res_.plan->fit < static_cast<int>(res_.plan->knobs.size())) return ready;",
      "  return ready;"),
+    ("needed-alone", SEARCH + "search_screen.cpp",
+     "  const auto need = needed_switch(id, current_);",
+     "  const std::optional<std::pair<std::string, std::string>> need;"),
+    ("needed-unpinnable", SEARCH + "search_plan.cpp",
+     "  if (auto need = needed_switch(info.id, c); need && !eligible(knobs_[need->first], false))",
+     "  if (auto need = needed_switch(info.id, c); false)"),
+    ("recipe-pair-unsaid", SEARCH + "search_summary.cpp",
+     "      } else if ((\" + \" + t.also + \" + \").find(\" + \" + k + \"=\") != std::string::npos) {",
+     "      } else if (false) {"),
     ("claim-every-knob", SEARCH + "search_summary.cpp",
      "if (s.reason.rfind(\"budget\", 0) == 0) (process_knob(s.knob) && !all_fresh() ? process_skips : budget_skips)++;",
      "(void)s;"),

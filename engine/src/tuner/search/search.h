@@ -131,6 +131,10 @@ class Tuner {
   std::vector<Change> rung(const Config& ref, const std::string& id, const std::string& next);
   std::vector<std::string> plain_values(const KnobState& k, const std::string& from);
   std::optional<std::string> not_worth(const KnobInfo& info, const Config& c);
+  // The on/off knob `id` means nothing without, with the value that makes it mean something, when `c` has it
+  // off: non_blocking's copy from pageable memory is synchronous whatever the flag, so its trial sets pinned
+  // memory too. Empty when `id` needs nothing, or a ladder (prefetch waits for workers: not_worth).
+  std::optional<std::pair<std::string, std::string>> needed_switch(const std::string& id, const Config& c);
   // Expected gain over cost of screening `id` now (the last snapshot's bottleneck), for the order.
   double priority(const std::string& id);
   // A ladder knob whose last rung was just kept (its next rung goes before knobs with no evidence).

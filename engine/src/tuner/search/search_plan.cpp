@@ -138,7 +138,18 @@ std::optional<std::string> Tuner::not_worth(const KnobInfo& info, const Config& 
     return info.id + " only matters with workers > 0" +
            (info.process_scope ? std::string() : std::string(" (tried again once workers are kept)"));
   if (info.id == "checkpointing") return "trades speed for memory; it pays only through a batch size that does not fit";
+  if (auto need = needed_switch(info.id, c); need && !eligible(knobs_[need->first], false))
+    return info.id + " only matters with " + label(need->first, need->second) + ", which this tune does not change";
   return std::nullopt;
+}
+
+std::optional<std::pair<std::string, std::string>> Tuner::needed_switch(const std::string& id, const Config& c) {
+  const std::string need = depends_on(id);
+  if (need.empty() || !knobs_.count(need)) return std::nullopt;
+  const KnobInfo& n = knobs_[need].info;
+  if (n.type != KnobType::Bool || n.recommended_value.empty() || value_in(c, need) == n.recommended_value)
+    return std::nullopt;
+  return std::make_pair(need, n.recommended_value);
 }
 
 double Tuner::priority(const std::string& id) {

@@ -92,8 +92,26 @@ void Tuner::say_recipe_changes() {
                        "in samples/s, not in time to the same accuracy: scale the learning rate (e.g. linearly with " +
                        "the batch, or by its square root) and check the loss curve";
     const Trial* own = nullptr;
-    for (const auto& t : res_.trials)
-      if (t.phase == "final" && t.knob == k && t.estimate.valid()) own = &t;
+    // Kept inside a pair (a bigger batch that paid only with another worker), its arm is without both: the
+    // figure is then theirs together, and says so.
+    std::string with_other;
+    for (const auto& t : res_.trials) {
+      if (t.phase != "final" || !t.estimate.valid()) continue;
+      if (t.knob == k) {
+        own = &t;
+        with_other.clear();
+      } else if ((" + " + t.also + " + ").find(" + " + k + "=") != std::string::npos) {
+        own = &t;
+        with_other = t.knob + "=" + t.value;
+        std::string rest = t.also;
+        for (size_t at = 0; at < rest.size();) {
+          const size_t end = rest.find(" + ", at);
+          const std::string part = rest.substr(at, end == std::string::npos ? std::string::npos : end - at);
+          if (part.rfind(k + "=", 0) != 0) with_other += " + " + part;
+          at = end == std::string::npos ? rest.size() : end + 3;
+        }
+      }
+    }
     const bool alone = changed_knobs(baseline_, res_.final_config).size() == 1;
     // The arm without it ran with every knob kept at the time: one the final then dropped (no effect beside
     // the bigger batch: CUDA graphs once the launches no longer bound the step) was in it, and the figure
@@ -104,10 +122,14 @@ void Tuner::say_recipe_changes() {
         dropped += (dropped.empty() ? "" : ", ") + t.knob + "=" + t.value;
     if (res_.speedup.valid() && (own || alone)) {
       const double with_it = own ? own->estimate.ratio : res_.speedup.ratio;
+      const std::string them = with_other.empty() ? "it" : "them";
       line += "; of the " + fmt(res_.speedup.ratio, 2) + "x it is " + fmt(with_it, 2) + "x" +
-              (own ? " [" + fmt(own->estimate.lo, 2) + ", " + fmt(own->estimate.hi, 2) + "] (the final with and without it)"
+              (own ? " [" + fmt(own->estimate.lo, 2) + ", " + fmt(own->estimate.hi, 2) + "]" +
+                         (with_other.empty() ? " (the final with and without it)"
+                                             : " together with " + with_other +
+                                                   " (kept as a pair: the final with and without both)")
                    : " (the only change kept)") +
-              ": without it ~" + fmt(res_.speedup.ratio / with_it, 2) + "x at the baseline's recipe" +
+              ": without " + them + " ~" + fmt(res_.speedup.ratio / with_it, 2) + "x at the baseline's recipe" +
               (own && !dropped.empty() ? " with " + dropped + " (in the final alternation's arms; dropped beside it)" : "");
     } else {
       line += "; the speed-up without it was not measured";
