@@ -33,6 +33,8 @@ The mutations (issue: "tests that fail when the search is lazy, shown by mutatio
   needed-alone         non_blocking is tried alone from pageable memory (its trial does not set pinned memory)
   needed-unpinnable    non_blocking is tried while the tune may not pin memory
   recipe-pair-unsaid   a bigger batch kept in a pair (with a worker) is said "not measured" without it
+  final-round-bare     the final's next round is priced at the last one's time, without the end's margin
+  settle-by-steps      the check of knobs that did not hold alone is priced by step times, not by its arms' windows
 
 Each source file is restored after its mutation (also on Ctrl-C); the build directory is left rebuilt from
 the restored sources at the end.
@@ -130,6 +132,12 @@ MUTATIONS = [
     ("recipe-pair-unsaid", SEARCH + "search_summary.cpp",
      "      } else if ((\" + \" + t.also + \" + \").find(\" + \" + k + \"=\") != std::string::npos) {",
      "      } else if (false) {"),
+    ("final-round-bare", SEARCH + "search_final.cpp",
+     "        kReserveMargin * std::max(t.budget_.alternation_s(live_arms(arms_), 1, false), last_round_s);",
+     "        std::max(t.budget_.alternation_s(live_arms(arms_), 1, false), last_round_s);"),
+    ("settle-by-steps", SEARCH + "search_final.cpp",
+     "      {t.budget_.alternation_s(3, t.o_.rounds, false), measured_s,",
+     "      {t.budget_.alternation_s(3, t.o_.rounds, false), 0 * measured_s,"),
     ("claim-every-knob", SEARCH + "search_summary.cpp",
      "if (s.reason.rfind(\"budget\", 0) == 0) (process_knob(s.knob) && !all_fresh() ? process_skips : budget_skips)++;",
      "(void)s;"),

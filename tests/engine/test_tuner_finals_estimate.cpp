@@ -43,6 +43,10 @@ Finals tune(const std::string& profile, uint64_t seed, double budget) {
   const TuneResult r = run_tune(w, o);
   Finals f;
   f.reserved = r.finals_reserved_s;
+  // A final stopped at the hard end (its first two rounds always run) is held to the rounds it ran.
+  static const std::regex cut("the final alternation stopped after ([0-9]+) rounds at the budget's hard end");
+  for (const auto& n : r.notes)
+    if (std::smatch m; std::regex_search(n, m, cut)) f.reserved *= std::stod(m[1]) / o.rounds;
   for (const auto& [phase, s] : r.budget_phases)
     if (phase == "final" || phase == "fresh final") f.committed += s;
   f.committed -= r.finals_extra_s;
@@ -53,18 +57,18 @@ Finals tune(const std::string& profile, uint64_t seed, double budget) {
 }
 
 // The finals' estimate within 20% of what they took in all but 1 of 20 (a final cut at the hard end, or one
-// whose kept knobs made every arm dearer after the last trial started); every tune within 105% of its budget but
-// one of 20, and that one within 107% (the final's first two rounds always run: 126.3, 127.8 and 317.1 s were
-// measured, in three of the eight profiles and budgets). Twenty seeds a test: forty of the H100 profiles' tunes
-// took 19-24 s, near the 30 s a logic test may take on a busy machine.
+// whose kept knobs made every arm dearer after the last trial started); every tune within 105% of its budget
+// (126.3, 127.8 and 317.1 s had been measured, in three of the eight profiles and budgets: a check of knobs that
+// did not hold alone priced by step times, and a third round of the final priced at the second's without the
+// end's margin). Twenty seeds a test: forty of the H100 profiles' tunes took 19-24 s, near the 30 s a logic
+// test may take on a busy machine.
 void check(const std::string& profile, double budget, uint64_t first_seed) {
-  int outside = 0, over = 0;
+  int outside = 0;
   std::string which;
   for (uint64_t seed = first_seed; seed < first_seed + 20; ++seed) {
     const Finals f = tune(profile, seed, budget);
-    EXPECT_LE(f.elapsed, 1.07 * budget) << profile << " seed " << seed;
+    EXPECT_LE(f.elapsed, 1.05 * budget) << profile << " seed " << seed;
     for (const auto& u : f.unfit) ADD_FAILURE() << profile << " seed " << seed << ": skipped for budget, yet " << u;
-    over += f.elapsed > 1.05 * budget;
     ASSERT_TRUE(std::isfinite(f.reserved)) << profile << " seed " << seed;
     const double ratio = f.reserved > 0 ? f.committed / f.reserved : 0;
     if (ratio < 0.8 || ratio > 1.2) {
@@ -74,7 +78,6 @@ void check(const std::string& profile, double budget, uint64_t first_seed) {
     }
   }
   EXPECT_LE(outside, 1) << profile << " at " << budget << " s:" << which;
-  EXPECT_LE(over, 1) << profile << " at " << budget << " s: " << over << " of 20 tunes past 105% of the budget";
 }
 
 }  // namespace

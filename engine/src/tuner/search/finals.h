@@ -26,6 +26,8 @@ class InProcessFinal {
   // The arms: the final, the baseline, and the final without each checked kept knob (with what needs it).
   void build_arms();
   const Arm& without(size_t j) const { return inproc_.size() > 1 ? arms_[2 + j] : arms_[1]; }
+  // What one of `a`'s windows took, its switch and warm-up included (the mean over its windows; 0 with none).
+  static double arm_window_s(const Arm& a);
   bool undecided() const;
   // The rounds; false when the final or the baseline arm could not run (the tune falls back to its baseline).
   bool alternate();

@@ -91,6 +91,13 @@ void InProcessFinal::build_arms() {
                            std::to_string(t.o_.rounds) + " rounds");
 }
 
+double InProcessFinal::arm_window_s(const Arm& a) {
+  if (a.windows.empty()) return 0.0;
+  double sum = 0;
+  for (const auto& w : a.windows) sum += std::max(0.0, w.startup_s) + w.wall_s + std::max(0.0, w.one_time_s);
+  return sum / double(a.windows.size());
+}
+
 // A kept knob still undecided against its arm without it: its interval covers 1 although it measured faster.
 bool InProcessFinal::undecided() const {
   const measure::NoiseFloor nf = t_.floor();
@@ -126,7 +133,10 @@ bool InProcessFinal::alternate() {
       round_started = t.w_.now_s();
     }
     if (r == t.o_.rounds) extra_from = t.w_.now_s();
-    const double round_s = std::max(t.budget_.alternation_s(live_arms(arms_), 1, false), last_round_s);
+    // With the end's margin: the rounds' order rotates, and with it what the switches cost (a script tune's
+    // rounds took 11.4, 12.0 and 14.4 s; its third, priced at the second's, ran to 127.8 s of 120).
+    const double round_s =
+        kReserveMargin * std::max(t.budget_.alternation_s(live_arms(arms_), 1, false), last_round_s);
     const double after = r < t.o_.rounds ? fresh_reserve_ : after_extra;
     const RoundAsk ask{r, t.o_.rounds, t.o_.rounds, t.o_.max_final_rounds, t.elapsed(), round_s, after};
     const Round next = t.budget_.another_round(ask, [&] { return undecided(); });
@@ -243,11 +253,19 @@ void InProcessFinal::settle_dropped(Trial& head) {
     t.current_ = reduced;
     return drop();
   }
+  // What its arms' windows took in the alternation just run, where that is more: the baseline's and the
+  // final's, and for the final without all of them (somewhere between the two) the baseline's or the slowest
+  // arm without one of them. From the step times alone, a 120 s tune's check (a baseline 1.5x slower than
+  // the final a window) took 14.4 s where 12.5 were held and ended at 126.3 s.
+  double reduced_s = std::max(arm_window_s(arms_[0]), arm_window_s(arms_[1]));
+  for (size_t j = 0; j < inproc_.size(); ++j)
+    if (dropped_.count(inproc_[j])) reduced_s = std::max(reduced_s, arm_window_s(without(j)));
+  const double measured_s = t.o_.rounds * (arm_window_s(arms_[1]) + arm_window_s(arms_[0]) + reduced_s);
   const double check_s = std::max(
-      t.budget_.alternation_s(3, t.o_.rounds, false),
-      t.alternation_estimate_s({{t.baseline_, t.baseline_step_s()}, {t.current_, t.pace_.sec_per_step},
-                                {reduced, t.pace_.sec_per_step}},
-                               t.o_.rounds));
+      {t.budget_.alternation_s(3, t.o_.rounds, false), measured_s,
+       t.alternation_estimate_s({{t.baseline_, t.baseline_step_s()}, {t.current_, t.pace_.sec_per_step},
+                                 {reduced, t.pace_.sec_per_step}},
+                                t.o_.rounds)});
   // With the end's margin, as the reserve has it: an estimate at the hard end's edge ran a 120 s tune to 126.4 s.
   if (dropped_.size() > 1 && !t.budget_.may_finish(t.elapsed(), kReserveMargin * check_s + fresh_reserve_)) {
     // No budget to measure them together: kept on the search's evidence rather than dropped unmeasured.
