@@ -35,6 +35,7 @@ The mutations (issue: "tests that fail when the search is lazy, shown by mutatio
   recipe-pair-unsaid   a bigger batch kept in a pair (with a worker) is said "not measured" without it
   final-round-bare     the final's next round is priced at the last one's time, without the end's margin
   settle-by-steps      the check of knobs that did not hold alone is priced by step times, not by its arms' windows
+  skip-gain-unsaid     a knob skipped for budget does not say what it may give by the last analysis
 
 Each source file is restored after its mutation (also on Ctrl-C); the build directory is left rebuilt from
 the restored sources at the end.
@@ -138,6 +139,9 @@ MUTATIONS = [
     ("settle-by-steps", SEARCH + "search_final.cpp",
      "      {t.budget_.alternation_s(3, t.o_.rounds, false), measured_s,",
      "      {t.budget_.alternation_s(3, t.o_.rounds, false), 0 * measured_s,"),
+    ("skip-gain-unsaid", SEARCH + "search_screen.cpp",
+     "  auto why = [&](const Deferred& d) { return d.why() + \"; by the last analysis it may give ~\" + fmt(expected(d.knob), 2) + \"x\"; };",
+     "  auto why = [&](const Deferred& d) { return d.why(); };"),
     ("claim-every-knob", SEARCH + "search_summary.cpp",
      "if (s.reason.rfind(\"budget\", 0) == 0) (process_knob(s.knob) && !all_fresh() ? process_skips : budget_skips)++;",
      "(void)s;"),

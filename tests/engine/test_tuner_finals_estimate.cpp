@@ -26,12 +26,16 @@ struct Finals {
 };
 
 // A knob skipped for budget says what its trial needed, what was left and what the end held; those figures must
-// add up to "did not fit". They had not: "a trial needs ~6 s; when its turn came 171 s were left and the final
-// needed ~40 s", where the fresh-process final held ~115 s more and was left unsaid.
+// add up to "did not fit", and it says what the knob may give. They had not: "a trial needs ~6 s; when its turn
+// came 171 s were left and the final needed ~40 s", where the fresh-process final held ~115 s more and was left
+// unsaid.
 bool adds_up(const std::string& reason) {
   static const std::regex r("a trial needs ~([0-9]+) s; when its turn came ([0-9]+) s were left and .* needed ~([0-9]+) s");
   std::smatch m;
   if (!std::regex_search(reason, m, r)) return true;  // another reason (a process knob's arm says its own)
+  // ...and what the knob may give by the last analysis, which ranked it after the knobs measured.
+  static const std::regex gain("; by the last analysis it may give ~([0-9.]+)x$");
+  if (std::smatch g; !std::regex_search(reason, g, gain) || std::stod(g[1]) < 1.0) return false;
   // Each figure is rounded to a second.
   return std::stod(m[1]) + std::stod(m[3]) + 1.5 >= std::stod(m[2]);
 }

@@ -135,6 +135,9 @@ class Tuner {
   // off: non_blocking's copy from pageable memory is synchronous whatever the flag, so its trial sets pinned
   // memory too. Empty when `id` needs nothing, or a ladder (prefetch waits for workers: not_worth).
   std::optional<std::pair<std::string, std::string>> needed_switch(const std::string& id, const Config& c);
+  // The speed-up `id` may give from here by the last snapshot's breakdown and the analyses' bounds, halved
+  // toward 1 for each trial of it that did not pay.
+  double expected(const std::string& id);
   // Expected gain over cost of screening `id` now (the last snapshot's bottleneck), for the order.
   double priority(const std::string& id);
   // A ladder knob whose last rung was just kept (its next rung goes before knobs with no evidence).

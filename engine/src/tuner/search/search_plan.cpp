@@ -152,13 +152,18 @@ std::optional<std::pair<std::string, std::string>> Tuner::needed_switch(const st
   return std::make_pair(need, n.recommended_value);
 }
 
-double Tuner::priority(const std::string& id) {
+double Tuner::expected(const std::string& id) {
   // A knob measured without paying comes back at half its expected gain each time (once the configuration
   // changed: two knobs may pay only together); one never tried keeps its full prior.
   double gain = 1.0 + (expected_gain(id, evidence_.shares, cuda_) - 1.0) * std::pow(0.5, misses(id));
   // The shares' prior never promises more than the analyses' own models allow: a 64% data wait is worth 2.8x
   // to workers by the shares, nothing by the loader verdict when the cores already bound the run.
   if (auto c = evidence_.caps.find(id); c != evidence_.caps.end()) gain = std::min(gain, std::max(1.0, c->second));
+  return gain;
+}
+
+double Tuner::priority(const std::string& id) {
+  double gain = expected(id);
   // Nothing new to try, but a trial from here measured faster without deciding: what it measured is its
   // prior (discounted: a chance high ratio is likelier among the undecided ones).
   if (next_changes(id).empty())

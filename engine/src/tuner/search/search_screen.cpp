@@ -447,9 +447,12 @@ void Tuner::record_untried() {
   std::set<std::string> tried_values;  // knob=value measured from some configuration (a revisit is not a new value)
   for (const auto& t : res_.trials)
     if (!t.knob.empty()) tried_values.insert(label(t.knob, t.value));
+  // Each with what it may give by the last analysis: the order measured the likelier wins first, and a user
+  // deciding whether a longer tune is worth it reads both (prefetch=4 ~1.00x once the workers keep up).
+  auto why = [&](const Deferred& d) { return d.why() + "; by the last analysis it may give ~" + fmt(expected(d.knob), 2) + "x"; };
   for (const auto& d : deferred_)
     if (tried.count(d.knob) && !tried_values.count(label(d.knob, d.value))) {
-      res_.skipped.push_back({d.knob, d.value, d.why(), std::max(0.0, d.left_s), d.need_s});
+      res_.skipped.push_back({d.knob, d.value, why(d), std::max(0.0, d.left_s), d.need_s});
       progress(phase_, "skipped " + label(d.knob, d.value) + " (budget)");
     }
   for (const auto& id : order_) {
@@ -459,10 +462,10 @@ void Tuner::record_untried() {
       continue;  // already said why (memory)
     auto d = std::find_if(deferred_.begin(), deferred_.end(), [&](const Deferred& x) { return x.knob == id; });
     if (d != deferred_.end()) {
-      res_.skipped.push_back({id, d->value, d->why(), std::max(0.0, d->left_s), d->need_s});
+      res_.skipped.push_back({id, d->value, why(*d), std::max(0.0, d->left_s), d->need_s});
       progress(phase_, "skipped " + label(id, d->value) + " (budget)");
-    } else if (auto why = not_worth(k.info, current_)) {
-      res_.skipped.push_back({id, "", *why});
+    } else if (auto no = not_worth(k.info, current_)) {
+      res_.skipped.push_back({id, "", *no});
     } else if (ladder_of(k.info) == Ladder::Workers && value_in(current_, id) == std::to_string(std::max(1, w_.cpu_cores()))) {
       res_.skipped.push_back({id, "", "nothing to try: " + value_in(current_, id) + " workers already use the " +
                                           value_in(current_, id) + " cores"});
