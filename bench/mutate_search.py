@@ -36,6 +36,7 @@ The mutations (issue: "tests that fail when the search is lazy, shown by mutatio
   final-round-bare     the final's next round is priced at the last one's time, without the end's margin
   settle-by-steps      the check of knobs that did not hold alone is priced by step times, not by its arms' windows
   skip-gain-unsaid     a knob skipped for budget does not say what it may give by the last analysis
+  in-order-unwaited    in_order is tried from 0 loader workers (only prefetch and persistent_workers wait for them)
 
 Each source file is restored after its mutation (also on Ctrl-C); the build directory is left rebuilt from
 the restored sources at the end.
@@ -142,6 +143,9 @@ MUTATIONS = [
     ("skip-gain-unsaid", SEARCH + "search_screen.cpp",
      "  auto why = [&](const Deferred& d) { return d.why() + \"; by the last analysis it may give ~\" + fmt(expected(d.knob), 2) + \"x\"; };",
      "  auto why = [&](const Deferred& d) { return d.why(); };"),
+    ("in-order-unwaited", SEARCH + "search_plan.cpp",
+     "  if (depends_on(info.id) == \"workers\" && knobs_.count(\"workers\") && value_in(c, \"workers\") == \"0\")",
+     "  if ((info.id == \"prefetch\" || info.id == \"persistent_workers\") && knobs_.count(\"workers\") && value_in(c, \"workers\") == \"0\")"),
     ("claim-every-knob", SEARCH + "search_summary.cpp",
      "if (s.reason.rfind(\"budget\", 0) == 0) (process_knob(s.knob) && !all_fresh() ? process_skips : budget_skips)++;",
      "(void)s;"),

@@ -5,7 +5,9 @@
 // the summary said the final alternation confirmed it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <regex>
 
 #include "engine/tuner.h"
 #include "tuner/workloads/sim_workload.h"
@@ -31,7 +33,7 @@ int num(const Config& c, const char* k) { return std::stoi(c.at(k)); }
 
 // A script reading JPEGs with PIL on two cores: 60 ms of decoding and 30 ms of training a step inline; loader
 // workers overlap them, a deeper prefetch smooths the workers' jitter, persistent workers save the fork at
-// every short epoch. Its launcher refuses prefetch without workers.
+// every short epoch; in_order=off changes nothing here. Its launcher refuses prefetch and in_order without workers.
 class FolderScript : public SimModel {
  public:
   std::string name() const override { return "folder-script"; }
@@ -40,7 +42,8 @@ class FolderScript : public SimModel {
   const std::vector<KnobInfo>& catalog() const override {
     static const std::vector<KnobInfo> c = {knob("workers", KnobType::Int, "0", "2"),
                                             knob("prefetch", KnobType::Int, "2", "4"),
-                                            knob("persistent_workers", KnobType::Bool, "off", "on")};
+                                            knob("persistent_workers", KnobType::Bool, "off", "on"),
+                                            knob("in_order", KnobType::Bool, "on", "off")};
     return c;
   }
   SimStep step(const Config& c, double slowdown) const override {
@@ -63,11 +66,30 @@ class FolderScript : public SimModel {
   std::optional<std::string> refuses(const Config& c) const override {
     if (num(c, "workers") == 0 && num(c, "prefetch") != 2)
       return "prefetch=" + c.at("prefetch") + ": prefetch only matters with workers > 0 (set workers first)";
+    if (num(c, "workers") == 0 && c.at("in_order") == "off")
+      return std::string("in_order=off: in_order only matters with workers > 0 (set workers first)");
     return std::nullopt;
   }
   int cores() const override { return 2; }
   std::vector<std::pair<std::string, std::vector<std::string>>> search_space() const override {
-    return {{"workers", {"0", "1", "2"}}, {"prefetch", {"2", "4", "8"}}, {"persistent_workers", {"off", "on"}}};
+    return {{"workers", {"0", "1", "2"}},
+            {"prefetch", {"2", "4", "8"}},
+            {"persistent_workers", {"off", "on"}},
+            {"in_order", {"on", "off"}}};
+  }
+};
+
+// The same script where loading inline is cheap: a worker's hand-off costs more than it overlaps (a GAN on
+// tensors in memory measured workers=1 0.58x), so workers are never kept.
+class InlineScript : public FolderScript {
+ public:
+  std::string name() const override { return "inline-script"; }
+  SimStep step(const Config& c, double) const override {
+    SimStep p;
+    p.gpu = 30;
+    p.data_wait = num(c, "workers") == 0 ? 1 : 20;
+    p.step = 31 + (num(c, "workers") == 0 ? 0 : 20);
+    return p;
   }
 };
 
@@ -129,6 +151,43 @@ TEST(TunerFinal, AnArmWithoutWorkersTakesTheirPrefetchAlong) {
     EXPECT_TRUE(checked) << "seed " << seed;
     EXPECT_EQ(r.verdict, "faster");
     EXPECT_NE(r.ended.find("confirmed"), std::string::npos) << r.ended;
+  }
+}
+
+// What means nothing without loader workers (the knob table's `needs`) waits for them: in_order=off had been
+// tried from 0 workers on a script, refused by its launcher, a failed trial.
+TEST(TunerFinal, WhatNeedsWorkersWaitsForThem) {
+  for (uint64_t seed : {1u, 2u, 3u}) {
+    SimOptions so;
+    so.noise = 0.03;
+    SimulatedWorkload w(seed, so, std::make_unique<InlineScript>());
+    TuneOptions o;
+    o.budget_s = 120;
+    const TuneResult r = run_tune(w, o);
+    EXPECT_EQ(r.final_config.at("workers"), "0") << "seed " << seed;
+    for (const auto& id : {"prefetch", "persistent_workers", "in_order"}) {
+      const auto s = std::find_if(r.skipped.begin(), r.skipped.end(), [&](const SkippedTrial& x) { return x.knob == id; });
+      ASSERT_NE(s, r.skipped.end()) << "seed " << seed << ": " << id << " not said";
+      EXPECT_EQ(s->reason, std::string(id) + " only matters with workers > 0 (tried again once workers are kept)");
+    }
+  }
+  for (uint64_t seed : {1u, 2u, 3u}) {
+    SimOptions so;
+    so.noise = 0.03;
+    SimulatedWorkload w(seed, so, std::make_unique<FolderScript>());
+    TuneOptions o;
+    o.budget_s = 200;
+    const TuneResult r = run_tune(w, o);
+    int after_workers = 0;
+    for (const auto& t : r.trials) {
+      EXPECT_NE(t.outcome, "failed") << "seed " << seed << ": " << t.knob << "=" << t.value << ": " << t.reason;
+      if (t.knob != "prefetch" && t.knob != "persistent_workers" && t.knob != "in_order") continue;
+      if (t.phase == "final") continue;
+      EXPECT_TRUE(std::regex_search(t.reference, std::regex("(^|, )workers=[1-9]")))
+          << "seed " << seed << ": " << t.knob << " from " << t.reference;
+      after_workers += t.knob == "in_order";
+    }
+    EXPECT_GE(after_workers, 1) << "seed " << seed << ": in_order never tried once workers were kept";
   }
 }
 

@@ -133,8 +133,9 @@ std::vector<std::string> Tuner::plain_values(const KnobState& k, const std::stri
 std::optional<std::string> Tuner::not_worth(const KnobInfo& info, const Config& c) {
   if (info.type == KnobType::Bool && !info.recommended_value.empty() && value_in(c, info.id) == info.recommended_value)
     return "already at the recommended value (" + info.recommended_value + ")";
-  if ((info.id == "prefetch" || info.id == "persistent_workers") && knobs_.count("workers") &&
-      value_in(c, "workers") == "0")
+  // The knobs that need loader workers (the knob table's `needs`: prefetch, persistent_workers, in_order); in_order,
+  // left out of a list here, was tried from 0 workers on a script and refused by its launcher, a failed trial.
+  if (depends_on(info.id) == "workers" && knobs_.count("workers") && value_in(c, "workers") == "0")
     return info.id + " only matters with workers > 0" +
            (info.process_scope ? std::string() : std::string(" (tried again once workers are kept)"));
   if (info.id == "checkpointing") return "trades speed for memory; it pays only through a batch size that does not fit";
