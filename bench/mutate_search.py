@@ -37,6 +37,7 @@ The mutations (issue: "tests that fail when the search is lazy, shown by mutatio
   settle-by-steps      the check of knobs that did not hold alone is priced by step times, not by its arms' windows
   skip-gain-unsaid     a knob skipped for budget does not say what it may give by the last analysis
   in-order-unwaited    in_order is tried from 0 loader workers (only prefetch and persistent_workers wait for them)
+  no-fresh-said-budget a process knob skipped because fresh pairs could not decide the headline is said "budget"
 
 Each source file is restored after its mutation (also on Ctrl-C); the build directory is left rebuilt from
 the restored sources at the end.
@@ -146,6 +147,9 @@ MUTATIONS = [
     ("in-order-unwaited", SEARCH + "search_plan.cpp",
      "  if (depends_on(info.id) == \"workers\" && knobs_.count(\"workers\") && value_in(c, \"workers\") == \"0\")",
      "  if ((info.id == \"prefetch\" || info.id == \"persistent_workers\") && knobs_.count(\"workers\") && value_in(c, \"workers\") == \"0\")"),
+    ("no-fresh-said-budget", SEARCH + "search_fresh.cpp",
+     "    if (budget)\n",
+     "    if (true)\n"),
     ("claim-every-knob", SEARCH + "search_summary.cpp",
      "if (s.reason.rfind(\"budget\", 0) == 0) (process_knob(s.knob) && !all_fresh() ? process_skips : budget_skips)++;",
      "(void)s;"),

@@ -113,7 +113,10 @@ void print_tune_summary(const engine::TuneResult& r, const TuneSummaryContext& c
     std::printf("skipped:");
     for (const auto& s : r.skipped)
       std::printf(" %s%s%s%s", s.knob.c_str(), s.value.empty() ? "" : "=", s.value.c_str(),
-                  s.reason.rfind("budget", 0) == 0 ? "(budget)" : s.reason.rfind("out of reach", 0) == 0 ? "(out of reach)" : "");
+                  s.reason.rfind("budget", 0) == 0                                 ? "(budget)"
+                  : s.reason.rfind("out of reach", 0) == 0                          ? "(out of reach)"
+                  : s.reason.find("the fresh-process final did not run") != std::string::npos ? "(no fresh final)"
+                                                                                     : "");
     std::printf("\n");
   }
   if (!ctx.report.empty()) std::printf("report    %s (+ %s)\n", ctx.report.c_str(), ctx.report_markdown.c_str());

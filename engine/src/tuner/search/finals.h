@@ -62,7 +62,9 @@ class FreshFinal {
   double compiles_s(int n_arms, int rounds) const { return compile_s_ * std::max(0, n_arms - 1) * rounds; }
   double cost(int n_arms, int rounds) const;
   bool affordable(double cost) const;
-  void in_process_headline(const std::string& why);
+  // The headline is this process's, for `why`; the process knobs' arms are skipped with it (`budget`: the
+  // fresh final did not fit, else it had nothing to confirm or could not decide it).
+  void in_process_headline(const std::string& why, bool budget);
   // The headline's rounds; false when no fresh-process headline can run (said).
   bool plan();
   // Process-knob arms, most likely win first, while the alternation stays within the budget.

@@ -82,7 +82,7 @@ bool FreshFinal::affordable(double c) const {
   return t_.fresh_final_planned() ? t_.budget_.may_finish(t_.elapsed(), c) : t_.budget_.may_extend(t_.elapsed(), c);
 }
 
-void FreshFinal::in_process_headline(const std::string& why) {
+void FreshFinal::in_process_headline(const std::string& why, bool budget) {
   Tuner& t = t_;
   t.res_.notes.push_back(why + ": the headline is this process's final alternation (against the A/A floor, under " +
                          meas_ + "); a fresh start under " + user_alloc_ + " was not measured");
@@ -92,10 +92,15 @@ void FreshFinal::in_process_headline(const std::string& why) {
       t.res_.skipped.push_back({c.knob, c.value, *far});
       continue;
     }
-    t.res_.skipped.push_back({c.knob, c.value,
-                              "budget: takes effect at process start, and the fresh-process final did not run (" +
-                                  why + ")",
-                              std::max(0.0, t.left()), base_cost_});
+    // Said as what stopped it: the budget, or a headline fresh processes had nothing to confirm or could not
+    // decide (an image-classification script's tune said "budget" for its allocator with 71 s of 120 left).
+    if (budget)
+      t.res_.skipped.push_back({c.knob, c.value,
+                                "budget: takes effect at process start, and the fresh-process final did not run (" +
+                                    why + ")",
+                                std::max(0.0, t.left()), base_cost_});
+    else
+      t.res_.skipped.push_back({c.knob, c.value, kNoFreshFinal + why + ")"});
   }
 }
 
@@ -116,14 +121,16 @@ bool FreshFinal::plan() {
   user_alloc_ = Tuner::value_in(t.baseline_, "cpu_allocator");
   const bool headline = need_ && has_final_;
   if (headline && planned == 0 && !(gain_ > 1 + t.o_.min_gain)) {
-    in_process_headline("the final alternation measured " + fmt(gain_, 2) + "x: no gain for fresh processes to confirm");
+    in_process_headline("the final alternation measured " + fmt(gain_, 2) + "x: no gain for fresh processes to confirm",
+                        false);
     return false;
   }
   if (headline && planned == 0) {
     in_process_headline("fresh processes cannot decide " + fmt(gain_, 2) + "x here: a fresh pair varies by ±" +
                         pct(t.fresh_sd(), 0) +
                         (std::isfinite(t.finals_.fresh_sd_measured) ? "" : " (this process's floor x1.8)") +
-                        ", more than " + std::to_string(t.o_.max_fresh_rounds) + " pairs would be needed");
+                        ", more than " + std::to_string(t.o_.max_fresh_rounds) + " pairs would be needed",
+                        false);
     return false;
   }
   // Fewer rounds than planned, when no fewer than the minimum, rather than none: nothing else is left to spend
@@ -145,7 +152,8 @@ bool FreshFinal::plan() {
                         fmt(t.budget_.fresh_window_s(), 0) + " s each" +
                         (compile_s_ > 0 ? ", the final's with a ~" + fmt(compile_s_, 0) + " s compile" : std::string()) +
                         ") and " + fmt(std::max(0.0, t.left()), 0) + " s were left; give at least " +
-                        fmt(std::max(base_cost_ / t.o_.max_fresh_share, t.elapsed() + base_cost_), 0) + " s for one");
+                        fmt(std::max(base_cost_ / t.o_.max_fresh_share, t.elapsed() + base_cost_), 0) + " s for one",
+                        true);
     return false;
   }
   return true;

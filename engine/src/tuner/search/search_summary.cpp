@@ -199,13 +199,15 @@ void Tuner::why_ended() {
   size_t budget_skips = 0, process_skips = 0;
   for (const auto& s : res_.skipped)
     if (s.reason.rfind("budget", 0) == 0) (process_knob(s.knob) && !all_fresh() ? process_skips : budget_skips)++;
+  const auto no_fresh = std::count_if(res_.skipped.begin(), res_.skipped.end(),
+                                      [](const SkippedTrial& s) { return s.reason.rfind(kNoFreshFinal, 0) == 0; });
   // The budget's own figures: the cheapest knob not tried, what it needed, and what was left when it came up.
   const SkippedTrial* cheapest = nullptr;
   for (const auto& s : res_.skipped)
     if (s.reason.rfind("budget", 0) == 0 && std::isfinite(s.need_s) && (!cheapest || s.need_s < cheapest->need_s))
       cheapest = &s;
   std::string end = budget_skips == 0
-                        ? "every applicable knob was tried" + std::string(process_skips ? " in this process" : "") + " (" + std::to_string(res_.trials.size()) + " trials)"
+                        ? "every applicable knob was tried" + std::string(process_skips || no_fresh ? " in this process" : "") + " (" + std::to_string(res_.trials.size()) + " trials)"
                         : "the budget ran out with " + std::to_string(budget_skips) + " knob value(s) not tried" +
                               (cheapest ? " (the cheapest, " + label(cheapest->knob, cheapest->value) + ", needed ~" +
                                               fmt(cheapest->need_s, 0) + " s when " + fmt(cheapest->left_s, 0) +
@@ -215,6 +217,9 @@ void Tuner::why_ended() {
   if (process_skips > 0)
     end += "; " + std::to_string(process_skips) + " process knob(s) not measured: they need fresh processes, which "
            "the budget left could not pay for (listed as skipped)";
+  if (no_fresh > 0)
+    end += "; " + std::to_string(no_fresh) + " process knob(s) not measured: the fresh-process final they ride on did "
+           "not run (listed as skipped, with why)";
   const auto far = std::count_if(res_.skipped.begin(), res_.skipped.end(),
                                  [](const SkippedTrial& s) { return s.reason.rfind("out of reach", 0) == 0; });
   if (far > 0)
