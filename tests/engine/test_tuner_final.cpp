@@ -126,16 +126,22 @@ std::string notes_of(const TuneResult& r) {
   return s;
 }
 
+// A tune of `budget` seconds of one of the scripts above, on a quiet machine (3% noise).
+template <class Script>
+TuneResult tune_script(uint64_t seed, double budget) {
+  SimOptions so;
+  so.noise = 0.03;
+  SimulatedWorkload w(seed, so, std::make_unique<Script>());
+  TuneOptions o;
+  o.budget_s = budget;
+  return run_tune(w, o);
+}
+
 }  // namespace
 
 TEST(TunerFinal, AnArmWithoutWorkersTakesTheirPrefetchAlong) {
   for (uint64_t seed : {1u, 2u, 3u}) {
-    SimOptions so;
-    so.noise = 0.03;
-    SimulatedWorkload w(seed, so, std::make_unique<FolderScript>());
-    TuneOptions o;
-    o.budget_s = 200;
-    TuneResult r = run_tune(w, o);
+    TuneResult r = tune_script<FolderScript>(seed, 200);
     const std::string notes = notes_of(r);
     EXPECT_EQ(notes.find("final alternation failed"), std::string::npos) << "seed " << seed << "\n" << notes;
     // Workers and a deeper prefetch are kept, and checked: the arm without workers went without prefetch too.
@@ -158,12 +164,7 @@ TEST(TunerFinal, AnArmWithoutWorkersTakesTheirPrefetchAlong) {
 // tried from 0 workers on a script, refused by its launcher, a failed trial.
 TEST(TunerFinal, WhatNeedsWorkersWaitsForThem) {
   for (uint64_t seed : {1u, 2u, 3u}) {
-    SimOptions so;
-    so.noise = 0.03;
-    SimulatedWorkload w(seed, so, std::make_unique<InlineScript>());
-    TuneOptions o;
-    o.budget_s = 120;
-    const TuneResult r = run_tune(w, o);
+    const TuneResult r = tune_script<InlineScript>(seed, 120);
     EXPECT_EQ(r.final_config.at("workers"), "0") << "seed " << seed;
     for (const auto& id : {"prefetch", "persistent_workers", "in_order"}) {
       const auto s = std::find_if(r.skipped.begin(), r.skipped.end(), [&](const SkippedTrial& x) { return x.knob == id; });
@@ -172,12 +173,7 @@ TEST(TunerFinal, WhatNeedsWorkersWaitsForThem) {
     }
   }
   for (uint64_t seed : {1u, 2u, 3u}) {
-    SimOptions so;
-    so.noise = 0.03;
-    SimulatedWorkload w(seed, so, std::make_unique<FolderScript>());
-    TuneOptions o;
-    o.budget_s = 200;
-    const TuneResult r = run_tune(w, o);
+    const TuneResult r = tune_script<FolderScript>(seed, 200);
     int after_workers = 0;
     for (const auto& t : r.trials) {
       EXPECT_NE(t.outcome, "failed") << "seed " << seed << ": " << t.knob << "=" << t.value << ": " << t.reason;
