@@ -39,6 +39,17 @@ void print_tune_usage(FILE* out) {
       out);
 }
 
+namespace {
+// The skipped list's tag of why: the budget, an arm fresh pairs cannot resolve, or a fresh-process final that did
+// not run for want of a gain to confirm (or of pairs that could decide it).
+const char* skip_tag(const std::string& reason) {
+  if (reason.rfind("budget", 0) == 0) return "(budget)";
+  if (reason.rfind("out of reach", 0) == 0) return "(out of reach)";
+  if (reason.find("the fresh-process final did not run") != std::string::npos) return "(no fresh final)";
+  return "";
+}
+}  // namespace
+
 void print_tune_summary(const engine::TuneResult& r, const TuneSummaryContext& ctx) {
   const auto changed = engine::changed_knobs(r.baseline, r.final_config);
   // The summary on stdout: what to keep and by how much. A simulated tune says so first: every figure below
@@ -113,10 +124,7 @@ void print_tune_summary(const engine::TuneResult& r, const TuneSummaryContext& c
     std::printf("skipped:");
     for (const auto& s : r.skipped)
       std::printf(" %s%s%s%s", s.knob.c_str(), s.value.empty() ? "" : "=", s.value.c_str(),
-                  s.reason.rfind("budget", 0) == 0                                 ? "(budget)"
-                  : s.reason.rfind("out of reach", 0) == 0                          ? "(out of reach)"
-                  : s.reason.find("the fresh-process final did not run") != std::string::npos ? "(no fresh final)"
-                                                                                     : "");
+                  skip_tag(s.reason));
     std::printf("\n");
   }
   if (!ctx.report.empty()) std::printf("report    %s (+ %s)\n", ctx.report.c_str(), ctx.report_markdown.c_str());

@@ -29,11 +29,11 @@ std::string pct(double v, int prec = 1);
 std::string config_key(const Config& c);
 bool parse_int(const std::string& s, int64_t& out);
 
-// One candidate change: the knobs it sets, and how the report names it.
 // How a process knob's skip begins when the fresh-process final did not run for a reason other than the budget
 // (nothing to confirm, or fresh pairs too noisy to decide): said so, and counted apart from the budget's.
 inline constexpr const char* kNoFreshFinal = "takes effect at process start, and the fresh-process final did not run (";
 
+// One candidate change: the knobs it sets, and how the report names it.
 struct Change {
   Config delta;
   std::string knob, value;  // the knob the trial is about, its value
