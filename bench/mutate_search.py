@@ -38,6 +38,11 @@ The mutations (issue: "tests that fail when the search is lazy, shown by mutatio
   skip-gain-unsaid     a knob skipped for budget does not say what it may give by the last analysis
   in-order-unwaited    in_order is tried from 0 loader workers (only prefetch and persistent_workers wait for them)
   no-fresh-said-budget a process knob skipped because fresh pairs could not decide the headline is said "budget"
+  fresh-compile-once   a trial in fresh processes is priced one compile, as in this process
+  second-pair-always   a trial's second pair runs even when it would end past the budget's hard end
+  compile-in-next-pair an in-process trial prices its next pair with the compile its first paid once
+  cheap-pair-cut       a second pair of a few seconds is cut past the end's reserve, its first measuring nothing
+  final-arm-uncounted  a final's arm that recompiles, run because the hard end paid for it, counts as reserved
 
 Each source file is restored after its mutation (also on Ctrl-C); the build directory is left rebuilt from
 the restored sources at the end.
@@ -150,6 +155,21 @@ MUTATIONS = [
     ("no-fresh-said-budget", SEARCH + "search_fresh.cpp",
      "    if (budget)\n",
      "    if (true)\n"),
+    ("fresh-compile-once", SEARCH + "search_plan.cpp",
+     "  if (fresh || all_fresh()) {\n",
+     "  if (false) {\n"),
+    ("second-pair-always", SEARCH + "search_trial.cpp",
+     "    if (r == 1 && pair_s(r) > kCheapPair",
+     "    if (false && pair_s(r) > kCheapPair"),
+    ("compile-in-next-pair", SEARCH + "search_trial.cpp",
+     "    if (!fresh)\n      for (const auto* side",
+     "    if (false)\n      for (const auto* side"),
+    ("cheap-pair-cut", SEARCH + "search_trial.cpp",
+     "constexpr double kCheapPair = 0.05;",
+     "constexpr double kCheapPair = 0;"),
+    ("final-arm-uncounted", SEARCH + "search_final.cpp",
+     "  for (size_t i : unreserved_)\n",
+     "  for (size_t i : std::set<size_t>{})\n"),
     ("claim-every-knob", SEARCH + "search_summary.cpp",
      "if (s.reason.rfind(\"budget\", 0) == 0) (process_knob(s.knob) && !all_fresh() ? process_skips : budget_skips)++;",
      "(void)s;"),

@@ -269,8 +269,8 @@ struct Trial {
   // The most memory a step held on each side (bytes: the device's peak allocation on CUDA, else the host's
   // resident set; -1 not measured) and the device's size (-1 unknown).
   int64_t peak_before = -1, peak_after = -1, memory_total = -1;
-  // One-time costs each side paid over its windows (torch.compile's compiles: measure::Window::one_time_s),
-  // in no window's rate; with them, the steps after which the candidate's pays for itself (NaN: never, or none).
+  // One-time costs each side paid over its windows (torch.compile's compiles: measure::Window::one_time_s;
+  // a fresh-process trial's: one process's, each of its windows paid them), in no window's rate; with them, the steps after which the candidate's pays for itself (NaN: never, or none).
   double one_time_before_s = 0, one_time_after_s = 0;
   double break_even_steps = std::numeric_limits<double>::quiet_NaN();
   // A start-up of the candidate's own (workers spawned, graphs captured, cuDNN's search): what switching to it

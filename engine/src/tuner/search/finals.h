@@ -45,6 +45,7 @@ class InProcessFinal {
   std::vector<size_t> inproc_;  // indices into kept_ of the knobs this alternation checks
   std::vector<Arm> arms_;
   std::vector<std::vector<std::string>> dependent_of_;  // per checked knob, the kept knobs its arm took away too
+  std::set<size_t> unreserved_;  // indices into arms_: arms that recompile, run because the hard end paid for them
   double fresh_reserve_ = 0, spent_ = 0;
   measure::NoiseFloor nf_;  // the floor the checks and the headline are judged against
   std::set<size_t> dropped_;  // indices into kept_

@@ -155,7 +155,11 @@ class Tuner {
     const int by_time = static_cast<int>(std::ceil(o_.min_fresh_window_s / step_cost_s()));
     return std::clamp(by_time, pace_.window, std::max(pace_.window, 4 * o_.max_window));
   }
+  // A trial's pairs, probe and snapshot, and its compiles: one in this process, one per compiled process when
+  // its windows are fresh processes (each compiles again: Inductor's cache is the process's).
   double trial_cost_s(const std::string& knob, bool fresh = false);
+  // What one torch.compile costs a process: the largest one this tune measured, else the prior (priority.h).
+  double compile_s();
   // The in-process final alternation's arms: final, baseline and one without each kept knob.
   int final_arms();
   // The fresh-process final with its two arms (baseline, final): planned when needed and affordable.
@@ -409,6 +413,7 @@ class Tuner {
     int fresh_arms_reserved = 0;    // the fresh final's arms the search held time for as it ended (0: none)
   };
   FinalsState finals_;
+  double compile_seen_s_ = 0;  // the largest compile a window of this tune measured (one_time_cost)
   std::optional<size_t> left_slower_at_;  // the trial after which this process ran slower: no more in-process trials
 };
 

@@ -67,8 +67,7 @@ void InProcessFinal::build_arms() {
   // compiled: a recompile (~55 s on a GPU) on top of its windows. One the budget's hard end cannot pay for is
   // not run; that knob keeps its trial's evidence and says so (a simulated script tune kept compile at 72% of
   // its budget and its final, recompiling two arms, ended at 350 s of 300).
-  const double compile_s =
-      Tuner::value_in(t.current_, "compile") == "on" ? extra_cost_s("compile", t.cuda_, false) : 0.0;
+  const double compile_s = Tuner::value_in(t.current_, "compile") == "on" ? t.compile_s() : 0.0;
   double recompiles = 0;
   const double final_cost = t.final_s(t.o_.rounds) + t.fresh_reserve_s();
   if (inproc_.size() > 1)  // with one kept knob, "final without it" is the baseline arm
@@ -80,13 +79,18 @@ void InProcessFinal::build_arms() {
       std::string skip;
       if (compile_s > 0 && (kc.knob == "amp" || kc.knob == "channels_last") &&
           !t.compiled_variants_.count(Tuner::compile_variant(c))) {
-        if (t.budget_.may_finish(t.elapsed(), final_cost + recompiles + compile_s)) recompiles += compile_s;
-        else skip = "a recompile under torch.compile (~" + fmt(compile_s, 0) + " s) the budget left could not pay for";
+        // Its windows too: final_s plans no such arm (a simulated script tune's final took 37 s where 24 were held).
+        const double arm_s = compile_s + t.budget_.alternation_s(1, t.o_.rounds, false);
+        if (t.budget_.may_finish(t.elapsed(), final_cost + recompiles + arm_s)) {
+          recompiles += arm_s;
+          unreserved_.insert(arms_.size());
+        } else {
+          skip = "a recompile under torch.compile (~" + fmt(compile_s, 0) + " s) the budget left could not pay for";
+        }
       }
       arms_.push_back(
           {"without " + Tuner::label(kc) + (with_them.empty() ? "" : " (and " + with_them + ")"), c, kc, {}, skip});
     }
-  t.res_.finals_extra_s += recompiles;  // optional: paid only because the hard end could (not reserved)
   t.progress(t.phase_, "final alternation: " + std::to_string(arms_.size()) + " configurations, " +
                            std::to_string(t.o_.rounds) + " rounds");
 }
@@ -155,6 +159,12 @@ bool InProcessFinal::alternate() {
                              }).fatal;
   spent_ = t.w_.now_s() - start;
   if (extra_from) t.res_.finals_extra_s += t.w_.now_s() - *extra_from;
+  // Optional: paid only because the hard end could, not reserved (the extra rounds' windows are counted above).
+  for (size_t i : unreserved_)
+    for (size_t k = 0; k < arms_[i].windows.size() && k < size_t(t.o_.rounds); ++k) {
+      const measure::Window& w = arms_[i].windows[k];
+      t.res_.finals_extra_s += std::max(0.0, w.startup_s) + w.wall_s + std::max(0.0, w.one_time_s);
+    }
   if (whole_failed.empty()) return true;
   t.res_.notes.push_back("the final alternation failed (" + whole_failed + "); falling back to the baseline");
   t.current_ = t.baseline_;

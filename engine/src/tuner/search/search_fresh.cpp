@@ -114,8 +114,7 @@ bool FreshFinal::plan() {
   // Under torch.compile every fresh process of a compiled arm compiles again (Inductor's cache is the
   // process's): a random world's fresh final of 2 rounds took 165 s where its windows made ~50, and the tune
   // ended at 340 s of 300. Every arm but the baseline carries the final configuration's compile.
-  compile_s_ = has_final_ && Tuner::value_in(t.current_, "compile") == "on" ? extra_cost_s("compile", t.cuda_, false)
-                                                                            : 0.0;
+  compile_s_ = has_final_ && Tuner::value_in(t.current_, "compile") == "on" ? t.compile_s() : 0.0;
   base_cost_ = cost(int(arms_.size()), rounds_min_);
   meas_ = t.w_.measurement_allocator();
   user_alloc_ = Tuner::value_in(t.baseline_, "cpu_allocator");

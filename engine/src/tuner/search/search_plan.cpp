@@ -209,9 +209,18 @@ bool Tuner::climbing(const std::string& id) {
 }
 
 double Tuner::trial_cost_s(const std::string& knob, bool fresh) {
-  return budget_.trial_s(o_.rounds, fresh, numerics(knob) && w_.has_loss_probe(),
-                         extra_cost_s(knob, cuda_, value_in(current_, "compile") == "on"));
+  const bool compiled = value_in(current_, "compile") == "on";
+  double extra = extra_cost_s(knob, cuda_, compiled) > 0 ? compile_s() : 0.0;
+  // A script's compile=on trial in fresh processes (its process left slower by a failed amp) priced one compile
+  // and ran two pairs of a compiling candidate: 67.9 s, and the 60 s tune ended at 81 s.
+  if (fresh || all_fresh()) {
+    const bool cand_compiled = knob == "compile" ? !compiled : compiled;
+    extra = o_.rounds * ((compiled ? 1 : 0) + (cand_compiled ? 1 : 0)) * compile_s();
+  }
+  return budget_.trial_s(o_.rounds, fresh, numerics(knob) && w_.has_loss_probe(), extra);
 }
+
+double Tuner::compile_s() { return compile_seen_s_ > 0 ? compile_seen_s_ : extra_cost_s("compile", cuda_, false); }
 
 int Tuner::final_arms() {
   int inproc = 0;
@@ -314,7 +323,7 @@ double Tuner::headline_fresh_s(int* arms_out) {
   // channels_last would compile once more in this process: that arm runs only when the budget's hard end pays
   // for it (build_arms), else its knob keeps the trial's evidence, so it is not held back here. A simulated
   // script tune that held those recompiles skipped compile "for budget" and ended at 53% of its budget.
-  const double compiles = value_in(current_, "compile") == "on" ? n * extra_cost_s("compile", cuda_, false) : 0.0;
+  const double compiles = value_in(current_, "compile") == "on" ? n * compile_s() : 0.0;
   return budget_.alternation_s(arms, n, true) + compiles;
 }
 
@@ -414,7 +423,7 @@ double Tuner::process_arms_s(bool headline, int rounds) {
   // Without a planned headline the final's alternation is these arms and the baseline's (the final's too once
   // a change is kept: a process knob is measured on top of the winners).
   const int arms = headline ? n : n + (current_ != baseline_ ? 2 : 1);
-  const double compiles = value_in(current_, "compile") == "on" ? n * rounds * extra_cost_s("compile", cuda_, false) : 0.0;
+  const double compiles = value_in(current_, "compile") == "on" ? n * rounds * compile_s() : 0.0;
   return budget_.alternation_s(arms, rounds, true) + compiles;
 }
 

@@ -10,6 +10,10 @@ namespace tb::engine::search {
 
 namespace {
 
+// A trial's second pair at most this share of the budget runs even past the end's reserve: without it the
+// first pair, and a compile in it, measured nothing (the tests hold a tune to 105% of its budget).
+constexpr double kCheapPair = 0.05;
+
 double mean_of(const std::vector<double>& v) {
   double s = 0;
   size_t n = 0;
@@ -125,8 +129,17 @@ void Tuner::classify(Trial& t, bool use_floor) {
 // which it pays for itself at the step times its windows measured: a compile that gains 1.12x after 38 s is
 // worth it for a long run and not for a short one, which the rate alone does not say.
 void Tuner::one_time_cost(Trial& t) {
-  for (const auto& w : t.a) t.one_time_before_s += w.one_time_s;
-  for (const auto& w : t.b) t.one_time_after_s += w.one_time_s;
+  // In fresh processes every window pays it again: once is one process's.
+  auto once = [&](const std::vector<measure::Window>& ws) {
+    double sum = 0;
+    for (const auto& w : ws) {
+      sum += w.one_time_s;
+      compile_seen_s_ = std::max(compile_seen_s_, w.one_time_s);  // a window's one-time cost is its compile
+    }
+    return t.fresh_processes && !ws.empty() ? sum / double(ws.size()) : sum;
+  };
+  t.one_time_before_s = once(t.a);
+  t.one_time_after_s = once(t.b);
   auto step_s = [](const std::vector<measure::Window>& ws) {
     double wall = 0;
     int steps = 0;
@@ -146,7 +159,7 @@ void Tuner::one_time_cost(Trial& t) {
         t.outcome = "not paid back";
         s += ": more than the run's " + about_count(double(o_.run_steps)) + " (--run-steps), not kept";
       }
-    } else {
+    } else if (t.estimate.valid() && t.estimate.pairs >= 2) {  // one pair says nothing of the step
       s += ", never paid back by a step no faster";
     }
     t.reason += s;
@@ -252,8 +265,25 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
   // longer pays for beside the end's reserve is not run; the trial is decided on the pairs it has, said.
   bool cut = false;
   const double reserve = finals_.fresh_unreserved ? reserve_s(false) : reserve_s();
+  // What a further pair costs: the pairs' time so far, less the one-time costs this process will not pay
+  // again (a compile in process; a fresh process compiles again). An LBFGS script's in-process compile trial
+  // took 26 s for its first pair, 14.6 s of it compiling, and was cut as if the next would take 26 s too.
+  auto pair_s = [&](int r) {
+    double once = 0;
+    if (!fresh)
+      for (const auto* side : {&t.a, &t.b})
+        for (const auto& w : *side) once += std::max(0.0, w.one_time_s);
+    return std::max(0.0, w_.now_s() - start - once) / r;
+  };
   for (int r = 0; r < o_.rounds || promising(); ++r) {
-    if (r >= 2 && !budget_.fits_trial(elapsed(), (w_.now_s() - start) / r, reserve)) {
+    if (r >= 2 && !budget_.fits_trial(elapsed(), pair_s(r), reserve)) {
+      cut = true;
+      break;
+    }
+    // The second pair runs unless it would end past the budget's hard end with the end's reserve: a fresh
+    // process's compile can take twice what was planned (its first pair then says so). A pair of a few
+    // seconds still runs: it turns the first pair, a compile perhaps, into an interval.
+    if (r == 1 && pair_s(r) > kCheapPair * o_.budget_s && !budget_.may_finish(elapsed(), pair_s(r) + reserve)) {
       cut = true;
       break;
     }
@@ -301,7 +331,14 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
   if (!fresh) t.startup_each_pass_steps = respawn_pass_steps(ref, cand);
   classify(t, !fresh);
   if (early) t.reason += " (clear after 2 pairs)";
-  if (cut) t.reason += " (" + std::to_string(t.a.size()) + " pairs: another did not fit the budget)";
+  if (cut && t.a.size() < 2) {
+    // One pair gives no interval: said as such, with what made it dear (the one-time costs after the ';').
+    const size_t costs = std::min(t.reason.find(';'), t.reason.size());
+    t.reason = "not decided: its one pair took " + fmt(w_.now_s() - start, 0) +
+               " s and a second did not fit before the budget's hard end" + t.reason.substr(costs);
+  } else if (cut) {
+    t.reason += " (" + std::to_string(t.a.size()) + " pairs: another did not fit the budget)";
+  }
   guard_loss(t, ref, cand, change);
   t.seconds = w_.now_s() - start;
   return t;
