@@ -115,6 +115,7 @@ class ScriptServe {
  public:
   explicit ScriptServe(ServeScriptArgs args) : so_(std::move(args.so)), report_dir_(std::move(args.report_dir)) {
     trace_base_ = so_.trace_dir;
+    so_.children_to_end = false;  // a live view of a process that makes no step shows nothing: said at once
   }
 
   [[noreturn]] void run() {

@@ -202,6 +202,13 @@ Status ScriptRunner::start(const ScriptOptions& o, double hello_timeout_s) {
     }
     note(m);
     early_.push_back(m);
+    if (elsewhere_ && !o.children_to_end) {
+      child_.terminate(2, 1);
+      const int n = m.value("processes", 0);
+      return Error{"the training runs in " + (n == 1 ? std::string("a child process") : (n > 1 ? std::to_string(n) + " " : std::string()) + "child processes") +
+                   " (torch.multiprocessing), which TuneBench does not follow: no training step in this process to "
+                   "measure"};
+    }
   }
   // No hello. The training ran in children and the script ended: nothing to measure here, said by the
   // launcher's own messages (its warning and done.summary.no_steps), which next() hands out.

@@ -108,6 +108,19 @@ TEST_F(CliScript, ATrainingInChildProcessesSaysSoAndMeasuresNothing) {
   EXPECT_NE(j.value("not_measured", std::string()).find("child processes"), std::string::npos) << j.dump();
 }
 
+// A tune has nothing to measure in a process whose training runs in children: it says so at the launcher's
+// warning and stops the script, not when the children are done (a hogwild tune had waited 113 s for them). Its
+// children here would train for hours: timeout(1) is the hang guard, far past a start-up on a busy machine.
+TEST_F(CliScript, ATuneOfATrainingInChildProcessesStopsAtOnce) {
+  const std::string hog = std::string(TB_SOURCE_DIR) + "/python/tests/corpus/hogwild.py";
+  Out r = tb::test_util::run_cli_shell("", "tune --script " + hog + " --budget 60 -- --epochs 100000", 240);
+  EXPECT_EQ(r.code, 2) << r.err;  // the script could not be tuned, as one that fails before its first step
+  EXPECT_NE(r.err.find("the training runs in 2 child processes (torch.multiprocessing), which TuneBench does not "
+                       "follow"),
+            std::string::npos)
+      << r.err;
+}
+
 // Stopping tunebench-cli stops the script: a SIGTERM to it once left the script training for ~25 s, until the
 // script's next write found the channel closed. The CLI is sent its SIGTERM (as a user's `kill` or a CI's time limit
 // would) once the script trains, during a long step (one waiting on its accelerator or its data) in which it writes

@@ -62,6 +62,10 @@ struct ScriptOptions {
   // Polled while start() waits for the first step: true stops the child and start() fails "cancelled" (a CI
   // cancelling a gate during a script's minutes-long first step).
   std::function<bool()> cancelled;
+  // A script whose training runs in child processes is waited for to its end: a run's output is the run. A
+  // tune or a live view has nothing to measure in it: false fails start() at the launcher's warning, the
+  // child stopped (a hogwild script's tune had said so after 113 s, when its children were done).
+  bool children_to_end = true;
 };
 
 // Why no first step came within `limit_s`: after the launcher said the first training iteration began
@@ -76,7 +80,8 @@ class ScriptRunner {
   // step (at most `hello_timeout_s`), or says in one line why not (no interpreter with torch, no launcher
   // package, the launcher refused a knob, the script failed or made no optimizer step, ...). A script whose
   // training runs in child processes (the launcher's "children" warning) is waited for to its end without a
-  // time-out; it succeeds without a hello (hello() is null) and the messages it sent come from next().
+  // time-out (unless options.children_to_end is false); it succeeds without a hello (hello() is null) and the
+  // messages it sent come from next().
   Status start(const ScriptOptions& options, double hello_timeout_s = 120);
   const nlohmann::json& hello() const { return hello_; }
   // Seconds after the start at which the launcher said the first training iteration began (-1: not yet).

@@ -301,6 +301,7 @@ class ScriptWorkload : public Workload {
                                                const std::string& allocator,
                                                const std::vector<std::pair<std::string, std::string>>& sources = {}) {
     client::ScriptOptions o = opts_;
+    o.children_to_end = false;  // nothing to tune in a process that makes no step: said at once
     o.set = set;
     o.sources = sources;
     o.env = allocator_env(allocator);
