@@ -310,6 +310,16 @@ class LoadErrors(unittest.TestCase):
         self.assertEqual(script_errors.one_line(RuntimeError()), "RuntimeError")
         self.assertEqual(script_errors.one_line(pickle.UnpicklingError("bad")), "_pickle.UnpicklingError: bad")
 
+    def test_an_error_without_a_message_says_where_it_was_raised(self):
+        def tokenize(path):
+            assert os.path.exists(path)
+
+        try:
+            tokenize("/nonexistent/train.txt")
+        except AssertionError as e:
+            line = script_errors.one_line(e)
+        self.assertRegex(line, r"^AssertionError at test_knob_save\.py:\d+: assert os\.path\.exists\(path\)$")
+
     def test_a_weights_only_torch_load_failure_is_its_own_first_line(self):
         if tuple(int(p) for p in re.findall(r"\d+", torch.__version__)[:2]) < (2, 6):
             self.skipTest("torch.load is weights_only by default from torch 2.6")

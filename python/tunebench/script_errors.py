@@ -48,7 +48,22 @@ def one_line(e):
         message = "<exception str() failed>"
     lines = (_ANSI.sub("", line).strip() for line in message.splitlines())
     first = next((line for line in lines if line), "")
-    return "%s: %s" % (_type_name(type(e)), first) if first else _type_name(type(e))
+    if first:
+        return "%s: %s" % (_type_name(type(e)), first)
+    # Without a message (a bare `assert`, `raise ValueError`) the line it was raised at is what says what failed:
+    # a language model's tune without its corpus had said only "AssertionError".
+    return _type_name(type(e)) + _raised_at(e.__traceback__)
+
+
+def _raised_at(tb):
+    """` at file.py:LINE: code` of the innermost frame, or "" without a traceback."""
+    if tb is None:
+        return ""
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    path, lineno = tb.tb_frame.f_code.co_filename, tb.tb_lineno
+    text = linecache.getline(path, lineno).strip()
+    return " at %s:%d" % (os.path.basename(path), lineno) + (": " + text if text else "")
 
 
 def _argparse_message(tb):
