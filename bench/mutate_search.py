@@ -42,6 +42,7 @@ The mutations (issue: "tests that fail when the search is lazy, shown by mutatio
   second-pair-always   a trial's second pair runs even when it would end past the budget's hard end
   compile-in-next-pair an in-process trial prices its next pair with the compile its first paid once
   cheap-pair-cut       a second pair of a few seconds is cut past the end's reserve, its first measuring nothing
+  final-rows-one-time  a row of the in-process final says the compile its arms' order made one of them pay
   final-arm-uncounted  a final's arm that recompiles, run because the hard end paid for it, counts as reserved
 
 Each source file is restored after its mutation (also on Ctrl-C); the build directory is left rebuilt from
@@ -164,6 +165,9 @@ MUTATIONS = [
     ("compile-in-next-pair", SEARCH + "search_trial.cpp",
      "    if (!fresh)\n      for (const auto* side",
      "    if (false)\n      for (const auto* side"),
+    ("final-rows-one-time", SEARCH + "search_trial.cpp",
+     "  const bool arms_in_process = t.phase == \"final\" && !t.fresh_processes;",
+     "  const bool arms_in_process = false;"),
     ("cheap-pair-cut", SEARCH + "search_trial.cpp",
      "constexpr double kCheapPair = 0.05;",
      "constexpr double kCheapPair = 0;"),

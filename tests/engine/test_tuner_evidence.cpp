@@ -155,3 +155,25 @@ TEST(TunerSearch, ACompileTrialSaysItsOneTimeCostAndWhenItPaysBack) {
   }
   EXPECT_GT(not_paid, 0);
 }
+
+// The in-process final's rows pair arms whose order decides which of them pays a compile: an arm without a kept
+// amp recompiles, and a language model's final said "intra_op_threads: its one-time cost: 14.2 s of compiling".
+// The trial that switched compile on says its cost; a row of the final says none.
+TEST(TunerSearch, TheFinalsRowsSayNoOneTimeCostOfTheirArmsOrder) {
+  int recompiled = 0;
+  for (uint64_t seed : {24, 28, 36}) {  // seeds whose final runs an arm that recompiles
+    SimulatedWorkload w(seed, sim_options_for("script-gpu"));
+    TuneOptions o;
+    o.budget_s = 300;
+    const TuneResult r = run_tune(w, o);
+    for (const auto& t : r.trials) {
+      if (t.phase != "final" || t.fresh_processes) continue;
+      for (const auto* side : {&t.a, &t.b})
+        for (const auto& win : *side) recompiled += win.one_time_s > 0;
+      EXPECT_EQ(t.one_time_before_s, 0) << seed << " " << t.knob << ": " << t.reason;
+      EXPECT_EQ(t.one_time_after_s, 0) << seed << " " << t.knob << ": " << t.reason;
+      EXPECT_EQ(t.reason.find("one-time cost"), std::string::npos) << seed << " " << t.knob << ": " << t.reason;
+    }
+  }
+  EXPECT_GT(recompiled, 0) << "no final arm recompiled: the case is not exercised";
+}
