@@ -9,11 +9,19 @@ namespace tb::engine {
 
 Result<TuneOptions> tune_request(const nlohmann::json& msg, const std::function<bool(const std::string&)>& is_knob) {
   TuneOptions o;
-  const auto budget = client::inputs::tune_budget(msg.contains("budget_s") && msg["budget_s"].is_number()
-                                                      ? msg["budget_s"].get<double>()
-                                                      : client::inputs::kBudgetDefaultS);
-  if (!budget) return Error{"tune: " + budget.error().message};
-  o.budget_s = *budget;
+  // Seconds, or "auto" (tune --budget auto: one pass over every applicable knob, finals included, priced after
+  // the noise floor; the default plans the calibration). Anything else is refused, never read as the default.
+  const nlohmann::json b = msg.value("budget_s", nlohmann::json());
+  if (b.is_string() && b.get<std::string>() == "auto") {
+    o.budget_auto = true;
+    o.budget_s = client::inputs::kBudgetDefaultS;
+  } else if (!b.is_null() && !b.is_number()) {
+    return Error{"tune: budget_s is seconds or \"auto\", got " + b.dump()};
+  } else {
+    const auto budget = client::inputs::tune_budget(b.is_number() ? b.get<double>() : client::inputs::kBudgetDefaultS);
+    if (!budget) return Error{"tune: " + budget.error().message};
+    o.budget_s = *budget;
+  }
   const auto knobs = msg.value("knobs", nlohmann::json::array());
   if (!knobs.is_array()) return Error{"tune: knobs is not a list of knob names"};
   for (const auto& k : knobs) {

@@ -29,12 +29,24 @@ TEST(TuneRequest, TheBudgetAndTheKnobsOfTheMessage) {
   r = tune_request({{"type", "tune"}, {"run_steps", 5000}}, engine_knob);
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(r->run_steps, 5000);
+  EXPECT_FALSE(r->budget_auto);
+  // "auto", as tune --budget auto: one pass over every applicable knob, its cost said after the noise floor.
+  r = tune_request({{"type", "tune"}, {"budget_s", "auto"}}, engine_knob);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_TRUE(r->budget_auto);
+  EXPECT_EQ(r->budget_s, tb::client::inputs::kBudgetDefaultS);  // plans the calibration only
 }
 
 TEST(TuneRequest, WhatIsWrongIsOneLine) {
   auto r = tune_request({{"type", "tune"}, {"budget_s", 1}}, engine_knob);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().message.rfind("tune: ", 0), 0u) << r.error().message;
+  // Text that is not "auto" is refused, never read as the default budget.
+  for (const nlohmann::json& bad : {nlohmann::json("600"), nlohmann::json("Auto"), nlohmann::json::array()}) {
+    r = tune_request({{"type", "tune"}, {"budget_s", bad}}, engine_knob);
+    ASSERT_FALSE(r) << bad.dump();
+    EXPECT_EQ(r.error().message, "tune: budget_s is seconds or \"auto\", got " + bad.dump()) << r.error().message;
+  }
   for (const nlohmann::json& bad : {nlohmann::json(0), nlohmann::json(2.5), nlohmann::json("5000")}) {
     r = tune_request({{"type", "tune"}, {"run_steps", bad}}, engine_knob);
     ASSERT_FALSE(r) << bad.dump();

@@ -71,7 +71,9 @@ while True:
             elif m.get("type") == "stop" and mode != "hang":
                 stop = True
             elif m.get("type") == "tune":
-                send(type="tune_progress", phase="measure", message="baseline", fraction=0.5)
+                # The budget asked for, said back: the GUI's "auto" reaches the serve as the protocol's "auto".
+                send(type="tune_progress", phase="measure", message="baseline (budget %s)" % json.dumps(m.get("budget_s")),
+                     fraction=0.5)
                 # As the real serve: the tune_done message (engine tune_done_message), then the result applied.
                 send(type="tune_done", report_html="", report_json="", speedup=1.5, speedup_ci=[1.4, 1.6],
                      fresh_processes=False, kept=["workers=4"], final_config=dict(config, workers="4"),

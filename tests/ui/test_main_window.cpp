@@ -289,6 +289,21 @@ class TestMainWindow : public QObject {
     const auto& cmp = w.compare()->comparisons();
     QCOMPARE(int(cmp.size()), 1);
     QCOMPARE(cmp[0].change, QString("auto-tune: workers 0 → 4"));
+    // The budget box below its minimum is "auto" (tune --budget auto): the Auto-tune action sends it as such.
+    auto* budget = w.findChild<QSpinBox*>("tune_budget");
+    QVERIFY(budget);
+    budget->setValue(budget->minimum());
+    QCOMPARE(budget->text(), QString("auto"));
+    QAction* tune = nullptr;
+    for (QAction* a : w.findChildren<QAction*>())
+      if (a->text() == "&Auto-tune") tune = a;
+    QVERIFY(tune);
+    tune->trigger();
+    QVERIFY(done.wait(10000));
+    const QString log = w.findChild<QPlainTextEdit*>("log")->toPlainText();
+    QVERIFY2(log.contains("auto-tune started (budget auto: one pass over every knob"), qPrintable(log));
+    QVERIFY2(log.contains("tune measure: baseline (budget \"auto\")"), qPrintable(log));
+    QVERIFY2(log.contains("tune measure: baseline (budget 60)"), qPrintable(log));  // the first, in seconds
     // No knob kept: said, not "Speed-up ×1.00".
     const TuneSummary none = tuneSummary(QJsonObject{{"speedup", QJsonValue()}, {"kept", QJsonArray()},
                                                      {"baseline_throughput", 250.0}, {"budget_s", 60.0},

@@ -61,10 +61,15 @@ void MainWindow::buildMenus() {
   tb->addSeparator();
   tb->addWidget(new QLabel(tr(" budget ")));
   tune_budget_ = new QSpinBox;
-  // The one rule every surface checks (client/inputs.h).
-  tune_budget_->setRange(int(client::inputs::kBudgetMinS), int(client::inputs::kBudgetMaxS));
+  tune_budget_->setObjectName("tune_budget");
+  // The one rule every surface checks (client/inputs.h), and below its minimum "auto" (tune --budget auto).
+  tune_budget_->setRange(int(client::inputs::kBudgetMinS) - 1, int(client::inputs::kBudgetMaxS));
+  tune_budget_->setSpecialValueText(tr("auto"));
   tune_budget_->setValue(int(client::inputs::kBudgetDefaultS));
   tune_budget_->setSuffix(" s");
+  tune_budget_->setToolTip(tr("The auto-tune's budget. auto (below %1 s): one pass over every applicable knob, the "
+                              "finals included; the tune says what that costs once its noise floor is measured")
+                               .arg(int(client::inputs::kBudgetMinS)));
   tb->addWidget(tune_budget_);
   tb->addAction(act_tune_);
   tb->addSeparator();
@@ -142,11 +147,13 @@ void MainWindow::buildRunMenu() {
   };
   // The live run's auto-tune, for a run of `run_steps` steps (0: not said); its progress bar runs until the result.
   auto start_tune = [this](int run_steps) {
-    run_->sendTune(tune_budget_->value(), {}, run_steps);
+    const std::optional<double> budget = tuneBudget();
+    run_->sendTune(budget, {}, run_steps);
     progress_->show();
     progress_->setRange(0, 0);
-    log(run_steps > 0 ? tr("auto-tune started (budget %1 s, a run of %2 steps)").arg(tune_budget_->value()).arg(run_steps)
-                      : tr("auto-tune started (budget %1 s)").arg(tune_budget_->value()));
+    const QString b = budget ? tr("budget %1 s").arg(*budget) : tr("budget auto: one pass over every knob, its cost said after the noise floor");
+    log(run_steps > 0 ? tr("auto-tune started (%1, a run of %2 steps)").arg(b).arg(run_steps)
+                      : tr("auto-tune started (%1)").arg(b));
   };
   // DDP over c10d (docs/distributed.md): a live group of N processes of the panel's model and data.
   runm->addAction(tr("&Data-parallel run…"), this,
@@ -173,6 +180,11 @@ void MainWindow::buildRunMenu() {
 }
 
 // Find on the timeline: the toolbar's find box (made here) and its shortcuts.
+std::optional<double> MainWindow::tuneBudget() const {
+  if (tune_budget_->value() == tune_budget_->minimum()) return std::nullopt;
+  return double(tune_budget_->value());
+}
+
 void MainWindow::buildEditMenu() {
   auto* edit = menuBar()->addMenu(tr("&Edit"));
   find_edit_ = new QLineEdit;

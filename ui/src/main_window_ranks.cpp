@@ -119,7 +119,8 @@ bool MainWindow::startRanksTune(int ranks, int budget_s) {
   if (args.isEmpty()) return false;
   ranks_tune_tmp_ = std::make_unique<QTemporaryDir>(QDir::tempPath() + "/tunebench-ranks-tune-XXXXXX");
   const QString html = ranks_tune_tmp_->filePath("report.html"), json = ranks_tune_tmp_->filePath("report.json");
-  args << "--budget" << QString::number(budget_s > 0 ? budget_s : tune_budget_->value()) << "--report" << html
+  const std::optional<double> budget = budget_s > 0 ? std::optional<double>(budget_s) : tuneBudget();
+  args << "--budget" << (budget ? QString::number(*budget) : QString("auto")) << "--report" << html
        << "--json" << json;
   // The tuner's progress lines: "[tune  42%] screen     bucket_cap_mb=5 vs baseline"; one phase has a space.
   static const QRegularExpression progress_line(R"(^\[tune\s+(\d+)%\]\s+(noise floor|\S+)\s+(.*)$)");

@@ -13,6 +13,7 @@
 #include <QStringList>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "client/loader_verdict.h"
 #include "ui/run_controller.h"
@@ -221,7 +222,8 @@ class MainWindow : public QMainWindow {
   QSpinBox* steps_ = nullptr;
   QSpinBox* trace_every_ = nullptr;
   QPushButton *start_btn_ = nullptr, *stop_btn_ = nullptr;
-  QSpinBox* tune_budget_ = nullptr;
+  QSpinBox* tune_budget_ = nullptr;  // at its minimum, "auto"
+  std::optional<double> tuneBudget() const;  // the box's seconds, or nullopt for "auto"
   // Status bar.
   QLabel *device_label_ = nullptr, *collector_label_ = nullptr, *run_label_ = nullptr, *perf_label_ = nullptr;
   QLabel* watch_label_ = nullptr;  // what the live trace costs the run (watch_cost.h)
