@@ -43,6 +43,7 @@ The mutations (issue: "tests that fail when the search is lazy, shown by mutatio
   compile-in-next-pair an in-process trial prices its next pair with the compile its first paid once
   cheap-pair-cut       a second pair of a few seconds is cut past the end's reserve, its first measuring nothing
   final-rows-one-time  a row of the in-process final says the compile its arms' order made one of them pay
+  undecided-never-paid a compile whose step the pairs could not decide is said "never paid back by a step no faster"
   final-arm-uncounted  a final's arm that recompiles, run because the hard end paid for it, counts as reserved
 
 Each source file is restored after its mutation (also on Ctrl-C); the build directory is left rebuilt from
@@ -168,6 +169,9 @@ MUTATIONS = [
     ("final-rows-one-time", SEARCH + "search_trial.cpp",
      "  const bool arms_in_process = t.phase == \"final\" && !t.fresh_processes;",
      "  const bool arms_in_process = false;"),
+    ("undecided-never-paid", SEARCH + "search_trial.cpp",
+     "      s += t.outcome == \"slower\" || t.estimate.hi <= 1.0 + o_.min_gain\n",
+     "      s += true\n"),
     ("cheap-pair-cut", SEARCH + "search_trial.cpp",
      "constexpr double kCheapPair = 0.05;",
      "constexpr double kCheapPair = 0;"),
