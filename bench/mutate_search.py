@@ -44,6 +44,7 @@ The mutations (issue: "tests that fail when the search is lazy, shown by mutatio
   cheap-pair-cut       a second pair of a few seconds is cut past the end's reserve, its first measuring nothing
   final-rows-one-time  a row of the in-process final says the compile its arms' order made one of them pay
   undecided-never-paid a compile whose step the pairs could not decide is said "never paid back by a step no faster"
+  window-capped        a window's second is capped by max_window's steps (30 steps of a millisecond)
   final-arm-uncounted  a final's arm that recompiles, run because the hard end paid for it, counts as reserved
 
 Each source file is restored after its mutation (also on Ctrl-C); the build directory is left rebuilt from
@@ -172,6 +173,9 @@ MUTATIONS = [
     ("undecided-never-paid", SEARCH + "search_trial.cpp",
      "      s += t.outcome == \"slower\" || t.estimate.hi <= 1.0 + o_.min_gain\n",
      "      s += true\n"),
+    ("window-capped", SEARCH + "search.cpp",
+     "  const int shortest = std::max(fewest, static_cast<int>(std::ceil(o_.min_window_s / sps)));",
+     "  const int shortest = std::min(o_.max_window, std::max(fewest, static_cast<int>(std::ceil(o_.min_window_s / sps))));"),
     ("cheap-pair-cut", SEARCH + "search_trial.cpp",
      "constexpr double kCheapPair = 0.05;",
      "constexpr double kCheapPair = 0;"),

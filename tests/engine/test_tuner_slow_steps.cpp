@@ -1,6 +1,7 @@
 // A job whose steps take seconds (an LBFGS script's were 5-6 s): the tune's windows shrink to what such a step
 // needs, and a budget that cannot hold the smallest tune says so after the calibration, with the budget that
-// would, instead of running its noise floor past the end (127 s of a 60 s budget, no knob tried).
+// would, instead of running its noise floor past the end (127 s of a 60 s budget, no knob tried). And the other
+// end: steps of a millisecond make windows of many steps, never a window of a few milliseconds.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -43,8 +44,8 @@ class SlowSteps : public SimModel {
   double f_;
 };
 
-TuneResult tune(double budget_s, uint64_t seed = 3) {
-  SimulatedWorkload w(seed, SimOptions{}, std::make_unique<SlowSteps>(35));  // ~5 s a step
+TuneResult tune(double budget_s, uint64_t seed = 3, double factor = 35) {
+  SimulatedWorkload w(seed, SimOptions{}, std::make_unique<SlowSteps>(factor));  // 35: ~5 s a step
   TuneOptions o;
   o.budget_s = budget_s;
   return run_tune(w, o);
@@ -77,4 +78,24 @@ TEST(TunerSlowSteps, LongStepsMakeShortWindows) {
   for (const auto& t : r.trials) screened |= t.phase == "screen";
   EXPECT_TRUE(screened) << r.ended;
   EXPECT_LE(r.elapsed_s, 1200 * 1.1);
+}
+
+// Steps of under a millisecond (a forward-forward script's 0.8 ms, a hand-written SGD loop's 0.4 ms) made
+// windows of max_window's 30 steps, 12-24 ms: the timer's and the channel's jitter were the measurement, and
+// its A/A pairs varied by ±57%. Windows last min_window_s however many steps that takes (a real one then
+// varied by ±17%).
+TEST(TunerSlowSteps, FastStepsMakeWindowsOfASecond) {
+  const TuneResult r = tune(120, 3, 0.005);
+  std::smatch m;
+  std::string plan;
+  for (const auto& n : r.notes) if (n.rfind("plan: ", 0) == 0) plan = n;
+  ASSERT_TRUE(std::regex_search(plan, m, std::regex("; ([0-9.]+) ms/step at the baseline"))) << plan;
+  const double step_s = std::stod(m[1]) / 1000;
+  ASSERT_LT(step_s, 0.002) << plan;
+  EXPECT_GE(r.window * step_s, TuneOptions{}.min_window_s * 0.9) << plan;
+  EXPECT_GT(r.window, TuneOptions{}.max_window) << plan;
+  bool screened = false;
+  for (const auto& t : r.trials) screened |= t.phase == "screen";
+  EXPECT_TRUE(screened) << r.ended;
+  EXPECT_LE(r.elapsed_s, 120 * 1.1);
 }

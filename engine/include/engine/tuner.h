@@ -213,7 +213,7 @@ struct TuneOptions {
   int aa_rounds = 4;          // A/A pairs at the start (the noise floor); as many again in the final alternation
   int min_window = 6;         // measured steps per window: planned once, between these, to fit the budget
   int max_window = 30;
-  // ... and at least this long (a hiccup of a few hundred ms must not halve a window); capped by max_window.
+  // ... and at least this long (a hiccup of a few hundred ms must not halve a window), however many steps.
   double min_window_s = 1.0;
   // A fresh process's window is at least this long: its start-up costs seconds anyway, and a short window
   // under glibc's defaults measures whenever its mmap threshold happens to move (11-step windows of a

@@ -85,7 +85,8 @@ void InProcessFinal::build_arms() {
           recompiles += arm_s;
           unreserved_.insert(arms_.size());
         } else {
-          skip = "a recompile under torch.compile (~" + fmt(compile_s, 0) + " s) the budget left could not pay for";
+          skip = "a recompile under torch.compile (~" + fmt(compile_s, 0) + " s; ~" + fmt(arm_s, 0) +
+                 " s with its windows) the budget left could not pay for";
         }
       }
       arms_.push_back(
