@@ -205,9 +205,9 @@ Status ScriptRunner::start(const ScriptOptions& o, double hello_timeout_s) {
     if (elsewhere_ && !o.children_to_end) {
       child_.terminate(2, 1);
       const int n = m.value("processes", 0);
-      return Error{"the training runs in " + (n == 1 ? std::string("a child process") : (n > 1 ? std::to_string(n) + " " : std::string()) + "child processes") +
-                   " (torch.multiprocessing), which TuneBench does not follow: no training step in this process to "
-                   "measure"};
+      const std::string where = n == 1 ? "a child process" : (n > 1 ? std::to_string(n) + " " : "") + "child processes";
+      return Error{"the training runs in " + where + " (torch.multiprocessing), which TuneBench does not follow: no "
+                   "training step in this process to measure"};
     }
   }
   // No hello. The training ran in children and the script ended: nothing to measure here, said by the

@@ -151,7 +151,8 @@ void MainWindow::buildRunMenu() {
     run_->sendTune(budget, {}, run_steps);
     progress_->show();
     progress_->setRange(0, 0);
-    const QString b = budget ? tr("budget %1 s").arg(*budget) : tr("budget auto: one pass over every knob, its cost said after the noise floor");
+    const QString b = budget ? tr("budget %1 s").arg(*budget)
+                             : tr("budget auto: one pass over every knob, its cost said after the noise floor");
     log(run_steps > 0 ? tr("auto-tune started (%1, a run of %2 steps)").arg(b).arg(run_steps)
                       : tr("auto-tune started (%1)").arg(b));
   };
@@ -179,12 +180,12 @@ void MainWindow::buildRunMenu() {
                          10000, 1, 2000000000, 1000, start_tune));
 }
 
-// Find on the timeline: the toolbar's find box (made here) and its shortcuts.
 std::optional<double> MainWindow::tuneBudget() const {
   if (tune_budget_->value() == tune_budget_->minimum()) return std::nullopt;
   return double(tune_budget_->value());
 }
 
+// Find on the timeline: the toolbar's find box (made here) and its shortcuts.
 void MainWindow::buildEditMenu() {
   auto* edit = menuBar()->addMenu(tr("&Edit"));
   find_edit_ = new QLineEdit;
