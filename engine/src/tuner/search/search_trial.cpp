@@ -14,6 +14,13 @@ namespace {
 // first pair, and a compile in it, measured nothing (the tests hold a tune to 105% of its budget).
 constexpr double kCheapPair = 0.05;
 
+// The one-time costs (compiles) its windows paid, in no window's rate.
+double one_time_sum(const std::vector<measure::Window>& ws) {
+  double sum = 0;
+  for (const auto& w : ws) sum += std::max(0.0, w.one_time_s);
+  return sum;
+}
+
 double mean_of(const std::vector<double>& v) {
   double s = 0;
   size_t n = 0;
@@ -131,11 +138,8 @@ void Tuner::classify(Trial& t, bool use_floor) {
 void Tuner::one_time_cost(Trial& t) {
   // In fresh processes every window pays it again: once is one process's.
   auto once = [&](const std::vector<measure::Window>& ws) {
-    double sum = 0;
-    for (const auto& w : ws) {
-      sum += w.one_time_s;
-      compile_seen_s_ = std::max(compile_seen_s_, w.one_time_s);  // a window's one-time cost is its compile
-    }
+    for (const auto& w : ws) compile_seen_s_ = std::max(compile_seen_s_, w.one_time_s);  // a window's is its compile
+    const double sum = one_time_sum(ws);
     return t.fresh_processes && !ws.empty() ? sum / double(ws.size()) : sum;
   };
   // The in-process final's rows pair arms whose order decides which pays a compile (a language model's
@@ -276,21 +280,19 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
   // again (a compile in process; a fresh process compiles again). An LBFGS script's in-process compile trial
   // took 26 s for its first pair, 14.6 s of it compiling, and was cut as if the next would take 26 s too.
   auto pair_s = [&](int r) {
-    double once = 0;
-    if (!fresh)
-      for (const auto* side : {&t.a, &t.b})
-        for (const auto& w : *side) once += std::max(0.0, w.one_time_s);
+    const double once = fresh ? 0.0 : one_time_sum(t.a) + one_time_sum(t.b);
     return std::max(0.0, w_.now_s() - start - once) / r;
   };
   for (int r = 0; r < o_.rounds || promising(); ++r) {
-    if (r >= 2 && !budget_.fits_trial(elapsed(), pair_s(r), reserve)) {
+    const double next_s = r > 0 ? pair_s(r) : 0.0;
+    if (r >= 2 && !budget_.fits_trial(elapsed(), next_s, reserve)) {
       cut = true;
       break;
     }
     // The second pair runs unless it would end past the budget's hard end with the end's reserve: a fresh
     // process's compile can take twice what was planned (its first pair then says so). A pair of a few
     // seconds still runs: it turns the first pair, a compile perhaps, into an interval.
-    if (r == 1 && pair_s(r) > kCheapPair * o_.budget_s && !budget_.may_finish(elapsed(), pair_s(r) + reserve)) {
+    if (r == 1 && next_s > kCheapPair * o_.budget_s && !budget_.may_finish(elapsed(), next_s + reserve)) {
       cut = true;
       break;
     }
