@@ -46,6 +46,7 @@ The mutations (issue: "tests that fail when the search is lazy, shown by mutatio
   undecided-never-paid a compile whose step the pairs could not decide is said "never paid back by a step no faster"
   window-capped        a window's second is capped by max_window's steps (30 steps of a millisecond)
   final-arm-uncounted  a final's arm that recompiles, run because the hard end paid for it, counts as reserved
+  plan-only-searches   tune --plan goes on to search after pricing the pass
 
 Each source file is restored after its mutation (also on Ctrl-C); the build directory is left rebuilt from
 the restored sources at the end.
@@ -182,6 +183,9 @@ MUTATIONS = [
     ("final-arm-uncounted", SEARCH + "search_final.cpp",
      "  for (size_t i : unreserved_)\n",
      "  for (size_t i : std::set<size_t>{})\n"),
+    ("plan-only-searches", SEARCH + "search.cpp",
+     "    if (o_.plan_only) {  // the pass priced, nothing tried (TuneOptions::plan_only)\n",
+     "    if (false) {\n"),
     ("claim-every-knob", SEARCH + "search_summary.cpp",
      "if (s.reason.rfind(\"budget\", 0) == 0) (process_knob(s.knob) && !all_fresh() ? process_skips : budget_skips)++;",
      "(void)s;"),

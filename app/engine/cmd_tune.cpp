@@ -72,6 +72,8 @@ std::optional<Status> tune_option(const std::string& a, ReadValue&& value, TuneA
     // auto: the default plans the calibration; the tuner then sets the budget to one pass's cost.
     t.to.budget_auto = !b->has_value();
     t.to.budget_s = b->value_or(client::inputs::kBudgetDefaultS);
+  } else if (a == "--plan") {
+    t.to.plan_only = true;
   } else if (a == "--report") {
     if (!value(t.report) || t.report.empty()) return Status(Error{"--report needs a file name (R.html)"});
   } else if (a == "--json") {

@@ -9,11 +9,11 @@ namespace tb::cli {
 
 void print_tune_usage(FILE* out) {
   std::fputs(
-      "usage: tunebench-cli tune --model M --data D [--budget S|auto] [--report R.html] [--json OUT.json] [--set k=v,...]\n"
+      "usage: tunebench-cli tune --model M --data D [--budget S|auto] [--plan] [--report R.html] [--json OUT.json] [--set k=v,...]\n"
       "       [--knobs k1,k2,...] [--rounds N] [--run-steps N] [--warmup N] [--seed N] [--device auto|cpu|cuda]\n"
       "       [--input C,H,W]\n"
       "       [--classes K] [--ranks N [--dist-timeout S] [--fresh-groups]] [--quiet] [--simulate [--profile P]]\n"
-      "       tunebench-cli tune --script train.py [--python PY] [--budget S|auto] [--report R.html] [--json OUT.json]\n"
+      "       tunebench-cli tune --script train.py [--python PY] [--budget S|auto] [--plan] [--report R.html] [--json OUT.json]\n"
       "       [--set k=v,...] [--knobs ...] [--patch P.diff] [--no-patch-check] [-- SCRIPT ARGS]   (a user's PyTorch script, run unmodified;\n"
       "       the kept changes as a patch of it: P.diff, or R.diff next to --report R.html, written when the patched\n"
       "       script run plainly beats the original in fresh processes; --no-patch-check writes it unchecked)\n"
@@ -21,7 +21,8 @@ void print_tune_usage(FILE* out) {
       "  knob on top of the winners so far (paired windows AB, BA, ..., t interval), revisits the rest, re-measures\n"
       "  every kept knob in a final alternation and reports the speedup. --report R.html also writes R.md.\n"
       "  After the noise floor it says what trying each applicable knob once costs, finals included, and how many\n"
-      "  of them the budget pays for; --budget auto (10-86400 s) makes that the budget.\n"
+      "  of them the budget pays for; --budget auto (10-86400 s) makes that the budget. --plan stops there: the\n"
+      "  calibration and the noise floor measured, that cost said, nothing tried (the price before you commit).\n"
       "  --set pins knobs (the baseline uses them and the tuner leaves them alone; with --simulate, the simulated\n"
       "  job's knobs, a world's own among them); --knobs tunes only these.\n"
       "  A change with a one-time cost (a compile) is reported with the steps after which it pays for itself;\n"
@@ -61,7 +62,8 @@ void print_tune_summary(const engine::TuneResult& r, const TuneSummaryContext& c
   if (r.trials.empty())  // the budget held no trial (TuneResult::ended says why and what would)
     std::printf("baseline  not measured: nothing was tried\n");
   else
-    std::printf("baseline  %.1f samples/s (measured at the end%s)\n", r.baseline_throughput,
+    std::printf("baseline  %.1f samples/s (measured %s%s)\n", r.baseline_throughput,
+                r.plan_only ? "against itself, the noise floor's pairs" : "at the end",
                 r.speedup_fresh_processes ? ", fresh processes" : "");
   const auto unconfirmed = engine::unconfirmed_knobs(r);
   if (!unconfirmed.empty()) {

@@ -36,6 +36,11 @@ Result<TuneOptions> tune_request(const nlohmann::json& msg, const std::function<
       return Error{"tune: run_steps is the run's number of steps, a positive integer (got " + msg["run_steps"].dump() + ")"};
     o.run_steps = msg["run_steps"].get<int64_t>();
   }
+  // The plan alone (tune --plan): the calibration and the noise floor priced one pass, nothing tried or applied.
+  if (msg.contains("plan_only") && !msg["plan_only"].is_null()) {
+    if (!msg["plan_only"].is_boolean()) return Error{"tune: plan_only is true or false (got " + msg["plan_only"].dump() + ")"};
+    o.plan_only = msg["plan_only"].get<bool>();
+  }
   return o;
 }
 

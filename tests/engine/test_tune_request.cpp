@@ -35,6 +35,12 @@ TEST(TuneRequest, TheBudgetAndTheKnobsOfTheMessage) {
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_TRUE(r->budget_auto);
   EXPECT_EQ(r->budget_s, tb::client::inputs::kBudgetDefaultS);  // plans the calibration only
+  EXPECT_FALSE(r->plan_only);
+  // The price alone (tune --plan; the GUI's Run > Price the auto-tune): the pass priced, nothing tried.
+  r = tune_request({{"type", "tune"}, {"budget_s", 90}, {"plan_only", true}}, engine_knob);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_TRUE(r->plan_only);
+  EXPECT_EQ(r->budget_s, 90);
 }
 
 TEST(TuneRequest, WhatIsWrongIsOneLine) {
@@ -51,6 +57,11 @@ TEST(TuneRequest, WhatIsWrongIsOneLine) {
     r = tune_request({{"type", "tune"}, {"run_steps", bad}}, engine_knob);
     ASSERT_FALSE(r) << bad.dump();
     EXPECT_EQ(r.error().message.rfind("tune: run_steps is the run's number of steps", 0), 0u) << r.error().message;
+  }
+  for (const nlohmann::json& bad : {nlohmann::json("yes"), nlohmann::json(1)}) {
+    r = tune_request({{"type", "tune"}, {"plan_only", bad}}, engine_knob);
+    ASSERT_FALSE(r) << bad.dump();
+    EXPECT_EQ(r.error().message, "tune: plan_only is true or false (got " + bad.dump() + ")");
   }
   r = tune_request({{"type", "tune"}, {"knobs", {"workers", "warp_speed"}}}, engine_knob);
   ASSERT_FALSE(r);

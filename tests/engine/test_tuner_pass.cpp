@@ -7,6 +7,7 @@
 #include <set>
 
 #include "client/inputs.h"
+#include "engine/report.h"
 #include "engine/tuner.h"
 #include "tuner/workloads/sim_workload.h"
 
@@ -14,11 +15,12 @@ using tb::engine::TuneOptions;
 using tb::engine::TuneResult;
 
 namespace {
-TuneResult tune(double budget_s, bool automatic = false, uint64_t seed = 1) {
+TuneResult tune(double budget_s, bool automatic = false, uint64_t seed = 1, bool plan_only = false) {
   tb::engine::SimulatedWorkload w(seed);
   TuneOptions o;
   o.budget_s = budget_s;
   o.budget_auto = automatic;
+  o.plan_only = plan_only;
   return tb::engine::run_tune(w, o);
 }
 }  // namespace
@@ -54,9 +56,15 @@ TEST(TunerPass, ATighterBudgetFitsTheFirstKnobsInPriorityOrder) {
   for (int i = 0; i < p.fit; ++i) first += p.trial_s[i];
   EXPECT_LE(first, tight.budget_s);
   EXPECT_GT(first + p.trial_s[p.fit], tight.budget_s - reserve_all);
-  EXPECT_NE(p.line.find("the " + std::to_string(p.fit) + " with the highest expected gain (" + p.knobs[0]),
-            std::string::npos)
-      << p.line;
+  // With nothing kept the finals are the baseline's alone: at least as many fit, and the line gives the range.
+  EXPECT_GE(p.fit_none_kept, p.fit);
+  EXPECT_LE(p.fit_none_kept, static_cast<int>(p.knobs.size()));
+  const std::string says =
+      p.fit_none_kept > p.fit
+          ? std::to_string(p.fit) + " to " + std::to_string(p.fit_none_kept) +
+                " of them, fewer the more of them it keeps, in order of expected gain (" + p.knobs[0]
+          : "the " + std::to_string(p.fit) + " with the highest expected gain (" + p.knobs[0];
+  EXPECT_NE(p.line.find(says), std::string::npos) << p.line;
 }
 
 TEST(TunerPass, BudgetAutoBuysOnePassAndTriesEveryKnobOfIt) {
@@ -82,4 +90,32 @@ TEST(TunerPass, BudgetAutoIsParsedBesideSeconds) {
   EXPECT_DOUBLE_EQ(n->value(), 90);
   EXPECT_FALSE(tb::client::inputs::parse_tune_budget_or_auto("5"));
   EXPECT_FALSE(tb::client::inputs::parse_tune_budget_or_auto("Auto"));
+}
+
+// tune --plan (the GUI's Run > Price the auto-tune): the calibration and the noise floor, the pass priced as the
+// tune itself then prices it, and nothing tried, kept or applied.
+TEST(TunerPass, PlanOnlySaysWhatTheTuneWouldAndTriesNothing) {
+  for (const bool automatic : {false, true}) {
+    const TuneResult priced = tune(120, automatic, 3, true);
+    const TuneResult tuned = tune(120, automatic, 3);
+    ASSERT_TRUE(priced.plan && tuned.plan);
+    EXPECT_TRUE(priced.plan_only);
+    EXPECT_FALSE(tuned.plan_only);
+    EXPECT_EQ(priced.plan->line, tuned.plan->line);  // the same world, budget and seed: the price the tune says
+    EXPECT_DOUBLE_EQ(priced.budget_s, tuned.budget_s);
+    ASSERT_EQ(priced.trials.size(), 1u);
+    EXPECT_EQ(priced.trials[0].phase, "noise floor");
+    EXPECT_EQ(priced.final_config, priced.baseline);
+    EXPECT_EQ(priced.verdict, "none");
+    EXPECT_NEAR(priced.elapsed_s, priced.plan->spent_s, 1.0);  // what it spent is what the plan counts as spent
+    EXPECT_NE(priced.ended.find("plan only"), std::string::npos) << priced.ended;
+    EXPECT_GT(priced.baseline_throughput, 0);
+    const auto m = tb::engine::tune_done_message(priced, "", "", "");
+    EXPECT_EQ(m["plan_only"], true);
+    EXPECT_EQ(m["plan"], priced.plan->line);
+    EXPECT_EQ(m["headline"]["kind"], "planned");
+    EXPECT_EQ(m["headline"]["title"].get<std::string>().rfind("Priced: ~", 0), 0u) << m["headline"].dump();
+    EXPECT_TRUE(m["kept"].empty());
+    EXPECT_EQ(tb::engine::tune_done_message(tuned, "", "", "")["plan_only"], false);
+  }
 }

@@ -70,6 +70,15 @@ while True:
                 send(type="config_applied", rev=rev, knobs=config, changed={m["knob"]: str(m["value"])})
             elif m.get("type") == "stop" and mode != "hang":
                 stop = True
+            elif m.get("type") == "tune" and m.get("plan_only"):
+                # The price alone (engine tune_done_message of a plan_only tune): nothing tried, nothing applied.
+                send(type="tune_progress", phase="plan", message="~140 s to try each of the 6 knobs once", fraction=0.1)
+                send(type="tune_done", report_html="", report_json="", speedup=None, speedup_ci=None, kept=[],
+                     final_config=config, baseline_throughput=1000.0, final_throughput=1000.0,
+                     budget_s=m.get("budget_s"), elapsed_s=9.0, trials=1, skipped=0, verdict="none",
+                     headline={"kind": "planned", "title": "Priced: ~140 s to try each of the 6 knobs once; nothing was tried"},
+                     plan="~140 s to try each of the 6 knobs once, finals included (budget %s)" % json.dumps(m.get("budget_s")),
+                     plan_s=140.0, plan_only=True, ended="priced one pass and stopped (plan only)")
             elif m.get("type") == "tune":
                 # The budget asked for, said back: the GUI's "auto" reaches the serve as the protocol's "auto".
                 send(type="tune_progress", phase="measure", message="baseline (budget %s)" % json.dumps(m.get("budget_s")),

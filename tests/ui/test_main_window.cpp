@@ -304,6 +304,22 @@ class TestMainWindow : public QObject {
     QVERIFY2(log.contains("auto-tune started (budget auto: one pass over every knob"), qPrintable(log));
     QVERIFY2(log.contains("tune measure: baseline (budget \"auto\")"), qPrintable(log));
     QVERIFY2(log.contains("tune measure: baseline (budget 60)"), qPrintable(log));  // the first, in seconds
+    // Run > Price the auto-tune: the tune's plan line before a tune is started, sent as plan_only; the budget box
+    // keeps it, and nothing is applied (no new Compare row).
+    QAction* price = w.findChild<QAction*>("act_price_tune");
+    QVERIFY(price && price->isEnabled());
+    budget->setValue(90);
+    price->trigger();
+    QVERIFY(done.wait(10000));
+    QVERIFY(done.last().at(0).toJsonObject().value("plan_only").toBool());
+    QCOMPARE(w.lastTuneSummary().title, QString("Priced: ~140 s to try each of the 6 knobs once; nothing was tried"));
+    QVERIFY2(w.lastTuneSummary().detail.contains("finals included (budget 90)"), qPrintable(w.lastTuneSummary().detail));
+    QVERIFY2(budget->toolTip().contains("Last priced here: ~140 s to try each of the 6 knobs once, finals included"),
+             qPrintable(budget->toolTip()));
+    const QString priced_log = w.findChild<QPlainTextEdit*>("log")->toPlainText();
+    QVERIFY2(priced_log.contains("pricing the auto-tune (budget 90 s)") && priced_log.contains("auto-tune priced: Priced:"),
+             qPrintable(priced_log));
+    QCOMPARE(int(w.compare()->comparisons().size()), 1);
     // No knob kept: said, not "Speed-up ×1.00".
     const TuneSummary none = tuneSummary(QJsonObject{{"speedup", QJsonValue()}, {"kept", QJsonArray()},
                                                      {"baseline_throughput", 250.0}, {"budget_s", 60.0},

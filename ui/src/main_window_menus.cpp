@@ -67,9 +67,7 @@ void MainWindow::buildMenus() {
   tune_budget_->setSpecialValueText(tr("auto"));
   tune_budget_->setValue(int(client::inputs::kBudgetDefaultS));
   tune_budget_->setSuffix(" s");
-  tune_budget_->setToolTip(tr("The auto-tune's budget. auto (below %1 s): one pass over every applicable knob, the "
-                              "finals included; the tune says what that costs once its noise floor is measured")
-                               .arg(int(client::inputs::kBudgetMinS)));
+  tune_budget_->setToolTip(budgetToolTip());
   tb->addWidget(tune_budget_);
   tb->addAction(act_tune_);
   tb->addSeparator();
@@ -145,16 +143,20 @@ void MainWindow::buildRunMenu() {
       if (ok) act(n);
     };
   };
-  // The live run's auto-tune, for a run of `run_steps` steps (0: not said); its progress bar runs until the result.
-  auto start_tune = [this](int run_steps) {
+  // The live run's auto-tune, for a run of `run_steps` steps (0: not said), or only its price (plan_only: the
+  // calibration and the noise floor, then what one pass costs); its progress bar runs until the result.
+  auto start_tune = [this](int run_steps, bool plan_only = false) {
     const std::optional<double> budget = tuneBudget();
-    run_->sendTune(budget, {}, run_steps);
+    run_->sendTune(budget, {}, run_steps, plan_only);
     progress_->show();
     progress_->setRange(0, 0);
     const QString b = budget ? tr("budget %1 s").arg(*budget)
                              : tr("budget auto: one pass over every knob, its cost said after the noise floor");
-    log(run_steps > 0 ? tr("auto-tune started (%1, a run of %2 steps)").arg(b).arg(run_steps)
-                      : tr("auto-tune started (%1)").arg(b));
+    log(plan_only       ? tr("pricing the auto-tune (%1): the calibration and the noise floor, then what one pass "
+                             "costs; nothing is tried")
+                              .arg(b)
+        : run_steps > 0 ? tr("auto-tune started (%1, a run of %2 steps)").arg(b).arg(run_steps)
+                        : tr("auto-tune started (%1)").arg(b));
   };
   // DDP over c10d (docs/distributed.md): a live group of N processes of the panel's model and data.
   runm->addAction(tr("&Data-parallel run…"), this,
@@ -172,12 +174,22 @@ void MainWindow::buildRunMenu() {
   act_trace_->setChecked(true);
   act_tune_ = runm->addAction(tr("&Auto-tune"), this, [start_tune] { start_tune(0); });
   act_tune_->setShortcut(QKeySequence(tr("Ctrl+T")));
+  // What the budget buys, before one is spent: the tune's first phases, its plan line, and nothing tried (tune --plan).
+  act_price_ = runm->addAction(tr("&Price the auto-tune (what one pass costs)"), this, [start_tune] { start_tune(0, true); });
+  act_price_->setObjectName("act_price_tune");
   // tune --run-steps: a change whose one-time cost (a compile) pays back only after more steps is not kept.
   runm->addAction(tr("Auto-tune for a run of N &steps…"), this,
                   asking(tr("Auto-tune for a run of N steps"),
                          tr("Steps your run will take (a change whose one-time cost, a compile, pays back only after "
                             "more steps is not kept; budget from the Auto-tune box):"),
                          10000, 1, 2000000000, 1000, start_tune));
+}
+
+QString MainWindow::budgetToolTip() const {
+  return tr("The auto-tune's budget. auto (below %1 s): one pass over every applicable knob, the finals included; "
+            "the tune says what that costs once its noise floor is measured, and Run > Price the auto-tune says it "
+            "before a tune is started")
+      .arg(int(client::inputs::kBudgetMinS));
 }
 
 std::optional<double> MainWindow::tuneBudget() const {

@@ -156,6 +156,7 @@ void MainWindow::updateRunActions() {
   act_stop_->setEnabled(running);
   stop_btn_->setEnabled(running);
   act_tune_->setEnabled(running);
+  act_price_->setEnabled(running);
   act_trace_->setEnabled(running);
 }
 

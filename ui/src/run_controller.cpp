@@ -211,10 +211,11 @@ void RunController::sendSet(const QString& knob, const QString& value) {
   send(QJsonObject{{"type", msg::set}, {"knob", knob}, {"value", value}});
 }
 void RunController::sendTrace(bool s) { send(QJsonObject{{"type", msg::trace}, {"action", s ? "start" : "stop"}}); }
-void RunController::sendTune(std::optional<double> budget_s, const QStringList& knobs, qint64 run_steps) {
+void RunController::sendTune(std::optional<double> budget_s, const QStringList& knobs, qint64 run_steps, bool plan_only) {
   QJsonObject m{{"type", msg::tune}, {"budget_s", budget_s ? QJsonValue(*budget_s) : QJsonValue("auto")}};
   if (!knobs.isEmpty()) m.insert("knobs", QJsonArray::fromStringList(knobs));
   if (run_steps > 0) m.insert("run_steps", run_steps);
+  if (plan_only) m.insert("plan_only", true);
   send(m);
 }
 void RunController::sendStart(const QJsonObject& startMsg) {

@@ -238,6 +238,10 @@ QString ThroughputChart::medianText(const std::vector<Segment>& segs, const std:
 QString ThroughputChart::tuneText(const TuneEvent& t) {
   if (t.failed) return tr("auto-tune failed");
   if (t.done.isEmpty()) return tr("auto-tune running…");
+  if (t.done.value("plan_only").toBool())
+    return tr("auto-tune priced in %1 s: one pass ~%2 s")
+        .arg(t.done.value("elapsed_s").toDouble(), 0, 'f', 0)
+        .arg(t.done.value("plan_s").toDouble(), 0, 'f', 0);
   const QString used = tr("auto-tune %1 s").arg(t.done.value("elapsed_s").toDouble(), 0, 'f', 0);
   if (!t.kept()) return tr("%1: nothing kept").arg(used);
   QStringList kept;

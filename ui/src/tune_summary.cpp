@@ -13,7 +13,11 @@ TuneSummary tuneSummary(const QJsonObject& m) {
   const QJsonArray ci = m.value("speedup_ci").toArray();
   const bool gain = m.value("speedup").isDouble() && !kept.isEmpty();
   QStringList lines;
-  if (gain) {
+  if (m.value("plan_only").toBool()) {
+    // Only the price was asked: the tuner's headline, then its plan line (what one pass costs, what the budget buys).
+    s.title = m.value("headline").toObject().value("title").toString();
+    lines << m.value("plan").toString();
+  } else if (gain) {
     s.title = QObject::tr("×%1 faster").arg(m.value("speedup").toDouble(), 0, 'f', 2);
     QString line = QObject::tr("%1 → %2 samples/s")
                        .arg(m.value("baseline_throughput").toDouble(), 0, 'f', 1)

@@ -203,6 +203,9 @@ struct TuneOptions {
   // --budget auto: `budget_s` only plans the calibration; after the noise floor the budget becomes what one pass
   // over every applicable knob costs (TuneResult::plan), within the input rule's range.
   bool budget_auto = false;
+  // tune --plan: measure the calibration and the noise floor, price one pass (TuneResult::plan) and stop, nothing
+  // tried or kept: what a budget buys, said before a tune is started (the GUI's "Price the auto-tune").
+  bool plan_only = false;
   // The final's minimum (its first rounds, a fresh-process headline's first pairs) may run past the budget by
   // this share of it and no further; everything optional stays within the budget (tuner/search/budget.h).
   double overrun = 0.05;
@@ -302,7 +305,10 @@ struct PassPlan {
   double spent_s = 0;              // the calibration and the noise floor, already spent
   double reserve_s = 0;            // the finals, every knob of the pass kept
   double pass_s = 0;               // spent_s + the trials + reserve_s
-  int fit = 0;                     // the first `fit` knobs fit the budget with their finals
+  int fit = 0;                     // the first `fit` knobs fit the budget with their finals, every one kept
+  // ... and with nothing kept (the finals of the baseline alone): the search tries between `fit` and this many,
+  // fewer the more of them it keeps (each kept knob is one more arm of the finals).
+  int fit_none_kept = 0;
   // The process knobs (a fresh process each, measured as arms of the fresh-process final on top of the winners):
   // after the in-process knobs, their arms' cost in pass_s; held from the start when the budget covers them.
   std::vector<std::string> process_knobs;
@@ -310,6 +316,7 @@ struct PassPlan {
   bool process_fit = false;
   bool auto_budget = false;        // --budget auto set the budget to pass_s
   bool clamped = false;            // ... which the input rule's range changed
+  int priced = 0;                  // the knobs the pass's figure prices (the process knobs' arms only beside a headline)
   std::string line;                // as said on the progress line
 };
 
@@ -378,6 +385,7 @@ struct TuneResult {
   int window = 0;                  // measured steps per window, every phase
   std::vector<std::string> notes;  // plan, warnings from the workload
   std::optional<PassPlan> plan;    // one pass's cost (none when the budget held no trial)
+  bool plan_only = false;          // TuneOptions::plan_only: the plan is the result, nothing was tried
   // Each kept change of the training recipe (a bigger batch, gradient accumulation), one line: what it changes,
   // and the speed-up with and without it (also in `notes`).
   std::vector<std::string> recipe_changes;

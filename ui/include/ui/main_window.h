@@ -224,12 +224,13 @@ class MainWindow : public QMainWindow {
   QPushButton *start_btn_ = nullptr, *stop_btn_ = nullptr;
   QSpinBox* tune_budget_ = nullptr;  // at its minimum, "auto"
   std::optional<double> tuneBudget() const;  // the box's seconds, or nullopt for "auto"
+  QString budgetToolTip() const;
   // Status bar.
   QLabel *device_label_ = nullptr, *collector_label_ = nullptr, *run_label_ = nullptr, *perf_label_ = nullptr;
   QLabel* watch_label_ = nullptr;  // what the live trace costs the run (watch_cost.h)
   QProgressBar* progress_ = nullptr;
   QMenu* recent_menu_ = nullptr;
-  QAction *act_start_ = nullptr, *act_stop_ = nullptr, *act_tune_ = nullptr, *act_trace_ = nullptr;
+  QAction *act_start_ = nullptr, *act_stop_ = nullptr, *act_tune_ = nullptr, *act_price_ = nullptr, *act_trace_ = nullptr;
   QTimer* refresh_timer_ = nullptr;
   QElapsedTimer last_refresh_;
   static constexpr int kCoalesceMs = 150, kMinRefreshGapMs = 500;

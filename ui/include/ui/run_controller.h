@@ -152,8 +152,10 @@ class RunController : public QObject {
   void sendSet(const QString& knob, const QString& value);
   void sendTrace(bool start);
   // budget_s: seconds, nullopt "auto" (one pass over every applicable knob, priced after the noise floor);
-  // knobs: tune only these; run_steps: the user's run length, 0 unsaid (protocol `tune`).
-  void sendTune(std::optional<double> budget_s, const QStringList& knobs = {}, qint64 run_steps = 0);
+  // knobs: tune only these; run_steps: the user's run length, 0 unsaid; plan_only: price one pass after the
+  // calibration and the noise floor, and stop (protocol `tune`).
+  void sendTune(std::optional<double> budget_s, const QStringList& knobs = {}, qint64 run_steps = 0,
+                bool plan_only = false);
   void sendStart(const QJsonObject& startMsg);  // for a serve started without --model
   void send(const QJsonObject& msg);            // adds the protocol's version "v"
 

@@ -178,11 +178,13 @@ json report_json(const TuneResult& r) {
     json each = json::array();
     for (size_t i = 0; i < p.knobs.size(); ++i) each.push_back({{"knob", p.knobs[i]}, {"trial_s", p.trial_s[i]}});
     j["plan"] = {{"pass_s", p.pass_s}, {"spent_s", p.spent_s}, {"reserve_s", p.reserve_s},
-                 {"knobs", p.knobs.size()}, {"fit", p.fit},
+                 {"knobs", p.knobs.size()}, {"fit", p.fit}, {"fit_none_kept", p.fit_none_kept},
                  {"fit_knobs", std::vector<std::string>(p.knobs.begin(), p.knobs.begin() + p.fit)},
                  {"trials", each}, {"auto", p.auto_budget}, {"clamped", p.clamped}, {"line", p.line},
-                 {"process_knobs", p.process_knobs}, {"process_s", p.process_s}, {"process_fit", p.process_fit}};
+                 {"process_knobs", p.process_knobs}, {"process_s", p.process_s}, {"process_fit", p.process_fit},
+                 {"priced", p.priced}};
   }
+  j["plan_only"] = r.plan_only;
   j["ended"] = r.ended;
   // A simulated tune names what a person reaches by hand on the simulated machine, beside the tuner's figure.
   if (r.environment.is_object() && r.environment.contains("simulation")) j["simulation"] = r.environment["simulation"];
@@ -279,10 +281,12 @@ std::string html_summary(const TuneResult& r, const std::vector<std::string>& ch
          "</p>\n";
     if (!r.confirmation.empty()) h += "<p><strong>Confirmed:</strong> " + esc(r.confirmation) + "</p>\n";
   } else {
-    h += "<p>" + esc("Baseline " + fmt(r.baseline_throughput, 1) + " samples/s (measured at the end of the tune).") +
+    h += "<p>" + esc("Baseline " + fmt(r.baseline_throughput, 1) + " samples/s (measured " +
+                     (r.plan_only ? "against itself, the noise floor's pairs" : "at the end of the tune") + ").") +
          "</p>\n";
   }
   h += "<p><strong>Keep:</strong> " + esc(keep_text(r)) + "</p>\n";
+  if (r.plan) h += "<p><strong>One pass:</strong> " + esc(r.plan->line) + "</p>\n";
   if (!r.snapshots.empty()) {
     const auto& b = r.snapshots.front();
     h += "<p><strong>What was slow:</strong> " + esc(b.bottleneck.empty() ? "see the breakdown" : b.bottleneck) +
@@ -483,6 +487,7 @@ std::string report_markdown(const TuneResult& r) {
     m << "**" << head.title << "** (baseline " << fmt(r.baseline_throughput, 1) << " samples/s)\n\n";
   }
   m << "**Keep:** " << keep_text(r) << "\n\n";
+  if (r.plan) m << "**One pass:** " << r.plan->line << "\n\n";
   if (const std::string mem = memory_headline(r); !mem.empty()) m << "**Memory:** " << mem << "\n\n";
   m << "**Measurement:** " << (r.noise.text.empty() ? "n/a" : r.noise.text);
   if (r.noise_floor.valid())
@@ -582,6 +587,10 @@ nlohmann::json tune_done_message(const TuneResult& r, const std::string& html_pa
     ended = "the budget ran out; knobs not tried are listed as skipped in the report";
   m["ended"] = ended;
   m["memory"] = report_detail::memory_headline(r);
+  // What one pass over the knobs costs here (the tune's plan line), and whether that was all that was asked.
+  m["plan"] = r.plan ? json(r.plan->line) : json(nullptr);
+  m["plan_s"] = r.plan ? json(r.plan->pass_s) : json(nullptr);
+  m["plan_only"] = r.plan_only;
   return m;
 }
 

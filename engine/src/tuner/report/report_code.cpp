@@ -190,6 +190,11 @@ Headline tune_headline(const TuneResult& r) {
     std::snprintf(b, sizeof b, "%.2fx faster", r.speedup.ratio);
     return {"faster", b, true};
   }
+  if (r.plan_only && r.plan) {
+    std::snprintf(b, sizeof b, "Priced: ~%.0f s to try each of the %d knob%s once; nothing was tried", r.plan->pass_s,
+                  r.plan->priced, r.plan->priced == 1 ? "" : "s");
+    return {"planned", b, false};
+  }
   if (r.trials.empty()) return {"nothing_measured", "Nothing was measured: the budget held no trial", false};
   if (std::isfinite(r.noise_band) && r.noise_band > kTooNoisyBand) {
     std::snprintf(b, sizeof b, "Too noisy to tune here: one trial resolves only changes beyond ±%.0f%%",

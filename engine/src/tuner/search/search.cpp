@@ -61,6 +61,7 @@ bool parse_int(const std::string& s, int64_t& out) {
 TuneResult Tuner::run() {
   t0_ = w_.now_s();
   res_.budget_s = o_.budget_s;
+  res_.plan_only = o_.plan_only;
   res_.environment = w_.describe();
   cuda_ = res_.environment.value(nlohmann::json::json_pointer("/device_info/kind"), std::string()) == "cuda";
   res_.knobs = w_.knobs();
@@ -77,12 +78,18 @@ TuneResult Tuner::run() {
   calibrate();
   if (pace_.cannot_fit.empty()) {
     noise_floor_phase();
-    search();
-    const Reserve held = reserve_parts();
-    res_.finals_reserved_s = held.total();
-    finals_.fresh_arms_reserved = held.fresh_arms;
-    final_phase();
-    fresh_final();
+    if (o_.plan_only) {  // the pass priced, nothing tried (TuneOptions::plan_only)
+      enter("plan");
+      say_ineligible();
+      plan_pass();
+    } else {
+      search();
+      const Reserve held = reserve_parts();
+      res_.finals_reserved_s = held.total();
+      finals_.fresh_arms_reserved = held.fresh_arms;
+      final_phase();
+      fresh_final();
+    }
   }
   summarize();
   enter("done");
@@ -112,6 +119,7 @@ std::string Tuner::summary_line() {
   const Config f = final_config();
   auto ch = changed_knobs(baseline_, f);
   if (!pace_.cannot_fit.empty()) return "nothing tried: the budget holds no trial";
+  if (o_.plan_only && res_.plan) return "priced one pass at ~" + fmt(res_.plan->pass_s, 0) + " s, nothing tried";
   if (ch.empty()) return headline_line(res_);  // the report's words: too noisy, undecided or nothing beat it
   for (const auto& k : ch) s += (s.empty() ? "" : ", ") + k + "=" + f.at(k);
   if (res_.speedup.valid())

@@ -288,6 +288,7 @@ class Tuner {
   // What trying each applicable knob once costs from here, finals included, and how many fit the budget; with
   // --budget auto it sets the budget to that. Said on a progress line and kept in the result.
   void plan_pass();
+  void say_ineligible();
 
   // ----- phases ------------------------------------------------------------------------------------
   // search.cpp

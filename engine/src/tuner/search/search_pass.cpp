@@ -107,10 +107,15 @@ void Tuner::plan_pass() {
   }
   double cum = p.spent_s;
   while (p.fit < k && cum + p.trial_s[p.fit] + reserve(p.fit + 1) <= budget_.total()) cum += p.trial_s[p.fit++];
+  // The search prices a trial with the finals of what it keeps so far (fits): while nothing is kept, more fit. A
+  // 60 s tune of a script whose line said "none of them" tried four knobs.
+  p.fit_none_kept = p.fit;
+  for (double c = cum; p.fit_none_kept < k && c + p.trial_s[p.fit_none_kept] + reserve(0) <= budget_.total();)
+    c += p.trial_s[p.fit_none_kept++];
   // A budget that covers the whole pass holds the process knobs' arms from the start (reserve_parts).
   p.process_fit = arms_priced && p.fit == k && cum + reserve(k) + p.process_s <= budget_.total();
   if (p.process_fit) process_planned_ = p.process_knobs;
-  const int priced = k + (headline ? m : 0);
+  const int priced = p.priced = k + (headline ? m : 0);
   const std::string knobs = std::to_string(priced) + (priced == 1 ? " knob" : " knobs");
   std::string procs;
   for (const auto& id : p.process_knobs) procs += (procs.empty() ? "" : ", ") + id;
@@ -135,7 +140,7 @@ void Tuner::plan_pass() {
               std::to_string(o_.rounds) + " pairs resolve less than the most it may give)";
   if (!p.auto_budget || p.fit < k || (arms_priced && !p.process_fit)) {
     std::string first;
-    for (int i = 0; i < p.fit; ++i) first += (i ? ", " : "") + p.knobs[i];
+    for (int i = 0; i < p.fit_none_kept; ++i) first += (i ? ", " : "") + p.knobs[i];
     // One trial each: a ladder's next rungs, revisits and extra pairs spend from the same budget (a GPU profile's
     // tune at 300 s, planned whole, still deferred 2 of 15), so a budget that covers the pass says only that.
     // The process knobs' arms are measured only if what is left at the end pays for them, unless covered.
@@ -145,6 +150,10 @@ void Tuner::plan_pass() {
     else if (p.fit == k)
       p.line += "; " + b + " covers the " + std::to_string(k) + " in-process knobs, not the process knobs' arms (" +
                 procs + "; --budget " + fmt(std::ceil(p.pass_s), 0) + " holds them)";
+    else if (p.fit_none_kept > p.fit)
+      p.line += "; with " + b + " " + std::to_string(p.fit) + " to " + std::to_string(p.fit_none_kept) +
+                " of them, fewer the more of them it keeps, in order of expected gain (" + first + ")" +
+                (arms_priced ? ", no process knob's arm" : "");
     else
       p.line += (p.fit == 0 ? "; with " + b + " none of them"
                             : "; with " + b + " the " + std::to_string(p.fit) + " with the highest expected gain (" +

@@ -88,15 +88,21 @@ std::vector<Change> Tuner::next_changes(const std::string& id) {
   return {};
 }
 
-void Tuner::search() {
-  enter("search");
+// Why each knob the search will not try is out (not applicable here, pinned, not asked for, a value unavailable),
+// said once, before the first trial or the plan.
+void Tuner::say_ineligible() {
   for (const auto& id : order_) {
     const auto& k = knobs_[id];
     if (k.info.process_scope && !all_fresh()) continue;
-    if (!eligible(k, true)) continue;  // says why once (not applicable here, pinned, not asked for)
+    if (!eligible(k, true)) continue;
     for (const auto& v : k.applicability.unavailable_values)
       res_.skipped.push_back({id, v, k.applicability.reason.empty() ? "unavailable here" : k.applicability.reason});
   }
+}
+
+void Tuner::search() {
+  enter("search");
+  say_ineligible();
   // Here, not after the noise floor: its look at each knob's next trial is the loop's first, side effects and all.
   plan_pass();
   for (;;) {

@@ -17,6 +17,14 @@ void Tuner::summarize() {
     res_.ended = pace_.cannot_fit;
     return;
   }
+  if (o_.plan_only) {  // the calibration and the noise floor were measured to price the pass, nothing more
+    res_.verdict = "none";
+    res_.baseline_throughput = res_.final_throughput = measure::pooled_throughput(baseline_phase_["start"]);
+    account();
+    res_.ended = "priced one pass and stopped (plan only): the calibration and the noise floor were measured, "
+                 "nothing was tried";
+    return;
+  }
   verdict();
   say_recipe_changes();
   // Waterfall, baselines by phase, noise and drift.
