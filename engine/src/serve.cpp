@@ -319,7 +319,9 @@ void Server::run_tune_request(const nlohmann::json& m) {
     for (const auto& w : applied.warnings) out_.warning(w);
     if (applied.rev >= 0)
       out_.send({{"type", msg::config_applied}, {"rev", applied.rev}, {"knobs", config_json(session_->config())},
-                 {"changed", config_json(applied.changed)}, {"source", "auto-tune"}});
+                 {"changed", config_json(applied.changed)},
+                 // A price changed nothing but the measurement allocator it pinned: its figures are the live run's.
+                 {"source", result.plan_only ? "auto-tune price" : "auto-tune"}});
   } catch (const std::exception& e) {
     out_.error(std::string("auto-tune failed: ") + e.what(), true);
   }

@@ -523,9 +523,10 @@ void MainWindow::showTuneDone(const QJsonObject& m) {
   progress_->hide();
   const QString html = m.value("report_html").toString();
   last_tune_ = tuneSummary(m);
-  log(tr("auto-tune %1: %2; %3; report %4")
-          .arg(m.value("plan_only").toBool() ? tr("priced") : tr("done"), last_tune_.title,
-               QString(last_tune_.detail).replace('\n', "; "), html));
+  if (m.value("plan_only").toBool())
+    log(tr("auto-tune priced: %1; report %2").arg(QString(last_tune_.detail).replace('\n', "; "), html));
+  else
+    log(tr("auto-tune done: %1; %2; report %3").arg(last_tune_.title, QString(last_tune_.detail).replace('\n', "; "), html));
   // The budget box keeps the last price beside its own explanation, for the tune the user starts next.
   if (m.value("plan").isString())
     tune_budget_->setToolTip(budgetToolTip() + tr("\n\nLast priced here: %1").arg(m.value("plan").toString()));

@@ -14,9 +14,15 @@ TuneSummary tuneSummary(const QJsonObject& m) {
   const bool gain = m.value("speedup").isDouble() && !kept.isEmpty();
   QStringList lines;
   if (m.value("plan_only").toBool()) {
-    // Only the price was asked: the tuner's headline, then its plan line (what one pass costs, what the budget buys).
+    // Only the price was asked: the tuner's headline, its plan line (what one pass costs, what the budget buys)
+    // and what measuring it cost.
     s.title = m.value("headline").toObject().value("title").toString();
-    lines << m.value("plan").toString();
+    lines << m.value("plan").toString()
+          << QObject::tr("Measured in %1 s (the calibration and the noise floor, which a tune measures again); "
+                         "nothing was tried.")
+                 .arg(m.value("elapsed_s").toDouble(), 0, 'f', 0);
+    s.detail = lines.join('\n');
+    return s;
   } else if (gain) {
     s.title = QObject::tr("×%1 faster").arg(m.value("speedup").toDouble(), 0, 'f', 2);
     QString line = QObject::tr("%1 → %2 samples/s")
