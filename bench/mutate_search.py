@@ -47,6 +47,7 @@ The mutations (issue: "tests that fail when the search is lazy, shown by mutatio
   window-capped        a window's second is capped by max_window's steps (30 steps of a millisecond)
   final-arm-uncounted  a final's arm that recompiles, run because the hard end paid for it, counts as reserved
   plan-only-searches   tune --plan goes on to search after pricing the pass
+  plan-range-all-kept  the plan's count with nothing kept is its count with every knob kept (no range)
 
 Each source file is restored after its mutation (also on Ctrl-C); the build directory is left rebuilt from
 the restored sources at the end.
@@ -186,6 +187,9 @@ MUTATIONS = [
     ("plan-only-searches", SEARCH + "search.cpp",
      "    if (o_.plan_only) {  // the pass priced, nothing tried (TuneOptions::plan_only)\n",
      "    if (false) {\n"),
+    ("plan-range-all-kept", SEARCH + "search_pass.cpp",
+     "c + p.trial_s[p.fit_none_kept] + reserve(0) <= budget_.total();)",
+     "c + p.trial_s[p.fit_none_kept] + reserve(p.fit_none_kept + 1) <= budget_.total();)"),
     ("claim-every-knob", SEARCH + "search_summary.cpp",
      "if (s.reason.rfind(\"budget\", 0) == 0) (process_knob(s.knob) && !all_fresh() ? process_skips : budget_skips)++;",
      "(void)s;"),

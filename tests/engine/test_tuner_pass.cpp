@@ -119,3 +119,25 @@ TEST(TunerPass, PlanOnlySaysWhatTheTuneWouldAndTriesNothing) {
     EXPECT_EQ(tb::engine::tune_done_message(tuned, "", "", "")["plan_only"], false);
   }
 }
+
+// A budget below the pass gives a range: with every tried knob kept the finals grow an arm each, with none kept
+// more fit, and the search prices each trial with what it has kept so far. The toy world at 40 s says "1 to 2"
+// or "1 to 3": its first knob (bf16) is kept, and then no other fits.
+TEST(TunerPass, ATightBudgetSaysTheRangeItsSearchTries) {
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    const TuneResult r = tune(40, false, seed);
+    ASSERT_TRUE(r.plan);
+    const auto& p = *r.plan;
+    EXPECT_GT(p.fit_none_kept, p.fit) << p.line;
+    EXPECT_NE(p.line.find("with 40 s " + std::to_string(p.fit) + " to " + std::to_string(p.fit_none_kept) +
+                          " of them, fewer the more of them it keeps"),
+              std::string::npos)
+        << p.line;
+    int tried = 0;
+    for (const auto& k : p.knobs)
+      tried += std::any_of(r.trials.begin(), r.trials.end(),
+                           [&](const tb::engine::Trial& t) { return t.knob == k && t.phase != "final"; });
+    EXPECT_GE(tried, p.fit) << "seed " << seed << ": " << p.line;
+    EXPECT_LE(tried, p.fit_none_kept) << "seed " << seed << ": " << p.line;
+  }
+}
