@@ -98,6 +98,8 @@ void print_tune_summary(const engine::TuneResult& r, const TuneSummaryContext& c
   // A script's epochs in its windows (measure/pass_rhythm.h): how they were kept from being noise.
   if (r.environment.is_object() && r.environment.contains("windows") && r.environment["windows"].is_string())
     std::printf("windows   %s\n", r.environment["windows"].get<std::string>().c_str());
+  if (r.environment.is_object() && r.environment.contains("rate") && r.environment["rate"].is_string())
+    std::printf("rate      %s\n", r.environment["rate"].get<std::string>().c_str());
   std::printf("budget    %.0f s of %.0f s", r.elapsed_s, r.budget_s);
   for (const auto& [phase, s] : r.budget_phases)
     if (s >= 0.5) std::printf("%s %s %.0f s", &phase == &r.budget_phases.front().first ? ":" : ",", phase.c_str(), s);

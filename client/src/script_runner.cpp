@@ -252,7 +252,7 @@ std::optional<nlohmann::json> ScriptRunner::next(double timeout_s) {
       warmup_ = measure::WarmupDetector(opts_.warmup_steps, 2, 0.10, std::max(opts_.max_warmup_steps, opts_.warmup_steps));
     }
     const bool warm = !warmup_.done();
-    if (warm) warmup_.add(m.value("samples", int64_t(0)), m.value("wall_ns", int64_t(0)));
+    if (warm) warmup_.add(protocol::evaluated_samples(m), m.value("wall_ns", int64_t(0)));
     m["warmup"] = warm;
     ++steps_;
     last_step_s_ = now_s();

@@ -26,7 +26,8 @@ class Recorder(Sink):
     def step(self, i, span, end_ns):
         self.steps.append(dict(i=i, t0=span.t0, end=end_ns, samples=span.samples, data_wait=span.data_wait_ns,
                                forward=span.forward_ns, backward=span.backward_ns, optim=span.optim_ns,
-                               optimizer_steps=span.optimizer_steps, unit=span.unit, tokens=span.tokens))
+                               optimizer_steps=span.optimizer_steps, unit=span.unit, tokens=span.tokens,
+                               evaluations=span.evaluations()))
 
     def update_window(self, serial):
         self.windows.append(serial)
@@ -300,6 +301,7 @@ class StepRuleTest(unittest.TestCase):
             self.assertEqual(lp.rec.steps[-1]["t0"], t_call)
         rec = lp.finish()
         self.assertEqual([(s["forward"], s["backward"], s["optim"]) for s in rec.steps], [(30, 60, 9)] * 3)
+        self.assertEqual([s["evaluations"] for s in rec.steps], [3] * 3)  # the closure's, once a forward each
         for s in rec.steps:
             self.assertEqual(s["end"] - s["t0"], 4 + 3 * 30 + 5 + 2)
         self.assertEqual([(o["after"], o["evaluation"]) for o in rec.outsides], [(0, 40), (1, 40), (2, 40)])
@@ -324,6 +326,7 @@ class StepRuleTest(unittest.TestCase):
         self.assertEqual(len(rec.steps), 8)
         self.assertEqual([s["optimizer_steps"] for s in rec.steps], [1] * 8)
         self.assertEqual([s["samples"] for s in rec.steps], [256] * 8)  # the batch they all train on
+        self.assertEqual([s["evaluations"] for s in rec.steps], [0] * 8)  # no closure: nothing to count
         self.assertEqual([(s["backward"], s["optim"]) for s in rec.steps], [(20, 5)] * 8)
         # A step begins at its backward, the first thing of it seen: the unseen forward before it ends the
         # step before (the first one holds the batch's fetch and its own forward)

@@ -12,7 +12,7 @@ from tunebench.hooks.reporter import Reporter
 FIELDS = dict(i=7, samples=64, wall_ns=12_345_678, data_wait_ns=0, minor_faults=3, config_rev=2, skipped=False,
               t_ns=9_876_543_210, forward_ns=100, backward_ns=200, optim_ns=300, optimizer_steps=1,
               update="optimizer", unit="samples", tokens=None, profiler_ns=0, compile_ns=0, loader_pass=0, loader_len=0, traced=False,
-              memory_json='{"peak": 1024, "held": 512}')
+              evaluations=0, memory_json='{"peak": 1024, "held": 512}')
 
 
 def expected(**f):
@@ -23,7 +23,7 @@ def expected(**f):
             "optimizer_steps": f["optimizer_steps"], "update": f["update"], "unit": f["unit"],
             "tokens": None if f["tokens"] is None else int(f["tokens"]), "profiler_ns": f["profiler_ns"],
             "compile_ns": f["compile_ns"], "loader_pass": f["loader_pass"], "loader_len": f["loader_len"],
-            "traced": f["traced"],
+            "traced": f["traced"], "evaluations": f["evaluations"],
             "memory": json.loads(f["memory_json"])}
 
 
@@ -32,7 +32,8 @@ class StepLine(unittest.TestCase):
         for change in ({}, {"skipped": True, "update": "none", "optimizer_steps": 0},
                        {"unit": "sequences", "tokens": 4096.0, "update": "hand-written"},
                        {"profiler_ns": 2_400_000_000, "memory_json": "{}", "traced": True},
-                       {"compile_ns": 10_625_223_000}, {"loader_pass": 41, "loader_len": 5005}):
+                       {"compile_ns": 10_625_223_000}, {"loader_pass": 41, "loader_len": 5005},
+                       {"evaluations": 20}):
             f = dict(FIELDS, **change)
             line = protocol.step_line(**f)
             self.assertTrue(line.endswith("\n") and line.count("\n") == 1, line)

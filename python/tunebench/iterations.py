@@ -414,6 +414,8 @@ class Iterations:
             self._inherit(self._open(t, None))  # a new iteration begins with this step() call (a closure inside it)
         elif sp is None and closure:
             self._open(t, None)  # the step() call is the iteration: its closure's work before the first forward too
+        if closure and self.span is not None:
+            self.span.closure = True
         self._push(OPTIM, t)
 
     def optimizer_end(self, opt_id, t):

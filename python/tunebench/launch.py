@@ -308,7 +308,7 @@ class Launcher(iterations.Sink):
                                     tokens=span.tokens, profiler_ns=profiler_ns, compile_ns=compile_ns,
                                     loader_pass=span.loader_pass, loader_len=span.loader_len,
                                     traced=self.tracer is not None and self.tracer.recording(),
-                                    memory_json=memory.to_json(mem)))
+                                    memory_json=memory.to_json(mem), evaluations=span.evaluations()))
         self.boundary_faults = faults
         run.step_i = i + 1
         if self.tracer is not None:

@@ -24,14 +24,14 @@ _STEP = ('{"v": ' + str(VERSION) + ', "type": "step", "i": %d, "samples": %d, "w
          '"h2d_ns": 0, "minor_faults": %d, "loss": null, "config_rev": %d, "warmup": false, "skipped": %s, '
          '"t_ns": %d, "forward_ns": %d, "backward_ns": %d, "optim_ns": %d, "optimizer_steps": %d, "update": "%s", '
          '"unit": "%s", "tokens": %s, "profiler_ns": %d, "compile_ns": %d, "loader_pass": %d, "loader_len": %d, '
-         '"traced": %s, '
+         '"traced": %s, "evaluations": %d, '
          '"memory": %s}\n')
 
 
 def step_line(*, i: int, samples: int, wall_ns: int, data_wait_ns: int, minor_faults: int, config_rev: int,
               skipped: bool, t_ns: int, forward_ns: int, backward_ns: int, optim_ns: int, optimizer_steps: int,
               update: str, unit: str, tokens, profiler_ns: int, compile_ns: int, loader_pass: int, loader_len: int,
-              traced: bool, memory_json: str) -> str:
+              traced: bool, evaluations: int, memory_json: str) -> str:
     """The `step` message (docs/protocol.md), one JSON line. Formatted by hand: json.dumps of this dict is most
     of a step's own cost on a slow CPU. Every field is an int, a bool, null, one of our own words (nothing to
     escape: `update` is optimizer, hand-written or none; `unit` samples or sequences) or `memory_json`, an object of ints already
@@ -39,7 +39,7 @@ def step_line(*, i: int, samples: int, wall_ns: int, data_wait_ns: int, minor_fa
     return _STEP % (i, samples, wall_ns, data_wait_ns, minor_faults, config_rev, "true" if skipped else "false",
                     t_ns, forward_ns, backward_ns, optim_ns, optimizer_steps, update, unit,
                     "null" if tokens is None else int(tokens), profiler_ns, compile_ns, loader_pass, loader_len,
-                    "true" if traced else "false",
+                    "true" if traced else "false", evaluations,
                     memory_json)
 
 

@@ -10,7 +10,7 @@ class Span:
 
     __slots__ = ("serial", "t0", "loader", "samples", "data_wait_ns", "forward_ns", "backward_ns", "optim_ns",
                  "save_ns", "trained", "forwards", "train_forwards", "stepped", "optimizer_steps", "mark",
-                 "fresh", "unit", "tokens", "updates", "held", "loader_pass", "loader_len",
+                 "fresh", "unit", "tokens", "updates", "held", "loader_pass", "loader_len", "closure",
                  "__weakref__")
 
     def __init__(self, serial, t0, loader):
@@ -36,6 +36,12 @@ class Span:
         self.held = None              # () -> the iterator that gave its batch, None once the script dropped it
         self.loader_pass = 0          # the training loader's passes that had ended when it was emitted
         self.loader_len = 0           # batches in a pass of its loader (len(DataLoader)); 0 when it has no length
+        self.closure = False          # an optimizer's step() ran it with a closure (LBFGS)
+
+    def evaluations(self):
+        """How many times a step(closure) call evaluated its closure (its forwards with grad): LBFGS's count falls
+        as it converges, and with it the step's time; 0 for an iteration without a closure."""
+        return self.train_forwards if self.closure else 0
 
     def add_update(self, t0, t1):
         """One sign of a hand-written update, [t0, t1]. Signs nest (a no_grad block around the parameters'

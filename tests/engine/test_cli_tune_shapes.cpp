@@ -151,4 +151,25 @@ TEST_F(CliTuneShapes, AnLstmOverADataLoaderHasItsLoaderKnobsToTry) {
   EXPECT_TRUE(tried(r).count("workers")) << r.ended;
 }
 
+// LBFGS's step(closure) evaluates its closure 1-5 times here (max_iter=4 plus the first), fewer as it converges, and
+// each step is faster with fewer: a window counts the full batch (200 points) once per evaluation, and the
+// workload says so. Counted once a step, a converging LBFGS script's windows varied by ±192%.
+TEST_F(CliTuneShapes, AClosureStepCountsItsBatchOncePerEvaluation) {
+  tb::client::ScriptOptions o;
+  o.script = std::string(TB_SOURCE_DIR) + "/python/tests/corpus/lbfgs_fit.py";
+  o.args = {"--steps", "100000"};
+  o.python = TB_TEST_PYTHON;
+  auto w = make_script_workload(o);
+  (void)w->knobs();
+  const auto win = w->measure(20);
+  const nlohmann::json d = w->describe();
+  w->release();
+  ASSERT_EQ(win.steps, 20);
+  EXPECT_EQ(win.samples % 200, 0) << win.samples;
+  EXPECT_GT(win.samples, 200 * win.steps) << "no step counted more than one evaluation";
+  EXPECT_LE(win.samples, 200 * 5 * win.steps);
+  ASSERT_TRUE(d.contains("rate")) << d.dump();
+  EXPECT_EQ(d["rate"].get<std::string>().rfind("per closure evaluation: ", 0), 0u) << d["rate"];
+}
+
 }  // namespace

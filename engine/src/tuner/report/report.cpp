@@ -302,6 +302,7 @@ std::string html_summary(const TuneResult& r, const std::vector<std::string>& ch
            "is its samples over its wall time; the interval is Student's t on the paired log ratios, pooled with " +
            "the A/A noise floor; a change inside the interval or the noise floor counts as no effect.") +
        "</p>\n<p><strong>Measurement:</strong> " + esc(r.noise.text.empty() ? "n/a" : r.noise.text) +
+       (jstr(r.environment, "rate", "").empty() ? "" : "<br/>Rate " + esc(jstr(r.environment, "rate", ""))) +
        (r.drift_note.empty() ? "" : "<br/>" + esc(r.drift_note)) + "</p>\n</div>\n";
 
   return h;
@@ -492,6 +493,7 @@ std::string report_markdown(const TuneResult& r) {
   m << "**Measurement:** " << (r.noise.text.empty() ? "n/a" : r.noise.text);
   if (r.noise_floor.valid())
     m << "; noise floor (A/A): one trial resolves changes beyond ±" << fmt(100 * r.noise_band, 1) << "%";
+  if (const std::string rate = jstr(r.environment, "rate", ""); !rate.empty()) m << "; rate " << rate;
   m << "\n\n";
   if (!r.baselines.empty()) {
     m << "| baseline measured in | samples/s | windows | at |\n|---|---:|---:|---:|\n";

@@ -177,7 +177,8 @@ class ScriptWorkload : public Workload {
       if (first_measured_s_ < 0 && restarts_ == 0) first_measured_s_ = w.start_s - started_s_;
       ++measured;
       ++w.steps;
-      w.samples += m->value("samples", int64_t(0));
+      w.samples += client::protocol::evaluated_samples(*m);
+      note_evaluations(*m);
       w.wall_s += m->value("wall_ns", int64_t(0)) * 1e-9;
       w.data_wait_s += m->value("data_wait_ns", int64_t(0)) * 1e-9;
       w.minor_faults += m->value("minor_faults", int64_t(0));
@@ -217,6 +218,15 @@ class ScriptWorkload : public Workload {
   }
   std::string measurement_allocator() const override { return live_allocator_; }
   double start_s() const override { return first_measured_s_; }
+  // A step(closure) script's windows count its batch once per evaluation (client/protocol.h evaluated_samples):
+  // the range seen, said once as the rate's unit.
+  void note_evaluations(const nlohmann::json& step) {
+    const int64_t e = step.value("evaluations", int64_t(0));
+    if (e <= 0) return;
+    evaluations_lo_ = evaluations_lo_ > 0 ? std::min(evaluations_lo_, e) : e;
+    evaluations_hi_ = std::max(evaluations_hi_, e);
+  }
+
   int pass_steps_outside_windows() const override { return left_out_starts_ ? rhythm_.pass_steps() : 0; }
   int cpu_cores() override {
     return std::max(1, runner_->hello().value(nlohmann::json::json_pointer("/device/cores"), 1));
@@ -240,6 +250,12 @@ class ScriptWorkload : public Workload {
     if (!sources_.empty()) j["source"] = sources_;
     if (!notes_.empty()) j["script_warnings"] = notes_;
     if (!rhythm_said_.empty()) j["windows"] = rhythm_said_;
+    if (evaluations_hi_ > 0)
+      j["rate"] = "per closure evaluation: each step(closure) call evaluated its closure " +
+                  (evaluations_lo_ == evaluations_hi_ ? std::to_string(evaluations_hi_)
+                                                      : std::to_string(evaluations_lo_) + "-" + std::to_string(evaluations_hi_)) +
+                  " times (LBFGS: fewer as it converges), so a window counts its batch once per evaluation: samples "
+                  "evaluated (forward and backward) per second, which convergence does not change";
     return j;
   }
 
@@ -278,7 +294,8 @@ class ScriptWorkload : public Workload {
       if (measured == 0) w.start_s = now_s();
       ++measured;
       ++w.steps;
-      w.samples += m->value("samples", int64_t(0));
+      w.samples += client::protocol::evaluated_samples(*m);
+      note_evaluations(*m);
       w.wall_s += m->value("wall_ns", int64_t(0)) * 1e-9;
       if (m->contains("memory")) add_step_memory(w, memory_of_json((*m)["memory"]));
     }
@@ -371,6 +388,7 @@ class ScriptWorkload : public Workload {
   std::vector<nlohmann::json> sources_;
   std::vector<std::string> notes_;
   int restarts_ = 0;
+  int64_t evaluations_lo_ = 0, evaluations_hi_ = 0;  // a step(closure) call's evaluations seen in windows
   int window_steps_ = 1, short_runs_ = 0;       // the window asked for last; runs in a row shorter than it
   int process_steps_ = 0, process_measured_ = 0;  // the live child's steps (all, past warm-up) since its start
   double started_s_ = 0, first_measured_s_ = -1;  // the live child's start, its first measured step
