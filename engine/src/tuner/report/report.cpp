@@ -21,8 +21,6 @@ namespace {
 using nlohmann::json;
 using namespace report_detail;
 
-json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
-
 // Markdown table cell: no pipes or newlines.
 std::string md(const std::string& s) {
   std::string o;
@@ -554,47 +552,6 @@ void write_report_file(const std::string& path, const std::string& content) {
   if (!f) throw std::runtime_error("cannot write '" + path + "' (disk full?)");
 }
 }  // namespace report_detail
-
-nlohmann::json tune_done_message(const TuneResult& r, const std::string& html_path, const std::string& markdown_path,
-                                 const std::string& json_path) {
-  json m = {{"type", msg::tune_done}, {"report_html", html_path}, {"report_markdown", markdown_path},
-            {"report_json", json_path}, {"budget_s", r.budget_s}, {"elapsed_s", r.elapsed_s},
-            {"trials", r.trials.size()}, {"skipped", r.skipped.size()}, {"noise", r.noise.text}};
-  json fc = json::object(), kept = json::array();
-  for (const auto& [k, v] : r.final_config) fc[k] = v;
-  for (const auto& k : changed_knobs(r.baseline, r.final_config)) kept.push_back(k + "=" + value_in(r.final_config, k));
-  m["final_config"] = fc;
-  m["kept"] = kept;
-  json unconfirmed = json::array();
-  for (const auto& k : unconfirmed_knobs(r))
-    unconfirmed.push_back(k + "=" + value_in(r.unconfirmed_config, k));
-  m["unconfirmed"] = unconfirmed;
-  const bool gain = r.speedup.valid() && (!kept.empty() || !unconfirmed.empty());
-  m["verdict"] = r.verdict;
-  const Headline head = tune_headline(r);
-  m["headline"] = {{"kind", head.kind}, {"title", head.title}};
-  m["speedup"] = gain ? json(r.speedup.ratio) : json(nullptr);
-  m["speedup_ci"] = gain ? json::array({r.speedup.lo, r.speedup.hi}) : json(nullptr);
-  m["fresh_processes"] = gain && r.speedup_fresh_processes;
-  m["confirmation"] = gain ? r.confirmation : std::string();  // which confirmation the headline has, in words
-  // How the headline was measured, so that the GUI's Compare row and its tooltip say it in the tuner's words.
-  m["speedup_method"] = gain ? json(r.speedup.method) : json(nullptr);
-  m["speedup_pairs"] = gain ? json(r.speedup.pairs) : json(nullptr);
-  m["baseline_throughput"] = num(r.baseline_throughput);
-  m["final_throughput"] = num(r.final_throughput);
-  // A tune that stops at 17 of 60 s must say why (a user saw "used 17 s" of 60 and no reason). The search ends when every phase is
-  // done; the budget only cuts it short.
-  std::string ended = r.ended;
-  if (ended.empty() && r.budget_s > 0 && r.elapsed_s >= r.budget_s)
-    ended = "the budget ran out; knobs not tried are listed as skipped in the report";
-  m["ended"] = ended;
-  m["memory"] = report_detail::memory_headline(r);
-  // What one pass over the knobs costs here (the tune's plan line), and whether that was all that was asked.
-  m["plan"] = r.plan ? json(r.plan->line) : json(nullptr);
-  m["plan_s"] = r.plan ? json(r.plan->pass_s) : json(nullptr);
-  m["plan_only"] = r.plan_only;
-  return m;
-}
 
 void write_report(const TuneResult& r, const std::string& html_path, const std::string& markdown_path,
                   const std::string& json_path) {

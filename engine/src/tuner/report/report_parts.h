@@ -31,6 +31,9 @@ inline const KnobInfo* info_of(const TuneResult& r, const std::string& id) {
 }
 
 // A knob's value in `c` ("" when unset).
+// A figure for the JSON outputs: null where it is not a number (never NaN, which JSON has not).
+inline nlohmann::json num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
 inline std::string value_in(const Config& c, const std::string& k) {
   auto it = c.find(k);
   return it == c.end() ? std::string() : it->second;
