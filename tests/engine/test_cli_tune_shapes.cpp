@@ -151,13 +151,33 @@ TEST_F(CliTuneShapes, AnLstmOverADataLoaderHasItsLoaderKnobsToTry) {
   EXPECT_TRUE(tried(r).count("workers")) << r.ended;
 }
 
-// LBFGS's step(closure) evaluates its closure 1-5 times here (max_iter=4 plus the first), fewer as it converges, and
-// each step is faster with fewer: a window counts the full batch (200 points) once per evaluation, and the
-// workload says so. Counted once a step, a converging LBFGS script's windows varied by ±192%.
+// LBFGS's step(closure) evaluates its closure several times a step (here, with a strong-Wolfe line search on a fresh
+// mini-batch each step, 6-7 times; a full-batch fit converges to once a step), and each step's time follows: a
+// window counts the batch (256 rows) once per evaluation, and the workload says so. Counted once a step, a
+// converging LBFGS script's windows varied by ±192%.
 TEST_F(CliTuneShapes, AClosureStepCountsItsBatchOncePerEvaluation) {
+  const std::string s = dir_ + "/lbfgs_minibatch.py";
+  std::ofstream(s) << "import torch\n"
+                      "from torch import nn\n"
+                      "torch.manual_seed(0)\n"
+                      "X = torch.randn(4096, 16)\n"
+                      "Y = torch.sin(X @ torch.randn(16, 1))\n"
+                      "model = nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 1))\n"
+                      "opt = torch.optim.LBFGS(model.parameters(), lr=1, max_iter=5, history_size=10,\n"
+                      "                        line_search_fn='strong_wolfe')\n"
+                      "for step in range(10 ** 7):\n"
+                      "    idx = torch.randint(0, 4096, (256,))\n"
+                      "    x, y = X[idx], Y[idx]\n"
+                      "    def closure():\n"
+                      "        opt.zero_grad()\n"
+                      "        loss = nn.functional.mse_loss(model(x), y)\n"
+                      "        loss.backward()\n"
+                      "        return loss\n"
+                      "    loss = opt.step(closure)\n"
+                      "    if step % 100 == 0:\n"
+                      "        print(step, loss.item())\n";
   tb::client::ScriptOptions o;
-  o.script = std::string(TB_SOURCE_DIR) + "/python/tests/corpus/lbfgs_fit.py";
-  o.args = {"--steps", "100000"};
+  o.script = s;
   o.python = TB_TEST_PYTHON;
   auto w = make_script_workload(o);
   (void)w->knobs();
@@ -165,9 +185,9 @@ TEST_F(CliTuneShapes, AClosureStepCountsItsBatchOncePerEvaluation) {
   const nlohmann::json d = w->describe();
   w->release();
   ASSERT_EQ(win.steps, 20);
-  EXPECT_EQ(win.samples % 200, 0) << win.samples;
-  EXPECT_GT(win.samples, 200 * win.steps) << "no step counted more than one evaluation";
-  EXPECT_LE(win.samples, 200 * 5 * win.steps);
+  EXPECT_EQ(win.samples % 256, 0) << win.samples;
+  EXPECT_GE(win.samples, 256 * 2 * win.steps) << "the closure's evaluations were not counted";
+  EXPECT_LE(win.samples, 256 * 7 * win.steps);  // at most max_eval = 5 * 5 / 4 a step
   ASSERT_TRUE(d.contains("rate")) << d.dump();
   EXPECT_EQ(d["rate"].get<std::string>().rfind("per closure evaluation: ", 0), 0u) << d["rate"];
 }
