@@ -264,6 +264,7 @@ Outcome document(const RunScriptArgs& args, const client::ScriptRunner& runner, 
   for (const nlohmann::json& x : c.step_extras) compiling.push_back(x.value("compile_ns", int64_t(0)) > 0);
   o.figures = steady_figures(c.records, compiling, c.traced);
   out["throughput"] = throughput_json(o.figures.steps, during);
+  if (const std::string rate = rate_text(o.figures.steps); !rate.empty()) out["throughput"]["rate"] = rate;
   if (o.figures.traced_out > 0) out["throughput"]["traced_steps_left_out"] = o.figures.traced_out;
   if (o.figures.compiling_out > 0) out["throughput"]["compiling_steps_left_out"] = o.figures.compiling_out;
   if (!c.compiles.empty()) out["compiles"] = c.compiles;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "client/protocol.h"
 #include "profiler/analysis.h"
 #include "profiler/trace_io.h"
 
@@ -84,7 +85,7 @@ nlohmann::json window_json(const std::vector<engine::StepRecord>& figures) {
   int64_t samples = 0;
   double wall = 0;
   for (const auto& r : figures)
-    if (!r.warmup) samples += r.samples, wall += r.wall_ns * 1e-9;
+    if (!r.warmup) samples += client::protocol::evaluated_samples(r.samples, r.evaluations), wall += r.wall_ns * 1e-9;
   return {{"steps", measured_steps_of(figures)}, {"samples", samples}, {"wall_s", wall},
           {"samples_per_s", wall > 0 ? samples / wall : 0.0}};
 }
@@ -123,13 +124,20 @@ std::string nothing_measured_text(const nlohmann::json& done, const std::string&
   return "the script made no training step";
 }
 
+std::string rate_text(const std::vector<engine::StepRecord>& figures) {
+  int64_t lo = 0, hi = 0;
+  for (const auto& r : figures)
+    if (!r.warmup && r.evaluations > 0) lo = lo > 0 ? std::min(lo, r.evaluations) : r.evaluations, hi = std::max(hi, r.evaluations);
+  return hi > 0 ? client::protocol::per_evaluation_text(lo, hi) : "";
+}
+
 void print_script_throughput(const std::string& script, const nlohmann::json& tp, const std::string& unit,
                              size_t all_steps, const Figures& fig, const std::string& not_measured) {
   const std::vector<engine::StepRecord>& figures = fig.steps;
   int64_t samples = 0;
   double wall = 0;
   for (const auto& r : figures)
-    if (!r.warmup) samples += r.samples, wall += r.wall_ns * 1e-9;
+    if (!r.warmup) samples += client::protocol::evaluated_samples(r.samples, r.evaluations), wall += r.wall_ns * 1e-9;
   std::string left_out;
   if (fig.compiling_out) left_out = std::to_string(fig.compiling_out) + " that compiled";
   if (fig.traced_out) left_out += (left_out.empty() ? "" : " and ") + std::to_string(fig.traced_out) + " traced";
@@ -145,13 +153,15 @@ void print_script_throughput(const std::string& script, const nlohmann::json& tp
                 tp["measured_steps"].get<size_t>(), all_steps, left_out.c_str(),
                 tp["noise"]["text"].get<std::string>().c_str());
   else
-    std::printf("%s: %.1f %s/s over %zu measured steps (%zu in all%s); %s\n", script.c_str(),
+    std::printf("%s: %.1f %s/s over %zu measured steps (%zu in all%s); %s%s\n", script.c_str(),
                 tp["samples_per_s"].get<double>(), unit.c_str(), tp["measured_steps"].get<size_t>(), all_steps,
-                left_out.c_str(), tp["noise"]["text"].get<std::string>().c_str());
+                left_out.c_str(), tp["noise"]["text"].get<std::string>().c_str(),
+                tp.contains("rate") ? ("; " + tp["rate"].get<std::string>()).c_str() : "");
 }
 
 client::LoaderVerdict script_loader_verdict(const nlohmann::json& out, const std::vector<engine::StepRecord>& figures,
                                             const measure::SystemLoad& load, double own_cores, int64_t run_wall_ns) {
+  // What the loader delivered: a step(closure) call's batch once, however often its closure ran.
   int64_t samples = 0, wall = 0, wait = 0;
   for (const auto& r : figures)
     if (!r.warmup) samples += r.samples, wall += r.wall_ns, wait += r.data_wait_ns;

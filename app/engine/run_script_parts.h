@@ -71,6 +71,9 @@ Figures steady_figures(const std::vector<engine::StepRecord>& records, const std
 std::string nothing_measured_text(const nlohmann::json& done, const std::string& failure, size_t steps,
                                   int warmup_steps);
 
+// What the figures' rate counts when a step(closure) call evaluated its closure (LBFGS), else "".
+std::string rate_text(const std::vector<engine::StepRecord>& figures);
+
 // The run's one line on stdout: its throughput over the steps `figures` (steps/s when no batch was told).
 void print_script_throughput(const std::string& script, const nlohmann::json& throughput, const std::string& unit,
                              size_t all_steps, const Figures& figures, const std::string& not_measured);

@@ -26,6 +26,7 @@ inline engine::StepRecord step_record_of(const nlohmann::json& m) {
   engine::StepRecord r;
   r.index = m.value("i", int64_t(0));
   r.samples = m.value("samples", int64_t(0));
+  r.evaluations = m.value("evaluations", int64_t(0));
   r.start_ns = m.value("t_ns", int64_t(0));
   r.wall_ns = m.value("wall_ns", int64_t(0));
   r.data_wait_ns = m.value("data_wait_ns", int64_t(0));

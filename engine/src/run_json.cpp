@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <string>
 
+#include "client/protocol.h"
 #include "measure/stats.h"
 
 namespace tb::engine {
@@ -104,6 +105,7 @@ nlohmann::json step_json(const StepRecord& r) {
   else
     j["loss"] = nullptr;
   if (r.loss_scale > 0) j["loss_scale"] = r.loss_scale;
+  if (r.evaluations > 0) j["evaluations"] = r.evaluations;
   if (r.memory.measured()) j["memory"] = memory_json(r.memory);
   return j;
 }
@@ -140,7 +142,9 @@ StepMemory memory_of_json(const nlohmann::json& j) {
 std::vector<measure::StepTiming> measured_timings(const std::vector<StepRecord>& steps) {
   std::vector<measure::StepTiming> out;
   for (const auto& r : steps)
-    if (!r.warmup && r.wall_ns > 0) out.push_back({r.samples, r.start_ns, r.wall_ns, r.data_wait_ns, r.minor_faults});
+    if (!r.warmup && r.wall_ns > 0)
+      out.push_back({client::protocol::evaluated_samples(r.samples, r.evaluations), r.start_ns, r.wall_ns,
+                     r.data_wait_ns, r.minor_faults});
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -229,6 +230,33 @@ TEST_F(CliScript, ALanguageModelWithAHandWrittenUpdateHasItsPhasesAndItsBatch) {
   }
   EXPECT_EQ(j["throughput"]["unit"], "sequences/s");
   EXPECT_NE(r.out.find("sequences/s"), std::string::npos) << r.out;
+}
+
+// A plain run of an LBFGS script counts what the tuner's windows count: its batch once per closure evaluation
+// (each step evaluates it 1-20 times, fewer as the fit converges), said on its line and in its JSON; each step
+// keeps the loader's batch and its evaluations apart.
+TEST_F(CliScript, APlainRunOfAClosureStepCountsItsBatchOncePerEvaluation) {
+  const std::string js = tmp("lbfgs.json");
+  // In the test's folder: the script saves its predictions (predict*.npy) where it runs.
+  Out r = tb::test_util::run_cli_shell("cd " + dir_ + " &&", "run --script " + std::string(TB_SOURCE_DIR) +
+                                                                 "/python/tests/corpus/sine_lbfgs.py --steps 20 --json " +
+                                                                 js + " -- --steps 3000");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ifstream f(js);
+  auto j = nlohmann::json::parse(f);
+  int64_t evaluated = 0, per_step = 0, most = 0;
+  for (const auto& s : j["steps"]) {
+    ASSERT_TRUE(s.contains("evaluations")) << s.dump();
+    most = std::max(most, s["evaluations"].get<int64_t>());
+    if (s["warmup"].get<bool>()) continue;
+    evaluated += s["samples"].get<int64_t>() * s["evaluations"].get<int64_t>();
+    per_step += s["samples"].get<int64_t>();
+  }
+  EXPECT_GT(most, 1) << "no step evaluated its closure more than once";
+  EXPECT_EQ(j["window"]["samples"].get<int64_t>(), evaluated) << j["window"].dump();
+  EXPECT_GT(evaluated, per_step);
+  EXPECT_EQ(j["throughput"].value("rate", "").rfind("per closure evaluation: ", 0), 0u) << j["throughput"].dump();
+  EXPECT_NE(r.out.find("; per closure evaluation: "), std::string::npos) << r.out;
 }
 
 // Memory beside time for a script: each step's resident set in the run JSON and its summary, and an

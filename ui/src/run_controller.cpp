@@ -23,6 +23,10 @@ namespace msg = tb::client::protocol::msg;
 
 namespace tb::ui {
 
+double StepSample::evaluatedSamples() const {
+  return double(client::protocol::evaluated_samples(qint64(samples), evaluations));
+}
+
 namespace {
 // The remote words of serve: the GUI's arguments quoted, its trace directory the remote working directory
 // ("$d"), and --inline-files (the chunks come back through the channel) before the script's own arguments.
@@ -333,6 +337,7 @@ void RunController::handleLine(const QByteArray& line) {
     StepSample s;
     s.i = toInt(m.value("i"));
     s.samples = m.value("samples").toDouble();
+    s.evaluations = toInt(m.value("evaluations"));
     s.wall_ns = toInt(m.value("wall_ns"));
     s.data_wait_ns = toInt(m.value("data_wait_ns"));
     s.h2d_ns = toInt(m.value("h2d_ns"));

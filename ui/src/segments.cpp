@@ -94,7 +94,7 @@ std::vector<Segment> segmentRun(const RunRecord& rec) {
     else if (s.compile_ns > 0) ++seg.compiling_left_out, seg.compile_ns += s.compile_ns;
     else if (s.wall_ns > 0) {
       seg.sps.push_back(s.samplesPerSec());
-      seg.timings.push_back({static_cast<int64_t>(s.samples), s.t_ns, s.wall_ns, s.data_wait_ns, s.minor_faults});
+      seg.timings.push_back({static_cast<int64_t>(s.evaluatedSamples()), s.t_ns, s.wall_ns, s.data_wait_ns, s.minor_faults});
       seg.wait_share.push_back(double(s.data_wait_ns) / double(s.wall_ns));
       traced.back().push_back(s.traced ? 1 : 0);
       if (s.observer_wall_ns >= 0 && s.observer_cpu_ns >= 0) {

@@ -145,7 +145,7 @@ void ThroughputChart::updatePoints() {
     if (w.steps > 0 && w.rev != s.config_rev) w = {};  // a partial window at a change is not drawn
     w.rev = s.config_rev;
     ++w.steps;
-    w.samples += s.samples;
+    w.samples += s.evaluatedSamples();
     w.wall_ns += s.wall_ns;
     if (w.steps < kWindowSteps) continue;
     const QPointF p(double(s.i), w.samples * 1e9 / double(w.wall_ns));

@@ -63,9 +63,20 @@ inline constexpr const char* kFromParent[] = {msg::start, msg::set, msg::trace, 
 // What a `step` message's time bought, for a rate: its batch once per evaluation of a step(closure) call
 // (`evaluations`, LBFGS: fewer as it converges, each step faster with them), else once. Counted per step, a
 // converging LBFGS script's windows varied by ±192% and its baseline read as "left slower" by a failed trial.
+// Every rate of a script's steps counts this (the tuner's windows, a plain run's throughput, the GUI's chart);
+// what the loader delivered counts `samples` alone.
+inline int64_t evaluated_samples(int64_t samples, int64_t evaluations) {
+  return samples * (evaluations > 1 ? evaluations : 1);
+}
 inline int64_t evaluated_samples(const nlohmann::json& step) {
-  const int64_t evaluations = step.value("evaluations", int64_t(0));
-  return step.value("samples", int64_t(0)) * (evaluations > 1 ? evaluations : 1);
+  return evaluated_samples(step.value("samples", int64_t(0)), step.value("evaluations", int64_t(0)));
+}
+// What such a rate is, in words, for steps that evaluated their closure `lo` to `hi` times.
+inline std::string per_evaluation_text(int64_t lo, int64_t hi) {
+  return "per closure evaluation: each step(closure) call evaluated its closure " +
+         (lo == hi ? std::to_string(hi) : std::to_string(lo) + "-" + std::to_string(hi)) +
+         " times (LBFGS: fewer as it converges), so a rate counts its batch once per evaluation: samples evaluated "
+         "(forward and backward) per second, which convergence does not change";
 }
 
 // A serve's stdout. Thread-safe (the trainer and a stop watchdog both write); `done` is sent once and

@@ -72,6 +72,9 @@ struct StepMemory {
 struct StepRecord {
   int64_t index = 0;          // global step index
   int64_t samples = 0;
+  // A script's step(closure) call evaluated its closure this many times (LBFGS), 0 when not counted: a rate
+  // counts its batch once per evaluation (client/protocol.h evaluated_samples), the loader's figures once.
+  int64_t evaluations = 0;
   int64_t start_ns = 0;       // tb::prof::now_ns() at step start
   int64_t wall_ns = 0;        // whole step including data wait
   int64_t data_wait_ns = 0;

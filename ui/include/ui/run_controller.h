@@ -32,7 +32,8 @@ namespace tb::ui {
 
 struct StepSample {
   qint64 i = 0;
-  double samples = 0;
+  double samples = 0;     // the step's batch, as the loader delivered it
+  qint64 evaluations = 0;  // a step(closure) call's closure evaluations (LBFGS), 0 when not counted
   qint64 wall_ns = 0, data_wait_ns = 0, h2d_ns = 0, t_ns = 0;
   qint64 minor_faults = 0;
   double loss = 0;
@@ -47,7 +48,10 @@ struct StepSample {
   qint64 host_rss = -1, device_allocated = -1;
   // This process's CPU time and the monotonic clock when the step arrived (observer_cost.h); -1: not stamped.
   qint64 observer_cpu_ns = -1, observer_wall_ns = -1;
-  double samplesPerSec() const { return wall_ns > 0 ? samples * 1e9 / double(wall_ns) : 0.0; }
+  // What every rate of the run counts: the batch once per closure evaluation (client/protocol.h), as the
+  // tuner's windows and a plain run do, so an LBFGS script's chart does not climb as it converges.
+  double evaluatedSamples() const;
+  double samplesPerSec() const { return wall_ns > 0 ? evaluatedSamples() * 1e9 / double(wall_ns) : 0.0; }
 };
 
 struct ConfigChange {

@@ -250,12 +250,7 @@ class ScriptWorkload : public Workload {
     if (!sources_.empty()) j["source"] = sources_;
     if (!notes_.empty()) j["script_warnings"] = notes_;
     if (!rhythm_said_.empty()) j["windows"] = rhythm_said_;
-    if (evaluations_hi_ > 0)
-      j["rate"] = "per closure evaluation: each step(closure) call evaluated its closure " +
-                  (evaluations_lo_ == evaluations_hi_ ? std::to_string(evaluations_hi_)
-                                                      : std::to_string(evaluations_lo_) + "-" + std::to_string(evaluations_hi_)) +
-                  " times (LBFGS: fewer as it converges), so a window counts its batch once per evaluation: samples "
-                  "evaluated (forward and backward) per second, which convergence does not change";
+    if (evaluations_hi_ > 0) j["rate"] = client::protocol::per_evaluation_text(evaluations_lo_, evaluations_hi_);
     return j;
   }
 
