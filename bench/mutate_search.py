@@ -48,6 +48,7 @@ The mutations (issue: "tests that fail when the search is lazy, shown by mutatio
   final-arm-uncounted  a final's arm that recompiles, run because the hard end paid for it, counts as reserved
   plan-only-searches   tune --plan goes on to search after pricing the pass
   plan-range-all-kept  the plan's count with nothing kept is its count with every knob kept (no range)
+  compile-never-given-up a compile still running when the tune must end runs on (no warm-up deadline)
 
 Each source file is restored after its mutation (also on Ctrl-C); the build directory is left rebuilt from
 the restored sources at the end.
@@ -190,6 +191,9 @@ MUTATIONS = [
     ("plan-range-all-kept", SEARCH + "search_pass.cpp",
      "c + p.trial_s[p.fit_none_kept] + reserve(0) <= budget_.total();)",
      "c + p.trial_s[p.fit_none_kept] + reserve(p.fit_none_kept + 1) <= budget_.total();)"),
+    ("compile-never-given-up", SEARCH + "search_trial.cpp",
+     "compiles_now ? w_.now_s() + compile_deadline_s(reserve) : kNever",
+     "kNever"),
     ("claim-every-knob", SEARCH + "search_summary.cpp",
      "if (s.reason.rfind(\"budget\", 0) == 0) (process_knob(s.knob) && !all_fresh() ? process_skips : budget_skips)++;",
      "(void)s;"),

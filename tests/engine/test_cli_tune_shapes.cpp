@@ -10,7 +10,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <set>
 #include <string>
@@ -190,6 +192,53 @@ TEST_F(CliTuneShapes, AClosureStepCountsItsBatchOncePerEvaluation) {
   EXPECT_LE(win.samples, 256 * 7 * win.steps);  // at most max_eval = 5 * 5 / 4 a step
   ASSERT_TRUE(d.contains("rate")) << d.dump();
   EXPECT_EQ(d["rate"].get<std::string>().rfind("per closure evaluation: ", 0), 0u) << d["rate"];
+}
+
+// The tuner's deadline on a compile (Workload::give_up_warmup_at) on a real script: a compile=on window whose
+// deadline has passed stops the script, starts it again without the change and says how long it waited; the
+// next window measures the script as it was, compiling nothing.
+TEST_F(CliTuneShapes, ACompileGivenUpAtItsDeadlineLeavesTheScriptAsItWas) {
+  const std::string s = dir_ + "/fit.py";
+  std::ofstream(s) << "import torch\n"
+                      "from torch import nn\n"
+                      "model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 1))\n"
+                      "opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)\n"
+                      "sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1000, gamma=0.5)\n"
+                      "for step in range(10 ** 7):\n"
+                      "    x = torch.randn(32, 16)\n"
+                      "    loss = nn.functional.mse_loss(model(x), x.sum(1, keepdim=True))\n"
+                      "    opt.zero_grad()\n"
+                      "    loss.backward()\n"
+                      "    opt.step()\n"
+                      "    sched.step()\n";
+  tb::client::ScriptOptions o;
+  o.script = s;
+  o.python = TB_TEST_PYTHON;
+  auto w = make_script_workload(o);
+  const auto knobs = w->knobs();
+  ASSERT_TRUE(std::any_of(knobs.begin(), knobs.end(), [](const KnobState& k) { return k.info.id == "compile"; }));
+  const Config base = w->baseline();
+  ASSERT_NE(base.at("compile"), "on");
+  w->apply(base);
+  ASSERT_EQ(w->measure(5).steps, 5);
+  Config compiled = base;
+  compiled["compile"] = "on";
+  w->apply(compiled);
+  w->give_up_warmup_at(w->now_s());  // already past: given up at once, whatever the compile takes here
+  double gave_up = -1;
+  try {
+    (void)w->measure(5);
+  } catch (const TrialFailure& f) {
+    gave_up = f.gave_up_after_s;
+    EXPECT_NE(std::string(f.what()).find("started again without the change"), std::string::npos) << f.what();
+  }
+  EXPECT_GE(gave_up, 0) << "the window ran past its deadline";
+  w->give_up_warmup_at(std::numeric_limits<double>::infinity());
+  // Back at the configuration before the compile's apply: measured as it is, without a `set`.
+  const auto win = w->measure(5);
+  w->release();
+  EXPECT_EQ(win.steps, 5);
+  EXPECT_EQ(win.one_time_s, 0) << "the script compiled: it did not start again without the change";
 }
 
 }  // namespace

@@ -70,6 +70,10 @@ using RatioEstimate = measure::RatioInterval;
 struct TrialFailure : std::runtime_error {
   TrialFailure(const std::string& message, bool out_of_memory) : std::runtime_error(message), oom(out_of_memory) {}
   bool oom = false;
+  // The window's warm-up (a compile) was still running at the tuner's deadline (Workload::give_up_warmup_at)
+  // after this many seconds, and was given up: the workload is back at the configuration before its last
+  // apply(). < 0: another failure.
+  double gave_up_after_s = -1;
 };
 
 // The breakdown's part for TuneBench's own time (its pauses, recording work), never the program's.
@@ -185,6 +189,12 @@ class Workload {
   // passes: measure/pass_rhythm.h), so that what a loader's start costs at every pass is in no window's rate; 0
   // when the passes are unknown or the windows hold whole passes (each window then pays its pass starts).
   virtual int pass_steps_outside_windows() const { return 0; }
+  // The next windows' warm-up after an apply() (a compile: torch.compile's first steps) is given up once
+  // now_s() passes `at_s`: the window throws TrialFailure with gave_up_after_s set, and the workload is back
+  // at the configuration before that apply() (a script restarted under it). +infinity: never. A compile that
+  // takes three times what the tuner planned otherwise ran the tune past its budget by that much. The
+  // default never gives up.
+  virtual void give_up_warmup_at(double at_s) { (void)at_s; }
 };
 
 // ---------------------------------------------------------------------------------------------------------

@@ -248,6 +248,7 @@ class Tuner {
               const Config& cand, bool fresh = false);
   // A side of the trial that threw: the trial's outcome (an out-of-memory floor remembered, the reference put back).
   void side_failed(Trial& t, const TrialFailure& f, bool is_ref, const Change& change, const Config& ref, bool fresh);
+  double compile_deadline_s(double reserve);
   // A candidate clearly slower after one pair: decided on it.
   void settle_slower(Trial& t, const Change& change);
   void guard_loss(Trial& t, const Config& ref, const Config& cand, const Change& change);

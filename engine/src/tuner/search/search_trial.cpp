@@ -1,6 +1,7 @@
 // One A/B trial of the tuner's search (search.h): the windows in alternating order, their classification
 // against the noise floor, the loss-drift guard, the record of the result.
 #include <cmath>
+#include <limits>
 
 #include "base/count_text.h"
 #include "knobs/table.h"
@@ -9,6 +10,20 @@
 namespace tb::engine::search {
 
 namespace {
+
+constexpr double kNever = std::numeric_limits<double>::infinity();
+
+// The workload's warm-up deadline for one window (Workload::give_up_warmup_at), lifted after it.
+struct WarmupDeadline {
+  WarmupDeadline(Workload& w, double at_s) : w_(w), set_(at_s < kNever) {
+    if (set_) w_.give_up_warmup_at(at_s);
+  }
+  ~WarmupDeadline() {
+    if (set_) w_.give_up_warmup_at(kNever);
+  }
+  Workload& w_;
+  bool set_;
+};
 
 // A trial's second pair at most this share of the budget runs even past the end's reserve: without it the
 // first pair, and a compile in it, measured nothing (the tests hold a tune to 105% of its budget).
@@ -305,6 +320,11 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
         double cap = 0;
         if (!fresh && r == 0 && !is_ref && !t.a.empty() && extra_cost_s(change.knob, cuda_, value_in(ref, "compile") == "on") == 0)
           cap = slower_factor() * ref_window_s;
+        // Switching torch.compile on: its first steps compile for as long as they take (a minute planned on a
+        // GPU, three on a big model). Past the point where the rest of the tune could no longer end by the hard
+        // end, the compile is given up (the script starts again without it), said, and not tried again.
+        const bool compiles_now = !fresh && r == 0 && !is_ref && value_in(ref, "compile") != "on" && value_in(cand, "compile") == "on";
+        const WarmupDeadline deadline(w_, compiles_now ? w_.now_s() + compile_deadline_s(reserve) : kNever);
         const double w0 = w_.now_s();
         measure::Window m = window_of(is_ref ? ref : cand, fresh, cap);
         if (is_ref && r == 0) ref_window_s = w_.now_s() - w0;
@@ -353,6 +373,12 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
   return t;
 }
 
+// Seconds from now until a compile must be given up: the hard end, less what must still run after it (the end's
+// `reserve`, one more pair of this trial, the script's start again without it).
+double Tuner::compile_deadline_s(double reserve) {
+  return budget_.hard_end() - elapsed() - reserve - 2 * budget_.window_s() - std::max(0.0, w_.start_s());
+}
+
 void Tuner::side_failed(Trial& t, const TrialFailure& f, bool is_ref, const Change& change, const Config& ref,
                         bool fresh) {
   if (is_ref) {
@@ -363,6 +389,14 @@ void Tuner::side_failed(Trial& t, const TrialFailure& f, bool is_ref, const Chan
   }
   t.outcome = f.oom ? "oom" : "failed";
   t.reason = (f.oom ? std::string("out of memory: ") : std::string("could not run: ")) + f.what();
+  if (f.gave_up_after_s >= 0) {
+    t.reason = "given up: still compiling after " + fmt(f.gave_up_after_s, 0) + " s (~" + fmt(compile_s(), 0) +
+               " s were planned), when the rest of the tune had to start to end by the budget's hard end; the "
+               "script started again without it. Its compile takes longer than that, more than this budget had "
+               "left for it: a longer budget measures it";
+    // What this compile takes is at least that: the finals' estimates of a recompile count on it.
+    compile_seen_s_ = std::max(compile_seen_s_, f.gave_up_after_s);
+  }
   if (f.oom && change.knob == "batch_size") t.reason += largest_fit();
   if (f.oom && !change.knob.empty()) {
     int64_t v = 0;

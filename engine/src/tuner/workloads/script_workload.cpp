@@ -2,6 +2,7 @@
 // python -m tunebench.launch (client/script_runner.h); knobs change live through the run protocol's `set`,
 // windows are read from its step messages, and fresh processes are new children. Torch-free.
 #include <chrono>
+#include <limits>
 #include <cmath>
 #include <thread>
 
@@ -98,6 +99,7 @@ class ScriptWorkload : public Workload {
 
   void apply(const Config& config) override {
     ensure_running();
+    before_apply_ = current_;
     for (const auto& [k, v] : config) {
       auto it = current_.find(k);
       if (it == current_.end() || it->second == v) continue;
@@ -146,8 +148,10 @@ class ScriptWorkload : public Workload {
     if (const std::string said = rhythm_.said(steps); !said.empty()) rhythm_said_ = said;
     window_steps_ = want;
     left_out_starts_ = leave_out_starts;
+    const double waited_from = now_s();
     while (measured < want) {
       ensure_running();
+      if (measured == 0 && now_s() > warmup_deadline_s_) give_up_warmup(now_s() - waited_from);
       auto m = runner_->next(std::min(600.0, 1.0));
       if (!m) {
         if (runner_->finished()) continue;  // ensure_running() restarts it
@@ -207,6 +211,8 @@ class ScriptWorkload : public Workload {
   void release() override {
     if (runner_) runner_->stop(5);
   }
+
+  void give_up_warmup_at(double at_s) override { warmup_deadline_s_ = at_s; }
 
   std::vector<double> loss_probe(const Config&, int) override {
     throw TrialFailure("no loss probe for scripts", false);
@@ -351,6 +357,22 @@ class ScriptWorkload : public Workload {
     runner_ = start(pairs_of(current_), live_allocator_);
   }
 
+  // The warm-up after the last apply (a compile) ran past the tuner's deadline: the script is stopped and
+  // started again under the configuration before that apply (a `set` back would wait for the compile's step).
+  [[noreturn]] void give_up_warmup(double waited_s) {
+    runner_->stop(5);
+    current_ = before_apply_;
+    process_steps_ = process_measured_ = 0;
+    rhythm_.restart();
+    ++restarts_;
+    runner_ = start(pairs_of(current_), live_allocator_);
+    TrialFailure f("still in its warm-up (compiling) after " + std::to_string(int(waited_s)) + " s: stopped, and the script "
+                   "started again without the change",
+                   false);
+    f.gave_up_after_s = waited_s;
+    throw f;
+  }
+
   bool process_knob(const std::string& id) const {
     for (const auto& k : knobs_)
       if (k.info.id == id) return k.info.process_scope;
@@ -380,6 +402,8 @@ class ScriptWorkload : public Workload {
   std::unique_ptr<client::ScriptRunner> runner_;
   std::vector<KnobState> knobs_;
   Config baseline_, current_;
+  Config before_apply_;  // the configuration before the last apply(): a warm-up given up returns to it
+  double warmup_deadline_s_ = std::numeric_limits<double>::infinity();
   std::vector<nlohmann::json> sources_;
   std::vector<std::string> notes_;
   int restarts_ = 0;

@@ -160,6 +160,7 @@ void SimulatedWorkload::apply(const Config& config) {
     for (const auto& k : model_->catalog())
       if (k.process_scope) c[k.id] = current_.at(k.id);
   now_s_ += startup_s(c, &current_);  // a knob's own start-up as a change sets it
+  before_apply_ = current_;
   if (c != current_) {
     changed_ = true;
     pending_compile_s_ += compile_cost(c, compiled_);
@@ -242,6 +243,17 @@ measure::Window SimulatedWorkload::measure_capped(int steps, double max_s) {
   changed_ = false;
   const double compile = pending_compile_s_;
   pending_compile_s_ = 0;
+  if (warm && compile > 0 && now_s_ + compile > warmup_deadline_s_) {
+    // Still compiling at the tuner's deadline: given up, and the script starts again as it was before.
+    TrialFailure f("still compiling after " + std::to_string(int(std::max(0.0, warmup_deadline_s_ - now_s_))) + " s", false);
+    f.gave_up_after_s = std::max(0.0, warmup_deadline_s_ - now_s_);
+    now_s_ = std::max(now_s_, warmup_deadline_s_) + opt_.process_start_s;
+    current_ = before_apply_;
+    compiled_.clear();  // a new process has compiled nothing
+    pending_compile_s_ = compile_cost(current_, compiled_);
+    changed_ = true;
+    throw f;
+  }
   const SimStep p = model_->step(current_);
   const double slow = (sticky_hit_ ? opt_.sticky_slowdown : 1.0) * (has_change(current_, opt_.slow_change) ? opt_.slow_factor : 1.0);
   return with_memory(run_window(p.step * slow, batch_of(current_), steps, warm, compile, max_s,

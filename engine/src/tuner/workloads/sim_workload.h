@@ -15,6 +15,7 @@
 // without waiting. Noise is seeded: same seed, same samples.
 #pragma once
 
+#include <limits>
 #include <memory>
 #include <random>
 #include <set>
@@ -87,6 +88,7 @@ class SimulatedWorkload : public Workload {
   void apply(const Config& config) override;
   measure::Window measure(int steps) override;
   measure::Window measure_capped(int steps, double max_s) override;
+  void give_up_warmup_at(double at_s) override { warmup_deadline_s_ = at_s; }
   std::optional<measure::Window> measure_fresh(const Config& config, int steps) override;
   std::vector<double> loss_probe(const Config& config, int steps) override;
   std::optional<Snapshot> snapshot(int steps) override;
@@ -147,6 +149,8 @@ class SimulatedWorkload : public Workload {
   double pending_compile_s_ = 0;
   std::set<std::string> compiled_;  // compiled variants this (simulated) process has built
   Config current_;
+  Config before_apply_;  // the configuration before the last apply(): a compile given up returns to it
+  double warmup_deadline_s_ = std::numeric_limits<double>::infinity();
   Config pinned_;  // --set: the baseline's values of these knobs
   double now_s_ = 0;
   int applies_ = 0;
