@@ -399,7 +399,11 @@ TEST(TunerSearch, ACompileStillRunningWhenTheTuneMustEndIsGivenUp) {
               EXPECT_NEAR(t.one_time_after_s, compile_s, 1) << at;
             }
           }
-          if (gave_up) EXPECT_NE(r.final_config.count("compile") ? r.final_config.at("compile") : "", "on") << at;
+          if (gave_up) {
+            EXPECT_NE(r.final_config.count("compile") ? r.final_config.at("compile") : "", "on") << at;
+            EXPECT_NE(r.ended.find("compile=on measured nothing: given up still compiling after "), std::string::npos)
+                << at << ": " << r.ended;
+          }
         }
     }
   EXPECT_GT(given_up, 0) << "no compile was given up: the case is not exercised";

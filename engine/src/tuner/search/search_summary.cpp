@@ -233,6 +233,12 @@ void Tuner::why_ended() {
   if (far > 0)
     end += "; " + std::to_string(far) + " process knob(s) out of reach: fresh pairs here cannot resolve what they may "
            "give (listed as skipped, with the pairs that would)";
+  // A compile given up at its deadline (search_trial.cpp) was tried and measured nothing: said, not hidden in a row.
+  for (const auto& t : res_.trials)
+    if (t.reason.rfind("given up: still compiling after ", 0) == 0)
+      end += "; " + label(t.knob, t.value) + " measured nothing: given up " +
+             t.reason.substr(std::string("given up: ").size(), t.reason.find(" (~") - std::string("given up: ").size()) +
+             ", when the rest of the tune had to start (listed with the trials)";
   bool final_failed = false, dropped_all = false, not_kept = false;
   for (const auto& n : res_.notes) {
     final_failed |= n.find("the final alternation failed") != std::string::npos;
