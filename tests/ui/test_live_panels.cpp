@@ -91,6 +91,24 @@ class TestLivePanels : public QObject {
     for (const QPointF& p : line->points()) samples += 160, seconds += 160 / p.y();
     const auto segs = segmentRun(rec);
     QVERIFY(qAbs(samples / seconds - segs[0].throughput()) < 1e-9 * segs[0].throughput());
+    QCOMPARE(chart.rateTitle(), QString("samples/s"));
+  }
+
+  // An LBFGS script's steps evaluate their closure several times: each point counts the batch once per
+  // evaluation, and the rate's axis says so.
+  void aClosureStepsRateIsPerEvaluationAndSaysSo() {
+    RunRecord rec;
+    rec.configs = {config(0, "0")};
+    addSteps(rec, 0, 40, 0);
+    for (auto& s : rec.steps) s.evaluations = 4;
+    ThroughputChart chart;
+    chart.setRecord(&rec);
+    auto* line = qobject_cast<QLineSeries*>(chart.view()->chart()->series().front());
+    QVERIFY(line);
+    QCOMPARE(line->count(), 8);
+    const double step_s = 0.1 + 0.002;  // the mean of a window's steps: 100 ms + (0..4) ms
+    QVERIFY2(qAbs(line->points().front().y() - 4 * 32 / step_s) < 1e-6, qPrintable(QString::number(line->points().front().y())));
+    QCOMPARE(chart.rateTitle(), QString("samples/s, per closure evaluation"));
   }
 
   // A sampled trace's chunks stretch their steps (0.63x on a 1.9 ms step here): a toggle watched through the

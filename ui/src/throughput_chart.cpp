@@ -108,6 +108,8 @@ QList<QPointF> decimate(const QList<QPointF>& pts, int max) {
 
 }  // namespace
 
+QString ThroughputChart::rateTitle() const { return ay_->titleText(); }
+
 void ThroughputChart::refresh() {
   const auto segs = rec_ ? segmentRun(*rec_) : std::vector<Segment>{};
   refresh(segs, compareSegments(segs));
@@ -125,6 +127,7 @@ void ThroughputChart::updatePoints() {
     open_ = open_traced_ = {};
     ymax_data_ = 1;
     changed = true;
+    ay_->setTitleText(tr("samples/s"));
   }
   // A point per window of kWindowSteps measured steps of one configuration, at its last step: samples over the
   // window's wall time, the throughput the segments, the Compare rows and the status bar use. Warm-up steps
@@ -132,6 +135,9 @@ void ThroughputChart::updatePoints() {
   for (; rec_ && consumed_ < rec_->steps.size(); ++consumed_) {
     const StepSample& s = rec_->steps[consumed_];
     if (s.wall_ns <= 0) continue;
+    // An LBFGS script's rate counts its batch once per closure evaluation (StepSample::evaluatedSamples): said
+    // where the figure is read, since it is not the loader's samples/s.
+    if (s.evaluations > 0 && ay_->titleText() == tr("samples/s")) ay_->setTitleText(tr("samples/s, per closure evaluation"));
     if (s.warmup) {
       if (s.skipped) continue;
       const QPointF p(double(s.i), s.samplesPerSec());

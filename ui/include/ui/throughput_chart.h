@@ -40,6 +40,7 @@ class ThroughputChart : public QWidget {
   bool showsNoData() const;  // the empty chart's sentence is shown (no step yet)
   bool labelsOverlap() const;      // two shown labels print over each other (tests: never)
   QStringList labelTexts() const;  // the labels shown, in the order they were made
+  QString rateTitle() const;       // the rate axis's title
   // An Auto-tune's label: "auto-tune 114 s: amp=bf16 ×1.39 [1.36–1.42]", "… nothing kept", "running…".
   static QString tuneText(const TuneEvent& t);
 
