@@ -54,6 +54,7 @@ std::vector<prof::LaneStep> lane_steps(const std::vector<engine::StepRecord>& re
     s.skipped = r.skipped;
     s.host_rss = r.memory.host_rss_bytes;
     s.device_allocated = r.memory.device_allocated_bytes;
+    s.evaluations = r.evaluations;
     out.push_back(s);
   }
   return out;

@@ -25,6 +25,7 @@ constexpr double kMiB = double(1 << 20);
 
 struct LaneStepView {
   int64_t index = 0, start = 0, end = 0, data_wait = 0;
+  double evaluations = 0;  // a step(closure) call's closure evaluations, 0 when not counted
   Interval longest_wait;
   bool traced = false;
 };
@@ -68,7 +69,8 @@ void read_row(const Trace& trace, const Track& t, LaneView& v) {
       cur = nullptr;
       if (e.arg != kNoArg && e.arg < from) continue;  // warm-up
       if (compiled_in(compiles, e.start_ns, e.end_ns)) continue;  // compiled: a one-time cost, not the step's
-      v.steps.push_back({e.arg, e.start_ns, e.end_ns, 0, {}, e.detail != kNoName && trace.name(e.detail) == names::kLaneDetailed});
+      v.steps.push_back({e.arg, e.start_ns, e.end_ns, 0, e.value, {},
+                         e.detail != kNoName && trace.name(e.detail) == names::kLaneDetailed});
       cur = &v.steps.back();
     } else if (n == names::kLaneDataWait && cur && e.start_ns >= cur->start && e.end_ns <= cur->end) {
       cur->data_wait += e.duration_ns();
@@ -195,7 +197,9 @@ void memory(const LaneView& v, std::vector<Finding>& out) {
 }
 
 // Drift: the last quarter's median step against the first quarter's, over the untraced steps when there are
-// enough (recording stretches a traced step), else every measured one.
+// enough (recording stretches a traced step), else every measured one. A step(closure) call's time follows its
+// closure's evaluations (LBFGS: 20 early, fewer as it converges, more again in a line search): where they are
+// counted, a step's time per evaluation is compared, else a step that evaluated more read as a slowdown.
 void drift(const LaneView& v, std::vector<Finding>& out) {
   std::vector<const LaneStepView*> use;
   for (const LaneStepView& s : v.steps)
@@ -206,13 +210,18 @@ void drift(const LaneView& v, std::vector<Finding>& out) {
   }
   if (use.size() < kDriftMinSteps) return;
   const size_t q = use.size() / 4;
+  const bool per_evaluation = std::all_of(use.begin(), use.end(), [](const LaneStepView* s) { return s->evaluations > 0; });
+  auto time_of = [&](const LaneStepView* s) {
+    return per_evaluation ? int64_t(double(s->end - s->start) / s->evaluations) : s->end - s->start;
+  };
   std::vector<int64_t> first, last;
-  for (size_t i = 0; i < q; ++i) first.push_back(use[i]->end - use[i]->start);
-  for (size_t i = use.size() - q; i < use.size(); ++i) last.push_back(use[i]->end - use[i]->start);
+  for (size_t i = 0; i < q; ++i) first.push_back(time_of(use[i]));
+  for (size_t i = use.size() - q; i < use.size(); ++i) last.push_back(time_of(use[i]));
   const double m1 = double(median(first)), m4 = double(median(last));
   if (m1 <= 0 || m4 < kDriftRatio * m1) return;
   Finding f = plain(FindingKind::StepTimeDrift, 1.0 - m1 / m4, {use[use.size() - q]->start, use.back()->end});
-  f.message = std::string(kFromStepTimings) + "the steps slowed down over the run: the last quarter's median step " +
+  const std::string what = per_evaluation ? "median closure evaluation" : "median step";
+  f.message = std::string(kFromStepTimings) + "the steps slowed down over the run: the last quarter's " + what + " " +
               ms(m4) + " against the first quarter's " + ms(m1) + " (" + times(m4 / m1) + ", " +
               std::to_string(use.size()) + " steps) -> something grows with the steps (a list or cache kept across "
               "them, a longer sequence), or the machine slowed (throttling, other work); at most " +

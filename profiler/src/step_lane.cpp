@@ -22,7 +22,9 @@ void add_step(Trace& trace, uint32_t row, const LaneStep& s, int64_t offset_ns, 
   const int64_t end = start + std::max<int64_t>(0, s.wall_ns);
   // The step goes in before its phases: the trace's sort is stable, so a phase as long as its step still
   // nests inside it (depth 1) rather than the other way round.
-  trace.add_event(row, detail::lane_range(step_name, start, end, s.index, s.traced ? detailed : kNoName));
+  Event box = detail::lane_range(step_name, start, end, s.index, s.traced ? detailed : kNoName);
+  box.value = static_cast<double>(std::max<int64_t>(0, s.evaluations));
+  trace.add_event(row, box);
   const int64_t phases[4] = {s.data_wait_ns, s.forward_ns, s.backward_ns, s.optim_ns};
   int64_t at = start;
   for (int k = 0; k < 4; ++k) {

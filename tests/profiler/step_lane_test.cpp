@@ -283,6 +283,20 @@ TEST(StepLaneFindings, EachIsMadeFromTheStepTimingsAndNotOnACleanLane) {
   auto noisy = steady(40);  // 20% slower late steps: under the ratio
   for (size_t i = 30; i < noisy.size(); ++i) noisy[i].wall_ns = 12'000 * us;
   EXPECT_EQ(by_id(analyze_lane(noisy), "step_time_drift_steps"), nullptr);
+
+  // An LBFGS step evaluating its closure 5 times early and 20 times late (a line search) takes 4x as long at
+  // the same 1 ms an evaluation: no slowdown. Counted per step it was one, "at most 4x".
+  auto closure = steady(40);
+  for (size_t i = 0; i < closure.size(); ++i) {
+    closure[i].evaluations = i < 20 ? 5 : 20;
+    closure[i].wall_ns = closure[i].evaluations * 1'000 * us;
+  }
+  EXPECT_EQ(by_id(analyze_lane(closure), "step_time_drift_steps"), nullptr);
+  for (auto& s : closure) s.wall_ns *= 1 + (s.index >= 20 ? 1 : 0);  // then each evaluation twice as slow
+  f = by_id(analyze_lane(closure), "step_time_drift_steps");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->message.find("median closure evaluation"), std::string::npos) << f->message;
+  EXPECT_NEAR(f->max_speedup, 2.0, 0.05);
 }
 
 TEST(StepLaneFindings, NoneFromTooFewMeasuredStepsNorFromTheWarmUp) {

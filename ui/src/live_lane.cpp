@@ -26,6 +26,7 @@ std::shared_ptr<const StepLaneInput> liveLane(const RunRecord& record, qint64 af
     l.skipped = s.skipped;
     l.host_rss = s.host_rss;
     l.device_allocated = s.device_allocated;
+    l.evaluations = s.evaluations;
     lane->steps.push_back(l);
   }
   if (lane->steps.empty()) return nullptr;

@@ -137,7 +137,7 @@ void ThroughputChart::updatePoints() {
     if (s.wall_ns <= 0) continue;
     // An LBFGS script's rate counts its batch once per closure evaluation (StepSample::evaluatedSamples): said
     // where the figure is read, since it is not the loader's samples/s.
-    if (s.evaluations > 0 && ay_->titleText() == tr("samples/s")) ay_->setTitleText(tr("samples/s, per closure evaluation"));
+    if (s.evaluations > 0 && ay_->titleText() == tr("samples/s")) ay_->setTitleText(tr("evaluated samples/s"));
     if (s.warmup) {
       if (s.skipped) continue;
       const QPointF p(double(s.i), s.samplesPerSec());

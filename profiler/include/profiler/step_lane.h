@@ -47,6 +47,9 @@ struct LaneStep {
   bool warmup = false;
   bool skipped = false;  // a GradScaler skipped its update
   int64_t host_rss = -1, device_allocated = -1;  // bytes after the step; -1 when not measured
+  // A step(closure) call's closure evaluations (LBFGS: fewer as it converges), 0 when not counted: the step's
+  // box carries them as its value, and the drift finding compares a step's time per evaluation.
+  int64_t evaluations = 0;
 };
 
 // Time between steps that is not training (the launcher's `outside` message).
