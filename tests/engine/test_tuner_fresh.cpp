@@ -315,6 +315,30 @@ TEST(TunerSearch, AProcessKnobSkippedForANoisyHeadlineIsNotSaidBudget) {
   EXPECT_GE(said, 2) << "fresh processes could decide in most seeds: the test says little";
 }
 
+namespace {
+// A tune of each random world with a compile knob (of the first 80), its compile taking `compile_s` (and a
+// process `start_s` to start, when >= 0), at each budget, seeds 1 and 2: `check(at, options, result)`.
+template <class Check>
+void each_compile_tune(double compile_s, double start_s, std::initializer_list<double> budgets, Check check) {
+  for (unsigned n = 1; n <= 80; ++n) {
+    nlohmann::json world = random_world(n);
+    if (!world["knobs"].contains("compile")) continue;
+    world["costs"]["compile_s"] = compile_s;
+    if (start_s >= 0) world["costs"]["process_start_s"] = start_s;
+    for (double budget : budgets)
+      for (unsigned seed = 1; seed <= 2; ++seed) {
+        SimulatedWorkload w(seed, world_options(world), make_world_model(world).value());
+        TuneOptions o;
+        o.budget_s = budget;
+        const TuneResult r = run_tune(w, o);
+        check("compile " + std::to_string(int(compile_s)) + " s, world " + std::to_string(n) + ", " +
+                  std::to_string(int(budget)) + " s, seed " + std::to_string(seed),
+              o, r);
+      }
+  }
+}
+}  // namespace
+
 // Once a trial left the process slower every trial is a pair of fresh processes, and each compiled process
 // compiles again (Inductor's cache is the process's). A script's compile=on trial priced one compile and ran two
 // pairs of a compiling candidate (67.9 s; its 60 s tune ended at 81 s); on random worlds whose compile takes
@@ -371,41 +395,28 @@ TEST(TunerSearch, AFreshProcessTrialPricesTheCompileOfEachProcess) {
 TEST(TunerSearch, ACompileStillRunningWhenTheTuneMustEndIsGivenUp) {
   int given_up = 0, measured = 0;
   for (double compile_s : {170.0, 400.0})
-    for (unsigned n = 1; n <= 80; ++n) {
-      nlohmann::json world = random_world(n);
-      if (!world["knobs"].contains("compile")) continue;
-      world["costs"]["compile_s"] = compile_s;
-      world["costs"]["process_start_s"] = 20;
-      for (double budget : {120.0, 300.0})
-        for (unsigned seed = 1; seed <= 2; ++seed) {
-          SimulatedWorkload w(seed, world_options(world), make_world_model(world).value());
-          TuneOptions o;
-          o.budget_s = budget;
-          const TuneResult r = run_tune(w, o);
-          const std::string at = "compile " + std::to_string(int(compile_s)) + " s, world " + std::to_string(n) +
-                                 ", " + std::to_string(int(budget)) + " s, seed " + std::to_string(seed);
-          EXPECT_LE(r.elapsed_s, budget * (1 + o.overrun)) << at << "\n" << test::tune_story(r, false);
-          bool gave_up = false;
-          for (const auto& t : r.trials) {
-            if (t.fresh_processes || t.knob != "compile" || t.value != "on" || t.phase == "final") continue;
-            EXPECT_FALSE(gave_up) << at << ": tried again after it was given up";
-            if (t.reason.rfind("given up: still compiling after ", 0) == 0) {
-              ++given_up;
-              gave_up = true;
-              EXPECT_EQ(t.outcome, "failed") << at;
-              EXPECT_TRUE(t.b.empty()) << at;
-            } else if (!t.b.empty()) {
-              ++measured;
-              EXPECT_NEAR(t.one_time_after_s, compile_s, 1) << at;
-            }
-          }
-          if (gave_up) {
-            EXPECT_NE(r.final_config.count("compile") ? r.final_config.at("compile") : "", "on") << at;
-            EXPECT_NE(r.ended.find("compile=on measured nothing: given up still compiling after "), std::string::npos)
-                << at << ": " << r.ended;
-          }
+    each_compile_tune(compile_s, 20, {120.0, 300.0}, [&](const std::string& at, const TuneOptions& o, const TuneResult& r) {
+      EXPECT_LE(r.elapsed_s, o.budget_s * (1 + o.overrun)) << at << "\n" << test::tune_story(r, false);
+      bool gave_up = false;
+      for (const auto& t : r.trials) {
+        if (t.fresh_processes || t.knob != "compile" || t.value != "on" || t.phase == "final") continue;
+        EXPECT_FALSE(gave_up) << at << ": tried again after it was given up";
+        if (t.reason.rfind("given up: still compiling after ", 0) == 0) {
+          ++given_up;
+          gave_up = true;
+          EXPECT_EQ(t.outcome, "failed") << at;
+          EXPECT_TRUE(t.b.empty()) << at;
+        } else if (!t.b.empty()) {
+          ++measured;
+          EXPECT_NEAR(t.one_time_after_s, compile_s, 1) << at;
         }
-    }
+      }
+      if (gave_up) {
+        EXPECT_NE(r.final_config.count("compile") ? r.final_config.at("compile") : "", "on") << at;
+        EXPECT_NE(r.ended.find("compile=on measured nothing: given up still compiling after "), std::string::npos)
+            << at << ": " << r.ended;
+      }
+    });
   EXPECT_GT(given_up, 0) << "no compile was given up: the case is not exercised";
   EXPECT_GT(measured, 0) << "no compile ended in time: the other case is not exercised";
 }
@@ -414,24 +425,13 @@ TEST(TunerSearch, ACompileStillRunningWhenTheTuneMustEndIsGivenUp) {
 // trial took 26 s for its first pair, 14.6 s of it compiling, and was cut as if a second would take 26 s too.
 TEST(TunerSearch, AnInProcessCompileIsNotPricedIntoTheNextPair) {
   int compiles = 0;
-  for (unsigned n = 1; n <= 80; ++n) {
-    nlohmann::json world = random_world(n);
-    if (!world["knobs"].contains("compile")) continue;
-    world["costs"]["compile_s"] = 120;  // twice the prior: its first pair says what it took
-    for (double budget : {180.0, 300.0})
-      for (unsigned seed = 1; seed <= 2; ++seed) {
-        SimulatedWorkload w(seed, world_options(world), make_world_model(world).value());
-        TuneOptions o;
-        o.budget_s = budget;
-        const TuneResult r = run_tune(w, o);
-        const std::string at = "world " + std::to_string(n) + ", " + std::to_string(int(budget)) + " s, seed " +
-                               std::to_string(seed);
-        for (const auto& t : r.trials)
-          if (!t.fresh_processes && t.knob == "compile" && t.value == "on" && !t.b.empty()) {
-            ++compiles;
-            EXPECT_GE(t.b.size(), 2u) << at << ": " << t.reason;
-          }
+  // Twice the prior: its first pair says what it took.
+  each_compile_tune(120, -1, {180.0, 300.0}, [&](const std::string& at, const TuneOptions&, const TuneResult& r) {
+    for (const auto& t : r.trials)
+      if (!t.fresh_processes && t.knob == "compile" && t.value == "on" && !t.b.empty()) {
+        ++compiles;
+        EXPECT_GE(t.b.size(), 2u) << at << ": " << t.reason;
       }
-  }
+  });
   EXPECT_GT(compiles, 0) << "no compile trial ran: the case is not exercised";
 }
