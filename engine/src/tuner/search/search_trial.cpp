@@ -374,9 +374,11 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
 }
 
 // Seconds from now until a compile must be given up: the hard end, less what must still run after it (the end's
-// `reserve`, one more pair of this trial, the script's start again without it).
+// `reserve`, one more pair of this trial, the script's start again without it), and never before the compile
+// the trial was priced with: a script slow to start would otherwise lose every compile to its restart.
 double Tuner::compile_deadline_s(double reserve) {
-  return budget_.hard_end() - elapsed() - reserve - 2 * budget_.window_s() - std::max(0.0, w_.start_s());
+  const double left = budget_.hard_end() - elapsed() - reserve - 2 * budget_.window_s() - std::max(0.0, w_.start_s());
+  return std::max(left, compile_s());
 }
 
 void Tuner::side_failed(Trial& t, const TrialFailure& f, bool is_ref, const Change& change, const Config& ref,
