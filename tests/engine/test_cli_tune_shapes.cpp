@@ -12,8 +12,9 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <limits>
 #include <fstream>
+#include <limits>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -77,13 +78,17 @@ class CliTuneShapes : public testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  // The knobs the launcher describes for `script` after its first step (the tune's own workload, stopped again).
-  static std::vector<KnobState> launcher_knobs(const std::string& script, const std::vector<std::string>& args = {}) {
+  // The tune's own workload of `script`, under the project's Python.
+  static std::unique_ptr<Workload> script_workload(const std::string& script, const std::vector<std::string>& args = {}) {
     tb::client::ScriptOptions o;
     o.script = script;
     o.args = args;
     o.python = TB_TEST_PYTHON;
-    auto w = make_script_workload(o);
+    return make_script_workload(o);
+  }
+  // The knobs the launcher describes for `script` after its first step (the tune's own workload, stopped again).
+  static std::vector<KnobState> launcher_knobs(const std::string& script, const std::vector<std::string>& args = {}) {
+    auto w = script_workload(script, args);
     auto k = w->knobs();
     w->release();
     return k;
@@ -178,10 +183,7 @@ TEST_F(CliTuneShapes, AClosureStepCountsItsBatchOncePerEvaluation) {
                       "    loss = opt.step(closure)\n"
                       "    if step % 100 == 0:\n"
                       "        print(step, loss.item())\n";
-  tb::client::ScriptOptions o;
-  o.script = s;
-  o.python = TB_TEST_PYTHON;
-  auto w = make_script_workload(o);
+  auto w = script_workload(s);
   (void)w->knobs();
   const auto win = w->measure(20);
   const nlohmann::json d = w->describe();
@@ -211,10 +213,7 @@ TEST_F(CliTuneShapes, ACompileGivenUpAtItsDeadlineLeavesTheScriptAsItWas) {
                       "    loss.backward()\n"
                       "    opt.step()\n"
                       "    sched.step()\n";
-  tb::client::ScriptOptions o;
-  o.script = s;
-  o.python = TB_TEST_PYTHON;
-  auto w = make_script_workload(o);
+  auto w = script_workload(s);
   const auto knobs = w->knobs();
   ASSERT_TRUE(std::any_of(knobs.begin(), knobs.end(), [](const KnobState& k) { return k.info.id == "compile"; }));
   const Config base = w->baseline();
