@@ -49,6 +49,8 @@ The mutations (issue: "tests that fail when the search is lazy, shown by mutatio
   plan-only-searches   tune --plan goes on to search after pricing the pass
   plan-range-all-kept  the plan's count with nothing kept is its count with every knob kept (no range)
   compile-never-given-up a compile still running when the tune must end runs on (no warm-up deadline)
+  final-extras-none    a knob the search had no time for is never measured as an arm of the final
+  final-extras-kept-anyway  the final's first extra arm is kept whatever it measured
 
 Each source file is restored after its mutation (also on Ctrl-C); the build directory is left rebuilt from
 the restored sources at the end.
@@ -153,8 +155,8 @@ MUTATIONS = [
      "      {t.budget_.alternation_s(3, t.o_.rounds, false), measured_s,",
      "      {t.budget_.alternation_s(3, t.o_.rounds, false), 0 * measured_s,"),
     ("skip-gain-unsaid", SEARCH + "search_screen.cpp",
-     "  auto why = [&](const Deferred& d) { return d.why() + \"; by the last analysis it may give ~\" + fmt(expected(d.knob), 2) + \"x\"; };",
-     "  auto why = [&](const Deferred& d) { return d.why(); };"),
+     "d.why() + \"; by the last analysis it may give ~\" + fmt(expected(d.knob), 2) + \"x\",",
+     "d.why(),"),
     ("in-order-unwaited", SEARCH + "search_plan.cpp",
      "  if (depends_on(info.id) == \"workers\" && knobs_.count(\"workers\") && value_in(c, \"workers\") == \"0\")",
      "  if ((info.id == \"prefetch\" || info.id == \"persistent_workers\") && knobs_.count(\"workers\") && value_in(c, \"workers\") == \"0\")"),
@@ -194,6 +196,12 @@ MUTATIONS = [
     ("compile-never-given-up", SEARCH + "search_trial.cpp",
      "compiles_now ? w_.now_s() + compile_deadline_s(reserve) : kNever",
      "kNever"),
+    ("final-extras-none", SEARCH + "search_final_extra.cpp",
+     "    if (change) extras_.push_back({d, *change, 0});\n    else still.push_back(d);",
+     "    still.push_back(d);"),
+    ("final-extras-kept-anyway", SEARCH + "search_final_extra.cpp",
+     "if (row.accepted && (!best || row.estimate.ratio > t.res_.trials[rows[*best]].estimate.ratio)) best = i;",
+     "if (!best) best = i;"),
     ("claim-every-knob", SEARCH + "search_summary.cpp",
      "if (s.reason.rfind(\"budget\", 0) == 0) (process_knob(s.knob) && !all_fresh() ? process_skips : budget_skips)++;",
      "(void)s;"),

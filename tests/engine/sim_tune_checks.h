@@ -89,7 +89,10 @@ inline std::vector<std::string> rule_problems(SimulatedWorkload& w, const TuneRe
       return false;
     };
     bool kept = false;
-    for (const auto& t : r.trials) kept |= t.accepted && t.estimate.valid() && t.estimate.lo > 1 && sets(t);
+    // ...or the final's extra arm that kept it: measured on top of the final, held beyond 1.
+    for (const auto& t : r.trials)
+      kept |= (t.accepted || (t.phase == "final" && t.reference == "final" && t.outcome == "held")) &&
+              t.estimate.valid() && t.estimate.lo > 1 && sets(t);
     bool process = false;
     for (const auto& t : r.trials) process |= t.knob == k && t.phase == "process" && t.accepted;
     if (!kept && !process) problems.push_back("kept " + k + "=" + value_of(fin, k) + " without a trial that decided it");

@@ -5,7 +5,7 @@ namespace tb::engine::search {
 
 int live_arms(const std::vector<Arm>& arms) {
   int n = 0;
-  for (const auto& a : arms) n += a.failed.empty();
+  for (const auto& a : arms) n += !a.done();
   return n;
 }
 
@@ -17,7 +17,7 @@ RoundEnd run_round(std::vector<Arm>& arms, int r, size_t essential,
   for (size_t j = 0; j < arms.size(); ++j) {
     const size_t at = (j + size_t(r)) % arms.size();  // rotated: every arm takes every position
     Arm& arm = arms[at];
-    if (!arm.failed.empty()) continue;
+    if (arm.done()) continue;
     try {
       arm.windows.push_back(window(arm.config));
       if (after) after(arm);

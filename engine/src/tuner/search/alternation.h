@@ -18,6 +18,10 @@ struct Arm {
   Change change;  // the knob the arm adds or takes away (empty for the baseline and the final)
   std::vector<measure::Window> windows;
   std::string failed;  // why this arm could not run ("" while it runs)
+  // At most this many windows (0: as many as the rounds): an arm asked only over the minimum rounds (a knob
+  // the search had no time for, measured on top of the final) does not ride along in the extra ones.
+  size_t max_windows = 0;
+  bool done() const { return !failed.empty() || (max_windows > 0 && windows.size() >= max_windows); }
 };
 
 // Arms still running.

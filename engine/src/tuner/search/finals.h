@@ -40,6 +40,26 @@ class InProcessFinal {
   void drop();
   void headline(Trial head);
 
+  // The knobs the search deferred and never had time for, each one more arm "final + it" over the minimum
+  // rounds while it fits the budget beside the end's reserve (search_final_extra.cpp): measured against the
+  // final, where a trial of its own (two pairs, and an arm of its own in this final once kept) did not fit.
+  struct Extra {
+    Tuner::Deferred deferred;
+    Change change;
+    size_t arm = 0;  // into arms_, once it has one
+  };
+  // Takes the candidates out of the search's deferred list (before it is said as skipped).
+  void take_extras();
+  // Arms for those that fit, likeliest gain first; the others back to the skipped list.
+  void add_extra_arms();
+  // Their rows against the final; the clearest gain kept (the final becomes it) when nothing was dropped.
+  // Returns the arm the headline measures: the final's, or the final with the kept extra.
+  size_t judge_extras();
+  // Extras that measured nothing (the alternation failed): back to the skipped list with `why`.
+  void skip_extras(const std::string& why);
+  // What the extra arms' last windows took, where round `k` was their last (the next is priced without them).
+  double extras_last_window_s(size_t k) const;
+
   Tuner& t_;
   bool af_ = false;            // every window a fresh process: process knobs are checked here too
   std::vector<size_t> inproc_;  // indices into kept_ of the knobs this alternation checks
@@ -50,6 +70,8 @@ class InProcessFinal {
   measure::NoiseFloor nf_;  // the floor the checks and the headline are judged against
   std::set<size_t> dropped_;  // indices into kept_
   std::vector<std::string> unchecked_;
+  std::vector<Extra> extras_;
+  double recompiles_s_ = 0;  // the recompiling arms build_arms admitted (unreserved_)
 };
 
 class FreshFinal {

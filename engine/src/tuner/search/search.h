@@ -319,7 +319,8 @@ class Tuner {
   // knob tie, one of them `tied_with` (the knob measured last). False when there is no such pair or it does
   // not fit.
   bool try_pair(const std::string& tied_with = "");
-  void accept(size_t trial_index, const Change& c);
+  // `snapshot`: profile the new configuration (the priors read it); the final's extras take none.
+  void accept(size_t trial_index, const Change& c, bool snapshot = true);
   std::string current_label();
   int misses(const std::string& id);
   void defer(const std::string& knob, const std::string& value, double need, double reserve, double fresh = 0);
@@ -327,6 +328,8 @@ class Tuner {
   // Every eligible knob that never had a trial, in the skipped list with the reason (budget, a knob it
   // needs, nothing to try).
   void record_untried();
+  // A deferred knob in the skipped list: what it needed, what was left, what it may give by the last analysis.
+  void skip_deferred(const Deferred& d);
   // search_final.cpp
   void final_phase();
   // search_fresh.cpp

@@ -17,27 +17,32 @@ void Tuner::final_phase() { InProcessFinal(*this).run(); }
 void InProcessFinal::run() {
   Tuner& t = t_;
   t.enter("final");
-  t.record_untried();
-
   // A process left slower measures nothing more: what was kept before the suspect is confirmed in fresh
   // processes (search_fresh.cpp), or not at all.
+  if (!t.left_slower_at_) {
+    af_ = t.all_fresh();
+    for (size_t i = 0; i < t.kept_.size(); ++i)
+      if (af_ || !t.process_knob(t.kept_[i].change.knob)) inproc_.push_back(i);
+    // A group's windows are fresh processes each: its extras would be trials of their own.
+    if (!inproc_.empty() && !af_) take_extras();
+  }
+  t.record_untried();
   if (t.left_slower_at_) return;
-  af_ = t.all_fresh();
-  for (size_t i = 0; i < t.kept_.size(); ++i)
-    if (af_ || !t.process_knob(t.kept_[i].change.knob)) inproc_.push_back(i);
   const double minimum = t.budget_.alternation_s(t.final_arms(), t.o_.rounds, false);
   if (!t.budget_.may_finish(t.elapsed(), minimum))
     t.res_.notes.push_back("the final alternation ran past the budget (its first " + std::to_string(t.o_.rounds) +
                            " rounds are never skipped)");
   if (inproc_.empty()) return baseline_only();
   build_arms();
-  if (!alternate()) return;
+  add_extra_arms();
+  if (!alternate()) return skip_extras("the final alternation failed");
   check_each();
+  const size_t final_arm = judge_extras();
   Trial head;
   head.phase = t.phase_;
   head.reference = "baseline";
   head.window = t.pace_.window;
-  paired(arms_[1], arms_[0], head.a, head.b);
+  paired(arms_[1], arms_[final_arm], head.a, head.b);
   if (!dropped_.empty()) settle_dropped(head);
   headline(std::move(head));
 }
@@ -83,6 +88,7 @@ void InProcessFinal::build_arms() {
         const double arm_s = compile_s + t.budget_.alternation_s(1, t.o_.rounds, false);
         if (t.budget_.may_finish(t.elapsed(), final_cost + recompiles + arm_s)) {
           recompiles += arm_s;
+          recompiles_s_ = recompiles;
           unreserved_.insert(arms_.size());
         } else {
           skip = "a recompile under torch.compile (~" + fmt(compile_s, 0) + " s; ~" + fmt(arm_s, 0) +
@@ -134,7 +140,8 @@ bool InProcessFinal::alternate() {
   std::optional<double> extra_from;
   auto another_round = [&](int r) {
     if (r > 0) {
-      last_round_s = t.w_.now_s() - round_started;
+      // The extras ride only in the first rounds: a round after their last is priced without them.
+      last_round_s = t.w_.now_s() - round_started - extras_last_window_s(size_t(r - 1));
       round_started = t.w_.now_s();
     }
     if (r == t.o_.rounds) extra_from = t.w_.now_s();

@@ -395,7 +395,7 @@ bool Tuner::try_pair(const std::string& tied_with) {
   return true;
 }
 
-void Tuner::accept(size_t trial_index, const Change& c) {
+void Tuner::accept(size_t trial_index, const Change& c, bool snapshot) {
   current_ = with(current_, c.delta);
   // A later rung of the same knob (workers 1 -> 2) replaces the earlier one: the final alternation checks
   // each kept knob once, at its final value.
@@ -406,7 +406,7 @@ void Tuner::accept(size_t trial_index, const Change& c) {
       kept_.erase(kept_.begin() + long(i));
     }
   kept_.push_back({c, trial_index, replaced_ratio * res_.trials[trial_index].estimate.ratio});
-  take_snapshot("+ " + label(c));
+  if (snapshot) take_snapshot("+ " + label(c));
 }
 
 std::string Tuner::current_label() {
@@ -445,6 +445,14 @@ std::string Tuner::Deferred::why() const {
          " s were left and " + end;
 }
 
+// Each with what it may give by the last analysis: the order measured the likelier wins first, and a user
+// deciding whether a longer tune is worth it reads both (prefetch=4 ~1.00x once the workers keep up).
+void Tuner::skip_deferred(const Deferred& d) {
+  res_.skipped.push_back({d.knob, d.value, d.why() + "; by the last analysis it may give ~" + fmt(expected(d.knob), 2) + "x",
+                          std::max(0.0, d.left_s), d.need_s});
+  progress(phase_, "skipped " + label(d.knob, d.value) + " (budget)");
+}
+
 void Tuner::record_untried() {
   std::set<std::string> tried;
   for (const auto& t : res_.trials) tried.insert(t.knob);
@@ -453,13 +461,9 @@ void Tuner::record_untried() {
   std::set<std::string> tried_values;  // knob=value measured from some configuration (a revisit is not a new value)
   for (const auto& t : res_.trials)
     if (!t.knob.empty()) tried_values.insert(label(t.knob, t.value));
-  // Each with what it may give by the last analysis: the order measured the likelier wins first, and a user
-  // deciding whether a longer tune is worth it reads both (prefetch=4 ~1.00x once the workers keep up).
-  auto why = [&](const Deferred& d) { return d.why() + "; by the last analysis it may give ~" + fmt(expected(d.knob), 2) + "x"; };
   for (const auto& d : deferred_)
     if (tried.count(d.knob) && !tried_values.count(label(d.knob, d.value))) {
-      res_.skipped.push_back({d.knob, d.value, why(d), std::max(0.0, d.left_s), d.need_s});
-      progress(phase_, "skipped " + label(d.knob, d.value) + " (budget)");
+      skip_deferred(d);
     }
   for (const auto& id : order_) {
     const auto& k = knobs_[id];
@@ -468,8 +472,7 @@ void Tuner::record_untried() {
       continue;  // already said why (memory)
     auto d = std::find_if(deferred_.begin(), deferred_.end(), [&](const Deferred& x) { return x.knob == id; });
     if (d != deferred_.end()) {
-      res_.skipped.push_back({id, d->value, why(*d), std::max(0.0, d->left_s), d->need_s});
-      progress(phase_, "skipped " + label(id, d->value) + " (budget)");
+      skip_deferred(*d);
     } else if (auto no = not_worth(k.info, current_)) {
       res_.skipped.push_back({id, "", *no});
     } else if (ladder_of(k.info) == Ladder::Workers && value_in(current_, id) == std::to_string(std::max(1, w_.cpu_cores()))) {
