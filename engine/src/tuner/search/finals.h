@@ -48,10 +48,9 @@ class InProcessFinal {
     Change change;
     size_t arm = 0;  // into arms_, once it has one
   };
-  // Takes the candidates out of the search's deferred list (before it is said as skipped).
-  void take_extras();
-  // Arms for those that fit, likeliest gain first; the others back to the skipped list.
-  void add_extra_arms();
+  // Arms for the deferred knobs an arm can measure, likeliest gain first, while they fit; each taken out of the
+  // search's deferred list (which is then said as skipped).
+  void add_extras();
   // Their rows against the final; the clearest gain kept (the final becomes it) when nothing was dropped.
   // Returns the arm the headline measures: the final's, or the final with the kept extra.
   size_t judge_extras();

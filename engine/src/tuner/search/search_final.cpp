@@ -23,8 +23,12 @@ void InProcessFinal::run() {
     af_ = t.all_fresh();
     for (size_t i = 0; i < t.kept_.size(); ++i)
       if (af_ || !t.process_knob(t.kept_[i].change.knob)) inproc_.push_back(i);
-    // A group's windows are fresh processes each: its extras would be trials of their own.
-    if (!inproc_.empty() && !af_) take_extras();
+  }
+  if (!t.left_slower_at_ && !inproc_.empty()) {
+    build_arms();
+    // A group's windows are fresh processes each: its extras would be trials of their own. Before the deferred
+    // knobs are said skipped: an extra is not.
+    if (!af_) add_extras();
   }
   t.record_untried();
   if (t.left_slower_at_) return;
@@ -33,8 +37,6 @@ void InProcessFinal::run() {
     t.res_.notes.push_back("the final alternation ran past the budget (its first " + std::to_string(t.o_.rounds) +
                            " rounds are never skipped)");
   if (inproc_.empty()) return baseline_only();
-  build_arms();
-  add_extra_arms();
   if (!alternate()) return skip_extras("the final alternation failed");
   check_each();
   const size_t final_arm = judge_extras();

@@ -16,34 +16,29 @@ namespace {
 constexpr int kExtraRounds = 2;
 }  // namespace
 
-void InProcessFinal::take_extras() {
+void InProcessFinal::add_extras() {
   Tuner& t = t_;
   const bool compiled = Tuner::value_in(t.current_, "compile") == "on";
-  std::vector<Tuner::Deferred> still;
+  // Only what an arm can say: no process knob (fresh processes), no numerics knob (its loss probes), no recipe
+  // change (said apart, with the final without it), no compile, nothing that recompiles what was compiled, and
+  // no other value of a kept knob (its check is that knob's arm).
+  std::vector<Extra> candidates;
   for (const auto& d : t.deferred_) {
     const KnobFacts* f = facts_of(d.knob);
-    // Only what an arm can say: no process knob (fresh processes), no numerics knob (its loss probes), no recipe
-    // change (said apart, with the final without it), no compile, nothing that recompiles what was compiled, and
-    // no other value of a kept knob (its check is that knob's arm).
     bool fit = !t.process_knob(d.knob) && !t.numerics(d.knob) && !(f && f->recipe) &&
                !(f && f->cost == TrialCost::Compiles) && !(compiled && f && f->cost == TrialCost::RecompilesUnderCompile) &&
                t.step_scale(d.knob, d.value) == 1.0;
     for (const auto& k : t.kept_) fit = fit && k.change.knob != d.knob && !k.change.delta.count(d.knob);
-    std::optional<Change> change;
-    if (fit)
-      for (const Change& c : t.next_changes(d.knob))
-        if (c.value == d.value) change = c;
-    if (change) extras_.push_back({d, *change, 0});
-    else still.push_back(d);
+    if (!fit) continue;
+    for (const Change& c : t.next_changes(d.knob))
+      if (c.value == d.value) {
+        candidates.push_back({d, c, 0});
+        break;
+      }
   }
-  t.deferred_ = std::move(still);
-  std::stable_sort(extras_.begin(), extras_.end(), [&](const Extra& a, const Extra& b) {
+  std::stable_sort(candidates.begin(), candidates.end(), [&](const Extra& a, const Extra& b) {
     return t.expected(a.deferred.knob) > t.expected(b.deferred.knob);
   });
-}
-
-void InProcessFinal::add_extra_arms() {
-  Tuner& t = t_;
   const double step_s = t.step_cost_s();
   // Each arm's windows and the switches into and out of it, with the end's margin, beside everything the end
   // holds (both finals, as reserved) and the recompiles build_arms admitted: within the budget, not its margin.
@@ -57,17 +52,13 @@ void InProcessFinal::add_extra_arms() {
                             ? kReserveMargin * t.budget_.alternation_s(3, t.o_.rounds, false)
                             : 0.0;
   double spent = t.reserve_s() + recompiles_s_ + settle;
-  std::vector<Extra> kept;
   std::string names;
-  for (Extra& e : extras_) {
+  for (Extra& e : candidates) {
     const Config c = Tuner::with(t.current_, e.change.delta);
     const double arm_s =
         kReserveMargin * std::max(t.budget_.alternation_s(1, rounds, false),
                                   t.alternation_estimate_s({{t.current_, step_s}, {c, step_s}}, rounds) - alone);
-    if (!t.budget_.may_extend(t.elapsed(), spent + arm_s)) {
-      t.skip_deferred(e.deferred);
-      continue;
-    }
+    if (!t.budget_.may_extend(t.elapsed(), spent + arm_s)) continue;  // stays deferred: said skipped
     spent += arm_s;
     e.arm = arms_.size();
     Arm arm{"with " + Tuner::label(e.change), c, e.change, {}, ""};
@@ -75,9 +66,9 @@ void InProcessFinal::add_extra_arms() {
     arms_.push_back(std::move(arm));
     unreserved_.insert(e.arm);  // optional: paid from what the reserve left, not held for
     names += (names.empty() ? "" : ", ") + Tuner::label(e.change);
-    kept.push_back(std::move(e));
+    std::erase_if(t.deferred_, [&](const Tuner::Deferred& d) { return d.knob == e.deferred.knob; });
+    extras_.push_back(std::move(e));
   }
-  extras_ = std::move(kept);
   if (!extras_.empty())
     t.progress(t.phase_, "the final alternation also measures " + names +
                              " on top of the final: no trial of " + (extras_.size() > 1 ? "them" : "it") +
