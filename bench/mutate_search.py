@@ -51,6 +51,8 @@ The mutations (issue: "tests that fail when the search is lazy, shown by mutatio
   compile-never-given-up a compile still running when the tune must end runs on (no warm-up deadline)
   final-extras-none    a knob the search had no time for is never measured as an arm of the final
   final-extras-kept-anyway  the final's first extra arm is kept whatever it measured
+  after-finals-none    what the finals leave of the budget measures nothing
+  after-finals-unbudgeted  every knob skipped for budget is measured after the finals, past the budget
 
 Each source file is restored after its mutation (also on Ctrl-C); the build directory is left rebuilt from
 the restored sources at the end.
@@ -202,6 +204,12 @@ MUTATIONS = [
     ("final-extras-kept-anyway", SEARCH + "search_final_extra.cpp",
      "if (row.accepted && (!best || row.estimate.ratio > t.res_.trials[rows[*best]].estimate.ratio)) best = i;",
      "if (!best) best = i;"),
+    ("after-finals-none", SEARCH + "search_final_extra.cpp",
+     "  if (left_slower_at_ || all_fresh() || current_ == baseline_) return;",
+     "  return;"),
+    ("after-finals-unbudgeted", SEARCH + "search_final_extra.cpp",
+     "    if (!budget_.may_extend(elapsed(), cost)) continue;",
+     "    (void)cost;"),
     ("claim-every-knob", SEARCH + "search_summary.cpp",
      "if (s.reason.rfind(\"budget\", 0) == 0) (process_knob(s.knob) && !all_fresh() ? process_skips : budget_skips)++;",
      "(void)s;"),

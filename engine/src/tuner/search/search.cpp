@@ -89,6 +89,7 @@ TuneResult Tuner::run() {
       finals_.fresh_arms_reserved = held.fresh_arms;
       final_phase();
       fresh_final();
+      after_finals();
     }
   }
   summarize();

@@ -334,6 +334,14 @@ class Tuner {
   void final_phase();
   // search_fresh.cpp
   void fresh_final();
+  // search_final_extra.cpp: the change an extra arm of the final (or a row after the finals) would measure for a
+  // deferred `knob`=`value` on top of the current configuration, or nullopt when an arm cannot say it (a process
+  // knob, a numerics knob, a recipe change, a compile or recompile, another value of a kept knob).
+  std::optional<Change> arm_change(const std::string& knob, const std::string& value);
+  // What the finals left of the budget measures the knobs still skipped for it, each on top of the final in two
+  // pairs, said and not kept (the headline is measured): their reserve holds what a guess may need (a fresh
+  // process not measured yet), and a README demo ended at 103 s of 120 with four knobs skipped.
+  void after_finals();
   // search_summary.cpp: the verdict, the recipe changes said, the waterfall/baselines/noise/drift, and why it ended
   void summarize();
   void verdict();

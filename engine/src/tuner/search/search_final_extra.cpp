@@ -5,6 +5,7 @@
 // budget" in every seed, by a second or two). Against the final it says what the knob gives on top of what was
 // kept; the clearest gain is kept with the final's own check: the final without it is the final arm itself.
 #include <algorithm>
+#include <cmath>
 
 #include "tuner/search/finals.h"
 #include "tuner/search/priority.h"
@@ -16,26 +17,24 @@ namespace {
 constexpr int kExtraRounds = 2;
 }  // namespace
 
+std::optional<Change> Tuner::arm_change(const std::string& knob, const std::string& value) {
+  const KnobFacts* f = facts_of(knob);
+  const bool compiled = value_in(current_, "compile") == "on";
+  if (process_knob(knob) || numerics(knob) || (f && f->recipe) || (f && f->cost == TrialCost::Compiles) ||
+      (compiled && f && f->cost == TrialCost::RecompilesUnderCompile) || step_scale(knob, value) != 1.0)
+    return std::nullopt;
+  for (const auto& k : kept_)
+    if (k.change.knob == knob || k.change.delta.count(knob)) return std::nullopt;
+  for (const Change& c : next_changes(knob))
+    if (c.value == value) return c;
+  return std::nullopt;
+}
+
 void InProcessFinal::add_extras() {
   Tuner& t = t_;
-  const bool compiled = Tuner::value_in(t.current_, "compile") == "on";
-  // Only what an arm can say: no process knob (fresh processes), no numerics knob (its loss probes), no recipe
-  // change (said apart, with the final without it), no compile, nothing that recompiles what was compiled, and
-  // no other value of a kept knob (its check is that knob's arm).
   std::vector<Extra> candidates;
-  for (const auto& d : t.deferred_) {
-    const KnobFacts* f = facts_of(d.knob);
-    bool fit = !t.process_knob(d.knob) && !t.numerics(d.knob) && !(f && f->recipe) &&
-               !(f && f->cost == TrialCost::Compiles) && !(compiled && f && f->cost == TrialCost::RecompilesUnderCompile) &&
-               t.step_scale(d.knob, d.value) == 1.0;
-    for (const auto& k : t.kept_) fit = fit && k.change.knob != d.knob && !k.change.delta.count(d.knob);
-    if (!fit) continue;
-    for (const Change& c : t.next_changes(d.knob))
-      if (c.value == d.value) {
-        candidates.push_back({d, c, 0});
-        break;
-      }
-  }
+  for (const auto& d : t.deferred_)
+    if (auto c = t.arm_change(d.knob, d.value)) candidates.push_back({d, *c, 0});
   std::stable_sort(candidates.begin(), candidates.end(), [&](const Extra& a, const Extra& b) {
     return t.expected(a.deferred.knob) > t.expected(b.deferred.knob);
   });
@@ -148,6 +147,69 @@ size_t InProcessFinal::judge_extras() {
                                                  " was measured only in the final alternation, with no time left for "
                                                  "the next rung"});
   return extras_[*best].arm;
+}
+
+void Tuner::after_finals() {
+  if (left_slower_at_ || all_fresh() || current_ == baseline_) return;
+  std::vector<std::pair<size_t, Change>> todo;  // index into res_.skipped, the change
+  for (size_t i = 0; i < res_.skipped.size(); ++i) {
+    const SkippedTrial& s = res_.skipped[i];
+    if (s.value.empty() || !std::isfinite(s.need_s) || s.reason.rfind("budget", 0) != 0) continue;
+    if (auto c = arm_change(s.knob, s.value)) todo.push_back({i, *c});
+  }
+  if (todo.empty()) return;
+  std::stable_sort(todo.begin(), todo.end(),
+                   [&](const auto& a, const auto& b) { return expected(a.second.knob) > expected(b.second.knob); });
+  const int rounds = std::min(o_.rounds, kExtraRounds);
+  const double step_s = step_cost_s();
+  std::set<size_t> measured;
+  for (const auto& [i, c] : todo) {
+    const Config with_it = with(current_, c.delta);
+    const double cost = kReserveMargin * std::max(budget_.alternation_s(2, rounds, false),
+                                                  alternation_estimate_s({{current_, step_s}, {with_it, step_s}}, rounds));
+    if (!budget_.may_extend(elapsed(), cost)) continue;
+    // Its own phase: the budget's accounts and the rows say where these came from.
+    if (phase_ != "leftover") {
+      enter("leftover");
+      progress(phase_, "the finals left time: the knobs skipped for budget, each on top of the final (not kept: the "
+                       "headline is measured)");
+    }
+    std::vector<Arm> arms = {{"final", current_, {}, {}, ""}, {"with " + label(c), with_it, c, {}, ""}};
+    std::string fatal;
+    for (int r = 0; r < rounds && fatal.empty(); ++r)
+      fatal = run_round(arms, r, 1, [&](const Config& cfg) { return window_of(cfg, false); }).fatal;
+    Trial row;
+    row.phase = phase_;
+    row.knob = c.knob;
+    row.value = c.value;
+    row.also = c.also;
+    row.from = value_in(current_, c.knob);
+    row.reference = "final";
+    row.window = pace_.window;
+    for (const auto& a : arms)
+      for (const auto& w : a.windows) row.seconds += std::max(0.0, w.startup_s) + w.wall_s + std::max(0.0, w.one_time_s);
+    const std::string where = "measured after the finals, in the time they left, on top of the final: ";
+    if (!fatal.empty() || !arms[1].failed.empty()) {
+      row.outcome = "failed";
+      row.reason = where + "it could not run (" + (fatal.empty() ? arms[1].failed : fatal) + ")";
+    } else {
+      const measure::NoiseFloor nf = floor();
+      measure_pair(row, arms[0], arms[1], &nf, o_.confidence);
+      classify(row, true);
+      row.reason = where + row.reason +
+                   (row.outcome == "gain" ? "; not kept: the headline was measured without it (a longer tune, or --set " +
+                                                label(c.knob, c.value) + ", measures it with the rest)"
+                                          : "");
+    }
+    row.accepted = false;
+    record(std::move(row));
+    measured.insert(i);
+    if (!fatal.empty()) break;  // the final itself could not run: nothing more here
+  }
+  std::vector<SkippedTrial> still;
+  for (size_t i = 0; i < res_.skipped.size(); ++i)
+    if (!measured.count(i)) still.push_back(res_.skipped[i]);
+  res_.skipped = std::move(still);
 }
 
 }  // namespace tb::engine::search

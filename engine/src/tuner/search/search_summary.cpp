@@ -222,6 +222,11 @@ void Tuner::why_ended() {
                                               " s were left and the end of the tune still had to run)"
                                         : std::string()) +
                               "; listed as skipped, with what they needed";
+  const auto leftover = std::count_if(res_.trials.begin(), res_.trials.end(),
+                                      [](const Trial& t) { return t.phase == "leftover"; });
+  if (leftover > 0)
+    end += "; " + std::to_string(leftover) + " more measured on top of the final in the time the finals left " +
+           "(listed after them, not kept: the headline was measured without them)";
   if (process_skips > 0)
     end += "; " + std::to_string(process_skips) + " process knob(s) not measured: they need fresh processes, which "
            "the budget left could not pay for (listed as skipped)";
