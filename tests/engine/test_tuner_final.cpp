@@ -138,6 +138,15 @@ TuneResult tune_script(uint64_t seed, double budget) {
   return run_tune(w, o);
 }
 
+// A built-in profile's tune at `budget`, held to the budget's wall.
+TuneResult profile_tune(SimulatedWorkload& w, uint64_t seed, double budget) {
+  TuneOptions o;
+  o.budget_s = budget;
+  TuneResult r = run_tune(w, o);
+  EXPECT_LE(r.elapsed_s, 1.05 * budget) << "seed " << seed;
+  return r;
+}
+
 }  // namespace
 
 TEST(TunerFinal, AnArmWithoutWorkersTakesTheirPrefetchAlong) {
@@ -218,10 +227,7 @@ TEST(TunerFinal, AKnobNoTrialHadTimeForIsAnArmOfTheFinal) {
   int tunes_with_extras = 0, held = 0;
   for (uint64_t seed = 1; seed <= 10; ++seed) {
     SimulatedWorkload w(seed, sim_options_for("gpu"));
-    TuneOptions o;
-    o.budget_s = 120;
-    const TuneResult r = run_tune(w, o);
-    EXPECT_LE(r.elapsed_s, 1.05 * o.budget_s) << "seed " << seed;
+    const TuneResult r = profile_tune(w, seed, 120);
     const Trial* headline = nullptr;
     for (const auto& t : r.trials)
       if (t.phase == "final" && t.knob.empty() && t.value.rfind("all kept knobs (in this process)", 0) == 0) headline = &t;
@@ -264,10 +270,7 @@ TEST(TunerFinal, WhatTheFinalsLeaveMeasuresTheKnobsSkippedForBudget) {
   int tunes_with_rows = 0;
   for (uint64_t seed = 1; seed <= 10; ++seed) {
     SimulatedWorkload w(seed, sim_options_for("gpu-synthetic"));
-    TuneOptions o;
-    o.budget_s = 300;
-    const TuneResult r = run_tune(w, o);
-    EXPECT_LE(r.elapsed_s, 1.05 * o.budget_s) << "seed " << seed;
+    const TuneResult r = profile_tune(w, seed, 300);
     bool after = false;
     for (const auto& t : r.trials) {
       if (t.phase != "leftover") {

@@ -246,6 +246,9 @@ class Tuner {
   int respawn_pass_steps(const Config& ref, const Config& cand);
   Trial trial(const std::string& phase, const Config& ref, const std::string& ref_label, const Change& change,
               const Config& cand, bool fresh = false);
+  // A row about `change` measured against `ref` (named `ref_label`) in `phase`, at the trials' window; nothing
+  // measured yet.
+  Trial row_for(const std::string& phase, const Change& change, const Config& ref, const std::string& ref_label) const;
   // A side of the trial that threw: the trial's outcome (an out-of-memory floor remembered, the reference put back).
   void side_failed(Trial& t, const TrialFailure& f, bool is_ref, const Change& change, const Config& ref, bool fresh);
   double compile_deadline_s(double reserve);

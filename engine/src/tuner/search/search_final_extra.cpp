@@ -101,14 +101,7 @@ size_t InProcessFinal::judge_extras() {
   for (size_t i = 0; i < extras_.size(); ++i) {
     const Extra& e = extras_[i];
     const Arm& arm = arms_[e.arm];
-    Trial row;
-    row.phase = t.phase_;
-    row.knob = e.change.knob;
-    row.value = e.change.value;
-    row.also = e.change.also;
-    row.from = Tuner::value_in(t.current_, e.change.knob);
-    row.reference = "final";
-    row.window = t.pace_.window;
+    Trial row = t.row_for(t.phase_, e.change, t.current_, "final");
     for (const auto& w : arm.windows) row.seconds += std::max(0.0, w.startup_s) + w.wall_s + std::max(0.0, w.one_time_s);
     const std::string where = "measured in the final alternation on top of the final (no trial of it fitted the budget): ";
     if (!arm.failed.empty()) {
@@ -178,14 +171,7 @@ void Tuner::after_finals() {
     std::string fatal;
     for (int r = 0; r < rounds && fatal.empty(); ++r)
       fatal = run_round(arms, r, 1, [&](const Config& cfg) { return window_of(cfg, false); }).fatal;
-    Trial row;
-    row.phase = phase_;
-    row.knob = c.knob;
-    row.value = c.value;
-    row.also = c.also;
-    row.from = value_in(current_, c.knob);
-    row.reference = "final";
-    row.window = pace_.window;
+    Trial row = row_for(phase_, c, current_, "final");
     for (const auto& a : arms)
       for (const auto& w : a.windows) row.seconds += std::max(0.0, w.startup_s) + w.wall_s + std::max(0.0, w.one_time_s);
     const std::string where = "measured after the finals, in the time they left, on top of the final: ";

@@ -255,8 +255,8 @@ int Tuner::respawn_pass_steps(const Config& ref, const Config& cand) {
   return 0;
 }
 
-Trial Tuner::trial(const std::string& phase, const Config& ref, const std::string& ref_label, const Change& change,
-                   const Config& cand, bool fresh) {
+Trial Tuner::row_for(const std::string& phase, const Change& change, const Config& ref,
+                     const std::string& ref_label) const {
   Trial t;
   t.phase = phase;
   t.knob = change.knob;
@@ -264,7 +264,14 @@ Trial Tuner::trial(const std::string& phase, const Config& ref, const std::strin
   t.also = change.also;
   t.from = value_in(ref, change.knob);
   t.reference = ref_label;
-  t.window = fresh ? fresh_window() : pace_.window;
+  t.window = pace_.window;
+  return t;
+}
+
+Trial Tuner::trial(const std::string& phase, const Config& ref, const std::string& ref_label, const Change& change,
+                   const Config& cand, bool fresh) {
+  Trial t = row_for(phase, change, ref, ref_label);
+  if (fresh) t.window = fresh_window();
   t.rounds = o_.rounds;
   t.fresh_processes = fresh;
   const double start = w_.now_s();
