@@ -53,6 +53,7 @@ The mutations (issue: "tests that fail when the search is lazy, shown by mutatio
   final-extras-kept-anyway  the final's first extra arm is kept whatever it measured
   after-finals-none    what the finals leave of the budget measures nothing
   after-finals-unbudgeted  every knob skipped for budget is measured after the finals, past the budget
+  after-finals-arms-only  after the finals only what an arm can say is measured (no trial of a recipe change)
 
 Each source file is restored after its mutation (also on Ctrl-C); the build directory is left rebuilt from
 the restored sources at the end.
@@ -207,6 +208,9 @@ MUTATIONS = [
     ("after-finals-none", SEARCH + "search_final_extra.cpp",
      "  if (left_slower_at_ || all_fresh() || current_ == baseline_) return;",
      "  return;"),
+    ("after-finals-arms-only", SEARCH + "search_final_extra.cpp",
+     "        todo.push_back({i, c, false});",
+     "        (void)c;"),
     ("after-finals-unbudgeted", SEARCH + "search_final_extra.cpp",
      "    if (!budget_.may_extend(elapsed(), cost)) continue;",
      "    (void)cost;"),

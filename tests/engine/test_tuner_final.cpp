@@ -263,11 +263,12 @@ TEST(TunerFinal, AKnobNoTrialHadTimeForIsAnArmOfTheFinal) {
 }
 
 // What the finals leave of the budget (their reserve holds what a guess may need: a fresh process not measured
-// yet is held 1.25x) measures the knobs still skipped for it, each on top of the final in two pairs, said and not
-// kept: the headline was measured without them. The synthetic-data profile's 300 s tunes had ended with
-// zero_grad_none, sync_free_logging or the multi-tensor optimizer "skipped (budget)" and 12 s unused (median).
+// yet is held 1.25x) measures the knobs still skipped for it, each on top of the final (two pairs of arms, or a
+// trial of its own), said and not kept: the headline was measured without them. The synthetic-data profile's
+// 300 s tunes had ended with zero_grad_none, sync_free_logging or the multi-tensor optimizer "skipped (budget)"
+// and 12 s unused (median).
 TEST(TunerFinal, WhatTheFinalsLeaveMeasuresTheKnobsSkippedForBudget) {
-  int tunes_with_rows = 0;
+  int tunes_with_rows = 0, own_trials = 0;
   for (uint64_t seed = 1; seed <= 10; ++seed) {
     SimulatedWorkload w(seed, sim_options_for("gpu-synthetic"));
     const TuneResult r = profile_tune(w, seed, 300);
@@ -280,16 +281,20 @@ TEST(TunerFinal, WhatTheFinalsLeaveMeasuresTheKnobsSkippedForBudget) {
       after = true;
       const std::string kv = t.knob + "=" + t.value;
       EXPECT_EQ(t.reference, "final") << kv;
-      EXPECT_EQ(t.a.size(), 2u) << "seed " << seed << ": " << kv << ": " << t.reason;
+      // Two pairs of arms, or a trial of its own (a recipe change, a numerics knob, a compile); one clearly slower
+      // pair ends a trial.
+      if (t.outcome != "slower") EXPECT_GE(t.a.size(), 2u) << "seed " << seed << ": " << kv << ": " << t.reason;
       EXPECT_NE(r.final_config.at(t.knob), t.value) << "seed " << seed << ": " << kv << " kept after the headline";
       EXPECT_FALSE(t.accepted) << kv;
       if (t.outcome == "gain") EXPECT_NE(t.reason.find("not kept"), std::string::npos) << t.reason;
+      own_trials += t.knob == "grad_accumulation" || t.knob == "batch_size";  // recipe changes: no arm says them
       for (const auto& s : r.skipped)
         EXPECT_FALSE(s.knob == t.knob && s.value == t.value) << "seed " << seed << ": " << kv << " measured and skipped";
     }
     tunes_with_rows += after;
   }
-  // Measured: 19 of 40 seeds (1-3 knobs each), 6 of these 10.
+  // Measured: 20 of 40 seeds (1-3 knobs each), 6 of these 10; grad_accumulation=4 in a trial of its own in 2.
   EXPECT_GE(tunes_with_rows, 3);
+  EXPECT_GE(own_trials, 1);
   std::printf("gpu-synthetic at 300 s, seeds 1-10: knobs measured after the finals in %d tunes\n", tunes_with_rows);
 }

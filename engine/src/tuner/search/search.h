@@ -341,9 +341,11 @@ class Tuner {
   // deferred `knob`=`value` on top of the current configuration, or nullopt when an arm cannot say it (a process
   // knob, a numerics knob, a recipe change, a compile or recompile, another value of a kept knob).
   std::optional<Change> arm_change(const std::string& knob, const std::string& value);
-  // What the finals left of the budget measures the knobs still skipped for it, each on top of the final in two
-  // pairs, said and not kept (the headline is measured): their reserve holds what a guess may need (a fresh
-  // process not measured yet), and a README demo ended at 103 s of 120 with four knobs skipped.
+  // What the finals left of the budget measures the knobs still skipped for it on top of the final, said and
+  // not kept (the headline is measured): two pairs each where an arm can say it, else a trial of its own (a
+  // compile, a numerics knob, a bigger batch). Their reserve holds what a guess may need (a fresh process not
+  // measured yet): a README demo ended at 103 s of 120 with four knobs skipped, a script's tune at 86 s of 120
+  // with compile skipped "for budget".
   void after_finals();
   // search_summary.cpp: the verdict, the recipe changes said, the waterfall/baselines/noise/drift, and why it ended
   void summarize();
@@ -427,6 +429,7 @@ class Tuner {
     double fresh_sd_measured = std::nan("");  // the fresh final's pairs' spread, once it has run 3 rounds
     bool fresh_unreserved = false;  // trials ran in the fresh-process headline's reserve (fits)
     int fresh_arms_reserved = 0;    // the fresh final's arms the search held time for as it ended (0: none)
+    bool done = false;              // both finals ran: nothing is reserved any more (after_finals)
   };
   FinalsState finals_;
   double compile_seen_s_ = 0;  // the largest compile a window of this tune measured (one_time_cost)

@@ -143,23 +143,40 @@ size_t InProcessFinal::judge_extras() {
 }
 
 void Tuner::after_finals() {
+  finals_.done = true;
   if (left_slower_at_ || all_fresh() || current_ == baseline_) return;
-  std::vector<std::pair<size_t, Change>> todo;  // index into res_.skipped, the change
+  struct Todo {
+    size_t skipped;  // index into res_.skipped
+    Change change;
+    bool arm;  // two pairs of arms, else a trial of its own
+  };
+  std::vector<Todo> todo;
   for (size_t i = 0; i < res_.skipped.size(); ++i) {
     const SkippedTrial& s = res_.skipped[i];
-    if (s.value.empty() || !std::isfinite(s.need_s) || s.reason.rfind("budget", 0) != 0) continue;
-    if (auto c = arm_change(s.knob, s.value)) todo.push_back({i, *c});
+    if (s.value.empty() || !std::isfinite(s.need_s) || s.reason.rfind("budget", 0) != 0 || process_knob(s.knob)) continue;
+    if (auto c = arm_change(s.knob, s.value)) {
+      todo.push_back({i, *c, true});
+      continue;
+    }
+    for (const Change& c : next_changes(s.knob))
+      if (c.value == s.value) {
+        todo.push_back({i, c, false});
+        break;
+      }
   }
   if (todo.empty()) return;
   std::stable_sort(todo.begin(), todo.end(),
-                   [&](const auto& a, const auto& b) { return expected(a.second.knob) > expected(b.second.knob); });
+                   [&](const Todo& a, const Todo& b) { return expected(a.change.knob) > expected(b.change.knob); });
   const int rounds = std::min(o_.rounds, kExtraRounds);
   const double step_s = step_cost_s();
   std::set<size_t> measured;
-  for (const auto& [i, c] : todo) {
+  for (const Todo& d : todo) {
+    const Change& c = d.change;
     const Config with_it = with(current_, c.delta);
-    const double cost = kReserveMargin * std::max(budget_.alternation_s(2, rounds, false),
-                                                  alternation_estimate_s({{current_, step_s}, {with_it, step_s}}, rounds));
+    const double cost =
+        d.arm ? kReserveMargin * std::max(budget_.alternation_s(2, rounds, false),
+                                          alternation_estimate_s({{current_, step_s}, {with_it, step_s}}, rounds))
+              : kReserveMargin * trial_cost_s(c.knob) * step_scale(c.knob, c.value);
     if (!budget_.may_extend(elapsed(), cost)) continue;
     // Its own phase: the budget's accounts and the rows say where these came from.
     if (phase_ != "leftover") {
@@ -167,30 +184,37 @@ void Tuner::after_finals() {
       progress(phase_, "the finals left time: the knobs skipped for budget, each on top of the final (not kept: the "
                        "headline is measured)");
     }
-    std::vector<Arm> arms = {{"final", current_, {}, {}, ""}, {"with " + label(c), with_it, c, {}, ""}};
-    std::string fatal;
-    for (int r = 0; r < rounds && fatal.empty(); ++r)
-      fatal = run_round(arms, r, 1, [&](const Config& cfg) { return window_of(cfg, false); }).fatal;
-    Trial row = row_for(phase_, c, current_, "final");
-    for (const auto& a : arms)
-      for (const auto& w : a.windows) row.seconds += std::max(0.0, w.startup_s) + w.wall_s + std::max(0.0, w.one_time_s);
     const std::string where = "measured after the finals, in the time they left, on top of the final: ";
-    if (!fatal.empty() || !arms[1].failed.empty()) {
-      row.outcome = "failed";
-      row.reason = where + "it could not run (" + (fatal.empty() ? arms[1].failed : fatal) + ")";
+    const std::string unkept = "; not kept: the headline was measured without it (a longer tune, or --set " +
+                               label(c.knob, c.value) + ", measures it with the rest)";
+    bool fatal = false;
+    Trial row;
+    if (!d.arm) {
+      row = trial(phase_, current_, "final", c, with_it);
+      row.reason = where + row.reason + (row.outcome == "gain" ? unkept : "");
     } else {
-      const measure::NoiseFloor nf = floor();
-      measure_pair(row, arms[0], arms[1], &nf, o_.confidence);
-      classify(row, true);
-      row.reason = where + row.reason +
-                   (row.outcome == "gain" ? "; not kept: the headline was measured without it (a longer tune, or --set " +
-                                                label(c.knob, c.value) + ", measures it with the rest)"
-                                          : "");
+      std::vector<Arm> arms = {{"final", current_, {}, {}, ""}, {"with " + label(c), with_it, c, {}, ""}};
+      std::string why;
+      for (int r = 0; r < rounds && why.empty(); ++r)
+        why = run_round(arms, r, 1, [&](const Config& cfg) { return window_of(cfg, false); }).fatal;
+      fatal = !why.empty();
+      row = row_for(phase_, c, current_, "final");
+      for (const auto& a : arms)
+        for (const auto& w : a.windows) row.seconds += std::max(0.0, w.startup_s) + w.wall_s + std::max(0.0, w.one_time_s);
+      if (fatal || !arms[1].failed.empty()) {
+        row.outcome = "failed";
+        row.reason = where + "it could not run (" + (fatal ? why : arms[1].failed) + ")";
+      } else {
+        const measure::NoiseFloor nf = floor();
+        measure_pair(row, arms[0], arms[1], &nf, o_.confidence);
+        classify(row, true);
+        row.reason = where + row.reason + (row.outcome == "gain" ? unkept : "");
+      }
     }
     row.accepted = false;
     record(std::move(row));
-    measured.insert(i);
-    if (!fatal.empty()) break;  // the final itself could not run: nothing more here
+    measured.insert(d.skipped);
+    if (fatal) break;  // the final itself could not run: nothing more here
   }
   std::vector<SkippedTrial> still;
   for (size_t i = 0; i < res_.skipped.size(); ++i)

@@ -400,6 +400,7 @@ Config Tuner::without_kept(const Change& kc, std::vector<std::string>* taken) {
 }
 
 Tuner::Reserve Tuner::reserve_parts(bool with_fresh) {
+  if (finals_.done) return {};
   const double r = final_s(o_.rounds);
   int fresh_arms = 0;
   const bool fresh = with_fresh && fresh_final_planned();
